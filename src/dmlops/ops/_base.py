@@ -1,0 +1,195 @@
+"""What every operator descriptor shares: support tables, validation skeleton, repr."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ..errors import InvalidDescriptorError, UnsupportedFeatureLevelError
+from ..plan import Layout, LogicalCopy, Plan, compose, is_injective
+from ..tensor import BufferTensorDesc, DataType, FeatureLevel, check_uint, int_tuple
+
+__all__ = ["OperatorDesc", "SupportRow", "TYPES_6", "TYPES_8", "TYPES_11", "ALL_DIMS"]
+
+TYPES_6 = frozenset(
+    {
+        DataType.FLOAT32,
+        DataType.FLOAT16,
+        DataType.INT32,
+        DataType.INT16,
+        DataType.UINT32,
+        DataType.UINT16,
+    }
+)
+TYPES_8 = TYPES_6 | {DataType.INT8, DataType.UINT8}
+TYPES_11 = TYPES_8 | {DataType.FLOAT64, DataType.INT64, DataType.UINT64}
+ALL_DIMS = range(1, 9)
+
+
+@dataclass(frozen=True)
+class SupportRow:
+    """One 'DML_FEATURE_LEVEL_x_y and above' row of a tensor-support table."""
+
+    level: FeatureLevel
+    dimension_counts: range
+    data_types: frozenset[DataType]
+
+    def dims_text(self) -> str:
+        """'4 to 5', '4' or '1 to 8', as DirectML's tables write it."""
+        r = self.dimension_counts
+        return str(r.start) if len(r) == 1 else f"{r.start} to {r.stop - 1}"
+
+
+def _type_list(types: Iterable[DataType]) -> str:
+    order = [
+        DataType.FLOAT64,
+        DataType.FLOAT32,
+        DataType.FLOAT16,
+        DataType.INT64,
+        DataType.INT32,
+        DataType.INT16,
+        DataType.INT8,
+        DataType.UINT64,
+        DataType.UINT32,
+        DataType.UINT16,
+        DataType.UINT8,
+    ]
+    return ", ".join(t.name for t in order if t in set(types))
+
+
+class OperatorDesc(abc.ABC):
+    """A DirectML operator descriptor: validates itself and lowers to logical copies."""
+
+    OPERATOR: str = ""
+    SUPPORT: tuple[SupportRow, ...] = ()
+
+    @property
+    def operator_type(self) -> str:
+        """DirectML's DML_OPERATOR_TYPE name."""
+        return f"DML_OPERATOR_{self.OPERATOR}"
+
+    @abc.abstractmethod
+    def input_fields(self) -> list[tuple[str, BufferTensorDesc]]:
+        """(DirectML field name, desc) of each input tensor, in binding order."""
+
+    @abc.abstractmethod
+    def output_fields(self) -> list[tuple[str, BufferTensorDesc]]:
+        """(DirectML field name, desc) of each output tensor, in binding order."""
+
+    @abc.abstractmethod
+    def _check_fields(self) -> None:
+        """Array lengths and integer ranges of the operator's own fields."""
+
+    @abc.abstractmethod
+    def _check_rules(self) -> None:
+        """The operator's rules relating its fields and tensors."""
+
+    @abc.abstractmethod
+    def logical_copies(self) -> list[LogicalCopy]:
+        """The copies this operator performs, in tensor coordinates."""
+
+    @abc.abstractmethod
+    def _field_items(self) -> list[tuple[str, object]]:
+        """(DirectML field name, value) pairs for repr."""
+
+    @property
+    def data_type(self) -> DataType:
+        """The data type of the first input tensor."""
+        return self.input_fields()[0][1].data_type
+
+    def support_row(self, feature_level: FeatureLevel | int | str) -> SupportRow:
+        """The table row that applies at `feature_level`; error if the operator is newer."""
+        level = FeatureLevel.parse(feature_level)
+        rows = [r for r in self.SUPPORT if r.level <= level]
+        if not rows:
+            raise UnsupportedFeatureLevelError(
+                f"{self.OPERATOR} needs {self.SUPPORT[0].level.dml_name}: "
+                f"the feature level is {level.dml_name}"
+            )
+        return max(rows, key=lambda r: r.level)
+
+    def validate(self, feature_level: FeatureLevel | int | str = FeatureLevel.newest()) -> None:
+        """Check every rule of DirectML for this descriptor at `feature_level`."""
+        row = self.support_row(feature_level)
+        self._check_fields()
+        tensors = self.input_fields() + self.output_fields()
+        for name, t in tensors:
+            if not isinstance(t, BufferTensorDesc):
+                raise InvalidDescriptorError(
+                    f"{self.OPERATOR}.{name} is {type(t).__name__}: expected a BufferTensorDesc"
+                )
+            t.validate(f"{self.OPERATOR}.{name}")
+        self._check_rules()
+        for name, t in tensors:
+            if t.dimension_count not in row.dimension_counts:
+                raise UnsupportedFeatureLevelError(
+                    f"{self.OPERATOR}.{name}.DimensionCount is {t.dimension_count}: "
+                    f"{row.level.dml_name} and above supports {row.dims_text()} dimensions "
+                    f"for {self.OPERATOR}"
+                )
+            if t.data_type not in row.data_types:
+                raise UnsupportedFeatureLevelError(
+                    f"{self.OPERATOR}.{name}.DataType is {t.data_type.name}: "
+                    f"{row.level.dml_name} and above supports {_type_list(row.data_types)} "
+                    f"for {self.OPERATOR}"
+                )
+        for name, t in self.output_fields():
+            if not is_injective(t.sizes, t.effective_strides):
+                raise InvalidDescriptorError(
+                    f"{self.OPERATOR}.{name}.Strides is {list(t.effective_strides)}: "
+                    f"two output elements of sizes {list(t.sizes)} would share an address"
+                )
+
+    def lower(
+        self,
+        input_layouts: Sequence[Layout] | None = None,
+        output_layouts: Sequence[Layout] | None = None,
+    ) -> Plan:
+        """The strided-copy plan of this (validated) descriptor; layouts default to the descs'."""
+        ins = [t for _, t in self.input_fields()]
+        outs = [t for _, t in self.output_fields()]
+        li = list(input_layouts) if input_layouts is not None else [Layout.of_desc(t) for t in ins]
+        lo = list(output_layouts) if output_layouts is not None else [Layout.of_desc(t) for t in outs]
+        return compose(self.data_type.element_size, self.logical_copies(), li, lo)
+
+    # helpers for subclasses -------------------------------------------------
+
+    def _uint_array(self, values: Sequence[int], field: str) -> None:
+        for i, v in enumerate(values):
+            check_uint(v, f"{self.OPERATOR}.{field}[{i}]")
+
+    def _check_count(self, count: int | None, actual: int, field: str, of: str) -> None:
+        if count is not None:
+            check_uint(count, f"{self.OPERATOR}.{field}")
+            if count != actual:
+                raise InvalidDescriptorError(
+                    f"{self.OPERATOR}.{field} is {count}: {of} has {actual} entries"
+                )
+
+    def _same_type(self, ref_name: str, ref: BufferTensorDesc, name: str, t: BufferTensorDesc) -> None:
+        if t.data_type != ref.data_type:
+            raise InvalidDescriptorError(
+                f"{self.OPERATOR}.{name}.DataType is {t.data_type.name}: "
+                f"must equal {ref_name}.DataType {ref.data_type.name}"
+            )
+        if t.dimension_count != ref.dimension_count:
+            raise InvalidDescriptorError(
+                f"{self.OPERATOR}.{name}.DimensionCount is {t.dimension_count}: "
+                f"must equal {ref_name}.DimensionCount {ref.dimension_count}"
+            )
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{k}={v!r}" for k, v in self._field_items())
+        return f"{type(self).__name__}({body})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self._field_items() == other._field_items()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, repr(self)))
+
+
+def uint_list(values: object, field: str) -> tuple[int, ...]:
+    """Normalise an integer array field (range checks come in validate)."""
+    return int_tuple(values, field)  # type: ignore[arg-type]

@@ -1,0 +1,226 @@
+"""The one primitive: a plan of strided copies between bound buffers.
+
+Operators lower to `LogicalCopy` boxes in tensor coordinates; `compose` turns
+them, with each tensor's `Layout`, into `StridedCopy` records (byte offsets,
+element strides, coalesced shape). Backends execute plans and nothing else.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import InvalidDescriptorError
+from .tensor import BufferTensorDesc
+
+__all__ = [
+    "Layout",
+    "LogicalCopy",
+    "StridedCopy",
+    "Plan",
+    "compose",
+    "coalesce",
+    "is_injective",
+]
+
+_ENUMERATION_LIMIT = 1 << 22
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a tensor's elements lie in its binding: element offset of index 0, element strides."""
+
+    offset: int
+    strides: tuple[int, ...]
+
+    @classmethod
+    def of_desc(cls, desc: BufferTensorDesc) -> Layout:
+        """The layout a DirectML tensor description gives."""
+        return cls(0, desc.effective_strides)
+
+
+@dataclass(frozen=True)
+class LogicalCopy:
+    """Copy a box of `shape` elements from input `src` to output `dst`, in tensor coordinates.
+
+    Element c of the box is read at src_start + src_step * c and written at dst_start + c.
+    """
+
+    src: int
+    src_start: tuple[int, ...]
+    src_step: tuple[int, ...]
+    dst: int
+    dst_start: tuple[int, ...]
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class StridedCopy:
+    """dst[dst_offset + sum(c*dst_strides)] = src[src_offset + sum(c*src_strides)] for c in shape.
+
+    Offsets are in bytes from the start of the bound buffer; strides are in elements.
+    """
+
+    src: int
+    src_offset: int
+    src_strides: tuple[int, ...]
+    dst: int
+    dst_offset: int
+    dst_strides: tuple[int, ...]
+    shape: tuple[int, ...]
+
+    @property
+    def element_count(self) -> int:
+        """Number of elements this copy moves."""
+        return math.prod(self.shape)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Strided copies of `element_size`-byte elements, and the bytes each binding must hold."""
+
+    element_size: int
+    copies: tuple[StridedCopy, ...]
+    input_extents: tuple[int, ...]
+    output_extents: tuple[int, ...]
+
+    @property
+    def bytes_written(self) -> int:
+        """Bytes written to the outputs when the plan executes."""
+        return sum(c.element_count for c in self.copies) * self.element_size
+
+    def describe(self) -> str:
+        """One line per copy, for humans."""
+        lines = [f"plan: {len(self.copies)} strided copies of {self.element_size}-byte elements"]
+        for c in self.copies:
+            lines.append(
+                f"  input {c.src} @ byte {c.src_offset} strides {list(c.src_strides)} -> "
+                f"output {c.dst} @ byte {c.dst_offset} strides {list(c.dst_strides)}, "
+                f"shape {list(c.shape)}"
+            )
+        return "\n".join(lines)
+
+
+def coalesce(
+    shape: Sequence[int],
+    src_strides: Sequence[int],
+    dst_strides: Sequence[int],
+    src_offset: int = 0,
+    dst_offset: int = 0,
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], int, int]:
+    """Fewest dimensions that visit the same (src, dst) element pairs.
+
+    Drops size-1 dimensions, turns negative destination strides positive
+    (moving both offsets, in elements), orders dimensions by destination
+    stride and merges neighbours that are contiguous on both sides.
+    """
+    dims = []
+    for n, s, d in zip(shape, src_strides, dst_strides, strict=True):
+        if n == 1:
+            continue
+        if d < 0:
+            src_offset += (n - 1) * s
+            dst_offset += (n - 1) * d
+            s, d = -s, -d
+        dims.append((n, s, d))
+    dims.sort(key=lambda t: (t[2], abs(t[1])), reverse=True)
+    merged: list[tuple[int, int, int]] = []
+    for n, s, d in dims:
+        if merged:
+            pn, ps, pd = merged[-1]
+            if ps == s * n and pd == d * n:
+                merged[-1] = (pn * n, s, d)
+                continue
+        merged.append((n, s, d))
+    if not merged:
+        merged = [(1, 1, 1)]
+    return (
+        tuple(m[0] for m in merged),
+        tuple(m[1] for m in merged),
+        tuple(m[2] for m in merged),
+        src_offset,
+        dst_offset,
+    )
+
+
+def _span(offset: int, shape: Sequence[int], strides: Sequence[int]) -> tuple[int, int]:
+    low = high = offset
+    for n, s in zip(shape, strides, strict=True):
+        if s < 0:
+            low += (n - 1) * s
+        else:
+            high += (n - 1) * s
+    return low, high
+
+
+def compose(
+    element_size: int,
+    copies: Sequence[LogicalCopy],
+    input_layouts: Sequence[Layout],
+    output_layouts: Sequence[Layout],
+) -> Plan:
+    """Lower logical copies through tensor layouts to a coalesced plan."""
+    strided: list[StridedCopy] = []
+    in_ext = [0] * len(input_layouts)
+    out_ext = [0] * len(output_layouts)
+    for lc in copies:
+        li, lo = input_layouts[lc.src], output_layouts[lc.dst]
+        src_off = li.offset + sum(a * t for a, t in zip(lc.src_start, li.strides, strict=True))
+        dst_off = lo.offset + sum(a * t for a, t in zip(lc.dst_start, lo.strides, strict=True))
+        src_st = [k * t for k, t in zip(lc.src_step, li.strides, strict=True)]
+        shape, s_st, d_st, src_off, dst_off = coalesce(
+            lc.shape, src_st, lo.strides, src_off, dst_off
+        )
+        for (off, st, ext, idx, side) in (
+            (src_off, s_st, in_ext, lc.src, "input"),
+            (dst_off, d_st, out_ext, lc.dst, "output"),
+        ):
+            low, high = _span(off, shape, st)
+            if low < 0:
+                raise InvalidDescriptorError(
+                    f"{side} {idx}: the plan would address element {low}, before the buffer"
+                )
+            ext[idx] = max(ext[idx], (high + 1) * element_size)
+        strided.append(
+            StridedCopy(
+                lc.src,
+                src_off * element_size,
+                s_st,
+                lc.dst,
+                dst_off * element_size,
+                d_st,
+                shape,
+            )
+        )
+    return Plan(element_size, tuple(strided), tuple(in_ext), tuple(out_ext))
+
+
+def is_injective(sizes: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether no two elements of this layout share an address.
+
+    Proven by nesting (each stride clears the extent of the smaller ones) or,
+    for up to 4 Mi elements, by enumeration; larger unprovable layouts count
+    as overlapping.
+    """
+    dims = sorted((abs(t), n) for n, t in zip(sizes, strides, strict=True) if n > 1)
+    if any(t == 0 for t, _ in dims):
+        return False
+    reach = 0
+    nested = True
+    for t, n in dims:
+        if t <= reach:
+            nested = False
+            break
+        reach += (n - 1) * t
+    if nested:
+        return True
+    count = math.prod(n for _, n in dims)
+    if count > _ENUMERATION_LIMIT:
+        return False
+    offsets = np.zeros(1, dtype=np.int64)
+    for t, n in dims:
+        offsets = (offsets[:, None] + np.arange(n, dtype=np.int64)[None, :] * t).ravel()
+    return bool(np.unique(offsets).size == offsets.size)
