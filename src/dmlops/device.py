@@ -36,7 +36,11 @@ class CompiledOperator:
         return f"CompiledOperator({self.desc.operator_type}, {self.device!r})"
 
     def _bind(
-        self, kind: str, fields: list[tuple[str, BufferTensorDesc]], given: Sequence[Any], writable: bool
+        self,
+        kind: str,
+        fields: list[tuple[str, BufferTensorDesc]],
+        given: Sequence[Any],
+        writable: bool,
     ) -> list[Any]:
         op = self.desc.OPERATOR
         if isinstance(given, (bytes, bytearray, memoryview)) or not isinstance(given, Sequence):
@@ -51,7 +55,9 @@ class CompiledOperator:
             length = int(flat.shape[0])
             where = f"{op}.{name} binding"
             if binding.offset < 0 or binding.offset > length:
-                raise BindingError(f"{where}: offset {binding.offset} is outside the {length}-byte buffer")
+                raise BindingError(
+                    f"{where}: offset {binding.offset} is outside the {length}-byte buffer"
+                )
             align = desc.guaranteed_base_offset_alignment
             if align and binding.offset % align:
                 raise BindingError(
@@ -60,7 +66,8 @@ class CompiledOperator:
             size = length - binding.offset if binding.size is None else binding.size
             if size < 0 or binding.offset + size > length:
                 raise BindingError(
-                    f"{where}: {size} bytes at offset {binding.offset} exceed the {length}-byte buffer"
+                    f"{where}: {size} bytes at offset {binding.offset} "
+                    f"exceed the {length}-byte buffer"
                 )
             need = max(desc.total_tensor_size_in_bytes, extent)
             if size < need:

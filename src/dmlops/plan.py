@@ -174,7 +174,7 @@ def compose(
         shape, s_st, d_st, src_off, dst_off = coalesce(
             lc.shape, src_st, lo.strides, src_off, dst_off
         )
-        for (off, st, ext, idx, side) in (
+        for off, st, ext, idx, side in (
             (src_off, s_st, in_ext, lc.src, "input"),
             (dst_off, d_st, out_ext, lc.dst, "output"),
         ):

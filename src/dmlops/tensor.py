@@ -268,8 +268,12 @@ class BufferTensorDesc:
         object.__setattr__(self, "sizes", sz)
         object.__setattr__(self, "strides", st)
         object.__setattr__(self, "total_tensor_size_in_bytes", total)
-        object.__setattr__(self, "guaranteed_base_offset_alignment", int(guaranteed_base_offset_alignment))
-        object.__setattr__(self, "flags", TensorFlags(int(flags)) if int(flags) in (0, 1) else int(flags))
+        object.__setattr__(
+            self, "guaranteed_base_offset_alignment", int(guaranteed_base_offset_alignment)
+        )
+        object.__setattr__(
+            self, "flags", TensorFlags(int(flags)) if int(flags) in (0, 1) else int(flags)
+        )
 
     @property
     def dimension_count(self) -> int:
@@ -318,8 +322,7 @@ class BufferTensorDesc:
         if self.strides is not None:
             if len(self.strides) != n:
                 raise InvalidDescriptorError(
-                    f"{name}.Strides has {len(self.strides)} entries: "
-                    f"must equal DimensionCount {n}"
+                    f"{name}.Strides has {len(self.strides)} entries: must equal DimensionCount {n}"
                 )
             for i, t in enumerate(self.strides):
                 check_uint(t, f"{name}.Strides[{i}]")

@@ -9,7 +9,7 @@ from ..plan import Plan
 
 __all__ = ["Backend", "get_backend", "BACKEND_NAMES"]
 
-BACKEND_NAMES = ("numpy", "cuda")
+BACKEND_NAMES = ("numpy",)
 
 
 class Backend(Protocol):
@@ -42,8 +42,4 @@ def get_backend(name: str) -> Backend:
         from .numpy_backend import NumpyBackend
 
         return NumpyBackend.instance()
-    if name == "cuda":
-        from .cuda_backend import CudaBackend
-
-        return CudaBackend.instance()
     raise DmlError(f"backend {name!r} is not one of {', '.join(BACKEND_NAMES)}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -30,17 +31,20 @@ class _Span:
         }
 
 
-def strided_view(flat: np.ndarray[Any, Any], copy: StridedCopy, side: str, element_size: int) -> np.ndarray[Any, Any]:
+def strided_view(
+    flat: np.ndarray[Any, Any], copy: StridedCopy, side: str, element_size: int
+) -> np.ndarray[Any, Any]:
     """The numpy view of one side ('src' or 'dst') of a strided copy."""
     offset = copy.src_offset if side == "src" else copy.dst_offset
     strides = copy.src_strides if side == "src" else copy.dst_strides
-    return np.ndarray(
+    view: np.ndarray[Any, Any] = np.ndarray(
         copy.shape,
         dtype=_UNSIGNED[element_size],
         buffer=flat,
         offset=offset,
         strides=tuple(s * element_size for s in strides),
     )
+    return view
 
 
 class NumpyBackend:
@@ -87,7 +91,9 @@ class NumpyBackend:
             raise BindingError("a bound buffer must be contiguous memory")
         if writable and mv.readonly:
             raise BindingError("an output buffer is read-only")
-        return np.frombuffer(mv.cast("B"), dtype=np.uint8) if mv.readonly else np.asarray(mv.cast("B"))
+        return (
+            np.frombuffer(mv.cast("B"), dtype=np.uint8) if mv.readonly else np.asarray(mv.cast("B"))
+        )
 
     def array_span(self, arr: Any) -> tuple[np.ndarray[Any, Any], int]:
         a = np.asarray(arr)
@@ -111,14 +117,16 @@ class NumpyBackend:
     def empty(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
         return np.empty(shape, dtype=dtype)
 
-    def _chunks(self, dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], parts: int) -> list[tuple[Any, Any]]:
+    def _chunks(
+        self, dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], parts: int
+    ) -> list[tuple[Any, Any]]:
         axis = int(np.argmax(dst.shape))
         n = dst.shape[axis]
         parts = min(parts, n)
         bounds = [n * i // parts for i in range(parts + 1)]
         index = [slice(None)] * dst.ndim
         out = []
-        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        for a, b in itertools.pairwise(bounds):
             index[axis] = slice(a, b)
             out.append((dst[tuple(index)], src[tuple(index)]))
         return out

@@ -109,9 +109,9 @@ class OperatorDesc(abc.ABC):
             )
         return max(rows, key=lambda r: r.level)
 
-    def validate(self, feature_level: FeatureLevel | int | str = FeatureLevel.newest()) -> None:
-        """Check every rule of DirectML for this descriptor at `feature_level`."""
-        row = self.support_row(feature_level)
+    def validate(self, feature_level: FeatureLevel | int | str | None = None) -> None:
+        """Check every rule of DirectML for this descriptor at `feature_level` (default newest)."""
+        row = self.support_row(FeatureLevel.newest() if feature_level is None else feature_level)
         self._check_fields()
         tensors = self.input_fields() + self.output_fields()
         for name, t in tensors:
@@ -150,7 +150,11 @@ class OperatorDesc(abc.ABC):
         ins = [t for _, t in self.input_fields()]
         outs = [t for _, t in self.output_fields()]
         li = list(input_layouts) if input_layouts is not None else [Layout.of_desc(t) for t in ins]
-        lo = list(output_layouts) if output_layouts is not None else [Layout.of_desc(t) for t in outs]
+        lo = (
+            list(output_layouts)
+            if output_layouts is not None
+            else [Layout.of_desc(t) for t in outs]
+        )
         return compose(self.data_type.element_size, self.logical_copies(), li, lo)
 
     # helpers for subclasses -------------------------------------------------
@@ -167,7 +171,9 @@ class OperatorDesc(abc.ABC):
                     f"{self.OPERATOR}.{field} is {count}: {of} has {actual} entries"
                 )
 
-    def _same_type(self, ref_name: str, ref: BufferTensorDesc, name: str, t: BufferTensorDesc) -> None:
+    def _same_type(
+        self, ref_name: str, ref: BufferTensorDesc, name: str, t: BufferTensorDesc
+    ) -> None:
         if t.data_type != ref.data_type:
             raise InvalidDescriptorError(
                 f"{self.OPERATOR}.{name}.DataType is {t.data_type.name}: "
@@ -184,7 +190,7 @@ class OperatorDesc(abc.ABC):
         return f"{type(self).__name__}({body})"
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self._field_items() == other._field_items()  # type: ignore[attr-defined]
+        return type(self) is type(other) and self._field_items() == other._field_items()
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, repr(self)))

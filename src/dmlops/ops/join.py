@@ -56,7 +56,12 @@ class JoinDesc(OperatorDesc):
 
     def _check_rules(self) -> None:
         check_pieces(
-            "JOIN", "OutputTensor", self.output_tensor, "InputTensors", self.input_tensors, self.axis
+            "JOIN",
+            "OutputTensor",
+            self.output_tensor,
+            "InputTensors",
+            self.input_tensors,
+            self.axis,
         )
 
     def logical_copies(self) -> list[LogicalCopy]:

@@ -37,7 +37,9 @@ class SliceDesc(OperatorDesc):
         self.offsets = uint_list(offsets, "SLICE.Offsets")
         self.sizes = uint_list(sizes, "SLICE.Sizes")
         self.strides = uint_list(strides, "SLICE.Strides")
-        self.dimension_count = len(self.offsets) if dimension_count is None else int(dimension_count)
+        self.dimension_count = (
+            len(self.offsets) if dimension_count is None else int(dimension_count)
+        )
 
     def input_fields(self) -> list[tuple[str, BufferTensorDesc]]:
         return [("InputTensor", self.input_tensor)]
@@ -57,7 +59,11 @@ class SliceDesc(OperatorDesc):
 
     def _check_fields(self) -> None:
         n = self.dimension_count
-        for field, arr in (("Offsets", self.offsets), ("Sizes", self.sizes), ("Strides", self.strides)):
+        for field, arr in (
+            ("Offsets", self.offsets),
+            ("Sizes", self.sizes),
+            ("Strides", self.strides),
+        ):
             self._check_count(n, len(arr), "DimensionCount", field)
             self._uint_array(arr, field)
         for i, s in enumerate(self.strides):

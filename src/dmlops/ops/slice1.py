@@ -71,7 +71,9 @@ class Slice1Desc(OperatorDesc):
         return tuple(
             o + (s - 1 if t < 0 else 0)
             for o, s, t in zip(
-                self.input_window_offsets, self.input_window_sizes, self.input_window_strides,
+                self.input_window_offsets,
+                self.input_window_sizes,
+                self.input_window_strides,
                 strict=True,
             )
         )
@@ -132,7 +134,11 @@ class Slice1Desc(OperatorDesc):
         n = self.dimension_count
         return [
             LogicalCopy(
-                0, self.copy_start(), self.input_window_strides, 0, (0,) * n,
+                0,
+                self.copy_start(),
+                self.input_window_strides,
+                0,
+                (0,) * n,
                 self.output_tensor.sizes,
             )
         ]

@@ -46,13 +46,20 @@ class SplitDesc(OperatorDesc):
         ]
 
     def _check_fields(self) -> None:
-        self._check_count(self.output_count, len(self.output_tensors), "OutputCount", "OutputTensors")
+        self._check_count(
+            self.output_count, len(self.output_tensors), "OutputCount", "OutputTensors"
+        )
         if self.output_count == 0:
             raise InvalidDescriptorError("SPLIT.OutputCount is 0: must be greater than 0")
 
     def _check_rules(self) -> None:
         check_pieces(
-            "SPLIT", "InputTensor", self.input_tensor, "OutputTensors", self.output_tensors, self.axis
+            "SPLIT",
+            "InputTensor",
+            self.input_tensor,
+            "OutputTensors",
+            self.output_tensors,
+            self.axis,
         )
 
     def logical_copies(self) -> list[LogicalCopy]:

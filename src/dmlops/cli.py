@@ -1,0 +1,236 @@
+"""The `dmlops` command line."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+
+from .device import Device
+from .errors import DmlError
+from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
+from .tensor import BufferTensorDesc, DataType, FeatureLevel
+
+__all__ = ["main", "format_tensor", "format_desc"]
+
+_MAPPING_LIMIT = 256
+
+
+def format_tensor(name: str, desc: BufferTensorDesc, values: np.ndarray | None = None) -> str:
+    """A tensor as the DirectML reference pages print it."""
+    head = f"{name}: (Sizes:{{{', '.join(map(str, desc.sizes))}}}, DataType:{desc.data_type.name})"
+    if values is None:
+        return head
+    v = values
+    if v.dtype.kind == "f" and np.all(np.isfinite(v)) and np.all(v == np.round(v)):
+        v = v.astype(np.int64)
+    return head + "\n" + np.array2string(v, separator=", ")
+
+
+def _braces(values: Sequence[int]) -> str:
+    return "{" + ", ".join(map(str, values)) + "}"
+
+
+def format_desc(desc: OperatorDesc) -> str:
+    """The descriptor's own fields (not its tensors), as the reference pages write them."""
+    lines = []
+    for name, value in desc._field_items():
+        if isinstance(value, (BufferTensorDesc, list)) and (
+            isinstance(value, BufferTensorDesc)
+            or (value and isinstance(value[0], BufferTensorDesc))
+        ):
+            continue
+        shown = _braces(value) if isinstance(value, list) else str(value)
+        lines.append(f"{name} = {shown}")
+    return "\n".join(lines)
+
+
+def element_mapping(desc: OperatorDesc) -> list[str]:
+    """'Output[c] = Input[i]' lines for every output element."""
+    ins = [n for n, _ in desc.input_fields()]
+    outs = [n for n, _ in desc.output_fields()]
+    lines = []
+    for lc in desc.logical_copies():
+        for c in itertools.product(*(range(n) for n in lc.shape)):
+            dst = [a + b for a, b in zip(lc.dst_start, c, strict=True)]
+            src = [a + k * b for a, k, b in zip(lc.src_start, lc.src_step, c, strict=True)]
+            out_name = outs[lc.dst].removesuffix("Tensor")
+            in_name = ins[lc.src].removesuffix("Tensor")
+            lines.append(
+                f"{out_name}[{','.join(map(str, dst))}] = {in_name}[{','.join(map(str, src))}]"
+            )
+    return sorted(lines, key=lambda s: s.split(" = ")[0])
+
+
+def _run_examples(args: argparse.Namespace) -> int:
+    from .worked_examples import WORKED_EXAMPLES
+
+    device = Device(FeatureLevel.parse(args.feature_level), backend=args.backend)
+    failures = 0
+    for ex in WORKED_EXAMPLES:
+        x = ex.make_input()
+        op = device.create_operator(ex.desc)
+        outs = [np.full(t.sizes, np.nan, dtype=np.float32) for _, t in ex.desc.output_fields()]
+        if args.backend == "cuda":
+            import cupy
+
+            gx, gouts = cupy.asarray(x), [cupy.asarray(o) for o in outs]
+            op.execute([gx], gouts)
+            outs = [cupy.asnumpy(o) for o in gouts]
+        else:
+            op.execute([x], outs)
+        ok = all(np.array_equal(o, e) for o, e in zip(outs, ex.expected_arrays(), strict=True))
+        failures += not ok
+        print(f"=== {ex.title} ({'matches the reference page' if ok else 'MISMATCH'})")
+        print(format_tensor("InputTensor", ex.desc.input_fields()[0][1], x))
+        print(format_desc(ex.desc))
+        for (name, t), o in zip(ex.desc.output_fields(), outs, strict=True):
+            print(format_tensor(name, t, o))
+        print()
+    print(f"{len(WORKED_EXAMPLES) - failures} of {len(WORKED_EXAMPLES)} worked examples match")
+    return 1 if failures else 0
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(v) for v in text.split(",") if v.strip() != ""]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of integers"
+        ) from None
+
+
+def _explain_desc(args: argparse.Namespace) -> OperatorDesc:
+    dt = DataType.parse(args.data_type)
+    op = args.operator
+    if op in ("slice", "slice1"):
+        if args.input_sizes is None or len(args.input_sizes) != 1:
+            raise DmlError(f"{op.upper()}: give --input-sizes once")
+        inp = BufferTensorDesc(dt, args.input_sizes[0])
+        if op == "slice":
+            out = BufferTensorDesc(dt, args.sizes)
+            return SliceDesc(inp, out, args.offsets, args.sizes, args.strides)
+        probe = Slice1Desc(inp, inp, args.window_offsets, args.window_sizes, args.window_strides)
+        if args.output_sizes is None:
+            probe._check_fields()
+        sizes = args.output_sizes if args.output_sizes is not None else probe.max_copied_elements()
+        return Slice1Desc(
+            inp,
+            BufferTensorDesc(dt, sizes),
+            args.window_offsets,
+            args.window_sizes,
+            args.window_strides,
+        )
+    if op == "split":
+        if args.input_sizes is None or len(args.input_sizes) != 1:
+            raise DmlError("SPLIT: give --input-sizes once")
+        whole = args.input_sizes[0]
+        outs = [
+            BufferTensorDesc(dt, [p if d == args.axis else n for d, n in enumerate(whole)])
+            for p in args.split_sizes
+        ]
+        return SplitDesc(BufferTensorDesc(dt, whole), outs, args.axis)
+    pieces = [BufferTensorDesc(dt, s) for s in args.input_sizes or []]
+    whole = list(args.input_sizes[0]) if args.input_sizes else [1]
+    if 0 <= args.axis < len(whole):
+        whole[args.axis] = sum(s[args.axis] if len(s) > args.axis else 0 for s in args.input_sizes)
+    return JoinDesc(pieces, BufferTensorDesc(dt, whole), args.axis)
+
+
+def _run_explain(args: argparse.Namespace) -> int:
+    level = FeatureLevel.parse(args.feature_level)
+    try:
+        desc = _explain_desc(args)
+        desc.validate(level)
+    except DmlError as e:
+        print(f"INVALID at {level.dml_name}: {e}")
+        return 1
+    print(f"VALID at {level.dml_name}: {desc.operator_type}")
+    for name, t in desc.input_fields():
+        print(format_tensor(name, t))
+    print(format_desc(desc))
+    for name, t in desc.output_fields():
+        print(format_tensor(name, t))
+    print(desc.lower().describe())
+    total = sum(t.element_count for _, t in desc.output_fields())
+    if total <= _MAPPING_LIMIT:
+        print("\n".join(element_mapping(desc)))
+    else:
+        print(f"({total} output elements: mapping shown for at most {_MAPPING_LIMIT})")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the `dmlops` command."""
+    parser = argparse.ArgumentParser(
+        prog="dmlops",
+        description="DirectML's SLICE, SLICE1, SPLIT and JOIN operators: run, explain, validate.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ex = sub.add_parser(
+        "examples",
+        help="run the six worked examples of DirectML's reference pages",
+        description="Run the worked examples of the SLICE, SLICE1 and SPLIT reference pages and "
+        "print input, descriptor and output as the pages show them. Exit status 1 on a mismatch.",
+    )
+    ex.add_argument(
+        "--backend", choices=["numpy", "cuda"], default="numpy", help="execution backend"
+    )
+    ex.add_argument(
+        "--feature-level", default="4_1", help="device feature level, e.g. 3_0 (default 4_1)"
+    )
+    ex.set_defaults(func=_run_examples)
+
+    xp = sub.add_parser(
+        "explain",
+        help="validate a descriptor and show which input element each output element copies",
+        description="Validate one operator descriptor at a feature level; print the verdict, the "
+        "strided-copy plan and, for up to 256 output elements, the element mapping. "
+        "Exit status 1 when the descriptor is invalid.",
+    )
+    xp.add_argument("operator", choices=["slice", "slice1", "split", "join"])
+    xp.add_argument(
+        "--input-sizes",
+        type=_ints,
+        action="append",
+        help="input tensor sizes, e.g. 1,1,4,4 (join: repeat once per input)",
+    )
+    xp.add_argument("--data-type", default="FLOAT32", help="DML data type name (default FLOAT32)")
+    xp.add_argument("--feature-level", default="4_1", help="feature level, e.g. 2_1 (default 4_1)")
+    xp.add_argument("--offsets", type=_ints, default=[], help="SLICE Offsets")
+    xp.add_argument("--sizes", type=_ints, default=[], help="SLICE Sizes (= output sizes)")
+    xp.add_argument("--strides", type=_ints, default=[], help="SLICE Strides")
+    xp.add_argument("--window-offsets", type=_ints, default=[], help="SLICE1 InputWindowOffsets")
+    xp.add_argument("--window-sizes", type=_ints, default=[], help="SLICE1 InputWindowSizes")
+    xp.add_argument("--window-strides", type=_ints, default=[], help="SLICE1 InputWindowStrides")
+    xp.add_argument(
+        "--output-sizes",
+        type=_ints,
+        default=None,
+        help="SLICE1 output sizes (default MaxCopiedElements)",
+    )
+    xp.add_argument("--axis", type=int, default=0, help="SPLIT/JOIN Axis")
+    xp.add_argument(
+        "--split-sizes", type=_ints, default=[], help="SPLIT: each output's size along Axis"
+    )
+    xp.set_defaults(func=_run_explain)
+
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `dmlops` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except DmlError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

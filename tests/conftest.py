@@ -1,0 +1,66 @@
+"""Shared fixtures: the backends to test and hypothesis strategies for descriptors."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+settings.register_profile(
+    "default",
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+settings.register_profile(
+    "thorough",
+    max_examples=600,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def cuda_available() -> bool:
+    try:
+        import cupy
+
+        return bool(cupy.cuda.runtime.getDeviceCount() > 0)
+    except Exception:  # noqa: BLE001 - any failure means no usable GPU
+        return False
+
+
+HAS_CUDA = cuda_available()
+
+BACKENDS = [
+    "numpy",
+    pytest.param(
+        "cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")]
+    ),
+]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def to_device(backend: str, a: np.ndarray):  # type: ignore[no-untyped-def]
+    if backend == "cuda":
+        import cupy
+
+        return cupy.asarray(a)
+    return a
+
+
+def to_host(a):  # type: ignore[no-untyped-def]
+    if isinstance(a, np.ndarray):
+        return a
+    import cupy
+
+    return cupy.asnumpy(a)

@@ -1,0 +1,221 @@
+"""The seeds' worked examples, the CLI, and outputs left untouched by failed calls."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dmlops
+from conftest import to_device, to_host
+from dmlops import Binding, BufferTensorDesc, DataType, Device, DmlError, SliceDesc, SplitDesc
+from dmlops.cli import main
+from dmlops.plan import coalesce, is_injective
+from dmlops.worked_examples import WORKED_EXAMPLES
+
+
+@pytest.mark.parametrize("ex", WORKED_EXAMPLES, ids=lambda e: e.title)
+def test_worked_example_device_api(backend: str, ex) -> None:  # type: ignore[no-untyped-def]
+    op = Device(
+        dmlops.FeatureLevel.FL_1_0 if ex.desc.OPERATOR != "SLICE1" else dmlops.FeatureLevel.FL_2_1,
+        backend=backend,
+    ).create_operator(ex.desc)
+    outs = [
+        to_device(backend, np.full(t.sizes, -1, np.float32)) for _, t in ex.desc.output_fields()
+    ]
+    op.execute([to_device(backend, ex.make_input())], outs)
+    for got, want in zip(outs, ex.expected_arrays()):
+        np.testing.assert_array_equal(to_host(got), want)
+
+
+def test_worked_examples_functional() -> None:
+    a = WORKED_EXAMPLES[0].make_input()
+    assert dmlops.slice(a, [0, 0, 1, 2], [1, 1, 3, 2], [1, 1, 1, 1]).squeeze().tolist() == [
+        [7, 8],
+        [11, 12],
+        [15, 16],
+    ]
+    assert dmlops.slice(a, [0, 0, 1, 0], [1, 1, 2, 2], [1, 1, 2, 3]).squeeze().tolist() == [
+        [5, 8],
+        [13, 16],
+    ]
+    assert dmlops.slice1(a, [0, 0, 0, 1], [1, 1, 4, 3], [1, 1, 2, 2]).squeeze().tolist() == [
+        [2, 4],
+        [10, 12],
+    ]
+    assert dmlops.slice1(a, [0, 0, 0, 1], [1, 1, 4, 3], [1, 1, -2, 2]).squeeze().tolist() == [
+        [14, 16],
+        [6, 8],
+    ]
+    b = WORKED_EXAMPLES[4].make_input()
+    assert [p.ravel().tolist() for p in dmlops.split(b, 2, [2, 1, 3])] == [
+        [1, 2, 3, 4],
+        [5, 6],
+        [7, 8, 9, 10, 11, 12],
+    ]
+    assert [p.ravel().tolist() for p in dmlops.split(b, 3, [1, 1])] == [
+        [1, 3, 5, 7, 9, 11],
+        [2, 4, 6, 8, 10, 12],
+    ]
+
+
+def test_cli_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["examples"]) == 0
+    out = capsys.readouterr().out
+    assert "6 of 6 worked examples match" in out
+    assert "[[[[14, 16],\n   [ 6,  8]]]]" in out
+    assert "InputWindowStrides = {1, 1, -2, 2}" in out
+
+
+def test_cli_explain(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(
+            [
+                "explain",
+                "slice1",
+                "--input-sizes",
+                "1,1,4,4",
+                "--window-offsets",
+                "0,0,0,1",
+                "--window-sizes",
+                "1,1,4,3",
+                "--window-strides",
+                "1,1,-2,2",
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "VALID at DML_FEATURE_LEVEL_4_1" in out
+    for line in (
+        "Output[0,0,0,0] = Input[0,0,3,1]",
+        "Output[0,0,0,1] = Input[0,0,3,3]",
+        "Output[0,0,1,0] = Input[0,0,1,1]",
+        "Output[0,0,1,1] = Input[0,0,1,3]",
+    ):
+        assert line in out
+    assert (
+        main(
+            [
+                "explain",
+                "slice",
+                "--input-sizes",
+                "1,1,4,4",
+                "--offsets",
+                "0,0,1,0",
+                "--sizes",
+                "1,1,2,2",
+                "--strides",
+                "1,1,2,3",
+            ]
+        )
+        == 0
+    )
+    assert "Output[0,0,1,1] = Input[0,0,3,3]" in capsys.readouterr().out
+    assert (
+        main(
+            [
+                "explain",
+                "split",
+                "--input-sizes",
+                "1,1,6,2",
+                "--axis",
+                "2",
+                "--split-sizes",
+                "2,1,3",
+            ]
+        )
+        == 0
+    )
+    assert "OutputTensors[1][0,0,0,1] = Input[0,0,2,1]" in capsys.readouterr().out
+    assert main(["explain", "join", "--input-sizes", "2", "--input-sizes", "3", "--axis", "0"]) == 0
+    assert "Output[4] = InputTensors[1][2]" in capsys.readouterr().out
+    assert (
+        main(
+            [
+                "explain",
+                "slice",
+                "--input-sizes",
+                "4,4,4",
+                "--offsets",
+                "0,0,0",
+                "--sizes",
+                "1,1,1",
+                "--strides",
+                "1,1,1",
+                "--feature-level",
+                "2_1",
+            ]
+        )
+        == 1
+    )
+    assert (
+        "INVALID at DML_FEATURE_LEVEL_2_1: SLICE.InputTensor.DimensionCount is 3"
+        in capsys.readouterr().out
+    )
+
+
+# --- failed calls write nothing ---------------------------------------------------------------
+
+
+def test_failed_device_calls_leave_outputs_untouched(backend: str) -> None:
+    poison = np.arange(100, 124, dtype=np.float32)
+    good = SplitDesc(
+        BufferTensorDesc(DataType.FLOAT32, [1, 1, 6, 2]),
+        [BufferTensorDesc(DataType.FLOAT32, [1, 1, 3, 2])] * 2,
+        2,
+    )
+    op = Device(backend=backend).create_operator(good)
+    x = to_device(backend, np.arange(12, dtype=np.float32))
+    outs = [
+        to_device(backend, poison[:12].copy()),
+        to_device(backend, poison[:5].copy()),
+    ]  # second too small
+    with pytest.raises(DmlError, match=r"SPLIT\.OutputTensors\[1\] binding: 20 bytes bound"):
+        op.execute([x], outs)
+    assert to_host(outs[0]).tolist() == poison[:12].tolist()
+    outs2 = [to_device(backend, poison[:12].copy()), to_device(backend, poison[:12].copy())]
+    with pytest.raises(DmlError, match=r"InputTensor binding: 44 bytes bound"):
+        op.execute([Binding(x, 4)], outs2)
+    assert all(to_host(o).tolist() == poison[:12].tolist() for o in outs2)
+
+
+def test_failed_functional_calls_leave_outputs_untouched() -> None:
+    x = np.arange(16, dtype=np.float32).reshape(4, 4)
+    outs = [np.full((2, 4), 7.0, np.float32), np.full((2, 4), 7.0, np.float32)]
+    with pytest.raises(DmlError):
+        dmlops.split(x, 0, [2, 2], outs=[outs[0], outs[1][:, :3]])
+    with pytest.raises(DmlError):
+        dmlops.split(x, 0, [2, 2], outs=outs, feature_level="2_1")
+    with pytest.raises(DmlError):
+        dmlops.slice1(x, [0, 0], [4, 4], [1, 0], out=outs[0])
+    assert all((o == 7).all() for o in outs)
+
+
+# --- the plan --------------------------------------------------------------------------------
+
+
+def test_coalesce_merges_contiguous_dimensions() -> None:
+    assert coalesce([2, 3, 4], [12, 4, 1], [12, 4, 1])[:3] == ((24,), (1,), (1,))
+    assert coalesce([1, 4, 1, 4], [64, 16, 4, 1], [16, 4, 4, 1])[:3] == ((4, 4), (16, 1), (4, 1))
+    shape, s, d, so, do = coalesce([3], [-2], [-1], 10, 5)
+    assert (shape, s, d, so, do) == ((3,), (2,), (1,), 6, 3)
+
+
+def test_slice_of_contiguous_rows_is_one_copy() -> None:
+    desc = SliceDesc(
+        BufferTensorDesc(DataType.FLOAT32, [8, 16]),
+        BufferTensorDesc(DataType.FLOAT32, [4, 16]),
+        [2, 0],
+        [4, 16],
+        [1, 1],
+    )
+    plan = desc.lower()
+    assert len(plan.copies) == 1 and plan.copies[0].shape == (64,)
+    assert plan.copies[0].src_offset == 2 * 16 * 4
+
+
+def test_injectivity() -> None:
+    assert is_injective([3, 2], [2, 3])
+    assert not is_injective([2, 2], [1, 1])
+    assert not is_injective([2], [0])
+    assert is_injective([1, 5], [0, 1])
