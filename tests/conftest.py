@@ -23,6 +23,9 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
+settings.register_profile(
+    "sanitizer", max_examples=25, deadline=None, suppress_health_check=list(HealthCheck)
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 

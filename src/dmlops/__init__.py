@@ -1,6 +1,6 @@
 """dmlops: DirectML's data-movement operators (SLICE, SLICE1, SPLIT, JOIN) for Python."""
 
-from .device import Binding, CompiledOperator, Device
+from .device import Binding, BindingTable, CompiledOperator, Device
 from .errors import (
     BindingError,
     DmlError,
@@ -24,6 +24,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Binding",
     "BindingError",
+    "BindingTable",
     "BufferTensorDesc",
     "CompiledOperator",
     "DataType",

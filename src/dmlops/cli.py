@@ -219,11 +219,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     xp.set_defaults(func=_run_explain)
 
+    bench = sub.add_parser(
+        "bench",
+        help="time dmlops against numpy, torch, CuPy, onnxruntime and JAX",
+        description="Run the benchmark suite; all arguments after 'bench' go to it "
+        "(see 'dmlops bench --help').",
+        add_help=False,
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `dmlops` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:
+        from .bench import main as bench_main
+
+        return bench_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))

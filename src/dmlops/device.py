@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +12,7 @@ from .ops import OperatorDesc
 from .plan import Plan
 from .tensor import BufferTensorDesc, FeatureLevel
 
-__all__ = ["Binding", "CompiledOperator", "Device"]
+__all__ = ["Binding", "BindingTable", "CompiledOperator", "Device"]
 
 
 @dataclass(frozen=True)
@@ -77,11 +77,27 @@ class CompiledOperator:
             views.append(flat[binding.offset : binding.offset + size])
         return views
 
-    def execute(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
-        """Bind the buffers (checked before any byte is written) and run the plan."""
+    def bind(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> BindingTable:
+        """Check and bind buffers once (DirectML's binding table); dispatch it many times."""
         ins = self._bind("inputs", self.desc.input_fields(), inputs, writable=False)
         outs = self._bind("outputs", self.desc.output_fields(), outputs, writable=True)
-        self.device.backend.execute(self.plan, ins, outs)
+        return BindingTable(self, self.device.backend.bind(self.plan, ins, outs))
+
+    def execute(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+        """Bind the buffers (checked before any byte is written) and run the plan."""
+        self.bind(inputs, outputs).dispatch()
+
+
+class BindingTable:
+    """An operator with its buffers bound and checked: `dispatch()` runs it again."""
+
+    def __init__(self, op: CompiledOperator, run: Callable[[], None]) -> None:
+        self.operator = op
+        self._run = run
+
+    def dispatch(self) -> None:
+        """Execute the operator on the bound buffers (asynchronously on the cuda backend)."""
+        self._run()
 
 
 class Device:

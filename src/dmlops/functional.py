@@ -47,6 +47,7 @@ class _Bound:
     """An array seen as a DirectML tensor: its desc, its layout in its span, its span."""
 
     def __init__(self, backend: Backend, array: Any) -> None:
+        self.source = array
         self.array = backend.as_array(array)
         a = self.array
         if a.ndim == 0:
@@ -66,6 +67,7 @@ class _Bound:
     def placeholder(cls, shape: Sequence[int], dtype: Any) -> _Bound:
         """An output that cannot exist (a size below 1); validation reports it."""
         b = cls.__new__(cls)
+        b.source = None
         b.array = None
         b.flat = None
         b.desc = BufferTensorDesc(DataType.from_numpy(dtype), tuple(shape))
@@ -107,7 +109,14 @@ def _out_bound(backend: Backend, out: Any, shape: Sequence[int], dtype: Any) -> 
         return _Bound(backend, out)
     if any(n <= 0 for n in shape):
         return _Bound.placeholder(shape, dtype)
-    return _Bound(backend, backend.empty(tuple(shape), dtype))
+    bound = _Bound(backend, backend.empty(tuple(shape), dtype))
+    bound.source = None
+    return bound
+
+
+def _result(backend: Backend, bound: _Bound, template: Any) -> Any:
+    """What the caller gets back: its own `out` array, or a new array of its library."""
+    return bound.source if bound.source is not None else backend.like(bound.array, template)
 
 
 def slice(  # noqa: A001 - DirectML's operator name
@@ -126,7 +135,7 @@ def slice(  # noqa: A001 - DirectML's operator name
     ob = _out_bound(backend, out, sz, xb.array.dtype)
     desc = SliceDesc(xb.desc, ob.desc, offsets, sz, strides)
     _run(backend, desc, _level(feature_level), [xb], [ob])
-    return ob.array
+    return _result(backend, ob, x)
 
 
 def slice1(
@@ -159,7 +168,7 @@ def slice1(
         probe.input_window_strides,
     )
     _run(backend, desc, _level(feature_level), [xb], [ob])
-    return ob.array
+    return _result(backend, ob, x)
 
 
 def split(
@@ -182,7 +191,7 @@ def split(
         obs = [_Bound(backend, o) for o in outs]
     desc = SplitDesc(xb.desc, [b.desc for b in obs], ax)
     _run(backend, desc, _level(feature_level), [xb], obs)
-    return [b.array for b in obs]
+    return [_result(backend, b, x) for b in obs]
 
 
 def join(
@@ -209,4 +218,4 @@ def join(
         ob = _Bound(backend, out)
     desc = JoinDesc([b.desc for b in xbs], ob.desc, ax)
     _run(backend, desc, _level(feature_level), xbs, [ob])
-    return ob.array
+    return _result(backend, ob, xs[0])

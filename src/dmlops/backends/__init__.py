@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..errors import DmlError
@@ -9,7 +10,7 @@ from ..plan import Plan
 
 __all__ = ["Backend", "get_backend", "BACKEND_NAMES"]
 
-BACKEND_NAMES = ("numpy",)
+BACKEND_NAMES = ("numpy", "cuda")
 
 
 class Backend(Protocol):
@@ -32,6 +33,12 @@ class Backend(Protocol):
     def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
         """A new C-contiguous array of this backend's kind."""
 
+    def like(self, result: Any, template: Any) -> Any:
+        """A new result array in the array library of `template` (no copy)."""
+
+    def bind(self, plan: Plan, inputs: list[Any], outputs: list[Any]) -> Callable[[], None]:
+        """Everything per-binding done once; the returned call runs the plan."""
+
     def execute(self, plan: Plan, inputs: list[Any], outputs: list[Any]) -> None:
         """Run every copy of `plan`; inputs/outputs are flat uint8 arrays."""
 
@@ -42,4 +49,8 @@ def get_backend(name: str) -> Backend:
         from .numpy_backend import NumpyBackend
 
         return NumpyBackend.instance()
+    if name == "cuda":
+        from .cuda_backend import CudaBackend
+
+        return CudaBackend.instance()
     raise DmlError(f"backend {name!r} is not one of {', '.join(BACKEND_NAMES)}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -114,6 +115,9 @@ class NumpyBackend:
         flat = np.asarray(_Span(a, address + low, nbytes, readonly))
         return flat, -low // itemsize
 
+    def like(self, result: Any, template: Any) -> Any:
+        return result
+
     def empty(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
         return np.empty(shape, dtype=dtype)
 
@@ -131,7 +135,7 @@ class NumpyBackend:
             out.append((dst[tuple(index)], src[tuple(index)]))
         return out
 
-    def execute(self, plan: Plan, inputs: list[Any], outputs: list[Any]) -> None:
+    def bind(self, plan: Plan, inputs: list[Any], outputs: list[Any]) -> Callable[[], None]:
         es = plan.element_size
         pairs = [
             (strided_view(outputs[c.dst], c, "dst", es), strided_view(inputs[c.src], c, "src", es))
@@ -142,9 +146,12 @@ class NumpyBackend:
             or plan.bytes_written < _PARALLEL_BYTES
             or any(np.may_share_memory(d, s) for d, s in pairs)
         ):
-            for dst, src in pairs:
-                np.copyto(dst, src)
-            return
+
+            def run_serial() -> None:
+                for dst, src in pairs:
+                    np.copyto(dst, src)
+
+            return run_serial
         work: list[tuple[Any, Any]] = []
         per_thread = max(plan.bytes_written // self.threads, 1)
         for dst, src in pairs:
@@ -152,4 +159,12 @@ class NumpyBackend:
             work.extend(self._chunks(dst, src, parts) if parts > 1 else [(dst, src)])
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="dmlops")
-        list(self._pool.map(lambda p: np.copyto(p[0], p[1]), work))
+        pool = self._pool
+
+        def run_parallel() -> None:
+            list(pool.map(lambda p: np.copyto(p[0], p[1]), work))
+
+        return run_parallel
+
+    def execute(self, plan: Plan, inputs: list[Any], outputs: list[Any]) -> None:
+        self.bind(plan, inputs, outputs)()

@@ -1,0 +1,406 @@
+"""Benchmarks: dmlops against numpy, torch, CuPy, onnxruntime and JAX, and the copy ceiling.
+
+Prints a table (median time, GB/s counted as 2 x output bytes, ratio to each
+peer), writes JSON and, with --plot, a PNG bar chart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .device import Device
+from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
+from .tensor import BufferTensorDesc, DataType
+
+__all__ = ["main", "run_benchmarks"]
+
+Fn = Callable[[], Any]
+
+
+def _have(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+@dataclass
+class Result:
+    """One case on one device: each contender's median seconds."""
+
+    case: str
+    device: str
+    output_bytes: int
+    times: dict[str, float] = field(default_factory=dict)
+
+    def gbps(self, name: str) -> float:
+        return 2 * self.output_bytes / self.times[name] / 1e9
+
+
+@dataclass
+class Case:
+    """A benchmark case: the dmlops descriptor, its input shapes and peer implementations."""
+
+    name: str
+    desc: OperatorDesc
+    in_shapes: list[tuple[int, ...]]
+    numpy_fn: Callable[[list[Any], list[Any]], Any]  # writes into outs, numpy or cupy module style
+    torch_fn: Callable[[list[Any]], Any]
+    jax_fn: Callable[[Any, list[Any]], Any]
+    onnx: tuple[str, dict[str, Any]] | None
+    latency: bool = False
+
+
+def _t(shape: tuple[int, ...]) -> BufferTensorDesc:
+    return BufferTensorDesc(DataType.FLOAT32, shape)
+
+
+def make_cases(rows: int) -> list[Case]:
+    """The benchmark cases for a [rows, 1024] float32 input."""
+    cols = 1024
+    r0, r1, c0, c1 = rows // 8, rows // 8 + 3 * rows // 4, 128, 896
+    big = (rows, cols)
+    parts = [256, 384, 384]
+    cases = [
+        Case(
+            "slice rows",
+            SliceDesc(_t(big), _t((r1 - r0, c1 - c0)), [r0, c0], [r1 - r0, c1 - c0], [1, 1]),
+            [big],
+            lambda x, o: o[0].__setitem__(Ellipsis, x[0][r0:r1, c0:c1]),
+            lambda x: x[0][r0:r1, c0:c1].clone(),
+            lambda jnp, x: x[0][r0:r1, c0:c1],
+            ("Slice", {"starts": [r0, c0], "ends": [r1, c1], "axes": [0, 1], "steps": [1, 1]}),
+        ),
+        Case(
+            "slice strides 2x2",
+            SliceDesc(_t(big), _t((rows // 2, cols // 2)), [0, 0], [rows // 2, cols // 2], [2, 2]),
+            [big],
+            lambda x, o: o[0].__setitem__(Ellipsis, x[0][::2, ::2]),
+            lambda x: x[0][::2, ::2].clone(),
+            lambda jnp, x: x[0][::2, ::2],
+            ("Slice", {"starts": [0, 0], "ends": [rows, cols], "axes": [0, 1], "steps": [2, 2]}),
+        ),
+        Case(
+            "slice1 reverse 2 axes",
+            Slice1Desc(_t(big), _t(big), [0, 0], [rows, cols], [-1, -1]),
+            [big],
+            lambda x, o: o[0].__setitem__(Ellipsis, x[0][::-1, ::-1]),
+            lambda x: x[0].flip((0, 1)),
+            lambda jnp, x: x[0][::-1, ::-1],
+            (
+                "Slice",
+                {"starts": [-1, -1], "ends": [-(2**62), -(2**62)], "axes": [0, 1], "steps": [-1, -1]},
+            ),
+        ),
+        Case(
+            "split 3-way",
+            SplitDesc(_t(big), [_t((rows, p)) for p in parts], 1),
+            [big],
+            lambda x, o: [o[i].__setitem__(Ellipsis, x[0][:, a:b]) for i, (a, b) in enumerate(((0, 256), (256, 640), (640, 1024)))],
+            lambda x: [t.clone() for t in x[0].split(parts, 1)],
+            lambda jnp, x: jnp.split(x[0], [256, 640], axis=1),
+            ("Split", {"axis": 1, "split": parts, "outputs": 3}),
+        ),
+        Case(
+            "split 256-way 1 MiB",
+            SplitDesc(_t((256, 1024)), [_t((1, 1024))] * 256, 0),
+            [(256, 1024)],
+            lambda x, o: [o[i].__setitem__(Ellipsis, x[0][i : i + 1]) for i in range(256)],
+            lambda x: [t.clone() for t in x[0].split(1, 0)],
+            lambda jnp, x: jnp.split(x[0], 256, axis=0),
+            ("Split", {"axis": 0, "split": [1] * 256, "outputs": 256}),
+        ),
+        Case(
+            "join 3-way",
+            JoinDesc([_t((rows, p)) for p in parts], _t(big), 1),
+            [(rows, p) for p in parts],
+            lambda x, o: o[0].__setitem__(Ellipsis, x[0]) if len(x) == 1 else _concat(x, o[0]),
+            lambda x: _torch().cat(x, 1),
+            lambda jnp, x: jnp.concatenate(x, axis=1),
+            ("Concat", {"axis": 1}),
+        ),
+        Case(
+            "seed 4x4 SLICE1 (latency)",
+            Slice1Desc(_t((1, 1, 4, 4)), _t((1, 1, 2, 2)), [0, 0, 0, 1], [1, 1, 4, 3], [1, 1, -2, 2]),
+            [(1, 1, 4, 4)],
+            lambda x, o: o[0].__setitem__(Ellipsis, x[0][:, :, ::-2, 1::2]),
+            lambda x: x[0][:, :, 1::2, 1::2].flip(2).clone(),
+            lambda jnp, x: x[0][:, :, ::-2, 1::2],
+            None,
+            latency=True,
+        ),
+    ]
+    return cases
+
+
+def _concat(xs: list[Any], out: Any) -> None:
+    module = sys.modules[type(out).__module__.split(".")[0]]
+    module.concatenate(xs, axis=1, out=out)
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+def _onnx_model(op: str, attrs: dict[str, Any], in_shapes: list[tuple[int, ...]]) -> bytes:
+    import onnx
+    from onnx import TensorProto, helper
+
+    inputs = [helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, s) for i, s in enumerate(in_shapes)]
+    inits = []
+    if op == "Slice":
+        names = ["x0"]
+        for key in ("starts", "ends", "axes", "steps"):
+            inits.append(helper.make_tensor(key, TensorProto.INT64, [len(attrs[key])], attrs[key]))
+            names.append(key)
+        node = helper.make_node("Slice", names, ["y0"])
+        outs = ["y0"]
+    elif op == "Split":
+        inits.append(helper.make_tensor("split", TensorProto.INT64, [len(attrs["split"])], attrs["split"]))
+        outs = [f"y{i}" for i in range(attrs["outputs"])]
+        node = helper.make_node("Split", ["x0", "split"], outs, axis=attrs["axis"])
+    else:
+        outs = ["y0"]
+        node = helper.make_node("Concat", [f"x{i}" for i in range(len(in_shapes))], outs, axis=attrs["axis"])
+    graph = helper.make_graph(
+        [node],
+        op,
+        inputs,
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return bytes(model.SerializeToString())
+
+
+def _median_cpu(fn: Fn, reps: int) -> float:
+    fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _median_gpu(fn: Fn, reps: int, wall: bool = False, sync: Fn | None = None) -> float:
+    import cupy
+
+    for _ in range(3):
+        out = fn()
+    cupy.cuda.Device().synchronize()
+    times = []
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    for _ in range(reps):
+        if wall:
+            t0 = time.perf_counter()
+            out = fn()
+            if sync is not None:
+                sync()
+            else:
+                cupy.cuda.Device().synchronize()
+            times.append(time.perf_counter() - t0)
+        else:
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+    del out
+    return statistics.median(times)
+
+
+def _bench_cpu(case: Case, reps: int) -> Result:
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal(s, dtype=np.float32) for s in case.in_shapes]
+    outs = [np.empty(t.sizes, np.float32) for _, t in case.desc.output_fields()]
+    out_bytes = sum(o.nbytes for o in outs)
+    res = Result(case.name, "cpu", out_bytes)
+    op = Device(backend="numpy").create_operator(case.desc)
+    table = op.bind(xs, outs)
+    r = 5 * reps if case.latency else reps
+    res.times["dmlops (bound)"] = _median_cpu(table.dispatch, r)
+    res.times["dmlops execute"] = _median_cpu(lambda: op.execute(xs, outs), r)
+    if case.latency:
+        import dmlops
+
+        d = case.desc
+        assert isinstance(d, Slice1Desc)
+        res.times["dmlops.slice1()"] = _median_cpu(
+            lambda: dmlops.slice1(xs[0], d.input_window_offsets, d.input_window_sizes, d.input_window_strides), r
+        )
+    else:
+        src = np.ones(out_bytes // 4, np.float32)
+        dst = np.empty_like(src)
+        res.times["np.copyto ceiling"] = _median_cpu(lambda: np.copyto(dst, src), r)
+    res.times["numpy"] = _median_cpu(lambda: case.numpy_fn(xs, outs), r)
+    if _have("torch"):
+        import torch
+
+        txs = [torch.from_numpy(x) for x in xs]
+        res.times["torch"] = _median_cpu(lambda: case.torch_fn(txs), r)
+    if case.onnx is not None and _have("onnxruntime") and _have("onnx"):
+        import onnxruntime as ort
+
+        sess = ort.InferenceSession(
+            _onnx_model(case.onnx[0], case.onnx[1], case.in_shapes), providers=["CPUExecutionProvider"]
+        )
+        feeds = {f"x{i}": x for i, x in enumerate(xs)}
+        res.times["onnxruntime"] = _median_cpu(lambda: sess.run(None, feeds), r)
+    return res
+
+
+def _bench_gpu(case: Case, reps: int) -> Result:
+    import cupy
+
+    rng = cupy.random.default_rng(0)
+    xs = [rng.standard_normal(s, dtype=cupy.float32) for s in case.in_shapes]
+    outs = [cupy.empty(t.sizes, cupy.float32) for _, t in case.desc.output_fields()]
+    out_bytes = sum(int(o.nbytes) for o in outs)
+    res = Result(case.name, "gpu", out_bytes)
+    op = Device(backend="cuda").create_operator(case.desc)
+    table = op.bind(xs, outs)
+    wall = case.latency
+    res.times["dmlops (bound)"] = _median_gpu(table.dispatch, reps, wall)
+    res.times["dmlops execute"] = _median_gpu(lambda: op.execute(xs, outs), reps, wall)
+    if case.latency:
+        import dmlops
+
+        d = case.desc
+        assert isinstance(d, Slice1Desc)
+        res.times["dmlops.slice1()"] = _median_gpu(
+            lambda: dmlops.slice1(xs[0], d.input_window_offsets, d.input_window_sizes, d.input_window_strides),
+            reps,
+            wall,
+        )
+    else:
+        src = cupy.ones(out_bytes // 4, cupy.float32)
+        dst = cupy.empty_like(src)
+        res.times["d2d copy ceiling"] = _median_gpu(
+            lambda: dst.data.copy_from_device(src.data, out_bytes), reps
+        )
+    res.times["cupy"] = _median_gpu(lambda: case.numpy_fn(xs, outs), reps, wall)
+    if _have("torch"):
+        import torch
+
+        txs = [torch.from_dlpack(x) for x in xs]
+        res.times["torch"] = _median_gpu(lambda: case.torch_fn(txs), reps, wall, torch.cuda.synchronize)
+    if _have("jax"):
+        import jax
+        import jax.numpy as jnp
+
+        jxs = [jax.device_put(np.asarray(cupy.asnumpy(x))) for x in xs]
+        f = jax.jit(lambda *a: case.jax_fn(jnp, list(a)))
+
+        def run_jax() -> Any:
+            return jax.block_until_ready(f(*jxs))
+
+        res.times["jax"] = _median_gpu(run_jax, reps, wall=True, sync=lambda: None)
+        del jxs
+    del xs, outs
+    cupy.get_default_memory_pool().free_all_blocks()
+    return res
+
+
+def _gpu_present() -> bool:
+    try:
+        import cupy
+
+        return bool(cupy.cuda.runtime.getDeviceCount() > 0)
+    except Exception:  # noqa: BLE001 - no CuPy or no driver: no GPU
+        return False
+
+
+def run_benchmarks(devices: list[str], reps: int, cpu_mib: int, gpu_mib: int) -> list[Result]:
+    """Run every case on the requested devices."""
+    results = []
+    for dev in devices:
+        mib = cpu_mib if dev == "cpu" else gpu_mib
+        rows = mib * 1024 * 1024 // (1024 * 4)
+        for case in make_cases(rows):
+            r = _bench_cpu(case, reps) if dev == "cpu" else _bench_gpu(case, reps)
+            results.append(r)
+            print(f"  measured {dev}: {case.name}", file=sys.stderr, flush=True)
+    return results
+
+
+def format_table(results: list[Result]) -> str:
+    """A Markdown table: median time, GB/s, and dmlops' speed-up over each contender."""
+    lines = [
+        "| device | case | contender | median | GB/s | dmlops (bound) speed-up |",
+        "| --- | --- | --- | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        ours = r.times["dmlops (bound)"]
+        for name, t in r.times.items():
+            unit = f"{t * 1e6:.1f} µs" if t < 1e-3 else f"{t * 1e3:.3f} ms"
+            ratio = "" if name == "dmlops (bound)" else f"{t / ours:.2f}x"
+            lines.append(f"| {r.device} | {r.case} | {name} | {unit} | {r.gbps(name):.1f} | {ratio} |")
+    return "\n".join(lines)
+
+
+def plot(results: list[Result], path: str) -> None:
+    """A bar chart of GB/s per case and contender."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = [(r.device, r.case) for r in results]
+    names = sorted({n for r in results for n in r.times})
+    fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(groups)), 5))
+    width = 0.8 / len(names)
+    for k, n in enumerate(names):
+        xs = [i + k * width for i, r in enumerate(results) if n in r.times]
+        ys = [r.gbps(n) for r in results if n in r.times]
+        ax.bar(xs, ys, width, label=n)
+    ax.set_xticks([i + 0.4 for i in range(len(groups))])
+    ax.set_xticklabels([f"{d}\n{c}" for d, c in groups], fontsize=7)
+    ax.set_ylabel("GB/s (2 x output bytes / median time)")
+    ax.set_yscale("log")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `dmlops bench` and benchmarks/run.py."""
+    parser = argparse.ArgumentParser(prog="dmlops bench", description=__doc__)
+    parser.add_argument("--device", choices=["cpu", "gpu", "all"], default="all",
+                        help="where to run (gpu and all skip the GPU when none is present)")
+    parser.add_argument("--reps", type=int, default=20, help="timed repetitions per contender")
+    parser.add_argument("--cpu-mib", type=int, default=256, help="large input size on the CPU (MiB)")
+    parser.add_argument("--gpu-mib", type=int, default=1024, help="large input size on the GPU (MiB)")
+    parser.add_argument("--json", default="bench-results/results.json", help="where to write JSON")
+    parser.add_argument("--plot", metavar="PNG", help="also draw a bar chart into this PNG file")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX shares the GPU
+    devices = ["cpu", "gpu"] if args.device == "all" else [args.device]
+    if "gpu" in devices and not _gpu_present():
+        print("no CUDA GPU with CuPy found: skipping the GPU", file=sys.stderr)
+        devices.remove("gpu")
+    results = run_benchmarks(devices, args.reps, args.cpu_mib, args.gpu_mib)
+    print(f"machine: {platform.node()} {platform.machine()} {platform.processor()}")
+    print(format_table(results))
+    from pathlib import Path
+
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(
+        json.dumps([{"case": r.case, "device": r.device, "output_bytes": r.output_bytes,
+                     "median_seconds": r.times} for r in results], indent=1)
+    )
+    if args.plot:
+        plot(results, args.plot)
+    return 0

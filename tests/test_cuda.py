@@ -1,0 +1,109 @@
+"""CUDA-only behaviour: one launch per operator, DLPack arrays, raw buffers, 64-bit indexing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import HAS_CUDA
+
+import dmlops
+from dmlops import Binding, BufferTensorDesc, DataType, Device, JoinDesc, SplitDesc
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")]
+
+
+def test_split_and_join_are_one_launch_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cupy
+
+    from dmlops.backends.cuda_backend import CudaBackend
+
+    backend = CudaBackend.instance()
+    launches = []
+    original = backend._kernel
+
+    def counting(*key):  # type: ignore[no-untyped-def]
+        kernel = original(*key)
+        return lambda *a: (launches.append(key), kernel(*a))
+
+    monkeypatch.setattr(backend, "_kernel", counting)
+    x = cupy.arange(256 * 1024, dtype=cupy.float32).reshape(256, 1024)
+    parts = dmlops.split(x, 0, [1] * 256)
+    assert len(launches) == 1
+    back = dmlops.join(parts, 0)
+    assert len(launches) == 2
+    assert bool((back == x).all())
+
+
+def test_vector_width_and_unaligned_fallback() -> None:
+    import cupy
+
+    from dmlops.backends.cuda_backend import CudaBackend
+
+    x = cupy.arange(64 * 64, dtype=cupy.float32).reshape(64, 64)
+    desc = SplitDesc(BufferTensorDesc(DataType.FLOAT32, [64, 64]),
+                     [BufferTensorDesc(DataType.FLOAT32, [64, 16]), BufferTensorDesc(DataType.FLOAT32, [64, 48])], 1)
+    op = Device(backend="cuda").create_operator(desc)
+    assert CudaBackend.instance()._prepare(op.plan).width == 16
+    buf = cupy.zeros(64 * 64 + 1, dtype=cupy.float32)
+    a, b = cupy.zeros((64, 16), cupy.float32), buf[1:1 + 64 * 48]  # b is 4-byte aligned only
+    op.execute([x], [a, b])
+    assert bool((a == x[:, :16]).all()) and bool((b.reshape(64, 48) == x[:, 16:]).all())
+
+
+def test_reversed_inner_axis_uses_vectors() -> None:
+    import cupy
+
+    from dmlops.backends.cuda_backend import CudaBackend
+
+    x = cupy.arange(8 * 1024, dtype=cupy.float32).reshape(8, 1024)
+    y = dmlops.slice1(x, [0, 0], [8, 1024], [-1, -1])
+    assert bool((y == x[::-1, ::-1]).all())
+    plan = Device(backend="cuda").create_operator(
+        dmlops.Slice1Desc(BufferTensorDesc(DataType.FLOAT32, [8, 1024]), BufferTensorDesc(DataType.FLOAT32, [8, 1024]),
+                          [0, 0], [8, 1024], [-1, -1])).plan
+    prep = CudaBackend.instance()._prepare(plan)
+    assert prep.width == 16 and prep.reverse
+
+
+def test_dlpack_arrays_go_in_and_come_back_in_their_library() -> None:
+    torch = pytest.importorskip("torch")
+    x = torch.arange(24, dtype=torch.float32, device="cuda").reshape(4, 6)
+    y = dmlops.slice1(x, [0, 0], [4, 6], [-1, 2])
+    assert isinstance(y, torch.Tensor) and y.is_cuda
+    assert torch.equal(y, x.flip(0)[:, ::2])
+    parts = dmlops.split(x.t(), 0, [2, 4])  # a transposed (non-contiguous) view, no copy
+    assert torch.equal(parts[1], x.t()[2:])
+
+
+def test_raw_device_buffers_with_binding_offsets() -> None:
+    import cupy
+
+    mem = cupy.cuda.alloc(1024)
+    src = cupy.ndarray((16,), cupy.float32, memptr=mem)
+    src[...] = cupy.arange(16, dtype=cupy.float32)
+    out = cupy.cuda.alloc(256)
+    desc = JoinDesc([BufferTensorDesc(DataType.FLOAT32, [2]), BufferTensorDesc(DataType.FLOAT32, [3])],
+                    BufferTensorDesc(DataType.FLOAT32, [5]), 0)
+    op = Device(backend="cuda").create_operator(desc)
+    op.execute([Binding(mem, 0, 8), Binding(mem, 32, 12)], [Binding(out, 16)])
+    got = cupy.ndarray((5,), cupy.float32, memptr=out + 16)
+    assert got.tolist() == [0, 1, 8, 9, 10]
+    with pytest.raises(dmlops.BindingError, match=r"8 bytes bound, TotalTensorSizeInBytes needs 12"):
+        op.execute([Binding(mem, 0, 8), Binding(mem, 32, 8)], [Binding(out, 16)])
+
+
+def test_tensors_over_2_to_the_31_elements() -> None:
+    import cupy
+
+    free, _ = cupy.cuda.runtime.memGetInfo()
+    n = 2**31 + 4096
+    if free < 2 * n + (1 << 30):
+        pytest.skip("not enough GPU memory")
+    x = cupy.empty(n, dtype=cupy.uint8)
+    x[: 1 << 20] = 1
+    x[-(1 << 20):] = 7
+    y = dmlops.slice1(x, [0], [n], [-1])
+    assert int(y[0]) == 7 and int(y[-1]) == 1 and int(y[n - (1 << 20) - 1]) == 7
+    del y
+    z = dmlops.split(x, 0, [n - 3, 3])
+    assert int(z[1][2]) == 7 and int(z[0][0]) == 1
