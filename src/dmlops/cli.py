@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
+from pathlib import Path
 from collections.abc import Sequence
 
 import numpy as np
@@ -163,6 +164,15 @@ def _run_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_model(args: argparse.Namespace) -> int:
+    from .dxdispatch import load_model, run_model
+
+    model = load_model(Path(args.model), max_bytes=args.max_bytes)
+    device = Device(args.feature_level, backend="numpy" if args.device == "cpu" else "cuda")
+    run_model(model, device)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `dmlops` command."""
     parser = argparse.ArgumentParser(
@@ -218,6 +228,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--split-sizes", type=_ints, default=[], help="SPLIT: each output's size along Axis"
     )
     xp.set_defaults(func=_run_explain)
+
+    run = sub.add_parser(
+        "run",
+        help="execute a DxDispatch-style JSON model file",
+        description="Execute a model file in DxDispatch's JSON format (resources, dispatchables of "
+        "type DML_OPERATOR_SLICE/SLICE1/SPLIT/JOIN, commands 'dispatch' and 'print') and print "
+        "resources as DxDispatch does. Exit status 1 when the model is malformed or invalid.",
+    )
+    run.add_argument("model", help="path of the JSON model file")
+    run.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where to execute")
+    run.add_argument("--feature-level", default="4_1", help="device feature level (default 4_1)")
+    run.add_argument(
+        "--max-bytes",
+        type=int,
+        default=256 << 20,
+        help="refuse models whose resources exceed this many bytes (default 256 MiB)",
+    )
+    run.set_defaults(func=_run_model)
 
     bench = sub.add_parser(
         "bench",

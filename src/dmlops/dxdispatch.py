@@ -1,0 +1,415 @@
+"""DxDispatch-style JSON model files: resources, dispatchables (SLICE, SLICE1, SPLIT, JOIN), commands.
+
+A model is read into plain data with every key and type checked (errors name
+the JSON path), memory is bounded before anything is allocated, and nothing
+from the file is ever evaluated as code.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .device import Binding, Device
+from .errors import DmlError, ModelError
+from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
+from .tensor import BufferTensorDesc, DataType, TensorFlags
+
+__all__ = ["Model", "load_model", "run_model", "DEFAULT_MAX_BYTES"]
+
+DEFAULT_MAX_BYTES = 256 << 20
+MAX_FILE_BYTES = 64 << 20
+MAX_DEPTH = 32
+
+
+@dataclass
+class Resource:
+    """A buffer: its initial bytes and the data type its values (and bindings) use."""
+
+    data_type: DataType
+    data: np.ndarray[Any, Any]  # uint8
+
+
+@dataclass
+class Model:
+    """A parsed model: resources, operator descriptors by name, and the command list."""
+
+    resources: dict[str, Resource]
+    dispatchables: dict[str, OperatorDesc]
+    commands: list[dict[str, Any]]
+
+
+def _fail(path: str, message: str) -> ModelError:
+    return ModelError(f"{path}: {message}")
+
+
+def _obj(value: Any, path: str, required: set[str], optional: set[str]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _fail(path, f"expected an object, got {type(value).__name__}")
+    unknown = sorted(set(value) - required - optional)
+    if unknown:
+        raise _fail(f"{path}.{unknown[0]}", "unknown key")
+    for key in sorted(required):
+        if key not in value:
+            raise _fail(path, f"missing required key '{key}'")
+    return value
+
+
+def _int(value: Any, path: str, low: int = 0, high: int = 2**64 - 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _fail(path, f"expected an integer, got {json.dumps(value)[:40]}")
+    if not low <= value <= high:
+        raise _fail(path, f"{value} is outside [{low}, {high}]")
+    return value
+
+
+def _str(value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        raise _fail(path, f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _int_list(value: Any, path: str) -> list[int]:
+    if not isinstance(value, list):
+        raise _fail(path, f"expected an array of integers, got {type(value).__name__}")
+    if len(value) > 64:
+        raise _fail(path, f"{len(value)} entries: at most 64")
+    # the UINT/INT range rules are DirectML's, reported by validate() with the field's name
+    return [_int(v, f"{path}[{i}]", -(2**63), 2**64 - 1) for i, v in enumerate(value)]
+
+
+def _number(value: Any, path: str) -> float | int:
+    if isinstance(value, bool):
+        raise _fail(path, "expected a number")
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str):
+        table = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf,
+                 "infinity": math.inf, "-infinity": -math.inf}
+        if value.strip().lower() in table:
+            return table[value.strip().lower()]
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    raise _fail(path, f"expected a number or 'NaN'/'inf', got {json.dumps(value)[:40]}")
+
+
+def _values(values: list[float | int], dt: DataType, path: str) -> np.ndarray[Any, Any]:
+    npdt = dt.numpy_dtype
+    if npdt.kind == "f":
+        return np.array(values, dtype=np.float64).astype(npdt)
+    out = np.empty(len(values), dtype=npdt)
+    info = np.iinfo(npdt)
+    for i, v in enumerate(values):
+        if isinstance(v, float) and not v.is_integer():
+            raise _fail(f"{path}[{i}]", f"{v} is not an integer value for {dt.name}")
+        if not info.min <= v <= info.max:
+            raise _fail(f"{path}[{i}]", f"{v} is outside the range of {dt.name}")
+        out[i] = int(v)
+    return out
+
+
+def _resource(value: Any, path: str, budget: list[int]) -> Resource:
+    r = _obj(
+        value,
+        path,
+        {"initialValuesDataType", "initialValues"},
+        {"initialValuesOffsetInBytes", "sizeInBytes", "type"},
+    )
+    if r.get("type", "buffer") != "buffer":
+        raise _fail(f"{path}.type", f"'{r['type']}' is not supported: only 'buffer'")
+    try:
+        dt = DataType.parse(_str(r["initialValuesDataType"], f"{path}.initialValuesDataType"))
+    except DmlError as e:
+        raise _fail(f"{path}.initialValuesDataType", str(e)) from None
+    if dt is DataType.UNKNOWN:
+        raise _fail(f"{path}.initialValuesDataType", "UNKNOWN is not a data type of values")
+    init = r["initialValues"]
+    ipath = f"{path}.initialValues"
+    es = dt.element_size
+    if isinstance(init, list):
+        count = len(init)
+        make: Callable[[], np.ndarray[Any, Any]] = lambda: _values(
+            [_number(v, f"{ipath}[{i}]") for i, v in enumerate(init)], dt, ipath
+        )
+    else:
+        o = _obj(init, ipath, {"valueCount"}, {"value", "valueStart", "valueDelta"})
+        count = _int(o["valueCount"], f"{ipath}.valueCount")
+        if "value" in o:
+            if "valueStart" in o or "valueDelta" in o:
+                raise _fail(ipath, "give either 'value' or 'valueStart'/'valueDelta', not both")
+            v = _number(o["value"], f"{ipath}.value")
+            make = lambda: np.full(count, _values([v], dt, f"{ipath}.value")[0], dtype=dt.numpy_dtype)
+        elif "valueStart" in o and "valueDelta" in o:
+            start = _number(o["valueStart"], f"{ipath}.valueStart")
+            delta = _number(o["valueDelta"], f"{ipath}.valueDelta")
+            make = lambda: (start + delta * np.arange(count, dtype=np.float64)).astype(dt.numpy_dtype)
+        else:
+            raise _fail(ipath, "needs 'value', or both 'valueStart' and 'valueDelta'")
+    offset = _int(r.get("initialValuesOffsetInBytes", 0), f"{path}.initialValuesOffsetInBytes")
+    needed = offset + count * es
+    size = _int(r.get("sizeInBytes", needed), f"{path}.sizeInBytes")
+    if size < needed:
+        raise _fail(f"{path}.sizeInBytes", f"{size} is less than the initial values' {needed} bytes")
+    budget[0] -= size
+    if budget[0] < 0:
+        raise _fail(path, f"resources exceed the memory limit ({size} bytes here)")
+    data = np.zeros(size, dtype=np.uint8)
+    data[offset:needed] = make().view(np.uint8)
+    return Resource(dt, data)
+
+
+_TENSOR_KEYS = {"DataType", "Sizes"}
+_TENSOR_OPTIONAL = {"Strides", "Flags", "TotalTensorSizeInBytes", "GuaranteedBaseOffsetAlignment", "DimensionCount"}
+
+
+def _flags(value: Any, path: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    names = value if isinstance(value, list) else [value]
+    flags = 0
+    for i, n in enumerate(names):
+        name = _str(n, f"{path}[{i}]" if isinstance(value, list) else path)
+        name = name.removeprefix("DML_TENSOR_FLAG_")
+        if name not in TensorFlags.__members__:
+            raise _fail(path, f"'{n}' is not a DML_TENSOR_FLAGS name")
+        flags |= int(TensorFlags[name])
+    return flags
+
+
+def _tensor(value: Any, path: str) -> BufferTensorDesc:
+    t = _obj(value, path, _TENSOR_KEYS, _TENSOR_OPTIONAL)
+    try:
+        dt = DataType.parse(_str(t["DataType"], f"{path}.DataType"))
+    except DmlError as e:
+        raise _fail(f"{path}.DataType", str(e)) from None
+    sizes = _int_list(t["Sizes"], f"{path}.Sizes")
+    if "DimensionCount" in t and _int(t["DimensionCount"], f"{path}.DimensionCount") != len(sizes):
+        raise _fail(f"{path}.DimensionCount", f"{t['DimensionCount']} disagrees with Sizes ({len(sizes)})")
+    strides = _int_list(t["Strides"], f"{path}.Strides") if "Strides" in t else None
+    total = t.get("TotalTensorSizeInBytes")
+    return BufferTensorDesc(
+        dt,
+        sizes,
+        strides,
+        None if total is None else _int(total, f"{path}.TotalTensorSizeInBytes"),
+        _int(t.get("GuaranteedBaseOffsetAlignment", 0), f"{path}.GuaranteedBaseOffsetAlignment"),
+        _flags(t.get("Flags", 0), f"{path}.Flags"),
+    )
+
+
+def _tensor_list(value: Any, path: str) -> list[BufferTensorDesc]:
+    if not isinstance(value, list):
+        raise _fail(path, "expected an array of tensor descs")
+    if len(value) > 4096:
+        raise _fail(path, f"{len(value)} tensors: at most 4096")
+    return [_tensor(v, f"{path}[{i}]") for i, v in enumerate(value)]
+
+
+def _count(d: dict[str, Any], key: str, path: str) -> int | None:
+    return None if key not in d else _int(d[key], f"{path}.{key}")
+
+
+def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
+    if kind in ("DML_OPERATOR_SLICE", "DML_OPERATOR_SLICE1"):
+        one = kind == "DML_OPERATOR_SLICE"
+        fields = ("Offsets", "Sizes", "Strides") if one else (
+            "InputWindowOffsets", "InputWindowSizes", "InputWindowStrides")
+        d = _obj(value, path, {"InputTensor", "OutputTensor", *fields}, {"DimensionCount"})
+        arrays = [_int_list(d[f], f"{path}.{f}") for f in fields]
+        cls = SliceDesc if one else Slice1Desc
+        return cls(
+            _tensor(d["InputTensor"], f"{path}.InputTensor"),
+            _tensor(d["OutputTensor"], f"{path}.OutputTensor"),
+            *arrays,
+            dimension_count=_count(d, "DimensionCount", path),
+        )
+    if kind == "DML_OPERATOR_SPLIT":
+        d = _obj(value, path, {"InputTensor", "OutputTensors", "Axis"}, {"OutputCount"})
+        return SplitDesc(
+            _tensor(d["InputTensor"], f"{path}.InputTensor"),
+            _tensor_list(d["OutputTensors"], f"{path}.OutputTensors"),
+            _int(d["Axis"], f"{path}.Axis"),
+            output_count=_count(d, "OutputCount", path),
+        )
+    if kind == "DML_OPERATOR_JOIN":
+        d = _obj(value, path, {"InputTensors", "OutputTensor", "Axis"}, {"InputCount"})
+        return JoinDesc(
+            _tensor_list(d["InputTensors"], f"{path}.InputTensors"),
+            _tensor(d["OutputTensor"], f"{path}.OutputTensor"),
+            _int(d["Axis"], f"{path}.Axis"),
+            input_count=_count(d, "InputCount", path),
+        )
+    raise _fail(
+        f"{path[: -len('.desc')]}.type",
+        f"'{kind}' is not one of DML_OPERATOR_SLICE, DML_OPERATOR_SLICE1, DML_OPERATOR_SPLIT, "
+        "DML_OPERATOR_JOIN",
+    )
+
+
+def _depth(value: Any) -> int:
+    stack = [(value, 1)]
+    deepest = 0
+    while stack:
+        v, d = stack.pop()
+        deepest = max(deepest, d)
+        if deepest > MAX_DEPTH:
+            return deepest
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v)
+    return deepest
+
+
+def load_model(source: str | Path | dict[str, Any], max_bytes: int = DEFAULT_MAX_BYTES) -> Model:
+    """Read and check a model file (path, JSON text or parsed object); ModelError names the JSON path."""
+    if isinstance(source, dict):
+        doc: Any = source
+    else:
+        text: str
+        if isinstance(source, Path) or not source.lstrip().startswith("{"):
+            p = Path(source)
+            try:
+                if p.stat().st_size > MAX_FILE_BYTES:
+                    raise ModelError(f"{p}: larger than {MAX_FILE_BYTES} bytes")
+                text = p.read_text(encoding="utf-8")
+            except OSError as e:
+                raise ModelError(f"{p}: {e.strerror or e}") from None
+        else:
+            text = source
+        try:
+            doc = json.loads(text)
+        except RecursionError:
+            raise ModelError(f"$: nested deeper than {MAX_DEPTH} levels") from None
+        except json.JSONDecodeError as e:
+            raise ModelError(f"$: not JSON: {e}") from None
+    if _depth(doc) > MAX_DEPTH:
+        raise ModelError(f"$: nested deeper than {MAX_DEPTH} levels")
+    top = _obj(doc, "$", {"resources", "dispatchables", "commands"}, {"$schema"})
+    res_obj = top["resources"]
+    if not isinstance(res_obj, dict):
+        raise _fail("$.resources", "expected an object")
+    budget = [max_bytes]
+    resources = {n: _resource(v, f"$.resources.{n}", budget) for n, v in res_obj.items()}
+    dis_obj = top["dispatchables"]
+    if not isinstance(dis_obj, dict):
+        raise _fail("$.dispatchables", "expected an object")
+    dispatchables: dict[str, OperatorDesc] = {}
+    for name, v in dis_obj.items():
+        path = f"$.dispatchables.{name}"
+        d = _obj(v, path, {"type", "desc"}, {"executionFlags"})
+        for i, f in enumerate(d.get("executionFlags", [])):
+            if not _str(f, f"{path}.executionFlags[{i}]").startswith("DML_EXECUTION_FLAG_"):
+                raise _fail(f"{path}.executionFlags[{i}]", f"'{f}' is not a DML_EXECUTION_FLAG")
+        dispatchables[name] = _desc(_str(d["type"], f"{path}.type"), d["desc"], f"{path}.desc")
+    commands = top["commands"]
+    if not isinstance(commands, list):
+        raise _fail("$.commands", "expected an array")
+    for i, c in enumerate(commands):
+        path = f"$.commands[{i}]"
+        if not isinstance(c, dict) or "type" not in c:
+            raise _fail(path, "expected an object with a 'type'")
+        if c["type"] == "dispatch":
+            _obj(c, path, {"type", "dispatchable", "bindings"}, set())
+            if _str(c["dispatchable"], f"{path}.dispatchable") not in dispatchables:
+                raise _fail(f"{path}.dispatchable", f"no dispatchable named '{c['dispatchable']}'")
+            if not isinstance(c["bindings"], dict):
+                raise _fail(f"{path}.bindings", "expected an object")
+        elif c["type"] == "print":
+            _obj(c, path, {"type", "resource"}, set())
+            if _str(c["resource"], f"{path}.resource") not in resources:
+                raise _fail(f"{path}.resource", f"no resource named '{c['resource']}'")
+        else:
+            raise _fail(f"{path}.type", f"'{c['type']}' is not 'dispatch' or 'print'")
+    return Model(resources, dispatchables, commands)
+
+
+def _binding(value: Any, path: str, resources: dict[str, Resource], buffers: dict[str, Any]) -> Binding:
+    if isinstance(value, str):
+        if value not in resources:
+            raise _fail(path, f"no resource named '{value}'")
+        return Binding(buffers[value])
+    b = _obj(value, path, {"name"}, {"elementOffset", "elementCount", "format"})
+    name = _str(b["name"], f"{path}.name")
+    if name not in resources:
+        raise _fail(f"{path}.name", f"no resource named '{name}'")
+    es = resources[name].data_type.element_size
+    offset = _int(b.get("elementOffset", 0), f"{path}.elementOffset") * es
+    count = b.get("elementCount")
+    size = None if count is None else _int(count, f"{path}.elementCount") * es
+    return Binding(buffers[name], offset, size)
+
+
+def format_resource(name: str, resource: Resource, data: np.ndarray[Any, Any]) -> str:
+    """A resource's values, as DxDispatch prints them."""
+    es = resource.data_type.element_size
+    usable = data[: len(data) // es * es]
+    values = usable.view(resource.data_type.numpy_dtype)
+    text = ", ".join(f"{v:g}" if values.dtype.kind == "f" else str(v) for v in values.tolist())
+    return f"Resource '{name}': {text}"
+
+
+def run_model(model: Model, device: Device | None = None, echo: Callable[[str], None] = print) -> dict[str, np.ndarray[Any, Any]]:
+    """Execute the commands; returns each resource's final bytes (host uint8 arrays)."""
+    device = device or Device()
+    compiled = {}
+    for name, desc in model.dispatchables.items():
+        try:
+            compiled[name] = device.create_operator(desc)
+        except DmlError as e:
+            raise ModelError(f"$.dispatchables.{name}: {e}") from None
+    cuda = device.backend.name == "cuda"
+    if cuda:
+        import cupy
+
+        buffers = {n: cupy.asarray(r.data) for n, r in model.resources.items()}
+    else:
+        buffers = {n: r.data.copy() for n, r in model.resources.items()}
+
+    def host(name: str) -> np.ndarray[Any, Any]:
+        b = buffers[name]
+        return cupy.asnumpy(b) if cuda else b
+
+    for i, c in enumerate(model.commands):
+        path = f"$.commands[{i}]"
+        if c["type"] == "print":
+            echo(format_resource(c["resource"], model.resources[c["resource"]], host(c["resource"])))
+            continue
+        op = compiled[c["dispatchable"]]
+        bindings = c["bindings"]
+        unknown = sorted(set(bindings) - {n.split("[")[0] for n, _ in op.desc.input_fields() + op.desc.output_fields()})
+        if unknown:
+            raise _fail(f"{path}.bindings.{unknown[0]}", f"{op.desc.OPERATOR} has no tensor field '{unknown[0]}'")
+
+        def bound(fields: list[tuple[str, Any]], bpath: str) -> list[Binding]:
+            out = []
+            array_name = fields[0][0].split("[")[0]
+            if array_name not in bindings:
+                raise _fail(bpath, f"missing binding for '{array_name}'")
+            value = bindings[array_name]
+            if fields[0][0].endswith("]"):
+                if not isinstance(value, list):
+                    raise _fail(f"{bpath}.{array_name}", "expected an array of bindings")
+                if len(value) != len(fields):
+                    raise _fail(f"{bpath}.{array_name}", f"{len(value)} bindings for {len(fields)} tensors")
+                for k, v in enumerate(value):
+                    out.append(_binding(v, f"{bpath}.{array_name}[{k}]", model.resources, buffers))
+            else:
+                out.append(_binding(value, f"{bpath}.{array_name}", model.resources, buffers))
+            return out
+
+        ins = bound(op.desc.input_fields(), f"{path}.bindings")
+        outs = bound(op.desc.output_fields(), f"{path}.bindings")
+        try:
+            op.execute(ins, outs)
+        except DmlError as e:
+            raise ModelError(f"{path}: {e}") from None
+    return {n: host(n) for n in buffers}
