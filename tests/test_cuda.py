@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from conftest import HAS_CUDA
 
 import dmlops
+from conftest import HAS_CUDA
 from dmlops import Binding, BufferTensorDesc, DataType, Device, JoinDesc, SplitDesc
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")]
@@ -40,12 +39,18 @@ def test_vector_width_and_unaligned_fallback() -> None:
     from dmlops.backends.cuda_backend import CudaBackend
 
     x = cupy.arange(64 * 64, dtype=cupy.float32).reshape(64, 64)
-    desc = SplitDesc(BufferTensorDesc(DataType.FLOAT32, [64, 64]),
-                     [BufferTensorDesc(DataType.FLOAT32, [64, 16]), BufferTensorDesc(DataType.FLOAT32, [64, 48])], 1)
+    desc = SplitDesc(
+        BufferTensorDesc(DataType.FLOAT32, [64, 64]),
+        [
+            BufferTensorDesc(DataType.FLOAT32, [64, 16]),
+            BufferTensorDesc(DataType.FLOAT32, [64, 48]),
+        ],
+        1,
+    )
     op = Device(backend="cuda").create_operator(desc)
     assert CudaBackend.instance()._prepare(op.plan).width == 16
     buf = cupy.zeros(64 * 64 + 1, dtype=cupy.float32)
-    a, b = cupy.zeros((64, 16), cupy.float32), buf[1:1 + 64 * 48]  # b is 4-byte aligned only
+    a, b = cupy.zeros((64, 16), cupy.float32), buf[1 : 1 + 64 * 48]  # b is 4-byte aligned only
     op.execute([x], [a, b])
     assert bool((a == x[:, :16]).all()) and bool((b.reshape(64, 48) == x[:, 16:]).all())
 
@@ -58,9 +63,19 @@ def test_reversed_inner_axis_uses_vectors() -> None:
     x = cupy.arange(8 * 1024, dtype=cupy.float32).reshape(8, 1024)
     y = dmlops.slice1(x, [0, 0], [8, 1024], [-1, -1])
     assert bool((y == x[::-1, ::-1]).all())
-    plan = Device(backend="cuda").create_operator(
-        dmlops.Slice1Desc(BufferTensorDesc(DataType.FLOAT32, [8, 1024]), BufferTensorDesc(DataType.FLOAT32, [8, 1024]),
-                          [0, 0], [8, 1024], [-1, -1])).plan
+    plan = (
+        Device(backend="cuda")
+        .create_operator(
+            dmlops.Slice1Desc(
+                BufferTensorDesc(DataType.FLOAT32, [8, 1024]),
+                BufferTensorDesc(DataType.FLOAT32, [8, 1024]),
+                [0, 0],
+                [8, 1024],
+                [-1, -1],
+            )
+        )
+        .plan
+    )
     prep = CudaBackend.instance()._prepare(plan)
     assert prep.width == 16 and prep.reverse
 
@@ -82,13 +97,18 @@ def test_raw_device_buffers_with_binding_offsets() -> None:
     src = cupy.ndarray((16,), cupy.float32, memptr=mem)
     src[...] = cupy.arange(16, dtype=cupy.float32)
     out = cupy.cuda.alloc(256)
-    desc = JoinDesc([BufferTensorDesc(DataType.FLOAT32, [2]), BufferTensorDesc(DataType.FLOAT32, [3])],
-                    BufferTensorDesc(DataType.FLOAT32, [5]), 0)
+    desc = JoinDesc(
+        [BufferTensorDesc(DataType.FLOAT32, [2]), BufferTensorDesc(DataType.FLOAT32, [3])],
+        BufferTensorDesc(DataType.FLOAT32, [5]),
+        0,
+    )
     op = Device(backend="cuda").create_operator(desc)
     op.execute([Binding(mem, 0, 8), Binding(mem, 32, 12)], [Binding(out, 16)])
     got = cupy.ndarray((5,), cupy.float32, memptr=out + 16)
     assert got.tolist() == [0, 1, 8, 9, 10]
-    with pytest.raises(dmlops.BindingError, match=r"8 bytes bound, TotalTensorSizeInBytes needs 12"):
+    with pytest.raises(
+        dmlops.BindingError, match=r"8 bytes bound, TotalTensorSizeInBytes needs 12"
+    ):
         op.execute([Binding(mem, 0, 8), Binding(mem, 32, 8)], [Binding(out, 16)])
 
 
@@ -101,7 +121,7 @@ def test_tensors_over_2_to_the_31_elements() -> None:
         pytest.skip("not enough GPU memory")
     x = cupy.empty(n, dtype=cupy.uint8)
     x[: 1 << 20] = 1
-    x[-(1 << 20):] = 7
+    x[-(1 << 20) :] = 7
     y = dmlops.slice1(x, [0], [n], [-1])
     assert int(y[0]) == 7 and int(y[-1]) == 1
     assert int(y[(1 << 20) - 1]) == 7 and int(y[n - (1 << 20)]) == 1

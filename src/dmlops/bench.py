@@ -98,14 +98,22 @@ def make_cases(rows: int) -> list[Case]:
             lambda jnp, x: x[0][::-1, ::-1],
             (
                 "Slice",
-                {"starts": [-1, -1], "ends": [-(2**62), -(2**62)], "axes": [0, 1], "steps": [-1, -1]},
+                {
+                    "starts": [-1, -1],
+                    "ends": [-(2**62), -(2**62)],
+                    "axes": [0, 1],
+                    "steps": [-1, -1],
+                },
             ),
         ),
         Case(
             "split 3-way",
             SplitDesc(_t(big), [_t((rows, p)) for p in parts], 1),
             [big],
-            lambda x, o: [o[i].__setitem__(Ellipsis, x[0][:, a:b]) for i, (a, b) in enumerate(((0, 256), (256, 640), (640, 1024)))],
+            lambda x, o: [
+                o[i].__setitem__(Ellipsis, x[0][:, a:b])
+                for i, (a, b) in enumerate(((0, 256), (256, 640), (640, 1024)))
+            ],
             lambda x: [t.clone() for t in x[0].split(parts, 1)],
             lambda jnp, x: jnp.split(x[0], [256, 640], axis=1),
             ("Split", {"axis": 1, "split": parts, "outputs": 3}),
@@ -130,7 +138,9 @@ def make_cases(rows: int) -> list[Case]:
         ),
         Case(
             "seed 4x4 SLICE1 (latency)",
-            Slice1Desc(_t((1, 1, 4, 4)), _t((1, 1, 2, 2)), [0, 0, 0, 1], [1, 1, 4, 3], [1, 1, -2, 2]),
+            Slice1Desc(
+                _t((1, 1, 4, 4)), _t((1, 1, 2, 2)), [0, 0, 0, 1], [1, 1, 4, 3], [1, 1, -2, 2]
+            ),
             [(1, 1, 4, 4)],
             lambda x, o: o[0].__setitem__(Ellipsis, x[0][:, :, ::-2, 1::2]),
             lambda x: x[0][:, :, 1::2, 1::2].flip(2).clone(),
@@ -154,10 +164,12 @@ def _torch() -> Any:
 
 
 def _onnx_model(op: str, attrs: dict[str, Any], in_shapes: list[tuple[int, ...]]) -> bytes:
-    import onnx
     from onnx import TensorProto, helper
 
-    inputs = [helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, s) for i, s in enumerate(in_shapes)]
+    inputs = [
+        helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, s)
+        for i, s in enumerate(in_shapes)
+    ]
     inits = []
     if op == "Slice":
         names = ["x0"]
@@ -167,12 +179,16 @@ def _onnx_model(op: str, attrs: dict[str, Any], in_shapes: list[tuple[int, ...]]
         node = helper.make_node("Slice", names, ["y0"])
         outs = ["y0"]
     elif op == "Split":
-        inits.append(helper.make_tensor("split", TensorProto.INT64, [len(attrs["split"])], attrs["split"]))
+        inits.append(
+            helper.make_tensor("split", TensorProto.INT64, [len(attrs["split"])], attrs["split"])
+        )
         outs = [f"y{i}" for i in range(attrs["outputs"])]
         node = helper.make_node("Split", ["x0", "split"], outs, axis=attrs["axis"])
     else:
         outs = ["y0"]
-        node = helper.make_node("Concat", [f"x{i}" for i in range(len(in_shapes))], outs, axis=attrs["axis"])
+        node = helper.make_node(
+            "Concat", [f"x{i}" for i in range(len(in_shapes))], outs, axis=attrs["axis"]
+        )
     graph = helper.make_graph(
         [node],
         op,
@@ -239,7 +255,10 @@ def _bench_cpu(case: Case, reps: int) -> Result:
         d = case.desc
         assert isinstance(d, Slice1Desc)
         res.times["dmlops.slice1()"] = _median_cpu(
-            lambda: dmlops.slice1(xs[0], d.input_window_offsets, d.input_window_sizes, d.input_window_strides), r
+            lambda: dmlops.slice1(
+                xs[0], d.input_window_offsets, d.input_window_sizes, d.input_window_strides
+            ),
+            r,
         )
     else:
         src = np.ones(out_bytes // 4, np.float32)
@@ -255,7 +274,8 @@ def _bench_cpu(case: Case, reps: int) -> Result:
         import onnxruntime as ort
 
         sess = ort.InferenceSession(
-            _onnx_model(case.onnx[0], case.onnx[1], case.in_shapes), providers=["CPUExecutionProvider"]
+            _onnx_model(case.onnx[0], case.onnx[1], case.in_shapes),
+            providers=["CPUExecutionProvider"],
         )
         feeds = {f"x{i}": x for i, x in enumerate(xs)}
         res.times["onnxruntime"] = _median_cpu(lambda: sess.run(None, feeds), r)
@@ -281,7 +301,9 @@ def _bench_gpu(case: Case, reps: int) -> Result:
         d = case.desc
         assert isinstance(d, Slice1Desc)
         res.times["dmlops.slice1()"] = _median_gpu(
-            lambda: dmlops.slice1(xs[0], d.input_window_offsets, d.input_window_sizes, d.input_window_strides),
+            lambda: dmlops.slice1(
+                xs[0], d.input_window_offsets, d.input_window_sizes, d.input_window_strides
+            ),
             reps,
             wall,
         )
@@ -295,8 +317,10 @@ def _bench_gpu(case: Case, reps: int) -> Result:
     if _have("torch"):
         import torch
 
-        txs = [torch.from_dlpack(x) for x in xs]
-        res.times["torch"] = _median_gpu(lambda: case.torch_fn(txs), reps, wall, torch.cuda.synchronize)
+        txs = [torch.utils.dlpack.from_dlpack(x) for x in xs]
+        res.times["torch"] = _median_gpu(
+            lambda: case.torch_fn(txs), reps, wall, torch.cuda.synchronize
+        )
     if _have("jax"):
         import jax
         import jax.numpy as jnp
@@ -309,7 +333,6 @@ def _bench_gpu(case: Case, reps: int) -> Result:
 
         res.times["jax"] = _median_gpu(run_jax, reps, wall=True, sync=lambda: None)
         del jxs
-    del xs, outs
     cupy.get_default_memory_pool().free_all_blocks()
     return res
 
@@ -347,7 +370,9 @@ def format_table(results: list[Result]) -> str:
         for name, t in r.times.items():
             unit = f"{t * 1e6:.1f} µs" if t < 1e-3 else f"{t * 1e3:.3f} ms"
             ratio = "" if name == "dmlops (bound)" else f"{t / ours:.2f}x"
-            lines.append(f"| {r.device} | {r.case} | {name} | {unit} | {r.gbps(name):.1f} | {ratio} |")
+            lines.append(
+                f"| {r.device} | {r.case} | {name} | {unit} | {r.gbps(name):.1f} | {ratio} |"
+            )
     return "\n".join(lines)
 
 
@@ -378,11 +403,19 @@ def plot(results: list[Result], path: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `dmlops bench` and benchmarks/run.py."""
     parser = argparse.ArgumentParser(prog="dmlops bench", description=__doc__)
-    parser.add_argument("--device", choices=["cpu", "gpu", "all"], default="all",
-                        help="where to run (gpu and all skip the GPU when none is present)")
+    parser.add_argument(
+        "--device",
+        choices=["cpu", "gpu", "all"],
+        default="all",
+        help="where to run (gpu and all skip the GPU when none is present)",
+    )
     parser.add_argument("--reps", type=int, default=20, help="timed repetitions per contender")
-    parser.add_argument("--cpu-mib", type=int, default=256, help="large input size on the CPU (MiB)")
-    parser.add_argument("--gpu-mib", type=int, default=1024, help="large input size on the GPU (MiB)")
+    parser.add_argument(
+        "--cpu-mib", type=int, default=256, help="large input size on the CPU (MiB)"
+    )
+    parser.add_argument(
+        "--gpu-mib", type=int, default=1024, help="large input size on the GPU (MiB)"
+    )
     parser.add_argument("--json", default="bench-results/results.json", help="where to write JSON")
     parser.add_argument("--plot", metavar="PNG", help="also draw a bar chart into this PNG file")
     args = parser.parse_args(argv)
@@ -398,8 +431,18 @@ def main(argv: list[str] | None = None) -> int:
 
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(
-        json.dumps([{"case": r.case, "device": r.device, "output_bytes": r.output_bytes,
-                     "median_seconds": r.times} for r in results], indent=1)
+        json.dumps(
+            [
+                {
+                    "case": r.case,
+                    "device": r.device,
+                    "output_bytes": r.output_bytes,
+                    "median_seconds": r.times,
+                }
+                for r in results
+            ],
+            indent=1,
+        )
     )
     if args.plot:
         plot(results, args.plot)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -247,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(func=_run_model)
 
-    bench = sub.add_parser(
+    sub.add_parser(
         "bench",
         help="time dmlops against numpy, torch, CuPy, onnxruntime and JAX",
         description="Run the benchmark suite; all arguments after 'bench' go to it "

@@ -1,4 +1,4 @@
-"""DxDispatch-style JSON model files: resources, dispatchables (SLICE, SLICE1, SPLIT, JOIN), commands.
+"""DxDispatch-style JSON model files: resources, dispatchables, commands.
 
 A model is read into plain data with every key and type checked (errors name
 the JSON path), memory is bounded before anything is allocated, and nothing
@@ -90,8 +90,14 @@ def _number(value: Any, path: str) -> float | int:
     if isinstance(value, (int, float)):
         return value
     if isinstance(value, str):
-        table = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf,
-                 "infinity": math.inf, "-infinity": -math.inf}
+        table = {
+            "nan": math.nan,
+            "inf": math.inf,
+            "+inf": math.inf,
+            "-inf": -math.inf,
+            "infinity": math.inf,
+            "-infinity": -math.inf,
+        }
         if value.strip().lower() in table:
             return table[value.strip().lower()]
         try:
@@ -106,7 +112,7 @@ def _values(values: list[float | int], dt: DataType, path: str) -> np.ndarray[An
     if npdt.kind == "f":
         return np.array(values, dtype=np.float64).astype(npdt)
     out = np.empty(len(values), dtype=npdt)
-    info = np.iinfo(npdt)
+    info = np.iinfo(npdt)  # type: ignore[type-var]
     for i, v in enumerate(values):
         if isinstance(v, float) and not v.is_integer():
             raise _fail(f"{path}[{i}]", f"{v} is not an integer value for {dt.name}")
@@ -136,28 +142,39 @@ def _resource(value: Any, path: str, budget: list[int]) -> Resource:
     es = dt.element_size
     if isinstance(init, list):
         count = len(init)
-        make: Callable[[], np.ndarray[Any, Any]] = lambda: _values(
-            [_number(v, f"{ipath}[{i}]") for i, v in enumerate(init)], dt, ipath
-        )
+        listed = [_number(v, f"{ipath}[{i}]") for i, v in enumerate(init)]
+
+        def make() -> np.ndarray[Any, Any]:
+            return _values(listed, dt, ipath)
+
     else:
         o = _obj(init, ipath, {"valueCount"}, {"value", "valueStart", "valueDelta"})
         count = _int(o["valueCount"], f"{ipath}.valueCount")
         if "value" in o:
             if "valueStart" in o or "valueDelta" in o:
                 raise _fail(ipath, "give either 'value' or 'valueStart'/'valueDelta', not both")
-            v = _number(o["value"], f"{ipath}.value")
-            make = lambda: np.full(count, _values([v], dt, f"{ipath}.value")[0], dtype=dt.numpy_dtype)
+            one = _values([_number(o["value"], f"{ipath}.value")], dt, f"{ipath}.value")
+
+            def make() -> np.ndarray[Any, Any]:
+                return np.full(count, one[0], dtype=dt.numpy_dtype)
+
         elif "valueStart" in o and "valueDelta" in o:
             start = _number(o["valueStart"], f"{ipath}.valueStart")
             delta = _number(o["valueDelta"], f"{ipath}.valueDelta")
-            make = lambda: (start + delta * np.arange(count, dtype=np.float64)).astype(dt.numpy_dtype)
+
+            def make() -> np.ndarray[Any, Any]:
+                ramp = start + delta * np.arange(count, dtype=np.float64)
+                return ramp.astype(dt.numpy_dtype)
+
         else:
             raise _fail(ipath, "needs 'value', or both 'valueStart' and 'valueDelta'")
     offset = _int(r.get("initialValuesOffsetInBytes", 0), f"{path}.initialValuesOffsetInBytes")
     needed = offset + count * es
     size = _int(r.get("sizeInBytes", needed), f"{path}.sizeInBytes")
     if size < needed:
-        raise _fail(f"{path}.sizeInBytes", f"{size} is less than the initial values' {needed} bytes")
+        raise _fail(
+            f"{path}.sizeInBytes", f"{size} is less than the initial values' {needed} bytes"
+        )
     budget[0] -= size
     if budget[0] < 0:
         raise _fail(path, f"resources exceed the memory limit ({size} bytes here)")
@@ -167,7 +184,13 @@ def _resource(value: Any, path: str, budget: list[int]) -> Resource:
 
 
 _TENSOR_KEYS = {"DataType", "Sizes"}
-_TENSOR_OPTIONAL = {"Strides", "Flags", "TotalTensorSizeInBytes", "GuaranteedBaseOffsetAlignment", "DimensionCount"}
+_TENSOR_OPTIONAL = {
+    "Strides",
+    "Flags",
+    "TotalTensorSizeInBytes",
+    "GuaranteedBaseOffsetAlignment",
+    "DimensionCount",
+}
 
 
 def _flags(value: Any, path: str) -> int:
@@ -192,7 +215,9 @@ def _tensor(value: Any, path: str) -> BufferTensorDesc:
         raise _fail(f"{path}.DataType", str(e)) from None
     sizes = _int_list(t["Sizes"], f"{path}.Sizes")
     if "DimensionCount" in t and _int(t["DimensionCount"], f"{path}.DimensionCount") != len(sizes):
-        raise _fail(f"{path}.DimensionCount", f"{t['DimensionCount']} disagrees with Sizes ({len(sizes)})")
+        raise _fail(
+            f"{path}.DimensionCount", f"{t['DimensionCount']} disagrees with Sizes ({len(sizes)})"
+        )
     strides = _int_list(t["Strides"], f"{path}.Strides") if "Strides" in t else None
     total = t.get("TotalTensorSizeInBytes")
     return BufferTensorDesc(
@@ -220,15 +245,20 @@ def _count(d: dict[str, Any], key: str, path: str) -> int | None:
 def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
     if kind in ("DML_OPERATOR_SLICE", "DML_OPERATOR_SLICE1"):
         one = kind == "DML_OPERATOR_SLICE"
-        fields = ("Offsets", "Sizes", "Strides") if one else (
-            "InputWindowOffsets", "InputWindowSizes", "InputWindowStrides")
+        fields = (
+            ("Offsets", "Sizes", "Strides")
+            if one
+            else ("InputWindowOffsets", "InputWindowSizes", "InputWindowStrides")
+        )
         d = _obj(value, path, {"InputTensor", "OutputTensor", *fields}, {"DimensionCount"})
         arrays = [_int_list(d[f], f"{path}.{f}") for f in fields]
         cls = SliceDesc if one else Slice1Desc
         return cls(
             _tensor(d["InputTensor"], f"{path}.InputTensor"),
             _tensor(d["OutputTensor"], f"{path}.OutputTensor"),
-            *arrays,
+            arrays[0],
+            arrays[1],
+            arrays[2],
             dimension_count=_count(d, "DimensionCount", path),
         )
     if kind == "DML_OPERATOR_SPLIT":
@@ -270,7 +300,7 @@ def _depth(value: Any) -> int:
 
 
 def load_model(source: str | Path | dict[str, Any], max_bytes: int = DEFAULT_MAX_BYTES) -> Model:
-    """Read and check a model file (path, JSON text or parsed object); ModelError names the JSON path."""
+    """Read and check a model (path, JSON text or parsed object); errors name the JSON path."""
     if isinstance(source, dict):
         doc: Any = source
     else:
@@ -332,7 +362,9 @@ def load_model(source: str | Path | dict[str, Any], max_bytes: int = DEFAULT_MAX
     return Model(resources, dispatchables, commands)
 
 
-def _binding(value: Any, path: str, resources: dict[str, Resource], buffers: dict[str, Any]) -> Binding:
+def _binding(
+    value: Any, path: str, resources: dict[str, Resource], buffers: dict[str, Any]
+) -> Binding:
     if isinstance(value, str):
         if value not in resources:
             raise _fail(path, f"no resource named '{value}'")
@@ -357,7 +389,9 @@ def format_resource(name: str, resource: Resource, data: np.ndarray[Any, Any]) -
     return f"Resource '{name}': {text}"
 
 
-def run_model(model: Model, device: Device | None = None, echo: Callable[[str], None] = print) -> dict[str, np.ndarray[Any, Any]]:
+def run_model(
+    model: Model, device: Device | None = None, echo: Callable[[str], None] = print
+) -> dict[str, np.ndarray[Any, Any]]:
     """Execute the commands; returns each resource's final bytes (host uint8 arrays)."""
     device = device or Device()
     compiled = {}
@@ -376,20 +410,30 @@ def run_model(model: Model, device: Device | None = None, echo: Callable[[str], 
 
     def host(name: str) -> np.ndarray[Any, Any]:
         b = buffers[name]
-        return cupy.asnumpy(b) if cuda else b
+        return np.asarray(cupy.asnumpy(b) if cuda else b)
 
     for i, c in enumerate(model.commands):
         path = f"$.commands[{i}]"
         if c["type"] == "print":
-            echo(format_resource(c["resource"], model.resources[c["resource"]], host(c["resource"])))
+            echo(
+                format_resource(c["resource"], model.resources[c["resource"]], host(c["resource"]))
+            )
             continue
         op = compiled[c["dispatchable"]]
         bindings = c["bindings"]
-        unknown = sorted(set(bindings) - {n.split("[")[0] for n, _ in op.desc.input_fields() + op.desc.output_fields()})
+        unknown = sorted(
+            set(bindings)
+            - {n.split("[")[0] for n, _ in op.desc.input_fields() + op.desc.output_fields()}
+        )
         if unknown:
-            raise _fail(f"{path}.bindings.{unknown[0]}", f"{op.desc.OPERATOR} has no tensor field '{unknown[0]}'")
+            raise _fail(
+                f"{path}.bindings.{unknown[0]}",
+                f"{op.desc.OPERATOR} has no tensor field '{unknown[0]}'",
+            )
 
-        def bound(fields: list[tuple[str, Any]], bpath: str) -> list[Binding]:
+        def bound(
+            fields: list[tuple[str, Any]], bpath: str, bindings: dict[str, Any] = bindings
+        ) -> list[Binding]:
             out = []
             array_name = fields[0][0].split("[")[0]
             if array_name not in bindings:
@@ -399,7 +443,9 @@ def run_model(model: Model, device: Device | None = None, echo: Callable[[str], 
                 if not isinstance(value, list):
                     raise _fail(f"{bpath}.{array_name}", "expected an array of bindings")
                 if len(value) != len(fields):
-                    raise _fail(f"{bpath}.{array_name}", f"{len(value)} bindings for {len(fields)} tensors")
+                    raise _fail(
+                        f"{bpath}.{array_name}", f"{len(value)} bindings for {len(fields)} tensors"
+                    )
                 for k, v in enumerate(value):
                     out.append(_binding(v, f"{bpath}.{array_name}[{k}]", model.resources, buffers))
             else:

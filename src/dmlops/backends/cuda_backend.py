@@ -26,7 +26,12 @@ _TILE = _THREADS * _PER_THREAD  # vectors per tile
 _TABLE_CACHE = 16
 _FIXED = 4  # src address, dst address, vector count, first tile
 
-_ELEMENT_TYPE = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
+_ELEMENT_TYPE = {
+    1: "unsigned char",
+    2: "unsigned short",
+    4: "unsigned int",
+    8: "unsigned long long",
+}
 _VECTOR_TYPE = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "uint2", 16: "uint4"}
 
 
@@ -166,7 +171,7 @@ class CudaBackend:
             raise DmlError("the cuda backend needs CuPy: pip install 'dmlops[cuda]'") from e
         try:
             props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
-        except Exception as e:  # noqa: BLE001 - CuPy raises several error types without a GPU
+        except Exception as e:
             raise DmlError(f"the cuda backend found no usable CUDA device: {e}") from e
         self.cupy = cupy
         self.multiprocessors = int(props["multiProcessorCount"])
@@ -236,7 +241,7 @@ class CudaBackend:
         if module == "torch":
             import torch
 
-            return torch.from_dlpack(result)
+            return torch.utils.dlpack.from_dlpack(result)
         if module in ("jax", "jaxlib"):
             import jax
 
