@@ -24,6 +24,8 @@ __all__ = [
     "compose",
     "coalesce",
     "is_injective",
+    "array_byte_span",
+    "span",
 ]
 
 _ENUMERATION_LIMIT = 1 << 22
@@ -146,7 +148,8 @@ def coalesce(
     )
 
 
-def _span(offset: int, shape: Sequence[int], strides: Sequence[int]) -> tuple[int, int]:
+def span(offset: int, shape: Sequence[int], strides: Sequence[int]) -> tuple[int, int]:
+    """Lowest and highest index (or address) a strided box reaches from `offset`."""
     low = high = offset
     for n, s in zip(shape, strides, strict=True):
         if s < 0:
@@ -178,7 +181,7 @@ def compose(
             (src_off, s_st, in_ext, lc.src, "input"),
             (dst_off, d_st, out_ext, lc.dst, "output"),
         ):
-            low, high = _span(off, shape, st)
+            low, high = span(off, shape, st)
             if low < 0:
                 raise InvalidDescriptorError(
                     f"{side} {idx}: the plan would address element {low}, before the buffer"
@@ -224,3 +227,15 @@ def is_injective(sizes: Sequence[int], strides: Sequence[int]) -> bool:
     for t, n in dims:
         offsets = (offsets[:, None] + np.arange(n, dtype=np.int64)[None, :] * t).ravel()
     return bool(np.unique(offsets).size == offsets.size)
+
+
+def array_byte_span(
+    shape: Sequence[int], byte_strides: Sequence[int], itemsize: int
+) -> tuple[int, int]:
+    """(lowest byte offset, bytes spanned) of an array's elements relative to its index 0."""
+    from .errors import BindingError
+
+    if any(s % itemsize for s in byte_strides):
+        raise BindingError(f"array strides {tuple(byte_strides)} are not multiples of {itemsize}")
+    low, high = span(0, shape, byte_strides)
+    return low, high - low + itemsize

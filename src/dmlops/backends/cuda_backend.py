@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BindingError, DmlError
-from ..plan import Plan
+from ..plan import Plan, array_byte_span
 
 __all__ = ["CudaBackend", "kernel_source"]
 
@@ -221,15 +221,8 @@ class CudaBackend:
     def array_span(self, arr: Any) -> tuple[Any, int]:
         cp = self.cupy
         item = arr.itemsize
-        low = high = 0
-        for n, s in zip(arr.shape, arr.strides, strict=True):
-            if s % item:
-                raise BindingError(f"array strides {arr.strides} are not multiples of {item}")
-            if s < 0:
-                low += (n - 1) * s
-            else:
-                high += (n - 1) * s
-        flat = cp.ndarray((high - low + item,), cp.uint8, memptr=arr.data + low)
+        low, nbytes = array_byte_span(arr.shape, arr.strides, item)
+        flat = cp.ndarray((nbytes,), cp.uint8, memptr=arr.data + low)
         return flat, -low // item
 
     def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:

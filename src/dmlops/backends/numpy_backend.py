@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BindingError
-from ..plan import Plan, StridedCopy
+from ..plan import Plan, StridedCopy, array_byte_span
 
 __all__ = ["NumpyBackend"]
 
@@ -99,18 +99,8 @@ class NumpyBackend:
     def array_span(self, arr: Any) -> tuple[np.ndarray[Any, Any], int]:
         a = np.asarray(arr)
         itemsize = a.itemsize
-        low = high = 0
-        for n, s in zip(a.shape, a.strides, strict=True):
-            if s % itemsize:
-                raise BindingError(
-                    f"array strides {a.strides} are not multiples of its item size {itemsize}"
-                )
-            if s < 0:
-                low += (n - 1) * s
-            else:
-                high += (n - 1) * s
+        low, nbytes = array_byte_span(a.shape, a.strides, itemsize)
         address = a.__array_interface__["data"][0]
-        nbytes = high - low + itemsize
         readonly = not a.flags.writeable
         flat = np.asarray(_Span(a, address + low, nbytes, readonly))
         return flat, -low // itemsize
