@@ -238,29 +238,38 @@ def _median_gpu(fn: Fn, reps: int, wall: bool = False, sync: Fn | None = None) -
     return statistics.median(times)
 
 
+def _time_dmlops(
+    case: Case, backend: str, xs: list[Any], outs: list[Any], timer: Callable[[Fn], float]
+) -> dict[str, float]:
+    """dmlops' contenders: bound dispatch, execute, and (latency case) the functional call."""
+    op = Device(backend=backend).create_operator(case.desc)
+    table = op.bind(xs, outs)
+    times = {
+        "dmlops (bound)": timer(table.dispatch),
+        "dmlops execute": timer(lambda: op.execute(xs, outs)),
+    }
+    if case.latency:
+        import dmlops
+
+        d = case.desc
+        assert isinstance(d, Slice1Desc)
+        times["dmlops.slice1()"] = timer(
+            lambda: dmlops.slice1(
+                xs[0], d.input_window_offsets, d.input_window_sizes, d.input_window_strides
+            )
+        )
+    return times
+
+
 def _bench_cpu(case: Case, reps: int) -> Result:
     rng = np.random.default_rng(0)
     xs = [rng.standard_normal(s, dtype=np.float32) for s in case.in_shapes]
     outs = [np.empty(t.sizes, np.float32) for _, t in case.desc.output_fields()]
     out_bytes = sum(o.nbytes for o in outs)
     res = Result(case.name, "cpu", out_bytes)
-    op = Device(backend="numpy").create_operator(case.desc)
-    table = op.bind(xs, outs)
     r = 5 * reps if case.latency else reps
-    res.times["dmlops (bound)"] = _median_cpu(table.dispatch, r)
-    res.times["dmlops execute"] = _median_cpu(lambda: op.execute(xs, outs), r)
-    if case.latency:
-        import dmlops
-
-        d = case.desc
-        assert isinstance(d, Slice1Desc)
-        res.times["dmlops.slice1()"] = _median_cpu(
-            lambda: dmlops.slice1(
-                xs[0], d.input_window_offsets, d.input_window_sizes, d.input_window_strides
-            ),
-            r,
-        )
-    else:
+    res.times.update(_time_dmlops(case, "numpy", xs, outs, lambda f: _median_cpu(f, r)))
+    if not case.latency:
         src = np.ones(out_bytes // 4, np.float32)
         dst = np.empty_like(src)
         res.times["np.copyto ceiling"] = _median_cpu(lambda: np.copyto(dst, src), r)
@@ -290,24 +299,9 @@ def _bench_gpu(case: Case, reps: int) -> Result:
     outs = [cupy.empty(t.sizes, cupy.float32) for _, t in case.desc.output_fields()]
     out_bytes = sum(int(o.nbytes) for o in outs)
     res = Result(case.name, "gpu", out_bytes)
-    op = Device(backend="cuda").create_operator(case.desc)
-    table = op.bind(xs, outs)
     wall = case.latency
-    res.times["dmlops (bound)"] = _median_gpu(table.dispatch, reps, wall)
-    res.times["dmlops execute"] = _median_gpu(lambda: op.execute(xs, outs), reps, wall)
-    if case.latency:
-        import dmlops
-
-        d = case.desc
-        assert isinstance(d, Slice1Desc)
-        res.times["dmlops.slice1()"] = _median_gpu(
-            lambda: dmlops.slice1(
-                xs[0], d.input_window_offsets, d.input_window_sizes, d.input_window_strides
-            ),
-            reps,
-            wall,
-        )
-    else:
+    res.times.update(_time_dmlops(case, "cuda", xs, outs, lambda f: _median_gpu(f, reps, wall)))
+    if not case.latency:
         src = cupy.ones(out_bytes // 4, cupy.float32)
         dst = cupy.empty_like(src)
         res.times["d2d copy ceiling"] = _median_gpu(

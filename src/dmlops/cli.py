@@ -114,17 +114,11 @@ def _explain_desc(args: argparse.Namespace) -> OperatorDesc:
         if op == "slice":
             out = BufferTensorDesc(dt, args.sizes)
             return SliceDesc(inp, out, args.offsets, args.sizes, args.strides)
-        probe = Slice1Desc(inp, inp, args.window_offsets, args.window_sizes, args.window_strides)
-        if args.output_sizes is None:
-            probe._check_fields()
-        sizes = args.output_sizes if args.output_sizes is not None else probe.max_copied_elements()
-        return Slice1Desc(
-            inp,
-            BufferTensorDesc(dt, sizes),
-            args.window_offsets,
-            args.window_sizes,
-            args.window_strides,
-        )
+        window = (args.window_offsets, args.window_sizes, args.window_strides)
+        sizes = args.output_sizes
+        if sizes is None:
+            sizes = Slice1Desc(inp, inp, *window).default_output_sizes()
+        return Slice1Desc(inp, BufferTensorDesc(dt, sizes), *window)
     if op == "split":
         if args.input_sizes is None or len(args.input_sizes) != 1:
             raise DmlError("SPLIT: give --input-sizes once")

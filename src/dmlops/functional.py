@@ -155,10 +155,9 @@ def slice1(
     if output_sizes is not None:
         shape = int_tuple(output_sizes, "SLICE1.OutputTensor.Sizes")
     elif out is not None:
-        shape = tuple(np.shape(out)) if not hasattr(out, "shape") else tuple(out.shape)
+        shape = tuple(out.shape)
     else:
-        probe._check_fields()
-        shape = probe.max_copied_elements()
+        shape = probe.default_output_sizes()
     ob = _out_bound(backend, out, shape, xb.array.dtype)
     desc = Slice1Desc(
         xb.desc,

@@ -85,6 +85,11 @@ class Slice1Desc(OperatorDesc):
             for s, t in zip(self.input_window_sizes, self.input_window_strides, strict=True)
         )
 
+    def default_output_sizes(self) -> tuple[int, ...]:
+        """MaxCopiedElements, after checking the window fields it is computed from."""
+        self._check_fields()
+        return self.max_copied_elements()
+
     def _check_fields(self) -> None:
         n = self.dimension_count
         for field, arr in (
