@@ -8,12 +8,23 @@ from ..errors import InvalidDescriptorError
 from ..tensor import BufferTensorDesc, FeatureLevel, check_uint
 from ._base import ALL_DIMS, TYPES_6, TYPES_8, TYPES_11, SupportRow
 
-__all__ = ["AXIS_SUPPORT", "check_pieces", "piece_starts"]
+__all__ = ["JOIN_SUPPORT", "SPLIT_SUPPORT", "check_pieces", "piece_starts"]
 
-AXIS_SUPPORT = (
+# DirectML's SPLIT page (ns-directml-dml_split_operator_desc, seed 001), "Tensor support".
+SPLIT_SUPPORT = (
     SupportRow(FeatureLevel.FL_1_0, range(4, 5), TYPES_6),
     SupportRow(FeatureLevel.FL_2_1, range(4, 5), TYPES_8),
     SupportRow(FeatureLevel.FL_3_0, ALL_DIMS, TYPES_8),
+    SupportRow(FeatureLevel.FL_4_1, ALL_DIMS, TYPES_11),
+)
+
+# DirectML's JOIN page (sdk-api, ns-directml-dml_join_operator_desc) for 1_0, 2_1, 3_0, 4_1;
+# the 3_1 row (8 dimensions) from the feature-level history (dml-feature-level-history).
+JOIN_SUPPORT = (
+    SupportRow(FeatureLevel.FL_1_0, range(4, 5), TYPES_6),
+    SupportRow(FeatureLevel.FL_2_1, range(4, 5), TYPES_8),
+    SupportRow(FeatureLevel.FL_3_0, range(4, 6), TYPES_8),
+    SupportRow(FeatureLevel.FL_3_1, ALL_DIMS, TYPES_8),
     SupportRow(FeatureLevel.FL_4_1, ALL_DIMS, TYPES_11),
 )
 

@@ -126,13 +126,13 @@ class OperatorDesc(abc.ABC):
                 raise UnsupportedFeatureLevelError(
                     f"{self.OPERATOR}.{name}.DimensionCount is {t.dimension_count}: "
                     f"{row.level.dml_name} and above supports {row.dims_text()} dimensions "
-                    f"for {self.OPERATOR}"
+                    f"for {self.OPERATOR}{self._needed_level(t)}"
                 )
             if t.data_type not in row.data_types:
                 raise UnsupportedFeatureLevelError(
                     f"{self.OPERATOR}.{name}.DataType is {t.data_type.name}: "
                     f"{row.level.dml_name} and above supports {_type_list(row.data_types)} "
-                    f"for {self.OPERATOR}"
+                    f"for {self.OPERATOR}{self._needed_level(t)}"
                 )
         for name, t in self.output_fields():
             if not is_injective(t.sizes, t.effective_strides):
@@ -156,6 +156,14 @@ class OperatorDesc(abc.ABC):
             else [Layout.of_desc(t) for t in outs]
         )
         return compose(self.data_type.element_size, self.logical_copies(), li, lo)
+
+    def _needed_level(self, t: BufferTensorDesc) -> str:
+        """'; N dimensions of TYPE need LEVEL', the lowest row that takes `t`, or that none does."""
+        what = f"{t.dimension_count} dimensions of {t.data_type.name}"
+        for r in sorted(self.SUPPORT, key=lambda r: r.level):
+            if t.dimension_count in r.dimension_counts and t.data_type in r.data_types:
+                return f"; {what} need {r.level.dml_name}"
+        return f"; no feature level supports {what}"
 
     # helpers for subclasses -------------------------------------------------
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from ..errors import InvalidDescriptorError
 from ..plan import LogicalCopy
 from ..tensor import BufferTensorDesc
-from ._axis import AXIS_SUPPORT, check_pieces, piece_starts
+from ._axis import JOIN_SUPPORT, check_pieces, piece_starts
 from ._base import OperatorDesc
 
 __all__ = ["JoinDesc"]
@@ -16,12 +16,12 @@ __all__ = ["JoinDesc"]
 class JoinDesc(OperatorDesc):
     """DML_JOIN_OPERATOR_DESC: the inverse of SPLIT.
 
-    Its tensor-support table mirrors SPLIT's (DirectML's JOIN page lists the
-    same rows: 1_0 and 2_1 exactly 4 dimensions, 3_0 and 4_1 1 to 8).
+    Its tensor-support table differs from SPLIT's: 4 to 5 dimensions at 3_0,
+    1 to 8 only from 3_1.
     """
 
     OPERATOR = "JOIN"
-    SUPPORT = AXIS_SUPPORT
+    SUPPORT = JOIN_SUPPORT
 
     def __init__(
         self,

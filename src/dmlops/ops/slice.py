@@ -16,6 +16,7 @@ class SliceDesc(OperatorDesc):
     """DML_SLICE_OPERATOR_DESC: Output[c] = Input[Offsets + Strides * c]."""
 
     OPERATOR = "SLICE"
+    # DirectML's SLICE page (ns-directml-dml_slice_operator_desc, seed 004), "Tensor support".
     SUPPORT = (
         SupportRow(FeatureLevel.FL_1_0, range(4, 6), TYPES_6),
         SupportRow(FeatureLevel.FL_2_1, range(4, 6), TYPES_8),

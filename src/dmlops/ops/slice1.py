@@ -26,6 +26,8 @@ class Slice1Desc(OperatorDesc):
     """
 
     OPERATOR = "SLICE1"
+    # DirectML's SLICE1 page (ns-directml-dml_slice1_operator_desc, seeds 000/002/003) for 2_1
+    # and 3_0; the 4_1 row (64-bit types) from the feature-level history.
     SUPPORT = (
         SupportRow(FeatureLevel.FL_2_1, range(4, 6), TYPES_8),
         SupportRow(FeatureLevel.FL_3_0, ALL_DIMS, TYPES_8),

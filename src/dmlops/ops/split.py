@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from ..errors import InvalidDescriptorError
 from ..plan import LogicalCopy
 from ..tensor import BufferTensorDesc
-from ._axis import AXIS_SUPPORT, check_pieces, piece_starts
+from ._axis import SPLIT_SUPPORT, check_pieces, piece_starts
 from ._base import OperatorDesc
 
 __all__ = ["SplitDesc"]
@@ -17,7 +17,7 @@ class SplitDesc(OperatorDesc):
     """DML_SPLIT_OPERATOR_DESC: output k takes the input's next Sizes[Axis] slab along Axis."""
 
     OPERATOR = "SPLIT"
-    SUPPORT = AXIS_SUPPORT
+    SUPPORT = SPLIT_SUPPORT
 
     def __init__(
         self,
