@@ -9,6 +9,7 @@ from typing import Any
 from .backends import Backend, get_backend
 from .errors import BindingError
 from .ops import OperatorDesc
+from .overlap import describe, find_overlaps, owners_apart
 from .plan import Plan
 from .tensor import BufferTensorDesc, FeatureLevel
 
@@ -31,6 +32,17 @@ class CompiledOperator:
         self.device = device
         self.desc = desc
         self.plan = plan
+        self._executor: Callable[[Sequence[Any], Sequence[Any]], None] | None = None
+        self._inputs = desc.input_fields()
+        self._outputs = desc.output_fields()
+        self._input_needs = [
+            max(d.total_tensor_size_in_bytes, e)
+            for (_, d), e in zip(self._inputs, plan.input_extents, strict=True)
+        ]
+        self._output_needs = [
+            max(d.total_tensor_size_in_bytes, e)
+            for (_, d), e in zip(self._outputs, plan.output_extents, strict=True)
+        ]
 
     def __repr__(self) -> str:
         return f"CompiledOperator({self.desc.operator_type}, {self.device!r})"
@@ -39,6 +51,7 @@ class CompiledOperator:
         self,
         kind: str,
         fields: list[tuple[str, BufferTensorDesc]],
+        needs: list[int],
         given: Sequence[Any],
         writable: bool,
     ) -> list[Any]:
@@ -47,53 +60,83 @@ class CompiledOperator:
             raise BindingError(f"{op}: {kind} must be a list of bindings")
         if len(given) != len(fields):
             raise BindingError(f"{op}: {len(given)} {kind} bound, the operator has {len(fields)}")
-        extents = self.plan.output_extents if writable else self.plan.input_extents
-        views = []
-        for (name, desc), b, extent in zip(fields, given, extents, strict=True):
-            binding = b if isinstance(b, Binding) else Binding(b)
-            flat = self.device.backend.byte_view(binding.buffer, writable)
-            length = int(flat.shape[0])
-            where = f"{op}.{name} binding"
-            if binding.offset < 0 or binding.offset > length:
+        backend = self.device.backend
+        byte_view, window = backend.byte_view, backend.window
+        flats = []
+        for k, b in enumerate(given):
+            if isinstance(b, Binding):
+                buffer, offset, size = b.buffer, b.offset, b.size
+            else:
+                buffer, offset, size = b, 0, None
+            flat, length = byte_view(buffer, writable)
+            if size is None:
+                size = length - offset
+            need = needs[k]
+            if offset < 0 or size < need or offset + size > length:
+                self._refuse(fields[k], offset, size, length, need)
+            align = fields[k][1].guaranteed_base_offset_alignment
+            if align and offset % align:
                 raise BindingError(
-                    f"{where}: offset {binding.offset} is outside the {length}-byte buffer"
+                    f"{op}.{fields[k][0]} binding: offset {offset} breaks "
+                    f"GuaranteedBaseOffsetAlignment {align}"
                 )
-            align = desc.guaranteed_base_offset_alignment
-            if align and binding.offset % align:
-                raise BindingError(
-                    f"{where}: offset {binding.offset} breaks GuaranteedBaseOffsetAlignment {align}"
+            flats.append(window(flat, offset, size))
+        return flats
+
+    def _refuse(
+        self, field: tuple[str, BufferTensorDesc], offset: int, size: int, length: int, need: int
+    ) -> None:
+        where = f"{self.desc.OPERATOR}.{field[0]} binding"
+        if offset < 0 or offset > length:
+            raise BindingError(f"{where}: offset {offset} is outside the {length}-byte buffer")
+        if size < 0 or offset + size > length:
+            raise BindingError(
+                f"{where}: {size} bytes at offset {offset} exceed the {length}-byte buffer"
+            )
+        raise BindingError(f"{where}: {size} bytes bound, TotalTensorSizeInBytes needs {need}")
+
+    def _check_overlaps(self, ins: list[Any], outs: list[Any]) -> None:
+        address = self.device.backend.address
+        overlaps = find_overlaps(self.plan, [address(f) for f in ins], [address(f) for f in outs])
+        if overlaps:
+            op = self.desc.OPERATOR
+            raise BindingError(
+                f"{op}."
+                + describe(
+                    overlaps[0],
+                    [f"{op}.{n}" for n, _ in self._inputs],
+                    [n for n, _ in self._outputs],
                 )
-            size = length - binding.offset if binding.size is None else binding.size
-            if size < 0 or binding.offset + size > length:
-                raise BindingError(
-                    f"{where}: {size} bytes at offset {binding.offset} "
-                    f"exceed the {length}-byte buffer"
-                )
-            need = max(desc.total_tensor_size_in_bytes, extent)
-            if size < need:
-                raise BindingError(
-                    f"{where}: {size} bytes bound, TotalTensorSizeInBytes needs {need}"
-                )
-            views.append(flat[binding.offset : binding.offset + size])
-        return views
+            )
 
     def bind(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> BindingTable:
         """Check and bind buffers once (DirectML's binding table); dispatch it many times."""
-        ins = self._bind("inputs", self.desc.input_fields(), inputs, writable=False)
-        outs = self._bind("outputs", self.desc.output_fields(), outputs, writable=True)
-        return BindingTable(self, self.device.backend.bind(self.plan, ins, outs))
+        ins = self._bind("inputs", self._inputs, self._input_needs, inputs, writable=False)
+        outs = self._bind("outputs", self._outputs, self._output_needs, outputs, writable=True)
+        backend = self.device.backend
+        if not owners_apart(backend.owner, _buffers(inputs), _buffers(outputs)):
+            self._check_overlaps(ins, outs)
+        if self._executor is None:
+            self._executor = self.device.backend.executor(self.plan)
+        run = self._executor
+        return BindingTable(self, lambda: run(ins, outs), (list(inputs), list(outputs)))
 
     def execute(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
         """Bind the buffers (checked before any byte is written) and run the plan."""
         self.bind(inputs, outputs).dispatch()
 
 
+def _buffers(bindings: Sequence[Any]) -> list[Any]:
+    return [b.buffer if isinstance(b, Binding) else b for b in bindings]
+
+
 class BindingTable:
     """An operator with its buffers bound and checked: `dispatch()` runs it again."""
 
-    def __init__(self, op: CompiledOperator, run: Callable[[], None]) -> None:
+    def __init__(self, op: CompiledOperator, run: Callable[[], None], buffers: Any = None) -> None:
         self.operator = op
         self._run = run
+        self._buffers = buffers  # the bound buffers live as long as the table
 
     def dispatch(self) -> None:
         """Execute the operator on the bound buffers (asynchronously on the cuda backend)."""

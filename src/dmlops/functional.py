@@ -2,13 +2,21 @@
 
 Arrays of any layout go in through tensor strides (no hidden copy); fields
 follow DirectML exactly (UINT fields reject negatives).
+
+Every call has a signature: the operator, its fields, the feature level and,
+for each array, its type, dtype, shape and strides. The first call with a
+signature validates in full and compiles a `_Call`; later calls with the same
+signature only read the arrays' addresses and run it. Where an output shares
+bytes with an input, the input is first copied to a temporary on its device,
+so the result is the one numpy gives.
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
-from functools import lru_cache
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,10 +24,117 @@ import numpy as np
 from .backends import Backend, get_backend
 from .errors import BindingError, DmlError
 from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
-from .plan import Layout, Plan
+from .overlap import find_overlaps, owners_apart
+from .plan import Layout, Plan, array_byte_span
 from .tensor import BufferTensorDesc, DataType, FeatureLevel, int_tuple, packed_strides
 
-__all__ = ["slice", "slice1", "split", "join", "backend_of"]
+__all__ = ["slice", "slice1", "split", "join", "backend_of", "clear_cache", "cache_size"]
+
+CACHE_SIZE = 1024
+
+
+class _LRU:
+    """A bounded, thread-safe map from call signatures to compiled calls."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[Hashable, _Call] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> _Call | None:
+        with self._lock:
+            call = self._items.get(key)
+            if call is not None:
+                self._items.move_to_end(key)
+            return call
+
+    def put(self, key: Hashable, call: _Call) -> None:
+        with self._lock:
+            self._items[key] = call
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+_CACHE = _LRU(CACHE_SIZE)
+
+
+def clear_cache() -> None:
+    """Forget every compiled call signature."""
+    _CACHE.clear()
+
+
+def cache_size() -> int:
+    """How many call signatures are compiled and cached."""
+    return len(_CACHE)
+
+
+# -- signatures -----------------------------------------------------------------------
+
+
+def _numpy_key(a: Any) -> Hashable:
+    return (np.ndarray, a.dtype, a.shape, a.strides, a.flags.writeable)
+
+
+_ARRAY_KEYS: dict[type, Callable[[Any], Hashable]] = {np.ndarray: _numpy_key}
+
+
+_PLAIN = frozenset({int, type(None)})
+_UNKEYABLE = object()
+
+
+def _fields_key(*fields: Any) -> Hashable:
+    """Integer-list fields as one key; element types join it unless all are plain ints."""
+    parts: list[Any] = []
+    for f in fields:
+        if f is None or type(f) is int:
+            parts.append(f)
+        elif type(f) is list or type(f) is tuple:
+            parts += f
+            parts.append(None)
+        else:
+            return _UNKEYABLE
+    key = tuple(parts)
+    if set(map(type, key)) <= _PLAIN:
+        return key
+    return (key, tuple(map(type, key)))
+
+
+def _signature(
+    op: str, fields: Hashable, level: Any, ins: Sequence[Any], outs: Sequence[Any]
+) -> Hashable | None:
+    """The call's cache key, or None where an argument cannot be keyed (always compiled)."""
+    if fields is _UNKEYABLE:
+        return None
+    try:
+        hash(level)
+    except TypeError:
+        return None
+    parts: list[Hashable] = [op, fields, level]
+    keys = _ARRAY_KEYS
+    for a in ins:
+        f = keys.get(type(a))
+        if f is None:
+            return None
+        parts.append(f(a))
+    for o in outs:
+        if o is None:
+            parts.append(None)
+            continue
+        f = keys.get(type(o))
+        if f is None:
+            return None
+        parts.append(f(o))
+    return tuple(parts)
+
+
+# -- arrays as tensors ----------------------------------------------------------------
 
 
 def _is_gpu_array(x: Any) -> bool:
@@ -35,88 +150,190 @@ def _is_gpu_array(x: Any) -> bool:
     return kind in (2, 3, 13)  # kDLCUDA, kDLCUDAHost, kDLCUDAManaged
 
 
+def _check_array(x: Any) -> None:
+    if x is None or isinstance(x, (str, bytes, bytearray, dict, set)):
+        raise DmlError(f"expected an array, got {type(x).__name__}")
+
+
 def backend_of(arrays: Sequence[Any]) -> Backend:
     """The backend that owns these arrays: 'cuda' for GPU arrays, else 'numpy'."""
+    for a in arrays:
+        _check_array(a)
     gpu = [_is_gpu_array(a) for a in arrays]
     if any(gpu) and not all(gpu):
         raise BindingError("arrays mix host (CPU) and GPU memory; put them on one device")
-    return get_backend("cuda" if any(gpu) else "numpy")
+    backend = get_backend("cuda" if any(gpu) else "numpy")
+    _ARRAY_KEYS.update(backend.array_keys())
+    return backend
 
 
-class _Bound:
-    """An array seen as a DirectML tensor: its desc, its layout in its span, its span."""
+class _Tensor:
+    """An array (or an output still to allocate) seen as a DirectML tensor."""
 
-    def __init__(self, backend: Backend, array: Any) -> None:
-        self.source = array
-        self.array = backend.as_array(array)
-        a = self.array
-        if a.ndim == 0:
-            raise DmlError("a 0-dimensional array has no DirectML tensor: use shape (1,)")
-        self.flat, offset = backend.array_span(a)
-        item = a.itemsize
-        strides = tuple(s // item for s in a.strides)
-        dt = DataType.from_numpy(a.dtype)
-        self.desc = BufferTensorDesc(
-            dt,
-            a.shape,
-            None if a.flags.c_contiguous else tuple(abs(s) for s in strides),
-        )
-        self.layout = Layout(offset, strides)
+    def __init__(
+        self,
+        desc: BufferTensorDesc,
+        layout: Layout,
+        low: int,
+        nbytes: int,
+        contiguous: bool,
+        writable: bool = True,
+    ) -> None:
+        self.desc = desc
+        self.layout = layout
+        self.low = low
+        self.nbytes = nbytes
+        self.contiguous = contiguous
+        self.writable = writable
 
     @classmethod
-    def placeholder(cls, shape: Sequence[int], dtype: Any) -> _Bound:
-        """An output that cannot exist (a size below 1); validation reports it."""
-        b = cls.__new__(cls)
-        b.source = None
-        b.array = None
-        b.flat = None
-        b.desc = BufferTensorDesc(DataType.from_numpy(dtype), tuple(shape))
-        b.layout = Layout(0, packed_strides(shape))
-        return b
+    def of_array(cls, a: Any) -> _Tensor:
+        """`a` (an array of the backend's kind) as a tensor: strides, not copies."""
+        if a.ndim == 0:
+            raise DmlError("a 0-dimensional array has no DirectML tensor: use shape (1,)")
+        item = a.itemsize
+        low, nbytes = array_byte_span(a.shape, a.strides, item)
+        strides = tuple(s // item for s in a.strides)
+        c_contiguous = bool(a.flags.c_contiguous)
+        desc = BufferTensorDesc(
+            DataType.from_numpy(a.dtype),
+            a.shape,
+            None if c_contiguous else tuple(abs(s) for s in strides),
+        )
+        contiguous = c_contiguous or bool(a.flags.f_contiguous)
+        writable = bool(getattr(a.flags, "writeable", True))
+        return cls(desc, Layout(-low // item, strides), low, nbytes, contiguous, writable)
+
+    @classmethod
+    def new(cls, shape: Sequence[int], dtype: Any) -> _Tensor:
+        """A packed output of `shape`, allocated only after validation."""
+        dt = DataType.from_numpy(dtype)
+        shape = tuple(shape)
+        nbytes = builtins.max(1, int(np.prod(shape, dtype=object))) * dt.element_size
+        return cls(BufferTensorDesc(dt, shape), Layout(0, packed_strides(shape)), 0, nbytes, True)
 
 
-@lru_cache(maxsize=512)
-def _compile(
-    desc: OperatorDesc,
-    level: FeatureLevel,
-    in_layouts: tuple[Layout, ...],
-    out_layouts: tuple[Layout, ...],
-) -> Plan:
-    desc.validate(level)
-    return desc.lower(in_layouts, out_layouts)
+class _Call:
+    """A validated, compiled call: allocate outputs, read addresses, run the plan."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        desc: OperatorDesc,
+        plan: Plan,
+        inputs: Sequence[_Tensor],
+        outputs: Sequence[_Tensor],
+        new_shapes: Sequence[tuple[int, ...] | None],
+    ) -> None:
+        self.backend = backend
+        self.operator = desc.OPERATOR
+        self.plan = plan
+        self.run = backend.executor(plan)
+        flat = backend.flat_function
+        self.in_flats = [flat(t.low, t.nbytes, t.contiguous) for t in inputs]
+        self.out_flats = [flat(t.low, t.nbytes, t.contiguous) for t in outputs]
+        self.direct = all(f is None for f in self.in_flats + self.out_flats)
+        self.allocate = [(k, shape) for k, shape in enumerate(new_shapes) if shape is not None]
+        self.any_given = len(self.allocate) < len(new_shapes)
+
+    def __call__(
+        self, ins: Sequence[Any], outs: Sequence[Any], restage: Callable[[list[Any]], list[Any]]
+    ) -> list[Any]:
+        results = list(outs)
+        if self.allocate:
+            new_like = self.backend.new_like
+            for k, shape in self.allocate:
+                results[k] = new_like(ins[0], shape)
+        if self.direct:
+            in_flats, out_flats = ins, results
+        else:
+            in_flats = [x if f is None else f(x) for f, x in zip(self.in_flats, ins, strict=True)]
+            out_flats = [
+                o if f is None else f(o) for f, o in zip(self.out_flats, results, strict=True)
+            ]
+        if self.any_given and not owners_apart(self.backend.owner, ins, results):
+            staged = self._stage(ins, in_flats, out_flats)
+            if staged is not None:
+                return restage(staged)
+        self.run(in_flats, out_flats)
+        return results
+
+    def _stage(
+        self, ins: Sequence[Any], in_flats: Sequence[Any], out_flats: Sequence[Any]
+    ) -> list[Any] | None:
+        """Inputs with every one that meets an output replaced by a copy; None if none does."""
+        address = self.backend.address
+        overlaps = find_overlaps(
+            self.plan, [address(f) for f in in_flats], [address(f) for f in out_flats]
+        )
+        if not overlaps:
+            return None
+        for o in overlaps:
+            if o.kind == "output":
+                raise BindingError(
+                    f"{self.operator}: outputs {o.other} and {o.output} share memory "
+                    f"(bytes [{o.low}, {o.high}) of output {o.output})"
+                )
+        meeting = {o.other for o in overlaps}
+        return [self.backend.copy_of(x) if i in meeting else x for i, x in enumerate(ins)]
 
 
 def _level(feature_level: FeatureLevel | int | str | None) -> FeatureLevel:
     return FeatureLevel.newest() if feature_level is None else FeatureLevel.parse(feature_level)
 
 
-def _run(
+def _compile(
     backend: Backend,
-    desc: OperatorDesc,
-    level: FeatureLevel,
-    ins: Sequence[_Bound],
-    outs: Sequence[_Bound],
-) -> None:
-    plan = _compile(desc, level, tuple(b.layout for b in ins), tuple(b.layout for b in outs))
-    for b in outs:
-        if not backend.is_writable(b.array):
+    level: Any,
+    make_desc: Callable[[list[BufferTensorDesc], list[BufferTensorDesc]], OperatorDesc],
+    ins: Sequence[Any],
+    outs: Sequence[Any],
+    new_shapes: Sequence[tuple[int, ...] | None],
+    dtype: Any,
+) -> _Call:
+    """Describe, validate (before anything is allocated), lower and compile one call."""
+    in_t = [_Tensor.of_array(backend.as_array(x)) for x in ins]
+    out_t = [
+        _Tensor.of_array(backend.as_array(o)) if shape is None else _Tensor.new(shape, dtype)
+        for o, shape in zip(outs, new_shapes, strict=True)
+    ]
+    desc = make_desc([t.desc for t in in_t], [t.desc for t in out_t])
+    desc.validate(_level(level))
+    for t in out_t:
+        if not t.writable:
             raise BindingError(f"{desc.OPERATOR}: an output array is read-only")
-    backend.execute(plan, [b.flat for b in ins], [b.flat for b in outs])
+    plan = desc.lower([t.layout for t in in_t], [t.layout for t in out_t])
+    return _Call(backend, desc, plan, in_t, out_t, new_shapes)
 
 
-def _out_bound(backend: Backend, out: Any, shape: Sequence[int], dtype: Any) -> _Bound:
-    if out is not None:
-        return _Bound(backend, out)
-    if any(n <= 0 for n in shape):
-        return _Bound.placeholder(shape, dtype)
-    bound = _Bound(backend, backend.empty(tuple(shape), dtype))
-    bound.source = None
-    return bound
+def _dispatch(
+    op: str,
+    fields: Hashable,
+    level: Any,
+    ins: list[Any],
+    outs: list[Any],
+    build: Callable[[list[Any], list[Any]], _Call],
+) -> list[Any]:
+    """Run the call of this signature, compiling it first if it is new."""
+    key = _signature(op, fields, level, ins, outs)
+    call = None if key is None else _CACHE.get(key)
+    if call is None:
+        call = build(ins, outs)
+        if key is None:
+            # arrays without a signature (lists, foreign arrays) run as the backend's own
+            as_array = call.backend.as_array
+            results = call(
+                [as_array(x) for x in ins],
+                [None if o is None else as_array(o) for o in outs],
+                lambda staged: _dispatch(op, fields, level, staged, outs, build),
+            )
+            return [r if o is None else o for r, o in zip(results, outs, strict=True)]
+        _CACHE.put(key, call)
+    return call(ins, outs, lambda staged: _dispatch(op, fields, level, staged, outs, build))
 
 
-def _result(backend: Backend, bound: _Bound, template: Any) -> Any:
-    """What the caller gets back: its own `out` array, or a new array of its library."""
-    return bound.source if bound.source is not None else backend.like(bound.array, template)
+def _dtype_of(backend: Backend, x: Any) -> Any:
+    return backend.as_array(x).dtype
 
 
 def slice(  # noqa: A001 - DirectML's operator name
@@ -129,13 +346,22 @@ def slice(  # noqa: A001 - DirectML's operator name
     out: Any = None,
 ) -> Any:
     """DML SLICE: out[c] = x[offsets + strides * c], out shaped `sizes`."""
-    backend = backend_of([x] if out is None else [x, out])
-    xb = _Bound(backend, x)
-    sz = int_tuple(sizes, "SLICE.Sizes")
-    ob = _out_bound(backend, out, sz, xb.array.dtype)
-    desc = SliceDesc(xb.desc, ob.desc, offsets, sz, strides)
-    _run(backend, desc, _level(feature_level), [xb], [ob])
-    return _result(backend, ob, x)
+
+    def build(ins: list[Any], outs: list[Any]) -> _Call:
+        backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
+        shape = int_tuple(sizes, "SLICE.Sizes")
+        return _compile(
+            backend,
+            feature_level,
+            lambda i, o: SliceDesc(i[0], o[0], offsets, shape, strides),
+            ins,
+            outs,
+            [shape if outs[0] is None else None],
+            _dtype_of(backend, ins[0]),
+        )
+
+    fields = _fields_key(offsets, sizes, strides)
+    return _dispatch("SLICE", fields, feature_level, [x], [out], build)[0]
 
 
 def slice1(
@@ -149,25 +375,42 @@ def slice1(
     out: Any = None,
 ) -> Any:
     """DML SLICE1: out[c] = x[CopyStart + window_strides * c]; default sizes MaxCopiedElements."""
-    backend = backend_of([x] if out is None else [x, out])
-    xb = _Bound(backend, x)
-    probe = Slice1Desc(xb.desc, xb.desc, window_offsets, window_sizes, window_strides)
-    if output_sizes is not None:
-        shape = int_tuple(output_sizes, "SLICE1.OutputTensor.Sizes")
-    elif out is not None:
-        shape = tuple(out.shape)
-    else:
-        shape = probe.default_output_sizes()
-    ob = _out_bound(backend, out, shape, xb.array.dtype)
-    desc = Slice1Desc(
-        xb.desc,
-        ob.desc,
-        probe.input_window_offsets,
-        probe.input_window_sizes,
-        probe.input_window_strides,
-    )
-    _run(backend, desc, _level(feature_level), [xb], [ob])
-    return _result(backend, ob, x)
+
+    def build(ins: list[Any], outs: list[Any]) -> _Call:
+        backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
+        probe_desc = _Tensor.of_array(backend.as_array(ins[0])).desc
+        probe = Slice1Desc(probe_desc, probe_desc, window_offsets, window_sizes, window_strides)
+        if output_sizes is not None:
+            shape: tuple[int, ...] | None = int_tuple(output_sizes, "SLICE1.OutputTensor.Sizes")
+        elif outs[0] is not None:
+            shape = None
+        else:
+            shape = probe.default_output_sizes()
+        if outs[0] is not None and shape is not None:
+            given = tuple(backend.as_array(outs[0]).shape)
+            if given != shape:
+                raise DmlError(
+                    f"SLICE1.OutputTensor.Sizes: output_sizes {list(shape)} differ from "
+                    f"out's shape {list(given)}"
+                )
+        return _compile(
+            backend,
+            feature_level,
+            lambda i, o: Slice1Desc(
+                i[0],
+                o[0],
+                probe.input_window_offsets,
+                probe.input_window_sizes,
+                probe.input_window_strides,
+            ),
+            ins,
+            outs,
+            [shape if outs[0] is None else None],
+            _dtype_of(backend, ins[0]),
+        )
+
+    fields = _fields_key(window_offsets, window_sizes, window_strides, output_sizes)
+    return _dispatch("SLICE1", fields, feature_level, [x], [out], build)[0]
 
 
 def split(
@@ -179,18 +422,33 @@ def split(
     outs: Sequence[Any] | None = None,
 ) -> list[Any]:
     """DML SPLIT: cut `x` along `axis` into pieces of `sizes`; returns the pieces."""
-    backend = backend_of([x, *(outs or [])])
-    xb = _Bound(backend, x)
-    pieces = int_tuple(sizes, "SPLIT sizes")
-    ax = int(axis)
-    if outs is None:
-        shapes = [tuple(p if d == ax else n for d, n in enumerate(xb.array.shape)) for p in pieces]
-        obs = [_out_bound(backend, None, s, xb.array.dtype) for s in shapes]
-    else:
-        obs = [_Bound(backend, o) for o in outs]
-    desc = SplitDesc(xb.desc, [b.desc for b in obs], ax)
-    _run(backend, desc, _level(feature_level), [xb], obs)
-    return [_result(backend, b, x) for b in obs]
+    given = (
+        [None] * (len(sizes) if isinstance(sizes, Sequence) else 0) if outs is None else list(outs)
+    )
+
+    def build(ins: list[Any], outs_: list[Any]) -> _Call:
+        backend = backend_of([ins[0], *(o for o in outs_ if o is not None)])
+        pieces = int_tuple(sizes, "SPLIT sizes")
+        ax = int(axis)
+        if outs is None:
+            whole = backend.as_array(ins[0]).shape
+            shapes: list[tuple[int, ...] | None] = [
+                tuple(p if d == ax else n for d, n in enumerate(whole)) for p in pieces
+            ]
+            outs_ = [None] * len(shapes)
+        else:
+            shapes = [None] * len(outs_)
+        return _compile(
+            backend,
+            feature_level,
+            lambda i, o: SplitDesc(i[0], o, ax),
+            ins,
+            outs_,
+            shapes,
+            _dtype_of(backend, ins[0]),
+        )
+
+    return _dispatch("SPLIT", _fields_key(axis, sizes), feature_level, [x], given, build)
 
 
 def join(
@@ -202,19 +460,27 @@ def join(
 ) -> Any:
     """DML JOIN: concatenate `xs` along `axis`."""
     xs = list(xs)
-    backend = backend_of(xs if out is None else [*xs, out])
-    xbs = [_Bound(backend, x) for x in xs]
-    ax = int(axis)
-    if out is None:
-        if not xbs:
-            raise DmlError("JOIN.InputCount is 0: must be greater than 0")
-        first = xbs[0].array
-        shape = list(first.shape)
-        if 0 <= ax < first.ndim:
-            shape[ax] = builtins.sum(b.array.shape[ax] if b.array.ndim > ax else 0 for b in xbs)
-        ob = _out_bound(backend, None, shape, first.dtype)
-    else:
-        ob = _Bound(backend, out)
-    desc = JoinDesc([b.desc for b in xbs], ob.desc, ax)
-    _run(backend, desc, _level(feature_level), xbs, [ob])
-    return _result(backend, ob, xs[0])
+
+    def build(ins: list[Any], outs: list[Any]) -> _Call:
+        backend = backend_of(ins if outs[0] is None else [*ins, outs[0]])
+        arrays = [backend.as_array(x) for x in ins]
+        ax = int(axis)
+        shape: tuple[int, ...] | None = None
+        if outs[0] is None:
+            if not arrays:
+                raise DmlError("JOIN.InputCount is 0: must be greater than 0")
+            dims = list(arrays[0].shape)
+            if 0 <= ax < len(dims):
+                dims[ax] = builtins.sum(a.shape[ax] if a.ndim > ax else 0 for a in arrays)
+            shape = tuple(dims)
+        return _compile(
+            backend,
+            feature_level,
+            lambda i, o: JoinDesc(i, o[0], ax),
+            ins,
+            outs,
+            [shape],
+            arrays[0].dtype if arrays else np.float32,
+        )
+
+    return _dispatch("JOIN", _fields_key(axis), feature_level, xs, [out], build)[0]

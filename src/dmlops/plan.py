@@ -82,12 +82,23 @@ class StridedCopy:
 
 @dataclass(frozen=True)
 class Plan:
-    """Strided copies of `element_size`-byte elements, and the bytes each binding must hold."""
+    """Strided copies of `element_size`-byte elements, and the bytes [low, high) each binding's
+    copies touch (a binding must hold `high` bytes)."""
 
     element_size: int
     copies: tuple[StridedCopy, ...]
-    input_extents: tuple[int, ...]
-    output_extents: tuple[int, ...]
+    input_spans: tuple[tuple[int, int], ...]
+    output_spans: tuple[tuple[int, int], ...]
+
+    @property
+    def input_extents(self) -> tuple[int, ...]:
+        """Bytes each input binding must hold."""
+        return tuple(hi for _, hi in self.input_spans)
+
+    @property
+    def output_extents(self) -> tuple[int, ...]:
+        """Bytes each output binding must hold."""
+        return tuple(hi for _, hi in self.output_spans)
 
     @property
     def bytes_written(self) -> int:
@@ -167,8 +178,9 @@ def compose(
 ) -> Plan:
     """Lower logical copies through tensor layouts to a coalesced plan."""
     strided: list[StridedCopy] = []
-    in_ext = [0] * len(input_layouts)
-    out_ext = [0] * len(output_layouts)
+    unused = (1 << 63, 0)
+    in_ext = [unused] * len(input_layouts)
+    out_ext = [unused] * len(output_layouts)
     for lc in copies:
         li, lo = input_layouts[lc.src], output_layouts[lc.dst]
         src_off = li.offset + sum(a * t for a, t in zip(lc.src_start, li.strides, strict=True))
@@ -186,7 +198,8 @@ def compose(
                 raise InvalidDescriptorError(
                     f"{side} {idx}: the plan would address element {low}, before the buffer"
                 )
-            ext[idx] = max(ext[idx], (high + 1) * element_size)
+            was = ext[idx]
+            ext[idx] = (min(was[0], low * element_size), max(was[1], (high + 1) * element_size))
         strided.append(
             StridedCopy(
                 lc.src,
@@ -198,7 +211,8 @@ def compose(
                 shape,
             )
         )
-    return Plan(element_size, tuple(strided), tuple(in_ext), tuple(out_ext))
+    spans = [tuple((0, 0) if e == unused else e for e in ext) for ext in (in_ext, out_ext)]
+    return Plan(element_size, tuple(strided), spans[0], spans[1])
 
 
 def is_injective(sizes: Sequence[int], strides: Sequence[int]) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Protocol
 
 from ..errors import DmlError
@@ -14,33 +14,47 @@ BACKEND_NAMES = ("numpy", "cuda")
 
 
 class Backend(Protocol):
-    """Executes strided-copy plans over flat byte buffers of its own array type."""
+    """Executes strided-copy plans over flat byte buffers of its own kind.
+
+    A flat buffer is what `byte_view` or `flat` returns: a numpy array for the
+    numpy backend, a device address for the cuda backend.
+    """
 
     name: str
 
     def as_array(self, obj: Any) -> Any:
         """`obj` as this backend's array type, without a copy where possible."""
 
-    def is_writable(self, arr: Any) -> bool:
-        """Whether an array of this backend may be written."""
+    def array_keys(self) -> dict[type, Callable[[Any], Hashable]]:
+        """For each array type this backend takes, a function giving its call-signature key."""
 
-    def byte_view(self, obj: Any, writable: bool) -> Any:
-        """A flat uint8 array over the bytes of a buffer-like object, without a copy."""
+    def byte_view(self, obj: Any, writable: bool) -> tuple[Any, int]:
+        """(flat buffer, length in bytes) of a bound buffer-like object, without a copy."""
 
-    def array_span(self, arr: Any) -> tuple[Any, int]:
-        """(flat uint8 view of the memory an array spans, element offset of its index 0)."""
+    def window(self, flat: Any, offset: int, size: int) -> Any:
+        """The flat buffer of `size` bytes starting `offset` bytes into `flat`."""
 
-    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
-        """A new C-contiguous array of this backend's kind."""
+    def flat_function(self, low: int, nbytes: int, contiguous: bool) -> Callable[[Any], Any] | None:
+        """For arrays of one layout: array -> flat buffer of its `nbytes` bytes starting `low`
+        bytes from its index 0; None where the array itself is that buffer."""
 
-    def like(self, result: Any, template: Any) -> Any:
-        """A new result array in the array library of `template` (no copy)."""
+    def owner(self, obj: Any) -> object | None:
+        """The object that owns the memory of a buffer or array, where that is known."""
+
+    def address(self, flat: Any) -> int:
+        """The address of a flat buffer's first byte."""
+
+    def new_like(self, template: Any, shape: tuple[int, ...]) -> Any:
+        """A new C-contiguous array of `shape`, of `template`'s library, dtype and device."""
+
+    def copy_of(self, arr: Any) -> Any:
+        """A C-contiguous copy of an array, on its device, in its library."""
+
+    def executor(self, plan: Plan) -> Callable[[Sequence[Any], Sequence[Any]], None]:
+        """A function running `plan` on flat input and output buffers; per-call work only."""
 
     def bind(self, plan: Plan, inputs: list[Any], outputs: list[Any]) -> Callable[[], None]:
         """Everything per-binding done once; the returned call runs the plan."""
-
-    def execute(self, plan: Plan, inputs: list[Any], outputs: list[Any]) -> None:
-        """Run every copy of `plan`; inputs/outputs are flat uint8 arrays."""
 
 
 def get_backend(name: str) -> Backend:

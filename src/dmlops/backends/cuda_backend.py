@@ -8,15 +8,17 @@ inner reversal, index width) and cached.
 
 from __future__ import annotations
 
+import sys
+import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..errors import BindingError, DmlError
-from ..plan import Plan, array_byte_span
+from ..plan import Plan
 
 __all__ = ["CudaBackend", "kernel_source"]
 
@@ -176,8 +178,6 @@ class CudaBackend:
         self.cupy = cupy
         self.multiprocessors = int(props["multiProcessorCount"])
         self._kernels: dict[tuple[int, int, int, bool, bool], Any] = {}
-        self._prepared: dict[tuple[int, bool], tuple[Plan, _Prepared]] = {}
-        self._tables: OrderedDict[tuple[Any, ...], tuple[Plan, Any]] = OrderedDict()
 
     @classmethod
     def instance(cls) -> CudaBackend:
@@ -198,15 +198,33 @@ class CudaBackend:
             return cp.from_dlpack(obj)
         raise BindingError(f"{type(obj).__name__} is not a GPU array")
 
-    def is_writable(self, arr: Any) -> bool:
-        return True
+    def array_keys(self) -> dict[type, Callable[[Any], Hashable]]:
+        keys: dict[type, Callable[[Any], Hashable]] = {
+            self.cupy.ndarray: lambda a: (a.dtype, a.shape, a.strides, a.data.device_id)
+        }
+        torch = _torch()
+        if torch is not None:
+            keys[torch.Tensor] = lambda t: (t.dtype, t.shape, t.stride(), t.device)
+        return keys
 
-    def byte_view(self, obj: Any, writable: bool) -> Any:
+    def _pointer(self, obj: Any) -> int:
+        """Device address of an array's index 0."""
+        if isinstance(obj, self.cupy.ndarray):
+            return int(obj.data.ptr)
+        ptr = getattr(obj, "data_ptr", None)
+        if ptr is not None:
+            return int(ptr())
+        cai = getattr(obj, "__cuda_array_interface__", None)
+        if cai is not None:
+            return int(cai["data"][0])
+        return int(self.as_array(obj).data.ptr)
+
+    def byte_view(self, obj: Any, writable: bool) -> tuple[int, int]:
         cp = self.cupy
         if isinstance(obj, cp.cuda.MemoryPointer):
-            return cp.ndarray((obj.mem.size - (obj.ptr - obj.mem.ptr),), cp.uint8, memptr=obj)
+            return int(obj.ptr), int(obj.mem.size - (obj.ptr - obj.mem.ptr))
         if isinstance(obj, cp.cuda.memory.BaseMemory):
-            return cp.ndarray((obj.size,), cp.uint8, memptr=cp.cuda.MemoryPointer(obj, 0))
+            return int(obj.ptr), int(obj.size)
         try:
             arr = self.as_array(obj)
         except BindingError:
@@ -216,25 +234,41 @@ class CudaBackend:
             ) from None
         if not (arr.flags.c_contiguous or arr.flags.f_contiguous):
             raise BindingError("a bound buffer must be contiguous memory")
-        return cp.ndarray((arr.nbytes,), cp.uint8, memptr=arr.data)
+        return int(arr.data.ptr), int(arr.nbytes)
 
-    def array_span(self, arr: Any) -> tuple[Any, int]:
+    def window(self, flat: Any, offset: int, size: int) -> int:
+        return int(flat) + offset
+
+    def flat_function(self, low: int, nbytes: int, contiguous: bool) -> Callable[[Any], Any]:
+        pointer = self._pointer
+        return lambda arr: pointer(arr) + low
+
+    def owner(self, obj: Any) -> object | None:
+        return None  # device addresses are cheap to read
+
+    def address(self, flat: Any) -> int:
+        return int(flat)
+
+    def new_like(self, template: Any, shape: tuple[int, ...]) -> Any:
         cp = self.cupy
-        item = arr.itemsize
-        low, nbytes = array_byte_span(arr.shape, arr.strides, item)
-        flat = cp.ndarray((nbytes,), cp.uint8, memptr=arr.data + low)
-        return flat, -low // item
+        if isinstance(template, cp.ndarray):
+            return cp.empty(shape, dtype=template.dtype)
+        torch = _torch()
+        if torch is not None and isinstance(template, torch.Tensor):
+            return torch.empty(shape, dtype=template.dtype, device=template.device)
+        return self._library_of(cp.empty(shape, dtype=self.as_array(template).dtype), template)
 
-    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
-        return self.cupy.empty(shape, dtype=dtype)
+    def copy_of(self, arr: Any) -> Any:
+        cp = self.cupy
+        torch = _torch()
+        if torch is not None and isinstance(arr, torch.Tensor):
+            return arr.clone(memory_format=torch.contiguous_format)
+        copy = cp.array(self.as_array(arr), copy=True, order="C")
+        return copy if isinstance(arr, cp.ndarray) else self._library_of(copy, arr)
 
-    def like(self, result: Any, template: Any) -> Any:
+    def _library_of(self, result: Any, template: Any) -> Any:
         """`result` (a CuPy array) in the array library of `template`, without a copy."""
         module = type(template).__module__.split(".")[0]
-        if module == "torch":
-            import torch
-
-            return torch.utils.dlpack.from_dlpack(result)
         if module in ("jax", "jaxlib"):
             import jax
 
@@ -244,10 +278,6 @@ class CudaBackend:
     # -- execution ---------------------------------------------------------------------
 
     def _prepare(self, plan: Plan, scalar: bool = False) -> _Prepared:
-        key = (id(plan), scalar)
-        cached = self._prepared.get(key)
-        if cached is not None and cached[0] is plan:
-            return cached[1]
         es = plan.element_size
         width, reverse = (es, False) if scalar else _vector_width(plan)
         v = width // es
@@ -268,7 +298,7 @@ class CudaBackend:
                 span = sum((n - 1) * abs(s) for n, s in zip(c.shape, strides, strict=True))
                 reach = max(reach, span + v)
             reach = max(reach, count + _TILE)
-        prepared = _Prepared(
+        return _Prepared(
             rank,
             width,
             reverse,
@@ -278,10 +308,6 @@ class CudaBackend:
             np.array([c.dst for c in plan.copies], dtype=np.int64),
             tiles,
         )
-        if len(self._prepared) > 256:
-            self._prepared.clear()
-        self._prepared[key] = (plan, prepared)
-        return prepared
 
     def _kernel(self, rank: int, es: int, width: int, reverse: bool, index64: bool) -> Any:
         key = (rank, es, width, reverse, index64)
@@ -292,40 +318,55 @@ class CudaBackend:
             self._kernels[key] = kernel
         return kernel
 
-    def bind(self, plan: Plan, inputs: list[Any], outputs: list[Any]) -> Callable[[], None]:
-        cp = self.cupy
-        prep = self._prepare(plan)
-        in_ptrs = np.array([a.data.ptr for a in inputs], dtype=np.int64)
-        out_ptrs = np.array([a.data.ptr for a in outputs], dtype=np.int64)
+    def executor(self, plan: Plan) -> Callable[[Sequence[Any], Sequence[Any]], None]:
+        """Run `plan` on device addresses; piece tables are cached per address tuple."""
+        vector = self._prepare(plan)
         es = plan.element_size
-        if prep.width > es:
-            src = prep.rows[:, 0] + in_ptrs[prep.src_index]
-            dst = prep.rows[:, 1] + out_ptrs[prep.dst_index]
-            if prep.reverse:
-                src = src - (prep.width - es)
-            if np.any(src % prep.width) or np.any(dst % prep.width):
-                prep = self._prepare(plan, scalar=True)
-        key = (id(plan), prep.width, *in_ptrs.tolist(), *out_ptrs.tolist())
-        entry = self._tables.get(key)
-        if entry is not None and entry[0] is plan:
-            table = entry[1]
-            self._tables.move_to_end(key)
-        else:
+        scalar: list[_Prepared] = []
+        tables: OrderedDict[tuple[int, ...], tuple[Any, int, tuple[Any, ...]]] = OrderedDict()
+        lock = threading.Lock()
+
+        def launch_for(ins: Sequence[int], outs: Sequence[int]) -> tuple[Any, int, tuple[Any, ...]]:
+            in_ptrs = np.array(ins, dtype=np.int64)
+            out_ptrs = np.array(outs, dtype=np.int64)
+            src = vector.rows[:, 0] + in_ptrs[vector.src_index]
+            dst = vector.rows[:, 1] + out_ptrs[vector.dst_index]
+            prep = vector
+            if prep.width > es:
+                if prep.reverse:
+                    src = src - (prep.width - es)
+                if np.any(src % prep.width) or np.any(dst % prep.width):
+                    if not scalar:
+                        scalar.append(self._prepare(plan, scalar=True))
+                    prep = scalar[0]
             host = prep.rows.copy()
             host[:, 0] += in_ptrs[prep.src_index]
             host[:, 1] += out_ptrs[prep.dst_index]
-            table = cp.asarray(host)
-            self._tables[key] = (plan, table)
-            if len(self._tables) > _TABLE_CACHE:
-                self._tables.popitem(last=False)
-        kernel = self._kernel(prep.rank, es, prep.width, prep.reverse, prep.index64)
-        grid = int(min(prep.tiles, self.multiprocessors * 8))
-        args = (table, np.int32(len(plan.copies)), np.int64(prep.tiles))
+            table = self.cupy.asarray(host)
+            kernel = self._kernel(prep.rank, es, prep.width, prep.reverse, prep.index64)
+            grid = int(min(prep.tiles, self.multiprocessors * 8))
+            args = (np.uint64(table.data.ptr), np.int32(len(plan.copies)), np.int64(prep.tiles))
+            return kernel, grid, (table, args)
 
-        def launch() -> None:
+        def run(ins: Sequence[int], outs: Sequence[int]) -> None:
+            key = (*ins, *outs)
+            entry = tables.get(key)
+            if entry is None:
+                entry = launch_for(ins, outs)
+                with lock:
+                    tables[key] = entry
+                    if len(tables) > _TABLE_CACHE:
+                        tables.popitem(last=False)
+            kernel, grid, (_, args) = entry
             kernel((grid,), (_THREADS,), args)
 
-        return launch
+        return run
 
-    def execute(self, plan: Plan, inputs: list[Any], outputs: list[Any]) -> None:
-        self.bind(plan, inputs, outputs)()
+    def bind(self, plan: Plan, inputs: list[Any], outputs: list[Any]) -> Callable[[], None]:
+        run = self.executor(plan)
+        return lambda: run(inputs, outputs)
+
+
+def _torch() -> Any:
+    """The torch module if it is already imported (never imported here)."""
+    return sys.modules.get("torch")

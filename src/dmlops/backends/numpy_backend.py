@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from ..errors import BindingError
-from ..plan import Plan, StridedCopy, array_byte_span
+from ..plan import Plan, StridedCopy
 
 __all__ = ["NumpyBackend"]
 
 _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _PARALLEL_BYTES = 4 << 20
+_CHUNKS_PER_THREAD = 4
+_MIN_CHUNK = 256 << 10
 
 
 class _Span:
@@ -68,10 +70,17 @@ class NumpyBackend:
     def as_array(self, obj: Any) -> np.ndarray[Any, Any]:
         return np.asarray(obj)
 
-    def is_writable(self, arr: Any) -> bool:
-        return bool(arr.flags.writeable)
+    def array_keys(self) -> dict[type, Callable[[Any], Hashable]]:
+        return {}
 
-    def byte_view(self, obj: Any, writable: bool) -> np.ndarray[Any, Any]:
+    def byte_view(self, obj: Any, writable: bool) -> tuple[np.ndarray[Any, Any], int]:
+        flat = self._bytes(obj, writable)
+        return flat, int(flat.shape[0])
+
+    def window(self, flat: Any, offset: int, size: int) -> Any:
+        return flat[offset : offset + size]
+
+    def _bytes(self, obj: Any, writable: bool) -> np.ndarray[Any, Any]:
         if isinstance(obj, np.ndarray):
             if not (obj.flags.c_contiguous or obj.flags.f_contiguous):
                 raise BindingError(
@@ -96,20 +105,34 @@ class NumpyBackend:
             np.frombuffer(mv.cast("B"), dtype=np.uint8) if mv.readonly else np.asarray(mv.cast("B"))
         )
 
-    def array_span(self, arr: Any) -> tuple[np.ndarray[Any, Any], int]:
-        a = np.asarray(arr)
-        itemsize = a.itemsize
-        low, nbytes = array_byte_span(a.shape, a.strides, itemsize)
-        address = a.__array_interface__["data"][0]
-        readonly = not a.flags.writeable
-        flat = np.asarray(_Span(a, address + low, nbytes, readonly))
-        return flat, -low // itemsize
+    def flat_function(self, low: int, nbytes: int, contiguous: bool) -> Callable[[Any], Any] | None:
+        if contiguous:
+            return None  # a contiguous array's buffer starts at index 0 and holds nbytes
 
-    def like(self, result: Any, template: Any) -> Any:
-        return result
+        def flat(arr: Any) -> Any:
+            address = arr.__array_interface__["data"][0]
+            return np.asarray(_Span(arr, address + low, nbytes, not arr.flags.writeable))
 
-    def empty(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
+        return flat
+
+    def owner(self, obj: Any) -> object | None:
+        """The ndarray that allocated `obj`'s memory (its base chain's root), if one did."""
+        while type(obj) is np.ndarray:
+            base = obj.base
+            if base is None:
+                return obj if obj.flags.owndata else None
+            obj = base
+        return None
+
+    def address(self, flat: Any) -> int:
+        return int(flat.__array_interface__["data"][0])
+
+    def new_like(self, template: Any, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
+        dtype = template.dtype if isinstance(template, np.ndarray) else np.asarray(template).dtype
         return np.empty(shape, dtype=dtype)
+
+    def copy_of(self, arr: Any) -> np.ndarray[Any, Any]:
+        return np.array(arr, copy=True, order="C")
 
     def _chunks(
         self, dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], parts: int
@@ -125,36 +148,83 @@ class NumpyBackend:
             out.append((dst[tuple(index)], src[tuple(index)]))
         return out
 
-    def bind(self, plan: Plan, inputs: list[Any], outputs: list[Any]) -> Callable[[], None]:
+    def _is_parallel(self, plan: Plan) -> bool:
+        """Large plans of large copies go to the pool (small copies hold the GIL)."""
+        return (
+            self.threads > 1
+            and plan.bytes_written >= _PARALLEL_BYTES
+            and plan.bytes_written >= _MIN_CHUNK * len(plan.copies)
+        )
+
+    def executor(self, plan: Plan) -> Callable[[Sequence[Any], Sequence[Any]], None]:
+        if self._is_parallel(plan):
+            return lambda ins, outs: self._parallel(plan, ins, outs)()
+        unsigned = np.dtype(_UNSIGNED[plan.element_size])
+        es = plan.element_size
+        recipe = [
+            (
+                c.shape,
+                c.src,
+                c.src_offset,
+                tuple(t * es for t in c.src_strides),
+                c.dst,
+                c.dst_offset,
+                tuple(t * es for t in c.dst_strides),
+            )
+            for c in plan.copies
+        ]
+        view = np.ndarray
+
+        def run(ins: Sequence[Any], outs: Sequence[Any]) -> None:
+            for shape, si, so, ss, di, do, ds in recipe:
+                view(shape, unsigned, outs[di], do, ds)[...] = view(
+                    shape, unsigned, ins[si], so, ss
+                )
+
+        return run
+
+    def _parallel(
+        self, plan: Plan, inputs: Sequence[Any], outputs: Sequence[Any]
+    ) -> Callable[[], None]:
+        """Large plans: copies cut into balanced chunks on the thread pool."""
         es = plan.element_size
         pairs = [
             (strided_view(outputs[c.dst], c, "dst", es), strided_view(inputs[c.src], c, "src", es))
             for c in plan.copies
         ]
-        if (
-            self.threads == 1
-            or plan.bytes_written < _PARALLEL_BYTES
-            or any(np.may_share_memory(d, s) for d, s in pairs)
-        ):
+        if any(np.may_share_memory(d, s) for d, s in pairs):
 
             def run_serial() -> None:
                 for dst, src in pairs:
-                    np.copyto(dst, src)
+                    dst[...] = src
 
             return run_serial
-        work: list[tuple[Any, Any]] = []
-        per_thread = max(plan.bytes_written // self.threads, 1)
+        chunk = max(plan.bytes_written // (self.threads * _CHUNKS_PER_THREAD), _MIN_CHUNK)
+        batches: list[list[tuple[Any, Any]]] = [[]]
+        held = 0
         for dst, src in pairs:
-            parts = max(1, round(dst.nbytes / per_thread))
-            work.extend(self._chunks(dst, src, parts) if parts > 1 else [(dst, src)])
+            parts = -(-dst.nbytes // chunk)
+            for piece in self._chunks(dst, src, parts) if parts > 1 else [(dst, src)]:
+                if held >= chunk:
+                    batches.append([])
+                    held = 0
+                batches[-1].append(piece)
+                held += piece[0].nbytes
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="dmlops")
         pool = self._pool
 
+        def copy_batch(batch: list[tuple[Any, Any]]) -> None:
+            for dst, src in batch:
+                dst[...] = src
+
         def run_parallel() -> None:
-            list(pool.map(lambda p: np.copyto(p[0], p[1]), work))
+            list(pool.map(copy_batch, batches))
 
         return run_parallel
 
-    def execute(self, plan: Plan, inputs: list[Any], outputs: list[Any]) -> None:
-        self.bind(plan, inputs, outputs)()
+    def bind(self, plan: Plan, inputs: list[Any], outputs: list[Any]) -> Callable[[], None]:
+        if self._is_parallel(plan):
+            return self._parallel(plan, inputs, outputs)
+        run = self.executor(plan)
+        return lambda: run(inputs, outputs)

@@ -1,0 +1,166 @@
+"""Which bytes a plan reads and writes, and whether an output binding meets another binding.
+
+A plan knows, for every binding, the bytes its copies touch (relative to the
+binding's start). Given the bound addresses, `find_overlaps` reports each
+input/output or output/output pair that share at least one byte: first by
+address range, then exactly, element by element, with numpy's bounded
+Diophantine solver over the copies' strided boxes (no memory is read; the
+addresses may be device addresses).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .plan import Plan, StridedCopy
+
+__all__ = ["Overlap", "describe", "find_overlaps", "owners_apart"]
+
+_MAX_WORK = 1 << 16
+_TooHard: type[Exception] = getattr(np, "exceptions", np).TooHardError
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """Output binding `output` shares its bytes [low, high) with another binding.
+
+    `low` and `high` count from the start of the output binding.
+
+    `kind` is 'input' or 'output'; `other` is that binding's index.
+    """
+
+    output: int
+    kind: str
+    other: int
+    low: int
+    high: int
+
+
+class _Box:
+    """A strided box of `element_size`-byte elements at an address, seen through numpy."""
+
+    def __init__(self, address: int, copy: StridedCopy, side: str, element_size: int) -> None:
+        offset = copy.src_offset if side == "src" else copy.dst_offset
+        strides = copy.src_strides if side == "src" else copy.dst_strides
+        self.__array_interface__ = {
+            "shape": copy.shape,
+            "typestr": f"|V{element_size}",
+            "data": (address + offset, True),
+            "strides": tuple(s * element_size for s in strides),
+            "version": 3,
+        }
+
+
+def _share(a: _Box, b: _Box) -> bool:
+    try:
+        shares: Any = np.shares_memory  # numpy's stubs allow only -1 and 0 for max_work
+        return bool(shares(np.asarray(a), np.asarray(b), max_work=_MAX_WORK))
+    except _TooHard:
+        return True  # not provably apart: count it as an overlap
+
+
+def _exact(
+    plan: Plan,
+    side_a: str,
+    index_a: int,
+    address_a: int,
+    index_b: int,
+    address_b: int,
+) -> bool:
+    """Whether a byte read (side_a 'src') or written ('dst') at binding a is written at output b."""
+    es = plan.element_size
+    mine = [c for c in plan.copies if (c.src if side_a == "src" else c.dst) == index_a]
+    theirs = [c for c in plan.copies if c.dst == index_b]
+    for ca in mine:
+        box_a = _Box(address_a, ca, side_a, es)
+        for cb in theirs:
+            if ca is cb and side_a == "dst":
+                continue
+            if _share(box_a, _Box(address_b, cb, "dst", es)):
+                return True
+    return False
+
+
+_SMALL = 16
+
+
+def _meeting_pairs(
+    a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]], same: bool
+) -> list[tuple[int, int]]:
+    """(i, j) with ranges a[i] and b[j] ([low, high)) intersecting; only j < i when `same`."""
+    if len(a) + len(b) <= _SMALL:
+        return [
+            (i, j)
+            for i, (alo, ahi) in enumerate(a)
+            for j, (blo, bhi) in enumerate(b[:i] if same else b)
+            if max(alo, blo) < min(ahi, bhi)
+        ]
+    ra, rb = np.array(a, dtype=np.int64).reshape(-1, 2), np.array(b, dtype=np.int64).reshape(-1, 2)
+    if same:
+        order = np.argsort(ra[:, 0], kind="stable")
+        lows, highs = ra[order, 0], ra[order, 1]
+        if bool(np.all(lows[1:] >= np.maximum.accumulate(highs)[:-1])):
+            return []  # sorted by start, no range reaches past the next one's start
+    hit = np.maximum(ra[:, None, 0], rb[None, :, 0]) < np.minimum(ra[:, None, 1], rb[None, :, 1])
+    if same:
+        hit &= np.tri(len(ra), len(rb), -1, dtype=bool)
+    return [(int(i), int(j)) for i, j in zip(*np.nonzero(hit), strict=True)]
+
+
+def find_overlaps(
+    plan: Plan,
+    input_addresses: Sequence[int],
+    output_addresses: Sequence[int],
+) -> list[Overlap]:
+    """Every (output, input) and (output, output) pair of bindings whose touched bytes meet."""
+    outs = [
+        (a + lo, a + hi) for a, (lo, hi) in zip(output_addresses, plan.output_spans, strict=True)
+    ]
+    ins = [(a + lo, a + hi) for a, (lo, hi) in zip(input_addresses, plan.input_spans, strict=True)]
+    found: list[Overlap] = []
+    for kind, others, addresses in (
+        ("input", ins, input_addresses),
+        ("output", outs, output_addresses),
+    ):
+        side = "src" if kind == "input" else "dst"
+        for j, i in _meeting_pairs(outs, others, kind == "output"):
+            if _exact(plan, side, i, addresses[i], j, output_addresses[j]):
+                low = max(outs[j][0], others[i][0]) - output_addresses[j]
+                high = min(outs[j][1], others[i][1]) - output_addresses[j]
+                found.append(Overlap(j, kind, i, low, high))
+    return found
+
+
+def owners_apart(
+    owner: Callable[[Any], object | None], inputs: Sequence[Any], outputs: Sequence[Any]
+) -> bool:
+    """True when every output's memory has a known owner that no other binding shares.
+
+    Distinct allocations cannot overlap, so no address needs to be read.
+    """
+    out_owners = [owner(o) for o in outputs]
+    if any(o is None for o in out_owners):
+        return False
+    taken = {id(o) for o in out_owners}
+    if len(taken) < len(out_owners):
+        return False
+    for x in inputs:
+        o = owner(x)
+        if o is None or id(o) in taken:
+            return False
+    return True
+
+
+def describe(overlap: Overlap, input_names: Sequence[str], output_names: Sequence[str]) -> str:
+    """'OutputTensor binding shares bytes ... with InputTensor binding', for messages."""
+    other = (input_names if overlap.kind == "input" else output_names)[overlap.other]
+    return (
+        f"{output_names[overlap.output]} binding overlaps {other} binding: its bytes "
+        f"[{overlap.low}, {overlap.high}) are "
+        f"{'also read from ' if overlap.kind == 'input' else 'also written through '}{other}; "
+        "an operator's output may not overlap its other bindings"
+    )

@@ -1,0 +1,164 @@
+"""The signature fast path: compiled once per signature, validated in full on any change,
+bounded, thread-safe; validation before allocation; non-arrays named."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import dmlops
+from conftest import to_device, to_host
+from dmlops import DmlError, InvalidDescriptorError, functional
+from dmlops.backends import get_backend
+from dmlops.ops._base import OperatorDesc
+
+A = np.arange(1, 17, dtype=np.float32).reshape(1, 1, 4, 4)
+WINDOW = ([0, 0, 0, 1], [1, 1, 4, 3], [1, 1, -2, 2])
+
+
+@pytest.fixture
+def validations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    functional.clear_cache()
+    seen: list[str] = []
+    original = OperatorDesc.validate
+
+    def counting(self, level=None):  # type: ignore[no-untyped-def]
+        seen.append(self.OPERATOR)
+        return original(self, level)
+
+    monkeypatch.setattr(OperatorDesc, "validate", counting)
+    return seen
+
+
+def test_a_repeated_signature_is_validated_once(backend: str, validations: list[str]) -> None:
+    a = to_device(backend, A)
+    first = to_host(dmlops.slice1(a, *WINDOW))
+    for _ in range(5):
+        np.testing.assert_array_equal(to_host(dmlops.slice1(a, *WINDOW)), first)
+    other = to_device(backend, A + 100)  # same signature, another array
+    np.testing.assert_array_equal(to_host(dmlops.slice1(other, *WINDOW)), first + 100)
+    assert validations == ["SLICE1"]
+    np.testing.assert_array_equal(first, [[[[14, 16], [6, 8]]]])
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda a, w: (a.astype(np.float16), w),
+        lambda a, w: (np.ascontiguousarray(a.reshape(1, 4, 4).transpose(0, 2, 1))[None], w),
+        lambda a, w: (np.asfortranarray(a), w),
+        lambda a, w: (a, ([0, 0, 1, 1], [*w[1][:2], 3, 3], w[2])),
+        lambda a, w: (a, (w[0], w[1], [1, 1, 2, 2])),
+    ],
+)
+def test_any_change_in_the_signature_validates_again(validations: list[str], change) -> None:  # type: ignore[no-untyped-def]
+    dmlops.slice1(A, *WINDOW)
+    a, w = change(A, WINDOW)
+    dmlops.slice1(a, *w)
+    assert validations == ["SLICE1", "SLICE1"]
+
+
+def test_a_cached_signature_does_not_admit_other_types(validations: list[str]) -> None:
+    dmlops.slice(A, [0, 0, 1, 0], [1, 1, 2, 2], [1, 1, 2, 3])
+    with pytest.raises(
+        InvalidDescriptorError, match=r"SLICE.Strides\[2\] is 2.0: expected an integer"
+    ):
+        dmlops.slice(A, [0, 0, 1, 0], [1, 1, 2, 2], [1, 1, 2.0, 3])
+    with pytest.raises(InvalidDescriptorError, match=r"SLICE.Offsets\[0\] is False"):
+        dmlops.slice(A, [False, 0, 1, 0], [1, 1, 2, 2], [1, 1, 2, 3])
+    np.testing.assert_array_equal(
+        dmlops.slice(A, np.array([0, 0, 1, 0]), (1, 1, 2, 2), [1, 1, 2, 3]), [[[[5, 8], [13, 16]]]]
+    )
+
+
+def test_an_invalid_call_is_never_cached(validations: list[str]) -> None:
+    for _ in range(3):
+        with pytest.raises(DmlError, match=r"SLICE1.InputWindowStrides\[2\] is 0"):
+            dmlops.slice1(A, [0, 0, 0, 1], [1, 1, 4, 3], [1, 1, 0, 2])
+    with pytest.raises(DmlError, match=r"SLICE1.OutputTensor.Sizes\[3\] is 3: .*MaxCopiedElements"):
+        dmlops.slice1(A, [0, 0, 0, 1], [1, 1, 4, 3], [1, 1, 2, 2], [1, 1, 2, 3])
+    assert functional.cache_size() == 0
+
+
+def test_read_only_output_is_refused_even_after_a_writable_one() -> None:
+    out = np.empty((1, 1, 2, 2), np.float32)
+    dmlops.slice1(A, *WINDOW, out=out)
+    out.flags.writeable = False
+    with pytest.raises(dmlops.BindingError, match="read-only"):
+        dmlops.slice1(A, *WINDOW, out=out)
+
+
+def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    functional.clear_cache()
+    monkeypatch.setattr(functional._CACHE, "size", 8)
+    for n in range(1, 30):
+        x = np.arange(n, dtype=np.int32)
+        assert dmlops.slice1(x, [0], [n], [-1]).tolist() == list(range(n))[::-1]
+    assert functional.cache_size() == 8
+
+
+def test_many_threads_mixing_signatures_get_their_own_results() -> None:
+    functional.clear_cache()
+    rng = np.random.default_rng(7)
+    arrays = [
+        rng.integers(0, 1000, (n, n + 1)).astype(dt)
+        for n in (3, 4, 5)
+        for dt in (np.float32, np.int64, np.uint8)
+    ]
+    failures: list[str] = []
+    barrier = threading.Barrier(8)
+
+    def worker(k: int) -> None:
+        barrier.wait()
+        for i in range(300):
+            a = arrays[(k + i) % len(arrays)]
+            h, w = a.shape
+            step = 1 + (k + i) % 2
+            got = dmlops.slice1(a, [0, 0], [h, w], [1, -step])
+            parts = dmlops.split(a, 0, [1, h - 1])
+            back = dmlops.join(parts, 0)
+            if not (
+                np.array_equal(got, a[:, ::-step])
+                and np.array_equal(back, a)
+                and got.dtype == a.dtype
+            ):
+                failures.append(f"thread {k} call {i}")
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+
+
+def test_fields_are_validated_before_anything_is_allocated(
+    backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    b = get_backend(backend)
+    monkeypatch.setattr(b, "new_like", lambda *a: pytest.fail("allocated before validating"))
+    a = to_device(backend, np.zeros((2, 2), np.float32))
+    with pytest.raises(InvalidDescriptorError, match=r"^SLICE.Sizes\[0\] is 9223372036854775808"):
+        dmlops.slice(a, [0, 0], [2**63, 1], [1, 1])
+    with pytest.raises(InvalidDescriptorError, match=r"^SLICE1.OutputTensor.Sizes\[1\] is 0"):
+        dmlops.slice1(a, [0, 0], [2, 2], [1, 1], [1, 0])
+    with pytest.raises(DmlError, match=r"^SPLIT"):
+        dmlops.split(a, 0, [1, 2])
+    with pytest.raises(DmlError, match=r"^JOIN.Axis is 2"):
+        dmlops.join([a, a], 2)
+
+
+@pytest.mark.parametrize("bad", [None, "abc", b"xy", {"a": 1}])
+def test_non_arrays_are_named(bad: object) -> None:
+    with pytest.raises(DmlError, match=rf"^expected an array, got {type(bad).__name__}$"):
+        dmlops.slice(bad, [0], [1], [1])
+    with pytest.raises(DmlError, match=rf"^expected an array, got {type(bad).__name__}$"):
+        dmlops.join([A, bad], 0)
+
+
+def test_lists_still_work_without_a_signature() -> None:
+    assert dmlops.slice1([1, 2, 3], [0], [3], [-1]).tolist() == [3, 2, 1]
+    out = np.zeros(3, np.int64)
+    assert dmlops.slice1(np.array([1, 2, 3]), [0], [3], [-1], out=out) is out
