@@ -1,49 +1,24 @@
-"""Benchmarks: dmlops against numpy, torch, CuPy, onnxruntime and JAX, and the copy ceiling.
-
-Prints a table (median time, GB/s counted as 2 x output bytes, ratio to each
-peer), writes JSON and, with --plot, a PNG bar chart.
-"""
+"""Benchmark section "operators": each operator on large tensors against the copy ceiling,
+numpy, torch, CuPy, onnxruntime (CPU) and JAX."""
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
-import json
-import os
-import platform
-import statistics
 import sys
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .device import Device
-from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
-from .tensor import BufferTensorDesc, DataType
+from ..device import Device
+from ..ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
+from ..tensor import BufferTensorDesc, DataType
+from .common import Fn, Result, have, median_cpu, median_gpu
 
-__all__ = ["main", "run_benchmarks"]
+__all__ = ["run"]
 
-Fn = Callable[[], Any]
-
-
-def _have(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
-
-
-@dataclass
-class Result:
-    """One case on one device: each contender's median seconds."""
-
-    case: str
-    device: str
-    output_bytes: int
-    times: dict[str, float] = field(default_factory=dict)
-
-    def gbps(self, name: str) -> float:
-        return 2 * self.output_bytes / self.times[name] / 1e9
+SECTION = "operators"
+OURS = "dmlops (bound)"
 
 
 @dataclass
@@ -201,43 +176,6 @@ def _onnx_model(op: str, attrs: dict[str, Any], in_shapes: list[tuple[int, ...]]
     return bytes(model.SerializeToString())
 
 
-def _median_cpu(fn: Fn, reps: int) -> float:
-    fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
-def _median_gpu(fn: Fn, reps: int, wall: bool = False, sync: Fn | None = None) -> float:
-    import cupy
-
-    for _ in range(3):
-        out = fn()
-    cupy.cuda.Device().synchronize()
-    times = []
-    start, end = cupy.cuda.Event(), cupy.cuda.Event()
-    for _ in range(reps):
-        if wall:
-            t0 = time.perf_counter()
-            out = fn()
-            if sync is not None:
-                sync()
-            else:
-                cupy.cuda.Device().synchronize()
-            times.append(time.perf_counter() - t0)
-        else:
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
-    del out
-    return statistics.median(times)
-
-
 def _time_dmlops(
     case: Case, backend: str, xs: list[Any], outs: list[Any], timer: Callable[[Fn], float]
 ) -> dict[str, float]:
@@ -266,20 +204,20 @@ def _bench_cpu(case: Case, reps: int) -> Result:
     xs = [rng.standard_normal(s, dtype=np.float32) for s in case.in_shapes]
     outs = [np.empty(t.sizes, np.float32) for _, t in case.desc.output_fields()]
     out_bytes = sum(o.nbytes for o in outs)
-    res = Result(case.name, "cpu", out_bytes)
+    res = Result(SECTION, case.name, "cpu", out_bytes, OURS)
     r = 5 * reps if case.latency else reps
-    res.times.update(_time_dmlops(case, "numpy", xs, outs, lambda f: _median_cpu(f, r)))
+    res.times.update(_time_dmlops(case, "numpy", xs, outs, lambda f: median_cpu(f, r)))
     if not case.latency:
         src = np.ones(out_bytes // 4, np.float32)
         dst = np.empty_like(src)
-        res.times["np.copyto ceiling"] = _median_cpu(lambda: np.copyto(dst, src), r)
-    res.times["numpy"] = _median_cpu(lambda: case.numpy_fn(xs, outs), r)
-    if _have("torch"):
+        res.times["np.copyto ceiling"] = median_cpu(lambda: np.copyto(dst, src), r)
+    res.times["numpy"] = median_cpu(lambda: case.numpy_fn(xs, outs), r)
+    if have("torch"):
         import torch
 
         txs = [torch.from_numpy(x) for x in xs]
-        res.times["torch"] = _median_cpu(lambda: case.torch_fn(txs), r)
-    if case.onnx is not None and _have("onnxruntime") and _have("onnx"):
+        res.times["torch"] = median_cpu(lambda: case.torch_fn(txs), r)
+    if case.onnx is not None and have("onnxruntime") and have("onnx"):
         import onnxruntime as ort
 
         sess = ort.InferenceSession(
@@ -287,7 +225,7 @@ def _bench_cpu(case: Case, reps: int) -> Result:
             providers=["CPUExecutionProvider"],
         )
         feeds = {f"x{i}": x for i, x in enumerate(xs)}
-        res.times["onnxruntime"] = _median_cpu(lambda: sess.run(None, feeds), r)
+        res.times["onnxruntime"] = median_cpu(lambda: sess.run(None, feeds), r)
     return res
 
 
@@ -298,24 +236,24 @@ def _bench_gpu(case: Case, reps: int) -> Result:
     xs = [rng.standard_normal(s, dtype=cupy.float32) for s in case.in_shapes]
     outs = [cupy.empty(t.sizes, cupy.float32) for _, t in case.desc.output_fields()]
     out_bytes = sum(int(o.nbytes) for o in outs)
-    res = Result(case.name, "gpu", out_bytes)
+    res = Result(SECTION, case.name, "gpu", out_bytes, OURS)
     wall = case.latency
-    res.times.update(_time_dmlops(case, "cuda", xs, outs, lambda f: _median_gpu(f, reps, wall)))
+    res.times.update(_time_dmlops(case, "cuda", xs, outs, lambda f: median_gpu(f, reps, wall)))
     if not case.latency:
         src = cupy.ones(out_bytes // 4, cupy.float32)
         dst = cupy.empty_like(src)
-        res.times["d2d copy ceiling"] = _median_gpu(
+        res.times["d2d copy ceiling"] = median_gpu(
             lambda: dst.data.copy_from_device(src.data, out_bytes), reps
         )
-    res.times["cupy"] = _median_gpu(lambda: case.numpy_fn(xs, outs), reps, wall)
-    if _have("torch"):
+    res.times["cupy"] = median_gpu(lambda: case.numpy_fn(xs, outs), reps, wall)
+    if have("torch"):
         import torch
 
         txs = [torch.utils.dlpack.from_dlpack(x) for x in xs]
-        res.times["torch"] = _median_gpu(
+        res.times["torch"] = median_gpu(
             lambda: case.torch_fn(txs), reps, wall, torch.cuda.synchronize
         )
-    if _have("jax"):
+    if have("jax"):
         import jax
         import jax.numpy as jnp
 
@@ -325,22 +263,13 @@ def _bench_gpu(case: Case, reps: int) -> Result:
         def run_jax() -> Any:
             return jax.block_until_ready(f(*jxs))
 
-        res.times["jax"] = _median_gpu(run_jax, reps, wall=True, sync=lambda: None)
+        res.times["jax"] = median_gpu(run_jax, reps, wall=True, sync=lambda: None)
         del jxs
     cupy.get_default_memory_pool().free_all_blocks()
     return res
 
 
-def _gpu_present() -> bool:
-    try:
-        import cupy
-
-        return bool(cupy.cuda.runtime.getDeviceCount() > 0)
-    except Exception:  # noqa: BLE001 - no CuPy or no driver: no GPU
-        return False
-
-
-def run_benchmarks(devices: list[str], reps: int, cpu_mib: int, gpu_mib: int) -> list[Result]:
+def run(devices: list[str], reps: int, cpu_mib: int, gpu_mib: int) -> list[Result]:
     """Run every case on the requested devices."""
     results = []
     for dev in devices:
@@ -351,93 +280,3 @@ def run_benchmarks(devices: list[str], reps: int, cpu_mib: int, gpu_mib: int) ->
             results.append(r)
             print(f"  measured {dev}: {case.name}", file=sys.stderr, flush=True)
     return results
-
-
-def format_table(results: list[Result]) -> str:
-    """A Markdown table: median time, GB/s, and dmlops' speed-up over each contender."""
-    lines = [
-        "| device | case | contender | median | GB/s | dmlops (bound) speed-up |",
-        "| --- | --- | --- | ---: | ---: | ---: |",
-    ]
-    for r in results:
-        ours = r.times["dmlops (bound)"]
-        for name, t in r.times.items():
-            unit = f"{t * 1e6:.1f} µs" if t < 1e-3 else f"{t * 1e3:.3f} ms"
-            ratio = "" if name == "dmlops (bound)" else f"{t / ours:.2f}x"
-            lines.append(
-                f"| {r.device} | {r.case} | {name} | {unit} | {r.gbps(name):.1f} | {ratio} |"
-            )
-    return "\n".join(lines)
-
-
-def plot(results: list[Result], path: str) -> None:
-    """A bar chart of GB/s per case and contender."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    groups = [(r.device, r.case) for r in results]
-    names = sorted({n for r in results for n in r.times})
-    fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(groups)), 5))
-    width = 0.8 / len(names)
-    for k, n in enumerate(names):
-        xs = [i + k * width for i, r in enumerate(results) if n in r.times]
-        ys = [r.gbps(n) for r in results if n in r.times]
-        ax.bar(xs, ys, width, label=n)
-    ax.set_xticks([i + 0.4 for i in range(len(groups))])
-    ax.set_xticklabels([f"{d}\n{c}" for d, c in groups], fontsize=7)
-    ax.set_ylabel("GB/s (2 x output bytes / median time)")
-    ax.set_yscale("log")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of `dmlops bench` and benchmarks/run.py."""
-    parser = argparse.ArgumentParser(prog="dmlops bench", description=__doc__)
-    parser.add_argument(
-        "--device",
-        choices=["cpu", "gpu", "all"],
-        default="all",
-        help="where to run (gpu and all skip the GPU when none is present)",
-    )
-    parser.add_argument("--reps", type=int, default=20, help="timed repetitions per contender")
-    parser.add_argument(
-        "--cpu-mib", type=int, default=256, help="large input size on the CPU (MiB)"
-    )
-    parser.add_argument(
-        "--gpu-mib", type=int, default=1024, help="large input size on the GPU (MiB)"
-    )
-    parser.add_argument("--json", default="bench-results/results.json", help="where to write JSON")
-    parser.add_argument("--plot", metavar="PNG", help="also draw a bar chart into this PNG file")
-    args = parser.parse_args(argv)
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX shares the GPU
-    devices = ["cpu", "gpu"] if args.device == "all" else [args.device]
-    if "gpu" in devices and not _gpu_present():
-        print("no CUDA GPU with CuPy found: skipping the GPU", file=sys.stderr)
-        devices.remove("gpu")
-    results = run_benchmarks(devices, args.reps, args.cpu_mib, args.gpu_mib)
-    print(f"machine: {platform.node()} {platform.machine()} {platform.processor()}")
-    print(format_table(results))
-    from pathlib import Path
-
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(
-        json.dumps(
-            [
-                {
-                    "case": r.case,
-                    "device": r.device,
-                    "output_bytes": r.output_bytes,
-                    "median_seconds": r.times,
-                }
-                for r in results
-            ],
-            indent=1,
-        )
-    )
-    if args.plot:
-        plot(results, args.plot)
-    return 0

@@ -1,0 +1,86 @@
+"""Benchmarks: dmlops against numpy, torch, CuPy, onnxruntime and JAX, and the copy ceiling.
+
+Sections (one module each): operators, layouts (GPU), call-cost. Prints a Markdown table
+(median time, GB/s counted as 2 x output bytes, time over each section's
+reference), writes JSON and, with --plot, a PNG.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+
+from .common import Result, format_table, gpu_present
+
+__all__ = ["main", "run_sections", "SECTIONS"]
+
+SECTIONS = ("operators", "layouts", "call-cost")
+
+
+def run_sections(
+    sections: list[str], devices: list[str], reps: int, cpu_mib: int, gpu_mib: int
+) -> list[Result]:
+    """Run the named sections on the named devices."""
+    results: list[Result] = []
+    for section in sections:
+        if section == "operators":
+            from . import operators
+
+            results += operators.run(devices, reps, cpu_mib, gpu_mib)
+        elif section == "layouts":
+            from . import layouts
+
+            results += layouts.run(devices, reps)
+        elif section == "call-cost":
+            from . import call_cost
+
+            results += call_cost.run(devices, reps)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `dmlops bench` and benchmarks/run.py."""
+    parser = argparse.ArgumentParser(prog="dmlops bench", description=__doc__)
+    parser.add_argument(
+        "--device",
+        choices=["cpu", "gpu", "all"],
+        default="all",
+        help="where to run (gpu and all skip the GPU when none is present)",
+    )
+    parser.add_argument(
+        "--section",
+        choices=[*SECTIONS, "all"],
+        action="append",
+        help="which section(s) to run (default all; repeat to pick several)",
+    )
+    parser.add_argument("--reps", type=int, default=20, help="timed repetitions per contender")
+    parser.add_argument(
+        "--cpu-mib", type=int, default=256, help="large input size on the CPU (MiB)"
+    )
+    parser.add_argument(
+        "--gpu-mib", type=int, default=1024, help="large input size on the GPU (MiB)"
+    )
+    parser.add_argument("--json", default="bench-results/results.json", help="where to write JSON")
+    parser.add_argument("--plot", metavar="PNG", help="also draw the results into this PNG file")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX shares the GPU
+    devices = ["cpu", "gpu"] if args.device == "all" else [args.device]
+    if "gpu" in devices and not gpu_present():
+        print("no CUDA GPU with CuPy found: skipping the GPU", file=sys.stderr)
+        devices.remove("gpu")
+    chosen = args.section or ["all"]
+    sections = list(SECTIONS) if "all" in chosen else chosen
+    results = run_sections(sections, devices, args.reps, args.cpu_mib, args.gpu_mib)
+    print(f"machine: {platform.node()} {platform.machine()} {platform.processor()}")
+    print(format_table(results))
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps([r.as_json() for r in results], indent=1))
+    if args.plot:
+        from .plot import plot
+
+        plot(results, args.plot)
+    return 0

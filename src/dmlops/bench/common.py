@@ -1,0 +1,123 @@
+"""What every benchmark section shares: results, timers, the table, the JSON and the plot."""
+
+from __future__ import annotations
+
+import importlib.util
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Fn", "Result", "have", "median_cpu", "median_gpu", "gpu_present", "format_table"]
+
+Fn = Callable[[], Any]
+
+
+def have(module: str) -> bool:
+    """Whether a module can be imported."""
+    return importlib.util.find_spec(module) is not None
+
+
+@dataclass
+class Result:
+    """One case on one device: each contender's median seconds.
+
+    `reference` names the contender the table's ratios divide by; `count` is the
+    number of arrays (call-cost section), else None.
+    """
+
+    section: str
+    case: str
+    device: str
+    output_bytes: int
+    reference: str
+    times: dict[str, float] = field(default_factory=dict)
+    count: int | None = None
+
+    def gbps(self, name: str) -> float:
+        """Bandwidth counted as bytes read plus written (2 x output bytes)."""
+        return 2 * self.output_bytes / self.times[name] / 1e9
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "section": self.section,
+            "case": self.case,
+            "device": self.device,
+            "output_bytes": self.output_bytes,
+            "count": self.count,
+            "reference": self.reference,
+            "median_seconds": self.times,
+        }
+
+
+def median_cpu(fn: Fn, reps: int) -> float:
+    """Median wall time of `fn` after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def median_gpu(fn: Fn, reps: int, wall: bool = False, sync: Fn | None = None) -> float:
+    """Median time of `fn`: CUDA events on the current stream, or (wall) host time to sync."""
+    import cupy
+
+    for _ in range(3):
+        out = fn()
+    cupy.cuda.Device().synchronize()
+    times = []
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    for _ in range(reps):
+        if wall:
+            t0 = time.perf_counter()
+            out = fn()
+            if sync is not None:
+                sync()
+            else:
+                cupy.cuda.Device().synchronize()
+            times.append(time.perf_counter() - t0)
+        else:
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+    del out
+    return statistics.median(times)
+
+
+def gpu_present() -> bool:
+    """Whether CuPy sees a CUDA GPU."""
+    try:
+        import cupy
+
+        return bool(cupy.cuda.runtime.getDeviceCount() > 0)
+    except Exception:  # noqa: BLE001 - no CuPy or no driver: no GPU
+        return False
+
+
+def _duration(t: float) -> str:
+    return f"{t * 1e6:.1f} µs" if t < 1e-3 else f"{t * 1e3:.3f} ms"
+
+
+def format_table(results: list[Result]) -> str:
+    """A Markdown table: median time, GB/s, and each contender's time over the reference's."""
+    lines = [
+        "| section | device | case | contender | median | GB/s | time / reference |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        ref = r.times.get(r.reference)
+        for name, t in r.times.items():
+            ratio = (
+                "reference" if name == r.reference else ("" if ref is None else f"{t / ref:.2f}")
+            )
+            lines.append(
+                f"| {r.section} | {r.device} | {r.case} | {name} | {_duration(t)} | "
+                f"{r.gbps(name):.1f} | {ratio} |"
+            )
+    return "\n".join(lines)
