@@ -22,7 +22,12 @@ SECTIONS = ("operators", "layouts", "call-cost")
 
 
 def run_sections(
-    sections: list[str], devices: list[str], reps: int, cpu_mib: int, gpu_mib: int
+    sections: list[str],
+    devices: list[str],
+    reps: int,
+    cpu_mib: int,
+    gpu_mib: int,
+    compilers: bool = True,
 ) -> list[Result]:
     """Run the named sections on the named devices."""
     results: list[Result] = []
@@ -34,7 +39,7 @@ def run_sections(
         elif section == "layouts":
             from . import layouts
 
-            results += layouts.run(devices, reps)
+            results += layouts.run(devices, reps, compilers)
         elif section == "call-cost":
             from . import call_cost
 
@@ -64,6 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--gpu-mib", type=int, default=1024, help="large input size on the GPU (MiB)"
     )
+    parser.add_argument(
+        "--no-compilers",
+        action="store_true",
+        help="layouts: leave out torch.compile and jax.jit (they take minutes to compile)",
+    )
     parser.add_argument("--json", default="bench-results/results.json", help="where to write JSON")
     parser.add_argument("--plot", metavar="PNG", help="also draw the results into this PNG file")
     args = parser.parse_args(argv)
@@ -74,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         devices.remove("gpu")
     chosen = args.section or ["all"]
     sections = list(SECTIONS) if "all" in chosen else chosen
-    results = run_sections(sections, devices, args.reps, args.cpu_mib, args.gpu_mib)
+    results = run_sections(
+        sections, devices, args.reps, args.cpu_mib, args.gpu_mib, not args.no_compilers
+    )
     print(f"machine: {platform.node()} {platform.machine()} {platform.processor()}")
     print(format_table(results))
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)

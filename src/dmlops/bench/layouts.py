@@ -221,7 +221,7 @@ def _batched_wall(fn: Fn, reps: int, done: Callable[[Any], Any]) -> float:
     return float(np.median(times))
 
 
-def bench_case(case: LayoutCase, reps: int) -> Result:
+def bench_case(case: LayoutCase, reps: int, compilers: bool = True) -> Result:
     """Time one case on the GPU against its peers."""
     import cupy
 
@@ -255,6 +255,8 @@ def bench_case(case: LayoutCase, reps: int) -> Result:
             lambda: case.view(tx).contiguous(), reps, torch.cuda.synchronize
         )
         try:
+            if not compilers:
+                raise RuntimeError("skipped (--no-compilers)")
             compiled = torch.compile(lambda t: case.view(t).clone(), dynamic=False)
             res.times["torch.compile"] = _batched(
                 lambda: compiled(tx), reps, torch.cuda.synchronize
@@ -262,7 +264,7 @@ def bench_case(case: LayoutCase, reps: int) -> Result:
         except Exception as e:  # noqa: BLE001 - a peer that cannot compile is reported, not fatal
             print(f"  torch.compile failed on {case.name}: {e}", file=sys.stderr)
         del tx
-    if have("jax"):
+    if compilers and have("jax"):
         import jax
 
         jx = jax.device_put(host.reshape(case.shape))
@@ -272,7 +274,7 @@ def bench_case(case: LayoutCase, reps: int) -> Result:
     return res
 
 
-def run(devices: list[str], reps: int) -> list[Result]:
+def run(devices: list[str], reps: int, compilers: bool = True) -> list[Result]:
     """Every layout case, on the GPU only (the section measures the CUDA kernels)."""
     if "gpu" not in devices:
         return []
@@ -280,7 +282,7 @@ def run(devices: list[str], reps: int) -> list[Result]:
     import cupy
 
     for case in CASES:
-        results.append(bench_case(case, reps))
+        results.append(bench_case(case, reps, compilers))
         cupy.get_default_memory_pool().free_all_blocks()
         print(f"  measured gpu: {case.name}", file=sys.stderr, flush=True)
     return results
