@@ -200,3 +200,25 @@ def test_device_api_interleaved_strided_bindings_are_apart(backend: str) -> None
     buf = to_device(backend, np.arange(8, dtype=np.float32))
     op.execute([Binding(buf, 0, 28)], [Binding(buf, 4, 28)])
     np.testing.assert_array_equal(to_host(buf), [0, 6, 2, 4, 4, 2, 6, 0])
+
+
+def test_many_bindings_take_the_vectorised_path(backend: str) -> None:
+    host = np.arange(400, dtype=np.float32)
+    buf = to_device(backend, host.copy())
+    # 20 outputs, the first of which overlaps the input's tail
+    dmlops.split(
+        buf[:200], 0, [10] * 20, outs=[buf[190 + 10 * k : 200 + 10 * k] for k in range(20)]
+    )
+    np.testing.assert_array_equal(to_host(buf)[190:390], host[:200])
+    with pytest.raises(BindingError, match=r"outputs 0 and 1 share memory"):
+        dmlops.split(
+            buf[:200], 0, [10] * 20, outs=[buf[200 + 5 * k : 210 + 5 * k] for k in range(20)]
+        )
+    # 20 inputs, the last of which the output overwrites first
+    parts = [buf[10 * k : 10 * k + 10] for k in range(20)]
+    before = to_host(buf).copy()
+    dmlops.join(parts[::-1], 0, out=buf[:200])
+    np.testing.assert_array_equal(
+        to_host(buf)[:200],
+        np.concatenate([before[10 * k : 10 * k + 10] for k in range(19, -1, -1)]),
+    )

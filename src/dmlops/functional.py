@@ -319,6 +319,8 @@ def _dispatch(
     call = None if key is None else _CACHE.get(key)
     if call is None:
         call = build(ins, outs)
+        if key is None:  # the build may have taught _ARRAY_KEYS a GPU array type
+            key = _signature(op, fields, level, ins, outs)
         if key is None:
             # arrays without a signature (lists, foreign arrays) run as the backend's own
             as_array = call.backend.as_array

@@ -88,26 +88,33 @@ def _exact(
 _SMALL = 16
 
 
-def _meeting_pairs(
+def _pairs_small(
     a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]], same: bool
 ) -> list[tuple[int, int]]:
-    """(i, j) with ranges a[i] and b[j] ([low, high)) intersecting; only j < i when `same`."""
-    if len(a) + len(b) <= _SMALL:
-        return [
-            (i, j)
-            for i, (alo, ahi) in enumerate(a)
-            for j, (blo, bhi) in enumerate(b[:i] if same else b)
-            if max(alo, blo) < min(ahi, bhi)
-        ]
-    ra, rb = np.array(a, dtype=np.int64).reshape(-1, 2), np.array(b, dtype=np.int64).reshape(-1, 2)
+    return [
+        (i, j)
+        for i, (alo, ahi) in enumerate(a)
+        for j, (blo, bhi) in enumerate(b[:i] if same else b)
+        if max(alo, blo) < min(ahi, bhi)
+    ]
+
+
+def _pairs_large(
+    a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], same: bool
+) -> list[tuple[int, int]]:
+    """As _pairs_small over [low, high) rows, vectorised; all-pairs only once a sort finds any."""
     if same:
-        order = np.argsort(ra[:, 0], kind="stable")
-        lows, highs = ra[order, 0], ra[order, 1]
+        order = np.argsort(a[:, 0], kind="stable")
+        lows, highs = a[order, 0], a[order, 1]
         if bool(np.all(lows[1:] >= np.maximum.accumulate(highs)[:-1])):
             return []  # sorted by start, no range reaches past the next one's start
-    hit = np.maximum(ra[:, None, 0], rb[None, :, 0]) < np.minimum(ra[:, None, 1], rb[None, :, 1])
+    elif len(a) == 1 or len(b) == 1:
+        lo, hi = (a, b) if len(a) == 1 else (b, a)
+        hit = np.nonzero((hi[:, 0] < lo[0, 1]) & (hi[:, 1] > lo[0, 0]))[0]
+        return [(0, int(k)) if len(a) == 1 else (int(k), 0) for k in hit]
+    hit = np.maximum(a[:, None, 0], b[None, :, 0]) < np.minimum(a[:, None, 1], b[None, :, 1])
     if same:
-        hit &= np.tri(len(ra), len(rb), -1, dtype=bool)
+        hit &= np.tri(len(a), len(b), -1, dtype=bool)
     return [(int(i), int(j)) for i, j in zip(*np.nonzero(hit), strict=True)]
 
 
@@ -117,20 +124,36 @@ def find_overlaps(
     output_addresses: Sequence[int],
 ) -> list[Overlap]:
     """Every (output, input) and (output, output) pair of bindings whose touched bytes meet."""
-    outs = [
-        (a + lo, a + hi) for a, (lo, hi) in zip(output_addresses, plan.output_spans, strict=True)
-    ]
-    ins = [(a + lo, a + hi) for a, (lo, hi) in zip(input_addresses, plan.input_spans, strict=True)]
+    if len(input_addresses) + len(output_addresses) <= _SMALL:
+        outs = [
+            (a + lo, a + hi)
+            for a, (lo, hi) in zip(output_addresses, plan.output_spans, strict=True)
+        ]
+        ins = [
+            (a + lo, a + hi) for a, (lo, hi) in zip(input_addresses, plan.input_spans, strict=True)
+        ]
+        in_pairs = _pairs_small(outs, ins, False)
+        out_pairs = _pairs_small(outs, outs, True)
+    else:
+        in_spans, out_spans = plan.span_arrays
+        ins_a = np.array(input_addresses, dtype=np.int64)[:, None] + in_spans
+        outs_a = np.array(output_addresses, dtype=np.int64)[:, None] + out_spans
+        in_pairs = _pairs_large(outs_a, ins_a, False)
+        out_pairs = _pairs_large(outs_a, outs_a, True)
+        if not in_pairs and not out_pairs:
+            return []
+        ins = [(int(lo), int(hi)) for lo, hi in ins_a]
+        outs = [(int(lo), int(hi)) for lo, hi in outs_a]
     found: list[Overlap] = []
-    for kind, others, addresses in (
-        ("input", ins, input_addresses),
-        ("output", outs, output_addresses),
+    for kind, pairs, others, addresses in (
+        ("input", in_pairs, ins, input_addresses),
+        ("output", out_pairs, outs, output_addresses),
     ):
         side = "src" if kind == "input" else "dst"
-        for j, i in _meeting_pairs(outs, others, kind == "output"):
-            if _exact(plan, side, i, addresses[i], j, output_addresses[j]):
-                low = max(outs[j][0], others[i][0]) - output_addresses[j]
-                high = min(outs[j][1], others[i][1]) - output_addresses[j]
+        for j, i in pairs:
+            if _exact(plan, side, i, int(addresses[i]), j, int(output_addresses[j])):
+                low = max(outs[j][0], others[i][0]) - int(output_addresses[j])
+                high = min(outs[j][1], others[i][1]) - int(output_addresses[j])
                 found.append(Overlap(j, kind, i, low, high))
     return found
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -89,6 +91,14 @@ class Plan:
     copies: tuple[StridedCopy, ...]
     input_spans: tuple[tuple[int, int], ...]
     output_spans: tuple[tuple[int, int], ...]
+
+    @cached_property
+    def span_arrays(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """input_spans and output_spans as int64 arrays of [low, high) rows."""
+        return (
+            np.array(self.input_spans, dtype=np.int64).reshape(-1, 2),
+            np.array(self.output_spans, dtype=np.int64).reshape(-1, 2),
+        )
 
     @property
     def input_extents(self) -> tuple[int, ...]:

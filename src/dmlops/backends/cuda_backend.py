@@ -200,7 +200,7 @@ class CudaBackend:
 
     def array_keys(self) -> dict[type, Callable[[Any], Hashable]]:
         keys: dict[type, Callable[[Any], Hashable]] = {
-            self.cupy.ndarray: lambda a: (a.dtype, a.shape, a.strides, a.data.device_id)
+            self.cupy.ndarray: lambda a: (a.dtype, a.shape, a.strides)
         }
         torch = _torch()
         if torch is not None:

@@ -57,8 +57,20 @@ def _slice(
     return SliceDesc(_d(dt, sizes), _d(dt, tuple(box)), offs, box, steps)
 
 
-def _columns(start: int | None, stop: int | None, step: int | None = None) -> View:
-    return lambda x: x[:, start:stop:step]
+def _nchw(x: Any) -> Any:
+    """NHWC -> NCHW view in any array library (torch spells it permute)."""
+    return x.permute(0, 3, 1, 2) if hasattr(x, "permute") else x.transpose(0, 3, 1, 2)
+
+
+def _columns(start: int | None, stop: int | None, step: int = 1) -> View:
+    """x[:, start:stop:step] in any array library (torch takes no negative steps: it flips)."""
+
+    def view(x: Any) -> Any:
+        if step < 0 and hasattr(x, "flip"):
+            return x.flip(1)[:, start:stop:-step]
+        return x[:, start:stop:step]
+
+    return view
 
 
 def _cases() -> list[LayoutCase]:
@@ -112,7 +124,7 @@ def _cases() -> list[LayoutCase]:
                 [n, c, h - 2, w - 2],
                 [1, 1, 1, 1],
             ),
-            lambda x: x.transpose(0, 3, 1, 2)[:, :, 1:-1, 1:-1],
+            lambda x: _nchw(x)[:, :, 1:-1, 1:-1],
         )
     )
     # -- non-unit inner strides
@@ -149,11 +161,11 @@ def _cases() -> list[LayoutCase]:
     cases.append(
         LayoutCase(
             "high-rank box",
-            "float32 5-D box [16,16,24,24,24] (96-byte rows)",
+            "float32 5-D box [20,20,24,24,24] (96-byte rows)",
             "float32",
-            (18, 18, 26, 26, 32),
-            _slice(f32, (18, 18, 26, 26, 32), [1, 1, 1, 1, 4], [16, 16, 24, 24, 24], [1] * 5),
-            lambda x: x[1:17, 1:17, 1:25, 1:25, 4:28],
+            (22, 22, 26, 26, 32),
+            _slice(f32, (22, 22, 26, 26, 32), [1, 1, 1, 1, 4], [20, 20, 24, 24, 24], [1] * 5),
+            lambda x: x[1:21, 1:21, 1:25, 1:25, 4:28],
         )
     )
     cases.append(
@@ -176,7 +188,7 @@ def _cases() -> list[LayoutCase]:
                 name,
                 shape,
                 Slice1Desc(_d(dt, shape), _d(dt, shape), [0, 0], list(shape), [1, -1]),
-                lambda x: x[:, ::-1],
+                _columns(None, None, -1),
             )
         )
     return cases
@@ -246,31 +258,35 @@ def bench_case(case: LayoutCase, reps: int, compilers: bool = True) -> Result:
     res.times["d2d copy ceiling"] = _batched(
         lambda: dst.data.copy_from_device(src.data, int(out.nbytes)), reps, sync
     )
-    res.times["cupy"] = _batched(lambda: cupy.ascontiguousarray(case.view(x)), reps, sync)
+    peers: dict[str, tuple[Fn, Callable[[Fn], float]]] = {
+        "cupy": (lambda: cupy.ascontiguousarray(case.view(x)), lambda f: _batched(f, reps, sync))
+    }
     if have("torch"):
         import torch
 
         tx = torch.utils.dlpack.from_dlpack(x)
-        res.times["torch eager"] = _batched(
-            lambda: case.view(tx).contiguous(), reps, torch.cuda.synchronize
-        )
-        try:
-            if not compilers:
-                raise RuntimeError("skipped (--no-compilers)")
+
+        def torch_timer(f: Fn) -> float:
+            return _batched(f, reps, torch.cuda.synchronize)
+
+        peers["torch eager"] = (lambda: case.view(tx).contiguous(), torch_timer)
+        if compilers:
             compiled = torch.compile(lambda t: case.view(t).clone(), dynamic=False)
-            res.times["torch.compile"] = _batched(
-                lambda: compiled(tx), reps, torch.cuda.synchronize
-            )
-        except Exception as e:  # noqa: BLE001 - a peer that cannot compile is reported, not fatal
-            print(f"  torch.compile failed on {case.name}: {e}", file=sys.stderr)
-        del tx
+            peers["torch.compile"] = (lambda: compiled(tx), torch_timer)
     if compilers and have("jax"):
         import jax
 
         jx = jax.device_put(host.reshape(case.shape))
-        f = jax.jit(case.view)
-        res.times["jax.jit"] = _batched_wall(lambda: f(jx), reps, jax.block_until_ready)
-        del jx
+        jitted = jax.jit(case.view)
+        peers["jax.jit"] = (
+            lambda: jitted(jx),
+            lambda f: _batched_wall(f, reps, jax.block_until_ready),
+        )
+    for name, (fn, timer) in peers.items():
+        try:
+            res.times[name] = timer(fn)
+        except Exception as e:  # noqa: BLE001 - a peer that fails is reported, not fatal
+            print(f"  {name} failed on {case.name}: {type(e).__name__}: {e}", file=sys.stderr)
     return res
 
 
