@@ -6,6 +6,7 @@ import itertools
 import os
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,20 +35,55 @@ class _Span:
         }
 
 
-def strided_view(
-    flat: np.ndarray[Any, Any], copy: StridedCopy, side: str, element_size: int
-) -> np.ndarray[Any, Any]:
-    """The numpy view of one side ('src' or 'dst') of a strided copy."""
-    offset = copy.src_offset if side == "src" else copy.dst_offset
-    strides = copy.src_strides if side == "src" else copy.dst_strides
-    view: np.ndarray[Any, Any] = np.ndarray(
-        copy.shape,
-        dtype=_UNSIGNED[element_size],
-        buffer=flat,
-        offset=offset,
-        strides=tuple(s * element_size for s in strides),
-    )
-    return view
+_ROW_BYTES = 64  # contiguous inner runs at least this long move as one void element
+
+
+@dataclass(frozen=True)
+class NumpyCopy:
+    """A strided copy as numpy executes it: shape, dtype and byte strides of both sides.
+
+    Bits are never interpreted: elements are unsigned integers of the element
+    size, or, where both sides' innermost dimension is contiguous and long, one
+    void element per row (numpy then moves each row with one memcpy).
+    """
+
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    src: int
+    src_offset: int
+    src_strides: tuple[int, ...]
+    dst: int
+    dst_offset: int
+    dst_strides: tuple[int, ...]
+
+    @classmethod
+    def of(cls, copy: StridedCopy, element_size: int) -> NumpyCopy:
+        shape, ss, ds = copy.shape, copy.src_strides, copy.dst_strides
+        row = shape[-1] * element_size
+        if len(shape) > 1 and ss[-1] == 1 and ds[-1] == 1 and row >= _ROW_BYTES:
+            dtype: np.dtype[Any] = np.dtype(f"V{row}")
+            shape, ss, ds = shape[:-1], ss[:-1], ds[:-1]
+        else:
+            dtype = np.dtype(_UNSIGNED[element_size])
+        return cls(
+            shape,
+            dtype,
+            copy.src,
+            copy.src_offset,
+            tuple(t * element_size for t in ss),
+            copy.dst,
+            copy.dst_offset,
+            tuple(t * element_size for t in ds),
+        )
+
+    def views(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> tuple[Any, Any]:
+        """(destination view, source view) over the flat buffers."""
+        return (
+            np.ndarray(
+                self.shape, self.dtype, outputs[self.dst], self.dst_offset, self.dst_strides
+            ),
+            np.ndarray(self.shape, self.dtype, inputs[self.src], self.src_offset, self.src_strides),
+        )
 
 
 class NumpyBackend:
@@ -159,27 +195,24 @@ class NumpyBackend:
     def executor(self, plan: Plan) -> Callable[[Sequence[Any], Sequence[Any]], None]:
         if self._is_parallel(plan):
             return lambda ins, outs: self._parallel(plan, ins, outs)()
-        unsigned = np.dtype(_UNSIGNED[plan.element_size])
-        es = plan.element_size
         recipe = [
             (
                 c.shape,
+                c.dtype,
                 c.src,
                 c.src_offset,
-                tuple(t * es for t in c.src_strides),
+                c.src_strides,
                 c.dst,
                 c.dst_offset,
-                tuple(t * es for t in c.dst_strides),
+                c.dst_strides,
             )
-            for c in plan.copies
+            for c in (NumpyCopy.of(c, plan.element_size) for c in plan.copies)
         ]
         view = np.ndarray
 
         def run(ins: Sequence[Any], outs: Sequence[Any]) -> None:
-            for shape, si, so, ss, di, do, ds in recipe:
-                view(shape, unsigned, outs[di], do, ds)[...] = view(
-                    shape, unsigned, ins[si], so, ss
-                )
+            for shape, dtype, si, so, ss, di, do, ds in recipe:
+                view(shape, dtype, outs[di], do, ds)[...] = view(shape, dtype, ins[si], so, ss)
 
         return run
 
@@ -187,11 +220,7 @@ class NumpyBackend:
         self, plan: Plan, inputs: Sequence[Any], outputs: Sequence[Any]
     ) -> Callable[[], None]:
         """Large plans: copies cut into balanced chunks on the thread pool."""
-        es = plan.element_size
-        pairs = [
-            (strided_view(outputs[c.dst], c, "dst", es), strided_view(inputs[c.src], c, "src", es))
-            for c in plan.copies
-        ]
+        pairs = [NumpyCopy.of(c, plan.element_size).views(inputs, outputs) for c in plan.copies]
         if any(np.may_share_memory(d, s) for d, s in pairs):
 
             def run_serial() -> None:
@@ -199,17 +228,10 @@ class NumpyBackend:
                     dst[...] = src
 
             return run_serial
-        chunk = max(plan.bytes_written // (self.threads * _CHUNKS_PER_THREAD), _MIN_CHUNK)
-        batches: list[list[tuple[Any, Any]]] = [[]]
-        held = 0
-        for dst, src in pairs:
-            parts = -(-dst.nbytes // chunk)
-            for piece in self._chunks(dst, src, parts) if parts > 1 else [(dst, src)]:
-                if held >= chunk:
-                    batches.append([])
-                    held = 0
-                batches[-1].append(piece)
-                held += piece[0].nbytes
+        # band k of every copy forms batch k: the threads sweep the buffers in step
+        bands = max(1, min(self.threads * _CHUNKS_PER_THREAD, plan.bytes_written // _MIN_CHUNK))
+        cut = [self._chunks(dst, src, bands) for dst, src in pairs]
+        batches = [[c[k] for c in cut if k < len(c)] for k in range(max(len(c) for c in cut))]
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="dmlops")
         pool = self._pool
@@ -226,11 +248,7 @@ class NumpyBackend:
     def bind(self, plan: Plan, inputs: list[Any], outputs: list[Any]) -> Callable[[], None]:
         if self._is_parallel(plan):
             return self._parallel(plan, inputs, outputs)
-        es = plan.element_size
-        pairs = [
-            (strided_view(outputs[c.dst], c, "dst", es), strided_view(inputs[c.src], c, "src", es))
-            for c in plan.copies
-        ]
+        pairs = [NumpyCopy.of(c, plan.element_size).views(inputs, outputs) for c in plan.copies]
 
         def run() -> None:
             for dst, src in pairs:
