@@ -18,7 +18,7 @@ fi
 if [[ $steps == *memcheck* ]]; then
   echo "== compute-sanitizer memcheck over the property-test descriptors and the kernel fuzz"
   HYPOTHESIS_PROFILE=sanitizer compute-sanitizer --tool memcheck --leak-check no --error-exitcode 9 \
-    python3 -m pytest tests/test_properties.py tests/test_cuda.py tests/test_overlap.py -q \
+    python3 -m pytest tests/test_properties.py tests/test_cuda.py tests/test_cuda_kernels.py tests/test_overlap.py -q \
     -p no:cacheprovider -k "cuda" -x 2>&1 | tail -15 | tee "$out/memcheck.txt"
   echo "memcheck exit status: ${PIPESTATUS[0]}" | tee -a "$out/memcheck.txt"
 fi

@@ -11,20 +11,19 @@ from dmlops import Binding, BufferTensorDesc, DataType, Device, JoinDesc, SplitD
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")]
 
 
-def test_split_and_join_are_one_launch_each(monkeypatch: pytest.MonkeyPatch) -> None:
-    import cupy
-
-    from dmlops.backends.cuda_backend import CudaBackend
+@pytest.fixture
+def launches():  # type: ignore[no-untyped-def]
+    from dmlops.backends.cuda import CudaBackend
 
     backend = CudaBackend.instance()
-    launches = []
-    original = backend._kernel
+    backend.launch_log = []
+    yield backend.launch_log
+    backend.launch_log = None
 
-    def counting(*key):  # type: ignore[no-untyped-def]
-        kernel = original(*key)
-        return lambda *a: (launches.append(key), kernel(*a))
 
-    monkeypatch.setattr(backend, "_kernel", counting)
+def test_split_and_join_are_one_launch_each(launches) -> None:  # type: ignore[no-untyped-def]
+    import cupy
+
     x = cupy.arange(256 * 1024, dtype=cupy.float32).reshape(256, 1024)
     parts = dmlops.split(x, 0, [1] * 256)
     assert len(launches) == 1
@@ -33,10 +32,8 @@ def test_split_and_join_are_one_launch_each(monkeypatch: pytest.MonkeyPatch) -> 
     assert bool((back == x).all())
 
 
-def test_vector_width_and_unaligned_fallback() -> None:
+def test_vector_width_and_unaligned_fallback(launches) -> None:  # type: ignore[no-untyped-def]
     import cupy
-
-    from dmlops.backends.cuda_backend import CudaBackend
 
     x = cupy.arange(64 * 64, dtype=cupy.float32).reshape(64, 64)
     desc = SplitDesc(
@@ -48,36 +45,25 @@ def test_vector_width_and_unaligned_fallback() -> None:
         1,
     )
     op = Device(backend="cuda").create_operator(desc)
-    assert CudaBackend.instance()._prepare(op.plan).width == 16
     buf = cupy.zeros(64 * 64 + 1, dtype=cupy.float32)
     a, b = cupy.zeros((64, 16), cupy.float32), buf[1 : 1 + 64 * 48]  # b is 4-byte aligned only
     op.execute([x], [a, b])
     assert bool((a == x[:, :16]).all()) and bool((b.reshape(64, 48) == x[:, 16:]).all())
+    kinds = sorted(
+        (g.kernel, dict(g.defines)["VW"] if g.kernel == "strided" else 0) for g in launches
+    )
+    assert kinds == [("rows", 0), ("strided", 16)]  # one launch per strategy, not per piece
 
 
-def test_reversed_inner_axis_uses_vectors() -> None:
+def test_reversed_inner_axis_uses_vectors(launches) -> None:  # type: ignore[no-untyped-def]
     import cupy
-
-    from dmlops.backends.cuda_backend import CudaBackend
 
     x = cupy.arange(8 * 1024, dtype=cupy.float32).reshape(8, 1024)
     y = dmlops.slice1(x, [0, 0], [8, 1024], [-1, -1])
     assert bool((y == x[::-1, ::-1]).all())
-    plan = (
-        Device(backend="cuda")
-        .create_operator(
-            dmlops.Slice1Desc(
-                BufferTensorDesc(DataType.FLOAT32, [8, 1024]),
-                BufferTensorDesc(DataType.FLOAT32, [8, 1024]),
-                [0, 0],
-                [8, 1024],
-                [-1, -1],
-            )
-        )
-        .plan
-    )
-    prep = CudaBackend.instance()._prepare(plan)
-    assert prep.width == 16 and prep.reverse
+    (group,) = launches
+    assert group.kernel == "strided" and dict(group.defines)["VW"] == 16
+    assert dict(group.defines)["REVERSE"] == 1
 
 
 def test_dlpack_arrays_go_in_and_come_back_in_their_library() -> None:

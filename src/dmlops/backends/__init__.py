@@ -64,7 +64,7 @@ def get_backend(name: str) -> Backend:
 
         return NumpyBackend.instance()
     if name == "cuda":
-        from .cuda_backend import CudaBackend
+        from .cuda import CudaBackend
 
         return CudaBackend.instance()
     raise DmlError(f"backend {name!r} is not one of {', '.join(BACKEND_NAMES)}")

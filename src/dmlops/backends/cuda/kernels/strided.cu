@@ -1,0 +1,142 @@
+// dmlops strided copy: every piece of a plan is a row of a piece table; a persistent grid
+// walks fixed-size tiles of all pieces. One thread moves PER_THREAD vectors of a tile.
+//
+// Specialised at compile time (-D):
+//   RANK     coalesced rank of the pieces (1..8)
+//   ES       element size in bytes (1, 2, 4, 8)
+//   VW       bytes per vector (ES: one element; 2..16: V = VW/ES elements)
+//   GATHER   |inner source stride| in vector mode (1: contiguous; 2..4: read every GATHER-th)
+//   REVERSE  vector mode reads the inner axis backwards
+//   IDX64    64-bit index arithmetic (else 32-bit with precomputed fast division)
+//
+// Row layout (long long): src, dst, vectors, first tile, then per dimension:
+// shape, source stride, destination stride (elements), division magic, division shift.
+// In vector mode the innermost shape counts vectors, src is the lowest address a thread's
+// first vector reads, and the inner source stride is implied by GATHER and REVERSE.
+
+#define V (VW / ES)
+#define TILE (THREADS * PER_THREAD)
+#define ROW (4 + 5 * RANK)
+
+typedef unsigned char u8;
+#if ES == 1
+typedef unsigned char T;
+#elif ES == 2
+typedef unsigned short T;
+#elif ES == 4
+typedef unsigned int T;
+#else
+typedef unsigned long long T;
+#endif
+#if VW == ES
+typedef T VT;
+#elif VW == 16
+typedef uint4 VT;
+#elif VW == 8
+typedef uint2 VT;
+#elif VW == 4
+typedef unsigned int VT;
+#else
+typedef unsigned short VT;
+#endif
+#if IDX64
+typedef long long IDX;
+#else
+typedef int IDX;
+#endif
+
+union Vec { VT v; T e[V]; };
+
+// q = n / d for 0 <= n < 2^31 with a precomputed (magic, shift) pair (Granlund-Montgomery).
+__device__ __forceinline__ IDX divide(IDX n, IDX d, unsigned magic, unsigned shift)
+{
+#if IDX64
+    return n / d;
+#else
+    unsigned t = __umulhi((unsigned)n, magic);
+    return (IDX)((t + (unsigned)n) >> shift);
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+dmlops_strided(const long long* __restrict__ table, int pieces, long long tiles)
+{
+    for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int lo = 0, hi = pieces - 1;
+        while (lo < hi) {
+            int mid = (lo + hi + 1) >> 1;
+            if (table[(long long)mid * ROW + 3] <= t) lo = mid; else hi = mid - 1;
+        }
+        const long long* row = table + (long long)lo * ROW;
+        const u8* src = (const u8*)row[0];
+        u8* dst = (u8*)row[1];
+        const IDX count = (IDX)row[2];
+        const IDX first = (IDX)((t - row[3]) * TILE);
+        IDX shape[RANK], sstr[RANK], dstr[RANK];
+        unsigned magic[RANK], shift[RANK];
+        #pragma unroll
+        for (int d = 0; d < RANK; ++d) {
+            shape[d] = (IDX)row[4 + d];
+            sstr[d] = (IDX)row[4 + RANK + d];
+            dstr[d] = (IDX)row[4 + 2 * RANK + d];
+            magic[d] = (unsigned)row[4 + 3 * RANK + d];
+            shift[d] = (unsigned)row[4 + 4 * RANK + d];
+        }
+        const IDX end = first + TILE < count ? first + TILE : count;
+        VT buf[PER_THREAD][GATHER];
+        IDX dofs[PER_THREAD];
+        #pragma unroll
+        for (int k = 0; k < PER_THREAD; ++k) {
+            const IDX i = first + (IDX)threadIdx.x + (IDX)k * THREADS;
+            if (i < end) {
+                IDX q = divide(i, shape[RANK - 1], magic[RANK - 1], shift[RANK - 1]);
+                const IDX inner = i - q * shape[RANK - 1];
+                IDX so = 0, dof = 0;
+                #pragma unroll
+                for (int d = RANK - 2; d >= 0; --d) {
+                    const IDX q2 = divide(q, shape[d], magic[d], shift[d]);
+                    const IDX c = q - q2 * shape[d];
+                    q = q2;
+                    so += c * sstr[d];
+                    dof += c * dstr[d];
+                }
+#if V == 1
+                so += inner * sstr[RANK - 1];
+#elif REVERSE
+                so -= inner * (V * GATHER);
+#else
+                so += inner * (V * GATHER);
+#endif
+                dof += inner * V * dstr[RANK - 1];
+                const VT* from = (const VT*)(src + (long long)so * ES);
+                #pragma unroll
+                for (int g = 0; g < GATHER; ++g) buf[k][g] = from[g];
+                dofs[k] = dof;
+            }
+        }
+        #pragma unroll
+        for (int k = 0; k < PER_THREAD; ++k) {
+            const IDX i = first + (IDX)threadIdx.x + (IDX)k * THREADS;
+            if (i < end) {
+                VT* to = (VT*)(dst + (long long)dofs[k] * ES);
+#if V == 1
+                *to = buf[k][0];
+#else
+                union { VT v[GATHER]; T e[V * GATHER]; } in;
+                #pragma unroll
+                for (int g = 0; g < GATHER; ++g) in.v[g] = buf[k][g];
+                Vec out;
+                #pragma unroll
+                for (int j = 0; j < V; ++j) {
+#if REVERSE
+                    out.e[j] = in.e[(V - 1 - j) * GATHER + GATHER - 1];
+#else
+                    out.e[j] = in.e[j * GATHER];
+#endif
+                }
+                *to = out.v;
+#endif
+            }
+        }
+    }
+}

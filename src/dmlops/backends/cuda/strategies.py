@@ -1,0 +1,219 @@
+"""Which kernel moves each strided copy, and the piece tables the kernels read.
+
+Pure numpy: no GPU is needed to classify copies or to build tables, so the
+choices are tested everywhere. A plan's copies are grouped by strategy and
+specialisation; each group is one launch.
+
+- strided: the general kernel. Vector mode (16-, 8- or 4-byte accesses) where
+  the destination's inner axis is contiguous, the source's inner stride is
+  +-1 to +-4 (a gather reads whole vectors and selects) and addresses and
+  outer strides allow it; else one element per thread. Index arithmetic in
+  32 bits uses precomputed fast division.
+- rows: contiguous rows of at least 128 bytes whose addresses or pitches rule
+  out aligned vectors: aligned 16-byte stores fed by funnel-shifted aligned loads.
+- transpose: the source's unit-stride axis is not the destination's; tiles
+  go through shared memory so both sides are coalesced.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...plan import Plan, StridedCopy
+
+__all__ = ["Group", "group_copies", "choose", "THREADS", "PER_THREAD", "ROW_BYTES"]
+
+THREADS = 256
+PER_THREAD = {"strided": 8, "rows": 4, "transpose": 1}
+ROW_BYTES = 128  # rows at least this long go to the rows kernel when vectors are ruled out
+MIN_TRANSPOSE = 16  # both tile axes at least this long
+MAX_GATHER = 4
+_INT32 = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One copy's kernel: name and compile-time specialisation (without the index width)."""
+
+    kernel: str
+    defines: tuple[tuple[str, int], ...]
+
+
+@dataclass
+class Group:
+    """Copies that share one kernel specialisation: one launch."""
+
+    kernel: str
+    defines: tuple[tuple[str, int], ...]
+    table: np.ndarray  # int64 [pieces, row]
+    tiles: int
+
+    @property
+    def pieces(self) -> int:
+        return int(self.table.shape[0])
+
+
+def _vector(copy: StridedCopy, src: int, dst: int, es: int) -> Choice | None:
+    shape, ss, ds = copy.shape, copy.src_strides, copy.dst_strides
+    if ds[-1] != 1 or not 1 <= abs(ss[-1]) <= MAX_GATHER:
+        return None
+    gather, reverse = abs(ss[-1]), ss[-1] < 0
+    for width in (16, 8, 4):
+        if width <= es:
+            break
+        v = width // es
+        if v < gather:
+            continue  # every aligned block a gather reads must hold an element it keeps
+        if shape[-1] % v or any(s % v for s in ss[:-1] + ds[:-1]):
+            continue
+        first = src - (v * gather - 1) * es if reverse else src
+        if first % width or dst % width:
+            continue
+        return Choice(
+            "strided",
+            (
+                ("ES", es),
+                ("VW", width),
+                ("GATHER", gather),
+                ("REVERSE", int(reverse)),
+                ("RANK", len(shape)),
+            ),
+        )
+    return None
+
+
+def choose(copy: StridedCopy, src: int, dst: int, es: int) -> Choice:
+    """The kernel for one copy whose first source and destination elements lie at src, dst."""
+    vector = _vector(copy, src, dst, es)
+    if vector is not None:
+        return vector
+    shape, ss, ds = copy.shape, copy.src_strides, copy.dst_strides
+    if ss[-1] == 1 and ds[-1] == 1 and shape[-1] * es >= ROW_BYTES:
+        return Choice("rows", (("OUTER", max(1, len(shape) - 1)),))
+    if len(shape) >= 2 and ds[-1] == 1 and abs(ss[-1]) != 1 and shape[-1] >= MIN_TRANSPOSE:
+        units = [d for d in range(len(shape) - 1) if abs(ss[d]) == 1 and shape[d] >= MIN_TRANSPOSE]
+        if units:
+            tile = 32 if es >= 4 else 64
+            return Choice(
+                "transpose", (("ES", es), ("RANK", len(shape)), ("P", units[0]), ("TILE", tile))
+            )
+    return Choice("strided", (("ES", es), ("VW", es), ("GATHER", 1), ("REVERSE", 0)))
+
+
+def fast_divider(d: int) -> tuple[int, int]:
+    """(magic, shift) with n // d == (umulhi(n, magic) + n) >> shift for 0 <= n < 2**31."""
+    shift = (d - 1).bit_length()
+    magic = ((1 << 32) * ((1 << shift) - d)) // d + 1
+    return magic, shift
+
+
+def _strided_row(
+    copy: StridedCopy, src: int, dst: int, defines: dict[str, int], rank: int, first: int
+) -> tuple[list[int], int, int]:
+    """(row, tiles, reach in elements) of one copy in the strided kernel of `rank` dimensions."""
+    es, width, gather, reverse = defines["ES"], defines["VW"], defines["GATHER"], defines["REVERSE"]
+    v = width // es
+    pad = rank - len(copy.shape)
+    shape = [1] * pad + [*copy.shape[:-1], copy.shape[-1] // v]
+    count = math.prod(shape)
+    if v > 1 and reverse:
+        src -= (v * gather - 1) * es
+    magic, shift = zip(*(fast_divider(n) for n in shape), strict=True)
+    row = [
+        src,
+        dst,
+        count,
+        first,
+        *shape,
+        *([0] * pad + list(copy.src_strides)),
+        *([0] * pad + list(copy.dst_strides)),
+        *magic,
+        *shift,
+    ]
+    tiles = -(-count // (THREADS * PER_THREAD["strided"]))
+    reach = max(
+        sum((n - 1) * abs(s) for n, s in zip(copy.shape, strides, strict=True)) + v * gather
+        for strides in (copy.src_strides, copy.dst_strides)
+    )
+    return row, tiles, max(reach, count + THREADS * PER_THREAD["strided"])
+
+
+def _rows_row(
+    copy: StridedCopy, src: int, dst: int, es: int, outer: int, first: int
+) -> tuple[list[int], int]:
+    shape = list(copy.shape[:-1]) or [1]
+    ss = [s * es for s in copy.src_strides[:-1]] or [0]
+    ds = [s * es for s in copy.dst_strides[:-1]] or [0]
+    row_bytes = copy.shape[-1] * es
+    per_row = -(-(row_bytes // 16 + 1) // (THREADS * PER_THREAD["rows"]))
+    tiles = math.prod(shape) * per_row
+    return [src, dst, tiles, first, row_bytes, per_row, *shape, *ss, *ds], tiles
+
+
+def _transpose_row(
+    copy: StridedCopy, src: int, dst: int, p: int, tile: int, first: int
+) -> tuple[list[int], int, int]:
+    shape = list(copy.shape)
+    along_p = -(-shape[p] // tile)
+    along_last = -(-shape[-1] // tile)
+    outer = math.prod(n for d, n in enumerate(shape[:-1]) if d != p)
+    tiles = outer * along_p * along_last
+    reach = max(
+        sum((n - 1) * abs(s) for n, s in zip(shape, strides, strict=True)) + 1
+        for strides in (copy.src_strides, copy.dst_strides)
+    )
+    row = [
+        src,
+        dst,
+        tiles,
+        first,
+        along_p,
+        along_last,
+        *shape,
+        *copy.src_strides,
+        *copy.dst_strides,
+    ]
+    return row, tiles, reach
+
+
+def group_copies(plan: Plan, inputs: Sequence[int], outputs: Sequence[int]) -> list[Group]:
+    """The launches that run `plan` with bindings at these device addresses."""
+    es = plan.element_size
+    by_choice: dict[Choice, list[tuple[StridedCopy, int, int]]] = {}
+    for c in plan.copies:
+        src, dst = inputs[c.src] + c.src_offset, outputs[c.dst] + c.dst_offset
+        by_choice.setdefault(choose(c, src, dst, es), []).append((c, src, dst))
+    groups = []
+    for choice, members in by_choice.items():
+        defines = dict(choice.defines)
+        rows: list[list[int]] = []
+        tiles = 0
+        reach = 0
+        if choice.kernel == "strided":
+            defines["RANK"] = max(len(c.shape) for c, _, _ in members)
+        for c, src, dst in members:
+            if choice.kernel == "strided":
+                row, n, r = _strided_row(c, src, dst, defines, defines["RANK"], tiles)
+            elif choice.kernel == "rows":
+                row, n = _rows_row(c, src, dst, es, defines["OUTER"], tiles)
+                r = 0
+            else:
+                row, n, r = _transpose_row(c, src, dst, defines["P"], defines["TILE"], tiles)
+            rows.append(row)
+            tiles += n
+            reach = max(reach, r)
+        if choice.kernel != "rows":
+            defines["IDX64"] = int(reach >= _INT32)
+        groups.append(
+            Group(
+                choice.kernel,
+                tuple(sorted(defines.items())),
+                np.array(rows, dtype=np.int64),
+                tiles,
+            )
+        )
+    return groups

@@ -1,0 +1,157 @@
+"""Which CUDA kernel each layout class gets (no GPU needed: classification is numpy)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dmlops import BufferTensorDesc, DataType, Slice1Desc, SliceDesc, SplitDesc
+from dmlops.backends.cuda.strategies import fast_divider, group_copies
+
+F32, F16, I8 = DataType.FLOAT32, DataType.FLOAT16, DataType.INT8
+BASE = 1 << 20  # a 16-byte aligned address
+
+
+def kernels_for(desc, ins=(BASE,), outs=None):  # type: ignore[no-untyped-def]
+    desc.validate()
+    plan = desc.lower()
+    outs = outs or tuple(BASE * (4 + k) for k in range(len(desc.output_fields())))
+    return [(g.kernel, dict(g.defines)) for g in group_copies(plan, ins, outs)]
+
+
+def test_aligned_contiguous_rows_use_16_byte_vectors() -> None:
+    desc = SliceDesc(
+        BufferTensorDesc(F32, [64, 64]), BufferTensorDesc(F32, [64, 32]), [0, 16], [64, 32], [1, 1]
+    )
+    ((kernel, d),) = kernels_for(desc)
+    assert kernel == "strided" and d["VW"] == 16 and d["GATHER"] == 1
+
+
+@pytest.mark.parametrize("dt, offset", [(F16, 1), (F32, 3), (I8, 5)])
+def test_misaligned_rows_use_the_rows_kernel(dt: DataType, offset: int) -> None:
+    cols = 4093
+    desc = SliceDesc(
+        BufferTensorDesc(dt, [64, cols]),
+        BufferTensorDesc(dt, [64, 4000]),
+        [0, offset],
+        [64, 4000],
+        [1, 1],
+    )
+    ((kernel, d),) = kernels_for(desc)
+    assert kernel == "rows" and d["OUTER"] == 1
+    # the same rows, aligned, take vectors; short misaligned rows stay element-wise
+    aligned = SliceDesc(
+        BufferTensorDesc(dt, [64, 4096]),
+        BufferTensorDesc(dt, [64, 4000]),
+        [0, 0],
+        [64, 4000],
+        [1, 1],
+    )
+    assert kernels_for(aligned)[0][0] == "strided"
+    short = SliceDesc(
+        BufferTensorDesc(dt, [64, 21]), BufferTensorDesc(dt, [64, 20]), [0, 1], [64, 20], [1, 1]
+    )
+    assert kernels_for(short) == [
+        (
+            "strided",
+            {
+                "ES": dt.element_size,
+                "VW": dt.element_size,
+                "GATHER": 1,
+                "REVERSE": 0,
+                "RANK": 2,
+                "IDX64": 0,
+            },
+        )
+    ]
+
+
+@pytest.mark.parametrize("dt, tile", [(F32, 32), (F16, 64), (I8, 64), (DataType.FLOAT64, 32)])
+def test_transposed_inputs_use_the_tile_kernel(dt: DataType, tile: int) -> None:
+    desc = SliceDesc(
+        BufferTensorDesc(dt, [512, 256], [1, 512]),  # a transposed view: unit stride on axis 0
+        BufferTensorDesc(dt, [500, 250]),
+        [6, 3],
+        [500, 250],
+        [1, 1],
+    )
+    ((kernel, d),) = kernels_for(desc)
+    assert kernel == "transpose" and d["P"] == 0 and d["TILE"] == tile and d["RANK"] == 2
+
+
+def test_nhwc_to_nchw_is_a_transpose_of_a_middle_axis() -> None:
+    n, c, h, w = 2, 64, 16, 16
+    desc = SliceDesc(
+        BufferTensorDesc(F32, [n, c, h, w], [h * w * c, 1, w * c, c]),
+        BufferTensorDesc(F32, [n, c, h, w]),
+        [0, 0, 0, 0],
+        [n, c, h, w],
+        [1, 1, 1, 1],
+    )
+    ((kernel, d),) = kernels_for(desc)
+    assert kernel == "transpose"
+    assert d["RANK"] == 3  # n, c and (h, w) merged
+
+
+@pytest.mark.parametrize("step", [2, -2, 3, -3, 4, -4])
+def test_inner_strides_gather_whole_vectors(step: int) -> None:
+    cols = 12 * 64
+    desc = Slice1Desc(
+        BufferTensorDesc(F32, [64, cols]),
+        BufferTensorDesc(F32, [64, cols // abs(step)]),
+        [0, 0],
+        [64, cols],
+        [1, step],
+    )
+    ((kernel, d),) = kernels_for(desc)
+    assert kernel == "strided" and d["GATHER"] == abs(step) and d["REVERSE"] == int(step < 0)
+    assert d["VW"] == 16
+
+
+def test_slice_2x2_gathers_along_the_inner_axis() -> None:
+    desc = SliceDesc(
+        BufferTensorDesc(F16, [256, 256]),
+        BufferTensorDesc(F16, [128, 128]),
+        [0, 0],
+        [128, 128],
+        [2, 2],
+    )
+    ((kernel, d),) = kernels_for(desc)
+    assert kernel == "strided" and d["GATHER"] == 2 and d["VW"] == 16
+
+
+def test_high_rank_boxes_use_fast_division() -> None:
+    sizes = (9,) * 7 + (12,)
+    desc = SliceDesc(
+        BufferTensorDesc(DataType.UINT16, sizes),
+        BufferTensorDesc(DataType.UINT16, (7,) * 7 + (10,)),
+        [1] * 8,
+        (7,) * 7 + [10][:1] if False else [7] * 7 + [10],
+        [1] * 8,
+    )
+    ((kernel, d),) = kernels_for(desc)
+    assert kernel == "strided" and d["RANK"] == 8 and d["IDX64"] == 0
+
+
+def test_mixed_plans_launch_once_per_strategy() -> None:
+    desc = SplitDesc(
+        BufferTensorDesc(F32, [64, 4096]),
+        [
+            BufferTensorDesc(F32, [64, 1]),
+            BufferTensorDesc(F32, [64, 4092]),
+            BufferTensorDesc(F32, [64, 3]),
+        ],
+        1,
+    )
+    groups = kernels_for(desc)
+    assert sorted(k for k, _ in groups) == ["rows", "strided"]
+
+
+def test_fast_division_is_exact() -> None:
+    rng = np.random.default_rng(0)
+    for d in [1, 2, 3, 5, 7, 10, 12, 24, 96, 1000, 4093, 65537, 2**20 + 1, 2**31 - 1]:
+        magic, shift = fast_divider(d)
+        assert 0 < magic < 2**32
+        for n in [0, 1, d - 1, d, d + 1, 2**31 - 1, *rng.integers(0, 2**31, 200).tolist()]:
+            t = (n * magic) >> 32
+            assert (t + n) >> shift == n // d, (d, n)
