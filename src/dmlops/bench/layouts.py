@@ -233,7 +233,7 @@ def _batched_wall(fn: Fn, reps: int, done: Callable[[Any], Any]) -> float:
     return float(np.median(times))
 
 
-def bench_case(case: LayoutCase, reps: int, compilers: bool = True) -> Result:
+def bench_case(case: LayoutCase, reps: int, compilers: bool = True, peers: bool = True) -> Result:
     """Time one case on the GPU against its peers."""
     import cupy
 
@@ -258,7 +258,7 @@ def bench_case(case: LayoutCase, reps: int, compilers: bool = True) -> Result:
     res.times["d2d copy ceiling"] = _batched(
         lambda: dst.data.copy_from_device(src.data, int(out.nbytes)), reps, sync
     )
-    peers: dict[str, tuple[Fn, Callable[[Fn], float]]] = {
+    contenders: dict[str, tuple[Fn, Callable[[Fn], float]]] = {
         "cupy": (lambda: cupy.ascontiguousarray(case.view(x)), lambda f: _batched(f, reps, sync))
     }
     if have("torch"):
@@ -269,20 +269,20 @@ def bench_case(case: LayoutCase, reps: int, compilers: bool = True) -> Result:
         def torch_timer(f: Fn) -> float:
             return _batched(f, reps, torch.cuda.synchronize)
 
-        peers["torch eager"] = (lambda: case.view(tx).contiguous(), torch_timer)
+        contenders["torch eager"] = (lambda: case.view(tx).contiguous(), torch_timer)
         if compilers:
             compiled = torch.compile(lambda t: case.view(t).clone(), dynamic=False)
-            peers["torch.compile"] = (lambda: compiled(tx), torch_timer)
+            contenders["torch.compile"] = (lambda: compiled(tx), torch_timer)
     if compilers and have("jax"):
         import jax
 
         jx = jax.device_put(host.reshape(case.shape))
         jitted = jax.jit(case.view)
-        peers["jax.jit"] = (
+        contenders["jax.jit"] = (
             lambda: jitted(jx),
             lambda f: _batched_wall(f, reps, jax.block_until_ready),
         )
-    for name, (fn, timer) in peers.items():
+    for name, (fn, timer) in contenders.items() if peers else ():
         try:
             res.times[name] = timer(fn)
         except Exception as e:  # noqa: BLE001 - a peer that fails is reported, not fatal

@@ -26,6 +26,7 @@ from .strategies import THREADS, Group, group_copies
 __all__ = ["CudaBackend"]
 
 _TABLE_CACHE = 16
+_BLOCKS_PER_SM = 8
 
 
 class CudaBackend:
@@ -152,7 +153,9 @@ class CudaBackend:
         for group in group_copies(plan, ins, outs):
             table = cp.asarray(group.table)
             fn = kernels.compiled(cp, group.kernel, group.defines)
-            grid = int(max(1, min(group.tiles, self.multiprocessors * 8)))
+            # a persistent grid in which every block walks the same number of tiles
+            rounds = -(-group.tiles // (self.multiprocessors * _BLOCKS_PER_SM))
+            grid = int(max(1, -(-group.tiles // rounds)))
             args = (np.uint64(table.data.ptr), np.int32(group.pieces), np.int64(group.tiles))
             launches.append((fn, grid, args, table, group))
         return launches

@@ -31,6 +31,7 @@ THREADS = 256
 PER_THREAD = {"strided": 8, "rows": 4, "transpose": 1}
 ROW_BYTES = 128  # rows at least this long go to the rows kernel when vectors are ruled out
 MIN_TRANSPOSE = 16  # both tile axes at least this long
+TRANSPOSE_TILE = {1: 64, 2: 64, 4: 32, 8: 32}  # tile edge per element size
 MAX_GATHER = 4
 _INT32 = 2**31 - 1
 
@@ -97,9 +98,9 @@ def choose(copy: StridedCopy, src: int, dst: int, es: int) -> Choice:
     if len(shape) >= 2 and ds[-1] == 1 and abs(ss[-1]) != 1 and shape[-1] >= MIN_TRANSPOSE:
         units = [d for d in range(len(shape) - 1) if abs(ss[d]) == 1 and shape[d] >= MIN_TRANSPOSE]
         if units:
-            tile = 32 if es >= 4 else 64
             return Choice(
-                "transpose", (("ES", es), ("RANK", len(shape)), ("P", units[0]), ("TILE", tile))
+                "transpose",
+                (("ES", es), ("RANK", len(shape)), ("P", units[0]), ("TILE", TRANSPOSE_TILE[es])),
             )
     return Choice("strided", (("ES", es), ("VW", es), ("GATHER", 1), ("REVERSE", 0)))
 
