@@ -66,17 +66,20 @@ def test_misaligned_rows_use_the_rows_kernel(dt: DataType, offset: int) -> None:
     ]
 
 
-@pytest.mark.parametrize("dt, tile", [(F32, 32), (F16, 64), (I8, 64), (DataType.FLOAT64, 32)])
-def test_transposed_inputs_use_the_tile_kernel(dt: DataType, tile: int) -> None:
+@pytest.mark.parametrize(
+    "dt, tile, vec", [(F32, 64, 1), (F16, 64, 2), (I8, 128, 4), (DataType.FLOAT64, 32, 1)]
+)
+def test_transposed_inputs_use_the_tile_kernel(dt: DataType, tile: int, vec: int) -> None:
     desc = SliceDesc(
         BufferTensorDesc(dt, [512, 256], [1, 512]),  # a transposed view: unit stride on axis 0
         BufferTensorDesc(dt, [500, 250]),
-        [6, 3],
+        [8, 3],
         [500, 250],
         [1, 1],
     )
     ((kernel, d),) = kernels_for(desc)
     assert kernel == "transpose" and d["P"] == 0 and d["TILE"] == tile and d["RANK"] == 2
+    assert d["VEC"] == vec  # 4-byte words along both axes where the element is smaller
 
 
 def test_nhwc_to_nchw_is_a_transpose_of_a_middle_axis() -> None:

@@ -31,7 +31,7 @@ THREADS = 256
 PER_THREAD = {"strided": 8, "rows": 4, "transpose": 1}
 ROW_BYTES = 128  # rows at least this long go to the rows kernel when vectors are ruled out
 MIN_TRANSPOSE = 16  # both tile axes at least this long
-TRANSPOSE_TILE = {1: 64, 2: 64, 4: 32, 8: 32}  # tile edge per element size
+TRANSPOSE_TILE = {1: 128, 2: 64, 4: 64, 8: 32}  # tile edge per element size
 MAX_GATHER = 4
 _INT32 = 2**31 - 1
 
@@ -87,6 +87,22 @@ def _vector(copy: StridedCopy, src: int, dst: int, es: int) -> Choice | None:
     return None
 
 
+def _transpose_word(copy: StridedCopy, p: int, src: int, dst: int, es: int) -> int:
+    """Elements per 4-byte word a transpose may move at once (1 where it may not)."""
+    vec = 4 // es if es < 4 else 1
+    others = [s for d, s in enumerate(copy.src_strides) if d != p]
+    if (
+        vec == 1
+        or copy.src_strides[p] != 1
+        or src % 4
+        or dst % 4
+        or any(s % vec for s in others)
+        or any(s % vec for s in copy.dst_strides[:-1])
+    ):
+        return 1
+    return vec
+
+
 def choose(copy: StridedCopy, src: int, dst: int, es: int) -> Choice:
     """The kernel for one copy whose first source and destination elements lie at src, dst."""
     vector = _vector(copy, src, dst, es)
@@ -98,9 +114,16 @@ def choose(copy: StridedCopy, src: int, dst: int, es: int) -> Choice:
     if len(shape) >= 2 and ds[-1] == 1 and abs(ss[-1]) != 1 and shape[-1] >= MIN_TRANSPOSE:
         units = [d for d in range(len(shape) - 1) if abs(ss[d]) == 1 and shape[d] >= MIN_TRANSPOSE]
         if units:
+            p = units[0]
             return Choice(
                 "transpose",
-                (("ES", es), ("RANK", len(shape)), ("P", units[0]), ("TILE", TRANSPOSE_TILE[es])),
+                (
+                    ("ES", es),
+                    ("RANK", len(shape)),
+                    ("P", p),
+                    ("TILE", TRANSPOSE_TILE[es]),
+                    ("VEC", _transpose_word(copy, p, src, dst, es)),
+                ),
             )
     return Choice("strided", (("ES", es), ("VW", es), ("GATHER", 1), ("REVERSE", 0)))
 

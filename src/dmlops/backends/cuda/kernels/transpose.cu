@@ -2,8 +2,9 @@
 // Tiles of TILE x TILE elements go through shared memory, so that reads run along P and
 // writes along the last axis, both coalesced; the tile is padded against bank conflicts.
 //
-// Specialised at compile time (-D): RANK (>= 2), ES, TILE (32 or 64), P (the source's
-// unit-stride axis, < RANK - 1), IDX64.
+// Specialised at compile time (-D): RANK (>= 2), ES, TILE (32, 64 or 128), P (the source's
+// unit-stride axis, < RANK - 1), VEC (elements per 4-byte word: reads along P and writes
+// along the last axis move whole words where addresses and strides allow; else 1), IDX64.
 // Row layout (long long): src, dst, tiles (of this piece), first tile, tiles along P,
 // tiles along the last axis, then per dimension: shape, source stride, destination
 // stride (elements).
@@ -21,6 +22,9 @@ typedef unsigned int T;
 #else
 typedef unsigned long long T;
 #endif
+#if VEC > 1
+union Word { unsigned w; T e[VEC]; };
+#endif
 #if IDX64
 typedef long long IDX;
 #else
@@ -30,7 +34,7 @@ typedef int IDX;
 extern "C" __global__ void __launch_bounds__(THREADS)
 dmlops_transpose(const long long* __restrict__ table, int pieces, long long tiles)
 {
-    __shared__ T tile[TILE][TILE + 1];
+    __shared__ T tile[TILE][TILE + VEC];
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -66,20 +70,48 @@ dmlops_transpose(const long long* __restrict__ table, int pieces, long long tile
         // read: lanes along P (unit stride in the source), warps along the last axis
         #pragma unroll
         for (int j = warp; j < TILE; j += ROWS_PER_PASS) {
+            const IDX l = l0 + j;
             #pragma unroll
-            for (int i = lane; i < TILE; i += 32) {
-                const IDX p = p0 + i, l = l0 + j;
-                if (p < np && l < nl) tile[j][i] = src[p * sp + l * sl];
+            for (int i = lane * VEC; i < TILE; i += 32 * VEC) {
+                const IDX p = p0 + i;
+                if (l < nl) {
+#if VEC > 1
+                    if (p + VEC <= np) {
+                        Word word;
+                        word.w = *(const unsigned*)(src + p + l * sl);
+                        #pragma unroll
+                        for (int k = 0; k < VEC; ++k) tile[j][i + k] = word.e[k];
+                    } else {
+                        for (int k = 0; k < VEC && p + k < np; ++k) tile[j][i + k] = src[p + k + l * sl];
+                    }
+#else
+                    if (p < np) tile[j][i] = src[p * sp + l * sl];
+#endif
+                }
             }
         }
         __syncthreads();
         // write: lanes along the last axis (unit stride in the destination), warps along P
         #pragma unroll
         for (int j = warp; j < TILE; j += ROWS_PER_PASS) {
+            const IDX p = p0 + j;
             #pragma unroll
-            for (int i = lane; i < TILE; i += 32) {
-                const IDX p = p0 + j, l = l0 + i;
-                if (p < np && l < nl) dst[p * dp + l] = tile[i][j];
+            for (int i = lane * VEC; i < TILE; i += 32 * VEC) {
+                const IDX l = l0 + i;
+                if (p < np) {
+#if VEC > 1
+                    if (l + VEC <= nl) {
+                        Word word;
+                        #pragma unroll
+                        for (int k = 0; k < VEC; ++k) word.e[k] = tile[i + k][j];
+                        *(unsigned*)(dst + p * dp + l) = word.w;
+                    } else {
+                        for (int k = 0; k < VEC && l + k < nl; ++k) dst[p * dp + l + k] = tile[i + k][j];
+                    }
+#else
+                    if (l < nl) dst[p * dp + l] = tile[i][j];
+#endif
+                }
             }
         }
     }
