@@ -61,6 +61,7 @@ def test_misaligned_rows_use_the_rows_kernel(dt: DataType, offset: int) -> None:
                 "REVERSE": 0,
                 "RANK": 2,
                 "IDX64": 0,
+                "PER_THREAD": 2,  # a small copy: fewer vectors per thread fill the GPU
             },
         )
     ]
@@ -158,3 +159,15 @@ def test_fast_division_is_exact() -> None:
         for n in [0, 1, d - 1, d, d + 1, 2**31 - 1, *rng.integers(0, 2**31, 200).tolist()]:
             t = (n * magic) >> 32
             assert (t + n) >> shift == n // d, (d, n)
+
+
+def test_large_strided_copies_take_more_vectors_per_thread() -> None:
+    desc = SliceDesc(
+        BufferTensorDesc(F32, [4096, 4096]),
+        BufferTensorDesc(F32, [4096, 4000]),
+        [0, 0],
+        [4096, 4000],
+        [1, 1],
+    )
+    ((kernel, d),) = kernels_for(desc)
+    assert kernel == "strided" and d["PER_THREAD"] == 8

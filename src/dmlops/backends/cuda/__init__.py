@@ -26,7 +26,6 @@ from .strategies import THREADS, Group, group_copies
 __all__ = ["CudaBackend"]
 
 _TABLE_CACHE = 16
-_BLOCKS_PER_SM = 8
 
 
 class CudaBackend:
@@ -47,6 +46,7 @@ class CudaBackend:
         self.cupy = cupy
         self.multiprocessors = int(props["multiProcessorCount"])
         self.launch_log: list[Group] | None = None  # tests set a list to see every launch
+        self._blocks: dict[int, int] = {}
 
     @classmethod
     def instance(cls) -> CudaBackend:
@@ -150,15 +150,22 @@ class CudaBackend:
         """(kernel, grid, args, table, group) of every launch running `plan` on these addresses."""
         cp = self.cupy
         launches = []
-        for group in group_copies(plan, ins, outs):
+        for group in group_copies(plan, ins, outs, self.multiprocessors):
             table = cp.asarray(group.table)
             fn = kernels.compiled(cp, group.kernel, group.defines)
-            # a persistent grid in which every block walks the same number of tiles
-            rounds = -(-group.tiles // (self.multiprocessors * _BLOCKS_PER_SM))
+            # a persistent grid of resident blocks, each walking the same number of tiles
+            resident = self.multiprocessors * self._occupancy(fn)
+            rounds = -(-group.tiles // resident)
             grid = int(max(1, -(-group.tiles // rounds)))
             args = (np.uint64(table.data.ptr), np.int32(group.pieces), np.int64(group.tiles))
             launches.append((fn, grid, args, table, group))
         return launches
+
+    def _occupancy(self, fn: Any) -> int:
+        blocks = self._blocks.get(id(fn))
+        if blocks is None:
+            blocks = self._blocks[id(fn)] = kernels.blocks_per_multiprocessor(self.cupy, fn)
+        return blocks
 
     def executor(self, plan: Plan) -> Callable[[Sequence[Any], Sequence[Any]], None]:
         """Run `plan` on device addresses; launches are cached per tuple of addresses."""

@@ -6,9 +6,9 @@ import threading
 from importlib import resources
 from typing import Any
 
-from .strategies import PER_THREAD, THREADS
+from .strategies import THREADS
 
-__all__ = ["source", "compiled", "ENTRY"]
+__all__ = ["source", "compiled", "ENTRY", "blocks_per_multiprocessor"]
 
 ENTRY = {"strided": "dmlops_strided", "rows": "dmlops_rows", "transpose": "dmlops_transpose"}
 _cache: dict[tuple[str, tuple[tuple[str, int], ...]], Any] = {}
@@ -28,7 +28,6 @@ def compiled(cupy: Any, kernel: str, defines: tuple[tuple[str, int], ...]) -> An
         options = (
             "--std=c++14",
             f"-DTHREADS={THREADS}",
-            f"-DPER_THREAD={PER_THREAD[kernel]}",
             *(f"-D{k}={v}" for k, v in defines),
         )
         module = cupy.RawModule(code=source(kernel), options=options)
@@ -36,3 +35,19 @@ def compiled(cupy: Any, kernel: str, defines: tuple[tuple[str, int], ...]) -> An
         with _lock:
             _cache[key] = fn
     return fn
+
+
+def blocks_per_multiprocessor(cupy: Any, fn: Any) -> int:
+    """How many THREADS-thread blocks of `fn` one multiprocessor holds at once."""
+    try:
+        return int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, THREADS, 0))
+    except Exception:  # noqa: BLE001 - older CuPy: count registers and shared memory instead
+        pass
+    try:
+        regs = int(fn.num_regs)
+        shared = int(fn.shared_size_bytes)
+    except Exception:  # noqa: BLE001 - no attributes either: assume a full multiprocessor
+        return 2048 // THREADS
+    by_regs = 65536 // (-(-regs // 8) * 8 * THREADS)
+    by_shared = (228 * 1024) // (shared + 1024) if shared else 2048 // THREADS
+    return max(1, min(2048 // THREADS, by_regs, by_shared))

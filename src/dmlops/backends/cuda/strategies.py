@@ -29,6 +29,8 @@ __all__ = ["Group", "group_copies", "choose", "THREADS", "PER_THREAD", "ROW_BYTE
 
 THREADS = 256
 PER_THREAD = {"strided": 8, "rows": 4, "transpose": 1}
+SMALL_PER_THREAD = 2
+SMALL_TILES_PER_SM = 4
 ROW_BYTES = 128  # rows at least this long go to the rows kernel when vectors are ruled out
 MIN_TRANSPOSE = 16  # both tile axes at least this long
 TRANSPOSE_TILE = {1: 128, 2: 64, 4: 64, 8: 32}  # tile edge per element size
@@ -158,22 +160,22 @@ def _strided_row(
         *magic,
         *shift,
     ]
-    tiles = -(-count // (THREADS * PER_THREAD["strided"]))
+    tiles = -(-count // (THREADS * defines["PER_THREAD"]))
     reach = max(
         sum((n - 1) * abs(s) for n, s in zip(copy.shape, strides, strict=True)) + v * gather
         for strides in (copy.src_strides, copy.dst_strides)
     )
-    return row, tiles, max(reach, count + THREADS * PER_THREAD["strided"])
+    return row, tiles, max(reach, count + THREADS * defines["PER_THREAD"])
 
 
 def _rows_row(
-    copy: StridedCopy, src: int, dst: int, es: int, outer: int, first: int
+    copy: StridedCopy, src: int, dst: int, es: int, per_thread: int, first: int
 ) -> tuple[list[int], int]:
     shape = list(copy.shape[:-1]) or [1]
     ss = [s * es for s in copy.src_strides[:-1]] or [0]
     ds = [s * es for s in copy.dst_strides[:-1]] or [0]
     row_bytes = copy.shape[-1] * es
-    per_row = -(-(row_bytes // 16 + 1) // (THREADS * PER_THREAD["rows"]))
+    per_row = -(-(row_bytes // 16 + 1) // (THREADS * per_thread))
     tiles = math.prod(shape) * per_row
     return [src, dst, tiles, first, row_bytes, per_row, *shape, *ss, *ds], tiles
 
@@ -204,8 +206,19 @@ def _transpose_row(
     return row, tiles, reach
 
 
-def group_copies(plan: Plan, inputs: Sequence[int], outputs: Sequence[int]) -> list[Group]:
-    """The launches that run `plan` with bindings at these device addresses."""
+def _strided_work(members: list[tuple[StridedCopy, int, int]], defines: dict[str, int]) -> int:
+    v = defines["VW"] // defines["ES"]
+    return sum(math.prod(c.shape) // v for c, _, _ in members)
+
+
+def group_copies(
+    plan: Plan, inputs: Sequence[int], outputs: Sequence[int], multiprocessors: int = 132
+) -> list[Group]:
+    """The launches that run `plan` with bindings at these device addresses.
+
+    Small strided groups (under SMALL_TILES_PER_SM full tiles per multiprocessor) take
+    fewer vectors per thread, so that the grid still fills the GPU.
+    """
     es = plan.element_size
     by_choice: dict[Choice, list[tuple[StridedCopy, int, int]]] = {}
     for c in plan.copies:
@@ -217,13 +230,17 @@ def group_copies(plan: Plan, inputs: Sequence[int], outputs: Sequence[int]) -> l
         rows: list[list[int]] = []
         tiles = 0
         reach = 0
+        defines["PER_THREAD"] = PER_THREAD[choice.kernel]
         if choice.kernel == "strided":
             defines["RANK"] = max(len(c.shape) for c, _, _ in members)
+            full_tiles = _strided_work(members, defines) // (THREADS * defines["PER_THREAD"])
+            if full_tiles < SMALL_TILES_PER_SM * multiprocessors:
+                defines["PER_THREAD"] = SMALL_PER_THREAD
         for c, src, dst in members:
             if choice.kernel == "strided":
                 row, n, r = _strided_row(c, src, dst, defines, defines["RANK"], tiles)
             elif choice.kernel == "rows":
-                row, n = _rows_row(c, src, dst, es, defines["OUTER"], tiles)
+                row, n = _rows_row(c, src, dst, es, defines["PER_THREAD"], tiles)
                 r = 0
             else:
                 row, n, r = _transpose_row(c, src, dst, defines["P"], defines["TILE"], tiles)
