@@ -27,7 +27,7 @@ WHICH = {
 }
 
 
-def main() -> None:
+def main(defaults_only: bool = False) -> None:
     saved = {
         k: dict(v)
         for k, v in (
@@ -36,7 +36,7 @@ def main() -> None:
         )
     }
     for case in CASES:
-        for variant in VARIANTS[WHICH[case.layout_class]]:
+        for variant in [{}] if defaults_only else VARIANTS[WHICH[case.layout_class]]:
             for name, values in itertools.chain(saved.items()):
                 getattr(strategies, name).clear()
                 getattr(strategies, name).update(values)
@@ -54,4 +54,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(defaults_only="--defaults" in sys.argv)
