@@ -153,10 +153,8 @@ class CudaBackend:
         for group in group_copies(plan, ins, outs, self.multiprocessors):
             table = cp.asarray(group.table)
             fn = kernels.compiled(cp, group.kernel, group.defines)
-            # a persistent grid of resident blocks, each walking the same number of tiles
-            resident = self.multiprocessors * self._occupancy(fn)
-            rounds = -(-group.tiles // resident)
-            grid = int(max(1, -(-group.tiles // rounds)))
+            # a persistent grid of two waves of resident blocks (or one block per tile)
+            grid = int(max(1, min(group.tiles, 2 * self.multiprocessors * self._occupancy(fn))))
             args = (np.uint64(table.data.ptr), np.int32(group.pieces), np.int64(group.tiles))
             launches.append((fn, grid, args, table, group))
         return launches

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...errors import DmlError
 from ...plan import Plan, StridedCopy
 
 __all__ = ["Group", "group_copies", "choose", "THREADS", "PER_THREAD", "ROW_BYTES"]
@@ -232,6 +233,10 @@ def group_copies(
         reach = 0
         defines["PER_THREAD"] = PER_THREAD[choice.kernel]
         if choice.kernel == "strided":
+            # a gather loads GATHER vectors per output vector: keep the loads in flight alike
+            defines["PER_THREAD"] = max(
+                SMALL_PER_THREAD, defines["PER_THREAD"] // defines["GATHER"]
+            )
             defines["RANK"] = max(len(c.shape) for c, _, _ in members)
             full_tiles = _strided_work(members, defines) // (THREADS * defines["PER_THREAD"])
             if full_tiles < SMALL_TILES_PER_SM * multiprocessors:
@@ -249,6 +254,8 @@ def group_copies(
             reach = max(reach, r)
         if choice.kernel != "rows":
             defines["IDX64"] = int(reach >= _INT32)
+        if max(row[2] for row in rows) >= _INT32 and choice.kernel != "strided":
+            raise DmlError(f"a copy of over 2^31 tiles is too large for the {choice.kernel} kernel")
         groups.append(
             Group(
                 choice.kernel,

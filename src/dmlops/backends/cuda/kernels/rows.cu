@@ -41,19 +41,20 @@ dmlops_rows(const long long* __restrict__ table, int pieces, long long tiles)
             if (table[(long long)mid * ROW + 3] <= t) lo = mid; else hi = mid - 1;
         }
         const long long* row = table + (long long)lo * ROW;
-        const long long local = t - row[3];
+        // tile arithmetic in 32 bits: a piece has fewer than 2^31 tiles (checked on the host)
+        const unsigned local = (unsigned)(t - row[3]);
         const long long row_bytes = row[4];
-        const long long per_row = row[5];
-        long long r = local / per_row;
-        const long long chunk = local - r * per_row;
+        const unsigned per_row = (unsigned)row[5];
+        unsigned r = local / per_row;
+        const unsigned chunk = local - r * per_row;
         long long so = 0, dof = 0;
         #pragma unroll
         for (int d = OUTER - 1; d >= 0; --d) {
-            const long long n = row[6 + d];
-            const long long c = r % n;
+            const unsigned n = (unsigned)row[6 + d];
+            const unsigned c = r % n;
             r /= n;
-            so += c * row[6 + OUTER + d];
-            dof += c * row[6 + 2 * OUTER + d];
+            so += (long long)c * row[6 + OUTER + d];
+            dof += (long long)c * row[6 + 2 * OUTER + d];
         }
         const u8* src = (const u8*)row[0] + so;
         u8* dst = (u8*)row[1] + dof;
@@ -73,7 +74,7 @@ dmlops_rows(const long long* __restrict__ table, int pieces, long long tiles)
         }
         const long long shift = (long long)((const u8*)src - (const u8*)d0);
         const unsigned delta = (unsigned)(((unsigned long long)(body + shift)) & 15);
-        const long long v0 = chunk * TILE_VECTORS;
+        const long long v0 = (long long)chunk * TILE_VECTORS;
         uint4 values[PER_THREAD];
         #pragma unroll
         for (int k = 0; k < PER_THREAD; ++k) {
