@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .backends import Backend, get_backend
+from .backends import Backend, Executor, get_backend
 from .errors import BindingError
 from .ops import OperatorDesc
 from .overlap import describe, find_overlaps, owners_apart
@@ -32,7 +32,7 @@ class CompiledOperator:
         self.device = device
         self.desc = desc
         self.plan = plan
-        self._executor: Callable[[Sequence[Any], Sequence[Any]], None] | None = None
+        self._executor: Executor | None = None
         self._inputs = desc.input_fields()
         self._outputs = desc.output_fields()
         self._input_needs = [
@@ -118,8 +118,7 @@ class CompiledOperator:
             self._check_overlaps(ins, outs)
         if self._executor is None:
             self._executor = self.device.backend.executor(self.plan)
-        run = self._executor
-        return BindingTable(self, lambda: run(ins, outs), (list(inputs), list(outputs)))
+        return BindingTable(self, self._executor.bound(ins, outs), (list(inputs), list(outputs)))
 
     def execute(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
         """Bind the buffers (checked before any byte is written) and run the plan."""

@@ -8,9 +8,19 @@ from typing import Any, Protocol
 from ..errors import DmlError
 from ..plan import Plan
 
-__all__ = ["Backend", "get_backend", "BACKEND_NAMES"]
+__all__ = ["Backend", "Executor", "get_backend", "BACKEND_NAMES"]
 
 BACKEND_NAMES = ("numpy", "cuda")
+
+
+class Executor(Protocol):
+    """Runs one plan: on flat buffers given per call, or bound once and dispatched."""
+
+    def __call__(self, inputs: Sequence[Any], outputs: Sequence[Any], /) -> None:
+        """Run the plan on these flat input and output buffers."""
+
+    def bound(self, inputs: Sequence[Any], outputs: Sequence[Any], /) -> Callable[[], None]:
+        """Everything per binding done once; the returned call runs the plan."""
 
 
 class Backend(Protocol):
@@ -50,11 +60,8 @@ class Backend(Protocol):
     def copy_of(self, arr: Any) -> Any:
         """A C-contiguous copy of an array, on its device, in its library."""
 
-    def executor(self, plan: Plan) -> Callable[[Sequence[Any], Sequence[Any]], None]:
-        """A function running `plan` on flat input and output buffers; per-call work only."""
-
-    def bind(self, plan: Plan, inputs: list[Any], outputs: list[Any]) -> Callable[[], None]:
-        """Everything per-binding done once; the returned call runs the plan."""
+    def executor(self, plan: Plan) -> Executor:
+        """What runs `plan` on flat buffers, with per-call work only."""
 
 
 def get_backend(name: str) -> Backend:

@@ -192,29 +192,8 @@ class NumpyBackend:
             and plan.bytes_written >= _MIN_CHUNK * len(plan.copies)
         )
 
-    def executor(self, plan: Plan) -> Callable[[Sequence[Any], Sequence[Any]], None]:
-        if self._is_parallel(plan):
-            return lambda ins, outs: self._parallel(plan, ins, outs)()
-        recipe = [
-            (
-                c.shape,
-                c.dtype,
-                c.src,
-                c.src_offset,
-                c.src_strides,
-                c.dst,
-                c.dst_offset,
-                c.dst_strides,
-            )
-            for c in (NumpyCopy.of(c, plan.element_size) for c in plan.copies)
-        ]
-        view = np.ndarray
-
-        def run(ins: Sequence[Any], outs: Sequence[Any]) -> None:
-            for shape, dtype, si, so, ss, di, do, ds in recipe:
-                view(shape, dtype, outs[di], do, ds)[...] = view(shape, dtype, ins[si], so, ss)
-
-        return run
+    def executor(self, plan: Plan) -> _NumpyExecutor:
+        return _NumpyExecutor(self, plan)
 
     def _parallel(
         self, plan: Plan, inputs: Sequence[Any], outputs: Sequence[Any]
@@ -245,7 +224,8 @@ class NumpyBackend:
 
         return run_parallel
 
-    def bind(self, plan: Plan, inputs: list[Any], outputs: list[Any]) -> Callable[[], None]:
+    def bind(self, plan: Plan, inputs: Sequence[Any], outputs: Sequence[Any]) -> Callable[[], None]:
+        """Views built once; the returned call copies through them."""
         if self._is_parallel(plan):
             return self._parallel(plan, inputs, outputs)
         pairs = [NumpyCopy.of(c, plan.element_size).views(inputs, outputs) for c in plan.copies]
@@ -255,3 +235,36 @@ class NumpyBackend:
                 dst[...] = src
 
         return run
+
+
+class _NumpyExecutor:
+    """A plan as numpy copies: views made per call from precomputed shapes and strides."""
+
+    def __init__(self, backend: NumpyBackend, plan: Plan) -> None:
+        self.backend = backend
+        self.plan = plan
+        self.parallel = backend._is_parallel(plan)
+        self.recipe = [
+            (
+                c.shape,
+                c.dtype,
+                c.src,
+                c.src_offset,
+                c.src_strides,
+                c.dst,
+                c.dst_offset,
+                c.dst_strides,
+            )
+            for c in (NumpyCopy.of(c, plan.element_size) for c in plan.copies)
+        ]
+
+    def __call__(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
+        if self.parallel:
+            self.backend._parallel(self.plan, ins, outs)()
+            return
+        view = np.ndarray
+        for shape, dtype, si, so, ss, di, do, ds in self.recipe:
+            view(shape, dtype, outs[di], do, ds)[...] = view(shape, dtype, ins[si], so, ss)
+
+    def bound(self, ins: Sequence[Any], outs: Sequence[Any]) -> Callable[[], None]:
+        return self.backend.bind(self.plan, ins, outs)

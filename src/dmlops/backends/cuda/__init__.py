@@ -165,31 +165,47 @@ class CudaBackend:
             blocks = self._blocks[id(fn)] = kernels.blocks_per_multiprocessor(self.cupy, fn)
         return blocks
 
-    def executor(self, plan: Plan) -> Callable[[Sequence[Any], Sequence[Any]], None]:
-        """Run `plan` on device addresses; launches are cached per tuple of addresses."""
-        cache: OrderedDict[tuple[int, ...], list[Any]] = OrderedDict()
-        lock = threading.Lock()
+    def executor(self, plan: Plan) -> _CudaExecutor:
+        return _CudaExecutor(self, plan)
 
-        def run(ins: Sequence[int], outs: Sequence[int]) -> None:
-            key = (*ins, *outs)
-            launches = cache.get(key)
-            if launches is None:
-                launches = self._launches(plan, ins, outs)
-                with lock:
-                    cache[key] = launches
-                    if len(cache) > _TABLE_CACHE:
-                        cache.popitem(last=False)
-            log = self.launch_log
-            for fn, grid, args, _, group in launches:
-                fn((grid,), (THREADS,), args)
-                if log is not None:
-                    log.append(group)
 
-        return run
+class _CudaExecutor:
+    """A plan's launches, resolved (tables uploaded) once per tuple of device addresses."""
 
-    def bind(self, plan: Plan, inputs: list[Any], outputs: list[Any]) -> Callable[[], None]:
-        run = self.executor(plan)
-        return lambda: run(inputs, outputs)
+    def __init__(self, backend: CudaBackend, plan: Plan) -> None:
+        self.backend = backend
+        self.plan = plan
+        self.cache: OrderedDict[tuple[int, ...], list[Any]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def _resolve(self, ins: Sequence[int], outs: Sequence[int]) -> list[Any]:
+        key = (*ins, *outs)
+        launches = self.cache.get(key)
+        if launches is None:
+            launches = self.backend._launches(self.plan, ins, outs)
+            with self.lock:
+                self.cache[key] = launches
+                if len(self.cache) > _TABLE_CACHE:
+                    self.cache.popitem(last=False)
+        return launches
+
+    def _launch(self, launches: list[Any]) -> None:
+        log = self.backend.launch_log
+        for fn, grid, args, _, group in launches:
+            fn((grid,), (THREADS,), args)
+            if log is not None:
+                log.append(group)
+
+    def __call__(self, ins: Sequence[int], outs: Sequence[int]) -> None:
+        self._launch(self._resolve(ins, outs))
+
+    def bound(self, ins: Sequence[int], outs: Sequence[int]) -> Callable[[], None]:
+        launches = self._resolve(ins, outs)
+        if len(launches) == 1 and self.backend.launch_log is None:
+            fn, grid, args, _, _ = launches[0]
+            block = (THREADS,)
+            return lambda: fn((grid,), block, args)
+        return lambda: self._launch(launches)
 
 
 def _torch() -> Any:
