@@ -16,7 +16,7 @@ from dmlops.bench.layouts import CASES, bench_case
 VARIANTS = {
     "strided": [{"PER_THREAD": {"strided": n}} for n in (2, 4, 8)],
     "rows": [{"PER_THREAD": {"rows": n}} for n in (2, 4, 8)],
-    "transpose": [{"TRANSPOSE_TILE": {4: t, 2: t, 1: t}} for t in (32, 64)],
+    "transpose": [{"TRANSPOSE_BLOCK": {4: v, 2: v, 1: v}} for v in (1, 2)],
 }
 WHICH = {
     "misaligned rows": "rows",
@@ -32,7 +32,7 @@ def main(defaults_only: bool = False) -> None:
         k: dict(v)
         for k, v in (
             ("PER_THREAD", strategies.PER_THREAD),
-            ("TRANSPOSE_TILE", strategies.TRANSPOSE_TILE),
+            ("TRANSPOSE_BLOCK", strategies.TRANSPOSE_BLOCK),
         )
     }
     for case in CASES:

@@ -271,6 +271,7 @@ def bench_case(case: LayoutCase, reps: int, compilers: bool = True, peers: bool 
 
         contenders["torch eager"] = (lambda: case.view(tx).contiguous(), torch_timer)
         if compilers:
+            torch._dynamo.reset()  # each case compiles afresh (no recompile limit across cases)
             compiled = torch.compile(lambda t: case.view(t).clone(), dynamic=False)
             contenders["torch.compile"] = (lambda: compiled(tx), torch_timer)
     if compilers and have("jax"):

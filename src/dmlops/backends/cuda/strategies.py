@@ -34,7 +34,7 @@ SMALL_PER_THREAD = 2
 SMALL_TILES_PER_SM = 4
 ROW_BYTES = 128  # rows at least this long go to the rows kernel when vectors are ruled out
 MIN_TRANSPOSE = 16  # both tile axes at least this long
-TRANSPOSE_TILE = {1: 128, 2: 64, 4: 64, 8: 32}  # tile edge per element size
+TRANSPOSE_BLOCK = {1: 4, 2: 2, 4: 2, 8: 1}  # V x V register blocks: tiles of 32 V
 MAX_GATHER = 4
 _INT32 = 2**31 - 1
 
@@ -90,20 +90,21 @@ def _vector(copy: StridedCopy, src: int, dst: int, es: int) -> Choice | None:
     return None
 
 
-def _transpose_word(copy: StridedCopy, p: int, src: int, dst: int, es: int) -> int:
-    """Elements per 4-byte word a transpose may move at once (1 where it may not)."""
-    vec = 4 // es if es < 4 else 1
-    others = [s for d, s in enumerate(copy.src_strides) if d != p]
-    if (
-        vec == 1
-        or copy.src_strides[p] != 1
-        or src % 4
-        or dst % 4
-        or any(s % vec for s in others)
-        or any(s % vec for s in copy.dst_strides[:-1])
-    ):
-        return 1
-    return vec
+def _transpose_block(copy: StridedCopy, p: int, src: int, dst: int, es: int) -> int:
+    """V: a transpose moves V x V blocks with V-element accesses where alignment allows."""
+    v = TRANSPOSE_BLOCK[es]
+    while v > 1:
+        src_others = [s for d, s in enumerate(copy.src_strides) if d != p]
+        if (
+            copy.src_strides[p] == 1
+            and src % (v * es) == 0
+            and dst % (v * es) == 0
+            and not any(s % v for s in src_others)
+            and not any(s % v for s in copy.dst_strides[:-1])
+        ):
+            return v
+        v //= 2
+    return 1
 
 
 def choose(copy: StridedCopy, src: int, dst: int, es: int) -> Choice:
@@ -124,8 +125,7 @@ def choose(copy: StridedCopy, src: int, dst: int, es: int) -> Choice:
                     ("ES", es),
                     ("RANK", len(shape)),
                     ("P", p),
-                    ("TILE", TRANSPOSE_TILE[es]),
-                    ("VEC", _transpose_word(copy, p, src, dst, es)),
+                    ("V", _transpose_block(copy, p, src, dst, es)),
                 ),
             )
     return Choice("strided", (("ES", es), ("VW", es), ("GATHER", 1), ("REVERSE", 0)))
@@ -248,7 +248,7 @@ def group_copies(
                 row, n = _rows_row(c, src, dst, es, defines["PER_THREAD"], tiles)
                 r = 0
             else:
-                row, n, r = _transpose_row(c, src, dst, defines["P"], defines["TILE"], tiles)
+                row, n, r = _transpose_row(c, src, dst, defines["P"], 32 * defines["V"], tiles)
             rows.append(row)
             tiles += n
             reach = max(reach, r)
