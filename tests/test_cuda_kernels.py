@@ -66,11 +66,15 @@ def test_rows_fuzz(launches, dtype, rows, width, extra, start, out_shift, seed) 
     want = host.view(dtype)[start : start + rows * pitch].reshape(rows, pitch)[:, :width]
     space = cupy.zeros(rows * width + out_shift + 8, dtype)
     out = space[out_shift : out_shift + rows * width].reshape(rows, width)
+    launches.clear()
     dmlops.slice1(x, [0, 0], [rows, width], [1, 1], out=out)
     _check(out, want)
     assert _kernels(launches) <= {"rows", "strided"}
     if width * item >= 128 and (start * item % 16 or out_shift * item % 16):
-        assert "rows" in _kernels(launches)
+        # rows too misaligned for 16-byte vectors: narrower vectors or the rows kernel,
+        # never one element per thread
+        scalar = [g for g in launches if g.kernel == "strided" and dict(g.defines)["VW"] == item]
+        assert not scalar, scalar
 
 
 @settings(max_examples=40)
@@ -92,6 +96,7 @@ def test_transpose_fuzz(launches, dtype, a, b, lead, crop, flip, seed) -> None: 
     offs = [0, min(crop[0], b - 1), min(crop[1], a - 1)]
     sizes = [lead, b - offs[1], a - offs[2]]
     strides = [1, -1 if flip else 1, 1]
+    launches.clear()
     got = dmlops.slice1(x, offs, sizes, strides)
     want = hx[:, offs[1] :, offs[2] :]
     if flip:
@@ -117,6 +122,7 @@ def test_gather_fuzz(launches, dtype, rows, cols, step, offset, row_step, seed) 
     x = dev.view(dtype).reshape(rows, cols)
     hx = host.view(dtype).reshape(rows, cols)
     off = min(offset, cols - 1)
+    launches.clear()
     got = dmlops.slice1(x, [0, off], [rows, cols - off], [row_step, step])
     want = hx[::row_step, off:][:, ::step]
     _check(got, want)
