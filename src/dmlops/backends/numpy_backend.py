@@ -110,11 +110,17 @@ class NumpyBackend:
         return {}
 
     def byte_view(self, obj: Any, writable: bool) -> tuple[np.ndarray[Any, Any], int]:
+        if type(obj) is np.ndarray and obj.flags.c_contiguous:
+            if writable and not obj.flags.writeable:
+                raise BindingError("an output buffer is read-only")
+            return obj, obj.nbytes  # its own buffer: views are made on it directly
         flat = self._bytes(obj, writable)
         return flat, int(flat.shape[0])
 
     def window(self, flat: Any, offset: int, size: int) -> Any:
-        return flat[offset : offset + size]
+        if offset == 0 and size == flat.nbytes:
+            return flat
+        return flat.reshape(-1).view(np.uint8)[offset : offset + size]
 
     def _bytes(self, obj: Any, writable: bool) -> np.ndarray[Any, Any]:
         if isinstance(obj, np.ndarray):
@@ -224,26 +230,15 @@ class NumpyBackend:
 
         return run_parallel
 
-    def bind(self, plan: Plan, inputs: Sequence[Any], outputs: Sequence[Any]) -> Callable[[], None]:
-        """Views built once; the returned call copies through them."""
-        if self._is_parallel(plan):
-            return self._parallel(plan, inputs, outputs)
-        pairs = [NumpyCopy.of(c, plan.element_size).views(inputs, outputs) for c in plan.copies]
-
-        def run() -> None:
-            for dst, src in pairs:
-                dst[...] = src
-
-        return run
-
 
 class _NumpyExecutor:
-    """A plan as numpy copies: views made per call from precomputed shapes and strides."""
+    """A plan as numpy copies: shapes, dtypes and byte strides computed once."""
 
     def __init__(self, backend: NumpyBackend, plan: Plan) -> None:
         self.backend = backend
         self.plan = plan
         self.parallel = backend._is_parallel(plan)
+        self.copies = [NumpyCopy.of(c, plan.element_size) for c in plan.copies]
         self.recipe = [
             (
                 c.shape,
@@ -255,7 +250,7 @@ class _NumpyExecutor:
                 c.dst_offset,
                 c.dst_strides,
             )
-            for c in (NumpyCopy.of(c, plan.element_size) for c in plan.copies)
+            for c in self.copies
         ]
 
     def __call__(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
@@ -267,4 +262,17 @@ class _NumpyExecutor:
             view(shape, dtype, outs[di], do, ds)[...] = view(shape, dtype, ins[si], so, ss)
 
     def bound(self, ins: Sequence[Any], outs: Sequence[Any]) -> Callable[[], None]:
-        return self.backend.bind(self.plan, ins, outs)
+        """Views built once; the returned call copies through them."""
+        if self.parallel:
+            return self.backend._parallel(self.plan, ins, outs)
+        view = np.ndarray
+        pairs = [
+            (view(shape, dtype, outs[di], do, ds), view(shape, dtype, ins[si], so, ss))
+            for shape, dtype, si, so, ss, di, do, ds in self.recipe
+        ]
+
+        def run() -> None:
+            for dst, src in pairs:
+                dst[...] = src
+
+        return run
