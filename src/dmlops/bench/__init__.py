@@ -76,7 +76,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", default="bench-results/results.json", help="where to write JSON")
     parser.add_argument("--plot", metavar="PNG", help="also draw the results into this PNG file")
+    parser.add_argument(
+        "--from-json",
+        metavar="JSON",
+        action="append",
+        help="measure nothing: print (and --plot) results saved by earlier runs",
+    )
     args = parser.parse_args(argv)
+    if args.from_json:
+        saved = [
+            Result.from_json(i) for f in args.from_json for i in json.loads(Path(f).read_text())
+        ]
+        print(format_table(saved))
+        if args.plot:
+            from .plot import plot
+
+            plot(saved, args.plot)
+        return 0
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX shares the GPU
     devices = ["cpu", "gpu"] if args.device == "all" else [args.device]
     if "gpu" in devices and not gpu_present():

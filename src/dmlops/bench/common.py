@@ -39,6 +39,19 @@ class Result:
         """Bandwidth counted as bytes read plus written (2 x output bytes)."""
         return 2 * self.output_bytes / self.times[name] / 1e9
 
+    @classmethod
+    def from_json(cls, item: dict[str, Any]) -> Result:
+        """A result written by as_json."""
+        return cls(
+            item["section"],
+            item["case"],
+            item["device"],
+            int(item["output_bytes"]),
+            item["reference"],
+            dict(item["median_seconds"]),
+            item.get("count"),
+        )
+
     def as_json(self) -> dict[str, Any]:
         return {
             "section": self.section,

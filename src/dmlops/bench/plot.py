@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from .common import Result
 
 __all__ = ["plot"]
@@ -22,7 +24,9 @@ def plot(results: list[Result], path: str) -> None:
     panels = (1 if bars else 0) + len(series)
     if panels == 0:
         return
-    fig, axes = plt.subplots(panels, 1, figsize=(max(8.0, 1.4 * len(bars)), 4.5 * panels))
+    fig, axes = plt.subplots(
+        panels, 1, figsize=(max(8.0, 0.9 * len(bars)), 4.5 * panels + (2.5 if bars else 0))
+    )
     axes_list = list(axes) if panels > 1 else [axes]
     if bars:
         ax = axes_list.pop(0)
@@ -32,7 +36,8 @@ def plot(results: list[Result], path: str) -> None:
             xs = [i + k * width for i, r in enumerate(bars) if n in r.times]
             ax.bar(xs, [r.gbps(n) for r in bars if n in r.times], width, label=n)
         ax.set_xticks([i + 0.4 for i in range(len(bars))])
-        ax.set_xticklabels([f"{r.device}\n{r.case}" for r in bars], fontsize=7)
+        labels = [textwrap.fill(f"{r.device}: {r.case}", 22) for r in bars]
+        ax.set_xticklabels(labels, fontsize=6, rotation=60, ha="right")
         ax.set_ylabel("GB/s (2 x output bytes / median time)")
         ax.legend(fontsize=7)
     for (device, op), rs in series.items():
