@@ -67,3 +67,14 @@ def to_host(a):  # type: ignore[no-untyped-def]
     import cupy
 
     return cupy.asnumpy(a)
+
+
+@pytest.fixture
+def launches():  # type: ignore[no-untyped-def]
+    """Every CUDA launch (its strategy group) while the test runs."""
+    from dmlops.backends.cuda import CudaBackend
+
+    backend = CudaBackend.instance()
+    backend.launch_log = []
+    yield backend.launch_log
+    backend.launch_log = None

@@ -11,16 +11,6 @@ from dmlops import Binding, BufferTensorDesc, DataType, Device, JoinDesc, SplitD
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")]
 
 
-@pytest.fixture
-def launches():  # type: ignore[no-untyped-def]
-    from dmlops.backends.cuda import CudaBackend
-
-    backend = CudaBackend.instance()
-    backend.launch_log = []
-    yield backend.launch_log
-    backend.launch_log = None
-
-
 def test_split_and_join_are_one_launch_each(launches) -> None:  # type: ignore[no-untyped-def]
     import cupy
 

@@ -16,16 +16,6 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="no CUDA 
 DTYPES = [np.int8, np.float16, np.float32, np.float64]
 
 
-@pytest.fixture
-def launches():  # type: ignore[no-untyped-def]
-    from dmlops.backends.cuda import CudaBackend
-
-    backend = CudaBackend.instance()
-    backend.launch_log = []
-    yield backend.launch_log
-    backend.launch_log = None
-
-
 def _random_buffer(n_bytes: int, seed: int):  # type: ignore[no-untyped-def]
     import cupy
 

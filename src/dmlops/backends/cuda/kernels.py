@@ -15,9 +15,13 @@ _cache: dict[tuple[str, tuple[tuple[str, int], ...]], Any] = {}
 _lock = threading.Lock()
 
 
+def _read(name: str) -> str:
+    return resources.files(__package__).joinpath(f"kernels/{name}").read_text()
+
+
 def source(kernel: str) -> str:
-    """The CUDA C++ source of one strategy's kernel."""
-    return resources.files(__package__).joinpath(f"kernels/{kernel}.cu").read_text()
+    """The CUDA C++ source of one strategy's kernel, with the shared header inlined."""
+    return _read(f"{kernel}.cu").replace('#include "common.cuh"', _read("common.cuh"))
 
 
 def compiled(cupy: Any, kernel: str, defines: tuple[tuple[str, int], ...]) -> Any:

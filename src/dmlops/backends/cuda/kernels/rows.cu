@@ -7,10 +7,11 @@
 // Row layout (long long): src, dst, tiles (of this piece), first tile, row bytes,
 // tiles per row, then per outer dimension: shape, source pitch, destination pitch (bytes).
 
+#include "common.cuh"
+
 #define TILE_VECTORS (THREADS * PER_THREAD)
 #define ROW (6 + 3 * OUTER)
 
-typedef unsigned char u8;
 
 __device__ __forceinline__ uint4 shifted(uint4 a, uint4 b, unsigned delta)
 {
@@ -35,12 +36,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 dmlops_rows(const long long* __restrict__ table, int pieces, long long tiles)
 {
     for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
-        int lo = 0, hi = pieces - 1;
-        while (lo < hi) {
-            int mid = (lo + hi + 1) >> 1;
-            if (table[(long long)mid * ROW + 3] <= t) lo = mid; else hi = mid - 1;
-        }
-        const long long* row = table + (long long)lo * ROW;
+        const long long* row = piece_of(table, pieces, ROW, t);
         // tile arithmetic in 32 bits: a piece has fewer than 2^31 tiles (checked on the host)
         const unsigned local = (unsigned)(t - row[3]);
         const long long row_bytes = row[4];

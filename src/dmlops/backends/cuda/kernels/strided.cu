@@ -14,20 +14,12 @@
 // In vector mode the innermost shape counts vectors, src is the lowest address a thread's
 // first vector reads, and the inner source stride is implied by GATHER and REVERSE.
 
+#include "common.cuh"
+
 #define V (VW / ES)
 #define TILE (THREADS * PER_THREAD)
 #define ROW (4 + 5 * RANK)
 
-typedef unsigned char u8;
-#if ES == 1
-typedef unsigned char T;
-#elif ES == 2
-typedef unsigned short T;
-#elif ES == 4
-typedef unsigned int T;
-#else
-typedef unsigned long long T;
-#endif
 #if VW == ES
 typedef T VT;
 #elif VW == 16
@@ -38,11 +30,6 @@ typedef uint2 VT;
 typedef unsigned int VT;
 #else
 typedef unsigned short VT;
-#endif
-#if IDX64
-typedef long long IDX;
-#else
-typedef int IDX;
 #endif
 
 union Vec { VT v; T e[V]; };
@@ -62,12 +49,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 dmlops_strided(const long long* __restrict__ table, int pieces, long long tiles)
 {
     for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
-        int lo = 0, hi = pieces - 1;
-        while (lo < hi) {
-            int mid = (lo + hi + 1) >> 1;
-            if (table[(long long)mid * ROW + 3] <= t) lo = mid; else hi = mid - 1;
-        }
-        const long long* row = table + (long long)lo * ROW;
+        const long long* row = piece_of(table, pieces, ROW, t);
         const u8* src = (const u8*)row[0];
         u8* dst = (u8*)row[1];
         const IDX count = (IDX)row[2];

@@ -9,20 +9,12 @@
 // Row layout (long long): src, dst, tiles (of this piece), first tile, tiles along P,
 // tiles along L, then per dimension: shape, source stride, destination stride (elements).
 
+#include "common.cuh"
+
 #define ROW (6 + 3 * RANK)
 #define WARPS (THREADS / 32)
 #define TILE (32 * V)
 
-typedef unsigned char u8;
-#if ES == 1
-typedef unsigned char T;
-#elif ES == 2
-typedef unsigned short T;
-#elif ES == 4
-typedef unsigned int T;
-#else
-typedef unsigned long long T;
-#endif
 #if V * ES == 1
 typedef unsigned char Cell;
 #elif V * ES == 2
@@ -34,11 +26,6 @@ typedef uint2 Cell;
 #else
 typedef uint4 Cell;
 #endif
-#if IDX64
-typedef long long IDX;
-#else
-typedef int IDX;
-#endif
 
 union Block { Cell row[V]; T e[V][V]; };  // row r: V elements along P (a source vector)
 
@@ -49,12 +36,7 @@ dmlops_transpose(const long long* __restrict__ table, int pieces, long long tile
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
-        int lo = 0, hi = pieces - 1;
-        while (lo < hi) {
-            int mid = (lo + hi + 1) >> 1;
-            if (table[(long long)mid * ROW + 3] <= t) lo = mid; else hi = mid - 1;
-        }
-        const long long* row = table + (long long)lo * ROW;
+        const long long* row = piece_of(table, pieces, ROW, t);
         // tile arithmetic in 32 bits: a piece has fewer than 2^31 tiles (checked on the host)
         unsigned local = (unsigned)(t - row[3]);
         const unsigned along_p = (unsigned)row[4], along_l = (unsigned)row[5];

@@ -1,0 +1,37 @@
+// What every dmlops kernel shares: byte and element types, index width, and the lookup of
+// the piece-table row a tile belongs to (column 3 of each row holds its first tile).
+#pragma once
+
+typedef unsigned char u8;
+
+#ifdef ES
+#if ES == 1
+typedef unsigned char T;
+#elif ES == 2
+typedef unsigned short T;
+#elif ES == 4
+typedef unsigned int T;
+#else
+typedef unsigned long long T;
+#endif
+#endif
+
+#ifdef IDX64
+#if IDX64
+typedef long long IDX;
+#else
+typedef int IDX;
+#endif
+#endif
+
+// the row of the last piece whose first tile is at or before tile t (binary search)
+__device__ __forceinline__ const long long* piece_of(
+    const long long* __restrict__ table, int pieces, int row_length, long long t)
+{
+    int lo = 0, hi = pieces - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) >> 1;
+        if (table[(long long)mid * row_length + 3] <= t) lo = mid; else hi = mid - 1;
+    }
+    return table + (long long)lo * row_length;
+}
