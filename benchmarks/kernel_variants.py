@@ -16,7 +16,10 @@ from dmlops.bench.layouts import CASES, bench_case
 VARIANTS = {
     "strided": [{"PER_THREAD": {"strided": n}} for n in (2, 4, 8)],
     "rows": [{"PER_THREAD": {"rows": n}} for n in (2, 4, 8)],
-    "transpose": [{"TRANSPOSE_BLOCK": {4: v, 2: v, 1: v}} for v in (1, 2)],
+    "transpose": [
+        {"TRANSPOSE_BLOCK": {4: v4, 2: v2, 1: v1}}
+        for v4, v2, v1 in ((2, 2, 4), (4, 4, 8), (4, 8, 8))
+    ],
 }
 WHICH = {
     "misaligned rows": "rows",
