@@ -34,7 +34,7 @@ SMALL_PER_THREAD = 2
 SMALL_TILES_PER_SM = 4
 ROW_BYTES = 128  # rows at least this long go to the rows kernel when vectors are ruled out
 MIN_TRANSPOSE = 16  # both tile axes at least this long
-TRANSPOSE_BLOCK = {1: 4, 2: 2, 4: 2, 8: 1}  # V x V register blocks: tiles of 32 V
+TRANSPOSE_BLOCK = {1: 4, 2: 4, 4: 2, 8: 1}  # V x V register blocks: tiles of 32 V
 MAX_GATHER = 4
 _INT32 = 2**31 - 1
 
