@@ -24,6 +24,8 @@ __all__ = [
     "StridedCopy",
     "Plan",
     "compose",
+    "build_plan",
+    "ElementCopy",
     "coalesce",
     "is_injective",
     "array_byte_span",
@@ -187,21 +189,42 @@ def compose(
     output_layouts: Sequence[Layout],
 ) -> Plan:
     """Lower logical copies through tensor layouts to a coalesced plan."""
-    strided: list[StridedCopy] = []
-    unused = (1 << 63, 0)
-    in_ext = [unused] * len(input_layouts)
-    out_ext = [unused] * len(output_layouts)
+    resolved = []
     for lc in copies:
         li, lo = input_layouts[lc.src], output_layouts[lc.dst]
         src_off = li.offset + sum(a * t for a, t in zip(lc.src_start, li.strides, strict=True))
         dst_off = lo.offset + sum(a * t for a, t in zip(lc.dst_start, lo.strides, strict=True))
-        src_st = [k * t for k, t in zip(lc.src_step, li.strides, strict=True)]
+        src_st = tuple(k * t for k, t in zip(lc.src_step, li.strides, strict=True))
+        resolved.append(ElementCopy(lc.src, src_off, src_st, lc.dst, dst_off, lo.strides, lc.shape))
+    return build_plan(element_size, resolved, len(input_layouts), len(output_layouts))
+
+
+@dataclass(frozen=True)
+class ElementCopy:
+    """A strided copy in elements of the bound buffers, before coalescing."""
+
+    src: int
+    src_offset: int
+    src_strides: tuple[int, ...]
+    dst: int
+    dst_offset: int
+    dst_strides: tuple[int, ...]
+    shape: tuple[int, ...]
+
+
+def build_plan(element_size: int, copies: Sequence[ElementCopy], inputs: int, outputs: int) -> Plan:
+    """Coalesce element-space copies into a plan and record each binding's byte span."""
+    strided: list[StridedCopy] = []
+    unused = (1 << 63, 0)
+    in_ext = [unused] * inputs
+    out_ext = [unused] * outputs
+    for ec in copies:
         shape, s_st, d_st, src_off, dst_off = coalesce(
-            lc.shape, src_st, lo.strides, src_off, dst_off
+            ec.shape, ec.src_strides, ec.dst_strides, ec.src_offset, ec.dst_offset
         )
         for off, st, ext, idx, side in (
-            (src_off, s_st, in_ext, lc.src, "input"),
-            (dst_off, d_st, out_ext, lc.dst, "output"),
+            (src_off, s_st, in_ext, ec.src, "input"),
+            (dst_off, d_st, out_ext, ec.dst, "output"),
         ):
             low, high = span(off, shape, st)
             if low < 0:
@@ -212,10 +235,10 @@ def compose(
             ext[idx] = (min(was[0], low * element_size), max(was[1], (high + 1) * element_size))
         strided.append(
             StridedCopy(
-                lc.src,
+                ec.src,
                 src_off * element_size,
                 s_st,
-                lc.dst,
+                ec.dst,
                 dst_off * element_size,
                 d_st,
                 shape,
