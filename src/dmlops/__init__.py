@@ -9,6 +9,7 @@ from .errors import (
     UnsupportedFeatureLevelError,
 )
 from .functional import join, slice, slice1, split
+from .graph import Graph, GraphTensor
 from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
 from .plan import Plan, StridedCopy
 from .tensor import (
@@ -31,6 +32,8 @@ __all__ = [
     "Device",
     "DmlError",
     "FeatureLevel",
+    "Graph",
+    "GraphTensor",
     "InvalidDescriptorError",
     "JoinDesc",
     "ModelError",

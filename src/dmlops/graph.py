@@ -1,0 +1,473 @@
+"""Graphs of data-movement operators compiled to one pass over memory.
+
+A builder in the spirit of DirectMLX (`dml::Graph`): inputs, then SLICE,
+SLICE1, SPLIT, JOIN, Reinterpret and Identity nodes. Every node is validated
+as DirectML validates its operator at the graph's feature level, with errors
+naming the node. Every tensor of the graph is held as *pieces*: boxes of its
+coordinates that read a graph input at an element offset with element
+strides. SLICE/SLICE1/SPLIT cut and step pieces, JOIN shifts them, Identity
+passes them on and Reinterpret re-expresses them where the new strides line
+up with the tensor's packed order. A graph output is then copied straight
+from the graph inputs: one plan, no intermediate tensor, bytes moved = bytes
+of the outputs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import DmlError, InvalidDescriptorError
+from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
+from .ops._axis import piece_starts
+from .plan import ElementCopy, Layout, Plan, build_plan
+from .tensor import BufferTensorDesc, DataType, FeatureLevel, int_tuple, packed_strides
+
+__all__ = ["Graph", "GraphTensor", "GraphDesc"]
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """Elements [start, start + shape) of a tensor: graph input `src` at offset + c . strides."""
+
+    start: tuple[int, ...]
+    shape: tuple[int, ...]
+    src: int
+    offset: int
+    strides: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class GraphTensor:
+    """A tensor of a graph: a graph input or a node's output (packed, as DirectML makes it)."""
+
+    graph: Graph
+    index: int
+    desc: BufferTensorDesc
+    node: int | None  # the node that made it; None for a graph input
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """The tensor's sizes."""
+        return self.desc.sizes
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _stepped(
+    pieces: list[_Piece], start: Sequence[int], step: Sequence[int], sizes: Sequence[int]
+) -> list[_Piece]:
+    """Pieces of out[c] = x[start + step * c] (per dimension; steps may be negative)."""
+    out = []
+    for p in pieces:
+        lo_c, hi_c = [], []
+        for b, n, s0, st, size in zip(p.start, p.shape, start, step, sizes, strict=True):
+            # the c in [0, size) with b <= s0 + st * c <= b + n - 1
+            if st > 0:
+                lo, hi = _ceil_div(b - s0, st), (b + n - 1 - s0) // st
+            else:
+                lo, hi = _ceil_div(b + n - 1 - s0, st), (b - s0) // st
+            lo, hi = max(lo, 0), min(hi, size - 1)
+            lo_c.append(lo)
+            hi_c.append(hi)
+        if any(h < lo for lo, h in zip(lo_c, hi_c, strict=True)):
+            continue
+        offset = p.offset + sum(
+            (s0 + st * c - b) * t
+            for s0, st, c, b, t in zip(start, step, lo_c, p.start, p.strides, strict=True)
+        )
+        out.append(
+            _Piece(
+                tuple(lo_c),
+                tuple(h - lo + 1 for lo, h in zip(lo_c, hi_c, strict=True)),
+                p.src,
+                offset,
+                tuple(t * st for t, st in zip(p.strides, step, strict=True)),
+            )
+        )
+    return out
+
+
+def _x_dims(p: _Piece, x_sizes: tuple[int, ...], merge: bool) -> list[list[int]]:
+    """[size, packed stride, box start, box size, address stride] of x's dimensions for one
+    piece; with `merge`, neighbours merged where the piece spans the inner one whole and it
+    continues the outer one in memory."""
+    packed = packed_strides(x_sizes)
+    dims = [
+        [s, ps, b, n, a]
+        for s, ps, b, n, a in zip(x_sizes, packed, p.start, p.shape, p.strides, strict=True)
+    ]
+    if not merge:
+        return dims
+    merged: list[list[int]] = []
+    for dim in reversed(dims):
+        if merged:
+            inner = merged[-1]
+            if inner[2] == 0 and inner[3] == inner[0] and dim[4] == inner[4] * inner[0]:
+                merged[-1] = [
+                    dim[0] * inner[0],
+                    inner[1],
+                    dim[2] * inner[0],
+                    dim[3] * inner[0],
+                    inner[4],
+                ]
+                continue
+        merged.append(dim)
+    return merged[::-1]
+
+
+def _reinterpreted(
+    pieces: list[_Piece], x_sizes: tuple[int, ...], sizes: tuple[int, ...], strides: tuple[int, ...]
+) -> list[_Piece] | None:
+    """Pieces of as_strided(packed(x), sizes, strides), or None where they are no boxes.
+
+    Each new dimension must walk one dimension of x (after merging contiguous
+    neighbours) without a carry; a piece then maps to a box of the result.
+    """
+    out = []
+    for p in pieces:
+        piece = _reinterpret_piece(p, _x_dims(p, x_sizes, False), sizes, strides)
+        if piece is None:  # a new dimension may span neighbours that are one run in memory
+            piece = _reinterpret_piece(p, _x_dims(p, x_sizes, True), sizes, strides)
+        if piece is None:
+            return None
+        if isinstance(piece, _Piece):
+            out.append(piece)
+    return out
+
+
+_OUTSIDE = object()
+
+
+def _reinterpret_piece(
+    p: _Piece, dims: list[list[int]], sizes: tuple[int, ...], strides: tuple[int, ...]
+) -> _Piece | object | None:
+    """One piece of the reinterpreted tensor; _OUTSIDE if none of it shows; None: no box."""
+    walk: list[tuple[int, int] | None] = []  # per new dimension: (x dimension, multiplier)
+    load = [0] * len(dims)
+    for m, t in zip(sizes, strides, strict=True):
+        if m == 1 or t == 0:
+            walk.append(None)
+            continue
+        for j, (size, ps, _, _, _) in enumerate(dims):
+            if size > 1 and t % ps == 0 and (t // ps) * (m - 1) <= size - 1:
+                walk.append((j, t // ps))
+                load[j] += (t // ps) * (m - 1)
+                break
+        else:
+            return None
+    if any(used > dims[j][0] - 1 for j, used in enumerate(load)):
+        return None
+    walkers: dict[int, list[int]] = {}
+    for d, w in enumerate(walk):
+        if w is not None:
+            walkers.setdefault(w[0], []).append(d)
+    lo = [0] * len(sizes)
+    hi = [m - 1 for m in sizes]
+    inside = True
+    for j, (size, _, b, n, _) in enumerate(dims):
+        ds = walkers.get(j, [])
+        if not ds:
+            inside = inside and b == 0  # the result stays at coordinate 0 along j
+        elif len(ds) == 1:
+            q = walk[ds[0]][1]  # type: ignore[index]
+            lo[ds[0]] = max(lo[ds[0]], _ceil_div(b, q))
+            hi[ds[0]] = min(hi[ds[0]], (b + n - 1) // q)
+        elif (b, n) != (0, size):
+            return None  # several new dimensions share a part of x: no box
+    if not inside or any(h < low for low, h in zip(lo, hi, strict=True)):
+        return _OUTSIDE
+    new_strides = [0 if w is None else w[1] * dims[w[0]][4] for w in walk]
+    base = p.offset - sum(b * a for _, _, b, _, a in dims)
+    offset = base + sum(c * u for c, u in zip(lo, new_strides, strict=True))
+    return _Piece(
+        tuple(lo),
+        tuple(h - low + 1 for low, h in zip(lo, hi, strict=True)),
+        p.src,
+        offset,
+        tuple(new_strides),
+    )
+
+
+@dataclass
+class _Node:
+    kind: str  # DirectML operator name
+    name: str | None
+    desc: OperatorDesc | None  # None for Reinterpret
+
+
+class GraphDesc:
+    """What a compiled graph binds: its inputs and outputs, named as DirectML names them."""
+
+    OPERATOR = "GRAPH"
+
+    def __init__(self, inputs: Sequence[GraphTensor], outputs: Sequence[GraphTensor]) -> None:
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+
+    @property
+    def operator_type(self) -> str:
+        return "DML_GRAPH"
+
+    def input_fields(self) -> list[tuple[str, BufferTensorDesc]]:
+        return [(f"InputTensors[{k}]", t.desc) for k, t in enumerate(self.inputs)]
+
+    def output_fields(self) -> list[tuple[str, BufferTensorDesc]]:
+        return [(f"OutputTensors[{k}]", t.desc) for k, t in enumerate(self.outputs)]
+
+
+class Graph:
+    """A DirectMLX-style graph builder of SLICE, SLICE1, SPLIT, JOIN, Reinterpret and Identity."""
+
+    def __init__(self, feature_level: FeatureLevel | int | str | None = None) -> None:
+        self.feature_level = (
+            FeatureLevel.newest() if feature_level is None else FeatureLevel.parse(feature_level)
+        )
+        self._inputs: list[GraphTensor] = []
+        self._tensors: list[GraphTensor] = []
+        self._pieces: list[list[_Piece]] = []
+        self._nodes: list[_Node] = []
+
+    # -- building ------------------------------------------------------------------------
+
+    def input(self, desc: BufferTensorDesc | Any, name: str | None = None) -> GraphTensor:
+        """A graph input, described by a BufferTensorDesc or by an array's dtype and shape."""
+        if not isinstance(desc, BufferTensorDesc):
+            dtype = getattr(desc, "dtype", None)
+            shape = getattr(desc, "shape", None)
+            if dtype is None or shape is None:
+                raise DmlError(
+                    "Graph.input: expected a BufferTensorDesc or an array, "
+                    f"got {type(desc).__name__}"
+                )
+            desc = BufferTensorDesc(
+                DataType.from_numpy(np.dtype(str(dtype).replace("torch.", ""))), tuple(shape)
+            )
+        desc.validate(f"GRAPH.InputTensors[{len(self._inputs)}]")
+        index = len(self._inputs)
+        layout = Layout.of_desc(desc)
+        t = self._add(
+            desc,
+            None,
+            [_Piece((0,) * len(desc.sizes), desc.sizes, index, layout.offset, layout.strides)],
+        )
+        self._inputs.append(t)
+        return t
+
+    def _add(self, desc: BufferTensorDesc, node: int | None, pieces: list[_Piece]) -> GraphTensor:
+        t = GraphTensor(self, len(self._tensors), desc, node)
+        self._tensors.append(t)
+        self._pieces.append(pieces)
+        return t
+
+    def _own(self, x: GraphTensor) -> list[_Piece]:
+        if not isinstance(x, GraphTensor) or x.graph is not self:
+            raise DmlError(f"a node's input must be a tensor of this graph, got {type(x).__name__}")
+        return self._pieces[x.index]
+
+    def _node(self, kind: str, name: str | None, desc: OperatorDesc | None) -> int:
+        k = len(self._nodes)
+        if desc is not None:
+            try:
+                desc.validate(self.feature_level)
+            except DmlError as e:
+                text = str(e)
+                prefix = f"{kind}."
+                where = f"node {k} ({kind}{f' {name!r}' if name else ''})"
+                raise type(e)(
+                    where + ("." + text[len(prefix) :] if text.startswith(prefix) else ": " + text)
+                ) from None
+        self._nodes.append(_Node(kind, name, desc))
+        return k
+
+    @staticmethod
+    def _packed(x: GraphTensor, sizes: Sequence[int]) -> BufferTensorDesc:
+        return BufferTensorDesc(x.desc.data_type, tuple(sizes))
+
+    def slice(
+        self,
+        x: GraphTensor,
+        offsets: Sequence[int],
+        sizes: Sequence[int],
+        strides: Sequence[int],
+        name: str | None = None,
+    ) -> GraphTensor:
+        """DML SLICE: out[c] = x[offsets + strides * c]."""
+        pieces = self._own(x)
+        desc = SliceDesc(
+            self._packed(x, x.sizes),
+            self._packed(x, int_tuple(sizes, "SLICE.Sizes")),
+            offsets,
+            sizes,
+            strides,
+        )
+        k = self._node("SLICE", name, desc)
+        return self._add(
+            desc.output_tensor, k, _stepped(pieces, desc.offsets, desc.strides, desc.sizes)
+        )
+
+    def slice1(
+        self,
+        x: GraphTensor,
+        window_offsets: Sequence[int],
+        window_sizes: Sequence[int],
+        window_strides: Sequence[int],
+        output_sizes: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> GraphTensor:
+        """DML SLICE1: out[c] = x[CopyStart + window_strides * c] (sizes: MaxCopiedElements)."""
+        pieces = self._own(x)
+        probe = Slice1Desc(x.desc, x.desc, window_offsets, window_sizes, window_strides)
+        if output_sizes is None:
+            try:
+                out_sizes = probe.default_output_sizes()
+            except DmlError:
+                out_sizes = x.sizes  # validation below reports the field
+        else:
+            out_sizes = int_tuple(output_sizes, "SLICE1.OutputTensor.Sizes")
+        desc = Slice1Desc(
+            self._packed(x, x.sizes),
+            self._packed(x, out_sizes),
+            window_offsets,
+            window_sizes,
+            window_strides,
+        )
+        k = self._node("SLICE1", name, desc)
+        start = [
+            o + (s - 1 if t < 0 else 0)
+            for o, s, t in zip(
+                desc.input_window_offsets,
+                desc.input_window_sizes,
+                desc.input_window_strides,
+                strict=True,
+            )
+        ]
+        return self._add(
+            desc.output_tensor, k, _stepped(pieces, start, desc.input_window_strides, out_sizes)
+        )
+
+    def split(
+        self, x: GraphTensor, axis: int, sizes: Sequence[int], name: str | None = None
+    ) -> list[GraphTensor]:
+        """DML SPLIT: cut x along axis into pieces of `sizes`."""
+        pieces = self._own(x)
+        ax = int(axis)
+        parts = int_tuple(sizes, "SPLIT sizes")
+        outs = [
+            self._packed(x, [p if d == ax else n for d, n in enumerate(x.sizes)]) for p in parts
+        ]
+        desc = SplitDesc(self._packed(x, x.sizes), outs, ax)
+        k = self._node("SPLIT", name, desc)
+        result = []
+        for out, at in zip(outs, piece_starts(outs, ax), strict=True):
+            start = [at if d == ax else 0 for d in range(len(x.sizes))]
+            result.append(self._add(out, k, _stepped(pieces, start, [1] * len(start), out.sizes)))
+        return result
+
+    def join(self, xs: Sequence[GraphTensor], axis: int, name: str | None = None) -> GraphTensor:
+        """DML JOIN: concatenate xs along axis."""
+        xs = list(xs)
+        if not xs:
+            raise InvalidDescriptorError("JOIN.InputCount is 0: must be greater than 0")
+        all_pieces = [self._own(x) for x in xs]
+        ax = int(axis)
+        first = xs[0]
+        sizes = list(first.sizes)
+        if 0 <= ax < len(sizes):
+            sizes[ax] = sum(x.sizes[ax] if len(x.sizes) > ax else 0 for x in xs)
+        desc = JoinDesc([self._packed(x, x.sizes) for x in xs], self._packed(first, sizes), ax)
+        k = self._node("JOIN", name, desc)
+        joined = []
+        for pieces, at in zip(all_pieces, piece_starts(desc.input_tensors, ax), strict=True):
+            for p in pieces:
+                start = tuple(s + (at if d == ax else 0) for d, s in enumerate(p.start))
+                joined.append(_Piece(start, p.shape, p.src, p.offset, p.strides))
+        return self._add(desc.output_tensor, k, joined)
+
+    def identity(self, x: GraphTensor, name: str | None = None) -> GraphTensor:
+        """DML_OPERATOR_ELEMENT_WISE_IDENTITY (no scale or bias): x, materialised packed."""
+        pieces = self._own(x)
+        k = self._node("ELEMENT_WISE_IDENTITY", name, None)
+        return self._add(self._packed(x, x.sizes), k, list(pieces))
+
+    def reinterpret(
+        self,
+        x: GraphTensor,
+        sizes: Sequence[int],
+        strides: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> GraphTensor:
+        """DirectMLX Reinterpret: new sizes and element strides over x's (packed) elements."""
+        pieces = self._own(x)
+        k = len(self._nodes)
+        where = f"node {k} (REINTERPRET{f' {name!r}' if name else ''})"
+        new = BufferTensorDesc(x.desc.data_type, sizes, strides)
+        try:
+            new.validate(where)
+        except DmlError as e:
+            raise type(e)(str(e)) from None
+        if new.implied_size_in_bytes > x.desc.total_tensor_size_in_bytes:
+            raise InvalidDescriptorError(
+                f"{where}.Sizes {list(new.sizes)} with Strides {list(new.effective_strides)} reach "
+                f"{new.implied_size_in_bytes} bytes: the tensor holds "
+                f"{x.desc.total_tensor_size_in_bytes}"
+            )
+        composed = _reinterpreted(pieces, x.sizes, new.sizes, new.effective_strides)
+        if composed is None:
+            raise InvalidDescriptorError(
+                f"{where}: Sizes {list(new.sizes)} with Strides {list(new.effective_strides)} do "
+                f"not line up with the packed order of sizes {list(x.sizes)} as pieces of the "
+                "graph's inputs; this release composes such a view only where each new "
+                "dimension walks one dimension of the tensor without a carry"
+            )
+        self._node("REINTERPRET", name, None)
+        return self._add(self._packed(x, new.sizes), k, composed)
+
+    # -- compiling -----------------------------------------------------------------------
+
+    def plan(self, outputs: Sequence[GraphTensor]) -> Plan:
+        """The strided copies from the graph's inputs to these outputs: no intermediates."""
+        outputs = list(outputs)
+        if not outputs:
+            raise DmlError("a graph needs at least one output")
+        dts = {t.desc.data_type for t in self._inputs}
+        if len(dts) > 1:
+            raise DmlError("a graph's inputs share one data type in this release")
+        copies = []
+        for k, out in enumerate(outputs):
+            pieces = self._own(out)
+            covered = sum(math.prod(p.shape) for p in pieces)
+            if covered != math.prod(out.sizes):
+                raise DmlError(
+                    f"output {k}: {covered} of {math.prod(out.sizes)} elements are written"
+                )
+            layout = Layout.of_desc(out.desc)
+            for p in pieces:
+                dst = layout.offset + sum(
+                    a * t for a, t in zip(p.start, layout.strides, strict=True)
+                )
+                copies.append(
+                    ElementCopy(p.src, p.offset, p.strides, k, dst, layout.strides, p.shape)
+                )
+        element_size = outputs[0].desc.data_type.element_size
+        return build_plan(element_size, copies, len(self._inputs), len(outputs))
+
+    def compile(self, outputs: Sequence[GraphTensor], device: Any = None) -> Any:
+        """A compiled operator (execute / bind / dispatch) running the graph in one plan."""
+        from .device import CompiledOperator, Device
+
+        dev = device if device is not None else Device(self.feature_level)
+        return CompiledOperator(dev, GraphDesc(self._inputs, list(outputs)), self.plan(outputs))  # type: ignore[arg-type]
+
+    def describe(self) -> str:
+        """One line per node, for humans."""
+        lines = [f"graph at {self.feature_level.dml_name}: {len(self._inputs)} inputs"]
+        for k, n in enumerate(self._nodes):
+            lines.append(f"  node {k}: {n.kind}{f' {n.name!r}' if n.name else ''}")
+        return "\n".join(lines)

@@ -1,0 +1,216 @@
+"""Graphs: real-model patterns compile to one plan with no intermediates; random graphs match
+the same nodes run one by one through the single-operator API, bit for bit."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dmlops
+from conftest import to_device, to_host
+from dmlops import BufferTensorDesc, DataType, Device, DmlError, Graph
+from dmlops.tensor import packed_strides
+from strategies import DATA_TYPES
+
+F32 = DataType.FLOAT32
+
+
+def _run(graph: Graph, outputs, inputs, backend: str = "numpy"):  # type: ignore[no-untyped-def]
+    """Compile and execute on buffers of each tensor's TotalTensorSizeInBytes; outputs start as
+    0xAB bytes, so an element left unwritten shows."""
+    op = graph.compile(outputs, Device(backend=backend))
+    in_bufs = []
+    for (_, desc), x in zip(op.desc.input_fields(), inputs):
+        buf = np.zeros(desc.total_tensor_size_in_bytes, np.uint8)
+        buf[: x.nbytes] = np.ascontiguousarray(x).reshape(-1).view(np.uint8)
+        in_bufs.append(to_device(backend, buf))
+    out_bufs = [
+        to_device(backend, np.full(desc.total_tensor_size_in_bytes, 0xAB, np.uint8))
+        for _, desc in op.desc.output_fields()
+    ]
+    op.execute(in_bufs, out_bufs)
+    results = []
+    for t, buf in zip(outputs, out_bufs):
+        nbytes = math.prod(t.sizes) * t.desc.data_type.element_size
+        results.append(to_host(buf)[:nbytes].view(t.desc.data_type.numpy_dtype).reshape(t.sizes))
+    return op, results
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a).view(f"u{a.itemsize}")
+
+
+def test_focus_stem_is_four_copies_and_no_intermediate(backend: str) -> None:
+    x = np.random.default_rng(0).standard_normal((2, 3, 16, 16), dtype=np.float32)
+    g = Graph()
+    xi = g.input(x)
+    parts = [
+        g.slice(xi, [0, 0, a, b], [2, 3, 8, 8], [1, 1, 2, 2], name=f"s{a}{b}")
+        for a, b in ((0, 0), (1, 0), (0, 1), (1, 1))
+    ]
+    y = g.join(parts, 1, name="cat")
+    op, (out,) = _run(g, [y], [x], backend)
+    want = np.concatenate(
+        [x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]], 1
+    )
+    np.testing.assert_array_equal(out, want)
+    assert len(op.plan.copies) == 4
+    assert op.plan.bytes_written == out.nbytes  # every byte written once, straight from x
+
+
+def test_qkv_split_and_head_transpose(backend: str) -> None:
+    b, t, h, d = 2, 7, 3, 8
+    x = np.random.default_rng(1).standard_normal((b, t, 3 * h * d), dtype=np.float32)
+    g = Graph()
+    xi = g.input(x)
+    q, k, v = g.split(xi, 2, [h * d] * 3, name="qkv")
+    heads = [g.reinterpret(z, [b, h, t, d], [t * h * d, d, h * d, 1]) for z in (q, k, v)]
+    op, outs = _run(g, heads, [x], backend)
+    ref = x.reshape(b, t, 3, h, d).transpose(2, 0, 3, 1, 4)
+    for o, r in zip(outs, ref):
+        np.testing.assert_array_equal(o, r)
+    assert op.plan.bytes_written == x.nbytes
+
+
+def test_pixel_unshuffle_and_kv_cache_append(backend: str) -> None:
+    n, c, h, w, r = 2, 3, 4, 5, 2
+    x = np.random.default_rng(2).standard_normal((n, c, h * r, w * r), dtype=np.float32)
+    g = Graph()
+    xi = g.input(x)
+    v = g.reinterpret(
+        xi, [n, c, r, r, h, w], [c * h * r * w * r, h * r * w * r, w * r, 1, r * w * r, r]
+    )
+    y = g.identity(v, name="unshuffle")
+    _, (out,) = _run(g, [y], [x], backend)
+    np.testing.assert_array_equal(out, x.reshape(n, c, h, r, w, r).transpose(0, 1, 3, 5, 2, 4))
+
+    cache = np.random.default_rng(3).standard_normal((2, 4, 9, 16), dtype=np.float32)
+    new = np.random.default_rng(4).standard_normal((2, 4, 1, 16), dtype=np.float32)
+    g = Graph()
+    y = g.join([g.input(cache), g.input(new)], 2)
+    op, (out,) = _run(g, [y], [cache, new], backend)
+    np.testing.assert_array_equal(out, np.concatenate([cache, new], 2))
+    assert len(op.plan.copies) == 2
+
+
+def test_errors_name_the_node() -> None:
+    g = Graph(feature_level="3_0")
+    x = g.input(BufferTensorDesc(F32, [1, 1, 6, 8]))
+    r = g.slice1(x, [0, 0, 0, 0], [1, 1, 6, 8], [1, 1, 1, -1])
+    with pytest.raises(
+        DmlError,
+        match=r"^node 1 \(SLICE1 'crop'\)\.InputWindowStrides\[2\] is 0: strides may not be 0$",
+    ):
+        g.slice1(r, [0, 0, 0, 0], [1, 1, 6, 8], [1, 1, 0, 1], name="crop")
+    with pytest.raises(
+        DmlError,
+        match=r"^node 1 \(JOIN\)\.InputTensors\[0\]\.DimensionCount is 3: .* need DML_FEATURE_LEVEL_3_1$",
+    ):
+        y = g.input(BufferTensorDesc(F32, [2, 3, 4]))
+        g.join([y, y], 0)
+    t = g.reinterpret(r, [1, 1, 8, 6], [48, 48, 1, 8])
+    with pytest.raises(
+        DmlError, match=r"node 2 \(REINTERPRET 'flat'\): Sizes \[48\] .* do not line up"
+    ):
+        g.reinterpret(t, [48], [1], name="flat")
+    with pytest.raises(DmlError, match=r"reach 388 bytes: the tensor holds 192"):
+        g.reinterpret(r, [97], [1])
+    with pytest.raises(DmlError, match=r"must be a tensor of this graph"):
+        Graph().identity(r)
+
+
+# --- random graphs against node-by-node execution ------------------------------------------
+
+
+@st.composite
+def random_graph(draw):  # type: ignore[no-untyped-def]
+    dt = draw(st.sampled_from(DATA_TYPES))
+    rank = draw(st.integers(1, 4))
+    shape = [draw(st.integers(1, 5)) for _ in range(rank)]
+    seed = draw(st.integers(0, 2**31))
+    host = np.random.default_rng(seed).integers(
+        0, 256, math.prod(shape) * dt.element_size, dtype=np.uint8
+    )
+    x = host.view(dt.numpy_dtype).reshape(shape)
+    g = Graph()
+    cur = g.input(x)
+    ref = x
+    outputs, refs = [], []
+    for _ in range(draw(st.integers(2, 8))):
+        kind = draw(
+            st.sampled_from(
+                ["slice1", "slice", "split", "join", "identity", "transpose", "reshape"]
+            )
+        )
+        sizes = list(cur.sizes)
+        n = len(sizes)
+        if kind == "slice1":
+            offs = [draw(st.integers(0, s - 1)) for s in sizes]
+            win = [draw(st.integers(1, s - o)) for s, o in zip(sizes, offs)]
+            steps = [draw(st.sampled_from([1, 2, 3, -1, -2])) for _ in sizes]
+            cur = g.slice1(cur, offs, win, steps)
+            ref = dmlops.slice1(ref, offs, win, steps)
+        elif kind == "slice":
+            steps = [draw(st.integers(1, 2)) for _ in sizes]
+            offs = [draw(st.integers(0, s - 1)) for s in sizes]
+            out = [
+                draw(st.integers(1, 1 + (s - 1 - o) // t)) for s, o, t in zip(sizes, offs, steps)
+            ]
+            cur = g.slice(cur, offs, out, steps)
+            ref = dmlops.slice(ref, offs, out, steps)
+        elif kind == "split":
+            axis = draw(st.integers(0, n - 1))
+            if sizes[axis] < 2:
+                continue
+            cut = draw(st.integers(1, sizes[axis] - 1))
+            parts = g.split(cur, axis, [cut, sizes[axis] - cut])
+            ref_parts = dmlops.split(ref, axis, [cut, sizes[axis] - cut])
+            keep = draw(st.integers(0, 1))
+            outputs.append(parts[1 - keep])
+            refs.append(ref_parts[1 - keep])
+            cur, ref = parts[keep], ref_parts[keep]
+        elif kind == "join":
+            axis = draw(st.integers(0, n - 1))
+            flip = [1] * n
+            flip[axis] = -1
+            other = g.slice1(cur, [0] * n, sizes, flip)
+            ref_other = dmlops.slice1(ref, [0] * n, sizes, flip)
+            cur = g.join([cur, other], axis)
+            ref = dmlops.join([ref, ref_other], axis)
+        elif kind == "identity":
+            cur = g.identity(cur)
+        elif kind == "transpose":
+            perm = draw(st.permutations(range(n)))
+            packed = packed_strides(sizes)
+            cur = g.reinterpret(cur, [sizes[p] for p in perm], [packed[p] for p in perm])
+            ref = np.ascontiguousarray(ref).transpose(perm).copy()
+        else:  # reshape: split one dimension into two factors
+            dims = [d for d, s in enumerate(sizes) if s >= 4 and s % 2 == 0]
+            if not dims or n >= 8:
+                continue
+            d = draw(st.sampled_from(dims))
+            new = [*sizes[:d], 2, sizes[d] // 2, *sizes[d + 1 :]]
+            try:
+                cur = g.reinterpret(cur, new, packed_strides(new))
+            except DmlError as e:
+                assert "do not line up" in str(e)
+                continue
+            ref = np.ascontiguousarray(ref).reshape(new).copy()
+    outputs.append(cur)
+    refs.append(ref)
+    return g, [x], outputs, refs
+
+
+@settings(max_examples=80)
+@given(case=random_graph())
+def test_random_graphs_match_node_by_node(backend: str, case) -> None:  # type: ignore[no-untyped-def]
+    g, inputs, outputs, refs = case
+    op, got = _run(g, outputs, inputs, backend)
+    assert op.plan.bytes_written == sum(o.nbytes for o in got)  # no intermediate tensor
+    for o, r in zip(got, refs):
+        assert o.shape == r.shape
+        np.testing.assert_array_equal(_bits(o), _bits(np.asarray(r)))
