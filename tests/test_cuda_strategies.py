@@ -169,3 +169,21 @@ def test_large_strided_copies_take_more_vectors_per_thread() -> None:
     )
     ((kernel, d),) = kernels_for(desc)
     assert kernel == "strided" and d["PER_THREAD"] == 8
+
+
+def test_odd_offset_gathers_share_the_vector_kernel_through_a_phase() -> None:
+    # the four slices of a Focus stem: even and odd rows and columns, one launch
+    from dmlops import Graph
+
+    g = Graph()
+    x = g.input(BufferTensorDesc(F32, [1, 3, 64, 64]))
+    parts = [
+        g.slice(x, [0, 0, a, b], [1, 3, 32, 32], [1, 1, 2, 2])
+        for a, b in ((0, 0), (1, 0), (0, 1), (1, 1))
+    ]
+    plan = g.plan([g.join(parts, 1)])
+    groups = group_copies(plan, (BASE,), (BASE * 4,))
+    assert len(groups) == 1 and groups[0].kernel == "strided"
+    d = dict(groups[0].defines)
+    assert d["GATHER"] == 2 and d["VW"] == 16
+    assert sorted(set(groups[0].table[:, 4].tolist())) == [0, 1]  # the phases

@@ -61,6 +61,17 @@ class Group:
         return int(self.table.shape[0])
 
 
+def _block(src: int, es: int, width: int, gather: int, reverse: bool) -> tuple[int, int] | None:
+    """(aligned address of the first block a vector loads, phase of the first kept element in
+    it), or None where no such block exists (the phase must stay below `gather`)."""
+    v = width // es
+    lowest = src - (v - 1) * gather * es if reverse else src
+    skew = lowest % width
+    if skew % es or skew // es > gather - 1:
+        return None
+    return lowest - skew, skew // es
+
+
 def _vector(copy: StridedCopy, src: int, dst: int, es: int) -> Choice | None:
     shape, ss, ds = copy.shape, copy.src_strides, copy.dst_strides
     if ds[-1] != 1 or not 1 <= abs(ss[-1]) <= MAX_GATHER:
@@ -74,8 +85,7 @@ def _vector(copy: StridedCopy, src: int, dst: int, es: int) -> Choice | None:
             continue  # every aligned block a gather reads must hold an element it keeps
         if shape[-1] % v or any(s % v for s in ss[:-1] + ds[:-1]):
             continue
-        first = src - (v * gather - 1) * es if reverse else src
-        if first % width or dst % width:
+        if _block(src, es, width, gather, reverse) is None or dst % width:
             continue
         return Choice(
             "strided",
@@ -147,14 +157,18 @@ def _strided_row(
     pad = rank - len(copy.shape)
     shape = [1] * pad + [*copy.shape[:-1], copy.shape[-1] // v]
     count = math.prod(shape)
-    if v > 1 and reverse:
-        src -= (v * gather - 1) * es
+    phase = 0
+    if v > 1:
+        block = _block(src, es, width, gather, bool(reverse))
+        assert block is not None  # _vector chose this width for these addresses
+        src, phase = block
     magic, shift = zip(*(fast_divider(n) for n in shape), strict=True)
     row = [
         src,
         dst,
         count,
         first,
+        phase,
         *shape,
         *([0] * pad + list(copy.src_strides)),
         *([0] * pad + list(copy.dst_strides)),

@@ -9,16 +9,17 @@
 //   REVERSE  vector mode reads the inner axis backwards
 //   IDX64    64-bit index arithmetic (else 32-bit with precomputed fast division)
 //
-// Row layout (long long): src, dst, vectors, first tile, then per dimension:
+// Row layout (long long): src, dst, vectors, first tile, phase, then per dimension:
 // shape, source stride, destination stride (elements), division magic, division shift.
-// In vector mode the innermost shape counts vectors, src is the lowest address a thread's
-// first vector reads, and the inner source stride is implied by GATHER and REVERSE.
+// In vector mode the innermost shape counts vectors, src is the lowest (aligned) address a
+// thread's first vector reads, and the inner source stride is implied by GATHER and REVERSE;
+// a gather keeps elements phase, phase + GATHER, ... of each block it loads.
 
 #include "common.cuh"
 
 #define V (VW / ES)
 #define TILE (THREADS * PER_THREAD)
-#define ROW (4 + 5 * RANK)
+#define ROW (5 + 5 * RANK)
 
 #if VW == ES
 typedef T VT;
@@ -54,15 +55,16 @@ dmlops_strided(const long long* __restrict__ table, int pieces, long long tiles)
         u8* dst = (u8*)row[1];
         const IDX count = (IDX)row[2];
         const IDX first = (IDX)((t - row[3]) * TILE);
+        const int phase = (int)row[4];  // gathers: where the first kept element sits in a block
         IDX shape[RANK], sstr[RANK], dstr[RANK];
         unsigned magic[RANK], shift[RANK];
         #pragma unroll
         for (int d = 0; d < RANK; ++d) {
-            shape[d] = (IDX)row[4 + d];
-            sstr[d] = (IDX)row[4 + RANK + d];
-            dstr[d] = (IDX)row[4 + 2 * RANK + d];
-            magic[d] = (unsigned)row[4 + 3 * RANK + d];
-            shift[d] = (unsigned)row[4 + 4 * RANK + d];
+            shape[d] = (IDX)row[5 + d];
+            sstr[d] = (IDX)row[5 + RANK + d];
+            dstr[d] = (IDX)row[5 + 2 * RANK + d];
+            magic[d] = (unsigned)row[5 + 3 * RANK + d];
+            shift[d] = (unsigned)row[5 + 4 * RANK + d];
         }
         const IDX end = first + TILE < count ? first + TILE : count;
         VT buf[PER_THREAD][GATHER];
@@ -108,14 +110,29 @@ dmlops_strided(const long long* __restrict__ table, int pieces, long long tiles)
                 #pragma unroll
                 for (int g = 0; g < GATHER; ++g) in.v[g] = buf[k][g];
                 Vec out;
+#if GATHER == 1
                 #pragma unroll
-                for (int j = 0; j < V; ++j) {
-#if REVERSE
-                    out.e[j] = in.e[(V - 1 - j) * GATHER + GATHER - 1];
+                for (int j = 0; j < V; ++j) out.e[j] = in.e[REVERSE ? V - 1 - j : j];
 #else
-                    out.e[j] = in.e[j * GATHER];
+                // the phase is uniform in a piece: one branch, constant register indices
+                switch (phase) {
+#define DMLOPS_PICK(PH)                                                              \
+                case PH:                                                             \
+                    _Pragma("unroll")                                                \
+                    for (int j = 0; j < V; ++j)                                      \
+                        out.e[j] = in.e[(REVERSE ? V - 1 - j : j) * GATHER + (PH)];  \
+                    break;
+                    DMLOPS_PICK(0)
+                    DMLOPS_PICK(1)
+#if GATHER > 2
+                    DMLOPS_PICK(2)
 #endif
+#if GATHER > 3
+                    DMLOPS_PICK(3)
+#endif
+#undef DMLOPS_PICK
                 }
+#endif
                 *to = out.v;
 #endif
             }
