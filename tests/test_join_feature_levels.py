@@ -104,7 +104,8 @@ def test_onnx_concat_at_3_0_says_which_level_it_needs() -> None:
     x3 = np.arange(8, dtype=np.float32).reshape(2, 2, 2)
     dev30 = dmlops.Device(feature_level="3_0")
     with pytest.raises(
-        dmlops.DmlError, match=r"JOIN\..*3 dimensions of FLOAT32 need DML_FEATURE_LEVEL_3_1"
+        dmlops.DmlError,
+        match=r"ONNX node 'Concat': node 0 \(JOIN\)\.InputTensors\[0\]\..*3 dimensions of FLOAT32 need DML_FEATURE_LEVEL_3_1",
     ):
         dml_onnx.run(concat_model(3), {"a": x3, "b": x3}, device=dev30)
     (y,) = dml_onnx.run(

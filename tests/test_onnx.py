@@ -24,7 +24,18 @@ def _cases() -> list:  # type: ignore[type-arg]
     return [
         c
         for c in cases
-        if c.name.startswith(("test_slice", "test_split_", "test_concat_"))
+        if c.name.startswith(
+            (
+                "test_slice",
+                "test_split_",
+                "test_concat_",
+                "test_transpose",
+                "test_reshape",
+                "test_squeeze",
+                "test_unsqueeze",
+                "test_flatten",
+            )
+        )
         and "split_to_sequence" not in c.name
     ]
 

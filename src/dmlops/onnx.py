@@ -12,13 +12,22 @@ from typing import Any
 
 import numpy as np
 
-from . import functional
 from .device import Device
 from .errors import ModelError
 
-__all__ = ["run", "slice_window", "split_sizes", "SUPPORTED_OPS"]
+__all__ = ["run", "compile", "slice_window", "split_sizes", "SUPPORTED_OPS"]
 
-SUPPORTED_OPS = ("Slice", "Split", "Concat", "Identity")
+SUPPORTED_OPS = (
+    "Slice",
+    "Split",
+    "Concat",
+    "Identity",
+    "Transpose",
+    "Reshape",
+    "Squeeze",
+    "Unsqueeze",
+    "Flatten",
+)
 _INT64_MAX = 2**63 - 1
 
 
@@ -97,130 +106,62 @@ def split_sizes(
     return sizes
 
 
-def _empty_like(x: Any, shape: Sequence[int]) -> Any:
-    if isinstance(x, np.ndarray):
-        return np.empty(tuple(shape), dtype=x.dtype)
-    import cupy
-
-    return cupy.empty(tuple(shape), dtype=x.dtype)
-
-
-def _attrs(node: Any) -> dict[str, Any]:
-    import onnx
-
-    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-
-
-def _ints(x: Any) -> list[int]:
-    if x is None:
-        return []
-    arr = x if isinstance(x, np.ndarray) else x.get()
-    return [int(v) for v in np.asarray(arr).ravel()]
-
-
-def _slice(node: Any, args: list[Any], opset: int, level: Any) -> list[Any]:
-    a = _attrs(node)
-    x = args[0]
-    if opset < 10:
-        starts, ends, axes, steps = a["starts"], a["ends"], a.get("axes"), None
-    else:
-        starts, ends = _ints(args[1]), _ints(args[2])
-        axes = _ints(args[3]) if len(args) > 3 and args[3] is not None else None
-        steps = _ints(args[4]) if len(args) > 4 and args[4] is not None else None
-    offsets, sizes, strides, out = slice_window(x.shape, starts, ends, axes, steps)
-    if 0 in out:
-        return [_empty_like(x, out)]
-    return [functional.slice1(x, offsets, sizes, strides, out, feature_level=level)]
-
-
-def _split(node: Any, args: list[Any], opset: int, level: Any) -> list[Any]:
-    a = _attrs(node)
-    x = args[0]
-    axis = _axis(int(a.get("axis", 0)), x.ndim, "Split")
-    split = (
-        a.get("split")
-        if opset < 13
-        else (_ints(args[1]) if len(args) > 1 and args[1] is not None else None)
-    )
-    sizes = split_sizes(x.shape[axis], len(node.output), split, a.get("num_outputs"))
-    shapes = [tuple(s if d == axis else n for d, n in enumerate(x.shape)) for s in sizes]
-    nonempty = [s for s in sizes if s > 0]
-    if not nonempty:
-        return [_empty_like(x, sh) for sh in shapes]
-    pieces = (
-        iter(functional.split(x, axis, nonempty, feature_level=level))
-        if 0 not in x.shape
-        else iter([])
-    )
-    return [
-        next(pieces) if s > 0 and 0 not in x.shape else _empty_like(x, sh)
-        for s, sh in zip(sizes, shapes, strict=True)
-    ]
-
-
-def _concat(node: Any, args: list[Any], opset: int, level: Any) -> list[Any]:
-    axis = int(_attrs(node)["axis"])
-    first = args[0]
-    axis = _axis(axis, first.ndim, "Concat")
-    shape = list(first.shape)
-    shape[axis] = sum(x.shape[axis] for x in args)
-    parts = [x for x in args if x.size > 0]
-    if not parts or 0 in shape:
-        return [_empty_like(first, shape)]
-    return [functional.join(parts, axis, feature_level=level)]
-
-
-_HANDLERS = {"Slice": _slice, "Split": _split, "Concat": _concat}
-
-
 def run(
     model: Any,
     inputs: Mapping[str, Any] | Sequence[Any],
     device: Device | None = None,
 ) -> list[Any]:
-    """Run an ONNX model made of Slice, Split, Concat and Identity nodes; returns its outputs."""
-    import onnx
-    from onnx import numpy_helper
+    """Run an ONNX model of Slice, Split, Concat, Identity, Transpose, Reshape, Squeeze,
+    Unsqueeze and Flatten nodes as one compiled graph; returns its outputs."""
+    compiled, values = _prepare(model, inputs, device)
+    result: list[Any] = compiled.run(values)
+    return result
 
-    if isinstance(model, (str, Path)):
-        model = onnx.load(str(model))
-    elif isinstance(model, bytes):
-        model = onnx.load_from_string(model)
+
+def compile(  # noqa: A001 - the ONNX verb
+    model: Any,
+    inputs: Mapping[str, Any] | Sequence[Any],
+    device: Device | None = None,
+) -> Any:
+    """The model lowered into one dmlops Graph for these inputs' shapes (see onnx_graph)."""
+    return _prepare(model, inputs, device)[0]
+
+
+def _prepare(
+    model: Any, inputs: Mapping[str, Any] | Sequence[Any], device: Device | None
+) -> tuple[Any, dict[str, Any]]:
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    from .onnx_graph import compile_model
+
+    try:
+        if isinstance(model, (str, Path)):
+            model = onnx.load(str(model))
+        elif isinstance(model, bytes):
+            model = onnx.load_from_string(model)
+    except (DecodeError, OSError, ValueError) as e:
+        raise ModelError(f"ONNX model could not be read: {e}") from None
     device = device or Device()
     cuda = device.backend.name == "cuda"
 
     def place(a: Any) -> Any:
-        a = np.asarray(a) if not cuda else a
         if cuda:
             import cupy
 
-            return cupy.asarray(a)
-        return a
+            return a if not isinstance(a, np.ndarray) else cupy.asarray(a)
+        return np.asarray(a)
 
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
     graph = model.graph
-    values: dict[str, Any] = {i.name: place(numpy_helper.to_array(i)) for i in graph.initializer}
-    names = [i.name for i in graph.input if i.name not in values]
+    initialized = {i.name for i in graph.initializer}
+    names = [i.name for i in graph.input if i.name not in initialized]
     if isinstance(inputs, Mapping):
         for n in names:
             if n not in inputs:
                 raise ModelError(f"ONNX model input '{n}' was not given")
-        values.update({n: place(inputs[n]) for n in names})
+        values = {n: place(inputs[n]) for n in names}
     else:
         if len(inputs) != len(names):
             raise ModelError(f"ONNX model takes {len(names)} inputs, {len(inputs)} given")
-        values.update({n: place(v) for n, v in zip(names, inputs, strict=True)})
-    for node in graph.node:
-        if node.domain not in ("", "ai.onnx") or node.op_type not in SUPPORTED_OPS:
-            raise ModelError(
-                f"ONNX node '{node.name or node.op_type}': {node.op_type} is not one of "
-                + ", ".join(SUPPORTED_OPS)
-            )
-        args = [values[n] if n else None for n in node.input]
-        outs = (
-            [args[0]]
-            if node.op_type == "Identity"
-            else _HANDLERS[node.op_type](node, args, opset, device.feature_level)
-        )
-        values.update(zip(node.output, outs, strict=True))
-    return [values[o.name] for o in graph.output]
+        values = {n: place(v) for n, v in zip(names, inputs, strict=True)}
+    return compile_model(model, values, device), values
