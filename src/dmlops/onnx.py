@@ -146,11 +146,17 @@ def _prepare(
     cuda = device.backend.name == "cuda"
 
     def place(a: Any) -> Any:
+        """The array on the device, contiguous (a graph binds whole buffers)."""
         if cuda:
             import cupy
 
-            return a if not isinstance(a, np.ndarray) else cupy.asarray(a)
-        return np.asarray(a)
+            if isinstance(a, np.ndarray):
+                return cupy.asarray(a)
+            contiguous = getattr(a, "is_contiguous", None)  # torch
+            if contiguous is not None:
+                return a if contiguous() else a.contiguous()
+            return cupy.ascontiguousarray(cupy.asarray(a))
+        return np.ascontiguousarray(a)
 
     graph = model.graph
     initialized = {i.name for i in graph.initializer}
