@@ -214,3 +214,50 @@ def test_random_graphs_match_node_by_node(backend: str, case) -> None:  # type: 
     for o, r in zip(got, refs):
         assert o.shape == r.shape
         np.testing.assert_array_equal(_bits(o), _bits(np.asarray(r)))
+
+
+def _focus_model(opset: int = 13):  # type: ignore[no-untyped-def]
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])
+    inits, nodes = [], []
+    for k, (a, b) in enumerate(((0, 0), (1, 0), (0, 1), (1, 1))):
+        for name, v in (("starts", [a, b]), ("ends", [8, 8]), ("axes", [2, 3]), ("steps", [2, 2])):
+            inits.append(helper.make_tensor(f"{name}{k}", TensorProto.INT64, [2], v))
+        nodes.append(
+            helper.make_node(
+                "Slice", ["x", *(f"{n}{k}" for n in ("starts", "ends", "axes", "steps"))], [f"s{k}"]
+            )
+        )
+    nodes.append(helper.make_node("Concat", [f"s{k}" for k in range(4)], ["c"], axis=1))
+    nodes.append(helper.make_node("Transpose", ["c"], ["y"], perm=[0, 2, 3, 1]))
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = helper.make_model(
+        helper.make_graph(nodes, "focus", [x], [out], inits),
+        opset_imports=[helper.make_opsetid("", opset)],
+    )
+    model.ir_version = 8
+    return model
+
+
+def test_an_onnx_model_compiles_to_one_plan(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("onnx")
+    import onnx
+
+    from dmlops import onnx as dml_onnx
+    from dmlops.cli import main
+
+    model = _focus_model()
+    x = np.random.default_rng(5).standard_normal((1, 3, 8, 8), dtype=np.float32)
+    compiled = dml_onnx.compile(model, {"x": x})
+    assert len(compiled.plan.copies) == 4 and compiled.plan.bytes_written == x.nbytes
+    (y,) = dml_onnx.run(model, {"x": x})
+    want = np.concatenate(
+        [x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]], 1
+    )
+    np.testing.assert_array_equal(y, want.transpose(0, 2, 3, 1))
+    path = tmp_path / "focus.onnx"
+    onnx.save(model, str(path))
+    assert main(["explain", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "as one graph" in out and "plan: 4 strided copies" in out

@@ -135,8 +135,54 @@ def _explain_desc(args: argparse.Namespace) -> OperatorDesc:
     return JoinDesc(pieces, BufferTensorDesc(dt, whole), args.axis)
 
 
+def _run_explain_onnx(path: str, level: FeatureLevel, shapes: list[str]) -> int:
+    """Compile an ONNX model as one graph for its declared input shapes; print the copies."""
+    import onnx
+
+    from . import onnx as dml_onnx
+
+    given: dict[str, list[int]] = {}
+    for item in shapes:
+        name, _, text = item.partition("=")
+        given[name] = _ints(text)
+    model = onnx.load(path)
+    initialized = {i.name for i in model.graph.initializer}
+    arrays = {}
+    for i in model.graph.input:
+        if i.name in initialized:
+            continue
+        t = i.type.tensor_type
+        shape = given.get(i.name) or [int(d.dim_value) for d in t.shape.dim]
+        if i.name not in given and any(d.dim_value <= 0 for d in t.shape.dim):
+            raise DmlError(f"ONNX input '{i.name}' has an open shape: give --input-shape")
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)
+        arrays[i.name] = np.zeros(shape, dtype)
+    try:
+        compiled = dml_onnx.compile(model, arrays, Device(level))
+    except DmlError as e:
+        print(f"INVALID at {level.dml_name}: {e}")
+        return 1
+    print(f"VALID at {level.dml_name}: {path} as one graph")
+    for name in compiled.data_inputs:
+        print(f"input {name}: {list(arrays[name].shape)} {arrays[name].dtype}")
+    for name, spec in compiled.outputs:
+        print(
+            f"output {name}: "
+            + ("empty, no dispatch" if spec[0] == "empty" else f"plan output {spec[1]}")
+        )
+    if compiled.plan is not None:
+        print(compiled.plan.describe())
+    return 0
+
+
 def _run_explain(args: argparse.Namespace) -> int:
     level = FeatureLevel.parse(args.feature_level)
+    if args.operator.endswith(".onnx"):
+        return _run_explain_onnx(args.operator, level, args.input_shape)
+    if args.operator not in ("slice", "slice1", "split", "join"):
+        raise DmlError(
+            f"explain: {args.operator!r} is not slice, slice1, split, join or an .onnx file"
+        )
     try:
         desc = _explain_desc(args)
         desc.validate(level)
@@ -196,7 +242,18 @@ def build_parser() -> argparse.ArgumentParser:
         "strided-copy plan and, for up to 256 output elements, the element mapping. "
         "Exit status 1 when the descriptor is invalid.",
     )
-    xp.add_argument("operator", choices=["slice", "slice1", "split", "join"])
+    xp.add_argument(
+        "operator",
+        help="slice, slice1, split or join; or the path of an ONNX model (.onnx) to show the "
+        "whole model compiled as one graph",
+    )
+    xp.add_argument(
+        "--input-shape",
+        action="append",
+        default=[],
+        metavar="NAME=D0,D1,...",
+        help="ONNX: the shape of a model input whose shape the model leaves open",
+    )
     xp.add_argument(
         "--input-sizes",
         type=_ints,
