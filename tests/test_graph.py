@@ -114,9 +114,18 @@ def test_errors_name_the_node() -> None:
         g.join([y, y], 0)
     t = g.reinterpret(r, [1, 1, 8, 6], [48, 48, 1, 8])
     with pytest.raises(
-        DmlError, match=r"node 2 \(REINTERPRET 'flat'\): Sizes \[48\] .* do not line up"
+        DmlError, match=r"node 2 \(REINTERPRET 'odd'\): Sizes \[24\] .* do not line up"
     ):
-        g.reinterpret(t, [48], [1], name="flat")
+        g.reinterpret(t, [24], [2], name="odd")
+    flat = g.reinterpret(t, [48], [1], name="flat")  # a reshape: fine as an output only
+    assert not g.composes(flat)
+    with pytest.raises(
+        DmlError, match=r"a reshape to \[48\]\) does not line up .* not a node's input"
+    ):
+        g.identity(flat)
+    x_in = np.arange(48, dtype=np.float32).reshape(1, 1, 6, 8)
+    _, (out,) = _run(g, [flat], [x_in, np.zeros((2, 3, 4), np.float32)])
+    np.testing.assert_array_equal(out, np.arange(48).reshape(6, 8)[:, ::-1].T.ravel())
     with pytest.raises(DmlError, match=r"reach 388 bytes: the tensor holds 192"):
         g.reinterpret(r, [97], [1])
     with pytest.raises(DmlError, match=r"must be a tensor of this graph"):
@@ -143,7 +152,7 @@ def random_graph(draw):  # type: ignore[no-untyped-def]
     for _ in range(draw(st.integers(2, 8))):
         kind = draw(
             st.sampled_from(
-                ["slice1", "slice", "split", "join", "identity", "transpose", "reshape"]
+                ["slice1", "slice", "split", "join", "identity", "transpose", "reshape", "flatten"]
             )
         )
         sizes = list(cur.sizes)
@@ -188,18 +197,21 @@ def random_graph(draw):  # type: ignore[no-untyped-def]
             packed = packed_strides(sizes)
             cur = g.reinterpret(cur, [sizes[p] for p in perm], [packed[p] for p in perm])
             ref = np.ascontiguousarray(ref).transpose(perm).copy()
-        else:  # reshape: split one dimension into two factors
+        elif kind == "reshape":  # split one dimension into two factors
             dims = [d for d, s in enumerate(sizes) if s >= 4 and s % 2 == 0]
             if not dims or n >= 8:
                 continue
             d = draw(st.sampled_from(dims))
             new = [*sizes[:d], 2, sizes[d] // 2, *sizes[d + 1 :]]
-            try:
-                cur = g.reinterpret(cur, new, packed_strides(new))
-            except DmlError as e:
-                assert "do not line up" in str(e)
-                continue
+            cur = g.reinterpret(cur, new, packed_strides(new))
             ref = np.ascontiguousarray(ref).reshape(new).copy()
+            if not g.composes(cur):
+                break  # a reshape written in its input's packed order: an output only
+        else:  # flatten: merge every dimension (composes only where contiguous)
+            cur = g.reinterpret(cur, [math.prod(sizes)], [1])
+            ref = np.ascontiguousarray(ref).reshape(-1).copy()
+            if not g.composes(cur):
+                break
     outputs.append(cur)
     refs.append(ref)
     return g, [x], outputs, refs

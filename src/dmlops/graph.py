@@ -233,6 +233,9 @@ class Graph:
         self._tensors: list[GraphTensor] = []
         self._pieces: list[list[_Piece]] = []
         self._nodes: list[_Node] = []
+        # a reshape that does not compose: its tensor's packed bytes are its base's packed
+        # bytes, so as a graph output it is the base written in the base's packed order
+        self._reshapes: dict[int, int] = {}
 
     # -- building ------------------------------------------------------------------------
 
@@ -266,10 +269,33 @@ class Graph:
         self._pieces.append(pieces)
         return t
 
-    def _own(self, x: GraphTensor) -> list[_Piece]:
+    def _check(self, x: GraphTensor) -> None:
         if not isinstance(x, GraphTensor) or x.graph is not self:
             raise DmlError(f"a node's input must be a tensor of this graph, got {type(x).__name__}")
+
+    def _own(self, x: GraphTensor) -> list[_Piece]:
+        self._check(x)
+        base = self._reshapes.get(x.index)
+        if base is not None:
+            raise InvalidDescriptorError(
+                f"the tensor of node {x.node} (a reshape to {list(x.sizes)}) does not line up "
+                f"with the pieces of the graph's inputs: it can only be a graph output (written "
+                f"in the packed order of {list(self._tensors[base].sizes)}), not a node's input"
+            )
         return self._pieces[x.index]
+
+    def composes(self, x: GraphTensor) -> bool:
+        """Whether x can feed another node (False: a reshape that can only be an output)."""
+        self._check(x)
+        return x.index not in self._reshapes
+
+    def _output_pieces(self, x: GraphTensor) -> tuple[list[_Piece], GraphTensor]:
+        """An output's pieces and the tensor whose packed order they are in."""
+        self._check(x)
+        base = self._reshapes.get(x.index)
+        if base is None:
+            return self._pieces[x.index], x
+        return self._pieces[base], self._tensors[base]
 
     def _node(self, kind: str, name: str | None, desc: OperatorDesc | None) -> int:
         k = len(self._nodes)
@@ -404,7 +430,7 @@ class Graph:
         name: str | None = None,
     ) -> GraphTensor:
         """DirectMLX Reinterpret: new sizes and element strides over x's (packed) elements."""
-        pieces = self._own(x)
+        self._check(x)
         k = len(self._nodes)
         where = f"node {k} (REINTERPRET{f' {name!r}' if name else ''})"
         new = BufferTensorDesc(x.desc.data_type, sizes, strides)
@@ -418,7 +444,22 @@ class Graph:
                 f"{new.implied_size_in_bytes} bytes: the tensor holds "
                 f"{x.desc.total_tensor_size_in_bytes}"
             )
-        composed = _reinterpreted(pieces, x.sizes, new.sizes, new.effective_strides)
+        reshape = new.strides is None or new.strides == packed_strides(new.sizes)
+        reshape = reshape and math.prod(new.sizes) == math.prod(x.sizes)
+        base = self._reshapes.get(x.index)
+        if base is not None:
+            if not reshape:
+                self._own(x)  # raises: only a reshape may follow a deferred reshape
+            self._node("REINTERPRET", name, None)
+            t = self._add(self._packed(x, new.sizes), k, [])
+            self._reshapes[t.index] = base
+            return t
+        composed = _reinterpreted(self._pieces[x.index], x.sizes, new.sizes, new.effective_strides)
+        if composed is None and reshape:
+            self._node("REINTERPRET", name, None)
+            t = self._add(self._packed(x, new.sizes), k, [])
+            self._reshapes[t.index] = x.index
+            return t
         if composed is None:
             raise InvalidDescriptorError(
                 f"{where}: Sizes {list(new.sizes)} with Strides {list(new.effective_strides)} do "
@@ -441,13 +482,13 @@ class Graph:
             raise DmlError("a graph's inputs share one data type in this release")
         copies = []
         for k, out in enumerate(outputs):
-            pieces = self._own(out)
+            pieces, order = self._output_pieces(out)
             covered = sum(math.prod(p.shape) for p in pieces)
             if covered != math.prod(out.sizes):
                 raise DmlError(
                     f"output {k}: {covered} of {math.prod(out.sizes)} elements are written"
                 )
-            layout = Layout.of_desc(out.desc)
+            layout = Layout.of_desc(order.desc)
             for p in pieces:
                 dst = layout.offset + sum(
                     a * t for a, t in zip(p.start, layout.strides, strict=True)
