@@ -6,6 +6,7 @@ produced empty without a DirectML dispatch, as a DirectML backend must.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -170,4 +171,27 @@ def _prepare(
         if len(inputs) != len(names):
             raise ModelError(f"ONNX model takes {len(names)} inputs, {len(inputs)} given")
         values = {n: place(v) for n, v in zip(names, inputs, strict=True)}
-    return compile_model(model, values, device), values
+    key = _signature(model, values, device)
+    cached = _COMPILED.get(key)
+    if cached is None or cached[0] is not model:
+        cached = (model, compile_model(model, values, device))
+        _COMPILED[key] = cached
+        while len(_COMPILED) > _COMPILED_MODELS:
+            _COMPILED.popitem(last=False)
+    return cached[1], values
+
+
+_COMPILED_MODELS = 64
+_COMPILED: OrderedDict[tuple[Any, ...], tuple[Any, Any]] = OrderedDict()
+
+
+def _signature(model: Any, values: Mapping[str, Any], device: Device) -> tuple[Any, ...]:
+    """A compiled model is reused for the same model object, device, input shapes and dtypes,
+    and the same values of small integer inputs (which may be Slice or Reshape parameters)."""
+    parts: list[Any] = [id(model), id(device)]
+    for name, v in values.items():
+        parts.append((name, tuple(v.shape), str(v.dtype)))
+        if v.size <= 64 and np.dtype(str(v.dtype).replace("torch.", "")).kind in "iu":
+            host = v.get() if hasattr(v, "get") else np.asarray(v)
+            parts.append(tuple(np.asarray(host).ravel().tolist()))
+    return tuple(parts)

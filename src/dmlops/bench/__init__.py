@@ -1,6 +1,6 @@
 """Benchmarks: dmlops against numpy, torch, CuPy, onnxruntime and JAX, and the copy ceiling.
 
-Sections (one module each): operators, layouts (GPU), call-cost. Prints a Markdown table
+Sections (one module each): operators, layouts (GPU), graphs, call-cost. Prints a Markdown table
 (median time, GB/s counted as 2 x output bytes, time over each section's
 reference), writes JSON and, with --plot, a PNG.
 """
@@ -18,7 +18,7 @@ from .common import Result, format_table, gpu_present
 
 __all__ = ["main", "run_sections", "SECTIONS"]
 
-SECTIONS = ("operators", "layouts", "call-cost")
+SECTIONS = ("operators", "layouts", "graphs", "call-cost")
 
 
 def run_sections(
@@ -40,6 +40,10 @@ def run_sections(
             from . import layouts
 
             results += layouts.run(devices, reps, compilers)
+        elif section == "graphs":
+            from . import graphs
+
+            results += graphs.run(devices, reps)
         elif section == "call-cost":
             from . import call_cost
 
