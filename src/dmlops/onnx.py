@@ -6,6 +6,7 @@ produced empty without a DirectML dispatch, as a DirectML backend must.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -191,7 +192,13 @@ def _signature(model: Any, values: Mapping[str, Any], device: Device) -> tuple[A
     parts: list[Any] = [id(model), id(device)]
     for name, v in values.items():
         parts.append((name, tuple(v.shape), str(v.dtype)))
-        if v.size <= 64 and np.dtype(str(v.dtype).replace("torch.", "")).kind in "iu":
-            host = v.get() if hasattr(v, "get") else np.asarray(v)
+        kind = np.dtype(str(v.dtype).replace("torch.", "")).kind
+        if math.prod(tuple(v.shape)) <= 64 and kind in "iu":
+            if hasattr(v, "get"):
+                host = v.get()  # CuPy
+            elif hasattr(v, "cpu"):
+                host = v.cpu().numpy()  # torch
+            else:
+                host = np.asarray(v)
             parts.append(tuple(np.asarray(host).ravel().tolist()))
     return tuple(parts)
