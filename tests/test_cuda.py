@@ -125,3 +125,31 @@ def test_a_compiled_graph_is_one_launch(launches) -> None:  # type: ignore[no-un
         [x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]], 1
     )
     assert bool((out == want).all())
+
+
+def test_each_real_model_pattern_is_one_launch(launches) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("onnx")
+    import cupy
+    import numpy as np
+
+    import dmlops.onnx
+    from dmlops.bench.graphs import PATTERNS
+
+    for p in PATTERNS:
+        shapes = {
+            n: tuple(max(1, d // 8) if d >= 64 else d for d in s)
+            for n, s in p.shapes(False).items()
+        }
+        if p.name.startswith("QKV"):
+            shapes = {"x": (1, 64, 3 * 16 * 8)}
+        if p.name.startswith("pixel"):
+            shapes = {"x": (1, 16, 256, 256)}
+        rng = np.random.default_rng(0)
+        xs = {n: cupy.asarray(rng.standard_normal(s, dtype=np.float32)) for n, s in shapes.items()}
+        compiled = dmlops.onnx.compile(p.model(shapes), xs, Device(backend="cuda"))
+        launches.clear()
+        outs = compiled.run(xs)
+        assert len(launches) == 1, (p.name, [g.kernel for g in launches])
+        ins = [xs[n] for n in compiled.data_inputs]
+        for got, want in zip(outs, p.reference(cupy, ins)):
+            assert bool((got.reshape(want.shape) == want).all()), p.name
