@@ -17,8 +17,7 @@ VARIANTS = {
     "strided": [{"PER_THREAD": {"strided": n}} for n in (2, 4, 8)],
     "rows": [{"PER_THREAD": {"rows": n}} for n in (2, 4, 8)],
     "transpose": [
-        {"TRANSPOSE_BLOCK": {4: v4, 2: v2, 1: v1}}
-        for v4, v2, v1 in ((2, 2, 4), (2, 4, 4))
+        {"TRANSPOSE_BLOCK": {4: v4, 2: v2, 1: v1}} for v4, v2, v1 in ((2, 2, 4), (2, 4, 4))
     ],
 }
 WHICH = {
