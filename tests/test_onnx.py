@@ -104,5 +104,106 @@ def test_unsupported_nodes_are_refused() -> None:
         [x],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
     )
-    with pytest.raises(ModelError, match=r"Relu is not one of Slice, Split, Concat, Identity"):
+    with pytest.raises(
+        ModelError, match=r"Relu is neither data movement \(Slice, .*\) nor shape arithmetic"
+    ):
         dml_onnx.run(helper.make_model(g), [np.zeros(2, np.float32)])
+
+
+# --- models as exporters write them: Constant nodes and shape arithmetic ------------------
+
+
+def _model(nodes, inputs, outputs, opset: int = 17):  # type: ignore[no-untyped-def]
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        nodes,
+        "exported",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s)) for n, s in inputs.items()],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+def _const(name: str, values, dtype=np.int64):  # type: ignore[no-untyped-def]
+    from onnx import helper, numpy_helper
+
+    return helper.make_node(
+        "Constant", [], [name], value=numpy_helper.from_array(np.asarray(values, dtype), name)
+    )
+
+
+def test_constant_nodes_become_parameters() -> None:
+    from onnx import helper
+
+    nodes = [
+        _const("starts", [1, 0]),
+        _const("ends", [2**63 - 1, 2**63 - 1]),
+        _const("axes", [2, 3]),
+        _const("steps", [2, 2]),
+        helper.make_node("Constant", [], ["k"], value_ints=[0]),
+        helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"]),
+        helper.make_node("Identity", ["k"], ["kk"]),
+    ]
+    x = np.random.default_rng(0).standard_normal((1, 3, 8, 8), dtype=np.float32)
+    y, kk = dml_onnx.run(_model(nodes, {"x": x.shape}, ["y", "kk"]), {"x": x})
+    np.testing.assert_array_equal(y, x[:, :, 1::2, ::2])
+    assert kk.tolist() == [0]
+
+
+def test_chunk_shape_arithmetic_is_folded_when_compiled() -> None:
+    # x.chunk(2, dim=1) as the TorchScript exporter writes it
+    from onnx import helper
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        _const("one", 1),
+        helper.make_node("Gather", ["shape", "one"], ["dim"], axis=0),
+        _const("two", 2),
+        _const("zero", [0]),
+        helper.make_node("Add", ["dim", "one"], ["dim1"]),
+        helper.make_node("Div", ["dim1", "two"], ["half"]),
+        helper.make_node("Unsqueeze", ["half", "zero"], ["end0"]),
+        _const("axis", [1]),
+        helper.make_node("Slice", ["x", "zero", "end0", "axis"], ["a"]),
+        helper.make_node("Mul", ["half", "two"], ["full"]),
+        helper.make_node("Unsqueeze", ["full", "zero"], ["end1"]),
+        helper.make_node("Slice", ["x", "end0", "end1", "axis"], ["b"]),
+    ]
+    x = np.random.default_rng(1).standard_normal((2, 7, 5), dtype=np.float32)
+    model = _model(nodes, {"x": x.shape}, ["a", "b"])
+    a, b = dml_onnx.run(model, {"x": x})
+    np.testing.assert_array_equal(a, x[:, :4])
+    np.testing.assert_array_equal(b, x[:, 4:])
+    compiled = dml_onnx.compile(model, {"x": x})
+    assert compiled.plan.bytes_written == x.nbytes  # the arithmetic left nothing to run
+
+
+def test_reshape_shape_from_shape_arithmetic() -> None:
+    # ViT patchify's reshape target computed from the input's shape
+    from onnx import helper
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"], start=0, end=1),
+        _const("c", [3, 2, 4, 2, 4]),
+        helper.make_node("Concat", ["s", "c"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["y"], perm=[0, 2, 4, 1, 3, 5]),
+    ]
+    x = np.random.default_rng(2).standard_normal((2, 3, 8, 8), dtype=np.float32)
+    (y,) = dml_onnx.run(_model(nodes, {"x": x.shape}, ["y"]), {"x": x})
+    np.testing.assert_array_equal(y, x.reshape(2, 3, 2, 4, 2, 4).transpose(0, 2, 4, 1, 3, 5))
+
+
+def test_a_node_that_needs_data_values_is_named() -> None:
+    from onnx import helper
+
+    nodes = [_const("i", [0, 2]), helper.make_node("Gather", ["x", "i"], ["y"], axis=0)]
+    x = np.zeros((4, 2), np.float32)
+    with pytest.raises(
+        ModelError,
+        match=r"ONNX node 'Gather': Gather would need the values of data tensors at run time",
+    ):
+        dml_onnx.run(_model(nodes, {"x": x.shape}, ["y"]), {"x": x})

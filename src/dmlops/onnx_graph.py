@@ -98,6 +98,8 @@ class CompiledModel:
         for _, spec in self.outputs:
             if spec[0] == "graph":
                 result.append(next(produced))
+            elif spec[0] == "const":
+                result.append(_constant(self.device, spec[1]))
             else:
                 result.append(_empty(self.device, spec[1], spec[2]))
         return result
@@ -113,6 +115,14 @@ def _empty(device: Device, shape: tuple[int, ...], dtype: Any) -> Any:
 
         return cupy.empty(shape, dtype=dtype)
     return np.empty(shape, dtype=dtype)
+
+
+def _constant(device: Device, value: np.ndarray[Any, Any]) -> Any:
+    if device.backend.name == "cuda":
+        import cupy
+
+        return cupy.asarray(value)
+    return value.copy()
 
 
 def _attrs(node: Any) -> dict[str, Any]:
@@ -178,12 +188,6 @@ def compile_model(
             raise ModelError(f"ONNX model input '{i.name}' is a scalar: DirectML needs rank >= 1")
         values[i.name] = g.input(a, name=i.name)
         data_inputs.append(i.name)
-    for name in constants:
-        if name not in parameter_names and name not in values:
-            raise ModelError(
-                f"ONNX initializer '{name}' feeds data, not a parameter: constant data tensors "
-                "are not graph inputs in this release"
-            )
 
     def ints(node: Any, k: int) -> list[int] | None:
         if k >= len(node.input) or not node.input[k]:
@@ -198,10 +202,42 @@ def compile_model(
 
     for node in graph.node:
         where = f"ONNX node '{node.name or node.op_type}'"
-        if node.domain not in ("", "ai.onnx") or node.op_type not in GRAPH_OPS:
-            raise ModelError(f"{where}: {node.op_type} is not one of " + ", ".join(GRAPH_OPS))
+        if node.domain not in ("", "ai.onnx") or node.op_type not in GRAPH_OPS + HOST_OPS:
+            raise ModelError(
+                f"{where}: {node.op_type} is neither data movement ("
+                + ", ".join(GRAPH_OPS)
+                + ") nor shape arithmetic evaluated when the model is compiled"
+            )
         a = _attrs(node)
-        x = values[node.input[0]]
+        names = list(node.input)
+        host_inputs = all(not n or n in constants for n in names)
+        shape_of_data = node.op_type in ("Shape", "Size") and names and names[0] in values
+        if node.op_type in HOST_OPS and (host_inputs or shape_of_data):
+            ins: list[Any] = [
+                None if not n else (_shape(values[n]) if shape_of_data and k == 0 else constants[n])
+                for k, n in enumerate(names)
+            ]
+            try:
+                outs_host = _host_eval(node, a, ins, opset)
+            except (ValueError, IndexError, TypeError, KeyError) as e:
+                raise ModelError(f"{where}: shape arithmetic failed: {e}") from None
+            except ModelError as e:
+                raise ModelError(f"{where}: {e}") from None
+            constants.update(zip(node.output, outs_host, strict=False))
+            continue
+        if node.op_type not in GRAPH_OPS:
+            raise ModelError(
+                f"{where}: {node.op_type} would need the values of data tensors at run time "
+                "(only shapes are known when the model is compiled)"
+            )
+        if names[0] in constants:
+            raise ModelError(
+                f"{where}: its data input '{names[0]}' is a constant tensor: constant data "
+                "tensors are not graph inputs in this release"
+            )
+        if node.op_type == "Concat" and any(n in constants for n in names):
+            raise ModelError(f"{where}: Concat of data with a constant tensor is not supported")
+        x = values[names[0]]
         shape = _shape(x)
         try:
             outs = _lower(g, node, a, x, shape, opset, ints, slice_window, split_sizes, values)
@@ -212,6 +248,9 @@ def compile_model(
     outputs: list[tuple[str, Any]] = []
     graph_tensors: list[GraphTensor] = []
     for o in graph.output:
+        if o.name in constants:
+            outputs.append((o.name, ("const", np.asarray(constants[o.name]))))
+            continue
         v = values[o.name]
         if isinstance(v, _Empty):
             outputs.append((o.name, ("empty", v.shape, v.dtype)))
@@ -220,6 +259,167 @@ def compile_model(
             graph_tensors.append(v)
     operator = g.compile(graph_tensors, device) if graph_tensors else None
     return CompiledModel(operator, data_inputs, outputs, device)
+
+
+HOST_OPS = (
+    "Constant",
+    "Identity",
+    "Shape",
+    "Size",
+    "Gather",
+    "GatherElements",
+    "Unsqueeze",
+    "Squeeze",
+    "Concat",
+    "Slice",
+    "Split",
+    "Reshape",
+    "Transpose",
+    "Flatten",
+    "Expand",
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Mod",
+    "Neg",
+    "Abs",
+    "Cast",
+    "Equal",
+    "Less",
+    "Greater",
+    "Not",
+    "And",
+    "Or",
+    "Where",
+    "ConstantOfShape",
+    "Range",
+    "Min",
+    "Max",
+)
+
+
+def _host_eval(node: Any, a: dict[str, Any], ins: list[Any], opset: int) -> list[Any]:
+    """An integer-only (shape arithmetic) node evaluated with numpy on the host."""
+    import onnx
+
+    op = node.op_type
+    x: Any = ins[0] if ins else None
+
+    def axes_of(k: int, attr: str = "axes") -> list[int] | None:
+        if attr in a:
+            return [int(v) for v in a[attr]]
+        if len(ins) > k and ins[k] is not None:
+            return [int(v) for v in np.asarray(ins[k]).ravel()]
+        return None
+
+    if op == "Constant":
+        for key in ("value", "value_int", "value_ints", "value_float", "value_floats"):
+            if key in a:
+                v = a[key]
+                return [onnx.numpy_helper.to_array(v) if key == "value" else np.asarray(v)]
+        raise ModelError(f"Constant: {sorted(a)} are not supported values")
+    if op == "Identity":
+        return [x]
+    if op in ("Shape", "Size"):
+        dims = np.asarray(x).shape if not isinstance(x, tuple) else x
+        if op == "Size":
+            return [np.asarray(math.prod(dims), np.int64)]
+        start, end = int(a.get("start", 0)), a.get("end")
+        return [np.asarray(dims[start : None if end is None else int(end)], np.int64)]
+    if op == "Gather":
+        return [np.take(x, np.asarray(ins[1]), axis=int(a.get("axis", 0)))]
+    if op == "GatherElements":
+        return [np.take_along_axis(x, np.asarray(ins[1]), axis=int(a.get("axis", 0)))]
+    if op == "Unsqueeze":
+        added = axes_of(1) or []
+        out = np.asarray(x)
+        for ax in sorted(v % (np.ndim(x) + len(added)) for v in added):
+            out = np.expand_dims(out, ax)
+        return [out]
+    if op == "Squeeze":
+        dropped = axes_of(1)
+        return [np.squeeze(x, axis=None if dropped is None else tuple(dropped))]
+    if op == "Concat":
+        return [np.concatenate([np.atleast_1d(v) for v in ins], axis=int(a["axis"]))]
+    if op == "Slice":
+        if opset < 10:
+            starts, ends, sl_axes, steps = a["starts"], a["ends"], a.get("axes"), None
+        else:
+            starts, ends = axes_of(1, "-"), axes_of(2, "-")
+            sl_axes, steps = axes_of(3, "-"), axes_of(4, "-")
+        index = [slice(None)] * np.ndim(x)
+        for k, (s0, e0) in enumerate(zip(starts or [], ends or [], strict=True)):
+            ax = (sl_axes[k] if sl_axes else k) % np.ndim(x)
+            index[ax] = slice(int(s0), int(e0), int(steps[k]) if steps else 1)
+        return [np.asarray(x)[tuple(index)]]
+    if op == "Split":
+        axis = int(a.get("axis", 0))
+        sizes = a.get("split") if opset < 13 else axes_of(1, "-")
+        n = len(node.output)
+        if sizes is None:
+            return list(np.array_split(x, n, axis=axis))
+        return list(np.split(x, np.cumsum(sizes)[:-1], axis=axis))
+    if op == "Reshape":
+        target = [int(v) for v in np.asarray(ins[1]).ravel()]
+        new_shape = [
+            np.shape(x)[i] if t == 0 and not a.get("allowzero") else t for i, t in enumerate(target)
+        ]
+        return [np.reshape(x, new_shape)]
+    if op == "Transpose":
+        return [np.transpose(x, a.get("perm"))]
+    if op == "Flatten":
+        axis = int(a.get("axis", 1)) % (np.ndim(x) + 1)
+        return [np.reshape(x, (math.prod(np.shape(x)[:axis]), -1))]
+    if op == "Expand":
+        to = tuple(int(v) for v in np.asarray(ins[1]).ravel())
+        return [np.broadcast_to(x, np.broadcast_shapes(np.shape(x), to)).copy()]
+    if op in ("Add", "Sub", "Mul", "Equal", "Less", "Greater", "And", "Or"):
+        fn = {
+            "Add": np.add,
+            "Sub": np.subtract,
+            "Mul": np.multiply,
+            "Equal": np.equal,
+            "Less": np.less,
+            "Greater": np.greater,
+            "And": np.logical_and,
+            "Or": np.logical_or,
+        }[op]
+        return [np.asarray(fn(x, ins[1]))]
+    if op == "Div":
+        q = np.asarray(x) / np.asarray(ins[1])
+        kind = np.asarray(x).dtype.kind
+        return [np.trunc(q).astype(np.asarray(x).dtype) if kind in "iu" else q]
+    if op == "Mod":
+        f = np.fmod if int(a.get("fmod", 0)) else np.mod
+        return [np.asarray(f(x, ins[1]))]
+    if op in ("Neg", "Abs", "Not"):
+        return [np.asarray({"Neg": np.negative, "Abs": np.abs, "Not": np.logical_not}[op](x))]
+    if op == "Cast":
+        return [np.asarray(x).astype(onnx.helper.tensor_dtype_to_np_dtype(int(a["to"])))]
+    if op == "Where":
+        return [np.where(x, ins[1], ins[2])]
+    if op == "ConstantOfShape":
+        value = a.get("value")
+        fill = (
+            onnx.numpy_helper.to_array(value).ravel()
+            if value is not None
+            else np.zeros(1, np.float32)
+        )
+        return [np.full([int(v) for v in np.asarray(x).ravel()], fill[0], dtype=fill.dtype)]
+    if op == "Range":
+        return [
+            np.arange(
+                np.asarray(x).item(), np.asarray(ins[1]).item(), np.asarray(ins[2]).item()
+            ).astype(np.asarray(x).dtype)
+        ]
+    if op in ("Min", "Max"):
+        fn2 = np.minimum if op == "Min" else np.maximum
+        out = np.asarray(x)
+        for v in ins[1:]:
+            out = fn2(out, v)
+        return [np.asarray(out)]
+    raise ModelError(f"{op} is not evaluated on the host")
 
 
 def _host(a: Any) -> np.ndarray[Any, Any]:
