@@ -8,9 +8,18 @@ from .errors import (
     ModelError,
     UnsupportedFeatureLevelError,
 )
-from .functional import join, slice, slice1, split
+from .functional import depth_to_space, join, slice, slice1, space_to_depth, split
 from .graph import Graph, GraphTensor
-from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
+from .ops import (
+    DepthSpaceOrder,
+    DepthToSpace1Desc,
+    JoinDesc,
+    OperatorDesc,
+    Slice1Desc,
+    SliceDesc,
+    SpaceToDepth1Desc,
+    SplitDesc,
+)
 from .plan import Plan, StridedCopy
 from .tensor import (
     BufferTensorDesc,
@@ -29,6 +38,8 @@ __all__ = [
     "BufferTensorDesc",
     "CompiledOperator",
     "DataType",
+    "DepthSpaceOrder",
+    "DepthToSpace1Desc",
     "Device",
     "DmlError",
     "FeatureLevel",
@@ -41,13 +52,16 @@ __all__ = [
     "Plan",
     "Slice1Desc",
     "SliceDesc",
+    "SpaceToDepth1Desc",
     "SplitDesc",
     "StridedCopy",
     "TensorFlags",
     "UnsupportedFeatureLevelError",
     "calc_buffer_tensor_size",
+    "depth_to_space",
     "join",
     "slice",
     "slice1",
+    "space_to_depth",
     "split",
 ]

@@ -56,7 +56,8 @@ def element_mapping(desc: OperatorDesc) -> list[str]:
     lines = []
     for lc in desc.logical_copies():
         for c in itertools.product(*(range(n) for n in lc.shape)):
-            dst = [a + b for a, b in zip(lc.dst_start, c, strict=True)]
+            dst_step = lc.dst_step or (1,) * len(c)
+            dst = [a + k * b for a, k, b in zip(lc.dst_start, dst_step, c, strict=True)]
             src = [a + k * b for a, k, b in zip(lc.src_start, lc.src_step, c, strict=True)]
             out_name = outs[lc.dst].removesuffix("Tensor")
             in_name = ins[lc.src].removesuffix("Tensor")

@@ -23,12 +23,30 @@ import numpy as np
 
 from .backends import Backend, get_backend
 from .errors import BindingError, DmlError
-from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
+from .ops import (
+    DepthToSpace1Desc,
+    JoinDesc,
+    OperatorDesc,
+    Slice1Desc,
+    SliceDesc,
+    SpaceToDepth1Desc,
+    SplitDesc,
+)
 from .overlap import find_overlaps, owners_apart
 from .plan import Layout, Plan, array_byte_span
 from .tensor import BufferTensorDesc, DataType, FeatureLevel, int_tuple, packed_strides
 
-__all__ = ["slice", "slice1", "split", "join", "backend_of", "clear_cache", "cache_size"]
+__all__ = [
+    "slice",
+    "slice1",
+    "split",
+    "join",
+    "depth_to_space",
+    "space_to_depth",
+    "backend_of",
+    "clear_cache",
+    "cache_size",
+]
 
 CACHE_SIZE = 1024
 
@@ -486,3 +504,59 @@ def join(
         )
 
     return _dispatch("JOIN", _fields_key(axis), feature_level, xs, [out], build)[0]
+
+
+def _depth_space(
+    cls: type[DepthToSpace1Desc] | type[SpaceToDepth1Desc],
+    x: Any,
+    block_size: int,
+    order: Any,
+    feature_level: Any,
+    out: Any,
+) -> Any:
+    def build(ins: list[Any], outs: list[Any]) -> _Call:
+        backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
+        shape: tuple[int, ...] | None = None
+        if outs[0] is None:
+            x_desc = _Tensor.of_array(backend.as_array(ins[0])).desc
+            probe = cls(x_desc, x_desc, block_size, order)
+            # a 4-D input with a block size of at least 1 has its output sizes; otherwise
+            # validation below names the field
+            ok = x_desc.dimension_count == 4 and probe.block_size >= 1
+            shape = probe.expected_output_sizes() if ok else x_desc.sizes
+        return _compile(
+            backend,
+            feature_level,
+            lambda i, o: cls(i[0], o[0], block_size, order),
+            ins,
+            outs,
+            [shape],
+            _dtype_of(backend, ins[0]),
+        )
+
+    fields = (_fields_key(block_size), order if isinstance(order, (int, str)) else repr(order))
+    return _dispatch(cls.OPERATOR, fields, feature_level, [x], [out], build)[0]
+
+
+def depth_to_space(
+    x: Any,
+    block_size: int,
+    order: Any = "DCR",
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+) -> Any:
+    """DML DEPTH_TO_SPACE1: [N, C, H, W] -> [N, C/B^2, H*B, W*B]; order DCR (0) or CRD (1)."""
+    return _depth_space(DepthToSpace1Desc, x, block_size, order, feature_level, out)
+
+
+def space_to_depth(
+    x: Any,
+    block_size: int,
+    order: Any = "DCR",
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+) -> Any:
+    """DML SPACE_TO_DEPTH1: [N, C, H, W] -> [N, C*B^2, H/B, W/B]; order DCR (0) or CRD (1)."""
+    return _depth_space(SpaceToDepth1Desc, x, block_size, order, feature_level, out)

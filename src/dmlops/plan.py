@@ -52,7 +52,8 @@ class Layout:
 class LogicalCopy:
     """Copy a box of `shape` elements from input `src` to output `dst`, in tensor coordinates.
 
-    Element c of the box is read at src_start + src_step * c and written at dst_start + c.
+    Element c of the box is read at src_start + src_step * c and written at
+    dst_start + dst_step * c (dst_step: all ones unless given).
     """
 
     src: int
@@ -61,6 +62,7 @@ class LogicalCopy:
     dst: int
     dst_start: tuple[int, ...]
     shape: tuple[int, ...]
+    dst_step: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -195,7 +197,12 @@ def compose(
         src_off = li.offset + sum(a * t for a, t in zip(lc.src_start, li.strides, strict=True))
         dst_off = lo.offset + sum(a * t for a, t in zip(lc.dst_start, lo.strides, strict=True))
         src_st = tuple(k * t for k, t in zip(lc.src_step, li.strides, strict=True))
-        resolved.append(ElementCopy(lc.src, src_off, src_st, lc.dst, dst_off, lo.strides, lc.shape))
+        dst_st = (
+            lo.strides
+            if lc.dst_step is None
+            else tuple(k * t for k, t in zip(lc.dst_step, lo.strides, strict=True))
+        )
+        resolved.append(ElementCopy(lc.src, src_off, src_st, lc.dst, dst_off, dst_st, lc.shape))
     return build_plan(element_size, resolved, len(input_layouts), len(output_layouts))
 
 

@@ -1,9 +1,20 @@
-"""The four DirectML data-movement operator descriptors."""
+"""The DirectML data-movement operator descriptors."""
 
 from ._base import OperatorDesc, SupportRow
+from .depth_space import DepthSpaceOrder, DepthToSpace1Desc, SpaceToDepth1Desc
 from .join import JoinDesc
 from .slice import SliceDesc
 from .slice1 import Slice1Desc
 from .split import SplitDesc
 
-__all__ = ["JoinDesc", "OperatorDesc", "Slice1Desc", "SliceDesc", "SplitDesc", "SupportRow"]
+__all__ = [
+    "DepthSpaceOrder",
+    "DepthToSpace1Desc",
+    "JoinDesc",
+    "OperatorDesc",
+    "Slice1Desc",
+    "SliceDesc",
+    "SpaceToDepth1Desc",
+    "SplitDesc",
+    "SupportRow",
+]

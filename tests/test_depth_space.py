@@ -1,0 +1,173 @@
+"""DEPTH_TO_SPACE1 and SPACE_TO_DEPTH1: the reference pages' examples, every rule, any layout."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import dmlops
+from conftest import to_device, to_host
+from dmlops import (
+    BufferTensorDesc,
+    DataType,
+    DepthToSpace1Desc,
+    Device,
+    FeatureLevel,
+    InvalidDescriptorError,
+    SpaceToDepth1Desc,
+    UnsupportedFeatureLevelError,
+)
+from strategies import DATA_TYPES
+
+U32 = DataType.UINT32
+# the pages' input: channel k holds 9k + (0..5)
+DEEP = (
+    np.arange(8, dtype=np.uint32)[:, None, None] * 9 + np.arange(6, dtype=np.uint32).reshape(2, 3)
+)[None]
+DCR = np.array(
+    [[[[0, 18, 1, 19, 2, 20], [36, 54, 37, 55, 38, 56], [3, 21, 4, 22, 5, 23], [39, 57, 40, 58, 41, 59]],
+      [[9, 27, 10, 28, 11, 29], [45, 63, 46, 64, 47, 65], [12, 30, 13, 31, 14, 32], [48, 66, 49, 67, 50, 68]]]],
+    np.uint32,
+)  # fmt: skip
+CRD = np.array(
+    [[[[0, 9, 1, 10, 2, 11], [18, 27, 19, 28, 20, 29], [3, 12, 4, 13, 5, 14], [21, 30, 22, 31, 23, 32]],
+      [[36, 45, 37, 46, 38, 47], [54, 63, 55, 64, 56, 65], [39, 48, 40, 49, 41, 50], [57, 66, 58, 67, 59, 68]]]],
+    np.uint32,
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "order, space",
+    [
+        ("DML_DEPTH_SPACE_ORDER_DEPTH_COLUMN_ROW", DCR),
+        ("DML_DEPTH_SPACE_ORDER_COLUMN_ROW_DEPTH", CRD),
+    ],
+)
+def test_the_reference_pages_examples(backend: str, order: str, space: np.ndarray) -> None:
+    got = to_host(dmlops.depth_to_space(to_device(backend, DEEP), 2, order))
+    np.testing.assert_array_equal(got, space)
+    back = to_host(dmlops.space_to_depth(to_device(backend, space), 2, order))
+    np.testing.assert_array_equal(back, DEEP)
+    # and through the device API with DirectML's own descriptors
+    for cls, x, want in ((DepthToSpace1Desc, DEEP, space), (SpaceToDepth1Desc, space, DEEP)):
+        desc = cls(BufferTensorDesc(U32, x.shape), BufferTensorDesc(U32, want.shape), 2, order)
+        out = to_device(backend, np.zeros(want.size, np.uint32))
+        Device(FeatureLevel.FL_2_1, backend=backend).create_operator(desc).execute(
+            [to_device(backend, x)], [out]
+        )
+        np.testing.assert_array_equal(to_host(out).reshape(want.shape), want)
+
+
+def _d(*sizes: int, dt: DataType = U32) -> BufferTensorDesc:
+    return BufferTensorDesc(dt, sizes)
+
+
+@pytest.mark.parametrize(
+    "desc, match, level, kind",
+    [
+        (
+            DepthToSpace1Desc(_d(1, 8, 2, 3), _d(1, 2, 4, 6), 0),
+            r"^DEPTH_TO_SPACE1\.BlockSize is 0: must be at least 1$",
+            "4_1",
+            InvalidDescriptorError,
+        ),
+        (
+            DepthToSpace1Desc(_d(1, 6, 2, 3), _d(1, 1, 4, 6), 2),
+            r"^DEPTH_TO_SPACE1\.InputTensor\.Sizes\[1\] is 6: InputChannelCount must be a multiple of BlockSize \* BlockSize = 4$",
+            "4_1",
+            InvalidDescriptorError,
+        ),
+        (
+            DepthToSpace1Desc(_d(1, 8, 2, 3), _d(1, 2, 4, 5), 2),
+            r"^DEPTH_TO_SPACE1\.OutputTensor\.Sizes\[3\] is 5: must be 6",
+            "4_1",
+            InvalidDescriptorError,
+        ),
+        (
+            SpaceToDepth1Desc(_d(1, 2, 4, 5), _d(1, 8, 2, 2), 2),
+            r"^SPACE_TO_DEPTH1\.InputTensor\.Sizes\[3\] is 5: must be a multiple of BlockSize 2$",
+            "4_1",
+            InvalidDescriptorError,
+        ),
+        (
+            SpaceToDepth1Desc(_d(1, 2, 4, 6), _d(1, 8, 2, 3, dt=DataType.INT32), 2),
+            r"^SPACE_TO_DEPTH1\.OutputTensor\.DataType is INT32: must equal InputTensor\.DataType UINT32$",
+            "4_1",
+            InvalidDescriptorError,
+        ),
+        (
+            DepthToSpace1Desc(_d(1, 8, 2, 3), _d(1, 2, 4, 6), 2),
+            r"^DEPTH_TO_SPACE1 needs DML_FEATURE_LEVEL_2_1: the feature level is DML_FEATURE_LEVEL_2_0$",
+            "2_0",
+            UnsupportedFeatureLevelError,
+        ),
+        (
+            DepthToSpace1Desc(_d(8, 2, 3), _d(2, 4, 6), 2),
+            r"DimensionCount is 3: DML_FEATURE_LEVEL_2_1 and above supports 4 dimensions",
+            "4_1",
+            UnsupportedFeatureLevelError,
+        ),
+        (
+            DepthToSpace1Desc(
+                _d(1, 8, 2, 3, dt=DataType.FLOAT64), _d(1, 2, 4, 6, dt=DataType.FLOAT64), 2
+            ),
+            r"DataType is FLOAT64: .*; no feature level supports 4 dimensions of FLOAT64",
+            "6_4",
+            UnsupportedFeatureLevelError,
+        ),
+    ],
+)
+def test_every_rule_fires(desc, match: str, level: str, kind) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(kind, match=match):
+        desc.validate(level)
+
+
+def test_order_and_block_size_fields() -> None:
+    with pytest.raises(
+        InvalidDescriptorError,
+        match=r"^DEPTH_TO_SPACE1\.Order is 2: must be DML_DEPTH_SPACE_ORDER_DEPTH_COLUMN_ROW \(0\)",
+    ):
+        DepthToSpace1Desc(_d(1, 8, 2, 3), _d(1, 2, 4, 6), 2, 2)
+    with pytest.raises(
+        InvalidDescriptorError,
+        match=r"^SPACE_TO_DEPTH1\.BlockSize\[0\] is 2\.0: expected an integer",
+    ):
+        dmlops.space_to_depth(DCR, 2.0)  # type: ignore[arg-type]
+
+
+@given(
+    dt=st.sampled_from([t for t in DATA_TYPES if t.element_size < 8]),
+    n=st.integers(1, 2),
+    c=st.integers(1, 3),
+    h=st.integers(1, 3),
+    w=st.integers(1, 3),
+    b=st.integers(1, 3),
+    order=st.sampled_from(["DCR", "CRD"]),
+    view=st.sampled_from(["packed", "transposed", "reversed"]),
+    seed=st.integers(0, 2**31),
+)
+def test_any_layout_matches_numpy(backend: str, dt, n, c, h, w, b, order, view, seed) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(seed)
+    deep = (
+        rng.integers(0, 256, n * c * b * b * h * w * dt.element_size, dtype=np.uint8)
+        .view(dt.numpy_dtype)
+        .reshape(n, c * b * b, h, w)
+    )
+    if view == "transposed":
+        deep = np.ascontiguousarray(deep.transpose(0, 1, 3, 2)).transpose(0, 1, 3, 2)
+    elif view == "reversed":
+        deep = np.ascontiguousarray(deep[:, :, ::-1])[:, :, ::-1]
+    if order == "DCR":
+        want = (
+            deep.reshape(n, b, b, c, h, w).transpose(0, 3, 4, 1, 5, 2).reshape(n, c, h * b, w * b)
+        )
+    else:
+        want = (
+            deep.reshape(n, c, b, b, h, w).transpose(0, 1, 4, 2, 5, 3).reshape(n, c, h * b, w * b)
+        )
+    got = to_host(dmlops.depth_to_space(to_device(backend, deep), b, order))
+    assert got.tobytes() == np.ascontiguousarray(want).tobytes()
+    back = to_host(dmlops.space_to_depth(to_device(backend, np.ascontiguousarray(want)), b, order))
+    assert back.tobytes() == np.ascontiguousarray(deep).tobytes()
