@@ -171,3 +171,42 @@ def test_any_layout_matches_numpy(backend: str, dt, n, c, h, w, b, order, view, 
     assert got.tobytes() == np.ascontiguousarray(want).tobytes()
     back = to_host(dmlops.space_to_depth(to_device(backend, np.ascontiguousarray(want)), b, order))
     assert back.tobytes() == np.ascontiguousarray(deep).tobytes()
+
+
+def test_dxdispatch_model_and_explain(capsys: pytest.CaptureFixture[str]) -> None:
+    from pathlib import Path
+
+    from dmlops.cli import main
+
+    model = Path(__file__).resolve().parent.parent / "examples" / "depth_to_space1_dcr.json"
+    assert main(["run", str(model)]) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed == "Resource 'output': " + ", ".join(map(str, DCR.ravel()))
+    assert main(["explain", "space_to_depth1", "--input-sizes", "1,2,4,6", "--order", "CRD"]) == 0
+    out = capsys.readouterr().out
+    assert "VALID at DML_FEATURE_LEVEL_4_1: DML_OPERATOR_SPACE_TO_DEPTH1" in out
+    assert "Output[0,1,0,0] = Input[0,0,0,1]" in out  # CRD: channel 1 is column 1 of block (0, 0)
+
+
+@pytest.mark.parametrize("order", ["DCR", "CRD"])
+def test_in_a_graph_and_from_onnx(order: str) -> None:
+    x = np.random.default_rng(3).standard_normal((2, 12, 3, 5), dtype=np.float32)
+    g = dmlops.Graph()
+    xi = g.input(x)
+    y = g.depth_to_space(
+        g.slice1(xi, [0, 0, 0, 0], [2, 12, 3, 5], [1, 1, -1, 1]), 2, order, name="up"
+    )
+    op = g.compile([y])
+    out = np.empty((2, 3, 6, 10), np.float32)
+    op.execute([x], [out.reshape(-1)])
+    np.testing.assert_array_equal(
+        out, dmlops.depth_to_space(np.ascontiguousarray(x[:, :, ::-1]), 2, order)
+    )
+    assert op.plan.bytes_written == out.nbytes
+    z = g.space_to_depth(xi, 1, order)  # block size 1: a copy
+    with pytest.raises(
+        dmlops.DmlError,
+        match=r"node 3 \(SPACE_TO_DEPTH1\)\.InputTensor\.Sizes\[2\] is 3: must be a multiple of BlockSize 2",
+    ):
+        g.space_to_depth(xi, 2, order)
+    assert z.sizes == x.shape

@@ -12,7 +12,15 @@ import numpy as np
 
 from .device import Device
 from .errors import DmlError
-from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
+from .ops import (
+    DepthToSpace1Desc,
+    JoinDesc,
+    OperatorDesc,
+    Slice1Desc,
+    SliceDesc,
+    SpaceToDepth1Desc,
+    SplitDesc,
+)
 from .tensor import BufferTensorDesc, DataType, FeatureLevel
 
 __all__ = ["main", "format_tensor", "format_desc"]
@@ -120,6 +128,17 @@ def _explain_desc(args: argparse.Namespace) -> OperatorDesc:
         if sizes is None:
             sizes = Slice1Desc(inp, inp, *window).default_output_sizes()
         return Slice1Desc(inp, BufferTensorDesc(dt, sizes), *window)
+    if op in ("depth_to_space1", "space_to_depth1"):
+        if args.input_sizes is None or len(args.input_sizes) != 1:
+            raise DmlError(f"{op.upper()}: give --input-sizes once")
+        inp = BufferTensorDesc(dt, args.input_sizes[0])
+        block: type[DepthToSpace1Desc] | type[SpaceToDepth1Desc] = (
+            DepthToSpace1Desc if op == "depth_to_space1" else SpaceToDepth1Desc
+        )
+        probe = block(inp, inp, args.block_size, args.order)
+        ok = inp.dimension_count == 4 and probe.block_size >= 1
+        moved = probe.expected_output_sizes() if ok else inp.sizes
+        return block(inp, BufferTensorDesc(dt, moved), args.block_size, args.order)
     if op == "split":
         if args.input_sizes is None or len(args.input_sizes) != 1:
             raise DmlError("SPLIT: give --input-sizes once")
@@ -134,6 +153,9 @@ def _explain_desc(args: argparse.Namespace) -> OperatorDesc:
     if 0 <= args.axis < len(whole):
         whole[args.axis] = sum(s[args.axis] if len(s) > args.axis else 0 for s in args.input_sizes)
     return JoinDesc(pieces, BufferTensorDesc(dt, whole), args.axis)
+
+
+_OPERATORS = ("slice", "slice1", "split", "join", "depth_to_space1", "space_to_depth1")
 
 
 def _run_explain_onnx(path: str, level: FeatureLevel, shapes: list[str]) -> int:
@@ -180,9 +202,9 @@ def _run_explain(args: argparse.Namespace) -> int:
     level = FeatureLevel.parse(args.feature_level)
     if args.operator.endswith(".onnx"):
         return _run_explain_onnx(args.operator, level, args.input_shape)
-    if args.operator not in ("slice", "slice1", "split", "join"):
+    if args.operator not in _OPERATORS:
         raise DmlError(
-            f"explain: {args.operator!r} is not slice, slice1, split, join or an .onnx file"
+            f"explain: {args.operator!r} is not one of {', '.join(_OPERATORS)} or an .onnx file"
         )
     try:
         desc = _explain_desc(args)
@@ -245,8 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     xp.add_argument(
         "operator",
-        help="slice, slice1, split or join; or the path of an ONNX model (.onnx) to show the "
-        "whole model compiled as one graph",
+        help="slice, slice1, split, join, depth_to_space1 or space_to_depth1; or the path of "
+        "an ONNX model (.onnx) to show the whole model compiled as one graph",
     )
     xp.add_argument(
         "--input-shape",
@@ -276,6 +298,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="SLICE1 output sizes (default MaxCopiedElements)",
     )
     xp.add_argument("--axis", type=int, default=0, help="SPLIT/JOIN Axis")
+    xp.add_argument(
+        "--block-size", type=int, default=2, help="DEPTH_TO_SPACE1/SPACE_TO_DEPTH1 BlockSize"
+    )
+    xp.add_argument(
+        "--order",
+        default="DEPTH_COLUMN_ROW",
+        help="DEPTH_TO_SPACE1/SPACE_TO_DEPTH1 Order: DEPTH_COLUMN_ROW (DCR) or "
+        "COLUMN_ROW_DEPTH (CRD)",
+    )
     xp.add_argument(
         "--split-sizes", type=_ints, default=[], help="SPLIT: each output's size along Axis"
     )

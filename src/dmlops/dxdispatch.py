@@ -18,7 +18,15 @@ import numpy as np
 
 from .device import Binding, Device
 from .errors import DmlError, ModelError
-from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
+from .ops import (
+    DepthToSpace1Desc,
+    JoinDesc,
+    OperatorDesc,
+    Slice1Desc,
+    SliceDesc,
+    SpaceToDepth1Desc,
+    SplitDesc,
+)
 from .tensor import BufferTensorDesc, DataType, TensorFlags
 
 __all__ = ["Model", "load_model", "run_model", "DEFAULT_MAX_BYTES"]
@@ -277,10 +285,27 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
             _int(d["Axis"], f"{path}.Axis"),
             input_count=_count(d, "InputCount", path),
         )
+    if kind in ("DML_OPERATOR_DEPTH_TO_SPACE1", "DML_OPERATOR_SPACE_TO_DEPTH1"):
+        d = _obj(value, path, {"InputTensor", "OutputTensor", "BlockSize"}, {"Order"})
+        order = d.get("Order", 0)
+        if not isinstance(order, (str, int)) or isinstance(order, bool):
+            raise _fail(f"{path}.Order", "expected a DML_DEPTH_SPACE_ORDER name or value")
+        block: type[DepthToSpace1Desc] | type[SpaceToDepth1Desc] = (
+            DepthToSpace1Desc if kind.endswith("DEPTH_TO_SPACE1") else SpaceToDepth1Desc
+        )
+        try:
+            return block(
+                _tensor(d["InputTensor"], f"{path}.InputTensor"),
+                _tensor(d["OutputTensor"], f"{path}.OutputTensor"),
+                _int(d["BlockSize"], f"{path}.BlockSize"),
+                order,
+            )
+        except DmlError as e:
+            raise _fail(path[: -len(".desc")], str(e)) from None
     raise _fail(
         f"{path[: -len('.desc')]}.type",
         f"'{kind}' is not one of DML_OPERATOR_SLICE, DML_OPERATOR_SLICE1, DML_OPERATOR_SPLIT, "
-        "DML_OPERATOR_JOIN",
+        "DML_OPERATOR_JOIN, DML_OPERATOR_DEPTH_TO_SPACE1, DML_OPERATOR_SPACE_TO_DEPTH1",
     )
 
 

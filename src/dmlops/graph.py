@@ -22,7 +22,16 @@ from typing import Any
 import numpy as np
 
 from .errors import DmlError, InvalidDescriptorError
-from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
+from .ops import (
+    DepthSpaceOrder,
+    DepthToSpace1Desc,
+    JoinDesc,
+    OperatorDesc,
+    Slice1Desc,
+    SliceDesc,
+    SpaceToDepth1Desc,
+    SplitDesc,
+)
 from .ops._axis import piece_starts
 from .plan import ElementCopy, Layout, Plan, build_plan
 from .tensor import BufferTensorDesc, DataType, FeatureLevel, int_tuple, packed_strides
@@ -469,6 +478,73 @@ class Graph:
             )
         self._node("REINTERPRET", name, None)
         return self._add(self._packed(x, new.sizes), k, composed)
+
+    def _permuted(
+        self, pieces: list[_Piece], sizes: tuple[int, ...], perm: Sequence[int]
+    ) -> list[_Piece] | None:
+        packed = packed_strides(sizes)
+        return _reinterpreted(
+            pieces, sizes, tuple(sizes[p] for p in perm), tuple(packed[p] for p in perm)
+        )
+
+    def _block_move(
+        self,
+        kind: str,
+        desc: DepthToSpace1Desc | SpaceToDepth1Desc,
+        x: GraphTensor,
+        name: str | None,
+    ) -> GraphTensor:
+        """DEPTH_TO_SPACE1 / SPACE_TO_DEPTH1 as a split, a transpose and a merge of x's view."""
+        pieces = self._own(x)
+        k = self._node(kind, name, desc)
+        n, c, h, w = x.sizes
+        b = desc.block_size
+        dcr = desc.order is DepthSpaceOrder.DEPTH_COLUMN_ROW
+        if kind == "DEPTH_TO_SPACE1":
+            co = c // (b * b)
+            six = (n, b, b, co, h, w) if dcr else (n, co, b, b, h, w)
+            perm = (0, 3, 4, 1, 5, 2) if dcr else (0, 1, 4, 2, 5, 3)
+        else:
+            six = (n, c, h // b, b, w // b, b)
+            perm = (0, 3, 5, 1, 2, 4) if dcr else (0, 1, 3, 5, 2, 4)
+        split = _reinterpreted(pieces, x.sizes, six, packed_strides(six))
+        moved = None if split is None else self._permuted(split, six, perm)
+        if moved is None:
+            raise InvalidDescriptorError(
+                f"node {k} ({kind}{f' {name!r}' if name else ''}): its input's layout does not "
+                "split into blocks as pieces of the graph's inputs"
+            )
+        moved_sizes = tuple(six[p] for p in perm)
+        out = desc.output_tensor.sizes
+        merged = _reinterpreted(moved, moved_sizes, out, packed_strides(out))
+        if merged is not None:
+            return self._add(self._packed(x, out), k, merged)
+        hidden = self._add(self._packed(x, moved_sizes), k, moved)
+        t = self._add(self._packed(x, out), k, [])
+        self._reshapes[t.index] = hidden.index  # an output only: written in blocks
+        return t
+
+    def depth_to_space(
+        self, x: GraphTensor, block_size: int, order: Any = 0, name: str | None = None
+    ) -> GraphTensor:
+        """DML DEPTH_TO_SPACE1 (order DCR / 0 or CRD / 1)."""
+        self._check(x)
+        probe = DepthToSpace1Desc(x.desc, x.desc, block_size, order)
+        ok = x.desc.dimension_count == 4 and probe.block_size >= 1
+        out = probe.expected_output_sizes() if ok else x.sizes
+        desc = DepthToSpace1Desc(x.desc, self._packed(x, out), block_size, order)
+        return self._block_move("DEPTH_TO_SPACE1", desc, x, name)
+
+    def space_to_depth(
+        self, x: GraphTensor, block_size: int, order: Any = 0, name: str | None = None
+    ) -> GraphTensor:
+        """DML SPACE_TO_DEPTH1 (order DCR / 0 or CRD / 1)."""
+        self._check(x)
+        probe = SpaceToDepth1Desc(x.desc, x.desc, block_size, order)
+        ok = x.desc.dimension_count == 4 and probe.block_size >= 1
+        out = probe.expected_output_sizes() if ok else x.sizes
+        desc = SpaceToDepth1Desc(x.desc, self._packed(x, out), block_size, order)
+        return self._block_move("SPACE_TO_DEPTH1", desc, x, name)
 
     # -- compiling -----------------------------------------------------------------------
 

@@ -29,6 +29,8 @@ SUPPORTED_OPS = (
     "Squeeze",
     "Unsqueeze",
     "Flatten",
+    "DepthToSpace",
+    "SpaceToDepth",
 )
 _INT64_MAX = 2**63 - 1
 

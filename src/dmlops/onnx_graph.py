@@ -34,6 +34,8 @@ GRAPH_OPS = (
     "Squeeze",
     "Unsqueeze",
     "Flatten",
+    "DepthToSpace",
+    "SpaceToDepth",
 )
 # which node inputs are integer parameters (read at compile time), by position
 _PARAMETERS = {
@@ -519,6 +521,18 @@ def _lower(
         at = sorted(_axis(int(d), out_rank, "Unsqueeze") for d in axes or [])
         it = iter(shape)
         return [_reshaped(g, x, [1 if d in at else next(it) for d in range(out_rank)])]
+    if op in ("DepthToSpace", "SpaceToDepth"):
+        if isinstance(x, _Empty):
+            raise ModelError(f"{op}: an empty input")
+        b = int(a["blocksize"])
+        mode = str(
+            a.get("mode", b"DCR").decode()
+            if isinstance(a.get("mode"), bytes)
+            else a.get("mode", "DCR")
+        )
+        if op == "DepthToSpace":
+            return [g.depth_to_space(x, b, mode, name=node.name or None)]
+        return [g.space_to_depth(x, b, mode, name=node.name or None)]
     # Flatten
     axis = int(a.get("axis", 1))
     axis = axis + rank if axis < 0 else axis
