@@ -162,7 +162,7 @@ def main(out: Path) -> int:
                 continue
             np.savez(
                 out / f"{tag}.npz",
-                **{n: a.numpy() for n, a in zip(names, args)},
+                **{n: a.numpy() for n, a in zip(names, args, strict=True)},
                 **{f"out{k}": e.contiguous().numpy() for k, e in enumerate(expected)},
             )
             print(f"exported {tag}", flush=True)
