@@ -227,6 +227,13 @@ def compile_model(
                 raise ModelError(f"{where}: {e}") from None
             constants.update(zip(node.output, outs_host, strict=False))
             continue
+        if node.op_type == "Gather" and names[0] in values and names[1] in constants:
+            try:
+                outs = [_gathered(g, node, a, values[names[0]], constants[names[1]])]
+            except DmlError as e:
+                raise ModelError(f"{where}: {e}") from None
+            values.update(zip(node.output, outs, strict=True))
+            continue
         if node.op_type not in GRAPH_OPS:
             raise ModelError(
                 f"{where}: {node.op_type} would need the values of data tensors at run time "
@@ -422,6 +429,30 @@ def _host_eval(node: Any, a: dict[str, Any], ins: list[Any], opset: int) -> list
             out = fn2(out, v)
         return [np.asarray(out)]
     raise ModelError(f"{op} is not evaluated on the host")
+
+
+def _gathered(g: Graph, node: Any, a: dict[str, Any], x: Value, indices: Any) -> Value:
+    """Gather of a data tensor at constant indices: slices (joined) and a reshape."""
+    shape = _shape(x)
+    axis = _axis(int(a.get("axis", 0)), len(shape), "Gather")
+    idx = np.asarray(indices)
+    if idx.ndim > 1:
+        raise ModelError("Gather: indices of rank > 1 on data are not supported")
+    n = shape[axis]
+    picks = [int(i) + n if int(i) < 0 else int(i) for i in idx.ravel()]
+    if any(not 0 <= i < n for i in picks):
+        raise ModelError(f"Gather: indices {idx.ravel().tolist()} are outside [-{n}, {n - 1}]")
+    out_shape = list(shape[:axis]) + list(idx.shape) + list(shape[axis + 1 :])
+    if isinstance(x, _Empty) or not picks or 0 in out_shape:
+        dtype = x.dtype if isinstance(x, _Empty) else np.dtype(x.desc.data_type.numpy_dtype)
+        return _Empty(tuple(out_shape), dtype)
+    parts = []
+    for i in picks:
+        offsets = [i if d == axis else 0 for d in range(len(shape))]
+        sizes = [1 if d == axis else s for d, s in enumerate(shape)]
+        parts.append(g.slice1(x, offsets, sizes, [1] * len(shape), name=node.name or None))
+    joined = parts[0] if len(parts) == 1 else g.join(parts, axis, name=node.name or None)
+    return _reshaped(g, joined, out_shape)
 
 
 def _host(a: Any) -> np.ndarray[Any, Any]:
