@@ -37,6 +37,7 @@ class Pattern:
     shapes: Callable[[bool], dict[str, tuple[int, ...]]]  # gpu -> input shapes
     reference: Callable[[Any, list[Any]], list[Any]]  # (xp-like module, inputs) -> outputs
     op_by_op: Callable[[list[Any]], list[Any]]  # dmlops functional, node by node
+    module: str  # the same chain as a torch module (exported when torch is there)
 
 
 def _i64(name: str, values: list[int]) -> Any:
@@ -155,6 +156,7 @@ PATTERNS = [
         lambda gpu: {"x": (16, 3, 640, 640) if gpu else (2, 3, 640, 640)},
         lambda xp, xs: [xp.concatenate([xs[0][..., a::2, b::2] for a, b in _OFFSETS], 1)],
         _focus_op_by_op,
+        "focus",
     ),
     Pattern(
         "QKV split + head reshape/transpose",
@@ -165,6 +167,7 @@ PATTERNS = [
             for p in xp.split(xs[0], 3, 2)
         ],
         _qkv_op_by_op,
+        "qkv",
     ),
     Pattern(
         "pixel unshuffle (reshape, transpose, reshape)",
@@ -177,6 +180,7 @@ PATTERNS = [
             .reshape(xs[0].shape[0], 64, 128, 128)
         ],
         _unshuffle_op_by_op,
+        "unshuffle",
     ),
     Pattern(
         "KV-cache append (concat along time)",
@@ -188,8 +192,53 @@ PATTERNS = [
         ),
         lambda xp, xs: [xp.concatenate(xs, 2)],
         lambda xs: [dmlops.join(xs, 2)],
+        "append",
     ),
 ]
+
+
+def _torch_module(kind: str) -> Any:
+    """The pattern as torch code, for torch's TorchScript exporter."""
+    import torch
+    from torch import nn
+
+    class Focus(nn.Module):
+        def forward(self, x: Any) -> Any:
+            return torch.cat([x[..., a::2, b::2] for a, b in _OFFSETS], 1)
+
+    class Qkv(nn.Module):
+        def forward(self, x: Any) -> Any:
+            b, t, e = x.shape
+            return tuple(
+                z.reshape(b, t, 16, e // 48).transpose(1, 2).contiguous() for z in x.chunk(3, -1)
+            )
+
+    class Unshuffle(nn.Module):
+        def forward(self, x: Any) -> Any:
+            return nn.functional.pixel_unshuffle(x, 2)
+
+    class Append(nn.Module):
+        def forward(self, cache: Any, new: Any) -> Any:
+            return torch.cat([cache, new], 2)
+
+    return {"focus": Focus, "qkv": Qkv, "unshuffle": Unshuffle, "append": Append}[kind]()
+
+
+def _exported(p: Pattern, shapes: dict[str, tuple[int, ...]]) -> tuple[Any, str]:
+    """(ONNX model, label): exported by torch's TorchScript exporter when torch is there."""
+    if not have("torch"):
+        return p.model(shapes), "hand-built ONNX"
+    import io
+
+    import onnx
+    import torch
+
+    buf = io.BytesIO()
+    args = tuple(torch.zeros(s) for s in shapes.values())
+    torch.onnx.export(
+        _torch_module(p.module), args, buf, input_names=list(shapes), opset_version=17, dynamo=False
+    )
+    return onnx.load_from_string(buf.getvalue()), "exported by torch.onnx.export"
 
 
 def _torch_fn(p: Pattern) -> Callable[[list[Any]], list[Any]]:
@@ -242,7 +291,8 @@ def _bench_gpu(p: Pattern, reps: int) -> Result:
     rng = np.random.default_rng(0)
     host = {n: rng.standard_normal(s, dtype=np.float32) for n, s in shapes.items()}
     xs = {n: cupy.asarray(a) for n, a in host.items()}
-    compiled = dmlops.onnx.compile(p.model(shapes), xs, dmlops.Device(backend="cuda"))
+    model, source = _exported(p, shapes)
+    compiled = dmlops.onnx.compile(model, xs, dmlops.Device(backend="cuda"))
     op = compiled.operator
     outs = [cupy.empty(t.sizes, cupy.float32) for _, t in op.desc.output_fields()]
     ins = [xs[n] for n in compiled.data_inputs]
@@ -253,7 +303,7 @@ def _bench_gpu(p: Pattern, reps: int) -> Result:
         if not bool((o.reshape(w.shape) == w).all()):
             raise AssertionError(f"dmlops gave a wrong answer on {p.name}")
     out_bytes = sum(int(o.nbytes) for o in outs)
-    res = Result(SECTION, p.name, "gpu", out_bytes, OURS)
+    res = Result(SECTION, f"{p.name} ({source})", "gpu", out_bytes, OURS)
     sync = cupy.cuda.Device().synchronize
     res.times[OURS] = _batched(table.dispatch, reps, sync)
     src = cupy.empty(out_bytes, cupy.uint8)
@@ -283,7 +333,7 @@ def _bench_cpu(p: Pattern, reps: int) -> Result:
     shapes = p.shapes(False)
     rng = np.random.default_rng(0)
     xs = {n: rng.standard_normal(s, dtype=np.float32) for n, s in shapes.items()}
-    model = p.model(shapes)
+    model, source = _exported(p, shapes)
     compiled = dmlops.onnx.compile(model, xs)
     op = compiled.operator
     outs = [np.empty(t.sizes, np.float32) for _, t in op.desc.output_fields()]
@@ -294,7 +344,7 @@ def _bench_cpu(p: Pattern, reps: int) -> Result:
         if not np.array_equal(o.reshape(np.shape(w)), w):
             raise AssertionError(f"dmlops gave a wrong answer on {p.name}")
     out_bytes = sum(o.nbytes for o in outs)
-    res = Result(SECTION, p.name, "cpu", out_bytes, OURS)
+    res = Result(SECTION, f"{p.name} ({source})", "cpu", out_bytes, OURS)
     res.times[OURS] = median_cpu(table.dispatch, reps)
     res.times["dmlops.onnx.run"] = median_cpu(lambda: dmlops.onnx.run(model, xs), reps)
     src = np.ones(out_bytes // 4, np.float32)
