@@ -202,22 +202,22 @@ def _torch_module(kind: str) -> Any:
     import torch
     from torch import nn
 
-    class Focus(nn.Module):
+    class Focus(nn.Module):  # type: ignore[misc]
         def forward(self, x: Any) -> Any:
             return torch.cat([x[..., a::2, b::2] for a, b in _OFFSETS], 1)
 
-    class Qkv(nn.Module):
+    class Qkv(nn.Module):  # type: ignore[misc]
         def forward(self, x: Any) -> Any:
             b, t, e = x.shape
             return tuple(
                 z.reshape(b, t, 16, e // 48).transpose(1, 2).contiguous() for z in x.chunk(3, -1)
             )
 
-    class Unshuffle(nn.Module):
+    class Unshuffle(nn.Module):  # type: ignore[misc]
         def forward(self, x: Any) -> Any:
             return nn.functional.pixel_unshuffle(x, 2)
 
-    class Append(nn.Module):
+    class Append(nn.Module):  # type: ignore[misc]
         def forward(self, cache: Any, new: Any) -> Any:
             return torch.cat([cache, new], 2)
 
