@@ -200,12 +200,31 @@ def test_reshape_shape_from_shape_arithmetic() -> None:
 
 
 def test_a_node_that_needs_data_values_is_named() -> None:
-    from onnx import helper
+    from onnx import TensorProto, helper
 
-    nodes = [_const("i", [0, 2]), helper.make_node("Gather", ["x", "i"], ["y"], axis=0)]
-    x = np.zeros((4, 2), np.float32)
+    # the indices are a model input: their values are data, known only at run time
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["x", "i"], ["y"], axis=0)],
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 2]),
+            helper.make_tensor_value_info("i", TensorProto.FLOAT, [2]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x, i = np.zeros((4, 2), np.float32), np.array([0, 2], np.float32)
     with pytest.raises(
         ModelError,
         match=r"ONNX node 'Gather': Gather would need the values of data tensors at run time",
     ):
-        dml_onnx.run(_model(nodes, {"x": x.shape}, ["y"]), {"x": x})
+        dml_onnx.run(model, {"x": x, "i": i})
+
+
+def test_gather_at_constant_indices_is_data_movement() -> None:
+    from onnx import helper
+
+    nodes = [_const("i", [3, 0, -1]), helper.make_node("Gather", ["x", "i"], ["y"], axis=1)]
+    x = np.random.default_rng(4).standard_normal((2, 4, 3), dtype=np.float32)
+    (y,) = dml_onnx.run(_model(nodes, {"x": x.shape}, ["y"]), {"x": x})
+    np.testing.assert_array_equal(y, x[:, [3, 0, -1]])
