@@ -236,6 +236,40 @@ def _run_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_gen_tests(args: argparse.Namespace) -> int:
+    from .testvectors import generate
+
+    ops = [o.strip() for o in args.operators.split(",") if o.strip()]
+    index = generate(
+        args.outdir,
+        args.count,
+        args.seed,
+        ops,
+        args.feature_level,
+        args.invalid_fraction,
+        args.max_bytes,
+    )
+    valid = sum(1 for e in index if e["valid"])
+    print(
+        f"wrote {len(index)} models ({valid} valid, {len(index) - valid} invalid) to {args.outdir}"
+    )
+    return 0
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    import json
+
+    from .testvectors import check
+
+    expected = json.loads(Path(args.expected).read_text())
+    problems = check(expected, Path(args.run_output).read_text())
+    if problems:
+        print("\n".join(problems))
+        return 1
+    print("match")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `dmlops` command."""
     parser = argparse.ArgumentParser(
@@ -311,6 +345,41 @@ def build_parser() -> argparse.ArgumentParser:
         "--split-sizes", type=_ints, default=[], help="SPLIT: each output's size along Axis"
     )
     xp.set_defaults(func=_run_explain)
+
+    gen = sub.add_parser(
+        "gen-tests",
+        help="write random DxDispatch-style test models with their expected outputs",
+        description="Write COUNT DxDispatch-style JSON models of random SLICE/SLICE1/SPLIT/JOIN "
+        "descriptors, a sidecar NAME.expected.json per model (the expected printout of every "
+        "output, or the rule an invalid descriptor breaks) and index.json. Deterministic for "
+        "a seed.",
+    )
+    gen.add_argument("outdir", help="directory to write into")
+    gen.add_argument("--count", type=int, default=100, help="number of models (default 100)")
+    gen.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    gen.add_argument(
+        "--operators", default="slice,slice1,split,join", help="comma-separated operators"
+    )
+    gen.add_argument("--feature-level", default="4_1", help="feature level (default 4_1)")
+    gen.add_argument(
+        "--invalid-fraction", type=float, default=0.2, help="share of invalid models (0.2)"
+    )
+    gen.add_argument(
+        "--max-bytes", type=int, default=1 << 20, help="largest tensor bytes in one model"
+    )
+    gen.set_defaults(func=_run_gen_tests)
+
+    chk = sub.add_parser(
+        "check",
+        help="compare a DxDispatch-style printout with a test model's expected outputs",
+        description="Compare RUN_OUTPUT (what a backend printed for a model, in the format "
+        "`dmlops run` and DxDispatch print, or its error text) with EXPECTED (a sidecar from "
+        "`dmlops gen-tests`), element by element; prints the first mismatches. Exit status 1 "
+        "on a mismatch.",
+    )
+    chk.add_argument("expected", help="NAME.expected.json")
+    chk.add_argument("run_output", help="a file holding the printout")
+    chk.set_defaults(func=_run_check)
 
     run = sub.add_parser(
         "run",

@@ -1,0 +1,355 @@
+"""Test vectors for DirectML backend authors: random DxDispatch model files and their answers.
+
+`generate` writes DxDispatch-style JSON models of random SLICE, SLICE1, SPLIT
+and JOIN descriptors (11 data types, ranks 1-8, packed, padded and permuted
+tensor strides, offsets, negative strides, partial SLICE1 outputs), a sidecar
+per model with the expected printout of every output resource (valid models)
+or the rule the descriptor breaks (invalid ones), and an index. Element values
+are small integers or quarters, which DxDispatch's printout shows exactly.
+`check` compares a printout with a sidecar, element by element.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .device import Device
+from .errors import DmlError
+from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
+from .tensor import BufferTensorDesc, DataType, FeatureLevel, packed_strides
+
+__all__ = ["generate", "check", "OPERATORS"]
+
+OPERATORS = ("slice", "slice1", "split", "join")
+_MAX_ELEMENTS = 256
+_SENTINEL = 7  # what an output element holds until the operator writes it
+
+
+def _shape(rng: np.random.Generator, dims: range) -> list[int]:
+    rank = int(rng.integers(dims.start, dims.stop))
+    sizes, budget = [], _MAX_ELEMENTS
+    for _ in range(rank):
+        n = int(rng.integers(1, max(2, min(5, budget) + 1)))
+        budget = max(1, budget // n)
+        sizes.append(n)
+    return sizes
+
+
+def _layout(rng: np.random.Generator, sizes: Sequence[int], output: bool) -> list[int] | None:
+    kind = rng.choice(["packed", "padded", "permuted"] + ([] if output else ["broadcast"]))
+    n = len(sizes)
+    if kind == "packed":
+        return None
+    if kind == "padded":
+        strides, s = [0] * n, 1
+        for i in range(n - 1, -1, -1):
+            strides[i] = s
+            s *= sizes[i] + int(rng.integers(0, 3))
+        return strides
+    if kind == "permuted":
+        perm = rng.permutation(n)
+        ps = packed_strides([sizes[p] for p in perm])
+        strides = [0] * n
+        for pos, p in enumerate(perm):
+            strides[p] = ps[pos]
+        return strides
+    strides = list(packed_strides(sizes))
+    return [0 if rng.random() < 0.5 else s for s in strides]
+
+
+def _tensor(
+    rng: np.random.Generator, dt: DataType, sizes: Sequence[int], output: bool
+) -> BufferTensorDesc:
+    return BufferTensorDesc(dt, sizes, _layout(rng, sizes, output))
+
+
+def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> OperatorDesc:
+    classes: dict[str, Any] = {
+        "slice": SliceDesc,
+        "slice1": Slice1Desc,
+        "split": SplitDesc,
+        "join": JoinDesc,
+    }
+    support = classes[op].SUPPORT
+    row = max((r for r in support if r.level <= level), key=lambda r: r.level)
+    dt = sorted(row.data_types)[int(rng.integers(0, len(row.data_types)))]
+    sizes = _shape(rng, row.dimension_counts)
+    if op == "slice":
+        offs, out, steps = [], [], []
+        for n in sizes:
+            st = int(rng.integers(1, 4))
+            o = int(rng.integers(0, n))
+            offs.append(o)
+            steps.append(st)
+            out.append(int(rng.integers(1, 2 + (n - 1 - o) // st)))
+        return SliceDesc(
+            _tensor(rng, dt, sizes, False), _tensor(rng, dt, out, True), offs, out, steps
+        )
+    if op == "slice1":
+        offs, win, steps, out = [], [], [], []
+        for n in sizes:
+            o = int(rng.integers(0, n))
+            w = int(rng.integers(1, n - o + 1))
+            st = int(rng.integers(1, 4)) * (1 if rng.random() < 0.5 else -1)
+            offs.append(o)
+            win.append(w)
+            steps.append(st)
+            out.append(int(rng.integers(1, 2 + (w - 1) // abs(st))))
+        return Slice1Desc(
+            _tensor(rng, dt, sizes, False), _tensor(rng, dt, out, True), offs, win, steps
+        )
+    axis = int(rng.integers(0, len(sizes)))
+    total = sizes[axis]
+    cuts = sorted({int(c) for c in rng.integers(1, total, size=3)}) if total > 1 else []
+    bounds = [0, *cuts, total]
+    pieces = [
+        [b - a if d == axis else n for d, n in enumerate(sizes)]
+        for a, b in itertools.pairwise(bounds)
+    ]
+    if op == "split":
+        return SplitDesc(
+            _tensor(rng, dt, sizes, False), [_tensor(rng, dt, p, True) for p in pieces], axis
+        )
+    return JoinDesc(
+        [_tensor(rng, dt, p, False) for p in pieces], _tensor(rng, dt, sizes, True), axis
+    )
+
+
+def _broken(rng: np.random.Generator, desc: OperatorDesc) -> OperatorDesc:
+    """The descriptor with one rule broken (the caller checks that it is)."""
+    d = desc
+    if isinstance(d, SliceDesc):
+        k = int(rng.integers(0, len(d.sizes)))
+        choice = int(rng.integers(0, 3))
+        strides = list(d.strides)
+        offsets = list(d.offsets)
+        if choice == 0:
+            strides[k] = 0
+        elif choice == 1:
+            offsets[k] = d.input_tensor.sizes[k]
+        else:
+            strides[k] = d.input_tensor.sizes[k] + 1
+            offsets[k] = 0
+            if d.sizes[k] == 1:
+                return SliceDesc(
+                    d.input_tensor,
+                    BufferTensorDesc(
+                        d.output_tensor.data_type,
+                        [n + (j == k) for j, n in enumerate(d.output_tensor.sizes)],
+                    ),
+                    d.offsets,
+                    [n + (j == k) for j, n in enumerate(d.sizes)],
+                    d.strides,
+                )
+        return SliceDesc(d.input_tensor, d.output_tensor, offsets, d.sizes, strides)
+    if isinstance(d, Slice1Desc):
+        k = int(rng.integers(0, len(d.input_window_sizes)))
+        choice = int(rng.integers(0, 3))
+        strides = list(d.input_window_strides)
+        sizes = list(d.input_window_sizes)
+        if choice == 0:
+            strides[k] = 0
+        elif choice == 1:
+            sizes[k] = d.input_tensor.sizes[k] - d.input_window_offsets[k] + 1
+        else:
+            out = list(d.output_tensor.sizes)
+            out[k] = 1 + (sizes[k] - 1) // abs(strides[k]) + 1
+            return Slice1Desc(
+                d.input_tensor,
+                BufferTensorDesc(d.output_tensor.data_type, out),
+                d.input_window_offsets,
+                sizes,
+                strides,
+            )
+        return Slice1Desc(d.input_tensor, d.output_tensor, d.input_window_offsets, sizes, strides)
+    if isinstance(d, SplitDesc):
+        outs = list(d.output_tensors)
+        first = outs[0]
+        grown = [n + (j == d.axis) for j, n in enumerate(first.sizes)]
+        outs[0] = BufferTensorDesc(first.data_type, grown)
+        return SplitDesc(d.input_tensor, outs, d.axis)
+    assert isinstance(d, JoinDesc)
+    other = DataType.INT32 if d.output_tensor.data_type != DataType.INT32 else DataType.UINT32
+    ins = list(d.input_tensors)
+    ins[-1] = BufferTensorDesc(other, ins[-1].sizes)
+    return JoinDesc(ins, d.output_tensor, d.axis)
+
+
+def _values(dt: DataType, count: int, salt: int) -> list[Any]:
+    """Distinct-looking values that DxDispatch's printout shows exactly."""
+    i = np.arange(count, dtype=np.int64) * 37 + salt * 101 + 11
+    kind = dt.numpy_dtype.kind
+    if kind == "f":
+        return [float(v) for v in (i % 2048) * 0.25 - 256]
+    bits = 8 * dt.element_size
+    low = -(1 << (bits - 1)) if kind == "i" else 0
+    span = min(1 << bits, 1 << 16)
+    return [int(v) for v in i % span + max(low, -(span // 2))]
+
+
+def _tensor_json(t: BufferTensorDesc) -> dict[str, Any]:
+    out: dict[str, Any] = {"DataType": t.data_type.name, "Sizes": list(t.sizes)}
+    if t.strides is not None:
+        out["Strides"] = list(t.strides)
+    return out
+
+
+def _model(desc: OperatorDesc, name: str) -> dict[str, Any]:
+    resources: dict[str, Any] = {}
+    bindings: dict[str, Any] = {}
+    for role, fields in (("in", desc.input_fields()), ("out", desc.output_fields())):
+        names = []
+        for k, (_, t) in enumerate(fields):
+            rname = f"{role}{k}"
+            count = max(1, math.ceil(t.total_tensor_size_in_bytes / t.data_type.element_size))
+            values: Any = (
+                _values(t.data_type, count, k)
+                if role == "in"
+                else {"valueCount": count, "value": _SENTINEL}
+            )
+            resources[rname] = {"initialValuesDataType": t.data_type.name, "initialValues": values}
+            names.append(rname)
+        field0 = fields[0][0]
+        key = field0.split("[")[0]
+        bindings[key] = names if field0.endswith("]") else names[0]
+    fields_json: dict[str, Any] = {}
+    for key, value in desc._field_items():
+        if isinstance(value, BufferTensorDesc):
+            fields_json[key] = _tensor_json(value)
+        elif isinstance(value, list) and value and isinstance(value[0], BufferTensorDesc):
+            fields_json[key] = [_tensor_json(v) for v in value]
+        elif isinstance(value, (tuple, list)):
+            fields_json[key] = list(value)
+        else:
+            fields_json[key] = value
+    outputs = [f"out{k}" for k in range(len(desc.output_fields()))]
+    return {
+        "resources": resources,
+        "dispatchables": {name: {"type": desc.operator_type, "desc": fields_json}},
+        "commands": [
+            {"type": "dispatch", "dispatchable": name, "bindings": bindings},
+            *({"type": "print", "resource": o} for o in outputs),
+        ],
+    }
+
+
+def generate(
+    out_dir: str | Path,
+    count: int,
+    seed: int,
+    operators: Sequence[str] = OPERATORS,
+    feature_level: FeatureLevel | int | str = FeatureLevel.FL_4_1,
+    invalid_fraction: float = 0.2,
+    max_bytes: int = 1 << 20,
+) -> list[dict[str, Any]]:
+    """Write `count` models, their sidecars and index.json into out_dir; returns the index."""
+    from .dxdispatch import load_model, run_model
+
+    level = FeatureLevel.parse(feature_level)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    index = []
+    for k in range(count):
+        op = str(operators[int(rng.integers(0, len(operators)))])
+        while True:
+            desc = _random_desc(rng, op, level)
+            if (
+                sum(
+                    t.total_tensor_size_in_bytes
+                    for _, t in desc.input_fields() + desc.output_fields()
+                )
+                <= max_bytes
+            ):
+                break
+        expected: dict[str, Any]
+        invalid = rng.random() < invalid_fraction
+        if invalid:
+            for _ in range(20):
+                broken = _broken(rng, desc)
+                try:
+                    broken.validate(level)
+                except DmlError as e:
+                    desc = broken
+                    message = str(e)
+                    field = _FIELD.match(message)
+                    expected = {
+                        "valid": False,
+                        "error": message,
+                        "field": field.group(0) if field else "",
+                        "rule": message.partition(": ")[2],
+                    }
+                    break
+            else:
+                invalid = False
+        name = f"{k:05d}_{op}"
+        model = _model(desc, op)
+        if not invalid:
+            lines: list[str] = []
+            run_model(load_model(model), Device(level), lines.append)
+            expected = {"valid": True, "printout": lines}
+        (out / f"{name}.json").write_text(json.dumps(model))
+        (out / f"{name}.expected.json").write_text(json.dumps(expected))
+        index.append(
+            {
+                "model": f"{name}.json",
+                "expected": f"{name}.expected.json",
+                "operator": op,
+                "valid": not invalid,
+            }
+        )
+    (out / "index.json").write_text(
+        json.dumps({"seed": seed, "feature_level": level.dml_name, "models": index}, indent=1)
+    )
+    return index
+
+
+_FIELD = re.compile(r"^[A-Z0-9_]+(\.[A-Za-z]+(\[\d+\])?)+")
+_RESOURCE = re.compile(r"^Resource '([^']*)': (.*)$", re.MULTILINE)
+# DirectML answers every bad descriptor with E_INVALIDARG; a backend that says so matches.
+_INVALIDARG = ("E_INVALIDARG", "0x80070057")
+
+
+def _number(text: str) -> float:
+    return float(text.strip())
+
+
+def check(expected: dict[str, Any], printout: str, limit: int = 5) -> list[str]:
+    """Mismatches between a printout (or error text) and an expected sidecar; [] when it matches."""
+    if not expected["valid"]:
+        if _RESOURCE.search(printout) is None and (
+            expected["error"] in printout or any(code in printout for code in _INVALIDARG)
+        ):
+            return []
+        return [f"expected a rejection: {expected['error']}"]
+    want = {m.group(1): m.group(2) for m in (_RESOURCE.match(s) for s in expected["printout"]) if m}
+    got = {m.group(1): m.group(2) for m in (_RESOURCE.match(s) for s in printout.splitlines()) if m}
+    problems = []
+    for name, text in want.items():
+        if name not in got:
+            problems.append(f"resource '{name}' was not printed")
+            continue
+        a, b = text.split(","), got[name].split(",")
+        if len(a) != len(b):
+            problems.append(f"resource '{name}': {len(b)} values printed, {len(a)} expected")
+            continue
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            fx, fy = _number(x), _number(y)
+            same = (fx == fy and math.copysign(1, fx) == math.copysign(1, fy)) or (
+                math.isnan(fx) and math.isnan(fy)
+            )
+            if not same:
+                problems.append(
+                    f"resource '{name}'[{i}]: printed {y.strip()}, expected {x.strip()}"
+                )
+                if len(problems) >= limit:
+                    return problems
+    return problems

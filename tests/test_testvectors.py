@@ -1,0 +1,143 @@
+"""Test vectors for backend authors: gen-tests writes models whose sidecars `dmlops run` matches."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from dmlops.cli import main
+from dmlops.tensor import DataType
+from dmlops.testvectors import check, generate
+
+
+def _run_cli(*args: str) -> tuple[int, str]:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+        try:
+            rc = main(list(args))
+        except SystemExit as e:  # argparse
+            rc = int(e.code or 0)
+    return rc, buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def vectors(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("vectors")
+    rc, text = _run_cli("gen-tests", str(out), "--count", "150", "--seed", "3")
+    assert rc == 0 and "wrote 150 models" in text
+    return out
+
+
+def _index(d: Path) -> list[dict[str, object]]:
+    models: list[dict[str, object]] = json.loads((d / "index.json").read_text())["models"]
+    return models
+
+
+def test_every_model_round_trips_through_run_and_check(vectors: Path) -> None:
+    index = _index(vectors)
+    assert sum(1 for m in index if m["valid"]) > 80
+    assert sum(1 for m in index if not m["valid"]) > 10
+    for m in index:
+        rc, printout = _run_cli("run", str(vectors / str(m["model"])))
+        expected = json.loads((vectors / str(m["expected"])).read_text())
+        assert (rc == 0) == expected["valid"], (m, printout)
+        assert check(expected, printout) == [], m
+        if not expected["valid"]:
+            assert expected["error"] in printout
+            assert expected["error"].startswith(expected["field"])
+            assert expected["rule"] and expected["rule"] in expected["error"]
+        (vectors / "out.txt").write_text(printout)
+        rc, text = _run_cli("check", str(vectors / str(m["expected"])), str(vectors / "out.txt"))
+        assert (rc, text.strip()) == (0, "match")
+
+
+def test_the_generator_is_deterministic_for_a_seed(tmp_path: Path) -> None:
+    generate(tmp_path / "a", 40, seed=11)
+    generate(tmp_path / "b", 40, seed=11)
+    generate(tmp_path / "c", 40, seed=12)
+    files = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert files == sorted(p.name for p in (tmp_path / "b").iterdir())
+    for name in files:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    assert any(
+        (tmp_path / "a" / n).read_bytes() != (tmp_path / "c" / n).read_bytes()
+        for n in files
+        if (tmp_path / "c" / n).exists()
+    )
+
+
+def test_the_vectors_cover_operators_dtypes_ranks_and_layouts(tmp_path: Path) -> None:
+    generate(tmp_path, 400, seed=5)
+    ops, dtypes, ranks = set(), set(), set()
+    negative = strided = offset = partial = 0
+    for m in _index(tmp_path):
+        model = json.loads((tmp_path / str(m["model"])).read_text())
+        (dispatchable,) = model["dispatchables"].values()
+        ops.add(dispatchable["type"])
+        desc = dispatchable["desc"]
+        tensor = desc.get("InputTensor") or desc["InputTensors"][0]
+        dtypes.add(tensor["DataType"])
+        ranks.add(len(tensor["Sizes"]))
+        strided += "Strides" in tensor
+        negative += any(s < 0 for s in desc.get("InputWindowStrides", []))
+        offset += any(o > 0 for o in desc.get("InputWindowOffsets", desc.get("Offsets", [])))
+        if dispatchable["type"] == "DML_OPERATOR_SLICE1" and m["valid"]:
+            windows, strides = desc["InputWindowSizes"], desc["InputWindowStrides"]
+            most = [1 + (w - 1) // abs(s) for w, s in zip(windows, strides, strict=True)]
+            partial += desc["OutputTensor"]["Sizes"] != most
+    assert ops == {f"DML_OPERATOR_{o}" for o in ("SLICE", "SLICE1", "SPLIT", "JOIN")}
+    assert dtypes == {dt.name for dt in DataType if dt is not DataType.UNKNOWN}
+    assert ranks == set(range(1, 9))
+    assert min(negative, strided, offset, partial) > 5
+
+
+def test_a_lower_feature_level_keeps_to_its_table(tmp_path: Path) -> None:
+    generate(tmp_path, 60, seed=2, operators=["slice1", "join"], feature_level="2_1")
+    for m in _index(tmp_path):
+        model = json.loads((tmp_path / str(m["model"])).read_text())
+        (dispatchable,) = model["dispatchables"].values()
+        assert dispatchable["type"] in ("DML_OPERATOR_SLICE1", "DML_OPERATOR_JOIN")
+        desc = dispatchable["desc"]
+        tensor = desc.get("InputTensor") or desc["InputTensors"][0]
+        assert len(tensor["Sizes"]) in ((4, 5) if "SLICE1" in dispatchable["type"] else (4,))
+        assert tensor["DataType"] not in ("FLOAT64", "INT64", "UINT64")
+
+
+def test_check_reports_a_wrong_element_and_a_missing_resource() -> None:
+    expected = {"valid": True, "printout": ["Resource 'out0': 1, 2, -0, 4", "Resource 'out1': 5"]}
+    assert check(expected, "Resource 'out0': 1, 2, -0, 4\nResource 'out1': 5\n") == []
+    problems = check(expected, "Resource 'out0': 1, 2, 0, 5\n")
+    assert problems == [
+        "resource 'out0'[2]: printed 0, expected -0",
+        "resource 'out0'[3]: printed 5, expected 4",
+        "resource 'out1' was not printed",
+    ]
+    assert check(expected, "Resource 'out0': 1, 2\nResource 'out1': 5") == [
+        "resource 'out0': 2 values printed, 4 expected"
+    ]
+
+
+def test_check_of_an_invalid_model_wants_a_rejection_not_outputs() -> None:
+    expected = {
+        "valid": False,
+        "error": "SLICE.Strides[0] is 0: must be at least 1",
+        "field": "SLICE.Strides[0]",
+        "rule": "must be at least 1",
+    }
+    assert (
+        check(expected, "error: $.dispatchables.x: SLICE.Strides[0] is 0: must be at least 1") == []
+    )
+    assert check(expected, "Failed to create operator: E_INVALIDARG (0x80070057)") == []
+    assert check(expected, "Resource 'out0': 1, 2") != []
+    assert check(expected, "") != []
+
+
+def test_check_cli_exits_1_on_a_mismatch(tmp_path: Path) -> None:
+    (tmp_path / "e.json").write_text(json.dumps({"valid": True, "printout": ["Resource 'o': 3"]}))
+    (tmp_path / "r.txt").write_text("Resource 'o': 4\n")
+    rc, text = _run_cli("check", str(tmp_path / "e.json"), str(tmp_path / "r.txt"))
+    assert rc == 1 and "printed 4, expected 3" in text
