@@ -198,6 +198,15 @@ def _run_explain_onnx(path: str, level: FeatureLevel, shapes: list[str]) -> int:
     return 0
 
 
+def _plot(desc: OperatorDesc, path: str, level: FeatureLevel) -> None:
+    from .picture import draw
+
+    if Path(path).suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise DmlError(f"explain --plot: {path!r} must end in .png, .svg or .pdf")
+    draw(desc, path, level)
+    print(f"picture written to {path}")
+
+
 def _run_explain(args: argparse.Namespace) -> int:
     level = FeatureLevel.parse(args.feature_level)
     if args.operator.endswith(".onnx"):
@@ -206,8 +215,11 @@ def _run_explain(args: argparse.Namespace) -> int:
         raise DmlError(
             f"explain: {args.operator!r} is not one of {', '.join(_OPERATORS)} or an .onnx file"
         )
+    desc = None
     try:
         desc = _explain_desc(args)
+        if args.plot:
+            _plot(desc, args.plot, level)
         desc.validate(level)
     except DmlError as e:
         print(f"INVALID at {level.dml_name}: {e}")
@@ -316,6 +328,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=_ints,
         action="append",
         help="input tensor sizes, e.g. 1,1,4,4 (join: repeat once per input)",
+    )
+    xp.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="also draw the operator to FILE (.png/.svg/.pdf; needs pip install 'dmlops[plot]')",
     )
     xp.add_argument("--data-type", default="FLOAT32", help="DML data type name (default FLOAT32)")
     xp.add_argument("--feature-level", default="4_1", help="feature level, e.g. 2_1 (default 4_1)")

@@ -28,6 +28,12 @@ class Binding:
 class CompiledOperator:
     """A validated operator lowered to a plan, ready to execute on its device."""
 
+    def _repr_html_(self) -> str:
+        """Notebook view: the descriptor's picture or table at the device's level, and the plan."""
+        from .picture import repr_html
+
+        return repr_html(self.desc, self.device.feature_level) + self.plan._repr_html_()
+
     def __init__(self, device: Device, desc: OperatorDesc, plan: Plan) -> None:
         self.device = device
         self.desc = desc

@@ -119,6 +119,21 @@ class Plan:
         """Bytes written to the outputs when the plan executes."""
         return sum(c.element_count for c in self.copies) * self.element_size
 
+    def _repr_html_(self) -> str:
+        """Notebook view: one table row per strided copy."""
+        head = "<tr><th>input</th><th>byte</th><th>strides</th><th>output</th><th>byte</th>"
+        head += "<th>strides</th><th>shape</th></tr>"
+        rows = "".join(
+            f"<tr><td>{c.src}</td><td>{c.src_offset}</td><td>{list(c.src_strides)}</td>"
+            f"<td>{c.dst}</td><td>{c.dst_offset}</td><td>{list(c.dst_strides)}</td>"
+            f"<td>{list(c.shape)}</td></tr>"
+            for c in self.copies
+        )
+        return (
+            f"<div>plan: {len(self.copies)} strided copies of {self.element_size}-byte elements"
+            f"<table>{head}{rows}</table></div>"
+        )
+
     def describe(self) -> str:
         """One line per copy, for humans."""
         lines = [f"plan: {len(self.copies)} strided copies of {self.element_size}-byte elements"]

@@ -197,6 +197,12 @@ class OperatorDesc(abc.ABC):
         body = ", ".join(f"{k}={v!r}" for k, v in self._field_items())
         return f"{type(self).__name__}({body})"
 
+    def _repr_html_(self) -> str:
+        """Notebook view: the picture (small tensors) or field table, with the verdict at 4_1."""
+        from ..picture import repr_html
+
+        return repr_html(self)
+
     def __eq__(self, other: object) -> bool:
         return type(self) is type(other) and self._field_items() == other._field_items()
 
