@@ -122,3 +122,28 @@ def test_the_docs_pictures_are_current(tmp_path: Path) -> None:
     for name in names:
         assert f"pictures/{name}" in text
     assert np.all([(docs / "pictures" / n).stat().st_size > 5000 for n in names])
+
+
+def test_without_matplotlib_plot_says_how_to_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import sys
+
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    buf = io.StringIO()
+    args = ["explain", "slice", "--input-sizes", "4", "--offsets", "1", "--sizes", "2"]
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+        assert main([*args, "--strides", "1", "--plot", str(tmp_path / "a.png")]) != 0
+    assert "pip install 'dmlops[plot]'" in buf.getvalue()
+    desc = SliceDesc(_t(4), _t(2), [1], [2], [1])
+    assert "<svg" not in desc._repr_html_() and "VALID at" in desc._repr_html_()
+
+
+def test_explain_plot_draws_an_invalid_descriptor_too(tmp_path: Path) -> None:
+    buf = io.StringIO()
+    args = ["explain", "slice", "--input-sizes", "4", "--offsets", "3", "--sizes", "2"]
+    with contextlib.redirect_stdout(buf):
+        assert main([*args, "--strides", "1", "--plot", str(tmp_path / "bad.png")]) == 1
+    assert "INVALID" in buf.getvalue() and (tmp_path / "bad.png").stat().st_size > 1000
