@@ -158,7 +158,9 @@ def _explain_desc(args: argparse.Namespace) -> OperatorDesc:
 _OPERATORS = ("slice", "slice1", "split", "join", "depth_to_space1", "space_to_depth1")
 
 
-def _run_explain_onnx(path: str, level: FeatureLevel, shapes: list[str]) -> int:
+def _run_explain_onnx(
+    path: str, level: FeatureLevel, shapes: list[str], max_file_bytes: int
+) -> int:
     """Compile an ONNX model as one graph for its declared input shapes; print the copies."""
     import onnx
 
@@ -168,7 +170,7 @@ def _run_explain_onnx(path: str, level: FeatureLevel, shapes: list[str]) -> int:
     for item in shapes:
         name, _, text = item.partition("=")
         given[name] = _ints(text)
-    model = onnx.load(path)
+    model = dml_onnx.load(path, max_file_bytes)
     initialized = {i.name for i in model.graph.initializer}
     arrays = {}
     for i in model.graph.input:
@@ -210,7 +212,7 @@ def _plot(desc: OperatorDesc, path: str, level: FeatureLevel) -> None:
 def _run_explain(args: argparse.Namespace) -> int:
     level = FeatureLevel.parse(args.feature_level)
     if args.operator.endswith(".onnx"):
-        return _run_explain_onnx(args.operator, level, args.input_shape)
+        return _run_explain_onnx(args.operator, level, args.input_shape, args.max_file_bytes)
     if args.operator not in _OPERATORS:
         raise DmlError(
             f"explain: {args.operator!r} is not one of {', '.join(_OPERATORS)} or an .onnx file"
@@ -242,7 +244,7 @@ def _run_explain(args: argparse.Namespace) -> int:
 def _run_model(args: argparse.Namespace) -> int:
     from .dxdispatch import load_model, run_model
 
-    model = load_model(Path(args.model), max_bytes=args.max_bytes)
+    model = load_model(Path(args.model), args.max_bytes, args.max_file_bytes)
     device = Device(args.feature_level, backend="numpy" if args.device == "cpu" else "cuda")
     run_model(model, device)
     return 0
@@ -280,6 +282,17 @@ def _run_check(args: argparse.Namespace) -> int:
         return 1
     print("match")
     return 0
+
+
+def _add_max_file_bytes(parser: argparse.ArgumentParser) -> None:
+    from ._files import DEFAULT_MAX_FILE_BYTES
+
+    parser.add_argument(
+        "--max-file-bytes",
+        type=int,
+        default=DEFAULT_MAX_FILE_BYTES,
+        help="refuse model files larger than this, before parsing (default 64 MiB)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -361,6 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     xp.add_argument(
         "--split-sizes", type=_ints, default=[], help="SPLIT: each output's size along Axis"
     )
+    _add_max_file_bytes(xp)
     xp.set_defaults(func=_run_explain)
 
     gen = sub.add_parser(
@@ -414,6 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=256 << 20,
         help="refuse models whose resources exceed this many bytes (default 256 MiB)",
     )
+    _add_max_file_bytes(run)
     run.set_defaults(func=_run_model)
 
     sub.add_parser(

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ._files import DEFAULT_MAX_FILE_BYTES, read_bounded
 from .device import Binding, Device
 from .errors import DmlError, ModelError
 from .ops import (
@@ -32,7 +33,7 @@ from .tensor import BufferTensorDesc, DataType, TensorFlags
 __all__ = ["Model", "load_model", "run_model", "DEFAULT_MAX_BYTES"]
 
 DEFAULT_MAX_BYTES = 256 << 20
-MAX_FILE_BYTES = 64 << 20
+MAX_FILE_BYTES = DEFAULT_MAX_FILE_BYTES
 MAX_DEPTH = 32
 
 
@@ -324,8 +325,16 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-def load_model(source: str | Path | dict[str, Any], max_bytes: int = DEFAULT_MAX_BYTES) -> Model:
-    """Read and check a model (path, JSON text or parsed object); errors name the JSON path."""
+def load_model(
+    source: str | Path | dict[str, Any],
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_file_bytes: int = MAX_FILE_BYTES,
+) -> Model:
+    """Read and check a model (path, JSON text or parsed object); errors name the JSON path.
+
+    A path must name a regular file of at most max_file_bytes; resources may hold at most
+    max_bytes in all.
+    """
     if isinstance(source, dict):
         doc: Any = source
     else:
@@ -333,11 +342,9 @@ def load_model(source: str | Path | dict[str, Any], max_bytes: int = DEFAULT_MAX
         if isinstance(source, Path) or not source.lstrip().startswith("{"):
             p = Path(source)
             try:
-                if p.stat().st_size > MAX_FILE_BYTES:
-                    raise ModelError(f"{p}: larger than {MAX_FILE_BYTES} bytes")
-                text = p.read_text(encoding="utf-8")
-            except OSError as e:
-                raise ModelError(f"{p}: {e.strerror or e}") from None
+                text = read_bounded(p, max_file_bytes).decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ModelError(f"{p}: not UTF-8 text: {e.reason} at byte {e.start}") from None
         else:
             text = source
         try:

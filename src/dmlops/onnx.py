@@ -14,10 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from ._files import DEFAULT_MAX_FILE_BYTES, read_bounded
 from .device import Device
 from .errors import ModelError
 
-__all__ = ["run", "compile", "slice_window", "split_sizes", "SUPPORTED_OPS"]
+__all__ = ["run", "compile", "load", "slice_window", "split_sizes", "SUPPORTED_OPS"]
 
 SUPPORTED_OPS = (
     "Slice",
@@ -114,10 +115,14 @@ def run(
     model: Any,
     inputs: Mapping[str, Any] | Sequence[Any],
     device: Device | None = None,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
 ) -> list[Any]:
     """Run an ONNX model of Slice, Split, Concat, Identity, Transpose, Reshape, Squeeze,
-    Unsqueeze and Flatten nodes as one compiled graph; returns its outputs."""
-    compiled, values = _prepare(model, inputs, device)
+    Unsqueeze and Flatten nodes as one compiled graph; returns its outputs.
+
+    `model` is a ModelProto, its bytes, or the path of a regular file of at most
+    max_file_bytes."""
+    compiled, values = _prepare(model, inputs, device, max_file_bytes)
     result: list[Any] = compiled.run(values)
     return result
 
@@ -126,26 +131,40 @@ def compile(  # noqa: A001 - the ONNX verb
     model: Any,
     inputs: Mapping[str, Any] | Sequence[Any],
     device: Device | None = None,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
 ) -> Any:
     """The model lowered into one dmlops Graph for these inputs' shapes (see onnx_graph)."""
-    return _prepare(model, inputs, device)[0]
+    return _prepare(model, inputs, device, max_file_bytes)[0]
+
+
+def load(model: Any, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Any:
+    """A ModelProto from a ModelProto, bytes or a path; any unreadable input is a ModelError."""
+    import onnx
+
+    if isinstance(model, (str, Path)):
+        data = read_bounded(model, max_file_bytes)
+        where = f"{model}: "
+    elif isinstance(model, (bytes, bytearray, memoryview)):
+        data, where = bytes(model), ""
+    elif isinstance(model, onnx.ModelProto):
+        return model
+    else:
+        raise ModelError(f"ONNX model: expected a ModelProto, bytes or a path, not {type(model)}")
+    try:
+        return onnx.load_from_string(data)
+    except Exception as e:  # noqa: BLE001 - protobuf raises DecodeError, RuntimeError, ...
+        raise ModelError(f"{where}not an ONNX model ({type(e).__name__}: {e})") from None
 
 
 def _prepare(
-    model: Any, inputs: Mapping[str, Any] | Sequence[Any], device: Device | None
+    model: Any,
+    inputs: Mapping[str, Any] | Sequence[Any],
+    device: Device | None,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
 ) -> tuple[Any, dict[str, Any]]:
-    import onnx
-    from google.protobuf.message import DecodeError
-
     from .onnx_graph import compile_model
 
-    try:
-        if isinstance(model, (str, Path)):
-            model = onnx.load(str(model))
-        elif isinstance(model, bytes):
-            model = onnx.load_from_string(model)
-    except (DecodeError, OSError, ValueError) as e:
-        raise ModelError(f"ONNX model could not be read: {e}") from None
+    model = load(model, max_file_bytes)
     device = device or Device()
     cuda = device.backend.name == "cuda"
 

@@ -127,10 +127,64 @@ def _constant(device: Device, value: np.ndarray[Any, Any]) -> Any:
     return value.copy()
 
 
+# The AttributeProto type of every attribute the adapter reads (ONNX operator schemas).
+_ATTRIBUTE_TYPES = {
+    "allowzero": "INT",
+    "axes": "INTS",
+    "axis": "INT",
+    "blocksize": "INT",
+    "end": "INT",
+    "ends": "INTS",
+    "fmod": "INT",
+    "mode": "STRING",
+    "num_outputs": "INT",
+    "perm": "INTS",
+    "split": "INTS",
+    "start": "INT",
+    "starts": "INTS",
+    "to": "INT",
+    "value": "TENSOR",
+}
+# Index inputs read when the model is compiled: (op, input position) -> (name, allowed dtypes).
+_INDEX_INPUTS: dict[tuple[str, int], tuple[str, tuple[str, ...]]] = {
+    ("Slice", 1): ("starts", ("int32", "int64")),
+    ("Slice", 2): ("ends", ("int32", "int64")),
+    ("Slice", 3): ("axes", ("int32", "int64")),
+    ("Slice", 4): ("steps", ("int32", "int64")),
+    ("Split", 1): ("split", ("int64",)),
+    ("Reshape", 1): ("shape", ("int64",)),
+    ("Squeeze", 1): ("axes", ("int64",)),
+    ("Unsqueeze", 1): ("axes", ("int64",)),
+    ("Gather", 1): ("indices", ("int32", "int64")),
+}
+
+
 def _attrs(node: Any) -> dict[str, Any]:
+    """The node's attributes, each of the type ONNX's schema gives it."""
     import onnx
 
-    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    found = {}
+    for attribute in node.attribute:
+        want = _ATTRIBUTE_TYPES.get(attribute.name)
+        kind = onnx.AttributeProto.AttributeType.Name(attribute.type)
+        if want is not None and kind != want:
+            raise ModelError(
+                f"ONNX node '{node.name or node.op_type}': attribute '{attribute.name}' is "
+                f"{kind}: {node.op_type} takes {want}"
+            )
+        found[attribute.name] = onnx.helper.get_attribute_value(attribute)
+    return found
+
+
+def _check_index_input(node: Any, k: int, value: Any) -> None:
+    """ONNX allows only integer index tensors (starts, ends, axes, steps, split, shape)."""
+    rule = _INDEX_INPUTS.get((node.op_type, k))
+    dtype = np.asarray(value).dtype
+    if rule is not None and dtype.name not in rule[1]:
+        raise ModelError(
+            f"ONNX node '{node.name or node.op_type}': input '{node.input[k]}' ({rule[0]}) is "
+            f"{dtype.name}: {node.op_type} allows only {' or '.join(rule[1])}"
+        )
 
 
 def _axis(axis: int, rank: int, op: str) -> int:
@@ -200,6 +254,7 @@ def compile_model(
                 f"ONNX node '{node.name or node.op_type}': input '{name}' must be known when "
                 "the model is compiled (an initializer or a given input)"
             )
+        _check_index_input(node, k, constants[name])
         return [int(v) for v in np.asarray(constants[name]).ravel()]
 
     for node in graph.node:
@@ -219,6 +274,9 @@ def compile_model(
                 None if not n else (_shape(values[n]) if shape_of_data and k == 0 else constants[n])
                 for k, n in enumerate(names)
             ]
+            for k, v in enumerate(ins):
+                if v is not None and not (shape_of_data and k == 0):
+                    _check_index_input(node, k, v)
             try:
                 outs_host = _host_eval(node, a, ins, opset)
             except (ValueError, IndexError, TypeError, KeyError) as e:
@@ -228,6 +286,7 @@ def compile_model(
             constants.update(zip(node.output, outs_host, strict=False))
             continue
         if node.op_type == "Gather" and names[0] in values and names[1] in constants:
+            _check_index_input(node, 1, constants[names[1]])
             try:
                 outs = [_gathered(g, node, a, values[names[0]], constants[names[1]])]
             except DmlError as e:
