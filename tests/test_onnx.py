@@ -208,12 +208,12 @@ def test_a_node_that_needs_data_values_is_named() -> None:
         "g",
         [
             helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 2]),
-            helper.make_tensor_value_info("i", TensorProto.FLOAT, [2]),
+            helper.make_tensor_value_info("i", TensorProto.INT64, [2]),
         ],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    x, i = np.zeros((4, 2), np.float32), np.array([0, 2], np.float32)
+    x, i = np.zeros((4, 2), np.float32), np.array([0, 2], np.int64)
     with pytest.raises(
         ModelError,
         match=r"ONNX node 'Gather': Gather would need the values of data tensors at run time",

@@ -127,64 +127,89 @@ def _constant(device: Device, value: np.ndarray[Any, Any]) -> Any:
     return value.copy()
 
 
-# The AttributeProto type of every attribute the adapter reads (ONNX operator schemas).
-_ATTRIBUTE_TYPES = {
-    "allowzero": "INT",
-    "axes": "INTS",
-    "axis": "INT",
-    "blocksize": "INT",
-    "end": "INT",
-    "ends": "INTS",
-    "fmod": "INT",
-    "mode": "STRING",
-    "num_outputs": "INT",
-    "perm": "INTS",
-    "split": "INTS",
-    "start": "INT",
-    "starts": "INTS",
-    "to": "INT",
-    "value": "TENSOR",
-}
-# Index inputs read when the model is compiled: (op, input position) -> (name, allowed dtypes).
-_INDEX_INPUTS: dict[tuple[str, int], tuple[str, tuple[str, ...]]] = {
-    ("Slice", 1): ("starts", ("int32", "int64")),
-    ("Slice", 2): ("ends", ("int32", "int64")),
-    ("Slice", 3): ("axes", ("int32", "int64")),
-    ("Slice", 4): ("steps", ("int32", "int64")),
-    ("Split", 1): ("split", ("int64",)),
-    ("Reshape", 1): ("shape", ("int64",)),
-    ("Squeeze", 1): ("axes", ("int64",)),
-    ("Unsqueeze", 1): ("axes", ("int64",)),
-    ("Gather", 1): ("indices", ("int32", "int64")),
-}
-
-
 def _attrs(node: Any) -> dict[str, Any]:
-    """The node's attributes, each of the type ONNX's schema gives it."""
     import onnx
 
-    found = {}
-    for attribute in node.attribute:
-        want = _ATTRIBUTE_TYPES.get(attribute.name)
-        kind = onnx.AttributeProto.AttributeType.Name(attribute.type)
-        if want is not None and kind != want:
-            raise ModelError(
-                f"ONNX node '{node.name or node.op_type}': attribute '{attribute.name}' is "
-                f"{kind}: {node.op_type} takes {want}"
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _tensor_type(dtype: Any) -> str:
+    import onnx
+
+    name = onnx.helper.tensor_dtype_to_string(onnx.helper.np_dtype_to_tensor_dtype(dtype))
+    return name.removeprefix("TensorProto.").lower()
+
+
+def _dtypes(
+    node: Any, constants: Mapping[str, Any], values: Mapping[str, Any]
+) -> dict[str, np.dtype[Any]]:
+    """The dtype of each of the node's inputs known so far."""
+    found: dict[str, np.dtype[Any]] = {}
+    for name in node.input:
+        if name in constants:
+            found[name] = np.asarray(constants[name]).dtype
+        elif name in values:
+            x = values[name]
+            found[name] = (
+                x.dtype if isinstance(x, _Empty) else np.dtype(x.desc.data_type.numpy_dtype)
             )
-        found[attribute.name] = onnx.helper.get_attribute_value(attribute)
     return found
 
 
-def _check_index_input(node: Any, k: int, value: Any) -> None:
-    """ONNX allows only integer index tensors (starts, ends, axes, steps, split, shape)."""
-    rule = _INDEX_INPUTS.get((node.op_type, k))
-    dtype = np.asarray(value).dtype
-    if rule is not None and dtype.name not in rule[1]:
+def _check_schema(node: Any, opset: int, dtypes: Mapping[str, np.dtype[Any]]) -> None:
+    """The node as ONNX's schema for its opset has it: input and output counts, required
+    inputs, attribute names, types and presence, and the types of inputs already known."""
+    import onnx
+    from onnx import defs
+
+    where = f"ONNX node '{node.name or node.op_type}'"
+    try:
+        schema = defs.get_schema(node.op_type, opset, "")
+    except defs.SchemaError:
+        raise ModelError(f"{where}: {node.op_type} does not exist at opset {opset}") from None
+    n_in, n_out = len(node.input), len(node.output)
+    if not schema.min_input <= n_in <= schema.max_input:
         raise ModelError(
-            f"ONNX node '{node.name or node.op_type}': input '{node.input[k]}' ({rule[0]}) is "
-            f"{dtype.name}: {node.op_type} allows only {' or '.join(rule[1])}"
+            f"{where}: {n_in} inputs; {node.op_type}-{schema.since_version} takes "
+            f"{schema.min_input} to {schema.max_input}"
         )
+    if not schema.min_output <= n_out <= schema.max_output:
+        raise ModelError(
+            f"{where}: {n_out} outputs; {node.op_type}-{schema.since_version} has "
+            f"{schema.min_output} to {schema.max_output}"
+        )
+    single = defs.OpSchema.FormalParameterOption.Single
+    constraints = {c.type_param_str: c.allowed_type_strs for c in schema.type_constraints}
+    for k, name in enumerate(node.input):
+        formal = schema.inputs[min(k, len(schema.inputs) - 1)]
+        if not name:
+            if formal.option == single:
+                raise ModelError(f"{where}: required input {k} ({formal.name}) is empty")
+            continue
+        dtype = dtypes.get(name)
+        allowed = constraints.get(formal.type_str, [formal.type_str])
+        if dtype is not None and f"tensor({_tensor_type(dtype)})" not in allowed:
+            raise ModelError(
+                f"{where}: input '{name}' ({formal.name}) is {dtype}: "
+                f"{node.op_type} allows {', '.join(allowed)}"
+            )
+    for attribute in node.attribute:
+        spec = schema.attributes.get(attribute.name)
+        if spec is None:
+            raise ModelError(
+                f"{where}: '{attribute.name}' is not an attribute of "
+                f"{node.op_type}-{schema.since_version}"
+            )
+        kind = onnx.AttributeProto.AttributeType.Name(attribute.type)
+        if str(spec.type).rsplit(".", 1)[-1] != kind:
+            raise ModelError(
+                f"{where}: attribute '{attribute.name}' is {kind}: {node.op_type} takes "
+                f"{str(spec.type).rsplit('.', 1)[-1]}"
+            )
+    given = {a.name for a in node.attribute}
+    for name, spec in schema.attributes.items():
+        if spec.required and name not in given:
+            raise ModelError(f"{where}: required attribute '{name}' is missing")
 
 
 def _axis(axis: int, rank: int, op: str) -> int:
@@ -254,7 +279,6 @@ def compile_model(
                 f"ONNX node '{node.name or node.op_type}': input '{name}' must be known when "
                 "the model is compiled (an initializer or a given input)"
             )
-        _check_index_input(node, k, constants[name])
         return [int(v) for v in np.asarray(constants[name]).ravel()]
 
     for node in graph.node:
@@ -265,6 +289,7 @@ def compile_model(
                 + ", ".join(GRAPH_OPS)
                 + ") nor shape arithmetic evaluated when the model is compiled"
             )
+        _check_schema(node, opset, _dtypes(node, constants, values))
         a = _attrs(node)
         names = list(node.input)
         host_inputs = all(not n or n in constants for n in names)
@@ -274,9 +299,6 @@ def compile_model(
                 None if not n else (_shape(values[n]) if shape_of_data and k == 0 else constants[n])
                 for k, n in enumerate(names)
             ]
-            for k, v in enumerate(ins):
-                if v is not None and not (shape_of_data and k == 0):
-                    _check_index_input(node, k, v)
             try:
                 outs_host = _host_eval(node, a, ins, opset)
             except (ValueError, IndexError, TypeError, KeyError) as e:
@@ -286,11 +308,12 @@ def compile_model(
             constants.update(zip(node.output, outs_host, strict=False))
             continue
         if node.op_type == "Gather" and names[0] in values and names[1] in constants:
-            _check_index_input(node, 1, constants[names[1]])
             try:
                 outs = [_gathered(g, node, a, values[names[0]], constants[names[1]])]
             except DmlError as e:
                 raise ModelError(f"{where}: {e}") from None
+            except (IndexError, TypeError, ValueError, OverflowError) as e:
+                raise ModelError(f"{where}: malformed node ({type(e).__name__}: {e})") from None
             values.update(zip(node.output, outs, strict=True))
             continue
         if node.op_type not in GRAPH_OPS:
@@ -311,6 +334,10 @@ def compile_model(
             outs = _lower(g, node, a, x, shape, opset, ints, slice_window, split_sizes, values)
         except DmlError as e:
             raise ModelError(f"{where}: {e}") from None
+        except KeyError as e:
+            raise ModelError(f"{where}: required attribute {e} is missing") from None
+        except (IndexError, TypeError, ValueError, OverflowError) as e:
+            raise ModelError(f"{where}: malformed node ({type(e).__name__}: {e})") from None
         values.update(zip(node.output, outs, strict=True))
 
     outputs: list[tuple[str, Any]] = []
