@@ -212,6 +212,17 @@ def _check_schema(node: Any, opset: int, dtypes: Mapping[str, np.dtype[Any]]) ->
             raise ModelError(f"{where}: required attribute '{name}' is missing")
 
 
+def _unsqueeze_axes(axes: Sequence[int] | None, rank: int) -> list[int]:
+    """Unsqueeze's axes, normalized and sorted: each once, inside the output's rank."""
+    if not axes:
+        raise ModelError("Unsqueeze: axes are required and may not be empty")
+    out_rank = rank + len(axes)
+    at = sorted(_axis(int(d), out_rank, "Unsqueeze") for d in axes)
+    if len(set(at)) != len(at):
+        raise ModelError(f"Unsqueeze: axes {list(axes)} name an axis twice")
+    return at
+
+
 def _axis(axis: int, rank: int, op: str) -> int:
     if not -rank <= axis < rank:
         raise ModelError(f"{op}: axis {axis} is outside [-{rank}, {rank - 1}]")
@@ -427,9 +438,9 @@ def _host_eval(node: Any, a: dict[str, Any], ins: list[Any], opset: int) -> list
     if op == "GatherElements":
         return [np.take_along_axis(x, np.asarray(ins[1]), axis=int(a.get("axis", 0)))]
     if op == "Unsqueeze":
-        added = axes_of(1) or []
+        added = axes_of(1)
         out = np.asarray(x)
-        for ax in sorted(v % (np.ndim(x) + len(added)) for v in added):
+        for ax in _unsqueeze_axes(added, np.ndim(x)):
             out = np.expand_dims(out, ax)
         return [out]
     if op == "Squeeze":
@@ -634,8 +645,8 @@ def _lower(
         return [_reshaped(g, x, [n for d, n in enumerate(shape) if d not in drop])]
     if op == "Unsqueeze":
         axes = a.get("axes") if opset < 13 else ints(node, 1)
-        out_rank = rank + len(axes or [])
-        at = sorted(_axis(int(d), out_rank, "Unsqueeze") for d in axes or [])
+        at = _unsqueeze_axes(axes, rank)
+        out_rank = rank + len(at)
         it = iter(shape)
         return [_reshaped(g, x, [1 if d in at else next(it) for d in range(out_rank)])]
     if op in ("DepthToSpace", "SpaceToDepth"):
