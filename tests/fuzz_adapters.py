@@ -198,7 +198,6 @@ def _naive_dispatch(desc: Any, ins: list[bytearray], outs: list[bytearray]) -> b
     """Apply desc element by element to whole buffers; False where no naive mapping exists."""
     from dmlops.ops import JoinDesc, Slice1Desc, SliceDesc, SplitDesc
     from dmlops.tensor import packed_strides
-
     from reference import (
         apply_to_buffers,
         join_mapping,

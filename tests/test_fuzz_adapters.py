@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 
 pytest.importorskip("onnx")
 
-from fuzz_adapters import (  # noqa: E402
+from fuzz_adapters import (
     check_dxdispatch_case,
     check_onnx_case,
     dxdispatch_cases,

@@ -252,9 +252,14 @@ def compile_model(
     device = device or Device()
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
     graph = model.graph
-    constants: dict[str, np.ndarray[Any, Any]] = {
-        i.name: numpy_helper.to_array(i) for i in graph.initializer
-    }
+    constants: dict[str, np.ndarray[Any, Any]] = {}
+    for i in graph.initializer:
+        try:
+            constants[i.name] = numpy_helper.to_array(i)
+        except Exception as e:  # noqa: BLE001 - onnx raises ValueError, TypeError, ... on bad data
+            raise ModelError(
+                f"ONNX initializer '{i.name}': unreadable ({type(e).__name__}: {e})"
+            ) from None
     parameter_names = {
         n.input[k]
         for n in graph.node
@@ -300,6 +305,11 @@ def compile_model(
                 + ", ".join(GRAPH_OPS)
                 + ") nor shape arithmetic evaluated when the model is compiled"
             )
+        for name in node.input:
+            if name and name not in constants and name not in values:
+                raise ModelError(
+                    f"{where}: input '{name}' is no graph input, initializer or earlier output"
+                )
         _check_schema(node, opset, _dtypes(node, constants, values))
         a = _attrs(node)
         names = list(node.input)
@@ -354,6 +364,8 @@ def compile_model(
     outputs: list[tuple[str, Any]] = []
     graph_tensors: list[GraphTensor] = []
     for o in graph.output:
+        if o.name not in constants and o.name not in values:
+            raise ModelError(f"ONNX graph output '{o.name}' is produced by no node or input")
         if o.name in constants:
             outputs.append((o.name, ("const", np.asarray(constants[o.name]))))
             continue
