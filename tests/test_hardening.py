@@ -166,3 +166,15 @@ def test_corrupt_and_truncated_onnx_bytes_are_model_errors(tmp_path: Path) -> No
         dmlops.onnx.run(path, X)
     with pytest.raises(ModelError, match="expected a ModelProto, bytes or a path"):
         dmlops.onnx.run(12, X)
+
+
+@pytest.mark.parametrize(
+    ("op", "inputs", "attrs"),
+    [("Reshape", ["x", "s"], {}), ("Slice", ["x", "s", "s"], {}), ("Unsqueeze", ["x", "s"], {})],
+)
+def test_index_inputs_must_be_vectors_not_scalars(op: str, inputs: list[str], attrs: Any) -> None:
+    """Found by the fuzzer: a 0-d index tensor ran; ONNX's reference rejects it."""
+    node = helper.make_node(op, inputs, ["a"], name="n", **attrs)
+    scalar = numpy_helper.from_array(np.array(0, np.int64), "s")
+    with pytest.raises(ModelError, match=r"input 's' has 0 dimensions: .* takes a 1-D tensor"):
+        dmlops.onnx.run(_model(node, [scalar]), X)

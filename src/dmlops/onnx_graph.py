@@ -37,7 +37,7 @@ GRAPH_OPS = (
     "DepthToSpace",
     "SpaceToDepth",
 )
-# which node inputs are integer parameters (read at compile time), by position
+# which node inputs are integer parameters (1-D tensors, read at compile time), by position
 _PARAMETERS = {
     "Slice": {1, 2, 3, 4},
     "Split": {1},
@@ -311,6 +311,14 @@ def compile_model(
                     f"{where}: input '{name}' is no graph input, initializer or earlier output"
                 )
         _check_schema(node, opset, _dtypes(node, constants, values))
+        for k in _PARAMETERS.get(node.op_type, ()):
+            if k < len(node.input) and node.input[k] in constants:
+                dims = np.ndim(constants[node.input[k]])
+                if dims != 1:
+                    raise ModelError(
+                        f"{where}: input '{node.input[k]}' has {dims} dimensions: "
+                        f"{node.op_type} takes a 1-D tensor there"
+                    )
         a = _attrs(node)
         names = list(node.input)
         host_inputs = all(not n or n in constants for n in names)
