@@ -116,3 +116,22 @@ def test_a_distributed_cluster_gives_the_same_bits() -> None:
         pieces = dd.split(dx, 1, [5, 20, 5])
         joined = client.compute(dd.join(pieces[::-1], 1)).result()
         _same(joined, np.concatenate([x[:, 25:], x[:, 5:25], x[:, :5]], 1))
+
+
+def test_out_of_core_zarr_pipeline_stays_under_the_worker_limit(tmp_path: Any) -> None:
+    """examples/dask_out_of_core.py at small scale: input larger than a worker's limit."""
+    pytest.importorskip("distributed")
+    pytest.importorskip("zarr")
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "examples" / "dask_out_of_core.py"
+    spec = importlib.util.spec_from_file_location("dask_out_of_core", path)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    rows = example.run(tmp_path, mib=200, worker_mib=160)
+    ours, theirs = rows
+    assert ours["pipeline"] == "dmlops.dask" and ours["identical"]
+    assert ours["tasks"] <= theirs["tasks"]
+    assert max(ours["peak_mib"]) < 160  # each worker stayed under its limit
