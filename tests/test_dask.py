@@ -135,3 +135,12 @@ def test_out_of_core_zarr_pipeline_stays_under_the_worker_limit(tmp_path: Any) -
     assert ours["pipeline"] == "dmlops.dask" and ours["identical"]
     assert ours["tasks"] <= theirs["tasks"]
     assert max(ours["peak_mib"]) < 160  # each worker stayed under its limit
+
+
+def test_the_core_package_does_not_import_dask() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, dmlops, dmlops.functional; print(any(m.startswith('dask') for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
