@@ -14,7 +14,6 @@ from __future__ import annotations
 import builtins
 import functools
 import itertools
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,40 +67,45 @@ def _default_chunks(
     return tuple(result)
 
 
+_Axis = tuple[int, int, int, int, tuple[tuple[int, int], ...]]
+
+
 def _chunk_task(
-    pieces: list[tuple[int, tuple[tuple[int, int, int], ...], list[Any]]],
-    join_axis: int | None,
+    pieces: list[tuple[_Axis, ...]],
+    shape: tuple[int, ...],
+    dtype: Any,
     level: FeatureLevel,
     *blocks: Any,
 ) -> Any:
-    """Produce one output chunk from the blocks its pieces read (in order)."""
-    views = []
+    """Produce one output chunk: each input chunk's share goes straight into it, one plan each.
+
+    A piece is, per axis, (first output index in the chunk, count, first input index,
+    input step, bounds of the input chunks read); blocks come in piece-then-grid order.
+    """
+    out = np.empty(shape, dtype)
     it = iter(blocks)
-    for _, windows, grid_shape in pieces:
-        count = math.prod(grid_shape)
-        grid = [next(it) for _ in range(count)]
-        region = grid[0] if count == 1 else np.block(_nest(grid, grid_shape))
-        views.append((region, windows))
-    if join_axis is None:
-        region, windows = views[0]
-        return functional.slice1(
-            region,
-            [w[0] for w in windows],
-            [w[1] for w in windows],
-            [w[2] for w in windows],
-            feature_level=level,
-        )
-    parts = [
-        region[tuple(builtins.slice(o, o + s) for o, s, _ in windows)] for region, windows in views
-    ]
-    return functional.join(parts, join_axis, feature_level=level)
-
-
-def _nest(flat: list[Any], shape: Sequence[int]) -> Any:
-    if len(shape) <= 1:
-        return flat
-    step = math.prod(shape[1:])
-    return [_nest(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
+    for axes in pieces:
+        for grid in itertools.product(*(bounds for *_, bounds in axes)):
+            block = next(it)
+            offsets, sizes, strides, where = [], [], [], []
+            for (t0, count, first, step, _), (cb0, cb1) in zip(axes, grid, strict=True):
+                # output positions t (0 <= t < count) whose input index first + step*t is here
+                if step > 0:
+                    ta, tb = -(-(cb0 - first) // step), (cb1 - 1 - first) // step
+                else:
+                    ta, tb = -(-(first - (cb1 - 1)) // -step), (first - cb0) // -step
+                ta, tb = max(ta, 0), min(tb, count - 1)
+                if ta > tb:
+                    break
+                offsets.append(min(first + step * ta, first + step * tb) - cb0)
+                sizes.append((tb - ta) * abs(step) + 1)
+                strides.append(step)
+                where.append(builtins.slice(t0 + ta, t0 + tb + 1))
+            else:
+                functional.slice1(
+                    block, offsets, sizes, strides, feature_level=level, out=out[tuple(where)]
+                )
+    return out
 
 
 def _build(
@@ -118,7 +122,6 @@ def _build(
 
     copies = desc.logical_copies()
     in_bounds = [[_bounds(c) for c in x.chunks] for x in inputs]
-    join_axis = desc.axis if isinstance(desc, JoinDesc) else None
     results = []
     for k, (_, out_t) in enumerate(desc.output_fields()):
         mine = [c for c in copies if c.dst == k]
@@ -140,27 +143,22 @@ def _build(
                 t1 = [min(hi[d], c.dst_start[d] + c.shape[d]) for d in range(len(shape))]
                 if any(a >= b for a, b in zip(t0, t1, strict=True)):
                     continue
-                x = inputs[c.src]
-                spans, grid_index = [], []
+                axes, grid_index = [], []
                 for d in range(len(shape)):
-                    first = c.src_start[d] + c.src_step[d] * (t0[d] - c.dst_start[d])
-                    last = c.src_start[d] + c.src_step[d] * (t1[d] - 1 - c.dst_start[d])
-                    a, b = min(first, last), max(first, last)
-                    bounds = in_bounds[c.src][d]
-                    i0 = int(np.searchsorted(bounds, a, side="right")) - 1
-                    i1 = int(np.searchsorted(bounds, b, side="right")) - 1
-                    base = int(bounds[i0])
                     step = c.src_step[d]
-                    count = t1[d] - t0[d]
-                    # the window, relative to the region, for SLICE1 (negative: from its end)
-                    spans.append((a - base, b - a + 1, step if step != 0 else 1, count))
+                    first = c.src_start[d] + step * (t0[d] - c.dst_start[d])
+                    last = first + step * (t1[d] - 1 - t0[d])
+                    bounds = in_bounds[c.src][d]
+                    i0 = int(np.searchsorted(bounds, min(first, last), side="right")) - 1
+                    i1 = int(np.searchsorted(bounds, max(first, last), side="right")) - 1
+                    read = tuple((int(bounds[i]), int(bounds[i + 1])) for i in range(i0, i1 + 1))
+                    axes.append((t0[d] - lo[d], t1[d] - t0[d], first, step, read))
                     grid_index.append(range(i0, i1 + 1))
-                grid = list(itertools.product(*grid_index))
-                keys += [(x.name, *g) for g in grid]
-                windows = tuple((o, s, st) for o, s, st, _ in spans)
-                pieces.append((c.src, windows, [len(r) for r in grid_index]))
+                keys += [(inputs[c.src].name, *g) for g in itertools.product(*grid_index)]
+                pieces.append(tuple(axes))
+            chunk_shape = tuple(h - low for low, h in zip(lo, hi, strict=True))
             key = (name, *index)
-            task = functools.partial(_chunk_task, pieces, join_axis, level)
+            task = functools.partial(_chunk_task, pieces, chunk_shape, inputs[0].dtype, level)
             graph[key] = (task, *keys)
         hlg = HighLevelGraph.from_collections(name, graph, dependencies=inputs)
         meta = np.empty((0,) * len(shape), dtype=inputs[0].dtype)
