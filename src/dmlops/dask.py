@@ -2,11 +2,12 @@
 
 `slice`, `slice1`, `split` and `join` validate their descriptor eagerly from shapes and
 dtypes (the functional API's rules and messages), then build one task per output chunk.
-A task reads only the input chunks that chunk's elements come from and produces the
-chunk with one call of the functional API (one dmlops plan) over them, so a negative
-stride reverses chunk order without materialising more than one output chunk and its
-inputs. Output chunks follow the input's chunking along every axis the operator maps
-with step 1 and are otherwise about the input's chunk size; `chunks=` overrides.
+A task reads only the input chunks that chunk's elements come from and copies each
+one's share straight into the chunk (one functional-API SLICE1 call, one plan, per input
+chunk), so a negative stride reverses chunk order without materialising more than one
+output chunk and its inputs. Output chunks follow the input's chunking along every axis
+the operator maps with step 1 and are otherwise about the input's chunk size; `chunks=`
+overrides.
 """
 
 from __future__ import annotations
