@@ -44,10 +44,6 @@ def _tensor(x: Any, shape: Sequence[int] | None = None) -> BufferTensorDesc:
     )
 
 
-def _level(feature_level: FeatureLevel | int | str | None) -> FeatureLevel:
-    return FeatureLevel.newest() if feature_level is None else FeatureLevel.parse(feature_level)
-
-
 def _bounds(chunks: Sequence[int]) -> np.ndarray[Any, Any]:
     return np.concatenate([[0], np.cumsum(chunks)]).astype(np.int64)
 
@@ -168,7 +164,7 @@ def _build(
 
 
 def _validated(desc: OperatorDesc, feature_level: FeatureLevel | int | str | None) -> FeatureLevel:
-    level = _level(feature_level)
+    level = functional._level(feature_level)
     desc.validate(level)
     return level
 

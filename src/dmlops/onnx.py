@@ -17,29 +17,12 @@ import numpy as np
 from ._files import DEFAULT_MAX_FILE_BYTES, read_bounded
 from .device import Device
 from .errors import ModelError
+from .onnx_graph import GRAPH_OPS as SUPPORTED_OPS
+from .onnx_graph import _axis
 
 __all__ = ["run", "compile", "load", "slice_window", "split_sizes", "SUPPORTED_OPS"]
 
-SUPPORTED_OPS = (
-    "Slice",
-    "Split",
-    "Concat",
-    "Identity",
-    "Transpose",
-    "Reshape",
-    "Squeeze",
-    "Unsqueeze",
-    "Flatten",
-    "DepthToSpace",
-    "SpaceToDepth",
-)
 _INT64_MAX = 2**63 - 1
-
-
-def _axis(axis: int, rank: int, op: str) -> int:
-    if not -rank <= axis < rank:
-        raise ModelError(f"{op}: axis {axis} is outside [-{rank}, {rank - 1}]")
-    return axis + rank if axis < 0 else axis
 
 
 def slice_window(
