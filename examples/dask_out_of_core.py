@@ -4,41 +4,22 @@ on a LocalCluster; the same through dask.array's own slicing and concatenate.
 
     python examples/dask_out_of_core.py [--mib 1024] [--worker-mib 400] [--dir /tmp/ooc]
 
-Prints, per pipeline: tasks, wall time and each worker's peak resident memory
-(the worker processes' ru_maxrss), and checks that both wrote the same bits.
+Prints, per pipeline: tasks, wall time, and each worker's peak growth of resident memory
+(sampled every 2 ms by dmlops.bench.dask), and checks that both wrote the same bits.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
-import resource
-import shutil
-import time
 from pathlib import Path
 from typing import Any
 
 import dask.array as da
-import numpy as np
 from distributed import Client, LocalCluster
 
 import dmlops.dask as dd
-
-CHUNK_ROWS = 256  # rows of 4096 float32: 4 MiB chunks
-
-
-def _peak_rss_mib(dask_worker: Any = None) -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def make_input(path: Path, mib: int) -> Any:
-    """A float32 Zarr array [rows, 4096] of about `mib` MiB, written chunk by chunk."""
-    rows = max(CHUNK_ROWS, mib * (1 << 20) // (4096 * 4) // CHUNK_ROWS * CHUNK_ROWS)
-    x = da.random.default_rng(0).standard_normal(
-        (rows, 4096), dtype=np.float32, chunks=(CHUNK_ROWS, 4096)
-    )
-    x.to_zarr(str(path), overwrite=True)
-    return da.from_zarr(str(path))
+from dmlops.bench.dask import make_input, measure
 
 
 def pipeline_dmlops(x: Any) -> Any:
@@ -46,8 +27,7 @@ def pipeline_dmlops(x: Any) -> Any:
     rows, cols = x.shape
     w = dd.slice1(x, [0, 0], [rows, cols], [-2, -1])
     n = w.shape[0]
-    pieces = dd.split(w, 0, [n // 3, n // 3, n - 2 * (n // 3)])
-    return dd.join(pieces, 0)
+    return dd.join(dd.split(w, 0, [n // 3, n // 3, n - 2 * (n // 3)]), 0)
 
 
 def pipeline_dask(x: Any) -> Any:
@@ -59,27 +39,19 @@ def pipeline_dask(x: Any) -> Any:
 
 
 def run(directory: Path, mib: int, worker_mib: int) -> list[dict[str, Any]]:
-    """Run both pipelines on a fresh 2-worker cluster each; returns one row per pipeline."""
+    """Both pipelines on one 2-worker cluster; one row per pipeline."""
     directory.mkdir(parents=True, exist_ok=True)
     x = make_input(directory / "input.zarr", mib)
     rows = []
-    for label, build in (("dmlops.dask", pipeline_dmlops), ("dask.array", pipeline_dask)):
-        out_path = directory / f"{label}.zarr"
-        shutil.rmtree(out_path, ignore_errors=True)
-        with LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True,
-            memory_limit=f"{worker_mib}MiB", dashboard_address=None,
-        ) as cluster, Client(cluster) as client:  # fmt: skip
-            result = build(x)
-            tasks = len(result.__dask_graph__())
-            start = time.perf_counter()
-            result.to_zarr(str(out_path), overwrite=True)
-            seconds = time.perf_counter() - start
-            peaks = sorted(client.run(_peak_rss_mib).values())
-        rows.append({"pipeline": label, "tasks": tasks, "seconds": seconds, "peak_mib": peaks})
-    a = da.from_zarr(str(directory / "dmlops.dask.zarr"))
-    b = da.from_zarr(str(directory / "dask.array.zarr"))
-    same = bool((a.view(np.uint32) == b.view(np.uint32)).all().compute(scheduler="threads"))
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True,
+        memory_limit=f"{worker_mib}MiB", dashboard_address=None,
+    ) as cluster, Client(cluster) as client:  # fmt: skip
+        for label, build in (("dmlops.dask", pipeline_dmlops), ("dask.array", pipeline_dask)):
+            row = measure(client, x, build, directory / f"{label}.zarr", reps=1)
+            rows.append({"pipeline": label, **row})
+    a, b = (da.from_zarr(str(directory / f"{r['pipeline']}.zarr")).view("u4") for r in rows)
+    same = bool((a == b).all().compute(scheduler="threads"))
     for row in rows:
         row["identical"] = same
     return rows
@@ -93,10 +65,10 @@ def main() -> None:
     args = parser.parse_args()
     rows = run(Path(args.dir), args.mib, args.worker_mib)
     print(f"input {args.mib} MiB in 4 MiB chunks; 2 workers x 1 thread, {args.worker_mib} MiB each")
-    print(f"{'pipeline':<14}{'tasks':>8}{'seconds':>10}  peak worker RSS (MiB)  identical")
+    print(f"{'pipeline':<14}{'tasks':>8}{'seconds':>10}  peak RSS growth per worker  identical")
     for r in rows:
-        peaks = ", ".join(f"{p:.0f}" for p in r["peak_mib"])
-        line = f"{r['pipeline']:<14}{r['tasks']:>8}{r['seconds']:>10.2f}  {peaks:<21}"
+        peaks = ", ".join(f"{p / 2**20:.0f} MiB" for p in r["growth"])
+        line = f"{r['pipeline']:<14}{r['tasks']:>8}{r['seconds']:>10.2f}  {peaks:<26}"
         print(f"{line}  {r['identical']}")
 
 

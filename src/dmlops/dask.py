@@ -1,31 +1,35 @@
 """DirectML's data-movement operators on Dask arrays: lazy, chunk by chunk (extra `dmlops[dask]`).
 
 `slice`, `slice1`, `split` and `join` validate their descriptor eagerly from shapes and
-dtypes (the functional API's rules and messages), then build one task per output chunk.
-A task reads only the input chunks that chunk's elements come from and copies each
-one's share straight into the chunk (one functional-API SLICE1 call, one plan, per input
-chunk), so a negative stride reverses chunk order without materialising more than one
-output chunk and its inputs. Output chunks follow the input's chunking along every axis
-the operator maps with step 1 and are otherwise about the input's chunk size; `chunks=`
-overrides.
+dtypes (the functional API's rules and messages). A result remembers where its elements
+come from as boxes of the arrays it was first built from, so a chain of these operators
+composes into one layer: each output chunk is one task that runs one plan over exactly the
+source chunks it reads (numpy chunks on the numpy backend, CuPy chunks on the cuda one).
+A negative stride reverses chunk order without materialising more than one output chunk
+and its inputs. Output chunks are cut where the source's chunks are, so each reads one
+source chunk per piece (as dask.array's slicing and concatenate do); `chunks=` overrides.
 """
 
 from __future__ import annotations
 
-import builtins
 import functools
 import itertools
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from . import functional
+from .device import CompiledOperator, Device
 from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
-from .plan import LogicalCopy
-from .tensor import BufferTensorDesc, DataType, FeatureLevel
+from .plan import Layout, LogicalCopy, Plan, compose
+from .tensor import BufferTensorDesc, DataType, FeatureLevel, packed_strides
 
 __all__ = ["slice", "slice1", "split", "join"]
+
+_CONTENT = "_dmlops_content"
 
 
 def _dask() -> Any:
@@ -44,65 +48,223 @@ def _tensor(x: Any, shape: Sequence[int] | None = None) -> BufferTensorDesc:
     )
 
 
+@dataclass(frozen=True)
+class _Content:
+    """An array as boxes of source dask arrays (LogicalCopy: src indexes `sources`, dst 0)."""
+
+    sources: tuple[Any, ...]
+    pieces: tuple[LogicalCopy, ...]
+
+
+def _content(x: Any) -> _Content:
+    known = getattr(x, _CONTENT, None)
+    if known is not None:
+        return known  # type: ignore[no-any-return]
+    zeros, ones = (0,) * x.ndim, (1,) * x.ndim
+    return _Content((x,), (LogicalCopy(0, zeros, ones, 0, zeros, tuple(x.shape)),))
+
+
+def _progression(first: int, step: int, count: int, lo: int, hi: int) -> tuple[int, int] | None:
+    """The range ta..tb of t in [0, count) with lo <= first + step*t < hi, or None."""
+    if step > 0:
+        ta, tb = -(-(lo - first) // step), (hi - 1 - first) // step
+    else:
+        ta, tb = -(-(first - (hi - 1)) // -step), (first - lo) // -step
+    ta, tb = max(ta, 0), min(tb, count - 1)
+    return (ta, tb) if ta <= tb else None
+
+
+def _through(c: LogicalCopy, p: LogicalCopy, src: int) -> LogicalCopy | None:
+    """Copy c (reading its input) through piece p of that input: the part of c p supplies."""
+    start, step, dst, shape = [], [], [], []
+    for d in range(len(c.shape)):
+        t = _progression(
+            c.src_start[d], c.src_step[d], c.shape[d], p.dst_start[d], p.dst_start[d] + p.shape[d]
+        )
+        if t is None:
+            return None
+        ta, tb = t
+        at = c.src_start[d] + c.src_step[d] * ta - p.dst_start[d]
+        start.append(p.src_start[d] + p.src_step[d] * at)
+        step.append(p.src_step[d] * c.src_step[d])
+        dst.append(c.dst_start[d] + ta)
+        shape.append(tb - ta + 1)
+    return LogicalCopy(src, tuple(start), tuple(step), 0, tuple(dst), tuple(shape))
+
+
+def _composed(desc: OperatorDesc, inputs: list[Any]) -> list[_Content]:
+    """Each output of `desc` as boxes of the sources its inputs come from."""
+    contents = [_content(x) for x in inputs]
+    sources: dict[str, int] = {}
+    ordered: list[Any] = []
+    for content in contents:
+        for s in content.sources:
+            if s.name not in sources:
+                sources[s.name] = len(ordered)
+                ordered.append(s)
+    results = []
+    for k in range(len(desc.output_fields())):
+        pieces = []
+        for c in desc.logical_copies():
+            if c.dst != k:
+                continue
+            content = contents[c.src]
+            for p in content.pieces:
+                piece = _through(c, p, sources[content.sources[p.src].name])
+                if piece is not None:
+                    pieces.append(piece)
+        used = sorted({p.src for p in pieces})
+        renumber = {s: i for i, s in enumerate(used)}
+        pieces = [
+            LogicalCopy(renumber[p.src], p.src_start, p.src_step, 0, p.dst_start, p.shape)
+            for p in pieces
+        ]
+        results.append(_Content(tuple(ordered[s] for s in used), tuple(pieces)))
+    return results
+
+
 def _bounds(chunks: Sequence[int]) -> np.ndarray[Any, Any]:
     return np.concatenate([[0], np.cumsum(chunks)]).astype(np.int64)
 
 
-def _default_chunks(
-    out_shape: Sequence[int], like: Any, copies: list[LogicalCopy]
-) -> tuple[tuple[int, ...], ...]:
-    """The input's chunking along axes copied with step 1 and no shift, else its chunk size."""
-    result = []
-    for d, n in enumerate(out_shape):
-        in_chunks = like.chunks[d]
-        aligned = all(c.src_step[d] == 1 and c.src_start[d] == c.dst_start[d] for c in copies)
-        if aligned and len(copies) == 1 and sum(in_chunks) == n:
-            result.append(tuple(in_chunks))
+def _default_chunks(shape: Sequence[int], content: _Content) -> tuple[tuple[int, ...], ...]:
+    """Per axis, cuts where a piece starts or ends and where its reads cross a source chunk
+    boundary: each output chunk then reads one source chunk per piece (as dask's slicing)."""
+    result: list[tuple[int, ...]] = []
+    for d, n in enumerate(shape):
+        if n == 0:
+            result.append((0,))
             continue
-        size = max(1, max(in_chunks, default=1))
-        result.append(tuple(min(size, n - s) for s in range(0, n, size)) if n else (0,))
+        cuts = {0, n}
+        for p in content.pieces:
+            at, count = p.dst_start[d], p.shape[d]
+            cuts.update((at, at + count))
+            bounds = content.sources[p.src].chunks[d]
+            for a, b in itertools.pairwise(_bounds(bounds)):
+                r = _progression(p.src_start[d], p.src_step[d], count, int(a), int(b))
+                if r is not None:
+                    cuts.update((at + r[0], at + r[1] + 1))
+        edges = sorted(cuts)
+        result.append(tuple(b - a for a, b in itertools.pairwise(edges)))
     return tuple(result)
 
 
-_Axis = tuple[int, int, int, int, tuple[tuple[int, int], ...]]
+class _ChunkDesc:
+    """What one chunk task binds: the source chunks it reads and the chunk it writes."""
+
+    OPERATOR = "dmlops.dask chunk"
+    operator_type = "DML_GRAPH"
+
+    def __init__(self, dtype: DataType, inputs: Sequence[tuple[int, ...]], output: tuple[int, ...]):
+        def exact(shape: tuple[int, ...]) -> BufferTensorDesc:  # chunks are not padded to 4 bytes
+            return BufferTensorDesc(dtype, shape, None, dtype.element_size * math.prod(shape))
+
+        self.inputs = [exact(s) for s in inputs]
+        self.output = exact(output)
+
+    def input_fields(self) -> list[tuple[str, BufferTensorDesc]]:
+        return [(f"InputTensors[{k}]", t) for k, t in enumerate(self.inputs)]
+
+    def output_fields(self) -> list[tuple[str, BufferTensorDesc]]:
+        return [("OutputTensors[0]", self.output)]
 
 
-def _chunk_task(
-    pieces: list[tuple[_Axis, ...]],
-    shape: tuple[int, ...],
-    dtype: Any,
-    level: FeatureLevel,
-    *blocks: Any,
-) -> Any:
-    """Produce one output chunk: each input chunk's share goes straight into it, one plan each.
+@functools.lru_cache(maxsize=8)
+def _device(backend: str, level: FeatureLevel) -> Device:
+    return Device(level, backend=backend)
 
-    A piece is, per axis, (first output index in the chunk, count, first input index,
-    input step, bounds of the input chunks read); blocks come in piece-then-grid order.
-    """
-    out = np.empty(shape, dtype)
-    it = iter(blocks)
-    for axes in pieces:
-        for grid in itertools.product(*(bounds for *_, bounds in axes)):
-            block = next(it)
-            offsets, sizes, strides, where = [], [], [], []
-            for (t0, count, first, step, _), (cb0, cb1) in zip(axes, grid, strict=True):
-                # output positions t (0 <= t < count) whose input index first + step*t is here
-                if step > 0:
-                    ta, tb = -(-(cb0 - first) // step), (cb1 - 1 - first) // step
-                else:
-                    ta, tb = -(-(first - (cb1 - 1)) // -step), (first - cb0) // -step
-                ta, tb = max(ta, 0), min(tb, count - 1)
-                if ta > tb:
-                    break
-                offsets.append(min(first + step * ta, first + step * tb) - cb0)
-                sizes.append((tb - ta) * abs(step) + 1)
-                strides.append(step)
-                where.append(builtins.slice(t0 + ta, t0 + tb + 1))
-            else:
-                functional.slice1(
-                    block, offsets, sizes, strides, feature_level=level, out=out[tuple(where)]
-                )
+
+def _chunk_task(plan: Plan, desc: _ChunkDesc, level: FeatureLevel, *blocks: Any) -> Any:
+    """Produce one output chunk: one plan from the source chunks it reads."""
+    shape = tuple(desc.output.sizes)
+    if not blocks:
+        return np.empty(shape, desc.output.data_type.numpy_dtype)
+    cupy = type(blocks[0]).__module__.split(".")[0] == "cupy"
+    device = _device("cuda" if cupy else "numpy", level)
+    backend = device.backend
+    blocks = tuple(b if b.flags.c_contiguous else backend.copy_of(b) for b in blocks)
+    out = backend.new_like(blocks[0], shape)
+    CompiledOperator(device, desc, plan).execute(list(blocks), [out])  # type: ignore[arg-type]
     return out
+
+
+def _c_layout(shape: Sequence[int]) -> Layout:
+    return Layout(0, packed_strides(shape))
+
+
+def _chunk_graph(
+    content: _Content,
+    out_chunks: tuple[tuple[int, ...], ...],
+    dtype: DataType,
+    level: FeatureLevel,
+    name: str,
+) -> dict[Any, Any]:
+    """One task per output chunk: a plan over the source chunks its elements come from."""
+    rank = len(out_chunks)
+    out_bounds = [_bounds(c) for c in out_chunks]
+    src_bounds = [[_bounds(c) for c in s.chunks] for s in content.sources]
+    graph: dict[Any, Any] = {}
+    for index in itertools.product(*(range(len(c)) for c in out_chunks)):
+        lo = [int(out_bounds[d][i]) for d, i in enumerate(index)]
+        hi = [int(out_bounds[d][i + 1]) for d, i in enumerate(index)]
+        keys: dict[Any, int] = {}
+        block_shapes: list[tuple[int, ...]] = []
+        copies = []
+        for p in content.pieces:
+            axes = []
+            for d in range(rank):
+                t = _progression(p.dst_start[d], 1, p.shape[d], lo[d], hi[d])
+                if t is None:
+                    break
+                first = p.src_start[d] + p.src_step[d] * t[0]
+                last = p.src_start[d] + p.src_step[d] * t[1]
+                bounds = src_bounds[p.src][d]
+                i0 = int(np.searchsorted(bounds, min(first, last), side="right")) - 1
+                i1 = int(np.searchsorted(bounds, max(first, last), side="right")) - 1
+                axes.append(
+                    (p.dst_start[d] + t[0] - lo[d], t[1] - t[0] + 1, first, p.src_step[d], i0, i1)
+                )
+            else:
+                for grid in itertools.product(*(range(i0, i1 + 1) for *_, i0, i1 in axes)):
+                    start, dst, size = [], [], []
+                    for d, ((at, count, first, step, _, _), g) in enumerate(
+                        zip(axes, grid, strict=True)
+                    ):
+                        bounds = src_bounds[p.src][d]
+                        t = _progression(first, step, count, int(bounds[g]), int(bounds[g + 1]))
+                        if t is None:
+                            break
+                        start.append(first + step * t[0] - int(bounds[g]))
+                        dst.append(at + t[0])
+                        size.append(t[1] - t[0] + 1)
+                    else:
+                        key = (content.sources[p.src].name, *grid)
+                        if key not in keys:
+                            keys[key] = len(keys)
+                            block_shapes.append(
+                                tuple(
+                                    int(src_bounds[p.src][d][g + 1] - src_bounds[p.src][d][g])
+                                    for d, g in enumerate(grid)
+                                )
+                            )
+                        copies.append(
+                            LogicalCopy(
+                                keys[key], tuple(start), p.src_step, 0, tuple(dst), tuple(size)
+                            )
+                        )
+        chunk_shape = tuple(h - low for low, h in zip(lo, hi, strict=True))
+        plan = compose(
+            dtype.element_size,
+            copies,
+            [_c_layout(s) for s in block_shapes],
+            [_c_layout(chunk_shape)],
+        )
+        task = functools.partial(
+            _chunk_task, plan, _ChunkDesc(dtype, block_shapes, chunk_shape), level
+        )
+        key = (name, *index)
+        graph[key] = (task, *keys)
+    return graph
 
 
 def _build(
@@ -112,54 +274,31 @@ def _build(
     chunks: Any,
     token: str,
 ) -> list[Any]:
-    """One dask array per output: a task per output chunk over the input chunks it reads."""
+    """One dask array per output, composed through earlier dmlops.dask results."""
     da = _dask()
+    from dask.array.utils import meta_from_array
     from dask.base import tokenize
     from dask.highlevelgraph import HighLevelGraph
 
-    copies = desc.logical_copies()
-    in_bounds = [[_bounds(c) for c in x.chunks] for x in inputs]
+    dtype = DataType.from_numpy(inputs[0].dtype)
     results = []
-    for k, (_, out_t) in enumerate(desc.output_fields()):
-        mine = [c for c in copies if c.dst == k]
+    for (_, out_t), content in zip(desc.output_fields(), _composed(desc, inputs), strict=True):
         shape = tuple(out_t.sizes)
         out_chunks = (
             da.core.normalize_chunks(chunks, shape, dtype=inputs[0].dtype)
             if chunks is not None
-            else _default_chunks(shape, inputs[0], mine)
+            else _default_chunks(shape, content)
         )
-        name = f"dmlops-{token}-{k}-" + tokenize(desc, [x.name for x in inputs], out_chunks, level)
-        out_bounds = [_bounds(c) for c in out_chunks]
-        graph: dict[Any, Any] = {}
-        for index in itertools.product(*(range(len(c)) for c in out_chunks)):
-            lo = [int(out_bounds[d][i]) for d, i in enumerate(index)]
-            hi = [int(out_bounds[d][i + 1]) for d, i in enumerate(index)]
-            pieces, keys = [], []
-            for c in mine:
-                t0 = [max(lo[d], c.dst_start[d]) for d in range(len(shape))]
-                t1 = [min(hi[d], c.dst_start[d] + c.shape[d]) for d in range(len(shape))]
-                if any(a >= b for a, b in zip(t0, t1, strict=True)):
-                    continue
-                axes, grid_index = [], []
-                for d in range(len(shape)):
-                    step = c.src_step[d]
-                    first = c.src_start[d] + step * (t0[d] - c.dst_start[d])
-                    last = first + step * (t1[d] - 1 - t0[d])
-                    bounds = in_bounds[c.src][d]
-                    i0 = int(np.searchsorted(bounds, min(first, last), side="right")) - 1
-                    i1 = int(np.searchsorted(bounds, max(first, last), side="right")) - 1
-                    read = tuple((int(bounds[i]), int(bounds[i + 1])) for i in range(i0, i1 + 1))
-                    axes.append((t0[d] - lo[d], t1[d] - t0[d], first, step, read))
-                    grid_index.append(range(i0, i1 + 1))
-                keys += [(inputs[c.src].name, *g) for g in itertools.product(*grid_index)]
-                pieces.append(tuple(axes))
-            chunk_shape = tuple(h - low for low, h in zip(lo, hi, strict=True))
-            key = (name, *index)
-            task = functools.partial(_chunk_task, pieces, chunk_shape, inputs[0].dtype, level)
-            graph[key] = (task, *keys)
-        hlg = HighLevelGraph.from_collections(name, graph, dependencies=inputs)
-        meta = np.empty((0,) * len(shape), dtype=inputs[0].dtype)
-        results.append(da.Array(hlg, name, out_chunks, meta=meta))
+        sources = [s.name for s in content.sources]
+        name = f"dmlops-{token}-" + tokenize(content.pieces, sources, out_chunks, level, dtype)
+        graph = _chunk_graph(content, out_chunks, dtype, level, name)
+        hlg = HighLevelGraph.from_collections(name, graph, dependencies=content.sources)
+        meta = meta_from_array(  # type: ignore[no-untyped-call]
+            content.sources[0], ndim=len(shape)
+        )
+        result = da.Array(hlg, name, out_chunks, meta=meta)
+        setattr(result, _CONTENT, content)
+        results.append(result)
     return results
 
 

@@ -1,6 +1,7 @@
 """Benchmarks: dmlops against numpy, torch, CuPy, onnxruntime and JAX, and the copy ceiling.
 
-Sections (one module each): operators, layouts (GPU), graphs, call-cost. Prints a Markdown table
+Sections (one module each): operators, layouts (GPU), graphs, call-cost, dask (CPU,
+LocalCluster, out of core). Prints a Markdown table
 (median time, GB/s counted as 2 x output bytes, time over each section's
 reference), writes JSON and, with --plot, a PNG.
 """
@@ -14,11 +15,11 @@ import platform
 import sys
 from pathlib import Path
 
-from .common import Result, format_table, gpu_present
+from .common import Result, format_table, gpu_present, have
 
 __all__ = ["main", "run_sections", "SECTIONS"]
 
-SECTIONS = ("operators", "layouts", "graphs", "call-cost")
+SECTIONS = ("operators", "layouts", "graphs", "call-cost", "dask")
 
 
 def run_sections(
@@ -28,6 +29,8 @@ def run_sections(
     cpu_mib: int,
     gpu_mib: int,
     compilers: bool = True,
+    dask_mib: int = 1536,
+    dask_worker_mib: int = 256,
 ) -> list[Result]:
     """Run the named sections on the named devices."""
     results: list[Result] = []
@@ -48,6 +51,13 @@ def run_sections(
             from . import call_cost
 
             results += call_cost.run(devices, reps)
+        elif section == "dask" and "cpu" in devices:
+            if not all(have(m) for m in ("dask", "distributed", "zarr")):
+                print("dask section: needs pip install 'dmlops[dask]'; skipped", file=sys.stderr)
+                continue
+            from . import dask
+
+            results += dask.run(reps, dask_mib, dask_worker_mib)
     return results
 
 
@@ -72,6 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--gpu-mib", type=int, default=1024, help="large input size on the GPU (MiB)"
+    )
+    parser.add_argument("--dask-mib", type=int, default=1536, help="dask: Zarr input size (MiB)")
+    parser.add_argument(
+        "--dask-worker-mib", type=int, default=256, help="dask: memory limit per worker (MiB)"
     )
     parser.add_argument(
         "--no-compilers",
@@ -105,7 +119,14 @@ def main(argv: list[str] | None = None) -> int:
     chosen = args.section or ["all"]
     sections = list(SECTIONS) if "all" in chosen else chosen
     results = run_sections(
-        sections, devices, args.reps, args.cpu_mib, args.gpu_mib, not args.no_compilers
+        sections,
+        devices,
+        args.reps,
+        args.cpu_mib,
+        args.gpu_mib,
+        not args.no_compilers,
+        args.dask_mib,
+        args.dask_worker_mib,
     )
     print(f"machine: {platform.node()} {platform.machine()} {platform.processor()}")
     print(format_table(results))

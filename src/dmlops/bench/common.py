@@ -24,7 +24,8 @@ class Result:
     """One case on one device: each contender's median seconds.
 
     `reference` names the contender the table's ratios divide by; `count` is the
-    number of arrays (call-cost section), else None.
+    number of arrays (call-cost section), else None; `details` holds notes per contender
+    (dask section: tasks and memory peaks) printed under the table.
     """
 
     section: str
@@ -34,6 +35,7 @@ class Result:
     reference: str
     times: dict[str, float] = field(default_factory=dict)
     count: int | None = None
+    details: dict[str, str] = field(default_factory=dict)
 
     def gbps(self, name: str) -> float:
         """Bandwidth counted as bytes read plus written (2 x output bytes)."""
@@ -50,6 +52,7 @@ class Result:
             item["reference"],
             dict(item["median_seconds"]),
             item.get("count"),
+            dict(item.get("details", {})),
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -61,6 +64,7 @@ class Result:
             "count": self.count,
             "reference": self.reference,
             "median_seconds": self.times,
+            "details": self.details,
         }
 
 
@@ -133,4 +137,5 @@ def format_table(results: list[Result]) -> str:
                 f"| {r.section} | {r.device} | {r.case} | {name} | {_duration(t)} | "
                 f"{r.gbps(name):.1f} | {ratio} |"
             )
-    return "\n".join(lines)
+    notes = [f"- {r.case}, {name}: {text}" for r in results for name, text in r.details.items()]
+    return "\n".join(lines + (["", *notes] if notes else []))
