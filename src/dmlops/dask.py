@@ -188,6 +188,13 @@ def _chunk_task(plan: Plan, desc: _ChunkDesc, level: FeatureLevel, *blocks: Any)
     return out
 
 
+def _is_whole(copy: LogicalCopy, block: tuple[int, ...], chunk: tuple[int, ...]) -> bool:
+    """Whether a copy moves a whole block unchanged into a chunk of its shape."""
+    zeros = (0,) * len(chunk)
+    identity = copy.src_start == zeros and copy.dst_start == zeros and set(copy.src_step) <= {1}
+    return identity and copy.shape == chunk == block
+
+
 def _c_layout(shape: Sequence[int]) -> Layout:
     return Layout(0, packed_strides(shape))
 
@@ -253,6 +260,10 @@ def _chunk_graph(
                             )
                         )
         chunk_shape = tuple(h - low for low, h in zip(lo, hi, strict=True))
+        key = (name, *index)
+        if len(copies) == 1 and _is_whole(copies[0], block_shapes[0], chunk_shape):
+            graph[key] = next(iter(keys))  # the chunk is a source chunk: an alias, no copy
+            continue
         plan = compose(
             dtype.element_size,
             copies,
@@ -262,7 +273,6 @@ def _chunk_graph(
         task = functools.partial(
             _chunk_task, plan, _ChunkDesc(dtype, block_shapes, chunk_shape), level
         )
-        key = (name, *index)
         graph[key] = (task, *keys)
     return graph
 
