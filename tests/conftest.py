@@ -38,13 +38,29 @@ def cuda_available() -> bool:
         return False
 
 
-HAS_CUDA = cuda_available()
+def webgpu_available() -> bool:
+    try:
+        from dmlops.backends.webgpu import choose_adapter
 
+        choose_adapter(None)
+        return True
+    except Exception:  # noqa: BLE001 - no wgpu, no driver or no adapter: no WebGPU
+        return False
+
+
+HAS_CUDA = cuda_available()
+HAS_WEBGPU = webgpu_available()
+
+WEBGPU = pytest.param(
+    "webgpu",
+    marks=[pytest.mark.webgpu, pytest.mark.skipif(not HAS_WEBGPU, reason="no WebGPU adapter")],
+)
 BACKENDS = [
     "numpy",
     pytest.param(
         "cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")]
     ),
+    WEBGPU,
 ]
 
 
@@ -54,6 +70,10 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 def to_device(backend: str, a: np.ndarray):  # type: ignore[no-untyped-def]
+    if backend == "webgpu":
+        import dmlops.webgpu
+
+        return dmlops.webgpu.asarray(a)
     if backend == "cuda":
         import cupy
 
@@ -64,6 +84,8 @@ def to_device(backend: str, a: np.ndarray):  # type: ignore[no-untyped-def]
 def to_host(a):  # type: ignore[no-untyped-def]
     if isinstance(a, np.ndarray):
         return a
+    if getattr(type(a), "__dmlops_backend__", None) == "webgpu":
+        return a.numpy()
     import cupy
 
     return cupy.asnumpy(a)

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from conftest import HAS_CUDA, to_host
+from conftest import HAS_CUDA, WEBGPU, to_host
 
 onnx = pytest.importorskip("onnx")
 
@@ -46,6 +46,7 @@ CASES = _cases()
 DEVICES = [
     "numpy",
     pytest.param("cuda", marks=pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")),
+    WEBGPU,
 ]
 
 

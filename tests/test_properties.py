@@ -175,8 +175,8 @@ def test_functional_matches_reference(backend: str, data, seed: int) -> None:  #
     expected = [o.copy() for o in outs]
     apply_to_arrays(mapping, [_bits(i) for i in ins], [_bits(e) for e in expected])
 
-    dev_ins = [to_device(backend, i) if backend == "cuda" else i for i in ins]
-    dev_outs = [to_device(backend, o) if backend == "cuda" else o for o in outs]
+    dev_ins = [to_device(backend, i) if backend != "numpy" else i for i in ins]
+    dev_outs = [to_device(backend, o) if backend != "numpy" else o for o in outs]
     if isinstance(desc, SliceDesc):
         dmlops.slice(dev_ins[0], desc.offsets, desc.sizes, desc.strides, out=dev_outs[0])
     elif isinstance(desc, Slice1Desc):

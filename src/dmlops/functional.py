@@ -173,16 +173,63 @@ def _check_array(x: Any) -> None:
         raise DmlError(f"expected an array, got {type(x).__name__}")
 
 
+def _kind(x: Any) -> str:
+    """Which backend's memory an array is in: 'webgpu', 'cuda' or 'numpy' (host)."""
+    own = getattr(type(x), "__dmlops_backend__", None)
+    if own is not None:
+        return str(own)
+    return "cuda" if _is_gpu_array(x) else "numpy"
+
+
 def backend_of(arrays: Sequence[Any]) -> Backend:
-    """The backend that owns these arrays: 'cuda' for GPU arrays, else 'numpy'."""
+    """The backend that owns these arrays: 'cuda' for CUDA arrays, 'webgpu' for
+    dmlops.webgpu arrays, else 'numpy'."""
     for a in arrays:
         _check_array(a)
-    gpu = [_is_gpu_array(a) for a in arrays]
-    if any(gpu) and not all(gpu):
-        raise BindingError("arrays mix host (CPU) and GPU memory; put them on one device")
-    backend = get_backend("cuda" if any(gpu) else "numpy")
+    kinds = {_kind(a) for a in arrays}
+    if len(kinds) > 1:
+        names = " and ".join(sorted("host (CPU)" if k == "numpy" else k for k in kinds))
+        raise BindingError(f"arrays mix {names} memory; put them on one device")
+    backend = get_backend(kinds.pop() if kinds else "numpy")
     _ARRAY_KEYS.update(backend.array_keys())
     return backend
+
+
+def _moved(device: str, call: Callable[[Any, Any], Any], x: Any, out: Any) -> Any:
+    """Run `call(x, out)` on `device`: host inputs are uploaded and, where any was, the
+    results come back to the host (into `out` when given)."""
+    backend = get_backend(device)
+    many = isinstance(x, (list, tuple))
+    xs = list(x) if many else [x]
+    for a in xs:
+        _check_array(a)
+    uploaded = False
+    moved = []
+    for a in xs:
+        kind = _kind(a)
+        if kind == backend.name:
+            moved.append(a)
+        elif kind == "numpy":
+            moved.append(backend.upload(a))
+            uploaded = True
+        else:
+            raise BindingError(f"an input is {kind} memory, not on device {device!r}")
+    outs = None if out is None else (list(out) if isinstance(out, (list, tuple)) else [out])
+    device_outs = None if outs is None else [o if _kind(o) == backend.name else None for o in outs]
+    if device_outs is not None and any(o is None for o in device_outs):
+        given = None  # host outputs: computed on the device, copied back after it succeeds
+    else:
+        given = device_outs if isinstance(out, (list, tuple)) else out
+    result = call(moved if many else moved[0], given)
+    results = list(result) if isinstance(result, list) else [result]
+    if outs is not None and given is None:
+        for r, o in zip(results, outs, strict=True):
+            if _kind(o) == "numpy":
+                backend.download(r, o)
+        return out
+    if uploaded:
+        results = [backend.download(r) for r in results]
+    return results if isinstance(result, list) else results[0]
 
 
 class _Tensor:
@@ -364,8 +411,16 @@ def slice(  # noqa: A001 - DirectML's operator name
     *,
     feature_level: FeatureLevel | int | str | None = None,
     out: Any = None,
+    device: str | None = None,
 ) -> Any:
     """DML SLICE: out[c] = x[offsets + strides * c], out shaped `sizes`."""
+    if device is not None:
+        return _moved(
+            device,
+            lambda x_, o: slice(x_, offsets, sizes, strides, feature_level=feature_level, out=o),
+            x,
+            out,
+        )
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
@@ -393,8 +448,24 @@ def slice1(
     *,
     feature_level: FeatureLevel | int | str | None = None,
     out: Any = None,
+    device: str | None = None,
 ) -> Any:
     """DML SLICE1: out[c] = x[CopyStart + window_strides * c]; default sizes MaxCopiedElements."""
+    if device is not None:
+        return _moved(
+            device,
+            lambda x_, o: slice1(
+                x_,
+                window_offsets,
+                window_sizes,
+                window_strides,
+                output_sizes,
+                feature_level=feature_level,
+                out=o,
+            ),
+            x,
+            out,
+        )
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
@@ -440,8 +511,16 @@ def split(
     *,
     feature_level: FeatureLevel | int | str | None = None,
     outs: Sequence[Any] | None = None,
+    device: str | None = None,
 ) -> list[Any]:
     """DML SPLIT: cut `x` along `axis` into pieces of `sizes`; returns the pieces."""
+    if device is not None:
+        return _moved(  # type: ignore[no-any-return]
+            device,
+            lambda x_, o: split(x_, axis, sizes, feature_level=feature_level, outs=o),
+            x,
+            None if outs is None else list(outs),
+        )
     given = (
         [None] * (len(sizes) if isinstance(sizes, Sequence) else 0) if outs is None else list(outs)
     )
@@ -477,8 +556,16 @@ def join(
     *,
     feature_level: FeatureLevel | int | str | None = None,
     out: Any = None,
+    device: str | None = None,
 ) -> Any:
     """DML JOIN: concatenate `xs` along `axis`."""
+    if device is not None:
+        return _moved(
+            device,
+            lambda xs_, o: join(xs_, axis, feature_level=feature_level, out=o),
+            list(xs),
+            out,
+        )
     xs = list(xs)
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
@@ -545,8 +632,16 @@ def depth_to_space(
     *,
     feature_level: FeatureLevel | int | str | None = None,
     out: Any = None,
+    device: str | None = None,
 ) -> Any:
     """DML DEPTH_TO_SPACE1: [N, C, H, W] -> [N, C/B^2, H*B, W*B]; order DCR (0) or CRD (1)."""
+    if device is not None:
+        return _moved(
+            device,
+            lambda x_, o: depth_to_space(x_, block_size, order, feature_level=feature_level, out=o),
+            x,
+            out,
+        )
     return _depth_space(DepthToSpace1Desc, x, block_size, order, feature_level, out)
 
 
@@ -557,6 +652,14 @@ def space_to_depth(
     *,
     feature_level: FeatureLevel | int | str | None = None,
     out: Any = None,
+    device: str | None = None,
 ) -> Any:
     """DML SPACE_TO_DEPTH1: [N, C, H, W] -> [N, C*B^2, H/B, W/B]; order DCR (0) or CRD (1)."""
+    if device is not None:
+        return _moved(
+            device,
+            lambda x_, o: space_to_depth(x_, block_size, order, feature_level=feature_level, out=o),
+            x,
+            out,
+        )
     return _depth_space(SpaceToDepth1Desc, x, block_size, order, feature_level, out)

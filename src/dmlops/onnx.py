@@ -149,20 +149,19 @@ def _prepare(
 
     model = load(model, max_file_bytes)
     device = device or Device()
-    cuda = device.backend.name == "cuda"
+    backend = device.backend
 
     def place(a: Any) -> Any:
         """The array on the device, contiguous (a graph binds whole buffers)."""
-        if cuda:
-            import cupy
-
-            if isinstance(a, np.ndarray):
-                return cupy.asarray(a)
-            contiguous = getattr(a, "is_contiguous", None)  # torch
-            if contiguous is not None:
-                return a if contiguous() else a.contiguous()
-            return cupy.ascontiguousarray(cupy.asarray(a))
-        return np.ascontiguousarray(a)
+        if backend.name == "numpy":
+            return np.ascontiguousarray(a)
+        if isinstance(a, np.ndarray):
+            return backend.upload(a)
+        contiguous = getattr(a, "is_contiguous", None)  # torch
+        if contiguous is not None:
+            return a if contiguous() else a.contiguous()
+        arr = backend.as_array(a)
+        return arr if arr.flags.c_contiguous else backend.copy_of(arr)
 
     graph = model.graph
     initialized = {i.name for i in graph.initializer}

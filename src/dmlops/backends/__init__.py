@@ -10,7 +10,7 @@ from ..plan import Plan
 
 __all__ = ["Backend", "Executor", "get_backend", "BACKEND_NAMES"]
 
-BACKEND_NAMES = ("numpy", "cuda")
+BACKEND_NAMES = ("numpy", "cuda", "webgpu")
 
 
 class Executor(Protocol):
@@ -60,12 +60,18 @@ class Backend(Protocol):
     def copy_of(self, arr: Any) -> Any:
         """A C-contiguous copy of an array, on its device, in its library."""
 
+    def upload(self, host: Any) -> Any:
+        """A copy of a host (numpy) array in this backend's memory."""
+
+    def download(self, arr: Any, out: Any = None) -> Any:
+        """A host (numpy) copy of one of this backend's arrays, written into `out` if given."""
+
     def executor(self, plan: Plan) -> Executor:
         """What runs `plan` on flat buffers, with per-call work only."""
 
 
 def get_backend(name: str) -> Backend:
-    """The backend called `name` ('numpy' or 'cuda')."""
+    """The backend called `name` ('numpy', 'cuda' or 'webgpu')."""
     if name == "numpy":
         from .numpy_backend import NumpyBackend
 
@@ -74,4 +80,8 @@ def get_backend(name: str) -> Backend:
         from .cuda import CudaBackend
 
         return CudaBackend.instance()
+    if name == "webgpu":
+        from .webgpu import WebGpuBackend
+
+        return WebGpuBackend.instance()
     raise DmlError(f"backend {name!r} is not one of {', '.join(BACKEND_NAMES)}")

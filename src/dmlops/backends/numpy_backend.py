@@ -173,6 +173,15 @@ class NumpyBackend:
         dtype = template.dtype if isinstance(template, np.ndarray) else np.asarray(template).dtype
         return np.empty(shape, dtype=dtype)
 
+    def upload(self, host: Any) -> np.ndarray[Any, Any]:
+        return np.asarray(host)
+
+    def download(self, arr: Any, out: Any = None) -> np.ndarray[Any, Any]:
+        if out is None:
+            return np.asarray(arr)
+        out[...] = arr
+        return out  # type: ignore[no-any-return]
+
     def copy_of(self, arr: Any) -> np.ndarray[Any, Any]:
         return np.array(arr, copy=True, order="C")
 

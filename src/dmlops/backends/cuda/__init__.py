@@ -135,6 +135,16 @@ class CudaBackend:
         copy = cp.array(self.as_array(arr), copy=True, order="C")
         return copy if isinstance(arr, cp.ndarray) else self._library_of(copy, arr)
 
+    def upload(self, host: Any) -> Any:
+        return self.cupy.asarray(host)
+
+    def download(self, arr: Any, out: Any = None) -> Any:
+        host = self.cupy.asnumpy(self.as_array(arr))
+        if out is None:
+            return host
+        out[...] = host
+        return out
+
     def _library_of(self, result: Any, template: Any) -> Any:
         """`result` (a CuPy array) in the array library of `template`, without a copy."""
         module = type(template).__module__.split(".")[0]

@@ -1,0 +1,344 @@
+"""WebGPU backend: plans executed by WGSL compute shaders through wgpu (Vulkan, Metal, D3D12).
+
+`strategies.py` gives each copy a kernel (vec4 rows, u32 words, or bytes merged
+atomically) by its layout and bound offsets; pieces of one kernel between one pair of
+buffers form one table and one dispatch. Kernel sources are the `.wgsl` files in
+`kernels/`. Arrays live in arena buffers (`memory.py`), so many arrays share a binding.
+The adapter is the high-performance one unless `DMLOPS_WEBGPU_ADAPTER` (or
+`dmlops.webgpu.select_adapter`) names another.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from ...errors import BindingError, DmlError
+from ...plan import Plan, StridedCopy, array_byte_span
+from .memory import Flat, Memory, WebGpuArray
+from .strategies import Group, group_copies
+
+__all__ = ["WebGpuBackend", "WebGpuArray", "NATIVE_BACKENDS"]
+
+NATIVE_BACKENDS = ("Vulkan", "Metal", "D3D12")
+ARENA_BYTES = 256 << 20
+_TABLE_CACHE = 16
+
+_PRELUDE = {
+    # (word type or "bytes", one buffer read and written) -> bindings and load_src
+    ("word", False): """
+@group(0) @binding(0) var<storage, read> src: array<Word>;
+@group(0) @binding(1) var<storage, read_write> dst: array<Word>;
+fn load_src(i: u32) -> Word { return src[i]; }
+""",
+    ("word", True): """
+@group(0) @binding(1) var<storage, read_write> dst: array<Word>;
+fn load_src(i: u32) -> Word { return dst[i]; }
+""",
+    ("bytes", False): """
+@group(0) @binding(0) var<storage, read> src: array<u32>;
+@group(0) @binding(1) var<storage, read_write> dst: array<atomic<u32>>;
+fn load_src(i: u32) -> u32 { return src[i]; }
+""",
+    ("bytes", True): """
+@group(0) @binding(1) var<storage, read_write> dst: array<atomic<u32>>;
+fn load_src(i: u32) -> u32 { return atomicLoad(&dst[i]); }
+""",
+}
+
+
+def _kernel_source(name: str) -> str:
+    return (resources.files(__package__) / "kernels" / name).read_text()
+
+
+def adapter_description(adapter: Any) -> str:
+    """'device (backend, type)' of a wgpu adapter."""
+    info = adapter.info
+    return f"{info['device']} ({info['backend_type']}, {info['adapter_type']})"
+
+
+def _wgpu() -> Any:
+    try:
+        import wgpu
+    except ImportError as e:
+        raise DmlError("the webgpu backend needs wgpu: pip install 'dmlops[webgpu]'") from e
+    return wgpu
+
+
+def choose_adapter(name: str | None) -> Any:
+    """The adapter named (a substring of its description), else the high-performance one."""
+    wgpu = _wgpu()
+    adapters = [
+        a for a in wgpu.gpu.enumerate_adapters_sync() if a.info["backend_type"] in NATIVE_BACKENDS
+    ]
+    if not adapters:
+        raise DmlError(
+            "the webgpu backend found no Vulkan, Metal or Direct3D 12 adapter: install the "
+            "GPU's driver (on Linux without a GPU, Mesa's software Vulkan: "
+            "apt-get install mesa-vulkan-drivers)"
+        )
+    if name:
+        chosen = [a for a in adapters if name.lower() in adapter_description(a).lower()]
+        if not chosen:
+            found = "; ".join(adapter_description(a) for a in adapters)
+            raise DmlError(f"webgpu: no adapter matches {name!r}; found: {found}")
+        return chosen[0]
+    preferred = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    if preferred is not None and preferred.info["backend_type"] in NATIVE_BACKENDS:
+        return preferred
+    return adapters[0]
+
+
+class WebGpuBackend:
+    """Executes plans on a WebGPU adapter with one dispatch per kernel and buffer pair."""
+
+    name = "webgpu"
+    _instance: WebGpuBackend | None = None
+    adapter_name: str | None = None
+
+    def __init__(self) -> None:
+        wgpu = _wgpu()
+        self.wgpu = wgpu
+        self.adapter = choose_adapter(self.adapter_name or os.environ.get("DMLOPS_WEBGPU_ADAPTER"))
+        limits = self.adapter.limits
+        wanted = ("max-buffer-size", "max-storage-buffer-binding-size")
+        self.device = self.adapter.request_device_sync(
+            required_limits={k: limits[k] for k in wanted}
+        )
+        self.queue = self.device.queue
+        max_binding = min(limits["max-storage-buffer-binding-size"], limits["max-buffer-size"])
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+        self.memory = Memory(self.device, usage, min(ARENA_BYTES, max_binding), max_binding)
+        self.dispatch_log: list[Group] | None = None  # tests set a list to see every dispatch
+        self._pipelines: dict[tuple[str, bool], Any] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def instance(cls) -> WebGpuBackend:
+        """The shared backend object (created on first use)."""
+        if cls._instance is None:
+            cls._instance = cls()
+        return cls._instance
+
+    @property
+    def description(self) -> str:
+        return adapter_description(self.adapter)
+
+    # -- arrays and buffers ------------------------------------------------------------
+
+    def as_array(self, obj: Any) -> WebGpuArray:
+        if isinstance(obj, WebGpuArray):
+            return obj
+        raise BindingError(
+            f"{type(obj).__name__} is not a WebGPU array: use dmlops.webgpu.asarray(...) "
+            "or device='webgpu'"
+        )
+
+    def array_keys(self) -> dict[type, Callable[[Any], Hashable]]:
+        return {WebGpuArray: lambda a: (WebGpuArray, a.dtype, a.shape, a.strides)}
+
+    def byte_view(self, obj: Any, writable: bool) -> tuple[Flat, int]:
+        if not isinstance(obj, WebGpuArray):
+            raise BindingError(
+                f"{type(obj).__name__} is not a WebGPU buffer: bind dmlops.webgpu arrays "
+                "(dmlops.webgpu.asarray or dmlops.webgpu.empty)"
+            )
+        if not (obj.flags.c_contiguous or obj.flags.f_contiguous):
+            raise BindingError("a bound buffer must be contiguous memory")
+        b = obj.block
+        return Flat(b.buffer, b.base, b.offset + obj.offset, obj.nbytes), obj.nbytes
+
+    def window(self, flat: Flat, offset: int, size: int) -> Flat:
+        return Flat(flat.buffer, flat.base, flat.offset + offset, size)
+
+    def flat_function(self, low: int, nbytes: int, contiguous: bool) -> Callable[[Any], Flat]:
+        def flat(arr: WebGpuArray) -> Flat:
+            b = arr.block
+            return Flat(b.buffer, b.base, b.offset + arr.offset + low, nbytes)
+
+        return flat
+
+    def owner(self, obj: Any) -> object | None:
+        block = getattr(obj, "block", None)
+        return None if block is None else block.buffer
+
+    def address(self, flat: Flat) -> int:
+        return flat.base + flat.offset
+
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> WebGpuArray:
+        """A new uninitialised array."""
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        return WebGpuArray(shape, dtype, self.memory.allocate(nbytes), self)
+
+    def new_like(self, template: Any, shape: tuple[int, ...]) -> WebGpuArray:
+        return self.empty(shape, self.as_array(template).dtype)
+
+    def copy_of(self, arr: Any) -> WebGpuArray:
+        a = self.as_array(arr)
+        out = self.empty(a.shape, a.dtype)
+        if not a.flags.c_contiguous:
+            return self.upload(self.download(a))
+        words = -(-a.nbytes // 4)
+        if (
+            words and a.offset % 4 == 0
+        ):  # a dispatch: copy_buffer_to_buffer refuses two ranges of one arena
+            copy = StridedCopy(0, 0, (1,), 0, 0, (1,), (words,))  # the last word's pad too
+            plan = Plan(4, (copy,), ((0, 4 * words),), ((0, 4 * words),))
+            (flat_in, _), (flat_out, _) = self.byte_view(a, False), self.byte_view(out, True)
+            self.run(self._dispatches(plan, [flat_in], [flat_out]))
+        elif words:
+            return self.upload(self.download(a))
+        return out
+
+    def upload(self, host: Any) -> WebGpuArray:
+        """A WebGPU copy of a host array."""
+        a = np.ascontiguousarray(host)
+        out = self.empty(a.shape, a.dtype)
+        data = a.reshape(-1).view(np.uint8)
+        if data.size % 4:
+            data = np.concatenate([data, np.zeros(4 - data.size % 4, np.uint8)])
+        if data.size:
+            self.queue.write_buffer(out.block.buffer, out.block.offset, data)
+        return out
+
+    def download(self, arr: Any, out: np.ndarray[Any, Any] | None = None) -> np.ndarray[Any, Any]:
+        """The array's bytes in host memory (into `out` when given); waits for queued work."""
+        a = self.as_array(arr)
+        result: np.ndarray[Any, Any]
+        if a.size == 0:
+            result = np.empty(a.shape, a.dtype)
+        else:
+            low, span = array_byte_span(a.shape, a.strides, a.itemsize)  # low <= 0
+            start = a.block.offset + a.offset + low  # the lowest byte the array reaches
+            first = start - start % 4
+            n = -(-(start + span - first) // 4) * 4
+            raw = np.frombuffer(self.queue.read_buffer(a.block.buffer, first, n), np.uint8)
+            at = start - first - low  # index 0
+            one = raw[at : at + a.itemsize].view(a.dtype)
+            result = np.lib.stride_tricks.as_strided(
+                one, a.shape, a.strides, writeable=False
+            ).copy()
+        if out is None:
+            return result
+        out[...] = result
+        return out
+
+    def synchronize(self) -> None:
+        """Wait until the queue's submitted work is done."""
+        self.queue.on_submitted_work_done_sync()
+
+    # -- execution ---------------------------------------------------------------------
+
+    def pipeline(self, kernel: str, same_buffer: bool) -> Any:
+        """The compute pipeline of a strategy, built once."""
+        key = (kernel, same_buffer)
+        pipeline = self._pipelines.get(key)
+        if pipeline is None:
+            if kernel == "bytes":
+                code = _PRELUDE[("bytes", same_buffer)]
+                body = _kernel_source("bytes.wgsl")
+            else:
+                word = "vec4<u32>" if kernel == "vec4" else "u32"
+                code = f"alias Word = {word};\n" + _PRELUDE[("word", same_buffer)]
+                body = _kernel_source("strided.wgsl")
+            module = self.device.create_shader_module(
+                code=code + _kernel_source("pieces.wgsl") + body
+            )
+            pipeline = self.device.create_compute_pipeline(
+                layout="auto", compute={"module": module, "entry_point": "main"}
+            )
+            with self._lock:
+                self._pipelines[key] = pipeline
+        return pipeline
+
+    def _dispatches(self, plan: Plan, ins: Sequence[Flat], outs: Sequence[Flat]) -> list[Any]:
+        """(pipeline, bind group, grid, group, kept buffers) of every dispatch of `plan`."""
+        wgpu, device = self.wgpu, self.device
+        index: dict[int, int] = {}
+        buffers: list[Any] = []
+        for f in (*ins, *outs):
+            if f.base not in index:
+                index[f.base] = len(buffers)
+                buffers.append(f.buffer)
+        groups = group_copies(
+            plan,
+            [(index[f.base], f.offset) for f in ins],
+            [(index[f.base], f.offset) for f in outs],
+        )
+        dispatches = []
+        for g in groups:
+            same = g.src == g.dst
+            pipeline = self.pipeline(g.kernel, same)
+            grid = g.grid
+            table = device.create_buffer_with_data(data=g.table, usage=wgpu.BufferUsage.STORAGE)
+            header = device.create_buffer_with_data(
+                data=np.array([g.pieces, g.tiles, grid[0], 0], np.uint32),
+                usage=wgpu.BufferUsage.UNIFORM,
+            )
+            entries = [
+                {"binding": 1, "resource": {"buffer": buffers[g.dst]}},
+                {"binding": 2, "resource": {"buffer": table}},
+                {"binding": 3, "resource": {"buffer": header}},
+            ]
+            if not same:
+                entries.append({"binding": 0, "resource": {"buffer": buffers[g.src]}})
+            bind_group = device.create_bind_group(
+                layout=pipeline.get_bind_group_layout(0), entries=entries
+            )
+            dispatches.append((pipeline, bind_group, grid, g, (table, header)))
+        return dispatches
+
+    def run(self, dispatches: list[Any]) -> None:
+        """Encode the dispatches in one compute pass and submit it."""
+        if not dispatches:
+            return
+        encoder = self.device.create_command_encoder()
+        compute = encoder.begin_compute_pass()
+        for pipeline, bind_group, (x, y), _, _ in dispatches:
+            compute.set_pipeline(pipeline)
+            compute.set_bind_group(0, bind_group)
+            compute.dispatch_workgroups(x, y, 1)
+        compute.end()
+        self.queue.submit([encoder.finish()])
+        log = self.dispatch_log
+        if log is not None:
+            log.extend(d[3] for d in dispatches)
+
+    def executor(self, plan: Plan) -> _WebGpuExecutor:
+        return _WebGpuExecutor(self, plan)
+
+
+class _WebGpuExecutor:
+    """A plan's dispatches, resolved (tables uploaded, bind groups made) per binding tuple."""
+
+    def __init__(self, backend: WebGpuBackend, plan: Plan) -> None:
+        self.backend = backend
+        self.plan = plan
+        self.cache: OrderedDict[tuple[int, ...], list[Any]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def _resolve(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> list[Any]:
+        key = tuple(f.base + f.offset for f in (*ins, *outs))  # bases are never reused
+        dispatches = self.cache.get(key)
+        if dispatches is None:
+            dispatches = self.backend._dispatches(self.plan, ins, outs)
+            with self.lock:
+                self.cache[key] = dispatches
+                if len(self.cache) > _TABLE_CACHE:
+                    self.cache.popitem(last=False)
+        return dispatches
+
+    def __call__(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> None:
+        self.backend.run(self._resolve(ins, outs))
+
+    def bound(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> Callable[[], None]:
+        dispatches = self._resolve(ins, outs)
+        run = self.backend.run
+        return lambda: run(dispatches)

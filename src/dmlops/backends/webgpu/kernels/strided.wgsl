@@ -1,0 +1,23 @@
+// General strided copy of whole words: `Word` is u32 (4- and 8-byte elements, and aligned
+// rows of smaller ones) or vec4<u32> (16-byte aligned contiguous rows). The backend
+// prepends `alias Word`, the `src`/`dst` bindings and `load_src`, then pieces.wgsl.
+// One thread moves PER_THREAD elements of one piece, THREADS apart.
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let tile = wg.y * header.grid_x + wg.x;
+    if (tile >= header.tiles) {
+        return;
+    }
+    let k = find_piece(tile);
+    let count = pieces[k].count;
+    let first = (tile - pieces[k].tile_start) * TILE + lid;
+    for (var j = 0u; j < PER_THREAD; j++) {
+        let e = first + j * THREADS;
+        if (e >= count) {
+            return;
+        }
+        let at = locate(k, e);
+        dst[at.y] = load_src(at.x);
+    }
+}

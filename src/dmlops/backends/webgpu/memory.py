@@ -1,0 +1,230 @@
+"""WebGPU memory: arrays suballocated from large arena buffers, and host transfers.
+
+An arena is one storage buffer; arrays up to a quarter of its size are first-fit blocks
+in it (256-byte aligned), larger ones get a buffer of their own. Many arrays thus share a
+buffer, which lets one dispatch read or write all of them (WGSL has no pointers, and a
+dispatch binds a handful of buffers). Each buffer carries a synthetic base address, far
+from every other buffer's, so the overlap checks can compare byte ranges.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import threading
+import weakref
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Memory", "WebGpuArray", "Flat", "Block"]
+
+ALIGN = 256
+_ADDRESS_SPACING = 1 << 40
+_bases = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class Flat:
+    """A byte range of a GPU buffer: what the webgpu backend binds."""
+
+    buffer: Any  # wgpu.GPUBuffer
+    base: int  # synthetic address of the buffer's byte 0
+    offset: int  # bytes from the buffer's start
+    size: int
+
+
+class Block:
+    """`nbytes` bytes at `offset` in `buffer`, returned to its memory when dropped."""
+
+    def __init__(self, memory: Memory, buffer: Any, base: int, offset: int, nbytes: int) -> None:
+        self.buffer = buffer
+        self.base = base
+        self.offset = offset
+        self.nbytes = nbytes
+        weakref.finalize(self, memory.release, buffer, offset, nbytes)
+
+
+class _Arena:
+    def __init__(self, buffer: Any) -> None:
+        self.buffer = buffer
+        self.base = next(_bases) * _ADDRESS_SPACING
+        self.free: list[tuple[int, int]] = [(0, int(buffer.size))]  # (offset, size), sorted
+
+    def take(self, nbytes: int) -> int | None:
+        for i, (offset, size) in enumerate(self.free):
+            if size >= nbytes:
+                rest = size - nbytes
+                if rest:
+                    self.free[i] = (offset + nbytes, rest)
+                else:
+                    del self.free[i]
+                return offset
+        return None
+
+    def give(self, offset: int, nbytes: int) -> None:
+        i = bisect.bisect(self.free, (offset, 0))
+        self.free.insert(i, (offset, nbytes))
+        if i + 1 < len(self.free) and offset + nbytes == self.free[i + 1][0]:
+            self.free[i] = (offset, nbytes + self.free.pop(i + 1)[1])
+        if i > 0 and self.free[i - 1][0] + self.free[i - 1][1] == offset:
+            prev = self.free.pop(i - 1)
+            self.free[i - 1] = (prev[0], prev[1] + self.free[i - 1][1])
+
+
+class Memory:
+    """Allocates arrays on one wgpu device."""
+
+    def __init__(self, device: Any, usage: int, arena_bytes: int, max_binding: int) -> None:
+        self.device = device
+        self.usage = usage
+        self.arena_bytes = arena_bytes
+        self.max_binding = max_binding
+        self.arenas: dict[int, _Arena] = {}
+        self.lock = threading.Lock()
+
+    def allocate(self, nbytes: int) -> Block:
+        """A block of at least `nbytes` bytes (a multiple of 4, at least 4)."""
+        from ...errors import DmlError
+
+        size = max(4, -(-nbytes // ALIGN) * ALIGN)
+        if size > self.max_binding:
+            raise DmlError(
+                f"webgpu: an array of {nbytes} bytes exceeds the adapter's largest storage "
+                f"binding ({self.max_binding} bytes)"
+            )
+        if size > self.arena_bytes // 4:
+            buffer = self.device.create_buffer(size=size, usage=self.usage)
+            return Block(self, buffer, next(_bases) * _ADDRESS_SPACING, 0, size)
+        with self.lock:
+            for arena in self.arenas.values():
+                offset = arena.take(size)
+                if offset is not None:
+                    return Block(self, arena.buffer, arena.base, offset, size)
+            arena = _Arena(self.device.create_buffer(size=self.arena_bytes, usage=self.usage))
+            self.arenas[id(arena.buffer)] = arena
+            offset = arena.take(size)
+            assert offset is not None
+            return Block(self, arena.buffer, arena.base, offset, size)
+
+    def release(self, buffer: Any, offset: int, nbytes: int) -> None:
+        """Return a block: into its arena, or its own buffer destroyed."""
+        with self.lock:
+            arena = self.arenas.get(id(buffer))
+            if arena is not None and arena.buffer is buffer:
+                arena.give(offset, nbytes)
+                return
+        buffer.destroy()
+
+
+def _packed(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(1, n)
+    return tuple(reversed(strides))
+
+
+def _contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> bool:
+    """numpy's C-contiguity: packed strides wherever a dimension has more than one element."""
+    step = itemsize
+    for n, s in zip(reversed(shape), reversed(strides), strict=True):
+        if n == 0:
+            return True
+        if n != 1 and s != step:
+            return False
+        step *= n
+    return True
+
+
+_BASIC = (int, np.integer, slice, type(Ellipsis), type(None))
+
+
+class WebGpuArray:
+    """An array in WebGPU memory (`dmlops.webgpu.asarray`, `.numpy()`).
+
+    Basic indexing (integers, slices with any step, `...`, `None`) gives views that share
+    the memory, as numpy's do; the operators read and write such views in place.
+    """
+
+    __dmlops_backend__ = "webgpu"
+
+    def __init__(
+        self,
+        shape: tuple[int, ...],
+        dtype: Any,
+        block: Block,
+        backend: Any,
+        offset: int = 0,
+        strides: tuple[int, ...] | None = None,
+    ) -> None:
+        self.shape = tuple(int(n) for n in shape)
+        self.dtype = np.dtype(dtype)
+        self.block = block
+        self.offset = offset  # bytes from the block's start to index 0
+        self.strides = _packed(self.shape, self.dtype.itemsize) if strides is None else strides
+        self._backend = backend
+
+    ndim = property(lambda self: len(self.shape))
+    itemsize = property(lambda self: self.dtype.itemsize)
+    size = property(lambda self: math.prod(self.shape))
+    nbytes = property(lambda self: self.size * self.dtype.itemsize)
+
+    @property
+    def flags(self) -> SimpleNamespace:
+        item = self.itemsize
+        c = _contiguous(self.shape, self.strides, item)
+        f = _contiguous(self.shape[::-1], self.strides[::-1], item)
+        return SimpleNamespace(c_contiguous=c, f_contiguous=f, writeable=True)
+
+    def __getitem__(self, key: Any) -> WebGpuArray:
+        keys = key if isinstance(key, tuple) else (key,)
+        if not all(isinstance(k, _BASIC) and not isinstance(k, bool) for k in keys):
+            raise TypeError("WebGpuArray takes basic indexing only: integers, slices, ..., None")
+        # index a zero-copy stand-in of the same layout; only its address arithmetic is used
+        stand_in = np.lib.stride_tricks.as_strided(
+            np.zeros(1, self.dtype), self.shape, self.strides, writeable=False
+        )
+        view = stand_in[key]
+        moved = view.__array_interface__["data"][0] - stand_in.__array_interface__["data"][0]
+        return WebGpuArray(
+            view.shape, self.dtype, self.block, self._backend, self.offset + moved, view.strides
+        )
+
+    @property
+    def T(self) -> WebGpuArray:
+        """The transposed view (dimensions reversed)."""
+        return WebGpuArray(
+            self.shape[::-1], self.dtype, self.block, self._backend, self.offset, self.strides[::-1]
+        )
+
+    def reshape(self, *shape: Any) -> WebGpuArray:
+        """A view of a C-contiguous array with another shape (one -1 allowed)."""
+        dims = [
+            int(n)
+            for n in (shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
+        ]
+        if -1 in dims:
+            known = math.prod(n for n in dims if n != -1)
+            dims[dims.index(-1)] = self.size // known if known else 0
+        if math.prod(dims) != self.size:
+            raise ValueError(
+                f"cannot reshape an array of size {self.size} into shape {tuple(dims)}"
+            )
+        if not self.flags.c_contiguous:
+            raise ValueError("WebGpuArray.reshape needs a C-contiguous array")
+        return WebGpuArray(tuple(dims), self.dtype, self.block, self._backend, self.offset)
+
+    def numpy(self) -> np.ndarray[Any, Any]:
+        """The array's contents in a new numpy array (waits for queued work)."""
+        return self._backend.download(self)  # type: ignore[no-any-return]
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray[Any, Any]:
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def __repr__(self) -> str:
+        return f"WebGpuArray(shape={self.shape}, dtype={self.dtype})"

@@ -1,0 +1,143 @@
+"""Which WGSL kernel moves each copy of a plan, and the piece tables they walk (pure numpy).
+
+Every copy becomes a piece of one of three strategies, by layout and bound byte offsets:
+
+- `vec4`: 16-byte aligned contiguous rows, moved as vec4<u32> (strided.wgsl, Word = vec4);
+- `u32`: 4- and 8-byte elements at 4-byte aligned offsets (8 bytes as two words), and
+  rows of 1- and 2-byte elements that are whole aligned words (strided.wgsl, Word = u32);
+- `bytes`: everything else — 1- and 2-byte elements, unaligned offsets — through
+  bytes.wgsl, which merges partial words atomically.
+
+Pieces of one strategy that read one GPU buffer and write one GPU buffer form one table
+and one dispatch, so a 256-way SPLIT into arrays of one arena is one dispatch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...plan import Plan
+
+__all__ = ["TILE", "MAX_DIMS", "ROW_WORDS", "Group", "Piece", "piece_of", "group_copies"]
+
+TILE = 1024  # elements a workgroup moves (pieces.wgsl: THREADS * PER_THREAD)
+MAX_DIMS = 8
+ROW_WORDS = 32  # u32 words per table row (pieces.wgsl: struct Piece)
+MAX_GROUPS_X = 65535
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One copy in a kernel's units: offsets and strides in words (u32, vec4) or bytes."""
+
+    kernel: str  # "vec4", "u32" or "bytes"
+    src_offset: int
+    dst_offset: int
+    sizes: tuple[int, ...]  # innermost first
+    src_strides: tuple[int, ...]
+    dst_strides: tuple[int, ...]
+    element_bytes: int
+
+    @property
+    def count(self) -> int:
+        return int(np.prod(self.sizes, dtype=np.int64))
+
+
+@dataclass
+class Group:
+    """One dispatch: a kernel, the buffers it reads and writes, and its piece table."""
+
+    kernel: str
+    src: int  # index of the source buffer among the distinct bound buffers
+    dst: int
+    table: np.ndarray[Any, Any]  # uint32 rows of ROW_WORDS
+    tiles: int
+    pieces: int
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """(x, y) workgroups: x at most 65535."""
+        x = max(1, min(self.tiles, MAX_GROUPS_X))
+        return x, -(-self.tiles // x)
+
+
+def piece_of(
+    element_size: int,
+    src_byte: int,
+    dst_byte: int,
+    shape: Sequence[int],
+    src_strides: Sequence[int],
+    dst_strides: Sequence[int],
+) -> Piece:
+    """The strategy and units of one strided copy at these absolute byte offsets."""
+    es = element_size
+    sizes = [int(n) for n in reversed(shape)] or [1]
+    src = [int(s) * es for s in reversed(src_strides)] or [0]  # bytes, innermost first
+    dst = [int(d) * es for d in reversed(dst_strides)] or [0]
+    as_bytes = Piece("bytes", src_byte, dst_byte, tuple(sizes), tuple(src), tuple(dst), es)
+    if es % 4 == 0:  # an element of several words gains an inner dimension of its words
+        if es > 4:
+            if len(sizes) >= MAX_DIMS:
+                return as_bytes
+            sizes, src, dst = [es // 4, *sizes], [4, *src], [4, *dst]
+    elif src[0] == es and dst[0] == es and (sizes[0] * es) % 4 == 0:
+        # a contiguous row of small elements that fills whole words
+        sizes, src, dst = [sizes[0] * es // 4, *sizes[1:]], [4, *src[1:]], [4, *dst[1:]]
+    else:
+        return as_bytes
+    if src_byte % 4 or dst_byte % 4 or any(s % 4 for s in src) or any(d % 4 for d in dst):
+        return as_bytes
+    s_off, d_off = src_byte // 4, dst_byte // 4
+    src, dst = [s // 4 for s in src], [d // 4 for d in dst]
+    rows = sizes[0] % 4 == 0 and src[0] == 1 and dst[0] == 1 and s_off % 4 == 0
+    if rows and d_off % 4 == 0 and not any(x % 4 for x in src[1:] + dst[1:]):
+        return Piece(
+            "vec4", s_off // 4, d_off // 4, (sizes[0] // 4, *sizes[1:]),
+            (1, *(s // 4 for s in src[1:])), (1, *(d // 4 for d in dst[1:])), 16,
+        )  # fmt: skip
+    return Piece("u32", s_off, d_off, tuple(sizes), tuple(src), tuple(dst), 4)
+
+
+def _table(pieces: list[Piece]) -> tuple[np.ndarray[Any, Any], int]:
+    table = np.zeros((len(pieces), ROW_WORDS), dtype=np.uint32)
+    tiles = 0
+    for row, p in zip(table, pieces, strict=True):
+        n = len(p.sizes)
+        row[:6] = (tiles, p.count, n, p.src_offset, p.dst_offset, p.element_bytes)
+        row[8 : 8 + n] = p.sizes
+        row[16 : 16 + n] = np.array(p.src_strides, dtype=np.int64).astype(np.uint32)
+        row[24 : 24 + n] = np.array(p.dst_strides, dtype=np.int64).astype(np.uint32)
+        tiles += -(-p.count // TILE)
+    return table, tiles
+
+
+def group_copies(
+    plan: Plan,
+    inputs: Sequence[tuple[int, int]],
+    outputs: Sequence[tuple[int, int]],
+) -> list[Group]:
+    """Dispatches for `plan` with each binding at (buffer index, byte offset in it)."""
+    grouped: dict[tuple[str, int, int], list[Piece]] = {}
+    for c in plan.copies:
+        if c.element_count == 0:
+            continue
+        src_buffer, src_base = inputs[c.src]
+        dst_buffer, dst_base = outputs[c.dst]
+        piece = piece_of(
+            plan.element_size,
+            src_base + c.src_offset,
+            dst_base + c.dst_offset,
+            c.shape,
+            c.src_strides,
+            c.dst_strides,
+        )
+        grouped.setdefault((piece.kernel, src_buffer, dst_buffer), []).append(piece)
+    groups = []
+    for (kernel, src, dst), pieces in grouped.items():
+        table, tiles = _table(pieces)
+        groups.append(Group(kernel, src, dst, table, tiles, len(pieces)))
+    return groups
