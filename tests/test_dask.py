@@ -253,7 +253,7 @@ def test_cupy_chunks_run_on_the_cuda_backend(chain: Any) -> None:
 def test_a_chunk_that_is_a_source_chunk_is_an_alias() -> None:
     x = np.arange(48, dtype=np.uint8).reshape(12, 4)
     dx = da.from_array(x, chunks=(4, 4))
-    a, b = dd.split(dx, 0, [4, 8])
+    _, b = dd.split(dx, 0, [4, 8])
     graph = dict(b.__dask_graph__())
     assert graph[(b.name, 0, 0)] == (dx.name, 1, 0)  # no task: the source chunk itself
     _same(b.compute(scheduler="threads"), x[4:])

@@ -34,6 +34,16 @@ def run_sections(
 ) -> list[Result]:
     """Run the named sections on the named devices."""
     results: list[Result] = []
+    if "webgpu" in devices:
+        from . import webgpu
+
+        if "operators" in sections:
+            results += webgpu.operators(reps, gpu_mib)
+        if "layouts" in sections:
+            results += webgpu.layouts(reps)
+        if "call-cost" in sections:
+            results += webgpu.call_cost(reps)
+        devices = [d for d in devices if d != "webgpu"]
     for section in sections:
         if section == "operators":
             from . import operators
@@ -66,9 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="dmlops bench", description=__doc__)
     parser.add_argument(
         "--device",
-        choices=["cpu", "gpu", "all"],
+        choices=["cpu", "gpu", "webgpu", "all"],
         default="all",
-        help="where to run (gpu and all skip the GPU when none is present)",
+        help="where to run (gpu and all skip the GPU when none is present; webgpu runs the "
+        "operators, layouts and call-cost sections on the webgpu backend, with the CUDA "
+        "backend and torch as peers where CUDA is present; all leaves webgpu out)",
     )
     parser.add_argument(
         "--section",

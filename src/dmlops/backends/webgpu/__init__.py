@@ -30,16 +30,16 @@ NATIVE_BACKENDS = ("Vulkan", "Metal", "D3D12")
 ARENA_BYTES = 256 << 20
 _TABLE_CACHE = 16
 
-_PRELUDE = {
-    # (word type or "bytes", one buffer read and written) -> bindings and load_src
+# Bindings and `load_src` prepended to a kernel: (word kernel?, one buffer read and written)
+_BINDINGS = {
     ("word", False): """
 @group(0) @binding(0) var<storage, read> src: array<Word>;
 @group(0) @binding(1) var<storage, read_write> dst: array<Word>;
-fn load_src(i: u32) -> Word { return src[i]; }
+fn load_src(i: u32) -> Word { return REORDER(src[i]); }
 """,
     ("word", True): """
 @group(0) @binding(1) var<storage, read_write> dst: array<Word>;
-fn load_src(i: u32) -> Word { return dst[i]; }
+fn load_src(i: u32) -> Word { return REORDER(dst[i]); }
 """,
     ("bytes", False): """
 @group(0) @binding(0) var<storage, read> src: array<u32>;
@@ -51,6 +51,20 @@ fn load_src(i: u32) -> u32 { return src[i]; }
 fn load_src(i: u32) -> u32 { return atomicLoad(&dst[i]); }
 """,
 }
+# vec4r<element bytes>: the reorder.wgsl function that puts a backwards vector in order
+_REORDER = {1: "reverse_bytes", 2: "reverse_halves", 4: "reverse_words", 8: "reverse_pairs"}
+
+
+def _shader(kernel: str, same_buffer: bool) -> str:
+    """The WGSL module of a strategy: bindings, then pieces.wgsl, then the kernel."""
+    pieces = _kernel_source("pieces.wgsl")
+    if kernel in ("bytes", "rows"):
+        return _BINDINGS[("bytes", same_buffer)] + pieces + _kernel_source(f"{kernel}.wgsl")
+    word = "u32" if kernel == "u32" else "vec4<u32>"
+    reorder = _REORDER[int(kernel[5:])] if kernel.startswith("vec4r") else ""
+    bindings = _BINDINGS[("word", same_buffer)].replace("REORDER", reorder)
+    extra = _kernel_source("reorder.wgsl") if reorder else ""
+    return f"alias Word = {word};\n" + bindings + extra + pieces + _kernel_source("strided.wgsl")
 
 
 def _kernel_source(name: str) -> str:
@@ -232,7 +246,19 @@ class WebGpuBackend:
 
     def synchronize(self) -> None:
         """Wait until the queue's submitted work is done."""
-        self.queue.on_submitted_work_done_sync()
+        poll = getattr(self.device, "_poll", None)
+        if poll is not None:  # wgpuDevicePoll(wait): wgpu 0.32's on_submitted_work_done fails
+            poll(True)
+            return
+        self.queue.read_buffer(self._fence, 0, 4)  # a map waits for all submitted work
+
+    @property
+    def _fence(self) -> Any:
+        fence = getattr(self, "_fence_buffer", None)
+        if fence is None:
+            usage = self.wgpu.BufferUsage.COPY_SRC | self.wgpu.BufferUsage.STORAGE
+            fence = self._fence_buffer = self.device.create_buffer(size=4, usage=usage)
+        return fence
 
     # -- execution ---------------------------------------------------------------------
 
@@ -241,16 +267,7 @@ class WebGpuBackend:
         key = (kernel, same_buffer)
         pipeline = self._pipelines.get(key)
         if pipeline is None:
-            if kernel == "bytes":
-                code = _PRELUDE[("bytes", same_buffer)]
-                body = _kernel_source("bytes.wgsl")
-            else:
-                word = "vec4<u32>" if kernel == "vec4" else "u32"
-                code = f"alias Word = {word};\n" + _PRELUDE[("word", same_buffer)]
-                body = _kernel_source("strided.wgsl")
-            module = self.device.create_shader_module(
-                code=code + _kernel_source("pieces.wgsl") + body
-            )
+            module = self.device.create_shader_module(code=_shader(kernel, same_buffer))
             pipeline = self.device.create_compute_pipeline(
                 layout="auto", compute={"module": module, "entry_point": "main"}
             )

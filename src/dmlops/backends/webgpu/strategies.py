@@ -1,12 +1,16 @@
 """Which WGSL kernel moves each copy of a plan, and the piece tables they walk (pure numpy).
 
-Every copy becomes a piece of one of three strategies, by layout and bound byte offsets:
+Every copy becomes a piece of one strategy, by layout and bound byte offsets:
 
 - `vec4`: 16-byte aligned contiguous rows, moved as vec4<u32> (strided.wgsl, Word = vec4);
+- `vec4r1` .. `vec4r8`: rows read backwards (an inner stride of -1) whose ends are 16-byte
+  aligned, moved as vec4<u32> with the elements reordered in registers (strided.wgsl);
 - `u32`: 4- and 8-byte elements at 4-byte aligned offsets (8 bytes as two words), and
   rows of 1- and 2-byte elements that are whole aligned words (strided.wgsl, Word = u32);
-- `bytes`: everything else — 1- and 2-byte elements, unaligned offsets — through
-  bytes.wgsl, which merges partial words atomically.
+- `rows`: other contiguous rows (misaligned offsets or pitches, any element size): one
+  thread per destination word, funnel-shifted from two source words (rows.wgsl);
+- `bytes`: everything else (1- and 2-byte elements at other strides, misaligned
+  elements) through bytes.wgsl, which merges partial words atomically.
 
 Pieces of one strategy that read one GPU buffer and write one GPU buffer form one table
 and one dispatch, so a 256-way SPLIT into arrays of one arena is one dispatch.
@@ -22,11 +26,12 @@ import numpy as np
 
 from ...plan import Plan
 
-__all__ = ["TILE", "MAX_DIMS", "ROW_WORDS", "Group", "Piece", "piece_of", "group_copies"]
+__all__ = ["THREADS", "TILE", "MAX_DIMS", "ROW_WORDS", "Group", "Piece", "piece_of", "group_copies"]
 
-TILE = 1024  # elements a workgroup moves (pieces.wgsl: THREADS * PER_THREAD)
+THREADS = 256  # pieces.wgsl: invocations per workgroup
+TILE = 2048  # elements a workgroup moves (pieces.wgsl: THREADS * PER_THREAD)
 MAX_DIMS = 8
-ROW_WORDS = 32  # u32 words per table row (pieces.wgsl: struct Piece)
+ROW_WORDS = 40  # u32 words per table row (pieces.wgsl: struct Piece)
 MAX_GROUPS_X = 65535
 
 
@@ -34,7 +39,7 @@ MAX_GROUPS_X = 65535
 class Piece:
     """One copy in a kernel's units: offsets and strides in words (u32, vec4) or bytes."""
 
-    kernel: str  # "vec4", "u32" or "bytes"
+    kernel: str  # "vec4", "vec4r1/2/4/8", "u32", "rows" or "bytes"
     src_offset: int
     dst_offset: int
     sizes: tuple[int, ...]  # innermost first
@@ -79,6 +84,16 @@ def piece_of(
     src = [int(s) * es for s in reversed(src_strides)] or [0]  # bytes, innermost first
     dst = [int(d) * es for d in reversed(dst_strides)] or [0]
     as_bytes = Piece("bytes", src_byte, dst_byte, tuple(sizes), tuple(src), tuple(dst), es)
+    reversed_rows = _reversed_rows(es, src_byte, dst_byte, sizes, src, dst)
+    if reversed_rows is not None:
+        return reversed_rows
+    if src[0] == es and dst[0] == es and not _words_fit(es, src_byte, dst_byte, sizes, src, dst):
+        # contiguous rows that are not whole aligned words: one thread per destination word
+        length = sizes[0] * es
+        return Piece(
+            "rows", src_byte, dst_byte, ((length + 3) // 4 + 1, *sizes[1:]),
+            (4, *src[1:]), (4, *dst[1:]), length,
+        )  # fmt: skip
     if es % 4 == 0:  # an element of several words gains an inner dimension of its words
         if es > 4:
             if len(sizes) >= MAX_DIMS:
@@ -102,6 +117,41 @@ def piece_of(
     return Piece("u32", s_off, d_off, tuple(sizes), tuple(src), tuple(dst), 4)
 
 
+def _mixed_radix(value: int, sizes: Sequence[int]) -> list[int]:
+    """`value` as digits of the mixed radix `sizes` (innermost first; the last digit is not
+    reduced)."""
+    digits = []
+    for k, n in enumerate(sizes):
+        last = k == len(sizes) - 1
+        digits.append(value if last else value % n)
+        value //= n
+    return [min(d, 2**32 - 1) for d in digits]
+
+
+def _words_fit(
+    es: int, src_byte: int, dst_byte: int, sizes: list[int], src: list[int], dst: list[int]
+) -> bool:
+    """Whether contiguous rows are whole u32 words on both sides."""
+    row = sizes[0] * es
+    aligned = src_byte % 4 == 0 and dst_byte % 4 == 0 and row % 4 == 0
+    return aligned and not any(x % 4 for x in src[1:] + dst[1:])
+
+
+def _reversed_rows(
+    es: int, src_byte: int, dst_byte: int, sizes: list[int], src: list[int], dst: list[int]
+) -> Piece | None:
+    """Rows read backwards and written forwards, as whole 16-byte vectors where aligned
+    (kernel vec4r<es>: the vector's elements are put back in order in registers)."""
+    if src[0] != -es or dst[0] != es or (sizes[0] * es) % 16:
+        return None
+    if dst_byte % 16 or (src_byte + es) % 16 or any(x % 16 for x in src[1:] + dst[1:]):
+        return None
+    return Piece(
+        f"vec4r{es}", (src_byte + es) // 16 - 1, dst_byte // 16, (sizes[0] * es // 16, *sizes[1:]),
+        (-1, *(x // 16 for x in src[1:])), (1, *(x // 16 for x in dst[1:])), 16,
+    )  # fmt: skip
+
+
 def _table(pieces: list[Piece]) -> tuple[np.ndarray[Any, Any], int]:
     table = np.zeros((len(pieces), ROW_WORDS), dtype=np.uint32)
     tiles = 0
@@ -111,6 +161,7 @@ def _table(pieces: list[Piece]) -> tuple[np.ndarray[Any, Any], int]:
         row[8 : 8 + n] = p.sizes
         row[16 : 16 + n] = np.array(p.src_strides, dtype=np.int64).astype(np.uint32)
         row[24 : 24 + n] = np.array(p.dst_strides, dtype=np.int64).astype(np.uint32)
+        row[32 : 32 + n] = _mixed_radix(THREADS, p.sizes)
         tiles += -(-p.count // TILE)
     return table, tiles
 

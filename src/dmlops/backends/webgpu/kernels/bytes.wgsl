@@ -9,40 +9,43 @@ fn source_byte(at: u32) -> u32 {
     return (load_src(at >> 2u) >> ((at & 3u) * 8u)) & 0xffu;
 }
 
+fn copy_element(s: u32, d: u32, size: u32) {
+    for (var w = d >> 2u; w <= (d + size - 1u) >> 2u; w++) {
+        var value = 0u;
+        var mask = 0u;
+        for (var b = 0u; b < 4u; b++) {
+            let byte = w * 4u + b;
+            if (byte >= d && byte < d + size) {
+                value |= source_byte(s + (byte - d)) << (b * 8u);
+                mask |= 0xffu << (b * 8u);
+            }
+        }
+        if (mask == 0xffffffffu) {
+            atomicStore(&dst[w], value);
+        } else {
+            atomicAnd(&dst[w], ~mask);
+            atomicOr(&dst[w], value);
+        }
+    }
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let tile = wg.y * header.grid_x + wg.x;
     if (tile >= header.tiles) {
         return;
     }
-    let k = find_piece(tile);
-    let count = pieces[k].count;
-    let size = pieces[k].element_bytes;
-    let first = (tile - pieces[k].tile_start) * TILE + lid;
+    var p = pieces[find_piece(tile)];
+    let first = (tile - p.tile_start) * TILE + lid;
+    if (first >= p.count) {
+        return;
+    }
+    var w = walk_to(&p, first);
     for (var j = 0u; j < PER_THREAD; j++) {
-        let e = first + j * THREADS;
-        if (e >= count) {
+        if (first + j * THREADS >= p.count) {
             return;
         }
-        let at = locate(k, e);
-        let s = at.x;
-        let d = at.y;
-        for (var w = d >> 2u; w <= (d + size - 1u) >> 2u; w++) {
-            var value = 0u;
-            var mask = 0u;
-            for (var b = 0u; b < 4u; b++) {
-                let byte = w * 4u + b;
-                if (byte >= d && byte < d + size) {
-                    value |= source_byte(s + (byte - d)) << (b * 8u);
-                    mask |= 0xffu << (b * 8u);
-                }
-            }
-            if (mask == 0xffffffffu) {
-                atomicStore(&dst[w], value);
-            } else {
-                atomicAnd(&dst[w], ~mask);
-                atomicOr(&dst[w], value);
-            }
-        }
+        copy_element(w.src, w.dst, p.element_bytes);
+        walk_on(&p, &w);
     }
 }

@@ -1,13 +1,16 @@
-// Shared by every dmlops WebGPU kernel: the piece table and the tile -> piece lookup.
+// Shared by every dmlops WebGPU kernel: the piece table, the tile -> piece lookup and a
+// walker over a piece's elements.
 //
 // A dispatch walks `header.tiles` tiles of TILE elements; piece k owns the tiles from
 // pieces[k].tile_start on. Offsets and strides are in the kernel's units (Word elements,
 // or bytes for bytes.wgsl); strides are i32 bit patterns added with u32 wrap-around, so a
-// negative stride walks backwards. Dimension 0 is the innermost.
+// negative stride walks backwards. Dimension 0 is the innermost. `steps` holds THREADS
+// written in the piece's mixed radix (its sizes), so a thread moves from element e to
+// e + THREADS with one add and compare per dimension instead of divisions.
 
 const THREADS: u32 = 256u;
-const PER_THREAD: u32 = 4u;
-const TILE: u32 = 1024u;  // THREADS * PER_THREAD
+const PER_THREAD: u32 = 8u;
+const TILE: u32 = 2048u;  // THREADS * PER_THREAD
 const MAX_DIMS: u32 = 8u;
 
 struct Piece {
@@ -22,6 +25,7 @@ struct Piece {
     sizes: array<u32, 8>,
     src_strides: array<u32, 8>,
     dst_strides: array<u32, 8>,
+    steps: array<u32, 8>,
 }
 
 struct Header {
@@ -49,18 +53,47 @@ fn find_piece(tile: u32) -> u32 {
     return lo;
 }
 
-// (source, destination) offsets of element `e` of piece `k`.
-fn locate(k: u32, e: u32) -> vec2<u32> {
+// A position in a piece: its index per dimension and its source and destination offsets.
+struct Walk {
+    index: array<u32, 8>,
+    src: u32,
+    dst: u32,
+}
+
+fn walk_to(p: ptr<function, Piece>, e: u32) -> Walk {
+    var w: Walk;
     var rest = e;
-    var s = pieces[k].src_offset;
-    var d = pieces[k].dst_offset;
-    let ndim = pieces[k].ndim;
-    for (var i = 0u; i < ndim; i++) {
-        let n = pieces[k].sizes[i];
-        let c = rest % n;
-        rest = rest / n;
-        s += c * pieces[k].src_strides[i];
-        d += c * pieces[k].dst_strides[i];
+    w.src = (*p).src_offset;
+    w.dst = (*p).dst_offset;
+    for (var i = 0u; i < MAX_DIMS; i++) {
+        if (i < (*p).ndim) {
+            let n = (*p).sizes[i];
+            let c = rest % n;
+            rest = rest / n;
+            w.index[i] = c;
+            w.src += c * (*p).src_strides[i];
+            w.dst += c * (*p).dst_strides[i];
+        }
     }
-    return vec2<u32>(s, d);
+    return w;
+}
+
+// Move `w` THREADS elements on (past the last element it wraps; callers check the count).
+fn walk_on(p: ptr<function, Piece>, w: ptr<function, Walk>) {
+    var carry = 0u;
+    for (var i = 0u; i < MAX_DIMS; i++) {
+        if (i < (*p).ndim) {
+            let n = (*p).sizes[i];
+            let old = (*w).index[i];
+            var c = old + (*p).steps[i] + carry;
+            carry = 0u;
+            if (c >= n) {
+                c -= n;
+                carry = 1u;
+            }
+            (*w).index[i] = c;
+            (*w).src += (c - old) * (*p).src_strides[i];
+            (*w).dst += (c - old) * (*p).dst_strides[i];
+        }
+    }
 }

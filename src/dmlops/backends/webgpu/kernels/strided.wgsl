@@ -9,15 +9,17 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     if (tile >= header.tiles) {
         return;
     }
-    let k = find_piece(tile);
-    let count = pieces[k].count;
-    let first = (tile - pieces[k].tile_start) * TILE + lid;
+    var p = pieces[find_piece(tile)];
+    let first = (tile - p.tile_start) * TILE + lid;
+    if (first >= p.count) {
+        return;
+    }
+    var w = walk_to(&p, first);
     for (var j = 0u; j < PER_THREAD; j++) {
-        let e = first + j * THREADS;
-        if (e >= count) {
+        if (first + j * THREADS >= p.count) {
             return;
         }
-        let at = locate(k, e);
-        dst[at.y] = load_src(at.x);
+        dst[w.dst] = load_src(w.src);
+        walk_on(&p, &w);
     }
 }

@@ -1,0 +1,222 @@
+"""The operators, layouts and call-cost sections on the webgpu backend (`--device webgpu`).
+
+Every dmlops case runs as a bound dispatch on persistent WebGPU arrays, timed on the host
+as batches of BATCH dispatches followed by one wait for the queue (latency cases: one
+dispatch and its wait). References in the same run: WebGPU's own buffer-to-buffer copy of
+the output bytes, and, where CUDA is present, torch's device copy, the CUDA backend and
+torch on the same work. The functional call with numpy in and out is broken down into
+upload, dispatch and readback.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..device import Device
+from ..ops import Slice1Desc, SplitDesc
+from .common import Fn, Result, gpu_present, have
+
+__all__ = ["operators", "layouts", "call_cost"]
+
+OURS = "dmlops webgpu (bound)"
+BATCH = 10
+
+
+def _backend() -> Any:
+    from ..backends import get_backend
+
+    return get_backend("webgpu")
+
+
+def _device_name() -> str:
+    return f"webgpu: {_backend().description}"
+
+
+def _batched(fn: Fn, reps: int, sync: Fn, batch: int = BATCH) -> float:
+    """Median host seconds per call over batches of back-to-back calls and one wait, after
+    0.2 s of calls (the GPU's clocks rise only under load)."""
+    warm = time.perf_counter() + 0.2
+    while time.perf_counter() < warm:
+        fn()
+        sync()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(batch):
+            fn()
+        sync()
+        times.append((time.perf_counter() - t0) / batch)
+    return statistics.median(times)
+
+
+def _ceilings(res: Result, out_bytes: int, reps: int) -> None:
+    """WebGPU's buffer copy and (with CUDA) torch's device copy of `out_bytes` bytes."""
+    backend = _backend()
+    n = max(4, -(-out_bytes // 4) * 4)
+    usage = backend.wgpu.BufferUsage
+    src = backend.device.create_buffer(size=n, usage=usage.COPY_SRC | usage.STORAGE)
+    dst = backend.device.create_buffer(size=n, usage=usage.COPY_DST | usage.STORAGE)
+
+    def copy() -> None:
+        encoder = backend.device.create_command_encoder()
+        encoder.copy_buffer_to_buffer(src, 0, dst, 0, n)
+        backend.queue.submit([encoder.finish()])
+
+    res.times["webgpu buffer copy"] = _batched(copy, reps, backend.synchronize)
+    src.destroy()
+    dst.destroy()
+    if gpu_present() and have("torch"):
+        import torch
+
+        a = torch.empty(out_bytes, dtype=torch.uint8, device="cuda")
+        b = torch.empty_like(a)
+        res.times["torch d2d copy"] = _batched(lambda: b.copy_(a), reps, torch.cuda.synchronize)
+
+
+def _cuda_peer(res: Result, desc: Any, hosts: list[np.ndarray[Any, Any]], reps: int) -> None:
+    """The CUDA backend's bound dispatch on the same work, where CUDA is present."""
+    if not gpu_present():
+        return
+    import cupy
+
+    xs = [cupy.asarray(h) for h in hosts]
+    outs = [cupy.empty(t.sizes, xs[0].dtype) for _, t in desc.output_fields()]
+    table = Device(backend="cuda").create_operator(desc).bind(xs, outs)
+    res.times["dmlops cuda (bound)"] = _batched(
+        table.dispatch, reps, cupy.cuda.Device().synchronize
+    )
+
+
+def _check(got: list[Any], want: list[np.ndarray[Any, Any]], name: str) -> None:
+    for g, w in zip(got, want, strict=True):
+        if g.numpy().tobytes() != np.ascontiguousarray(w).tobytes():
+            raise AssertionError(f"dmlops webgpu gave a wrong answer on {name}")
+
+
+def operators(reps: int, mib: int) -> list[Result]:
+    """The operators section's cases on WebGPU."""
+    import dmlops.webgpu as wg
+
+    from . import operators as section
+
+    backend = _backend()
+    rows = mib * 1024 * 1024 // (1024 * 4)
+    results = []
+    for case in section.make_cases(rows):
+        rng = np.random.default_rng(0)
+        hosts = [rng.standard_normal(s, dtype=np.float32) for s in case.in_shapes]
+        xs = [wg.asarray(h) for h in hosts]
+        outs = [wg.empty(t.sizes, np.float32) for _, t in case.desc.output_fields()]
+        op = Device(backend="webgpu").create_operator(case.desc)
+        table = op.bind(xs, outs)
+        table.dispatch()
+        want = [np.empty(t.sizes, np.float32) for _, t in case.desc.output_fields()]
+        case.numpy_fn(hosts, want)
+        _check(outs, want, case.name)
+        out_bytes = sum(o.nbytes for o in outs)
+        res = Result(section.SECTION, case.name, _device_name(), out_bytes, OURS)
+        sync = backend.synchronize
+        res.times[OURS] = _batched(table.dispatch, reps, sync, 1 if case.latency else BATCH)
+        if case.latency:
+            _functional_breakdown(res, case.desc, hosts[0], reps)
+        else:
+            _ceilings(res, out_bytes, reps)
+        _cuda_peer(res, case.desc, hosts, reps)
+        results.append(res)
+        print(f"  measured webgpu: {case.name}", file=sys.stderr, flush=True)
+    return results
+
+
+def _functional_breakdown(res: Result, desc: Any, host: np.ndarray[Any, Any], reps: int) -> None:
+    """dmlops.slice1(numpy, device='webgpu') whole, and its upload, dispatch and readback."""
+    import dmlops
+    import dmlops.webgpu as wg
+
+    assert isinstance(desc, Slice1Desc)
+    args = (desc.input_window_offsets, desc.input_window_sizes, desc.input_window_strides)
+    backend = _backend()
+    sync = backend.synchronize
+    res.times["functional, numpy in and out"] = _batched(
+        lambda: dmlops.slice1(host, *args, device="webgpu"), reps * 5, sync, 1
+    )
+    res.times["  upload"] = _batched(lambda: wg.asarray(host), reps * 5, sync, 1)
+    x = wg.asarray(host)
+    res.times["  dispatch (functional, WebGPU in and out)"] = _batched(
+        lambda: dmlops.slice1(x, *args), reps * 5, sync, 1
+    )
+    y = dmlops.slice1(x, *args)
+    res.times["  readback"] = _batched(y.numpy, reps * 5, lambda: None, 1)
+
+
+def layouts(reps: int) -> list[Result]:
+    """The layouts section's cases on WebGPU."""
+    import dmlops.webgpu as wg
+
+    from . import layouts as section
+
+    backend = _backend()
+    results = []
+    for case in section.CASES:
+        rng = np.random.default_rng(0)
+        dtype = np.dtype(case.dtype)
+        count = math.prod(case.shape)
+        host = rng.integers(0, 255, count * dtype.itemsize, dtype=np.uint8).view(dtype)
+        host = host.reshape(case.shape)
+        x = wg.asarray(host)
+        out_t = case.desc.output_fields()[0][1]
+        out = wg.empty(out_t.sizes, dtype)
+        table = Device(backend="webgpu").create_operator(case.desc).bind([x], [out])
+        table.dispatch()
+        _check([out], [case.view(host)], case.name)
+        name = f"{case.layout_class}: {case.name}"
+        res = Result(section.SECTION, name, _device_name(), out.nbytes, OURS)
+        res.times[OURS] = _batched(table.dispatch, reps, backend.synchronize)
+        _ceilings(res, out.nbytes, reps)
+        _cuda_peer(res, case.desc, [host], reps)
+        results.append(res)
+        print(f"  measured webgpu: {case.name}", file=sys.stderr, flush=True)
+    return results
+
+
+def call_cost(reps: int) -> list[Result]:
+    """Bound dispatch, execute() and the functional call per array count (SPLIT of [N, 1024])."""
+    import dmlops
+    import dmlops.webgpu as wg
+
+    from . import call_cost as section
+    from .operators import _t
+
+    backend = _backend()
+    sync = backend.synchronize
+    results = []
+    for n in section.COUNTS:
+        host = np.random.default_rng(n).standard_normal((n, 1024), dtype=np.float32)
+        x = wg.asarray(host)
+        outs = [wg.empty((1, 1024), np.float32) for _ in range(n)]
+        desc = SplitDesc(_t((n, 1024)), [_t((1, 1024))] * n, 0)
+        op = Device(backend="webgpu").create_operator(desc)
+        table = op.bind([x], outs)
+        backend.dispatch_log = []
+        table.dispatch()
+        dispatches = len(backend.dispatch_log)
+        backend.dispatch_log = None
+        case = f"split {n}-way ({dispatches} dispatch)"
+        res = Result(section.SECTION, case, _device_name(), n * 4096, OURS, count=n)
+        timers: dict[str, Callable[[], Any]] = {
+            OURS: table.dispatch,
+            "dmlops webgpu execute()": functools.partial(op.execute, [x], outs),
+            "dmlops.split() (WebGPU arrays)": functools.partial(dmlops.split, x, 0, [1] * n),
+        }
+        for label, fn in timers.items():
+            res.times[label] = _batched(fn, reps, sync, 1)
+        results.append(res)
+        print(f"  measured webgpu: split {n}-way", file=sys.stderr, flush=True)
+    return results

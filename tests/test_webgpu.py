@@ -1,0 +1,196 @@
+"""The webgpu backend on a real adapter (skipped without one): strategies, arrays, errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dmlops
+from conftest import HAS_WEBGPU
+from dmlops.errors import BindingError, DmlError
+
+pytestmark = [
+    pytest.mark.webgpu,
+    pytest.mark.skipif(not HAS_WEBGPU, reason="no WebGPU adapter"),
+]
+
+DTYPES = [
+    np.float32, np.float16, np.uint32, np.uint16, np.uint8, np.int32,
+    np.int16, np.int8, np.float64, np.uint64, np.int64,
+]  # fmt: skip
+
+
+@pytest.fixture
+def dispatches():  # type: ignore[no-untyped-def]
+    """Every WebGPU dispatch (its strategy group) while the test runs."""
+    from dmlops.backends.webgpu import WebGpuBackend
+
+    backend = WebGpuBackend.instance()
+    backend.dispatch_log = []
+    yield backend.dispatch_log
+    backend.dispatch_log = None
+
+
+def _random(shape: tuple[int, ...], dtype: Any, seed: int) -> np.ndarray:
+    raw = np.random.default_rng(seed).integers(
+        0, 256, int(np.prod(shape)) * np.dtype(dtype).itemsize
+    )
+    return raw.astype(np.uint8).view(dtype).reshape(shape)
+
+
+def _same(got: Any, want: np.ndarray) -> None:
+    got = got.numpy() if hasattr(got, "numpy") else np.asarray(got)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == np.ascontiguousarray(want).tobytes()
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    dtype=st.sampled_from(DTYPES),
+    rows=st.integers(1, 6),
+    cols=st.integers(1, 70),
+    data=st.data(),
+    seed=st.integers(0, 2**31),
+)
+def test_windows_of_every_type_and_alignment_are_bit_exact(
+    dtype: Any, rows: int, cols: int, data: st.DataObject, seed: int
+) -> None:
+    import dmlops.webgpu as wg
+
+    host = _random((rows, cols), dtype, seed)
+    shift = data.draw(st.integers(0, 3))  # the input starts `shift` elements into its buffer
+    backing = _random((rows * cols + shift,), dtype, seed + 1)
+    backing[shift:] = host.reshape(-1)
+    x = wg.asarray(backing)[shift:].reshape(rows, cols)
+    c0 = data.draw(st.integers(0, cols - 1))
+    width = data.draw(st.integers(1, cols - c0))
+    step = data.draw(st.sampled_from([1, -1, 2, -2, 3]))
+    args = ([0, c0], [rows, width], [1, step])
+    _same(dmlops.slice1(x, *args), dmlops.slice1(host, *args))
+
+
+def _chosen(dispatches: list[Any], kernel: str) -> None:
+    assert {g.kernel for g in dispatches} == {kernel}, [g.kernel for g in dispatches]
+
+
+def test_each_strategy_is_chosen_and_exact(dispatches: list[Any]) -> None:
+    import dmlops.webgpu as wg
+
+    cases = [  # (dtype, shape, window, kernel)
+        (np.float32, (64, 64), ([0, 4], [64, 48], [1, 1]), "vec4"),
+        (np.float32, (64, 64), ([0, 0], [64, 64], [1, -1]), "vec4r4"),
+        (np.float16, (64, 64), ([0, 0], [64, 64], [1, -1]), "vec4r2"),
+        (np.int8, (64, 64), ([0, 0], [64, 64], [1, -1]), "vec4r1"),
+        (np.float64, (64, 64), ([0, 0], [64, 64], [1, -1]), "vec4r8"),
+        (np.float32, (64, 64), ([0, 0], [64, 32], [1, 2]), "u32"),
+        (np.float64, (64, 64), ([0, 1], [64, 31], [1, 3]), "u32"),
+        (np.float16, (64, 63), ([0, 1], [64, 50], [1, 1]), "rows"),
+        (np.int8, (64, 61), ([0, 3], [64, 57], [1, 1]), "rows"),
+        (np.int8, (64, 64), ([0, 0], [64, 64], [1, 2]), "bytes"),
+        (np.uint16, (64, 64), ([0, 1], [64, 61], [1, -3]), "bytes"),
+    ]
+    for k, (dtype, shape, window, kernel) in enumerate(cases):
+        host = _random(shape, dtype, k)
+        x = wg.asarray(host)
+        dispatches.clear()
+        got = dmlops.slice1(x, *window)
+        _chosen(dispatches, kernel)
+        _same(got, dmlops.slice1(host, *window))
+
+
+def test_256_way_split_is_one_dispatch_on_persistent_buffers(dispatches: list[Any]) -> None:
+    import dmlops.webgpu as wg
+
+    host = _random((256, 1024), np.float32, 7)
+    x = wg.asarray(host)
+    outs = [wg.empty((1, 1024), np.float32) for _ in range(256)]
+    desc = dmlops.SplitDesc(
+        dmlops.BufferTensorDesc("FLOAT32", (256, 1024)),
+        [dmlops.BufferTensorDesc("FLOAT32", (1, 1024))] * 256,
+        0,
+    )
+    table = dmlops.Device(backend="webgpu").create_operator(desc).bind([x], outs)
+    dispatches.clear()
+    table.dispatch()
+    table.dispatch()
+    assert len(dispatches) == 2  # one per dispatch of the bound table
+    for k, o in enumerate(outs):
+        _same(o, host[k : k + 1])
+
+
+def test_device_webgpu_takes_numpy_in_and_out() -> None:
+    host = _random((6, 10), np.int16, 3)
+    out = np.zeros((3, 10), np.int16)
+    got = dmlops.slice(host, [0, 0], [3, 10], [2, 1], device="webgpu", out=out)
+    assert got is out
+    _same(out, host[::2])
+    pieces = dmlops.split(host, 1, [4, 6], device="webgpu")
+    assert all(isinstance(p, np.ndarray) for p in pieces)
+    _same(
+        dmlops.join(pieces[::-1], 1, device="webgpu"), np.concatenate([host[:, 4:], host[:, :4]], 1)
+    )
+    before = out.copy()
+    with pytest.raises(DmlError, match="SLICE"):
+        dmlops.slice(host, [0, 0], [4, 10], [2, 1], device="webgpu", out=out)
+    assert out.tobytes() == before.tobytes()  # a failed call writes nothing
+
+
+def test_webgpu_arrays_index_like_numpy() -> None:
+    import dmlops.webgpu as wg
+
+    host = _random((5, 6, 7), np.uint8, 11)
+    x = wg.asarray(host)
+    for key in (np.s_[1], np.s_[:, ::-2], np.s_[..., 3], np.s_[2:, None, 1:5:3]):
+        _same(x[key], host[key])
+    _same(x.reshape(30, 7)[::3].T, host.reshape(30, 7)[::3].T)
+    _same(dmlops.slice1(x[:, ::-1], [0, 0, 0], [5, 6, 7], [1, 1, -1]), host[:, ::-1, ::-1])
+    with pytest.raises(TypeError, match="basic indexing"):
+        x[[0, 1]]
+
+
+def test_binding_and_mixing_errors() -> None:
+    import dmlops.webgpu as wg
+
+    desc = dmlops.Slice1Desc(
+        dmlops.BufferTensorDesc("FLOAT32", (4,)), dmlops.BufferTensorDesc("FLOAT32", (4,)),
+        [0], [4], [-1],
+    )  # fmt: skip
+    op = dmlops.Device(backend="webgpu").create_operator(desc)
+    with pytest.raises(BindingError, match="not a WebGPU buffer"):
+        op.execute([np.zeros(4, np.float32)], [wg.empty((4,), np.float32)])
+    with pytest.raises(BindingError, match="mix host"):
+        dmlops.join([wg.asarray(np.zeros(2, np.float32)), np.zeros(2, np.float32)], 0)
+    buf = wg.asarray(np.arange(8, dtype=np.float32))
+    with pytest.raises(BindingError, match="overlaps"):
+        op.execute([buf[:4]], [buf[2:6]])
+
+
+def test_adapter_errors_name_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    import wgpu
+
+    from dmlops.backends.webgpu import choose_adapter
+
+    with pytest.raises(DmlError, match="no adapter matches 'no-such-gpu'; found: "):
+        choose_adapter("no-such-gpu")
+    monkeypatch.setattr(wgpu.gpu, "enumerate_adapters_sync", lambda: [])
+    with pytest.raises(DmlError, match=r"no Vulkan, Metal or Direct3D 12 adapter.*mesa-vulkan"):
+        choose_adapter(None)
+
+
+def test_graphs_run_unchanged_on_webgpu() -> None:
+    import dmlops.webgpu as wg
+
+    g = dmlops.Graph()
+    x = g.input(dmlops.BufferTensorDesc("FLOAT16", (1, 4, 6, 6)))
+    tl = g.slice(x, [0, 0, 0, 0], [1, 4, 3, 3], [1, 1, 2, 2])
+    br = g.slice(x, [0, 0, 1, 1], [1, 4, 3, 3], [1, 1, 2, 2])
+    y = g.join([tl, br], 1)
+    op = g.compile([y], dmlops.Device(backend="webgpu"))
+    host = _random((1, 4, 6, 6), np.float16, 5)
+    out = wg.empty((1, 8, 3, 3), np.float16)
+    op.execute([wg.asarray(host)], [out])
+    _same(out, np.concatenate([host[..., ::2, ::2], host[..., 1::2, 1::2]], 1))

@@ -1,0 +1,82 @@
+"""WebGPU strategies (pure numpy, no adapter needed): each layout gets its kernel and units."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dmlops.backends.webgpu.strategies import (
+    ROW_WORDS,
+    THREADS,
+    TILE,
+    _mixed_radix,
+    group_copies,
+    piece_of,
+)
+from dmlops.ops import SplitDesc
+from dmlops.tensor import BufferTensorDesc, DataType
+
+
+def test_aligned_float32_rows_are_vec4() -> None:
+    p = piece_of(4, 512, 0, (100, 768), (1024, 1), (768, 1))
+    assert p.kernel == "vec4"
+    assert p.sizes == (192, 100) and p.src_strides == (1, 256) and p.src_offset == 32
+
+
+def test_reversed_rows_are_reordered_vec4_per_element_size() -> None:
+    for es in (1, 2, 4, 8):
+        n = 64 // es
+        # a reversed row read from its last element: that element ends 16-byte aligned
+        p = piece_of(es, (n - 1) * es, 0, (3, n), (n, -1), (n, 1))
+        assert p.kernel == f"vec4r{es}"
+        assert p.src_strides[0] == -1 and p.src_offset == 3
+
+
+def test_word_elements_and_small_word_rows_are_u32() -> None:
+    assert piece_of(4, 28, 0, (8, 8), (8, -1), (8, 1)).kernel == "vec4r4"
+    assert piece_of(4, 32, 0, (8, 8), (8, -1), (8, 1)).kernel == "u32"  # ends unaligned
+    p = piece_of(4, 4, 0, (8, 8), (8, 2), (8, 1))  # inner stride 2
+    assert p.kernel == "u32" and p.src_strides[0] == 2 and p.src_offset == 1
+    p = piece_of(8, 8, 0, (5,), (3,), (1,))  # float64: two words per element
+    assert p.kernel == "u32" and p.sizes == (2, 5) and p.src_strides == (1, 6)
+    p = piece_of(2, 4, 8, (6, 2), (10, 1), (2, 1))  # fp16 pairs: whole words
+    assert p.kernel == "u32" and p.sizes == (1, 6)
+
+
+def test_misaligned_rows_are_rows_and_odd_strides_are_bytes() -> None:
+    p = piece_of(2, 2, 0, (4, 7), (9, 1), (7, 1))
+    assert p.kernel == "rows" and p.element_bytes == 14 and p.sizes == (14 // 4 + 2, 4)
+    assert piece_of(4, 2, 0, (4, 8), (8, 1), (8, 1)).kernel == "rows"  # unaligned float32
+    assert piece_of(1, 0, 0, (4, 8), (16, 2), (8, 1)).kernel == "bytes"
+    assert piece_of(2, 2, 0, (8,), (-1,), (1,)).kernel == "bytes"  # backwards, unaligned
+
+
+def test_mixed_radix_steps_walk_by_threads() -> None:
+    sizes = (7, 5, 1000)
+    digits = _mixed_radix(THREADS, sizes)
+    assert digits[0] + sizes[0] * (digits[1] + sizes[1] * digits[2]) == THREADS
+
+
+def test_a_256_way_split_within_one_buffer_is_one_dispatch() -> None:
+    f32 = DataType.FLOAT32
+    desc = SplitDesc(
+        BufferTensorDesc(f32, (256, 1024)), [BufferTensorDesc(f32, (1, 1024))] * 256, 0
+    )
+    plan = desc.lower()
+    outs = [(0, 4096 * (k + 300)) for k in range(256)]
+    groups = group_copies(plan, [(0, 0)], outs)
+    assert len(groups) == 1 and groups[0].pieces == 256
+    table = groups[0].table
+    assert table.shape == (256, ROW_WORDS) and table.dtype == np.uint32
+    assert list(table[:3, 0]) == [0, 1024 // TILE + (1024 % TILE > 0), 2 * (-(-256 // TILE))]
+    # outputs in other buffers: one dispatch per (source, destination) buffer pair
+    assert len(group_copies(plan, [(0, 0)], [(1 + k % 2, 0) for k in range(256)])) == 2
+
+
+@pytest.mark.parametrize("tiles", [1, 65535, 65536, 200000])
+def test_grid_stays_within_the_workgroup_limit(tiles: int) -> None:
+    from dmlops.backends.webgpu.strategies import Group
+
+    g = Group("u32", 0, 0, np.zeros((1, ROW_WORDS), np.uint32), tiles, 1)
+    x, y = g.grid
+    assert x <= 65535 and x * y >= tiles
