@@ -77,6 +77,6 @@ def test_a_256_way_split_within_one_buffer_is_one_dispatch() -> None:
 def test_grid_stays_within_the_workgroup_limit(tiles: int) -> None:
     from dmlops.backends.webgpu.strategies import Group
 
-    g = Group("u32", 0, 0, np.zeros((1, ROW_WORDS), np.uint32), tiles, 1)
+    g = Group("u32", 2, 0, 0, np.zeros((1, ROW_WORDS), np.uint32), tiles, 1)
     x, y = g.grid
     assert x <= 65535 and x * y >= tiles

@@ -130,7 +130,7 @@ class WebGpuBackend:
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         self.memory = Memory(self.device, usage, min(ARENA_BYTES, max_binding), max_binding)
         self.dispatch_log: list[Group] | None = None  # tests set a list to see every dispatch
-        self._pipelines: dict[tuple[str, bool], Any] = {}
+        self._pipelines: dict[tuple[str, bool, int], Any] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -262,14 +262,15 @@ class WebGpuBackend:
 
     # -- execution ---------------------------------------------------------------------
 
-    def pipeline(self, kernel: str, same_buffer: bool) -> Any:
-        """The compute pipeline of a strategy, built once."""
-        key = (kernel, same_buffer)
+    def pipeline(self, kernel: str, same_buffer: bool, dims: int = 8) -> Any:
+        """The compute pipeline of a strategy for pieces of `dims` dimensions, built once."""
+        key = (kernel, same_buffer, dims)
         pipeline = self._pipelines.get(key)
         if pipeline is None:
             module = self.device.create_shader_module(code=_shader(kernel, same_buffer))
             pipeline = self.device.create_compute_pipeline(
-                layout="auto", compute={"module": module, "entry_point": "main"}
+                layout="auto",
+                compute={"module": module, "entry_point": "main", "constants": {"DIMS": dims}},
             )
             with self._lock:
                 self._pipelines[key] = pipeline
@@ -292,7 +293,7 @@ class WebGpuBackend:
         dispatches = []
         for g in groups:
             same = g.src == g.dst
-            pipeline = self.pipeline(g.kernel, same)
+            pipeline = self.pipeline(g.kernel, same, g.dims)
             grid = g.grid
             table = device.create_buffer_with_data(data=g.table, usage=wgpu.BufferUsage.STORAGE)
             header = device.create_buffer_with_data(

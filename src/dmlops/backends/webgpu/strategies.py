@@ -12,8 +12,9 @@ Every copy becomes a piece of one strategy, by layout and bound byte offsets:
 - `bytes`: everything else (1- and 2-byte elements at other strides, misaligned
   elements) through bytes.wgsl, which merges partial words atomically.
 
-Pieces of one strategy that read one GPU buffer and write one GPU buffer form one table
-and one dispatch, so a 256-way SPLIT into arrays of one arena is one dispatch.
+Pieces of one strategy and dimension bucket (1, 2, 3, 4 or 8 dimensions; the pipeline is
+specialised to it) that read one GPU buffer and write one GPU buffer form one table and one
+dispatch, so a 256-way SPLIT into arrays of one arena is one dispatch.
 """
 
 from __future__ import annotations
@@ -26,7 +27,18 @@ import numpy as np
 
 from ...plan import Plan
 
-__all__ = ["THREADS", "TILE", "MAX_DIMS", "ROW_WORDS", "Group", "Piece", "piece_of", "group_copies"]
+__all__ = [
+    "THREADS",
+    "TILE",
+    "DIM_BUCKETS",
+    "dims_bucket",
+    "MAX_DIMS",
+    "ROW_WORDS",
+    "Group",
+    "Piece",
+    "piece_of",
+    "group_copies",
+]
 
 THREADS = 256  # pieces.wgsl: invocations per workgroup
 TILE = 2048  # elements a workgroup moves (pieces.wgsl: THREADS * PER_THREAD)
@@ -52,11 +64,20 @@ class Piece:
         return int(np.prod(self.sizes, dtype=np.int64))
 
 
+DIM_BUCKETS = (1, 2, 3, 4, 8)  # pipelines are specialised to these dimension counts
+
+
+def dims_bucket(ndim: int) -> int:
+    """The smallest specialised dimension count that holds `ndim` dimensions."""
+    return next(b for b in DIM_BUCKETS if b >= ndim)
+
+
 @dataclass
 class Group:
     """One dispatch: a kernel, the buffers it reads and writes, and its piece table."""
 
     kernel: str
+    dims: int
     src: int  # index of the source buffer among the distinct bound buffers
     dst: int
     table: np.ndarray[Any, Any]  # uint32 rows of ROW_WORDS
@@ -155,6 +176,7 @@ def _reversed_rows(
 def _table(pieces: list[Piece]) -> tuple[np.ndarray[Any, Any], int]:
     table = np.zeros((len(pieces), ROW_WORDS), dtype=np.uint32)
     tiles = 0
+    table[:, 8:16] = 1  # padding dimensions: size 1, stride 0
     for row, p in zip(table, pieces, strict=True):
         n = len(p.sizes)
         row[:6] = (tiles, p.count, n, p.src_offset, p.dst_offset, p.element_bytes)
@@ -172,7 +194,7 @@ def group_copies(
     outputs: Sequence[tuple[int, int]],
 ) -> list[Group]:
     """Dispatches for `plan` with each binding at (buffer index, byte offset in it)."""
-    grouped: dict[tuple[str, int, int], list[Piece]] = {}
+    grouped: dict[tuple[str, int, int, int], list[Piece]] = {}
     for c in plan.copies:
         if c.element_count == 0:
             continue
@@ -186,9 +208,10 @@ def group_copies(
             c.src_strides,
             c.dst_strides,
         )
-        grouped.setdefault((piece.kernel, src_buffer, dst_buffer), []).append(piece)
+        key = (piece.kernel, dims_bucket(len(piece.sizes)), src_buffer, dst_buffer)
+        grouped.setdefault(key, []).append(piece)
     groups = []
-    for (kernel, src, dst), pieces in grouped.items():
+    for (kernel, dims, src, dst), pieces in grouped.items():
         table, tiles = _table(pieces)
-        groups.append(Group(kernel, src, dst, table, tiles, len(pieces)))
+        groups.append(Group(kernel, dims, src, dst, table, tiles, len(pieces)))
     return groups

@@ -12,6 +12,9 @@ const THREADS: u32 = 256u;
 const PER_THREAD: u32 = 8u;
 const TILE: u32 = 2048u;  // THREADS * PER_THREAD
 const MAX_DIMS: u32 = 8u;
+// Dimensions the walker visits: the pipeline sets it to its pieces' dimension count
+// (pieces with fewer are padded with size-1 dimensions), so its loops unroll fully.
+override DIMS: u32 = 8u;
 
 struct Piece {
     tile_start: u32,
@@ -65,15 +68,13 @@ fn walk_to(p: ptr<function, Piece>, e: u32) -> Walk {
     var rest = e;
     w.src = (*p).src_offset;
     w.dst = (*p).dst_offset;
-    for (var i = 0u; i < MAX_DIMS; i++) {
-        if (i < (*p).ndim) {
-            let n = (*p).sizes[i];
-            let c = rest % n;
-            rest = rest / n;
-            w.index[i] = c;
-            w.src += c * (*p).src_strides[i];
-            w.dst += c * (*p).dst_strides[i];
-        }
+    for (var i = 0u; i < DIMS; i++) {
+        let n = (*p).sizes[i];
+        let c = rest % n;
+        rest = rest / n;
+        w.index[i] = c;
+        w.src += c * (*p).src_strides[i];
+        w.dst += c * (*p).dst_strides[i];
     }
     return w;
 }
@@ -81,19 +82,17 @@ fn walk_to(p: ptr<function, Piece>, e: u32) -> Walk {
 // Move `w` THREADS elements on (past the last element it wraps; callers check the count).
 fn walk_on(p: ptr<function, Piece>, w: ptr<function, Walk>) {
     var carry = 0u;
-    for (var i = 0u; i < MAX_DIMS; i++) {
-        if (i < (*p).ndim) {
-            let n = (*p).sizes[i];
-            let old = (*w).index[i];
-            var c = old + (*p).steps[i] + carry;
-            carry = 0u;
-            if (c >= n) {
-                c -= n;
-                carry = 1u;
-            }
-            (*w).index[i] = c;
-            (*w).src += (c - old) * (*p).src_strides[i];
-            (*w).dst += (c - old) * (*p).dst_strides[i];
+    for (var i = 0u; i < DIMS; i++) {
+        let n = (*p).sizes[i];
+        let old = (*w).index[i];
+        var c = old + (*p).steps[i] + carry;
+        carry = 0u;
+        if (c >= n) {
+            c -= n;
+            carry = 1u;
         }
+        (*w).index[i] = c;
+        (*w).src += (c - old) * (*p).src_strides[i];
+        (*w).dst += (c - old) * (*p).dst_strides[i];
     }
 }
