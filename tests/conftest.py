@@ -100,3 +100,14 @@ def launches():  # type: ignore[no-untyped-def]
     backend.launch_log = []
     yield backend.launch_log
     backend.launch_log = None
+
+
+@pytest.fixture
+def dispatches():  # type: ignore[no-untyped-def]
+    """Every WebGPU dispatch (its strategy group) while the test runs."""
+    from dmlops.backends.webgpu import WebGpuBackend
+
+    backend = WebGpuBackend.instance()
+    backend.dispatch_log = []
+    yield backend.dispatch_log
+    backend.dispatch_log = None

@@ -24,17 +24,6 @@ DTYPES = [
 ]  # fmt: skip
 
 
-@pytest.fixture
-def dispatches():  # type: ignore[no-untyped-def]
-    """Every WebGPU dispatch (its strategy group) while the test runs."""
-    from dmlops.backends.webgpu import WebGpuBackend
-
-    backend = WebGpuBackend.instance()
-    backend.dispatch_log = []
-    yield backend.dispatch_log
-    backend.dispatch_log = None
-
-
 def _random(shape: tuple[int, ...], dtype: Any, seed: int) -> np.ndarray:
     raw = np.random.default_rng(seed).integers(
         0, 256, int(np.prod(shape)) * np.dtype(dtype).itemsize

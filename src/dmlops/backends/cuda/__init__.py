@@ -11,8 +11,6 @@ once per tuple of bound addresses and cached.
 from __future__ import annotations
 
 import sys
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -20,6 +18,7 @@ import numpy as np
 
 from ...errors import BindingError, DmlError
 from ...plan import Plan
+from .._address_cache import AddressCache
 from . import kernels
 from .strategies import THREADS, Group, group_copies
 
@@ -185,19 +184,10 @@ class _CudaExecutor:
     def __init__(self, backend: CudaBackend, plan: Plan) -> None:
         self.backend = backend
         self.plan = plan
-        self.cache: OrderedDict[tuple[int, ...], list[Any]] = OrderedDict()
-        self.lock = threading.Lock()
+        self.cache: AddressCache[list[Any]] = AddressCache(_TABLE_CACHE)
 
     def _resolve(self, ins: Sequence[int], outs: Sequence[int]) -> list[Any]:
-        key = (*ins, *outs)
-        launches = self.cache.get(key)
-        if launches is None:
-            launches = self.backend._launches(self.plan, ins, outs)
-            with self.lock:
-                self.cache[key] = launches
-                if len(self.cache) > _TABLE_CACHE:
-                    self.cache.popitem(last=False)
-        return launches
+        return self.cache.get((*ins, *outs), lambda: self.backend._launches(self.plan, ins, outs))
 
     def _launch(self, launches: list[Any]) -> None:
         log = self.backend.launch_log

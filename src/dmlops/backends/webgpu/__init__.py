@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from importlib import resources
 from typing import Any
@@ -21,6 +20,7 @@ import numpy as np
 
 from ...errors import BindingError, DmlError
 from ...plan import Plan, StridedCopy, array_byte_span
+from .._address_cache import AddressCache
 from .memory import Flat, Memory, WebGpuArray
 from .strategies import Group, group_copies
 
@@ -56,10 +56,11 @@ _REORDER = {1: "reverse_bytes", 2: "reverse_halves", 4: "reverse_words", 8: "rev
 
 
 def _shader(kernel: str, same_buffer: bool) -> str:
-    """The WGSL module of a strategy: bindings, then pieces.wgsl, then the kernel."""
+    """The WGSL module of a strategy: bindings, pieces.wgsl, helpers, then the kernel."""
     pieces = _kernel_source("pieces.wgsl")
     if kernel in ("bytes", "rows"):
-        return _BINDINGS[("bytes", same_buffer)] + pieces + _kernel_source(f"{kernel}.wgsl")
+        merge = _kernel_source("merge.wgsl")
+        return _BINDINGS[("bytes", same_buffer)] + pieces + merge + _kernel_source(f"{kernel}.wgsl")
     word = "u32" if kernel == "u32" else "vec4<u32>"
     reorder = _REORDER[int(kernel[5:])] if kernel.startswith("vec4r") else ""
     bindings = _BINDINGS[("word", same_buffer)].replace("REORDER", reorder)
@@ -339,19 +340,11 @@ class _WebGpuExecutor:
     def __init__(self, backend: WebGpuBackend, plan: Plan) -> None:
         self.backend = backend
         self.plan = plan
-        self.cache: OrderedDict[tuple[int, ...], list[Any]] = OrderedDict()
-        self.lock = threading.Lock()
+        self.cache: AddressCache[list[Any]] = AddressCache(_TABLE_CACHE)
 
     def _resolve(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> list[Any]:
         key = tuple(f.base + f.offset for f in (*ins, *outs))  # bases are never reused
-        dispatches = self.cache.get(key)
-        if dispatches is None:
-            dispatches = self.backend._dispatches(self.plan, ins, outs)
-            with self.lock:
-                self.cache[key] = dispatches
-                if len(self.cache) > _TABLE_CACHE:
-                    self.cache.popitem(last=False)
-        return dispatches
+        return self.cache.get(key, lambda: self.backend._dispatches(self.plan, ins, outs))
 
     def __call__(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> None:
         self.backend.run(self._resolve(ins, outs))

@@ -1,0 +1,33 @@
+"""Per-binding work of an executor (uploaded tables, launches, bind groups), kept for the
+most recent tuples of bound addresses."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+__all__ = ["AddressCache"]
+
+T = TypeVar("T")
+
+
+class AddressCache(Generic[T]):
+    """`build()`'s result per key, for the last `size` keys (thread-safe)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.entries: OrderedDict[Hashable, T] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: Hashable, build: Callable[[], T]) -> T:
+        """The entry of `key`, built (outside the lock) if it is new."""
+        value = self.entries.get(key)
+        if value is None:
+            value = build()
+            with self.lock:
+                self.entries[key] = value
+                if len(self.entries) > self.size:
+                    self.entries.popitem(last=False)
+        return value
