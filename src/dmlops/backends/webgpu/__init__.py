@@ -22,6 +22,7 @@ from ...errors import BindingError, DmlError
 from ...plan import Plan, StridedCopy, array_byte_span
 from .._address_cache import AddressCache
 from .memory import Flat, Memory, WebGpuArray
+from .native import NativeEncoder, native_encoder
 from .strategies import Group, group_copies
 
 __all__ = ["WebGpuBackend", "WebGpuArray", "NATIVE_BACKENDS"]
@@ -131,6 +132,9 @@ class WebGpuBackend:
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         self.memory = Memory(self.device, usage, min(ARENA_BYTES, max_binding), max_binding)
         self.dispatch_log: list[Group] | None = None  # tests set a list to see every dispatch
+        self.native = (
+            None if os.environ.get("DMLOPS_WEBGPU_PUBLIC_API") else native_encoder(self.device)
+        )
         self._pipelines: dict[tuple[str, bool, int], Any] = {}
         self._lock = threading.Lock()
 
@@ -247,6 +251,9 @@ class WebGpuBackend:
 
     def synchronize(self) -> None:
         """Wait until the queue's submitted work is done."""
+        if self.native is not None:
+            self.native.wait()
+            return
         poll = getattr(self.device, "_poll", None)
         if poll is not None:  # wgpuDevicePoll(wait): wgpu 0.32's on_submitted_work_done fails
             poll(True)
@@ -314,9 +321,15 @@ class WebGpuBackend:
             dispatches.append((pipeline, bind_group, grid, g, (table, header)))
         return dispatches
 
-    def run(self, dispatches: list[Any]) -> None:
-        """Encode the dispatches in one compute pass and submit it."""
+    def run(self, dispatches: list[Any], native: list[Any] | None = None) -> None:
+        """Encode the dispatches in one compute pass and submit it: through wgpu-py, or
+        through `native` steps (NativeEncoder.steps of these dispatches, once validated)."""
         if not dispatches:
+            return
+        if native is not None and self.native is not None:
+            self.native.run(native)
+            if self.dispatch_log is not None:
+                self.dispatch_log.extend(d[3] for d in dispatches)
             return
         encoder = self.device.create_command_encoder()
         compute = encoder.begin_compute_pass()
@@ -340,16 +353,32 @@ class _WebGpuExecutor:
     def __init__(self, backend: WebGpuBackend, plan: Plan) -> None:
         self.backend = backend
         self.plan = plan
-        self.cache: AddressCache[list[Any]] = AddressCache(_TABLE_CACHE)
+        self.cache: AddressCache[_Recorded] = AddressCache(_TABLE_CACHE)
 
-    def _resolve(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> list[Any]:
+    def _resolve(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> _Recorded:
         key = tuple(f.base + f.offset for f in (*ins, *outs))  # bases are never reused
-        return self.cache.get(key, lambda: self.backend._dispatches(self.plan, ins, outs))
+        backend = self.backend
+        return self.cache.get(
+            key, lambda: _Recorded(backend, backend._dispatches(self.plan, ins, outs))
+        )
 
     def __call__(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> None:
-        self.backend.run(self._resolve(ins, outs))
+        self._resolve(ins, outs).run()
 
     def bound(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> Callable[[], None]:
-        dispatches = self._resolve(ins, outs)
-        run = self.backend.run
-        return lambda: run(dispatches)
+        return self._resolve(ins, outs).run
+
+
+class _Recorded:
+    """A binding's dispatches: encoded through wgpu-py the first time (validation errors
+    raise there), then through wgpu-native's C functions where those are available."""
+
+    def __init__(self, backend: WebGpuBackend, dispatches: list[Any]) -> None:
+        self.backend = backend
+        self.dispatches = dispatches
+        self.steps: list[Any] | None = None
+
+    def run(self) -> None:
+        self.backend.run(self.dispatches, self.steps)
+        if self.steps is None and self.backend.native is not None:
+            self.steps = NativeEncoder.steps(self.dispatches)
