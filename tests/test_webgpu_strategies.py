@@ -12,6 +12,7 @@ from dmlops.backends.webgpu.strategies import (
     _mixed_radix,
     group_copies,
     piece_of,
+    pieces_of,
 )
 from dmlops.ops import SplitDesc
 from dmlops.tensor import BufferTensorDesc, DataType
@@ -43,10 +44,16 @@ def test_word_elements_and_small_word_rows_are_u32() -> None:
     assert p.kernel == "u32" and p.sizes == (1, 6)
 
 
-def test_misaligned_rows_are_rows_and_odd_strides_are_bytes() -> None:
-    p = piece_of(2, 2, 0, (4, 7), (9, 1), (7, 1))
-    assert p.kernel == "rows" and p.element_bytes == 14 and p.sizes == (14 // 4 + 2, 4)
-    assert piece_of(4, 2, 0, (4, 8), (8, 1), (8, 1)).kernel == "rows"  # unaligned float32
+def test_misaligned_rows_are_blocks_and_edges_and_odd_strides_are_bytes() -> None:
+    blocks, edges = pieces_of(2, 2, 0, (4, 40), (41, 1), (40, 1))
+    assert (
+        blocks.kernel == "rows16" and blocks.sizes == (80 // 16, 4) and blocks.element_bytes == 80
+    )
+    assert blocks.src_strides == (0, 82) and blocks.dst_strides == (0, 80)
+    assert edges.kernel == "rows" and edges.sizes == (8, 4)
+    assert [p.kernel for p in pieces_of(2, 2, 0, (4, 7), (9, 1), (7, 1))] == ["rows"]  # 14 bytes
+    assert [p.kernel for p in pieces_of(4, 2, 0, (4, 8), (8, 1), (8, 1))] == ["rows16", "rows"]
+    assert [p.kernel for p in pieces_of(4, 0, 16, (4, 8), (8, 1), (8, 1))] == ["vec4"]
     assert piece_of(1, 0, 0, (4, 8), (16, 2), (8, 1)).kernel == "bytes"
     assert piece_of(2, 2, 0, (8,), (-1,), (1,)).kernel == "bytes"  # backwards, unaligned
 

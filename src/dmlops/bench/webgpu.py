@@ -126,6 +126,7 @@ def operators(reps: int, mib: int) -> list[Result]:
         sync = backend.synchronize
         res.times[OURS] = _batched(table.dispatch, reps, sync, 1 if case.latency else BATCH)
         if case.latency:
+            res.times["dmlops webgpu (bound, 10 per wait)"] = _batched(table.dispatch, reps, sync)
             _functional_breakdown(res, case.desc, hosts[0], reps)
         else:
             _ceilings(res, out_bytes, reps)

@@ -52,6 +52,17 @@ fn load_src(i: u32) -> u32 { return src[i]; }
 fn load_src(i: u32) -> u32 { return atomicLoad(&dst[i]); }
 """,
 }
+_ROWS16_BINDINGS = {
+    False: """
+@group(0) @binding(0) var<storage, read> src: array<u32>;
+@group(0) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
+fn load_src(i: u32) -> u32 { return src[i]; }
+""",
+    True: """
+@group(0) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
+fn load_src(i: u32) -> u32 { return dst[i >> 2u][i & 3u]; }
+""",
+}
 # vec4r<element bytes>: the reorder.wgsl function that puts a backwards vector in order
 _REORDER = {1: "reverse_bytes", 2: "reverse_halves", 4: "reverse_words", 8: "reverse_pairs"}
 
@@ -59,6 +70,8 @@ _REORDER = {1: "reverse_bytes", 2: "reverse_halves", 4: "reverse_words", 8: "rev
 def _shader(kernel: str, same_buffer: bool) -> str:
     """The WGSL module of a strategy: bindings, pieces.wgsl, helpers, then the kernel."""
     pieces = _kernel_source("pieces.wgsl")
+    if kernel == "rows16":
+        return _ROWS16_BINDINGS[same_buffer] + pieces + _kernel_source("rows16.wgsl")
     if kernel in ("bytes", "rows"):
         merge = _kernel_source("merge.wgsl")
         return _BINDINGS[("bytes", same_buffer)] + pieces + merge + _kernel_source(f"{kernel}.wgsl")

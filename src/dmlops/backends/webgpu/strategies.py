@@ -7,8 +7,10 @@ Every copy becomes a piece of one strategy, by layout and bound byte offsets:
   aligned, moved as vec4<u32> with the elements reordered in registers (strided.wgsl);
 - `u32`: 4- and 8-byte elements at 4-byte aligned offsets (8 bytes as two words), and
   rows of 1- and 2-byte elements that are whole aligned words (strided.wgsl, Word = u32);
-- `rows`: other contiguous rows (misaligned offsets or pitches, any element size): one
-  thread per destination word, funnel-shifted from two source words (rows.wgsl);
+- `rows16` + `rows`: other contiguous rows (misaligned offsets or pitches, any element
+  size): each whole 16-byte destination block by one thread, funnel-shifted from five
+  source words (rows16.wgsl); the up to eight edge words of each row merged atomically
+  (rows.wgsl). Groups run in order, blocks before edges;
 - `bytes`: everything else (1- and 2-byte elements at other strides, misaligned
   elements) through bytes.wgsl, which merges partial words atomically.
 
@@ -51,7 +53,7 @@ MAX_GROUPS_X = 65535
 class Piece:
     """One copy in a kernel's units: offsets and strides in words (u32, vec4) or bytes."""
 
-    kernel: str  # "vec4", "vec4r1/2/4/8", "u32", "rows" or "bytes"
+    kernel: str  # "vec4", "vec4r1/2/4/8", "u32", "rows16", "rows" or "bytes"
     src_offset: int
     dst_offset: int
     sizes: tuple[int, ...]  # innermost first
@@ -91,6 +93,38 @@ class Group:
         return x, -(-self.tiles // x)
 
 
+def pieces_of(
+    element_size: int,
+    src_byte: int,
+    dst_byte: int,
+    shape: Sequence[int],
+    src_strides: Sequence[int],
+    dst_strides: Sequence[int],
+) -> list[Piece]:
+    """The pieces one strided copy becomes: one, or for contiguous rows that are not whole
+    aligned words, the rows' whole 16-byte destination blocks (`rows16`) and their edges
+    (`rows`)."""
+    es = element_size
+    sizes = [int(n) for n in reversed(shape)] or [1]
+    src = [int(s) * es for s in reversed(src_strides)] or [0]
+    dst = [int(d) * es for d in reversed(dst_strides)] or [0]
+    if src[0] == es and dst[0] == es and not _words_fit(es, src_byte, dst_byte, sizes, src, dst):
+        length = sizes[0] * es
+        outer = (tuple(sizes[1:]), tuple(src[1:]), tuple(dst[1:]))
+        rows = []
+        if length >= 16:
+            blocks = Piece(
+                "rows16", src_byte, dst_byte, (length // 16, *outer[0]),
+                (0, *outer[1]), (0, *outer[2]), length,
+            )  # fmt: skip
+            rows.append(blocks)
+        edges = Piece(
+            "rows", src_byte, dst_byte, (8, *outer[0]), (0, *outer[1]), (0, *outer[2]), length
+        )
+        return [*rows, edges]
+    return [piece_of(es, src_byte, dst_byte, shape, src_strides, dst_strides)]
+
+
 def piece_of(
     element_size: int,
     src_byte: int,
@@ -108,13 +142,6 @@ def piece_of(
     reversed_rows = _reversed_rows(es, src_byte, dst_byte, sizes, src, dst)
     if reversed_rows is not None:
         return reversed_rows
-    if src[0] == es and dst[0] == es and not _words_fit(es, src_byte, dst_byte, sizes, src, dst):
-        # contiguous rows that are not whole aligned words: one thread per destination word
-        length = sizes[0] * es
-        return Piece(
-            "rows", src_byte, dst_byte, ((length + 3) // 4 + 1, *sizes[1:]),
-            (4, *src[1:]), (4, *dst[1:]), length,
-        )  # fmt: skip
     if es % 4 == 0:  # an element of several words gains an inner dimension of its words
         if es > 4:
             if len(sizes) >= MAX_DIMS:
@@ -200,16 +227,16 @@ def group_copies(
             continue
         src_buffer, src_base = inputs[c.src]
         dst_buffer, dst_base = outputs[c.dst]
-        piece = piece_of(
+        for piece in pieces_of(
             plan.element_size,
             src_base + c.src_offset,
             dst_base + c.dst_offset,
             c.shape,
             c.src_strides,
             c.dst_strides,
-        )
-        key = (piece.kernel, dims_bucket(len(piece.sizes)), src_buffer, dst_buffer)
-        grouped.setdefault(key, []).append(piece)
+        ):
+            key = (piece.kernel, dims_bucket(len(piece.sizes)), src_buffer, dst_buffer)
+            grouped.setdefault(key, []).append(piece)
     groups = []
     for (kernel, dims, src, dst), pieces in grouped.items():
         table, tiles = _table(pieces)

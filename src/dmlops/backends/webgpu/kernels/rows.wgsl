@@ -1,14 +1,22 @@
-// Contiguous rows of bytes at any source and destination alignment (1- and 2-byte
-// elements, and rows whose offsets are not word aligned). A piece's dimension 0 counts the
-// destination u32 words a row can touch, with strides of 4 bytes; element_bytes is the
-// row's length in bytes. A thread owns one destination word: through merge.wgsl, a word
-// the row covers is funnel-shifted from two source words and stored whole, a word at a
-// row's edge is merged byte by byte (neighbouring rows may own its other bytes). The
-// backend prepends the `src`/`dst` bindings and `load_src`, then pieces.wgsl (whose entry
-// point calls copy_at) and merge.wgsl.
+// The edges of contiguous rows at any source and destination alignment: the up to four
+// destination words before a row's first whole 16-byte block and the up to four from its
+// last (rows16.wgsl moves the whole blocks between). A piece's dimension 0 has 8 slots
+// and strides 0, so the walk stays at the row's first byte; element_bytes is the row's
+// length. Words are written through merge.wgsl (neighbouring rows may own a word's
+// other bytes). The backend prepends the `src`/`dst` bindings and `load_src`, then
+// pieces.wgsl (whose entry point calls copy_at) and merge.wgsl.
 
 fn copy_at(p: ptr<function, Piece>, w: ptr<function, Walk>) {
+    let d = (*w).dst;
+    let length = (*p).element_bytes;
+    let first_block = (d + 15u) & ~15u;  // the row's whole blocks: [first_block, last_block)
+    let last_block = max((d + length) & ~15u, first_block);
     let k = (*w).index[0];
-    let d_row = (*w).dst - 4u * k;
-    merge_word((d_row >> 2u) + k, d_row, (*w).src - 4u * k, (*p).element_bytes);
+    var word = (d >> 2u) + k;  // head: words before the first whole block
+    if (k >= 4u) {
+        word = (last_block >> 2u) + k - 4u;  // tail: words from the last whole block's end
+    } else if (word * 4u >= first_block) {
+        return;
+    }
+    merge_word(word, d, (*w).src, length);
 }
