@@ -90,6 +90,36 @@ def test_each_strategy_is_chosen_and_exact(dispatches: list[Any]) -> None:
         got = dmlops.slice1(x, *window)
         _chosen(dispatches, kernel)
         _same(got, dmlops.slice1(host, *window))
+    for k, (dtype, kernel) in enumerate(((np.float32, "transpose4"), (np.int64, "transpose8"))):
+        host = _random((70, 45), dtype, 100 + k)
+        x = wg.asarray(host)
+        dispatches.clear()
+        got = dmlops.slice1(x.T, [1, 2], [40, 66], [1, -1])
+        _chosen(dispatches, kernel)
+        _same(got, dmlops.slice1(np.ascontiguousarray(host.T), [1, 2], [40, 66], [1, -1]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    dtype=st.sampled_from([np.float32, np.uint32, np.float64, np.int64]),
+    shape=st.lists(st.integers(1, 70), min_size=2, max_size=4),
+    data=st.data(),
+    seed=st.integers(0, 2**31),
+)
+def test_permuted_views_are_bit_exact(
+    dtype: Any, shape: list[int], data: st.DataObject, seed: int
+) -> None:
+    import dmlops.webgpu as wg
+
+    host = _random(tuple(shape), dtype, seed)
+    axes = data.draw(st.permutations(range(len(shape))))
+    view = np.transpose(host, axes)
+    x = wg.asarray(host)
+    # the same permutation as a WebGpuArray view: strides permuted
+    xv = x[...]
+    xv = type(xv)(view.shape, xv.dtype, xv.block, xv._backend, xv.offset, view.strides)
+    sizes = list(view.shape)
+    _same(dmlops.slice1(xv, [0] * len(sizes), sizes, [1] * len(sizes)), np.ascontiguousarray(view))
 
 
 def test_256_way_split_is_one_dispatch_on_persistent_buffers(dispatches: list[Any]) -> None:

@@ -68,8 +68,14 @@ _REORDER = {1: "reverse_bytes", 2: "reverse_halves", 4: "reverse_words", 8: "rev
 
 
 def _shader(kernel: str, same_buffer: bool) -> str:
-    """The WGSL module of a strategy: bindings, pieces.wgsl, helpers, then the kernel."""
+    """The WGSL module of a strategy: bindings, pieces.wgsl (and elements.wgsl), helpers,
+    then the kernel."""
     pieces = _kernel_source("pieces.wgsl")
+    if kernel.startswith("transpose"):
+        word = "u32" if kernel == "transpose4" else "vec2<u32>"
+        bindings = _BINDINGS[("word", same_buffer)].replace("REORDER", "")
+        return f"alias Word = {word};\n" + bindings + pieces + _kernel_source("transpose.wgsl")
+    pieces += _kernel_source("elements.wgsl")
     if kernel == "rows16":
         return _ROWS16_BINDINGS[same_buffer] + pieces + _kernel_source("rows16.wgsl")
     if kernel in ("bytes", "rows"):

@@ -11,6 +11,9 @@ Every copy becomes a piece of one strategy, by layout and bound byte offsets:
   size): each whole 16-byte destination block by one thread, funnel-shifted from five
   source words (rows16.wgsl); the up to eight edge words of each row merged atomically
   (rows.wgsl). Groups run in order, blocks before edges;
+- `transpose4`, `transpose8`: 4- and 8-byte elements whose source and destination
+  unit-stride axes differ (slices of transposed or permuted views): 32 x 32 tiles through
+  workgroup memory (transpose.wgsl);
 - `bytes`: everything else (1- and 2-byte elements at other strides, misaligned
   elements) through bytes.wgsl, which merges partial words atomically.
 
@@ -53,7 +56,7 @@ MAX_GROUPS_X = 65535
 class Piece:
     """One copy in a kernel's units: offsets and strides in words (u32, vec4) or bytes."""
 
-    kernel: str  # "vec4", "vec4r1/2/4/8", "u32", "rows16", "rows" or "bytes"
+    kernel: str  # "vec4", "vec4r1/2/4/8", "u32", "rows16", "rows", "transpose4/8" or "bytes"
     src_offset: int
     dst_offset: int
     sizes: tuple[int, ...]  # innermost first
@@ -64,6 +67,14 @@ class Piece:
     @property
     def count(self) -> int:
         return int(np.prod(self.sizes, dtype=np.int64))
+
+    @property
+    def tiles(self) -> int:
+        """Workgroups this piece needs: 32 x 32 tiles per outer index for transposes."""
+        if self.kernel.startswith("transpose"):
+            rest = int(np.prod(self.sizes[2:], dtype=np.int64))
+            return -(-self.sizes[0] // 32) * -(-self.sizes[1] // 32) * rest
+        return -(-self.count // TILE)
 
 
 DIM_BUCKETS = (1, 2, 3, 4, 8)  # pipelines are specialised to these dimension counts
@@ -106,6 +117,11 @@ def pieces_of(
     (`rows`)."""
     es = element_size
     sizes = [int(n) for n in reversed(shape)] or [1]
+    transposed = _transpose(
+        es, src_byte, dst_byte, sizes, list(reversed(src_strides)), list(reversed(dst_strides))
+    )
+    if transposed is not None:
+        return [transposed]
     src = [int(s) * es for s in reversed(src_strides)] or [0]
     dst = [int(d) * es for d in reversed(dst_strides)] or [0]
     if src[0] == es and dst[0] == es and not _words_fit(es, src_byte, dst_byte, sizes, src, dst):
@@ -176,6 +192,28 @@ def _mixed_radix(value: int, sizes: Sequence[int]) -> list[int]:
     return [min(d, 2**32 - 1) for d in digits]
 
 
+TRANSPOSE_MIN = 16  # both unit-stride axes at least this long for a tiled transpose
+
+
+def _transpose(
+    es: int, src_byte: int, dst_byte: int, sizes: list[int], src: list[int], dst: list[int]
+) -> Piece | None:
+    """A tiled transpose of 4- or 8-byte elements: the destination's unit-stride axis is
+    dimension 0 and the source's is another (strides in elements, innermost first)."""
+    if es not in (4, 8) or src_byte % es or dst_byte % es or len(sizes) < 2:
+        return None
+    if dst[0] != 1 or abs(src[0]) == 1 or sizes[0] < TRANSPOSE_MIN:
+        return None
+    inner = [j for j in range(1, len(sizes)) if abs(src[j]) == 1 and sizes[j] >= TRANSPOSE_MIN]
+    if not inner:
+        return None
+    order = [0, inner[0], *(k for k in range(1, len(sizes)) if k != inner[0])]
+    return Piece(
+        f"transpose{es}", src_byte // es, dst_byte // es, tuple(int(sizes[k]) for k in order),
+        tuple(int(src[k]) for k in order), tuple(int(dst[k]) for k in order), es,
+    )  # fmt: skip
+
+
 def _words_fit(
     es: int, src_byte: int, dst_byte: int, sizes: list[int], src: list[int], dst: list[int]
 ) -> bool:
@@ -211,7 +249,7 @@ def _table(pieces: list[Piece]) -> tuple[np.ndarray[Any, Any], int]:
         row[16 : 16 + n] = np.array(p.src_strides, dtype=np.int64).astype(np.uint32)
         row[24 : 24 + n] = np.array(p.dst_strides, dtype=np.int64).astype(np.uint32)
         row[32 : 32 + n] = _mixed_radix(THREADS, p.sizes)
-        tiles += -(-p.count // TILE)
+        tiles += p.tiles
     return table, tiles
 
 

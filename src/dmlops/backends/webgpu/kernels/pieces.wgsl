@@ -1,6 +1,5 @@
-// Shared by every dmlops WebGPU kernel: the piece table, the tile -> piece lookup, a
-// walker over a piece's elements and the entry point. A kernel file defines
-// `copy_at(piece, walk)`, which moves the element (or word) the walk is at.
+// Shared by every dmlops WebGPU kernel: the piece table, the tile -> piece lookup and a
+// walker over a piece's elements.
 //
 // A dispatch walks `header.tiles` tiles of TILE elements; piece k owns the tiles from
 // pieces[k].tile_start on. Offsets and strides are in the kernel's units (Word elements,
@@ -95,26 +94,5 @@ fn walk_on(p: ptr<function, Piece>, w: ptr<function, Walk>) {
         (*w).index[i] = c;
         (*w).src += (c - old) * (*p).src_strides[i];
         (*w).dst += (c - old) * (*p).dst_strides[i];
-    }
-}
-
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let tile = wg.y * header.grid_x + wg.x;
-    if (tile >= header.tiles) {
-        return;
-    }
-    var p = pieces[find_piece(tile)];
-    let first = (tile - p.tile_start) * TILE + lid;
-    if (first >= p.count) {
-        return;
-    }
-    var w = walk_to(&p, first);
-    for (var j = 0u; j < PER_THREAD; j++) {
-        if (first + j * THREADS >= p.count) {
-            return;
-        }
-        copy_at(&p, &w);
-        walk_on(&p, &w);
     }
 }
