@@ -5,12 +5,13 @@ Every copy becomes a piece of one strategy, by layout and bound byte offsets:
 - `vec4`: 16-byte aligned contiguous rows, moved as vec4<u32> (strided.wgsl, Word = vec4);
 - `vec4r1` .. `vec4r8`: rows read backwards (an inner stride of -1) whose ends are 16-byte
   aligned, moved as vec4<u32> with the elements reordered in registers (strided.wgsl);
-- `u32`: 4- and 8-byte elements at 4-byte aligned offsets (8 bytes as two words), and
-  rows of 1- and 2-byte elements that are whole aligned words (strided.wgsl, Word = u32);
-- `rows16` + `rows`: other contiguous rows (misaligned offsets or pitches, any element
-  size): each whole 16-byte destination block by one thread, funnel-shifted from five
-  source words (rows16.wgsl); the up to eight edge words of each row merged atomically
-  (rows.wgsl). Groups run in order, blocks before edges;
+- `u32`: 4- and 8-byte elements at 4-byte aligned offsets (8 bytes as two words) and
+  short rows of small elements that are whole aligned words, where the rows below do
+  not apply (strided.wgsl, Word = u32);
+- `rows16` + `rows`: other contiguous rows of 16 bytes or more (offsets or pitches not
+  16-byte aligned, any element size), and shorter ones that are not whole words: each
+  whole 16-byte destination block by one thread, funnel-shifted from five source words
+  (rows16.wgsl); the up to eight edge words of each row merged atomically (rows.wgsl);
 - `transpose4`, `transpose8`: 4- and 8-byte elements whose source and destination
   unit-stride axes differ (slices of transposed or permuted views): 32 x 32 tiles through
   workgroup memory (transpose.wgsl);
@@ -112,8 +113,8 @@ def pieces_of(
     src_strides: Sequence[int],
     dst_strides: Sequence[int],
 ) -> list[Piece]:
-    """The pieces one strided copy becomes: one, or for contiguous rows that are not whole
-    aligned words, the rows' whole 16-byte destination blocks (`rows16`) and their edges
+    """The pieces one strided copy becomes: one, or for contiguous rows that are not 16-byte
+    aligned vectors, the rows' whole 16-byte destination blocks (`rows16`) and their edges
     (`rows`)."""
     es = element_size
     sizes = [int(n) for n in reversed(shape)] or [1]
@@ -122,10 +123,16 @@ def pieces_of(
     )
     if transposed is not None:
         return [transposed]
+    single = piece_of(es, src_byte, dst_byte, shape, src_strides, dst_strides)
     src = [int(s) * es for s in reversed(src_strides)] or [0]
     dst = [int(d) * es for d in reversed(dst_strides)] or [0]
-    if src[0] == es and dst[0] == es and not _words_fit(es, src_byte, dst_byte, sizes, src, dst):
-        length = sizes[0] * es
+    length = sizes[0] * es
+    contiguous = src[0] == es and dst[0] == es
+    if (
+        contiguous
+        and single.kernel in ("u32", "bytes")
+        and (length >= 16 or single.kernel == "bytes")
+    ):
         outer = (tuple(sizes[1:]), tuple(src[1:]), tuple(dst[1:]))
         rows = []
         if length >= 16:
@@ -138,7 +145,7 @@ def pieces_of(
             "rows", src_byte, dst_byte, (8, *outer[0]), (0, *outer[1]), (0, *outer[2]), length
         )
         return [*rows, edges]
-    return [piece_of(es, src_byte, dst_byte, shape, src_strides, dst_strides)]
+    return [single]
 
 
 def piece_of(
@@ -212,15 +219,6 @@ def _transpose(
         f"transpose{es}", src_byte // es, dst_byte // es, tuple(int(sizes[k]) for k in order),
         tuple(int(src[k]) for k in order), tuple(int(dst[k]) for k in order), es,
     )  # fmt: skip
-
-
-def _words_fit(
-    es: int, src_byte: int, dst_byte: int, sizes: list[int], src: list[int], dst: list[int]
-) -> bool:
-    """Whether contiguous rows are whole u32 words on both sides."""
-    row = sizes[0] * es
-    aligned = src_byte % 4 == 0 and dst_byte % 4 == 0 and row % 4 == 0
-    return aligned and not any(x % 4 for x in src[1:] + dst[1:])
 
 
 def _reversed_rows(
