@@ -87,3 +87,12 @@ def test_grid_stays_within_the_workgroup_limit(tiles: int) -> None:
     g = Group("u32", 2, 0, 0, np.zeros((1, ROW_WORDS), np.uint32), tiles, 1)
     x, y = g.grid
     assert x <= 65535 and x * y >= tiles
+
+
+def test_the_core_package_does_not_import_wgpu() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, dmlops, dmlops.functional; print(any(m.startswith('wgpu') for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,9 +1,11 @@
 """WebGPU backend: plans executed by WGSL compute shaders through wgpu (Vulkan, Metal, D3D12).
 
-`strategies.py` gives each copy a kernel (vec4 rows, u32 words, or bytes merged
-atomically) by its layout and bound offsets; pieces of one kernel between one pair of
-buffers form one table and one dispatch. Kernel sources are the `.wgsl` files in
-`kernels/`. Arrays live in arena buffers (`memory.py`), so many arrays share a binding.
+`strategies.py` gives each copy a kernel (vec4 rows, reversed vec4 rows, funnel-shifted
+rows and their edges, tiled transposes, u32 words, bytes merged atomically) by its layout
+and bound offsets; pieces of one kernel and dimension bucket between one pair of buffers
+form one table and one dispatch. Kernel sources are the `.wgsl` files in `kernels/`.
+Arrays live in arena buffers (`memory.py`), so many arrays share a binding. A binding's
+dispatches are encoded through wgpu-py once, then through wgpu-native (`native.py`).
 The adapter is the high-performance one unless `DMLOPS_WEBGPU_ADAPTER` (or
 `dmlops.webgpu.select_adapter`) names another.
 """
