@@ -219,3 +219,19 @@ def test_graphs_run_unchanged_on_webgpu() -> None:
     out = wg.empty((1, 8, 3, 3), np.float16)
     op.execute([wg.asarray(host)], [out])
     _same(out, np.concatenate([host[..., ::2, ::2], host[..., 1::2, 1::2]], 1))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.float64])
+def test_many_tiles_and_every_thread_step_are_exact(dtype: Any) -> None:
+    """Copies of several tiles, so every invocation walks all its steps and carries."""
+    import dmlops.webgpu as wg
+
+    host = _random((300, 1001), dtype, 9)
+    x = wg.asarray(host)
+    for window in (
+        ([0, 4], [300, 900], [1, 1]),
+        ([1, 3], [299, 997], [-1, 3]),
+        ([0, 0], [300, 1001], [2, -1]),
+    ):
+        _same(dmlops.slice1(x, *window), dmlops.slice1(host, *window))
+    _same(dmlops.slice1(x.T, [0, 0], [1001, 300], [1, 1]), np.ascontiguousarray(host.T))
