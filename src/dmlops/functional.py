@@ -195,17 +195,20 @@ def backend_of(arrays: Sequence[Any]) -> Backend:
     return backend
 
 
-def _moved(device: str, call: Callable[[Any, Any], Any], x: Any, out: Any) -> Any:
-    """Run `call(x, out)` on `device`: host inputs are uploaded and, where any was, the
-    results come back to the host (into `out` when given)."""
+def _on_device(
+    device: str,
+    ins: list[Any],
+    outs: list[Any],
+    run: Callable[[list[Any], list[Any]], list[Any]],
+) -> list[Any]:
+    """`run(ins, outs)` on `device`: host inputs are uploaded and, where any was, the
+    results come back to the host (into the host outputs given, once the call succeeded)."""
     backend = get_backend(device)
-    many = isinstance(x, (list, tuple))
-    xs = list(x) if many else [x]
-    for a in xs:
+    for a in ins:
         _check_array(a)
     uploaded = False
     moved = []
-    for a in xs:
+    for a in ins:
         kind = _kind(a)
         if kind == backend.name:
             moved.append(a)
@@ -214,22 +217,15 @@ def _moved(device: str, call: Callable[[Any, Any], Any], x: Any, out: Any) -> An
             uploaded = True
         else:
             raise BindingError(f"an input is {kind} memory, not on device {device!r}")
-    outs = None if out is None else (list(out) if isinstance(out, (list, tuple)) else [out])
-    device_outs = None if outs is None else [o if _kind(o) == backend.name else None for o in outs]
-    if device_outs is not None and any(o is None for o in device_outs):
-        given = None  # host outputs: computed on the device, copied back after it succeeds
-    else:
-        given = device_outs if isinstance(out, (list, tuple)) else out
-    result = call(moved if many else moved[0], given)
-    results = list(result) if isinstance(result, list) else [result]
-    if outs is not None and given is None:
+    # host outputs: computed into new device arrays, copied back after the call succeeds
+    to_host = any(o is not None and _kind(o) != backend.name for o in outs)
+    results = run(moved, [None] * len(outs) if to_host else outs)
+    if to_host:
         for r, o in zip(results, outs, strict=True):
-            if _kind(o) == "numpy":
+            if o is not None and _kind(o) == "numpy":
                 backend.download(r, o)
-        return out
-    if uploaded:
-        results = [backend.download(r) for r in results]
-    return results if isinstance(result, list) else results[0]
+        return outs
+    return [backend.download(r) for r in results] if uploaded else results
 
 
 class _Tensor:
@@ -378,8 +374,12 @@ def _dispatch(
     ins: list[Any],
     outs: list[Any],
     build: Callable[[list[Any], list[Any]], _Call],
+    device: str | None = None,
 ) -> list[Any]:
-    """Run the call of this signature, compiling it first if it is new."""
+    """Run the call of this signature, compiling it first if it is new (on `device`, with
+    host arrays moved there and back, when one is named)."""
+    if device is not None:
+        return _on_device(device, ins, outs, lambda i, o: _dispatch(op, fields, level, i, o, build))
     key = _signature(op, fields, level, ins, outs)
     call = None if key is None else _CACHE.get(key)
     if call is None:
@@ -414,13 +414,6 @@ def slice(  # noqa: A001 - DirectML's operator name
     device: str | None = None,
 ) -> Any:
     """DML SLICE: out[c] = x[offsets + strides * c], out shaped `sizes`."""
-    if device is not None:
-        return _moved(
-            device,
-            lambda x_, o: slice(x_, offsets, sizes, strides, feature_level=feature_level, out=o),
-            x,
-            out,
-        )
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
@@ -436,7 +429,7 @@ def slice(  # noqa: A001 - DirectML's operator name
         )
 
     fields = _fields_key(offsets, sizes, strides)
-    return _dispatch("SLICE", fields, feature_level, [x], [out], build)[0]
+    return _dispatch("SLICE", fields, feature_level, [x], [out], build, device)[0]
 
 
 def slice1(
@@ -451,21 +444,6 @@ def slice1(
     device: str | None = None,
 ) -> Any:
     """DML SLICE1: out[c] = x[CopyStart + window_strides * c]; default sizes MaxCopiedElements."""
-    if device is not None:
-        return _moved(
-            device,
-            lambda x_, o: slice1(
-                x_,
-                window_offsets,
-                window_sizes,
-                window_strides,
-                output_sizes,
-                feature_level=feature_level,
-                out=o,
-            ),
-            x,
-            out,
-        )
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
@@ -501,7 +479,7 @@ def slice1(
         )
 
     fields = _fields_key(window_offsets, window_sizes, window_strides, output_sizes)
-    return _dispatch("SLICE1", fields, feature_level, [x], [out], build)[0]
+    return _dispatch("SLICE1", fields, feature_level, [x], [out], build, device)[0]
 
 
 def split(
@@ -514,13 +492,6 @@ def split(
     device: str | None = None,
 ) -> list[Any]:
     """DML SPLIT: cut `x` along `axis` into pieces of `sizes`; returns the pieces."""
-    if device is not None:
-        return _moved(  # type: ignore[no-any-return]
-            device,
-            lambda x_, o: split(x_, axis, sizes, feature_level=feature_level, outs=o),
-            x,
-            None if outs is None else list(outs),
-        )
     given = (
         [None] * (len(sizes) if isinstance(sizes, Sequence) else 0) if outs is None else list(outs)
     )
@@ -529,7 +500,7 @@ def split(
         backend = backend_of([ins[0], *(o for o in outs_ if o is not None)])
         pieces = int_tuple(sizes, "SPLIT sizes")
         ax = int(axis)
-        if outs is None:
+        if outs is None or (outs_ and all(o is None for o in outs_)):  # pieces to allocate
             whole = backend.as_array(ins[0]).shape
             shapes: list[tuple[int, ...] | None] = [
                 tuple(p if d == ax else n for d, n in enumerate(whole)) for p in pieces
@@ -547,7 +518,8 @@ def split(
             _dtype_of(backend, ins[0]),
         )
 
-    return _dispatch("SPLIT", _fields_key(axis, sizes), feature_level, [x], given, build)
+    fields = _fields_key(axis, sizes)
+    return _dispatch("SPLIT", fields, feature_level, [x], given, build, device)
 
 
 def join(
@@ -559,13 +531,6 @@ def join(
     device: str | None = None,
 ) -> Any:
     """DML JOIN: concatenate `xs` along `axis`."""
-    if device is not None:
-        return _moved(
-            device,
-            lambda xs_, o: join(xs_, axis, feature_level=feature_level, out=o),
-            list(xs),
-            out,
-        )
     xs = list(xs)
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
@@ -590,7 +555,7 @@ def join(
             arrays[0].dtype if arrays else np.float32,
         )
 
-    return _dispatch("JOIN", _fields_key(axis), feature_level, xs, [out], build)[0]
+    return _dispatch("JOIN", _fields_key(axis), feature_level, xs, [out], build, device)[0]
 
 
 def _depth_space(
@@ -600,6 +565,7 @@ def _depth_space(
     order: Any,
     feature_level: Any,
     out: Any,
+    device: str | None,
 ) -> Any:
     def build(ins: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
@@ -622,7 +588,7 @@ def _depth_space(
         )
 
     fields = (_fields_key(block_size), order if isinstance(order, (int, str)) else repr(order))
-    return _dispatch(cls.OPERATOR, fields, feature_level, [x], [out], build)[0]
+    return _dispatch(cls.OPERATOR, fields, feature_level, [x], [out], build, device)[0]
 
 
 def depth_to_space(
@@ -635,14 +601,7 @@ def depth_to_space(
     device: str | None = None,
 ) -> Any:
     """DML DEPTH_TO_SPACE1: [N, C, H, W] -> [N, C/B^2, H*B, W*B]; order DCR (0) or CRD (1)."""
-    if device is not None:
-        return _moved(
-            device,
-            lambda x_, o: depth_to_space(x_, block_size, order, feature_level=feature_level, out=o),
-            x,
-            out,
-        )
-    return _depth_space(DepthToSpace1Desc, x, block_size, order, feature_level, out)
+    return _depth_space(DepthToSpace1Desc, x, block_size, order, feature_level, out, device)
 
 
 def space_to_depth(
@@ -655,11 +614,4 @@ def space_to_depth(
     device: str | None = None,
 ) -> Any:
     """DML SPACE_TO_DEPTH1: [N, C, H, W] -> [N, C*B^2, H/B, W/B]; order DCR (0) or CRD (1)."""
-    if device is not None:
-        return _moved(
-            device,
-            lambda x_, o: space_to_depth(x_, block_size, order, feature_level=feature_level, out=o),
-            x,
-            out,
-        )
-    return _depth_space(SpaceToDepth1Desc, x, block_size, order, feature_level, out)
+    return _depth_space(SpaceToDepth1Desc, x, block_size, order, feature_level, out, device)
