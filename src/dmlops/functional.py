@@ -572,11 +572,7 @@ def _depth_space(
         shape: tuple[int, ...] | None = None
         if outs[0] is None:
             x_desc = _Tensor.of_array(backend.as_array(ins[0])).desc
-            probe = cls(x_desc, x_desc, block_size, order)
-            # a 4-D input with a block size of at least 1 has its output sizes; otherwise
-            # validation below names the field
-            ok = x_desc.dimension_count == 4 and probe.block_size >= 1
-            shape = probe.expected_output_sizes() if ok else x_desc.sizes
+            shape = cls.output_sizes_for(x_desc, block_size, order)
         return _compile(
             backend,
             feature_level,

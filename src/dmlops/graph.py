@@ -529,9 +529,7 @@ class Graph:
     ) -> GraphTensor:
         """DML DEPTH_TO_SPACE1 (order DCR / 0 or CRD / 1)."""
         self._check(x)
-        probe = DepthToSpace1Desc(x.desc, x.desc, block_size, order)
-        ok = x.desc.dimension_count == 4 and probe.block_size >= 1
-        out = probe.expected_output_sizes() if ok else x.sizes
+        out = DepthToSpace1Desc.output_sizes_for(x.desc, block_size, order)
         desc = DepthToSpace1Desc(x.desc, self._packed(x, out), block_size, order)
         return self._block_move("DEPTH_TO_SPACE1", desc, x, name)
 
@@ -540,9 +538,7 @@ class Graph:
     ) -> GraphTensor:
         """DML SPACE_TO_DEPTH1 (order DCR / 0 or CRD / 1)."""
         self._check(x)
-        probe = SpaceToDepth1Desc(x.desc, x.desc, block_size, order)
-        ok = x.desc.dimension_count == 4 and probe.block_size >= 1
-        out = probe.expected_output_sizes() if ok else x.sizes
+        out = SpaceToDepth1Desc.output_sizes_for(x.desc, block_size, order)
         desc = SpaceToDepth1Desc(x.desc, self._packed(x, out), block_size, order)
         return self._block_move("SPACE_TO_DEPTH1", desc, x, name)
 

@@ -80,6 +80,17 @@ class _DepthSpaceDesc(OperatorDesc):
         if self.block_size == 0:
             raise InvalidDescriptorError(f"{self.OPERATOR}.BlockSize is 0: must be at least 1")
 
+    @classmethod
+    def output_sizes_for(
+        cls, input_tensor: BufferTensorDesc, block_size: int, order: DepthSpaceOrder | int | str
+    ) -> tuple[int, ...]:
+        """The output sizes for this input where they follow from it (a 4-D input, a block
+        size of at least 1), else the input's sizes: validation then names the field."""
+        probe = cls(input_tensor, input_tensor, block_size, order)
+        if input_tensor.dimension_count == 4 and probe.block_size >= 1:
+            return probe.expected_output_sizes()
+        return tuple(input_tensor.sizes)
+
     def expected_output_sizes(self) -> tuple[int, ...]:
         """The output sizes DirectML requires for this input and block size."""
         n, c, h, w = self.input_tensor.sizes
