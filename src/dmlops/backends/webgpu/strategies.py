@@ -105,6 +105,16 @@ class Group:
         return x, -(-self.tiles // x)
 
 
+def _layout(
+    es: int, shape: Sequence[int], src_strides: Sequence[int], dst_strides: Sequence[int]
+) -> tuple[list[int], list[int], list[int]]:
+    """A copy's sizes and source and destination strides in bytes, innermost first."""
+    sizes = [int(n) for n in reversed(shape)] or [1]
+    src = [int(s) * es for s in reversed(src_strides)] or [0]
+    dst = [int(d) * es for d in reversed(dst_strides)] or [0]
+    return sizes, src, dst
+
+
 def pieces_of(
     element_size: int,
     src_byte: int,
@@ -117,34 +127,27 @@ def pieces_of(
     aligned vectors, the rows' whole 16-byte destination blocks (`rows16`) and their edges
     (`rows`)."""
     es = element_size
-    sizes = [int(n) for n in reversed(shape)] or [1]
+    sizes, src, dst = _layout(es, shape, src_strides, dst_strides)
     transposed = _transpose(
-        es, src_byte, dst_byte, sizes, list(reversed(src_strides)), list(reversed(dst_strides))
+        es, src_byte, dst_byte, sizes, [s // es for s in src], [d // es for d in dst]
     )
     if transposed is not None:
         return [transposed]
     single = piece_of(es, src_byte, dst_byte, shape, src_strides, dst_strides)
-    src = [int(s) * es for s in reversed(src_strides)] or [0]
-    dst = [int(d) * es for d in reversed(dst_strides)] or [0]
     length = sizes[0] * es
     contiguous = src[0] == es and dst[0] == es
-    if (
-        contiguous
-        and single.kernel in ("u32", "bytes")
-        and (length >= 16 or single.kernel == "bytes")
-    ):
+    if contiguous and (single.kernel == "bytes" or (single.kernel == "u32" and length >= 16)):
         outer = (tuple(sizes[1:]), tuple(src[1:]), tuple(dst[1:]))
-        rows = []
-        if length >= 16:
-            blocks = Piece(
-                "rows16", src_byte, dst_byte, (length // 16, *outer[0]),
-                (0, *outer[1]), (0, *outer[2]), length,
-            )  # fmt: skip
-            rows.append(blocks)
         edges = Piece(
             "rows", src_byte, dst_byte, (8, *outer[0]), (0, *outer[1]), (0, *outer[2]), length
         )
-        return [*rows, edges]
+        if length < 16:
+            return [edges]
+        blocks = Piece(
+            "rows16", src_byte, dst_byte, (length // 16, *outer[0]),
+            (0, *outer[1]), (0, *outer[2]), length,
+        )  # fmt: skip
+        return [blocks, edges]
     return [single]
 
 
@@ -158,9 +161,7 @@ def piece_of(
 ) -> Piece:
     """The strategy and units of one strided copy at these absolute byte offsets."""
     es = element_size
-    sizes = [int(n) for n in reversed(shape)] or [1]
-    src = [int(s) * es for s in reversed(src_strides)] or [0]  # bytes, innermost first
-    dst = [int(d) * es for d in reversed(dst_strides)] or [0]
+    sizes, src, dst = _layout(es, shape, src_strides, dst_strides)
     as_bytes = Piece("bytes", src_byte, dst_byte, tuple(sizes), tuple(src), tuple(dst), es)
     reversed_rows = _reversed_rows(es, src_byte, dst_byte, sizes, src, dst)
     if reversed_rows is not None:
@@ -196,7 +197,7 @@ def _mixed_radix(value: int, sizes: Sequence[int]) -> list[int]:
         last = k == len(sizes) - 1
         digits.append(value if last else value % n)
         value //= n
-    return [min(d, 2**32 - 1) for d in digits]
+    return digits
 
 
 TRANSPOSE_MIN = 16  # both unit-stride axes at least this long for a tiled transpose
