@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -199,6 +199,39 @@ def _c_layout(shape: Sequence[int]) -> Layout:
     return Layout(0, packed_strides(shape))
 
 
+_Box = tuple[int, ...]
+
+
+def _reads(
+    p: LogicalCopy, lo: list[int], hi: list[int], bounds: list[np.ndarray[Any, Any]]
+) -> Iterator[tuple[_Box, _Box, _Box, _Box]]:
+    """What piece `p` copies into the output chunk [lo, hi): for each source chunk it reads
+    (its grid index), the copy's first element in that chunk, its first element in the
+    output chunk and its size. `bounds` are the source's chunk bounds per axis."""
+    axes = []  # per axis: (first output index in the chunk, count, first source index, chunks)
+    for d in range(len(lo)):
+        t = _progression(p.dst_start[d], 1, p.shape[d], lo[d], hi[d])
+        if t is None:
+            return
+        first = p.src_start[d] + p.src_step[d] * t[0]
+        last = p.src_start[d] + p.src_step[d] * t[1]
+        i0 = int(np.searchsorted(bounds[d], min(first, last), side="right")) - 1
+        i1 = int(np.searchsorted(bounds[d], max(first, last), side="right")) - 1
+        axes.append((p.dst_start[d] + t[0] - lo[d], t[1] - t[0] + 1, first, range(i0, i1 + 1)))
+    for grid in itertools.product(*(chunks for *_, chunks in axes)):
+        start, dst, size = [], [], []
+        for d, ((at, count, first, _), g) in enumerate(zip(axes, grid, strict=True)):
+            b0, b1 = int(bounds[d][g]), int(bounds[d][g + 1])
+            t = _progression(first, p.src_step[d], count, b0, b1)
+            if t is None:
+                break
+            start.append(first + p.src_step[d] * t[0] - b0)
+            dst.append(at + t[0])
+            size.append(t[1] - t[0] + 1)
+        else:
+            yield tuple(grid), tuple(start), tuple(dst), tuple(size)
+
+
 def _chunk_graph(
     content: _Content,
     out_chunks: tuple[tuple[int, ...], ...],
@@ -207,7 +240,6 @@ def _chunk_graph(
     name: str,
 ) -> dict[Any, Any]:
     """One task per output chunk: a plan over the source chunks its elements come from."""
-    rank = len(out_chunks)
     out_bounds = [_bounds(c) for c in out_chunks]
     src_bounds = [[_bounds(c) for c in s.chunks] for s in content.sources]
     graph: dict[Any, Any] = {}
@@ -218,47 +250,15 @@ def _chunk_graph(
         block_shapes: list[tuple[int, ...]] = []
         copies = []
         for p in content.pieces:
-            axes = []
-            for d in range(rank):
-                t = _progression(p.dst_start[d], 1, p.shape[d], lo[d], hi[d])
-                if t is None:
-                    break
-                first = p.src_start[d] + p.src_step[d] * t[0]
-                last = p.src_start[d] + p.src_step[d] * t[1]
-                bounds = src_bounds[p.src][d]
-                i0 = int(np.searchsorted(bounds, min(first, last), side="right")) - 1
-                i1 = int(np.searchsorted(bounds, max(first, last), side="right")) - 1
-                axes.append(
-                    (p.dst_start[d] + t[0] - lo[d], t[1] - t[0] + 1, first, p.src_step[d], i0, i1)
-                )
-            else:
-                for grid in itertools.product(*(range(i0, i1 + 1) for *_, i0, i1 in axes)):
-                    start, dst, size = [], [], []
-                    for d, ((at, count, first, step, _, _), g) in enumerate(
-                        zip(axes, grid, strict=True)
-                    ):
-                        bounds = src_bounds[p.src][d]
-                        t = _progression(first, step, count, int(bounds[g]), int(bounds[g + 1]))
-                        if t is None:
-                            break
-                        start.append(first + step * t[0] - int(bounds[g]))
-                        dst.append(at + t[0])
-                        size.append(t[1] - t[0] + 1)
-                    else:
-                        key = (content.sources[p.src].name, *grid)
-                        if key not in keys:
-                            keys[key] = len(keys)
-                            block_shapes.append(
-                                tuple(
-                                    int(src_bounds[p.src][d][g + 1] - src_bounds[p.src][d][g])
-                                    for d, g in enumerate(grid)
-                                )
-                            )
-                        copies.append(
-                            LogicalCopy(
-                                keys[key], tuple(start), p.src_step, 0, tuple(dst), tuple(size)
-                            )
-                        )
+            bounds = src_bounds[p.src]
+            for grid, start, dst, size in _reads(p, lo, hi, bounds):
+                key = (content.sources[p.src].name, *grid)
+                if key not in keys:
+                    keys[key] = len(keys)
+                    block_shapes.append(
+                        tuple(int(bounds[d][g + 1] - bounds[d][g]) for d, g in enumerate(grid))
+                    )
+                copies.append(LogicalCopy(keys[key], start, p.src_step, 0, dst, size))
         chunk_shape = tuple(h - low for low, h in zip(lo, hi, strict=True))
         key = (name, *index)
         if len(copies) == 1 and _is_whole(copies[0], block_shapes[0], chunk_shape):
