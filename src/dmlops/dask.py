@@ -102,17 +102,15 @@ def _composed(desc: OperatorDesc, inputs: list[Any]) -> list[_Content]:
             if s.name not in sources:
                 sources[s.name] = len(ordered)
                 ordered.append(s)
+    per_output: list[list[LogicalCopy]] = [[] for _ in desc.output_fields()]
+    for c in desc.logical_copies():
+        content = contents[c.src]
+        for p in content.pieces:
+            piece = _through(c, p, sources[content.sources[p.src].name])
+            if piece is not None:
+                per_output[c.dst].append(piece)
     results = []
-    for k in range(len(desc.output_fields())):
-        pieces = []
-        for c in desc.logical_copies():
-            if c.dst != k:
-                continue
-            content = contents[c.src]
-            for p in content.pieces:
-                piece = _through(c, p, sources[content.sources[p.src].name])
-                if piece is not None:
-                    pieces.append(piece)
+    for pieces in per_output:
         used = sorted({p.src for p in pieces})
         renumber = {s: i for i, s in enumerate(used)}
         pieces = [
