@@ -120,15 +120,22 @@ class CompiledOperator:
         ins = self._bind("inputs", self._inputs, self._input_needs, inputs, writable=False)
         outs = self._bind("outputs", self._outputs, self._output_needs, outputs, writable=True)
         backend = self.device.backend
+        op = self.desc.OPERATOR
+        named = [(f"{op}.{n}", b) for (n, _), b in zip(self._inputs, _buffers(inputs), strict=True)]
+        named += [(n, b) for (n, _), b in zip(self._outputs, _buffers(outputs), strict=True)]
+        queue = backend.placement(named)  # buffers on two GPUs are refused here
         if not owners_apart(backend.owner, _buffers(inputs), _buffers(outputs)):
             self._check_overlaps(ins, outs)
         if self._executor is None:
             self._executor = self.device.backend.executor(self.plan)
-        return BindingTable(self, self._executor.bound(ins, outs), (list(inputs), list(outputs)))
+        run = self._executor.bound(ins, outs)
+        return BindingTable(self, run, queue, (list(inputs), list(outputs)))
 
-    def execute(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
-        """Bind the buffers (checked before any byte is written) and run the plan."""
-        self.bind(inputs, outputs).dispatch()
+    def execute(self, inputs: Sequence[Any], outputs: Sequence[Any], stream: Any = None) -> None:
+        """Bind the buffers (checked before any byte is written) and run the plan, on
+        `stream` where one is given (CUDA: a torch or CuPy stream, or a cudaStream_t), else on
+        the current stream of the buffers' library on their GPU."""
+        self.bind(inputs, outputs).dispatch(stream)
 
 
 def _buffers(bindings: Sequence[Any]) -> list[Any]:
@@ -138,14 +145,22 @@ def _buffers(bindings: Sequence[Any]) -> list[Any]:
 class BindingTable:
     """An operator with its buffers bound and checked: `dispatch()` runs it again."""
 
-    def __init__(self, op: CompiledOperator, run: Callable[[], None], buffers: Any = None) -> None:
+    def __init__(
+        self,
+        op: CompiledOperator,
+        run: Callable[..., None],
+        queue: Callable[[Any], Any],
+        buffers: Any = None,
+    ) -> None:
         self.operator = op
         self._run = run
+        self._queue = queue
         self._buffers = buffers  # the bound buffers live as long as the table
 
-    def dispatch(self) -> None:
-        """Execute the operator on the bound buffers (asynchronously on the cuda backend)."""
-        self._run()
+    def dispatch(self, stream: Any = None) -> None:
+        """Execute the operator on the bound buffers: on the cuda backend asynchronously, on
+        `stream` if given, else on the current stream of the buffers' library."""
+        self._run(self._queue(stream))
 
 
 class Device:

@@ -285,8 +285,10 @@ class _Call:
         inputs: Sequence[_Tensor],
         outputs: Sequence[_Tensor],
         new_shapes: Sequence[tuple[int, ...] | None],
+        queue: Callable[[Any], Any],
     ) -> None:
         self.backend = backend
+        self.queue = queue
         self.operator = desc.OPERATOR
         self.plan = plan
         self.run = backend.executor(plan)
@@ -316,7 +318,7 @@ class _Call:
             staged = self._stage(ins, in_flats, out_flats)
             if staged is not None:
                 return restage(staged)
-        self.run(in_flats, out_flats)
+        self.run(in_flats, out_flats, self.queue(None))
         return results
 
     def _stage(
@@ -353,9 +355,9 @@ def _compile(
     dtype: Any,
 ) -> _Call:
     """Describe, validate (before anything is allocated), lower and compile one call."""
-    in_t = [_Tensor.of_array(backend.as_array(x)) for x in ins]
+    in_t = [_Tensor.of_array(backend.describe(x)) for x in ins]
     out_t = [
-        _Tensor.of_array(backend.as_array(o)) if shape is None else _Tensor.new(shape, dtype)
+        _Tensor.of_array(backend.describe(o)) if shape is None else _Tensor.new(shape, dtype)
         for o, shape in zip(outs, new_shapes, strict=True)
     ]
     desc = make_desc([t.desc for t in in_t], [t.desc for t in out_t])
@@ -363,8 +365,16 @@ def _compile(
     for t in out_t:
         if not t.writable:
             raise BindingError(f"{desc.OPERATOR}: an output array is read-only")
+    op = desc.OPERATOR
+    named = [(f"{op}.{n}", x) for (n, _), x in zip(desc.input_fields(), ins, strict=True)]
+    named += [
+        (f"{op}.{n}", o)
+        for (n, _), o, shape in zip(desc.output_fields(), outs, new_shapes, strict=True)
+        if shape is None
+    ]
+    queue = backend.placement(named)  # arrays on two GPUs are refused here
     plan = desc.lower([t.layout for t in in_t], [t.layout for t in out_t])
-    return _Call(backend, desc, plan, in_t, out_t, new_shapes)
+    return _Call(backend, desc, plan, in_t, out_t, new_shapes, queue)
 
 
 def _dispatch(
@@ -394,13 +404,17 @@ def _dispatch(
                 [None if o is None else as_array(o) for o in outs],
                 lambda staged: _dispatch(op, fields, level, staged, outs, build),
             )
-            return [r if o is None else o for r, o in zip(results, outs, strict=True)]
+            in_library = call.backend.in_library_of
+            return [
+                in_library(r, ins[0]) if o is None else o
+                for r, o in zip(results, outs, strict=True)
+            ]
         _CACHE.put(key, call)
     return call(ins, outs, lambda staged: _dispatch(op, fields, level, staged, outs, build))
 
 
 def _dtype_of(backend: Backend, x: Any) -> Any:
-    return backend.as_array(x).dtype
+    return backend.describe(x).dtype
 
 
 def slice(  # noqa: A001 - DirectML's operator name
@@ -447,7 +461,7 @@ def slice1(
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
-        probe_desc = _Tensor.of_array(backend.as_array(ins[0])).desc
+        probe_desc = _Tensor.of_array(backend.describe(ins[0])).desc
         probe = Slice1Desc(probe_desc, probe_desc, window_offsets, window_sizes, window_strides)
         if output_sizes is not None:
             shape: tuple[int, ...] | None = int_tuple(output_sizes, "SLICE1.OutputTensor.Sizes")
@@ -456,7 +470,7 @@ def slice1(
         else:
             shape = probe.default_output_sizes()
         if outs[0] is not None and shape is not None:
-            given = tuple(backend.as_array(outs[0]).shape)
+            given = tuple(backend.describe(outs[0]).shape)
             if given != shape:
                 raise DmlError(
                     f"SLICE1.OutputTensor.Sizes: output_sizes {list(shape)} differ from "
@@ -501,7 +515,7 @@ def split(
         pieces = int_tuple(sizes, "SPLIT sizes")
         ax = int(axis)
         if outs is None or (outs_ and all(o is None for o in outs_)):  # pieces to allocate
-            whole = backend.as_array(ins[0]).shape
+            whole = backend.describe(ins[0]).shape
             shapes: list[tuple[int, ...] | None] = [
                 tuple(p if d == ax else n for d, n in enumerate(whole)) for p in pieces
             ]
@@ -535,7 +549,7 @@ def join(
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of(ins if outs[0] is None else [*ins, outs[0]])
-        arrays = [backend.as_array(x) for x in ins]
+        arrays = [backend.describe(x) for x in ins]
         ax = int(axis)
         shape: tuple[int, ...] | None = None
         if outs[0] is None:
@@ -571,7 +585,7 @@ def _depth_space(
         backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
         shape: tuple[int, ...] | None = None
         if outs[0] is None:
-            x_desc = _Tensor.of_array(backend.as_array(ins[0])).desc
+            x_desc = _Tensor.of_array(backend.describe(ins[0])).desc
             shape = cls.output_sizes_for(x_desc, block_size, order)
         return _compile(
             backend,

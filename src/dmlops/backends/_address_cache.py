@@ -14,12 +14,14 @@ T = TypeVar("T")
 
 
 class AddressCache(Generic[T]):
-    """`build()`'s result per key, for the last `size` keys (thread-safe)."""
+    """`build()`'s result per key, for the last `size` keys (thread-safe); each entry pushed
+    out is handed to `evicted`, where one is given."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, evicted: Callable[[T], None] | None = None) -> None:
         self.size = size
         self.entries: OrderedDict[Hashable, T] = OrderedDict()
         self.lock = threading.Lock()
+        self.evicted = evicted
 
     def get(self, key: Hashable, build: Callable[[], T]) -> T:
         """The entry of `key`, built (outside the lock) if it is new."""
@@ -28,6 +30,7 @@ class AddressCache(Generic[T]):
             value = build()
             with self.lock:
                 self.entries[key] = value
-                if len(self.entries) > self.size:
-                    self.entries.popitem(last=False)
+                old = self.entries.popitem(last=False)[1] if len(self.entries) > self.size else None
+            if old is not None and self.evicted is not None:
+                self.evicted(old)
         return value

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import BindingError
 from ..plan import Plan, StridedCopy
+from . import no_queue
 
 __all__ = ["NumpyBackend"]
 
@@ -106,8 +107,14 @@ class NumpyBackend:
     def as_array(self, obj: Any) -> np.ndarray[Any, Any]:
         return np.asarray(obj)
 
+    def describe(self, obj: Any) -> np.ndarray[Any, Any]:
+        return np.asarray(obj)
+
     def array_keys(self) -> dict[type, Callable[[Any], Hashable]]:
         return {}
+
+    def placement(self, named: Sequence[tuple[str, Any]]) -> Callable[[Any], None]:
+        return no_queue
 
     def byte_view(self, obj: Any, writable: bool) -> tuple[np.ndarray[Any, Any], int]:
         if type(obj) is np.ndarray and obj.flags.c_contiguous:
@@ -181,6 +188,9 @@ class NumpyBackend:
             return np.asarray(arr)
         out[...] = arr
         return out  # type: ignore[no-any-return]
+
+    def in_library_of(self, result: Any, template: Any) -> Any:
+        return result
 
     def copy_of(self, arr: Any) -> np.ndarray[Any, Any]:
         return np.array(arr, copy=True, order="C")
@@ -262,7 +272,7 @@ class _NumpyExecutor:
             for c in self.copies
         ]
 
-    def __call__(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
+    def __call__(self, ins: Sequence[Any], outs: Sequence[Any], queue: Any = None) -> None:
         if self.parallel:
             self.backend._parallel(self.plan, ins, outs)()
             return
@@ -270,17 +280,18 @@ class _NumpyExecutor:
         for shape, dtype, si, so, ss, di, do, ds in self.recipe:
             view(shape, dtype, outs[di], do, ds)[...] = view(shape, dtype, ins[si], so, ss)
 
-    def bound(self, ins: Sequence[Any], outs: Sequence[Any]) -> Callable[[], None]:
+    def bound(self, ins: Sequence[Any], outs: Sequence[Any]) -> Callable[..., None]:
         """Views built once; the returned call copies through them."""
         if self.parallel:
-            return self.backend._parallel(self.plan, ins, outs)
+            parallel = self.backend._parallel(self.plan, ins, outs)
+            return lambda queue=None: parallel()
         view = np.ndarray
         pairs = [
             (view(shape, dtype, outs[di], do, ds), view(shape, dtype, ins[si], so, ss))
             for shape, dtype, si, so, ss, di, do, ds in self.recipe
         ]
 
-        def run() -> None:
+        def run(queue: Any = None) -> None:
             for dst, src in pairs:
                 dst[...] = src
 

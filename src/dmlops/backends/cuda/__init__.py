@@ -4,48 +4,77 @@ Each copy of a plan is given a strategy (`strategies.py`: the general strided
 kernel with vector, gather and fast-division modes; misaligned rows; tiled
 transposes); copies of one strategy and specialisation are rows of one piece
 table, walked by one persistent-grid launch, so a 256-way SPLIT is one launch.
-Kernel sources are the `.cu` files in `kernels/`; piece tables are uploaded
-once per tuple of bound addresses and cached.
+Kernel sources are the `.cu` files in `kernels/`.
+
+A call runs on the GPU that holds its arrays and on a stream (`streams.py`):
+the caller's current stream of the arrays' library, or one named explicitly.
+Piece tables are prepared per device and tuple of bound addresses and uploaded
+asynchronously on that stream (`launch.py`); launches go through the driver.
 """
 
 from __future__ import annotations
 
-import sys
+import contextlib
+import threading
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
-
-import numpy as np
 
 from ...errors import BindingError, DmlError
 from ...plan import Plan
 from .._address_cache import AddressCache
 from . import kernels
-from .strategies import THREADS, Group, group_copies
+from .arrays import TorchView
+from .install import import_cupy
+from .launch import Prepared, is_capturing, relaxed_capture
+from .strategies import Group, group_copies
+from .streams import Queue, is_torch, queue_function, torch_module
 
 __all__ = ["CudaBackend"]
 
 _TABLE_CACHE = 16
+_ALREADY_THERE = contextlib.nullcontext()
+
+
+class _DeviceState:
+    """What is measured or loaded once per GPU: its size and its kernels' handles."""
+
+    def __init__(self, cupy: Any, ordinal: int) -> None:
+        props = cupy.cuda.runtime.getDeviceProperties(ordinal)
+        self.ordinal = ordinal
+        self.multiprocessors = int(props["multiProcessorCount"])
+        self.functions: dict[tuple[str, tuple[tuple[str, int], ...]], tuple[int, int]] = {}
+
+    def function(self, cupy: Any, group: Group) -> tuple[int, int]:
+        """(CUfunction handle, blocks per multiprocessor) of a group's kernel on this GPU
+        (this GPU current)."""
+        key = (group.kernel, group.defines)
+        found = self.functions.get(key)
+        if found is None:
+            handle = kernels.function_handle(kernels.compiled(cupy, group.kernel, group.defines))
+            found = handle, kernels.blocks_per_multiprocessor(cupy, handle)
+            self.functions[key] = found
+        return found
 
 
 class CudaBackend:
-    """Executes plans on the current CUDA device with one kernel launch per plan."""
+    """Executes plans on the GPU that holds the arrays, on the caller's stream."""
 
     name = "cuda"
     _instance: CudaBackend | None = None
 
     def __init__(self) -> None:
+        cupy = import_cupy()
         try:
-            import cupy
-        except ImportError as e:
-            raise DmlError("the cuda backend needs CuPy: pip install 'dmlops[cuda]'") from e
-        try:
-            props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+            current = int(cupy.cuda.runtime.getDevice())
+            self._states = {current: _DeviceState(cupy, current)}
         except Exception as e:
             raise DmlError(f"the cuda backend found no usable CUDA device: {e}") from e
         self.cupy = cupy
-        self.multiprocessors = int(props["multiProcessorCount"])
+        self.multiprocessors = self._states[current].multiprocessors
         self.launch_log: list[Group] | None = None  # tests set a list to see every launch
-        self._blocks: dict[int, int] = {}
+        self._lock = threading.Lock()
+        self._retiring: list[Prepared] = []  # pushed out of a cache, maybe still in use
+        self._kept: list[Prepared] = []  # read by captured graphs: kept for the process
 
     @classmethod
     def instance(cls) -> CudaBackend:
@@ -66,14 +95,24 @@ class CudaBackend:
             return cp.from_dlpack(obj)
         raise BindingError(f"{type(obj).__name__} is not a GPU array")
 
+    def describe(self, obj: Any) -> Any:
+        if is_torch(obj):
+            if obj.get_device() < 0:
+                raise BindingError("a torch tensor on the CPU is not a GPU array")
+            return TorchView(obj)
+        return self.as_array(obj)
+
     def array_keys(self) -> dict[type, Callable[[Any], Hashable]]:
         keys: dict[type, Callable[[Any], Hashable]] = {
-            self.cupy.ndarray: lambda a: (a.dtype, a.shape, a.strides)
+            self.cupy.ndarray: lambda a: (a.dtype, a.shape, a.strides, a.data.device_id)
         }
-        torch = _torch()
+        torch = torch_module()
         if torch is not None:
             keys[torch.Tensor] = lambda t: (t.dtype, t.shape, t.stride(), t.device)
         return keys
+
+    def placement(self, named: Sequence[tuple[str, Any]]) -> Callable[[Any], Queue]:
+        return queue_function(self.cupy, named)
 
     def _pointer(self, obj: Any) -> int:
         """Device address of an array's index 0."""
@@ -94,15 +133,16 @@ class CudaBackend:
         if isinstance(obj, cp.cuda.memory.BaseMemory):
             return int(obj.ptr), int(obj.size)
         try:
-            arr = self.as_array(obj)
+            arr = self.describe(obj)
         except BindingError:
             raise BindingError(
-                f"{type(obj).__name__} is not a GPU buffer: bind a CuPy array, a DLPack GPU "
-                "array or a cupy.cuda.MemoryPointer"
+                f"{type(obj).__name__} is not a GPU buffer: bind a CuPy array, a torch tensor, "
+                "a DLPack GPU array or a cupy.cuda.MemoryPointer"
             ) from None
         if not (arr.flags.c_contiguous or arr.flags.f_contiguous):
             raise BindingError("a bound buffer must be contiguous memory")
-        return int(arr.data.ptr), int(arr.nbytes)
+        pointer = arr.pointer if isinstance(arr, TorchView) else int(arr.data.ptr)
+        return pointer, int(arr.nbytes)
 
     def window(self, flat: Any, offset: int, size: int) -> int:
         return int(flat) + offset
@@ -117,22 +157,33 @@ class CudaBackend:
     def address(self, flat: Any) -> int:
         return int(flat)
 
+    def _on(self, ordinal: int) -> contextlib.AbstractContextManager[Any]:
+        """A context with CuPy's current device set to `ordinal` (and put back after)."""
+        if ordinal == self.cupy.cuda.runtime.getDevice():
+            return _ALREADY_THERE
+        return self.cupy.cuda.Device(ordinal)  # type: ignore[no-any-return]
+
     def new_like(self, template: Any, shape: tuple[int, ...]) -> Any:
         cp = self.cupy
         if isinstance(template, cp.ndarray):
-            return cp.empty(shape, dtype=template.dtype)
-        torch = _torch()
+            with self._on(template.data.device_id):
+                return cp.empty(shape, dtype=template.dtype)
+        torch = torch_module()
         if torch is not None and isinstance(template, torch.Tensor):
             return torch.empty(shape, dtype=template.dtype, device=template.device)
-        return self._library_of(cp.empty(shape, dtype=self.as_array(template).dtype), template)
+        arr = self.as_array(template)
+        with self._on(arr.data.device_id):
+            return self.in_library_of(cp.empty(shape, dtype=arr.dtype), template)
 
     def copy_of(self, arr: Any) -> Any:
         cp = self.cupy
-        torch = _torch()
+        torch = torch_module()
         if torch is not None and isinstance(arr, torch.Tensor):
             return arr.clone(memory_format=torch.contiguous_format)
-        copy = cp.array(self.as_array(arr), copy=True, order="C")
-        return copy if isinstance(arr, cp.ndarray) else self._library_of(copy, arr)
+        source = self.as_array(arr)
+        with self._on(source.data.device_id):
+            copy = cp.array(source, copy=True, order="C")
+        return copy if isinstance(arr, cp.ndarray) else self.in_library_of(copy, arr)
 
     def upload(self, host: Any) -> Any:
         return self.cupy.asarray(host)
@@ -144,8 +195,9 @@ class CudaBackend:
         out[...] = host
         return out
 
-    def _library_of(self, result: Any, template: Any) -> Any:
-        """`result` (a CuPy array) in the array library of `template`, without a copy."""
+    def in_library_of(self, result: Any, template: Any) -> Any:
+        """`result` (a CuPy array) in the array library of `template` (JAX or CuPy), without
+        a copy; JAX waits for CuPy's current stream through DLPack."""
         module = type(template).__module__.split(".")[0]
         if module in ("jax", "jaxlib"):
             import jax
@@ -155,59 +207,95 @@ class CudaBackend:
 
     # -- execution ---------------------------------------------------------------------
 
-    def _launches(self, plan: Plan, ins: Sequence[int], outs: Sequence[int]) -> list[Any]:
-        """(kernel, grid, args, table, group) of every launch running `plan` on these addresses."""
-        cp = self.cupy
-        launches = []
-        for group in group_copies(plan, ins, outs, self.multiprocessors):
-            table = cp.asarray(group.table)
-            fn = kernels.compiled(cp, group.kernel, group.defines)
-            # a persistent grid of two waves of resident blocks (or one block per tile)
-            grid = int(max(1, min(group.tiles, 2 * self.multiprocessors * self._occupancy(fn))))
-            args = (np.uint64(table.data.ptr), np.int32(group.pieces), np.int64(group.tiles))
-            launches.append((fn, grid, args, table, group))
-        return launches
+    def state(self, ordinal: int) -> _DeviceState:
+        """The per-GPU state of device `ordinal`."""
+        found = self._states.get(ordinal)
+        if found is None:
+            with self._lock:
+                found = self._states.setdefault(ordinal, _DeviceState(self.cupy, ordinal))
+        return found
 
-    def _occupancy(self, fn: Any) -> int:
-        blocks = self._blocks.get(id(fn))
-        if blocks is None:
-            blocks = self._blocks[id(fn)] = kernels.blocks_per_multiprocessor(self.cupy, fn)
-        return blocks
+    def default_queue(self) -> Queue:
+        """The current device and CuPy's current stream on it."""
+        cp = self.cupy
+        device = int(cp.cuda.runtime.getDevice())
+        return device, int(cp.cuda.get_current_stream(device).ptr)
+
+    def prepare(
+        self, plan: Plan, ins: Sequence[int], outs: Sequence[int], queue: Queue
+    ) -> Prepared:
+        """`plan`'s launches on these addresses, tables uploaded on the queue's stream."""
+        cp = self.cupy
+        device, stream = queue
+        capturing = is_capturing(cp, stream)
+        if not capturing:
+            self._sweep()
+        with self._on(device), relaxed_capture() if capturing else contextlib.nullcontext():
+            state = self.state(device)
+            groups = group_copies(plan, ins, outs, state.multiprocessors)
+            functions = []
+            for group in groups:
+                handle, blocks = state.function(cp, group)
+                # a persistent grid of two waves of resident blocks (or one block per tile)
+                grid = int(max(1, min(group.tiles, 2 * state.multiprocessors * blocks)))
+                functions.append((handle, grid))
+            return Prepared(cp, groups, functions, stream)
+
+    def retire(self, prepared: Prepared) -> None:
+        """Take an entry pushed out of a cache: its memory is freed once nothing can read it."""
+        with self._lock:
+            (self._kept if prepared.pinned else self._retiring).append(prepared)
+
+    def _sweep(self) -> None:
+        with self._lock:
+            waiting = self._retiring
+            self._kept += [p for p in waiting if p.pinned]
+            self._retiring = [p for p in waiting if not p.pinned and not p.retired()]
+
+    def run(self, prepared: Prepared, queue: Queue) -> None:
+        """Launch a prepared plan on the queue's stream, with its device current."""
+        cp = self.cupy
+        device, stream = queue
+        runtime = cp.cuda.runtime
+        current = runtime.getDevice()
+        if current == device:
+            prepared.run(cp, stream)
+        else:
+            runtime.setDevice(device)
+            try:
+                prepared.run(cp, stream)
+            finally:
+                runtime.setDevice(current)
+        log = self.launch_log
+        if log is not None:
+            log.extend(prepared.groups)
 
     def executor(self, plan: Plan) -> _CudaExecutor:
         return _CudaExecutor(self, plan)
 
 
 class _CudaExecutor:
-    """A plan's launches, resolved (tables uploaded) once per tuple of device addresses."""
+    """A plan's launches, prepared once per device and tuple of device addresses."""
 
     def __init__(self, backend: CudaBackend, plan: Plan) -> None:
         self.backend = backend
         self.plan = plan
-        self.cache: AddressCache[list[Any]] = AddressCache(_TABLE_CACHE)
+        self.cache: AddressCache[Prepared] = AddressCache(_TABLE_CACHE, backend.retire)
 
-    def _resolve(self, ins: Sequence[int], outs: Sequence[int]) -> list[Any]:
-        return self.cache.get((*ins, *outs), lambda: self.backend._launches(self.plan, ins, outs))
+    def __call__(self, ins: Sequence[int], outs: Sequence[int], queue: Queue | None = None) -> None:
+        backend = self.backend
+        if queue is None:
+            queue = backend.default_queue()
+        where = queue
+        prepared = self.cache.get(
+            (where[0], *ins, *outs), lambda: backend.prepare(self.plan, ins, outs, where)
+        )
+        backend.run(prepared, queue)
 
-    def _launch(self, launches: list[Any]) -> None:
-        log = self.backend.launch_log
-        for fn, grid, args, _, group in launches:
-            fn((grid,), (THREADS,), args)
-            if log is not None:
-                log.append(group)
+    def bound(self, ins: Sequence[int], outs: Sequence[int]) -> Callable[..., None]:
+        ins, outs = list(ins), list(outs)
 
-    def __call__(self, ins: Sequence[int], outs: Sequence[int]) -> None:
-        self._launch(self._resolve(ins, outs))
+        def dispatch(queue: Queue | None = None) -> None:
+            self(ins, outs, queue)
 
-    def bound(self, ins: Sequence[int], outs: Sequence[int]) -> Callable[[], None]:
-        launches = self._resolve(ins, outs)
-        if len(launches) == 1 and self.backend.launch_log is None:
-            fn, grid, args, _, _ = launches[0]
-            block = (THREADS,)
-            return lambda: fn((grid,), block, args)
-        return lambda: self._launch(launches)
-
-
-def _torch() -> Any:
-    """The torch module if it is already imported (never imported here)."""
-    return sys.modules.get("torch")
+        return dispatch

@@ -8,7 +8,7 @@ from typing import Any
 
 from .strategies import THREADS
 
-__all__ = ["source", "compiled", "ENTRY", "blocks_per_multiprocessor"]
+__all__ = ["source", "compiled", "function_handle", "ENTRY", "blocks_per_multiprocessor"]
 
 ENTRY = {"strided": "dmlops_strided", "rows": "dmlops_rows", "transpose": "dmlops_transpose"}
 _cache: dict[tuple[str, tuple[tuple[str, int], ...]], Any] = {}
@@ -41,17 +41,11 @@ def compiled(cupy: Any, kernel: str, defines: tuple[tuple[str, int], ...]) -> An
     return fn
 
 
-def blocks_per_multiprocessor(cupy: Any, fn: Any) -> int:
-    """How many THREADS-thread blocks of `fn` one multiprocessor holds at once."""
-    try:
-        return int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, THREADS, 0))
-    except Exception:  # noqa: BLE001 - older CuPy: count registers and shared memory instead
-        pass
-    try:
-        regs = int(fn.num_regs)
-        shared = int(fn.shared_size_bytes)
-    except Exception:  # noqa: BLE001 - no attributes either: assume a full multiprocessor
-        return 2048 // THREADS
-    by_regs = 65536 // (-(-regs // 8) * 8 * THREADS)
-    by_shared = (228 * 1024) // (shared + 1024) if shared else 2048 // THREADS
-    return max(1, min(2048 // THREADS, by_regs, by_shared))
+def function_handle(kernel: Any) -> int:
+    """The CUfunction handle of a compiled kernel on the current device (loaded there if new)."""
+    return int(kernel.kernel.ptr)
+
+
+def blocks_per_multiprocessor(cupy: Any, function: int) -> int:
+    """How many THREADS-thread blocks of a kernel one multiprocessor holds at once."""
+    return int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(function, THREADS, 0))

@@ -22,6 +22,7 @@ import numpy as np
 
 from ...errors import BindingError, DmlError
 from ...plan import Plan, StridedCopy, array_byte_span
+from .. import no_queue
 from .._address_cache import AddressCache
 from .memory import Flat, Memory, WebGpuArray
 from .native import NativeEncoder, native_encoder
@@ -180,6 +181,12 @@ class WebGpuBackend:
             "or device='webgpu'"
         )
 
+    def describe(self, obj: Any) -> WebGpuArray:
+        return self.as_array(obj)
+
+    def placement(self, named: Sequence[tuple[str, Any]]) -> Callable[[Any], None]:
+        return no_queue
+
     def array_keys(self) -> dict[type, Callable[[Any], Hashable]]:
         return {WebGpuArray: lambda a: (WebGpuArray, a.dtype, a.shape, a.strides)}
 
@@ -219,6 +226,9 @@ class WebGpuBackend:
 
     def new_like(self, template: Any, shape: tuple[int, ...]) -> WebGpuArray:
         return self.empty(shape, self.as_array(template).dtype)
+
+    def in_library_of(self, result: Any, template: Any) -> Any:
+        return result
 
     def copy_of(self, arr: Any) -> WebGpuArray:
         a = self.as_array(arr)
@@ -383,11 +393,12 @@ class _WebGpuExecutor:
             key, lambda: _Recorded(backend, backend._dispatches(self.plan, ins, outs))
         )
 
-    def __call__(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> None:
+    def __call__(self, ins: Sequence[Flat], outs: Sequence[Flat], queue: Any = None) -> None:
         self._resolve(ins, outs).run()
 
-    def bound(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> Callable[[], None]:
-        return self._resolve(ins, outs).run
+    def bound(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> Callable[..., None]:
+        recorded = self._resolve(ins, outs)
+        return lambda queue=None: recorded.run()
 
 
 class _Recorded:

@@ -1,0 +1,68 @@
+"""CuPy, checked: installed once, built for a CUDA the driver runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib import metadata
+from typing import Any
+
+from ...errors import DmlError
+
+__all__ = ["import_cupy", "cupy_distributions", "check_install", "INSTALL_HINT"]
+
+INSTALL_HINT = (
+    "pip install 'dmlops[cuda12]' for a CUDA 12 driver or 'dmlops[cuda13]' for CUDA 13 "
+    "(nvidia-smi shows the driver's CUDA version)"
+)
+
+
+def cupy_distributions() -> list[str]:
+    """Names of the installed CuPy distributions (cupy, cupy-cuda12x, cupy-cuda13x, ...)."""
+    names = set()
+    for dist in metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower()
+        if name == "cupy" or name.startswith("cupy-cuda") or name.startswith("cupy-rocm"):
+            names.add(name)
+    return sorted(names)
+
+
+def _version(v: int) -> str:
+    return f"{v // 1000}.{v % 1000 // 10}"
+
+
+def check_install(distributions: Sequence[str], driver: int, runtime: int) -> None:
+    """Raise DmlError where the CuPy packages or the CUDA versions cannot work together.
+    Versions are CUDA's integers (12040 is 12.4); a driver of 0 means none is installed."""
+    if len(distributions) > 1:
+        raise DmlError(
+            f"several CuPy packages are installed at once ({', '.join(distributions)}): "
+            "they overwrite each other's files; uninstall all but the one for your CUDA: "
+            + INSTALL_HINT
+        )
+    if driver == 0:
+        raise DmlError("the cuda backend found no NVIDIA driver (libcuda) on this machine")
+    if driver // 1000 < runtime // 1000:
+        wanted = driver // 1000
+        raise DmlError(
+            f"CuPy is built for CUDA {_version(runtime)} but the NVIDIA driver supports CUDA "
+            f"{_version(driver)}: install the CuPy for CUDA {wanted} "
+            f"(pip install 'dmlops[cuda{wanted}]') or update the driver"
+        )
+
+
+def import_cupy() -> Any:
+    """The cupy module, or a DmlError that says what to install."""
+    distributions = cupy_distributions()
+    if len(distributions) > 1:
+        check_install(distributions, 1, 0)
+    try:
+        import cupy
+    except ImportError as e:
+        raise DmlError(f"the cuda backend needs CuPy: {INSTALL_HINT}") from e
+    try:
+        driver = int(cupy.cuda.runtime.driverGetVersion())
+        runtime = int(cupy.cuda.runtime.runtimeGetVersion())
+    except Exception as e:  # no libcuda, or CuPy's libraries missing
+        raise DmlError(f"the cuda backend cannot load CUDA ({e}): {INSTALL_HINT}") from e
+    check_install(distributions, driver, runtime)
+    return cupy

@@ -1,0 +1,145 @@
+"""A plan's launches on one GPU for one tuple of bound addresses: piece tables uploaded
+asynchronously on the caller's stream, kernel parameters packed once, launches through
+the driver on whichever stream a call names.
+
+Tables go up from pinned host memory with `cudaMemcpyAsync` on the stream of the call
+that first needs them, so nothing waits on the host. A first call made while that stream
+is being captured into a CUDA graph prepares its tables in relaxed capture mode (the
+allocations are then legal and the copy becomes a node of the graph); tables a captured
+launch reads are never freed, since the graph may be replayed at any time.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .strategies import THREADS, Group
+
+__all__ = ["Prepared", "relaxed_capture", "is_capturing"]
+
+_RELAXED = 2  # CU_STREAM_CAPTURE_MODE_RELAXED
+_driver: Any = None
+_driver_lock = threading.Lock()
+
+
+def _libcuda() -> Any:
+    global _driver
+    with _driver_lock:
+        if _driver is None:
+            _driver = ctypes.CDLL("libcuda.so.1")
+        return _driver
+
+
+class relaxed_capture:
+    """This thread in relaxed stream-capture mode while the block runs (allocations and module
+    loads are legal even when a stream of this process is being captured)."""
+
+    def __enter__(self) -> None:
+        self.mode = ctypes.c_int(_RELAXED)
+        _libcuda().cuThreadExchangeStreamCaptureMode(ctypes.byref(self.mode))
+
+    def __exit__(self, *exc: object) -> None:
+        _libcuda().cuThreadExchangeStreamCaptureMode(ctypes.byref(self.mode))
+
+
+class _Handle:
+    """A raw stream handle behind the CUDA stream protocol."""
+
+    def __init__(self, handle: int) -> None:
+        self.handle = handle
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return 0, self.handle
+
+
+def external_stream(cupy: Any, handle: int) -> Any:
+    """A CuPy stream object for a raw stream handle (it does not own the stream)."""
+    from_external = getattr(cupy.cuda.Stream, "from_external", None)
+    if from_external is not None:
+        return from_external(_Handle(handle))
+    return cupy.cuda.ExternalStream(handle)
+
+
+def is_capturing(cupy: Any, stream: int) -> bool:
+    """Whether `stream` is being captured into a CUDA graph now."""
+    return bool(cupy.cuda.runtime.streamIsCapturing(stream))
+
+
+class Prepared:
+    """Launches of one plan on one device for one tuple of addresses."""
+
+    def __init__(
+        self,
+        cupy: Any,
+        groups: Sequence[Group],
+        functions: Sequence[tuple[Any, int]],
+        stream: int,
+    ) -> None:
+        """`functions[k]` is (CUfunction handle, grid size) for `groups[k]`; tables are
+        uploaded on `stream`, which must be current to this device's context."""
+        runtime = cupy.cuda.runtime
+        self.groups = list(groups)
+        self.stream = stream
+        self.streams = {stream}
+        self.pinned = False  # read by a captured graph: never to be freed
+        sizes = [g.table.nbytes for g in groups]
+        total = sum(-(-n // 256) * 256 for n in sizes)
+        self.captured_tables = is_capturing(cupy, stream)
+        if self.captured_tables:
+            self.pinned = True
+            with relaxed_capture():
+                self._device_ptr = runtime.malloc(max(total, 256))
+                self._host_ptr = runtime.hostAlloc(max(total, 256), 0)
+            host = np.ctypeslib.as_array(
+                ctypes.cast(self._host_ptr, ctypes.POINTER(ctypes.c_uint8)), (max(total, 256),)
+            )
+            self.memory: Any = None
+            self.staging: Any = None
+        else:
+            with external_stream(cupy, stream):  # the pool reuses it on this stream only
+                self.memory = cupy.cuda.alloc(max(total, 256))
+            self.staging = cupy.cuda.alloc_pinned_memory(max(total, 256))
+            self._device_ptr = int(self.memory.ptr)
+            host = np.frombuffer(self.staging, np.uint8, max(total, 256))
+        self.launches: list[tuple[int, int, Any]] = []
+        self._params: list[Any] = []
+        offset = 0
+        for group, (function, grid), n in zip(groups, functions, sizes, strict=True):
+            host[offset : offset + n] = group.table.view(np.uint8).reshape(-1)
+            values = (
+                np.array([self._device_ptr + offset], np.uint64),
+                np.array([group.pieces], np.int32),
+                np.array([group.tiles], np.int64),
+            )
+            params = np.array([v.ctypes.data for v in values], np.uint64)
+            self._params.append((values, params))
+            self.launches.append((function, grid, int(params.ctypes.data)))
+            offset += -(-n // 256) * 256
+        host_ptr = self._host_ptr if self.captured_tables else int(self.staging.ptr)
+        runtime.memcpyAsync(
+            self._device_ptr, host_ptr, max(offset, 1), runtime.memcpyHostToDevice, stream
+        )
+        self.uploaded: Any = None
+        if not self.captured_tables:  # the staging memory is reused only once this has run
+            self.uploaded = cupy.cuda.Event(block=False, disable_timing=True)
+            self.uploaded.record(external_stream(cupy, stream))
+
+    def retired(self) -> bool:
+        """Whether this entry's memory may go back to its pools (never, once pinned)."""
+        return not self.pinned and (self.uploaded is None or bool(self.uploaded.done))
+
+    def run(self, cupy: Any, stream: int) -> None:
+        """Launch every group on `stream` (this device's context must be current)."""
+        if stream not in self.streams:
+            self.streams.add(stream)
+            self.pinned = True  # another stream may still read it when it would be freed
+        if not self.pinned and cupy.cuda.runtime.streamIsCapturing(stream):
+            self.pinned = True
+        launch = cupy.cuda.driver.launchKernel
+        for function, grid, params in self.launches:
+            launch(function, grid, 1, 1, THREADS, 1, 1, 0, stream, params, 0)
