@@ -78,3 +78,25 @@ def apply_to_arrays(
     """Copy element by element between numpy arrays of any layout."""
     for k, oc, j, ic in mapping:
         outs[k][oc] = ins[j][ic]
+
+
+def slice_grad_mapping(window_offsets, window_sizes, window_strides, in_sizes, out_sizes):  # type: ignore[no-untyped-def]
+    """(mapping, zeroed output coordinates): each output coordinate looks for the input
+    gradient coordinate c with CopyStart + strides * c == it, scanning every c; those that
+    find none are zero."""
+    copy_start = list(window_offsets)
+    for i in range(len(copy_start)):
+        if window_strides[i] < 0:
+            copy_start[i] += window_sizes[i] - 1
+    m: Mapping = []
+    zeroed = []
+    for o in _coords(out_sizes):
+        c = []
+        for i in range(len(o)):
+            hits = [k for k in range(in_sizes[i]) if copy_start[i] + window_strides[i] * k == o[i]]
+            c.append(hits[0] if hits else None)
+        if None in c:
+            zeroed.append(o)
+        else:
+            m.append((0, o, 0, tuple(c)))
+    return m, zeroed

@@ -1,4 +1,5 @@
-"""dmlops: DirectML's data-movement operators (SLICE, SLICE1, SPLIT, JOIN) for Python."""
+"""dmlops: DirectML's data-movement operators (SLICE, SLICE1, SPLIT, JOIN, SLICE_GRAD,
+DEPTH_TO_SPACE1, SPACE_TO_DEPTH1) for Python."""
 
 from .device import Binding, BindingTable, CompiledOperator, Device
 from .errors import (
@@ -8,7 +9,15 @@ from .errors import (
     ModelError,
     UnsupportedFeatureLevelError,
 )
-from .functional import depth_to_space, join, slice, slice1, space_to_depth, split
+from .functional import (
+    depth_to_space,
+    join,
+    slice,
+    slice1,
+    slice_grad,
+    space_to_depth,
+    split,
+)
 from .graph import Graph, GraphTensor
 from .ops import (
     DepthSpaceOrder,
@@ -17,6 +26,7 @@ from .ops import (
     OperatorDesc,
     Slice1Desc,
     SliceDesc,
+    SliceGradDesc,
     SpaceToDepth1Desc,
     SplitDesc,
 )
@@ -52,6 +62,7 @@ __all__ = [
     "Plan",
     "Slice1Desc",
     "SliceDesc",
+    "SliceGradDesc",
     "SpaceToDepth1Desc",
     "SplitDesc",
     "StridedCopy",
@@ -62,6 +73,7 @@ __all__ = [
     "join",
     "slice",
     "slice1",
+    "slice_grad",
     "space_to_depth",
     "split",
 ]

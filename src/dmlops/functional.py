@@ -29,6 +29,7 @@ from .ops import (
     OperatorDesc,
     Slice1Desc,
     SliceDesc,
+    SliceGradDesc,
     SpaceToDepth1Desc,
     SplitDesc,
 )
@@ -39,6 +40,7 @@ from .tensor import BufferTensorDesc, DataType, FeatureLevel, int_tuple, packed_
 __all__ = [
     "slice",
     "slice1",
+    "slice_grad",
     "split",
     "join",
     "depth_to_space",
@@ -494,6 +496,45 @@ def slice1(
 
     fields = _fields_key(window_offsets, window_sizes, window_strides, output_sizes)
     return _dispatch("SLICE1", fields, feature_level, [x], [out], build, device)[0]
+
+
+def slice_grad(
+    input_gradient: Any,
+    output_sizes: Sequence[int],
+    window_offsets: Sequence[int],
+    window_sizes: Sequence[int],
+    window_strides: Sequence[int],
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML SLICE_GRAD: SLICE1's backward pass. Returns a tensor of `output_sizes` (the forward
+    input's shape) holding input_gradient[c] at window_offsets' CopyStart + window_strides * c
+    and zeros elsewhere."""
+
+    def build(ins: list[Any], outs: list[Any]) -> _Call:
+        backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
+        shape = int_tuple(output_sizes, "SLICE_GRAD.OutputGradientTensor.Sizes")
+        if outs[0] is not None:
+            given = tuple(backend.describe(outs[0]).shape)
+            if given != shape:
+                raise DmlError(
+                    f"SLICE_GRAD.OutputGradientTensor.Sizes: output_sizes {list(shape)} differ "
+                    f"from out's shape {list(given)}"
+                )
+        return _compile(
+            backend,
+            feature_level,
+            lambda i, o: SliceGradDesc(i[0], o[0], window_offsets, window_sizes, window_strides),
+            ins,
+            outs,
+            [shape if outs[0] is None else None],
+            _dtype_of(backend, ins[0]),
+        )
+
+    fields = _fields_key(output_sizes, window_offsets, window_sizes, window_strides)
+    return _dispatch("SLICE_GRAD", fields, feature_level, [input_gradient], [out], build, device)[0]
 
 
 def split(

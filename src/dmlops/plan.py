@@ -3,10 +3,15 @@
 Operators lower to `LogicalCopy` boxes in tensor coordinates; `compose` turns
 them, with each tensor's `Layout`, into `StridedCopy` records (byte offsets,
 element strides, coalesced shape). Backends execute plans and nothing else.
+
+A copy whose source is `ZERO` writes zeros (all bits clear) instead of reading an
+input: its source strides are 0. Copies of one plan never write the same element
+twice, so a backend may run them in any order, or all at once.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +24,8 @@ from .errors import InvalidDescriptorError
 from .tensor import BufferTensorDesc
 
 __all__ = [
+    "ZERO",
+    "zero_reads",
     "Layout",
     "LogicalCopy",
     "StridedCopy",
@@ -33,6 +40,10 @@ __all__ = [
 ]
 
 _ENUMERATION_LIMIT = 1 << 22
+
+ZERO = -1
+"""The source index of a copy that writes zeros. Backends bind a zeroed buffer after the
+inputs, so `inputs[ZERO]` is that buffer."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +126,11 @@ class Plan:
         return tuple(hi for _, hi in self.output_spans)
 
     @property
+    def writes_zeros(self) -> bool:
+        """Whether some copy writes zeros (the backend binds a zeroed buffer as `ZERO`)."""
+        return any(c.src == ZERO for c in self.copies)
+
+    @property
     def bytes_written(self) -> int:
         """Bytes written to the outputs when the plan executes."""
         return sum(c.element_count for c in self.copies) * self.element_size
@@ -124,7 +140,7 @@ class Plan:
         head = "<tr><th>input</th><th>byte</th><th>strides</th><th>output</th><th>byte</th>"
         head += "<th>strides</th><th>shape</th></tr>"
         rows = "".join(
-            f"<tr><td>{c.src}</td><td>{c.src_offset}</td><td>{list(c.src_strides)}</td>"
+            f"<tr><td>{_source(c.src)}</td><td>{c.src_offset}</td><td>{list(c.src_strides)}</td>"
             f"<td>{c.dst}</td><td>{c.dst_offset}</td><td>{list(c.dst_strides)}</td>"
             f"<td>{list(c.shape)}</td></tr>"
             for c in self.copies
@@ -139,11 +155,56 @@ class Plan:
         lines = [f"plan: {len(self.copies)} strided copies of {self.element_size}-byte elements"]
         for c in self.copies:
             lines.append(
-                f"  input {c.src} @ byte {c.src_offset} strides {list(c.src_strides)} -> "
+                f"  {_source(c.src, 'input ')} @ byte {c.src_offset} "
+                f"strides {list(c.src_strides)} -> "
                 f"output {c.dst} @ byte {c.dst_offset} strides {list(c.dst_strides)}, "
                 f"shape {list(c.shape)}"
             )
         return "\n".join(lines)
+
+
+def _source(src: int, prefix: str = "") -> str:
+    return "zeros" if src == ZERO else f"{prefix}{src}"
+
+
+def zero_reads(plan: Plan, limit: int) -> Plan:
+    """`plan` with each zero-writing copy reading a zeroed buffer of `limit` bytes (bound as
+    input `ZERO`) with a unit source stride along a contiguous destination row, so vector
+    kernels apply; rows longer than the buffer are cut into pieces that fit."""
+    if not plan.writes_zeros:
+        return plan
+    out: list[StridedCopy] = []
+    element_size = plan.element_size
+    most = limit // element_size
+    for c in plan.copies:
+        if c.src != ZERO or c.dst_strides[-1] != 1:
+            out.append(c)
+            continue
+        outer, row = c.shape[:-1], c.shape[-1]
+        zeros = (0,) * len(outer)
+        if row <= most:
+            out.append(
+                StridedCopy(ZERO, 0, (*zeros, 1), c.dst, c.dst_offset, c.dst_strides, c.shape)
+            )
+            continue
+        whole, rest = divmod(row, most)
+        out.append(
+            StridedCopy(
+                ZERO,
+                0,
+                (*zeros, 0, 1),
+                c.dst,
+                c.dst_offset,
+                (*c.dst_strides[:-1], most, 1),
+                (*outer, whole, most),
+            )
+        )
+        if rest:
+            offset = c.dst_offset + whole * most * element_size
+            out.append(
+                StridedCopy(ZERO, 0, (*zeros, 1), c.dst, offset, c.dst_strides, (*outer, rest))
+            )
+    return dataclasses.replace(plan, copies=tuple(out))
 
 
 def coalesce(
@@ -208,7 +269,8 @@ def compose(
     """Lower logical copies through tensor layouts to a coalesced plan."""
     resolved = []
     for lc in copies:
-        li, lo = input_layouts[lc.src], output_layouts[lc.dst]
+        lo = output_layouts[lc.dst]
+        li = Layout(0, (0,) * len(lc.shape)) if lc.src == ZERO else input_layouts[lc.src]
         src_off = li.offset + sum(a * t for a, t in zip(lc.src_start, li.strides, strict=True))
         dst_off = lo.offset + sum(a * t for a, t in zip(lc.dst_start, lo.strides, strict=True))
         src_st = tuple(k * t for k, t in zip(lc.src_step, li.strides, strict=True))
@@ -244,10 +306,10 @@ def build_plan(element_size: int, copies: Sequence[ElementCopy], inputs: int, ou
         shape, s_st, d_st, src_off, dst_off = coalesce(
             ec.shape, ec.src_strides, ec.dst_strides, ec.src_offset, ec.dst_offset
         )
-        for off, st, ext, idx, side in (
-            (src_off, s_st, in_ext, ec.src, "input"),
-            (dst_off, d_st, out_ext, ec.dst, "output"),
-        ):
+        sides = [(dst_off, d_st, out_ext, ec.dst, "output")]
+        if ec.src != ZERO:
+            sides.append((src_off, s_st, in_ext, ec.src, "input"))
+        for off, st, ext, idx, side in sides:
             low, high = span(off, shape, st)
             if low < 0:
                 raise InvalidDescriptorError(

@@ -5,6 +5,7 @@ from .depth_space import DepthSpaceOrder, DepthToSpace1Desc, SpaceToDepth1Desc
 from .join import JoinDesc
 from .slice import SliceDesc
 from .slice1 import Slice1Desc
+from .slice_grad import SliceGradDesc
 from .split import SplitDesc
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "OperatorDesc",
     "Slice1Desc",
     "SliceDesc",
+    "SliceGradDesc",
     "SpaceToDepth1Desc",
     "SplitDesc",
     "SupportRow",

@@ -9,7 +9,7 @@ from ..plan import LogicalCopy
 from ..tensor import BufferTensorDesc, FeatureLevel, check_int
 from ._base import ALL_DIMS, TYPES_8, TYPES_11, OperatorDesc, SupportRow, uint_list
 
-__all__ = ["Slice1Desc", "max_copied_elements"]
+__all__ = ["Slice1Desc", "WindowDesc", "max_copied_elements"]
 
 
 def max_copied_elements(window_size: int, window_stride: int) -> int:
@@ -17,51 +17,28 @@ def max_copied_elements(window_size: int, window_stride: int) -> int:
     return 1 + (window_size - 1) // abs(window_stride)
 
 
-class Slice1Desc(OperatorDesc):
-    """DML_SLICE1_OPERATOR_DESC: Output[c] = Input[CopyStart + InputWindowStrides * c].
+class WindowDesc(OperatorDesc):
+    """Operators with SLICE1's window fields (SLICE1 and SLICE_GRAD): InputWindowOffsets,
+    InputWindowSizes, InputWindowStrides over a windowed tensor, and a copied tensor of at most
+    MaxCopiedElements per dimension."""
 
-    The seeds give tables for 2_1 and 3_0 only. At 4_1 SLICE1 gets the 64-bit
-    types, as SLICE, SPLIT and JOIN do there (DirectML's newer reference lists
-    the same 4_1 row for SLICE1).
-    """
-
-    OPERATOR = "SLICE1"
-    # DirectML's SLICE1 page (ns-directml-dml_slice1_operator_desc, seeds 000/002/003) for 2_1
-    # and 3_0; the 4_1 row (64-bit types) from the feature-level history.
-    SUPPORT = (
-        SupportRow(FeatureLevel.FL_2_1, range(4, 6), TYPES_8),
-        SupportRow(FeatureLevel.FL_3_0, ALL_DIMS, TYPES_8),
-        SupportRow(FeatureLevel.FL_4_1, ALL_DIMS, TYPES_11),
-    )
-
-    def __init__(
+    def _set_window(
         self,
-        input_tensor: BufferTensorDesc,
-        output_tensor: BufferTensorDesc,
-        input_window_offsets: Sequence[int],
-        input_window_sizes: Sequence[int],
-        input_window_strides: Sequence[int],
-        dimension_count: int | None = None,
+        offsets: Sequence[int],
+        sizes: Sequence[int],
+        strides: Sequence[int],
+        dimension_count: int | None,
     ) -> None:
-        self.input_tensor = input_tensor
-        self.output_tensor = output_tensor
-        self.input_window_offsets = uint_list(input_window_offsets, "SLICE1.InputWindowOffsets")
-        self.input_window_sizes = uint_list(input_window_sizes, "SLICE1.InputWindowSizes")
-        self.input_window_strides = uint_list(input_window_strides, "SLICE1.InputWindowStrides")
+        op = self.OPERATOR
+        self.input_window_offsets = uint_list(offsets, f"{op}.InputWindowOffsets")
+        self.input_window_sizes = uint_list(sizes, f"{op}.InputWindowSizes")
+        self.input_window_strides = uint_list(strides, f"{op}.InputWindowStrides")
         self.dimension_count = (
             len(self.input_window_offsets) if dimension_count is None else int(dimension_count)
         )
 
-    def input_fields(self) -> list[tuple[str, BufferTensorDesc]]:
-        return [("InputTensor", self.input_tensor)]
-
-    def output_fields(self) -> list[tuple[str, BufferTensorDesc]]:
-        return [("OutputTensor", self.output_tensor)]
-
-    def _field_items(self) -> list[tuple[str, object]]:
+    def _window_items(self) -> list[tuple[str, object]]:
         return [
-            ("InputTensor", self.input_tensor),
-            ("OutputTensor", self.output_tensor),
             ("DimensionCount", self.dimension_count),
             ("InputWindowOffsets", list(self.input_window_offsets)),
             ("InputWindowSizes", list(self.input_window_sizes)),
@@ -93,6 +70,7 @@ class Slice1Desc(OperatorDesc):
         return self.max_copied_elements()
 
     def _check_fields(self) -> None:
+        op = self.OPERATOR
         n = self.dimension_count
         for field, arr in (
             ("InputWindowOffsets", self.input_window_offsets),
@@ -103,39 +81,96 @@ class Slice1Desc(OperatorDesc):
         self._uint_array(self.input_window_offsets, "InputWindowOffsets")
         self._uint_array(self.input_window_sizes, "InputWindowSizes")
         for i, t in enumerate(self.input_window_strides):
-            check_int(t, f"SLICE1.InputWindowStrides[{i}]")
+            check_int(t, f"{op}.InputWindowStrides[{i}]")
             if t == 0:
                 raise InvalidDescriptorError(
-                    f"SLICE1.InputWindowStrides[{i}] is 0: strides may not be 0"
+                    f"{op}.InputWindowStrides[{i}] is 0: strides may not be 0"
                 )
         for i, s in enumerate(self.input_window_sizes):
             if s == 0:
                 raise InvalidDescriptorError(
-                    f"SLICE1.InputWindowSizes[{i}] is 0: the input window may not be empty"
+                    f"{op}.InputWindowSizes[{i}] is 0: the input window may not be empty"
                 )
 
-    def _check_rules(self) -> None:
-        inp, out = self.input_tensor, self.output_tensor
-        self._same_type("InputTensor", inp, "OutputTensor", out)
-        if self.dimension_count != inp.dimension_count:
+    def _check_window(
+        self,
+        windowed_name: str,
+        windowed: BufferTensorDesc,
+        copied_name: str,
+        copied: BufferTensorDesc,
+    ) -> None:
+        """The window lies inside `windowed`; `copied` has at most MaxCopiedElements."""
+        op = self.OPERATOR
+        self._same_type(windowed_name, windowed, copied_name, copied)
+        if self.dimension_count != windowed.dimension_count:
             raise InvalidDescriptorError(
-                f"SLICE1.DimensionCount is {self.dimension_count}: "
-                f"must equal InputTensor.DimensionCount {inp.dimension_count}"
+                f"{op}.DimensionCount is {self.dimension_count}: "
+                f"must equal {windowed_name}.DimensionCount {windowed.dimension_count}"
             )
         maxima = self.max_copied_elements()
         for i in range(self.dimension_count):
             o, s = self.input_window_offsets[i], self.input_window_sizes[i]
-            if o + s > inp.sizes[i]:
+            if o + s > windowed.sizes[i]:
                 raise InvalidDescriptorError(
-                    f"SLICE1.InputWindowOffsets[{i}] is {o}: InputWindowOffsets[{i}] + "
-                    f"InputWindowSizes[{i}] = {o + s} exceeds InputTensor.Sizes[{i}] {inp.sizes[i]}"
+                    f"{op}.InputWindowOffsets[{i}] is {o}: InputWindowOffsets[{i}] + "
+                    f"InputWindowSizes[{i}] = {o + s} exceeds {windowed_name}.Sizes[{i}] "
+                    f"{windowed.sizes[i]}"
                 )
-            if out.sizes[i] > maxima[i]:
+            if copied.sizes[i] > maxima[i]:
                 raise InvalidDescriptorError(
-                    f"SLICE1.OutputTensor.Sizes[{i}] is {out.sizes[i]}: must be at most "
+                    f"{op}.{copied_name}.Sizes[{i}] is {copied.sizes[i]}: must be at most "
                     f"MaxCopiedElements[{i}] = 1 + ({s} - 1) / |{self.input_window_strides[i]}| "
                     f"= {maxima[i]}"
                 )
+
+
+class Slice1Desc(WindowDesc):
+    """DML_SLICE1_OPERATOR_DESC: Output[c] = Input[CopyStart + InputWindowStrides * c].
+
+    The seeds give tables for 2_1 and 3_0 only. At 4_1 SLICE1 gets the 64-bit
+    types, as SLICE, SPLIT and JOIN do there (DirectML's newer reference lists
+    the same 4_1 row for SLICE1).
+    """
+
+    OPERATOR = "SLICE1"
+    # DirectML's SLICE1 page (ns-directml-dml_slice1_operator_desc, seeds 000/002/003) for 2_1
+    # and 3_0; the 4_1 row (64-bit types) from the feature-level history.
+    SUPPORT = (
+        SupportRow(FeatureLevel.FL_2_1, range(4, 6), TYPES_8),
+        SupportRow(FeatureLevel.FL_3_0, ALL_DIMS, TYPES_8),
+        SupportRow(FeatureLevel.FL_4_1, ALL_DIMS, TYPES_11),
+    )
+
+    def __init__(
+        self,
+        input_tensor: BufferTensorDesc,
+        output_tensor: BufferTensorDesc,
+        input_window_offsets: Sequence[int],
+        input_window_sizes: Sequence[int],
+        input_window_strides: Sequence[int],
+        dimension_count: int | None = None,
+    ) -> None:
+        self.input_tensor = input_tensor
+        self.output_tensor = output_tensor
+        self._set_window(
+            input_window_offsets, input_window_sizes, input_window_strides, dimension_count
+        )
+
+    def input_fields(self) -> list[tuple[str, BufferTensorDesc]]:
+        return [("InputTensor", self.input_tensor)]
+
+    def output_fields(self) -> list[tuple[str, BufferTensorDesc]]:
+        return [("OutputTensor", self.output_tensor)]
+
+    def _field_items(self) -> list[tuple[str, object]]:
+        return [
+            ("InputTensor", self.input_tensor),
+            ("OutputTensor", self.output_tensor),
+            *self._window_items(),
+        ]
+
+    def _check_rules(self) -> None:
+        self._check_window("InputTensor", self.input_tensor, "OutputTensor", self.output_tensor)
 
     def logical_copies(self) -> list[LogicalCopy]:
         n = self.dimension_count

@@ -20,7 +20,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from ...errors import BindingError, DmlError
-from ...plan import Plan
+from ...plan import Plan, zero_reads
 from .._address_cache import AddressCache
 from . import kernels
 from .arrays import TorchView
@@ -32,17 +32,29 @@ from .streams import Queue, is_torch, queue_function, torch_module
 __all__ = ["CudaBackend"]
 
 _TABLE_CACHE = 16
+ZERO_BYTES = 64 << 10  # the zeroed buffer per GPU that zero-writing copies read
 _ALREADY_THERE = contextlib.nullcontext()
 
 
 class _DeviceState:
-    """What is measured or loaded once per GPU: its size and its kernels' handles."""
+    """What is measured or loaded once per GPU: its size, its kernels' handles and a zeroed
+    buffer that zero-writing copies read (made in relaxed capture mode, with a blocking
+    memset, so it is zero before any launch and legal while another stream is captured)."""
 
     def __init__(self, cupy: Any, ordinal: int) -> None:
-        props = cupy.cuda.runtime.getDeviceProperties(ordinal)
+        runtime = cupy.cuda.runtime
+        props = runtime.getDeviceProperties(ordinal)
         self.ordinal = ordinal
         self.multiprocessors = int(props["multiProcessorCount"])
         self.functions: dict[tuple[str, tuple[tuple[str, int], ...]], tuple[int, int]] = {}
+        current = runtime.getDevice()
+        with relaxed_capture():
+            runtime.setDevice(ordinal)
+            try:
+                self.zeros = int(runtime.malloc(ZERO_BYTES))
+                runtime.memset(self.zeros, 0, ZERO_BYTES)
+            finally:
+                runtime.setDevice(current)
 
     def function(self, cupy: Any, group: Group) -> tuple[int, int]:
         """(CUfunction handle, blocks per multiprocessor) of a group's kernel on this GPU
@@ -232,6 +244,8 @@ class CudaBackend:
             self._sweep()
         with self._on(device), relaxed_capture() if capturing else contextlib.nullcontext():
             state = self.state(device)
+            if plan.writes_zeros:
+                plan, ins = zero_reads(plan, ZERO_BYTES), [*ins, state.zeros]
             groups = group_copies(plan, ins, outs, state.multiprocessors)
             functions = []
             for group in groups:

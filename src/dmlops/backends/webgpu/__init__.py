@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import BindingError, DmlError
-from ...plan import Plan, StridedCopy, array_byte_span
+from ...plan import Plan, StridedCopy, array_byte_span, zero_reads
 from .. import no_queue
 from .._address_cache import AddressCache
 from .memory import Flat, Memory, WebGpuArray
@@ -33,6 +33,7 @@ __all__ = ["WebGpuBackend", "WebGpuArray", "NATIVE_BACKENDS"]
 NATIVE_BACKENDS = ("Vulkan", "Metal", "D3D12")
 ARENA_BYTES = 256 << 20
 _TABLE_CACHE = 16
+ZERO_BYTES = 64 << 10  # the zeroed buffer that zero-writing copies read
 
 # Bindings and `load_src` prepended to a kernel: (word kernel?, one buffer read and written)
 _BINDINGS = {
@@ -150,6 +151,7 @@ class WebGpuBackend:
             required_limits={k: limits[k] for k in wanted}
         )
         self.queue = self.device.queue
+        self._zeros: WebGpuArray | None = None
         max_binding = min(limits["max-storage-buffer-binding-size"], limits["max-buffer-size"])
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         self.memory = Memory(self.device, usage, min(ARENA_BYTES, max_binding), max_binding)
@@ -315,9 +317,17 @@ class WebGpuBackend:
                 self._pipelines[key] = pipeline
         return pipeline
 
+    def _zero_flat(self) -> Flat:
+        """A zeroed buffer that zero-writing copies read (made once)."""
+        if self._zeros is None:
+            self._zeros = self.upload(np.zeros(ZERO_BYTES, np.uint8))
+        return self.byte_view(self._zeros, False)[0]
+
     def _dispatches(self, plan: Plan, ins: Sequence[Flat], outs: Sequence[Flat]) -> list[Any]:
         """(pipeline, bind group, grid, group, kept buffers) of every dispatch of `plan`."""
         wgpu, device = self.wgpu, self.device
+        if plan.writes_zeros:
+            plan, ins = zero_reads(plan, ZERO_BYTES), [*ins, self._zero_flat()]
         index: dict[int, int] = {}
         buffers: list[Any] = []
         for f in (*ins, *outs):
