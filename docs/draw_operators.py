@@ -1,5 +1,5 @@
-"""Draw the pictures of docs/operators.md: the six worked examples and one rejected
-descriptor per validation rule family. Run from the repository root:
+"""Draw the pictures of docs/operators.md: the six worked examples, SLICE_GRAD's page
+example and one rejected descriptor per validation rule family. Run from the repository root:
 
     python docs/draw_operators.py
 """
@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 
-from dmlops.ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
+from dmlops.ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SliceGradDesc, SplitDesc
 from dmlops.picture import draw
 from dmlops.tensor import BufferTensorDesc, DataType
 from dmlops.worked_examples import WORKED_EXAMPLES
@@ -67,6 +68,10 @@ def main() -> None:
     for k, example in enumerate(WORKED_EXAMPLES):
         fig = draw(example.desc, OUT / f"example_{k + 1}.png", values=[example.make_input()])
         plt.close(fig)
+    # SLICE_GRAD's page: SLICE1 took [[a, c], [i, k]] (here 1, 3, 9, 11) with strides 2
+    grad = SliceGradDesc(_t(2, 2), _t(4, 4), [0, 0], [4, 4], [2, 2])
+    values = [np.array([[1, 3], [9, 11]], np.float32)]
+    plt.close(draw(grad, OUT / "slice_grad_example.png", values=values))
     for stem, level, desc in REJECTED:
         plt.close(draw(desc, OUT / f"{stem}.png", level))
 

@@ -199,3 +199,22 @@ def test_plan_writes_every_output_element_once() -> None:
     plan = desc.lower()
     assert plan.bytes_written == 5 * 9 * 4 * 4  # zeros and gradient together, no element twice
     assert plan.writes_zeros
+
+
+def test_dxdispatch_model_and_explain(capsys: pytest.CaptureFixture[str]) -> None:
+    from pathlib import Path
+
+    from dmlops.cli import main
+
+    model = Path(__file__).resolve().parent.parent / "examples" / "slice_grad.json"
+    assert main(["run", str(model)]) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed == "Resource 'backpropagated': 1, 0, 2, 0, 0, 0, 0, 0, 3, 0, 4, 0, 0, 0, 0, 0"
+    args = ["explain", "slice_grad", "--input-sizes", "2,2", "--output-sizes", "4,4"]
+    args += ["--window-offsets", "0,0", "--window-sizes", "4,4", "--window-strides=-2,2"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "VALID at DML_FEATURE_LEVEL_4_1: DML_OPERATOR_SLICE_GRAD" in text
+    assert "OutputGradient[3,0] = InputGradient[0,0]" in text
+    assert "OutputGradient[1,1] = 0" in text
+    assert main([*args[:-1], "--window-strides=0,2"]) != 0

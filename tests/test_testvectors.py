@@ -79,7 +79,9 @@ def test_the_vectors_cover_operators_dtypes_ranks_and_layouts(tmp_path: Path) ->
         (dispatchable,) = model["dispatchables"].values()
         ops.add(dispatchable["type"])
         desc = dispatchable["desc"]
-        tensor = desc.get("InputTensor") or desc["InputTensors"][0]
+        tensor = (
+            desc.get("InputTensor") or desc.get("InputGradientTensor") or desc["InputTensors"][0]
+        )
         dtypes.add(tensor["DataType"])
         ranks.add(len(tensor["Sizes"]))
         strided += "Strides" in tensor
@@ -89,10 +91,23 @@ def test_the_vectors_cover_operators_dtypes_ranks_and_layouts(tmp_path: Path) ->
             windows, strides = desc["InputWindowSizes"], desc["InputWindowStrides"]
             most = [1 + (w - 1) // abs(s) for w, s in zip(windows, strides, strict=True)]
             partial += desc["OutputTensor"]["Sizes"] != most
-    assert ops == {f"DML_OPERATOR_{o}" for o in ("SLICE", "SLICE1", "SPLIT", "JOIN")}
+    assert ops == {f"DML_OPERATOR_{o}" for o in ("SLICE", "SLICE1", "SLICE_GRAD", "SPLIT", "JOIN")}
     assert dtypes == {dt.name for dt in DataType if dt is not DataType.UNKNOWN}
     assert ranks == set(range(1, 9))
     assert min(negative, strided, offset, partial) > 5
+
+
+def test_slice_grad_vectors_check_and_older_levels_leave_it_out(tmp_path: Path) -> None:
+    index = generate(tmp_path / "g", 40, seed=9, operators=["slice_grad"])
+    assert {m["operator"] for m in index} == {"slice_grad"}
+    for m in index:
+        expected = json.loads((tmp_path / "g" / str(m["expected"])).read_text())
+        if expected["valid"]:
+            assert check(expected, "\n".join(expected["printout"])) == []
+        else:
+            assert expected["error"].startswith("SLICE_GRAD.")
+    older = generate(tmp_path / "o", 30, seed=9, feature_level="2_1")
+    assert "slice_grad" not in {m["operator"] for m in older}
 
 
 def test_a_lower_feature_level_keeps_to_its_table(tmp_path: Path) -> None:
@@ -102,7 +117,9 @@ def test_a_lower_feature_level_keeps_to_its_table(tmp_path: Path) -> None:
         (dispatchable,) = model["dispatchables"].values()
         assert dispatchable["type"] in ("DML_OPERATOR_SLICE1", "DML_OPERATOR_JOIN")
         desc = dispatchable["desc"]
-        tensor = desc.get("InputTensor") or desc["InputTensors"][0]
+        tensor = (
+            desc.get("InputTensor") or desc.get("InputGradientTensor") or desc["InputTensors"][0]
+        )
         assert len(tensor["Sizes"]) in ((4, 5) if "SLICE1" in dispatchable["type"] else (4,))
         assert tensor["DataType"] not in ("FLOAT64", "INT64", "UINT64")
 

@@ -18,9 +18,11 @@ from .ops import (
     OperatorDesc,
     Slice1Desc,
     SliceDesc,
+    SliceGradDesc,
     SpaceToDepth1Desc,
     SplitDesc,
 )
+from .plan import ZERO
 from .tensor import BufferTensorDesc, DataType, FeatureLevel
 
 __all__ = ["main", "format_tensor", "format_desc"]
@@ -68,6 +70,9 @@ def element_mapping(desc: OperatorDesc) -> list[str]:
             dst = [a + k * b for a, k, b in zip(lc.dst_start, dst_step, c, strict=True)]
             src = [a + k * b for a, k, b in zip(lc.src_start, lc.src_step, c, strict=True)]
             out_name = outs[lc.dst].removesuffix("Tensor")
+            if lc.src == ZERO:
+                lines.append(f"{out_name}[{','.join(map(str, dst))}] = 0")
+                continue
             in_name = ins[lc.src].removesuffix("Tensor")
             lines.append(
                 f"{out_name}[{','.join(map(str, dst))}] = {in_name}[{','.join(map(str, src))}]"
@@ -128,6 +133,18 @@ def _explain_desc(args: argparse.Namespace) -> OperatorDesc:
         if sizes is None:
             sizes = Slice1Desc(inp, inp, *window).default_output_sizes()
         return Slice1Desc(inp, BufferTensorDesc(dt, sizes), *window)
+    if op == "slice_grad":
+        if args.input_sizes is None or len(args.input_sizes) != 1 or args.output_sizes is None:
+            raise DmlError(
+                "SLICE_GRAD: give --input-sizes (InputGradientTensor) once and --output-sizes "
+                "(OutputGradientTensor, the forward input's sizes)"
+            )
+        window = (args.window_offsets, args.window_sizes, args.window_strides)
+        return SliceGradDesc(
+            BufferTensorDesc(dt, args.input_sizes[0]),
+            BufferTensorDesc(dt, args.output_sizes),
+            *window,
+        )
     if op in ("depth_to_space1", "space_to_depth1"):
         if args.input_sizes is None or len(args.input_sizes) != 1:
             raise DmlError(f"{op.upper()}: give --input-sizes once")
@@ -155,7 +172,15 @@ def _explain_desc(args: argparse.Namespace) -> OperatorDesc:
     return JoinDesc(pieces, BufferTensorDesc(dt, whole), args.axis)
 
 
-_OPERATORS = ("slice", "slice1", "split", "join", "depth_to_space1", "space_to_depth1")
+_OPERATORS = (
+    "slice",
+    "slice1",
+    "slice_grad",
+    "split",
+    "join",
+    "depth_to_space1",
+    "space_to_depth1",
+)
 
 
 def _run_explain_onnx(
@@ -253,7 +278,7 @@ def _run_model(args: argparse.Namespace) -> int:
 def _run_gen_tests(args: argparse.Namespace) -> int:
     from .testvectors import generate
 
-    ops = [o.strip() for o in args.operators.split(",") if o.strip()]
+    ops = [o.strip() for o in args.operators.split(",") if o.strip()] if args.operators else None
     index = generate(
         args.outdir,
         args.count,
@@ -352,14 +377,21 @@ def build_parser() -> argparse.ArgumentParser:
     xp.add_argument("--offsets", type=_ints, default=[], help="SLICE Offsets")
     xp.add_argument("--sizes", type=_ints, default=[], help="SLICE Sizes (= output sizes)")
     xp.add_argument("--strides", type=_ints, default=[], help="SLICE Strides")
-    xp.add_argument("--window-offsets", type=_ints, default=[], help="SLICE1 InputWindowOffsets")
-    xp.add_argument("--window-sizes", type=_ints, default=[], help="SLICE1 InputWindowSizes")
-    xp.add_argument("--window-strides", type=_ints, default=[], help="SLICE1 InputWindowStrides")
+    xp.add_argument(
+        "--window-offsets", type=_ints, default=[], help="SLICE1/SLICE_GRAD InputWindowOffsets"
+    )
+    xp.add_argument(
+        "--window-sizes", type=_ints, default=[], help="SLICE1/SLICE_GRAD InputWindowSizes"
+    )
+    xp.add_argument(
+        "--window-strides", type=_ints, default=[], help="SLICE1/SLICE_GRAD InputWindowStrides"
+    )
     xp.add_argument(
         "--output-sizes",
         type=_ints,
         default=None,
-        help="SLICE1 output sizes (default MaxCopiedElements)",
+        help="SLICE1 output sizes (default MaxCopiedElements); SLICE_GRAD OutputGradientTensor "
+        "sizes (required)",
     )
     xp.add_argument("--axis", type=int, default=0, help="SPLIT/JOIN Axis")
     xp.add_argument(
@@ -389,7 +421,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--count", type=int, default=100, help="number of models (default 100)")
     gen.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     gen.add_argument(
-        "--operators", default="slice,slice1,split,join", help="comma-separated operators"
+        "--operators",
+        default=None,
+        help="comma-separated operators (default: every one of slice, slice1, slice_grad, split, "
+        "join that the feature level has)",
     )
     gen.add_argument("--feature-level", default="4_1", help="feature level (default 4_1)")
     gen.add_argument(

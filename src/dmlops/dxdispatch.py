@@ -25,6 +25,7 @@ from .ops import (
     OperatorDesc,
     Slice1Desc,
     SliceDesc,
+    SliceGradDesc,
     SpaceToDepth1Desc,
     SplitDesc,
 )
@@ -270,6 +271,19 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
             arrays[2],
             dimension_count=_count(d, "DimensionCount", path),
         )
+    if kind == "DML_OPERATOR_SLICE_GRAD":
+        window = ("InputWindowOffsets", "InputWindowSizes", "InputWindowStrides")
+        tensors = ("InputGradientTensor", "OutputGradientTensor")
+        d = _obj(value, path, {*tensors, *window}, {"DimensionCount"})
+        arrays = [_int_list(d[f], f"{path}.{f}") for f in window]
+        return SliceGradDesc(
+            _tensor(d[tensors[0]], f"{path}.{tensors[0]}"),
+            _tensor(d[tensors[1]], f"{path}.{tensors[1]}"),
+            arrays[0],
+            arrays[1],
+            arrays[2],
+            dimension_count=_count(d, "DimensionCount", path),
+        )
     if kind == "DML_OPERATOR_SPLIT":
         d = _obj(value, path, {"InputTensor", "OutputTensors", "Axis"}, {"OutputCount"})
         return SplitDesc(
@@ -306,7 +320,8 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
     raise _fail(
         f"{path[: -len('.desc')]}.type",
         f"'{kind}' is not one of DML_OPERATOR_SLICE, DML_OPERATOR_SLICE1, DML_OPERATOR_SPLIT, "
-        "DML_OPERATOR_JOIN, DML_OPERATOR_DEPTH_TO_SPACE1, DML_OPERATOR_SPACE_TO_DEPTH1",
+        "DML_OPERATOR_JOIN, DML_OPERATOR_SLICE_GRAD, DML_OPERATOR_DEPTH_TO_SPACE1, "
+        "DML_OPERATOR_SPACE_TO_DEPTH1",
     )
 
 

@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import DmlError
-from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
+from .ops import JoinDesc, OperatorDesc, SliceDesc, SliceGradDesc, SplitDesc
+from .ops.slice1 import WindowDesc
+from .plan import ZERO
 from .tensor import BufferTensorDesc, FeatureLevel
 
 if TYPE_CHECKING:
@@ -35,6 +37,9 @@ MAX_CELLS = 2048  # more cells than this in all tensors together: a scaled summa
 MAX_PANELS = 4  # leading-dimension slices drawn per tensor
 _COLOURS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948")
 _INSTALL = "pictures need matplotlib: pip install 'dmlops[plot]'"
+
+
+_ZERO_FACE = "#e8e8e8"  # cells an operator sets to zero
 
 
 def _pyplot() -> Any:
@@ -57,14 +62,15 @@ def _verdict(desc: OperatorDesc, level: FeatureLevel) -> str | None:
 
 
 def _mapping(desc: OperatorDesc) -> dict[tuple[int, tuple[int, ...]], tuple[int, tuple[int, ...]]]:
-    """(output, output coord) -> (input, input coord) for every copied element."""
+    """(output, output coord) -> (input, input coord) for every copied element; elements set to
+    zero map to (ZERO, ())."""
     found: dict[tuple[int, tuple[int, ...]], tuple[int, tuple[int, ...]]] = {}
     for c in desc.logical_copies():
         dst_step = c.dst_step or (1,) * len(c.shape)
         for idx in np.ndindex(*c.shape):
             src = tuple(s + k * t for s, k, t in zip(c.src_start, idx, c.src_step, strict=True))
             dst = tuple(s + k * t for s, k, t in zip(c.dst_start, idx, dst_step, strict=True))
-            found[(c.dst, dst)] = (c.src, src)
+            found[(c.dst, dst)] = (ZERO, ()) if c.src == ZERO else (c.src, src)
     return found
 
 
@@ -86,7 +92,7 @@ def _flat(sizes: Sequence[int], coord: tuple[int, ...]) -> int:
 
 def _window(desc: OperatorDesc) -> tuple[list[int], list[int]] | None:
     """Offsets and sizes of the read window of SLICE / SLICE1 (input coordinates)."""
-    if isinstance(desc, Slice1Desc):
+    if isinstance(desc, WindowDesc):  # SLICE1; SLICE_GRAD's window is in its output
         return list(desc.input_window_offsets), list(desc.input_window_sizes)
     if isinstance(desc, SliceDesc):
         spans = [1 + (n - 1) * max(s, 0) for n, s in zip(desc.sizes, desc.strides, strict=True)]
@@ -177,7 +183,9 @@ def _draw_cells(
         mapping = {}
     order: dict[tuple[int, tuple[int, ...]], tuple[int, int]] = {}
     for (o, oc), (i, ic) in mapping.items():
-        order[(i, ic)] = (o, _flat(outputs[o].sizes, oc))
+        if i != ZERO:
+            order[(i, ic)] = (o, _flat(outputs[o].sizes, oc))
+    windowed = "output" if isinstance(desc, SliceGradDesc) else "input"
     many = len(outputs) > 1
     tensors = [("input", k, t) for k, t in enumerate(inputs)]
     tensors += [("output", k, t) for k, t in enumerate(outputs)]
@@ -218,7 +226,9 @@ def _draw_cells(
                             label += f"\n#{hit[1]}" + (f"→{hit[0]}" if many else "")
                     else:
                         src = mapping.get((k, coord))
-                        if src is not None:
+                        if src is not None and src[0] == ZERO:
+                            face, label = _ZERO_FACE, "0"
+                        elif src is not None:
                             face = _COLOURS[(src[0] if len(inputs) > 1 else k) % len(_COLOURS)]
                             label = shown(src[0], src[1])
                             if len(inputs) > 1:
@@ -228,9 +238,9 @@ def _draw_cells(
                     )
                     ax.text(
                         x + 0.5, y + 0.5, label, ha="center", va="center", fontsize=6,
-                        color="white" if face != "white" else "#333",
+                        color="#333" if face in ("white", _ZERO_FACE) else "white",
                     )  # fmt: skip
-            if role == "input" and window is not None and not (k and window):
+            if role == windowed and window is not None and not (k and window):
                 _outline(plt, ax, window, lead, rank, y0, rows, cols, bool(error))
             if cuts is not None:
                 axis, bounds = cuts
@@ -306,7 +316,8 @@ def _draw_summary(
         if t.strides is not None:
             lines.append(f"Strides {list(t.strides)}")
         ax.set_title("\n".join(lines), fontsize=7)
-        if is_input and window is not None and slot == 0:
+        windowed = (slot == len(inputs)) if isinstance(desc, SliceGradDesc) else slot == 0
+        if window is not None and windowed:
             offsets, spans = window
             r0, hh = (0, 1) if len(t.sizes) == 1 else (offsets[-2], spans[-2])
             ax.add_patch(
@@ -325,7 +336,7 @@ def _draw_summary(
 
 
 def _steps_text(desc: OperatorDesc) -> str:
-    if isinstance(desc, Slice1Desc):
+    if isinstance(desc, WindowDesc):
         return f"window strides {list(desc.input_window_strides)}"
     if isinstance(desc, SliceDesc):
         return f"strides {list(desc.strides)}"

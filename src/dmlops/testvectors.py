@@ -23,12 +23,13 @@ import numpy as np
 
 from .device import Device
 from .errors import DmlError
-from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
+from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SliceGradDesc, SplitDesc
 from .tensor import BufferTensorDesc, DataType, FeatureLevel, packed_strides
 
 __all__ = ["generate", "check", "OPERATORS"]
 
-OPERATORS = ("slice", "slice1", "split", "join")
+OPERATORS = ("slice", "slice1", "slice_grad", "split", "join")
+SLICE_GRAD_LEVEL = SliceGradDesc.SUPPORT[0].level
 _MAX_ELEMENTS = 256
 _SENTINEL = 7  # what an output element holds until the operator writes it
 
@@ -75,11 +76,15 @@ def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> Oper
     classes: dict[str, Any] = {
         "slice": SliceDesc,
         "slice1": Slice1Desc,
+        "slice_grad": SliceGradDesc,
         "split": SplitDesc,
         "join": JoinDesc,
     }
     support = classes[op].SUPPORT
-    row = max((r for r in support if r.level <= level), key=lambda r: r.level)
+    rows = [r for r in support if r.level <= level]
+    if not rows:
+        raise DmlError(f"gen-tests: {op.upper()} needs {support[0].level.dml_name}")
+    row = max(rows, key=lambda r: r.level)
     dt = sorted(row.data_types)[int(rng.integers(0, len(row.data_types)))]
     sizes = _shape(rng, row.dimension_counts)
     if op == "slice":
@@ -93,7 +98,7 @@ def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> Oper
         return SliceDesc(
             _tensor(rng, dt, sizes, False), _tensor(rng, dt, out, True), offs, out, steps
         )
-    if op == "slice1":
+    if op in ("slice1", "slice_grad"):
         offs, win, steps, out = [], [], [], []
         for n in sizes:
             o = int(rng.integers(0, n))
@@ -103,6 +108,10 @@ def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> Oper
             win.append(w)
             steps.append(st)
             out.append(int(rng.integers(1, 2 + (w - 1) // abs(st))))
+        if op == "slice_grad":  # the window lies in the output gradient
+            return SliceGradDesc(
+                _tensor(rng, dt, out, False), _tensor(rng, dt, sizes, True), offs, win, steps
+            )
         return Slice1Desc(
             _tensor(rng, dt, sizes, False), _tensor(rng, dt, out, True), offs, win, steps
         )
@@ -170,6 +179,27 @@ def _broken(rng: np.random.Generator, desc: OperatorDesc) -> OperatorDesc:
                 strides,
             )
         return Slice1Desc(d.input_tensor, d.output_tensor, d.input_window_offsets, sizes, strides)
+    if isinstance(d, SliceGradDesc):
+        k = int(rng.integers(0, len(d.input_window_sizes)))
+        strides = list(d.input_window_strides)
+        if rng.random() < 0.5:
+            strides[k] = 0
+            return SliceGradDesc(
+                d.input_gradient_tensor,
+                d.output_gradient_tensor,
+                d.input_window_offsets,
+                d.input_window_sizes,
+                strides,
+            )
+        grads = list(d.input_gradient_tensor.sizes)
+        grads[k] = 1 + (d.input_window_sizes[k] - 1) // abs(strides[k]) + 1
+        return SliceGradDesc(
+            BufferTensorDesc(d.input_gradient_tensor.data_type, grads),
+            d.output_gradient_tensor,
+            d.input_window_offsets,
+            d.input_window_sizes,
+            strides,
+        )
     if isinstance(d, SplitDesc):
         outs = list(d.output_tensors)
         first = outs[0]
@@ -245,7 +275,7 @@ def generate(
     out_dir: str | Path,
     count: int,
     seed: int,
-    operators: Sequence[str] = OPERATORS,
+    operators: Sequence[str] | None = None,
     feature_level: FeatureLevel | int | str = FeatureLevel.FL_4_1,
     invalid_fraction: float = 0.2,
     max_bytes: int = 1 << 20,
@@ -254,6 +284,9 @@ def generate(
     from .dxdispatch import load_model, run_model
 
     level = FeatureLevel.parse(feature_level)
+    if operators is None:  # every operator the feature level has
+        too_new = {"slice_grad"} if level < SLICE_GRAD_LEVEL else set()
+        operators = [op for op in OPERATORS if op not in too_new]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
