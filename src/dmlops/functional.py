@@ -14,6 +14,7 @@ so the result is the one numpy gives.
 from __future__ import annotations
 
 import builtins
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -419,17 +420,15 @@ def _dtype_of(backend: Backend, x: Any) -> Any:
     return backend.describe(x).dtype
 
 
-def slice(  # noqa: A001 - DirectML's operator name
+def _slice(
     x: Any,
     offsets: Sequence[int],
     sizes: Sequence[int],
     strides: Sequence[int],
-    *,
     feature_level: FeatureLevel | int | str | None = None,
     out: Any = None,
     device: str | None = None,
 ) -> Any:
-    """DML SLICE: out[c] = x[offsets + strides * c], out shaped `sizes`."""
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
@@ -448,18 +447,16 @@ def slice(  # noqa: A001 - DirectML's operator name
     return _dispatch("SLICE", fields, feature_level, [x], [out], build, device)[0]
 
 
-def slice1(
+def _slice1(
     x: Any,
     window_offsets: Sequence[int],
     window_sizes: Sequence[int],
     window_strides: Sequence[int],
     output_sizes: Sequence[int] | None = None,
-    *,
     feature_level: FeatureLevel | int | str | None = None,
     out: Any = None,
     device: str | None = None,
 ) -> Any:
-    """DML SLICE1: out[c] = x[CopyStart + window_strides * c]; default sizes MaxCopiedElements."""
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
@@ -498,20 +495,16 @@ def slice1(
     return _dispatch("SLICE1", fields, feature_level, [x], [out], build, device)[0]
 
 
-def slice_grad(
+def _slice_grad(
     input_gradient: Any,
     output_sizes: Sequence[int],
     window_offsets: Sequence[int],
     window_sizes: Sequence[int],
     window_strides: Sequence[int],
-    *,
     feature_level: FeatureLevel | int | str | None = None,
     out: Any = None,
     device: str | None = None,
 ) -> Any:
-    """DML SLICE_GRAD: SLICE1's backward pass. Returns a tensor of `output_sizes` (the forward
-    input's shape) holding input_gradient[c] at window_offsets' CopyStart + window_strides * c
-    and zeros elsewhere."""
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
@@ -537,16 +530,14 @@ def slice_grad(
     return _dispatch("SLICE_GRAD", fields, feature_level, [input_gradient], [out], build, device)[0]
 
 
-def split(
+def _split(
     x: Any,
     axis: int,
     sizes: Sequence[int],
-    *,
     feature_level: FeatureLevel | int | str | None = None,
     outs: Sequence[Any] | None = None,
     device: str | None = None,
 ) -> list[Any]:
-    """DML SPLIT: cut `x` along `axis` into pieces of `sizes`; returns the pieces."""
     given = (
         [None] * (len(sizes) if isinstance(sizes, Sequence) else 0) if outs is None else list(outs)
     )
@@ -577,15 +568,13 @@ def split(
     return _dispatch("SPLIT", fields, feature_level, [x], given, build, device)
 
 
-def join(
+def _join(
     xs: Sequence[Any],
     axis: int,
-    *,
     feature_level: FeatureLevel | int | str | None = None,
     out: Any = None,
     device: str | None = None,
 ) -> Any:
-    """DML JOIN: concatenate `xs` along `axis`."""
     xs = list(xs)
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
@@ -619,8 +608,8 @@ def _depth_space(
     block_size: int,
     order: Any,
     feature_level: Any,
-    out: Any,
-    device: str | None,
+    out: Any = None,
+    device: str | None = None,
 ) -> Any:
     def build(ins: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
@@ -642,6 +631,149 @@ def _depth_space(
     return _dispatch(cls.OPERATOR, fields, feature_level, [x], [out], build, device)[0]
 
 
+# -- the public calls: torch tensors that need autograd, tracing or the CPU go through the
+# torch operators (dmlops.torch_ops); everything else runs here --------------------------
+
+
+def _torch_wanted(arrays: Sequence[Any]) -> bool:
+    if "torch" not in sys.modules:
+        return False
+    from . import torch_ops
+
+    return torch_ops.wanted(arrays)
+
+
+def _torch_ops() -> Any:
+    from . import torch_ops
+
+    return torch_ops
+
+
+def _int_list(values: Sequence[int] | None, field: str) -> list[int] | None:
+    return None if values is None else list(int_tuple(values, field))
+
+
+def _named_lists(
+    op: str, names: Sequence[str], values: Sequence[Sequence[int]]
+) -> list[list[int] | None]:
+    """Integer fields as lists, each error naming `op.name`."""
+    return [_int_list(v, f"{op}.{n}") for n, v in zip(names, values, strict=True)]
+
+
+def slice(  # noqa: A001 - DirectML's operator name
+    x: Any,
+    offsets: Sequence[int],
+    sizes: Sequence[int],
+    strides: Sequence[int],
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML SLICE: out[c] = x[offsets + strides * c], out shaped `sizes`."""
+    if out is None and device is None and _torch_wanted([x]):
+        t = _torch_ops()
+        fields = _named_lists("SLICE", _SLICE, (offsets, sizes, strides))
+        return t.slice_op(x, *fields, t.level_name(feature_level))
+    return _slice(x, offsets, sizes, strides, feature_level, out, device)
+
+
+def slice1(
+    x: Any,
+    window_offsets: Sequence[int],
+    window_sizes: Sequence[int],
+    window_strides: Sequence[int],
+    output_sizes: Sequence[int] | None = None,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML SLICE1: out[c] = x[CopyStart + window_strides * c]; default sizes MaxCopiedElements."""
+    window = (window_offsets, window_sizes, window_strides)
+    if out is None and device is None and _torch_wanted([x]):
+        t = _torch_ops()
+        fields = _named_lists("SLICE1", _WINDOW, window)
+        sizes = _int_list(output_sizes, "SLICE1.OutputTensor.Sizes")
+        return t.slice1_op(x, *fields, sizes, t.level_name(feature_level))
+    return _slice1(x, *window, output_sizes, feature_level, out, device)
+
+
+def slice_grad(
+    input_gradient: Any,
+    output_sizes: Sequence[int],
+    window_offsets: Sequence[int],
+    window_sizes: Sequence[int],
+    window_strides: Sequence[int],
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML SLICE_GRAD: SLICE1's backward pass. Returns a tensor of `output_sizes` (the forward
+    input's shape) holding input_gradient[c] at window_offsets' CopyStart + window_strides * c
+    and zeros elsewhere."""
+    window = (window_offsets, window_sizes, window_strides)
+    if out is None and device is None and _torch_wanted([input_gradient]):
+        t = _torch_ops()
+        fields = _named_lists("SLICE_GRAD", _WINDOW, window)
+        sizes = _int_list(output_sizes, "SLICE_GRAD.OutputGradientTensor.Sizes")
+        return t.slice_grad_op(input_gradient, sizes, *fields, t.level_name(feature_level))
+    return _slice_grad(input_gradient, output_sizes, *window, feature_level, out, device)
+
+
+def split(
+    x: Any,
+    axis: int,
+    sizes: Sequence[int],
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    outs: Sequence[Any] | None = None,
+    device: str | None = None,
+) -> list[Any]:
+    """DML SPLIT: cut `x` along `axis` into pieces of `sizes`; returns the pieces."""
+    if outs is None and device is None and _torch_wanted([x]):
+        t = _torch_ops()
+        pieces = _int_list(sizes, "SPLIT sizes")
+        return t.split_op(x, int(axis), pieces, t.level_name(feature_level))  # type: ignore[no-any-return]
+    return _split(x, axis, sizes, feature_level, outs, device)
+
+
+def join(
+    xs: Sequence[Any],
+    axis: int,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML JOIN: concatenate `xs` along `axis`."""
+    if out is None and device is None and _torch_wanted(list(xs)):
+        t = _torch_ops()
+        return t.join_op(list(xs), int(axis), t.level_name(feature_level))
+    return _join(xs, axis, feature_level, out, device)
+
+
+_SLICE = ("Offsets", "Sizes", "Strides")
+_WINDOW = ("InputWindowOffsets", "InputWindowSizes", "InputWindowStrides")
+
+
+def _depth_space_call(
+    cls: type[DepthToSpace1Desc] | type[SpaceToDepth1Desc],
+    x: Any,
+    block_size: int,
+    order: Any,
+    feature_level: Any,
+    out: Any,
+    device: str | None,
+) -> Any:
+    if out is None and device is None and _torch_wanted([x]):
+        t = _torch_ops()
+        op = t.depth_to_space_op if cls is DepthToSpace1Desc else t.space_to_depth_op
+        return op(x, int(block_size), t.order_name(order), t.level_name(feature_level))
+    return _depth_space(cls, x, block_size, order, feature_level, out, device)
+
+
 def depth_to_space(
     x: Any,
     block_size: int,
@@ -652,7 +784,7 @@ def depth_to_space(
     device: str | None = None,
 ) -> Any:
     """DML DEPTH_TO_SPACE1: [N, C, H, W] -> [N, C/B^2, H*B, W*B]; order DCR (0) or CRD (1)."""
-    return _depth_space(DepthToSpace1Desc, x, block_size, order, feature_level, out, device)
+    return _depth_space_call(DepthToSpace1Desc, x, block_size, order, feature_level, out, device)
 
 
 def space_to_depth(
@@ -665,4 +797,4 @@ def space_to_depth(
     device: str | None = None,
 ) -> Any:
     """DML SPACE_TO_DEPTH1: [N, C, H, W] -> [N, C*B^2, H/B, W/B]; order DCR (0) or CRD (1)."""
-    return _depth_space(SpaceToDepth1Desc, x, block_size, order, feature_level, out, device)
+    return _depth_space_call(SpaceToDepth1Desc, x, block_size, order, feature_level, out, device)

@@ -1,0 +1,382 @@
+"""dmlops' functional operators as torch custom operators (namespace `dmlops`).
+
+`torch.ops.dmlops.slice`, `slice1`, `slice_grad`, `split`, `join`, `depth_to_space` and
+`space_to_depth` run dmlops' kernels on CUDA tensors (the cuda backend, on torch's current
+stream) and its numpy backend on CPU tensors (zero copy, through `Tensor.numpy()`). Each
+has a fake implementation that computes output shapes by DirectML's rules and validates the
+descriptor, so `torch.compile(fullgraph=True)` and `torch.export` keep them as calls and a
+bad descriptor raises `DmlError` when the program is traced. Autograd follows DirectML's
+backward pairs: SLICE and SLICE1 -> SLICE_GRAD -> SLICE1; SPLIT <-> JOIN;
+DEPTH_TO_SPACE1 <-> SPACE_TO_DEPTH1.
+
+`dmlops.slice1(t, ...)` and the other functional calls route torch tensors here whenever
+autograd, tracing or a CPU tensor needs it (`wanted`); `torch.compile` sees the functional
+calls as these operators through `torch.compiler.substitute_in_graph`. Importing this module
+registers everything; dmlops imports it when torch is imported first, and on the first
+functional call with a torch tensor otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from . import functional as F
+from .errors import InvalidDescriptorError
+from .ops import (
+    DepthSpaceOrder,
+    DepthToSpace1Desc,
+    JoinDesc,
+    OperatorDesc,
+    Slice1Desc,
+    SliceDesc,
+    SliceGradDesc,
+    SpaceToDepth1Desc,
+    SplitDesc,
+)
+from .tensor import BufferTensorDesc, DataType, FeatureLevel
+
+__all__ = ["wanted", "level_name", "order_name"]
+
+_LIB = "dmlops"
+
+
+def wanted(tensors: Sequence[Any]) -> bool:
+    """Whether a functional call on these arrays goes through the torch operators: some
+    is a torch tensor that is traced (not a plain tensor), on the CPU, or needs a gradient."""
+    grad = torch.is_grad_enabled()
+    found = False
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            continue
+        found = True
+        if type(t) is not Tensor or t.device.type == "cpu" or (grad and t.requires_grad):
+            return True
+    return found and torch.compiler.is_compiling()
+
+
+def level_name(feature_level: FeatureLevel | int | str | None) -> str | None:
+    """A feature level as the string the operators take (None: the newest)."""
+    return None if feature_level is None else FeatureLevel.parse(feature_level).name
+
+
+def order_name(order: Any) -> str:
+    """A DEPTH_TO_SPACE1 order as the string the operators take."""
+    return DepthSpaceOrder.parse(order, "Order").name
+
+
+# -- eager implementations: the functional API on plain tensors --------------------------
+
+
+def _host(t: Tensor) -> Any:
+    return t.detach().numpy() if t.device.type == "cpu" else t.detach()
+
+
+def _back(result: Any) -> Tensor:
+    return torch.from_numpy(result) if not isinstance(result, Tensor) else result
+
+
+def _run(call: Any, *tensors: Tensor) -> Any:
+    """`call(*arrays)` on the tensors' memory: numpy views of CPU tensors, CUDA tensors
+    themselves; results back as tensors (CPU results share the numpy arrays' memory)."""
+    result = call(*(_host(t) for t in tensors))
+    if isinstance(result, list):
+        return [_back(r) for r in result]
+    return _back(result)
+
+
+@torch.library.custom_op(f"{_LIB}::slice", mutates_args=())
+def slice_op(
+    x: Tensor, offsets: list[int], sizes: list[int], strides: list[int], feature_level: str | None
+) -> Tensor:
+    """DML SLICE (see dmlops.slice)."""
+    return _run(lambda a: F._slice(a, offsets, sizes, strides, feature_level), x)
+
+
+@torch.library.custom_op(f"{_LIB}::slice1", mutates_args=())
+def slice1_op(
+    x: Tensor,
+    window_offsets: list[int],
+    window_sizes: list[int],
+    window_strides: list[int],
+    output_sizes: list[int] | None,
+    feature_level: str | None,
+) -> Tensor:
+    """DML SLICE1 (see dmlops.slice1)."""
+    window = (window_offsets, window_sizes, window_strides)
+    return _run(lambda a: F._slice1(a, *window, output_sizes, feature_level), x)
+
+
+@torch.library.custom_op(f"{_LIB}::slice_grad", mutates_args=())
+def slice_grad_op(
+    input_gradient: Tensor,
+    output_sizes: list[int],
+    window_offsets: list[int],
+    window_sizes: list[int],
+    window_strides: list[int],
+    feature_level: str | None,
+) -> Tensor:
+    """DML SLICE_GRAD (see dmlops.slice_grad)."""
+    window = (window_offsets, window_sizes, window_strides)
+    return _run(lambda a: F._slice_grad(a, output_sizes, *window, feature_level), input_gradient)
+
+
+@torch.library.custom_op(f"{_LIB}::split", mutates_args=())
+def split_op(x: Tensor, axis: int, sizes: list[int], feature_level: str | None) -> list[Tensor]:
+    """DML SPLIT (see dmlops.split)."""
+    parts: list[Tensor] = _run(lambda a: F._split(a, axis, sizes, feature_level), x)
+    return parts
+
+
+@torch.library.custom_op(f"{_LIB}::join", mutates_args=())
+def join_op(xs: list[Tensor], axis: int, feature_level: str | None) -> Tensor:
+    """DML JOIN (see dmlops.join)."""
+    return _run(lambda *a: F._join(list(a), axis, feature_level), *xs)
+
+
+@torch.library.custom_op(f"{_LIB}::depth_to_space", mutates_args=())
+def depth_to_space_op(x: Tensor, block_size: int, order: str, feature_level: str | None) -> Tensor:
+    """DML DEPTH_TO_SPACE1 (see dmlops.depth_to_space)."""
+    return _run(lambda a: F._depth_space(DepthToSpace1Desc, a, block_size, order, feature_level), x)
+
+
+@torch.library.custom_op(f"{_LIB}::space_to_depth", mutates_args=())
+def space_to_depth_op(x: Tensor, block_size: int, order: str, feature_level: str | None) -> Tensor:
+    """DML SPACE_TO_DEPTH1 (see dmlops.space_to_depth)."""
+    return _run(lambda a: F._depth_space(SpaceToDepth1Desc, a, block_size, order, feature_level), x)
+
+
+# -- fake implementations: DirectML's shape rules and validation, no data ---------------
+
+
+class _Packed(BufferTensorDesc):
+    """A packed tensor desc that makes packed descs of its data type in other sizes."""
+
+    def resized(self, sizes: Sequence[int]) -> BufferTensorDesc:
+        return BufferTensorDesc(self.data_type, tuple(sizes))
+
+
+def _desc(t: Tensor) -> _Packed:
+    name = str(t.dtype).removeprefix("torch.")
+    try:
+        data_type = DataType.from_numpy(name)
+    except TypeError:
+        raise InvalidDescriptorError(f"torch dtype {name} has no DirectML data type") from None
+    return _Packed(data_type, tuple(t.shape))
+
+
+def _checked(desc: OperatorDesc, feature_level: str | None) -> OperatorDesc:
+    desc.validate(F._level(feature_level))
+    return desc
+
+
+def _like(t: Tensor, sizes: Sequence[int]) -> Tensor:
+    return t.new_empty(tuple(int(n) for n in sizes))
+
+
+@slice_op.register_fake
+def _(x, offsets, sizes, strides, feature_level):  # type: ignore[no-untyped-def]
+    d = _desc(x)
+    _checked(SliceDesc(d, d.resized(sizes), offsets, sizes, strides), feature_level)
+    return _like(x, sizes)
+
+
+@slice1_op.register_fake
+def _(x, window_offsets, window_sizes, window_strides, output_sizes, feature_level):  # type: ignore[no-untyped-def]
+    d = _desc(x)
+    window = (window_offsets, window_sizes, window_strides)
+    sizes = (
+        Slice1Desc(d, d, *window).default_output_sizes() if output_sizes is None else output_sizes
+    )
+    _checked(Slice1Desc(d, d.resized(sizes), *window), feature_level)
+    return _like(x, sizes)
+
+
+@slice_grad_op.register_fake
+def _(g, output_sizes, window_offsets, window_sizes, window_strides, feature_level):  # type: ignore[no-untyped-def]
+    d = _desc(g)
+    window = (window_offsets, window_sizes, window_strides)
+    _checked(SliceGradDesc(d, d.resized(output_sizes), *window), feature_level)
+    return _like(g, output_sizes)
+
+
+def _split_sizes(x: Tensor, axis: int, sizes: Sequence[int]) -> list[list[int]]:
+    return [[p if d == axis else n for d, n in enumerate(x.shape)] for p in sizes]
+
+
+@split_op.register_fake
+def _(x, axis, sizes, feature_level):  # type: ignore[no-untyped-def]
+    d = _desc(x)
+    shapes = _split_sizes(x, axis, sizes)
+    _checked(SplitDesc(d, [d.resized(s) for s in shapes], axis), feature_level)
+    return [_like(x, s) for s in shapes]
+
+
+@join_op.register_fake
+def _(xs, axis, feature_level):  # type: ignore[no-untyped-def]
+    descs = [_desc(x) for x in xs]
+    sizes = list(xs[0].shape)
+    if 0 <= axis < len(sizes):
+        sizes[axis] = sum(x.shape[axis] if x.dim() > axis else 0 for x in xs)
+    _checked(JoinDesc(descs, descs[0].resized(sizes), axis), feature_level)
+    return _like(xs[0], sizes)
+
+
+def _fake_depth_space(cls: Any, x: Tensor, block_size: int, order: str, level: str | None) -> Any:
+    d = _desc(x)
+    sizes = cls.output_sizes_for(d, block_size, order)
+    _checked(cls(d, d.resized(sizes), block_size, order), level)
+    return _like(x, sizes)
+
+
+@depth_to_space_op.register_fake
+def _(x, block_size, order, feature_level):  # type: ignore[no-untyped-def]
+    return _fake_depth_space(DepthToSpace1Desc, x, block_size, order, feature_level)
+
+
+@space_to_depth_op.register_fake
+def _(x, block_size, order, feature_level):  # type: ignore[no-untyped-def]
+    return _fake_depth_space(SpaceToDepth1Desc, x, block_size, order, feature_level)
+
+
+# -- autograd: DirectML's backward pairs -------------------------------------------------
+
+
+def _backward_level(feature_level: str | None, desc: type[OperatorDesc]) -> str | None:
+    """The forward's feature level where the backward operator exists there, else the newest."""
+    if feature_level is None or FeatureLevel.parse(feature_level) < desc.SUPPORT[0].level:
+        return None
+    return feature_level
+
+
+def _setup_window(ctx, inputs, output):  # type: ignore[no-untyped-def]
+    x, a, b, c, *_, level = inputs
+    ctx.shape = list(x.shape)
+    ctx.fields = (list(a), list(b), list(c))
+    ctx.level = level
+
+
+def _slice_backward(ctx, grad):  # type: ignore[no-untyped-def]
+    offsets, sizes, strides = ctx.fields
+    window_sizes = [(n - 1) * s + 1 for n, s in zip(sizes, strides, strict=True)]
+    level = _backward_level(ctx.level, SliceGradDesc)
+    g = slice_grad_op(grad, ctx.shape, offsets, window_sizes, strides, level)
+    return g, None, None, None, None
+
+
+def _slice1_backward(ctx, grad):  # type: ignore[no-untyped-def]
+    level = _backward_level(ctx.level, SliceGradDesc)
+    return slice_grad_op(grad, ctx.shape, *ctx.fields, level), None, None, None, None, None
+
+
+def _setup_slice_grad(ctx, inputs, output):  # type: ignore[no-untyped-def]
+    g, _, offsets, sizes, strides, level = inputs
+    ctx.shape = list(g.shape)
+    ctx.fields = (list(offsets), list(sizes), list(strides))
+    ctx.level = level
+
+
+def _slice_grad_backward(ctx, grad):  # type: ignore[no-untyped-def]
+    level = _backward_level(ctx.level, Slice1Desc)
+    return slice1_op(grad, *ctx.fields, ctx.shape, level), None, None, None, None, None
+
+
+def _setup_split(ctx, inputs, output):  # type: ignore[no-untyped-def]
+    _, axis, _, level = inputs
+    ctx.axis, ctx.level = axis, level
+    ctx.like = [(o.shape, o.dtype, o.device) for o in output]
+
+
+def _split_backward(ctx, grads):  # type: ignore[no-untyped-def]
+    parts = [
+        torch.zeros(shape, dtype=dtype, device=device) if g is None else g
+        for g, (shape, dtype, device) in zip(grads, ctx.like, strict=True)
+    ]
+    return join_op(parts, ctx.axis, _backward_level(ctx.level, JoinDesc)), None, None, None
+
+
+def _setup_join(ctx, inputs, output):  # type: ignore[no-untyped-def]
+    xs, axis, level = inputs
+    ctx.axis, ctx.level = axis, level
+    ctx.sizes = [x.shape[axis] for x in xs]
+
+
+def _join_backward(ctx, grad):  # type: ignore[no-untyped-def]
+    return split_op(grad, ctx.axis, ctx.sizes, _backward_level(ctx.level, SplitDesc)), None, None
+
+
+def _setup_depth_space(ctx, inputs, output):  # type: ignore[no-untyped-def]
+    _, ctx.block_size, ctx.order, ctx.level = inputs
+
+
+def _depth_to_space_backward(ctx, grad):  # type: ignore[no-untyped-def]
+    level = _backward_level(ctx.level, SpaceToDepth1Desc)
+    return space_to_depth_op(grad, ctx.block_size, ctx.order, level), None, None, None
+
+
+def _space_to_depth_backward(ctx, grad):  # type: ignore[no-untyped-def]
+    level = _backward_level(ctx.level, DepthToSpace1Desc)
+    return depth_to_space_op(grad, ctx.block_size, ctx.order, level), None, None, None
+
+
+slice_op.register_autograd(_slice_backward, setup_context=_setup_window)
+slice1_op.register_autograd(_slice1_backward, setup_context=_setup_window)
+slice_grad_op.register_autograd(_slice_grad_backward, setup_context=_setup_slice_grad)
+split_op.register_autograd(_split_backward, setup_context=_setup_split)
+join_op.register_autograd(_join_backward, setup_context=_setup_join)
+depth_to_space_op.register_autograd(_depth_to_space_backward, setup_context=_setup_depth_space)
+space_to_depth_op.register_autograd(_space_to_depth_backward, setup_context=_setup_depth_space)
+
+
+# -- torch.compile: the functional calls seen as the operators ---------------------------
+
+
+def _polyfills() -> None:
+    substitute = getattr(torch.compiler, "substitute_in_graph", None)
+    if substitute is None:
+        return
+
+    def fields(values: Sequence[int] | None) -> list[int] | None:
+        return None if values is None else [int(v) for v in values]
+
+    @substitute(F.slice, skip_signature_check=True)
+    def _slice(x, offsets, sizes, strides, *, feature_level=None, out=None, device=None):  # type: ignore[no-untyped-def]
+        return slice_op(
+            x, fields(offsets), fields(sizes), fields(strides), level_name(feature_level)
+        )
+
+    @substitute(F.slice1, skip_signature_check=True)
+    def _slice1(  # type: ignore[no-untyped-def]
+        x, offsets, sizes, strides, output_sizes=None, *, feature_level=None, out=None, device=None
+    ):
+        window = (fields(offsets), fields(sizes), fields(strides))
+        return slice1_op(x, *window, fields(output_sizes), level_name(feature_level))
+
+    @substitute(F.slice_grad, skip_signature_check=True)
+    def _slice_grad(  # type: ignore[no-untyped-def]
+        g, output_sizes, offsets, sizes, strides, *, feature_level=None, out=None, device=None
+    ):
+        window = (fields(offsets), fields(sizes), fields(strides))
+        return slice_grad_op(g, fields(output_sizes), *window, level_name(feature_level))
+
+    @substitute(F.split, skip_signature_check=True)
+    def _split(x, axis, sizes, *, feature_level=None, outs=None, device=None):  # type: ignore[no-untyped-def]
+        return split_op(x, int(axis), fields(sizes), level_name(feature_level))
+
+    @substitute(F.join, skip_signature_check=True)
+    def _join(xs, axis, *, feature_level=None, out=None, device=None):  # type: ignore[no-untyped-def]
+        return join_op(list(xs), int(axis), level_name(feature_level))
+
+    @substitute(F.depth_to_space, skip_signature_check=True)
+    def _d2s(x, block_size, order="DCR", *, feature_level=None, out=None, device=None):  # type: ignore[no-untyped-def]
+        return depth_to_space_op(x, int(block_size), order_name(order), level_name(feature_level))
+
+    @substitute(F.space_to_depth, skip_signature_check=True)
+    def _s2d(x, block_size, order="DCR", *, feature_level=None, out=None, device=None):  # type: ignore[no-untyped-def]
+        return space_to_depth_op(x, int(block_size), order_name(order), level_name(feature_level))
+
+
+_polyfills()

@@ -1,0 +1,209 @@
+"""dmlops inside torch programs: custom operators that torch.compile and torch.export keep,
+autograd through DirectML's backward pairs, gradients bit-identical to torch's own, and CUDA
+graphs through torch.compile(mode="reduce-overhead"). Skipped without torch."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import dmlops  # noqa: E402
+from dmlops import DmlError  # noqa: E402
+
+DEVICES = [
+    "cpu",
+    pytest.param(
+        "cuda",
+        marks=[
+            pytest.mark.gpu,
+            pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"),
+        ],
+    ),
+]
+SEED = ([0, 0, 0, 1], [1, 1, 4, 3], [1, 1, -2, 2])
+
+
+@pytest.fixture(params=DEVICES)
+def device(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def _x(device: str, *shape: int, dtype=None, grad: bool = True):  # type: ignore[no-untyped-def]
+    g = torch.Generator().manual_seed(sum(shape))
+    t = torch.randn(*shape, generator=g, dtype=dtype or torch.float64).to(device)
+    return t.requires_grad_(grad)
+
+
+# Each case: (name, dmlops function of the inputs, torch's own function, input shapes)
+CASES = [
+    (
+        "slice",
+        lambda t: dmlops.slice(t, [0, 1, 1, 0], [2, 2, 2, 3], [1, 2, 1, 2]),
+        lambda t: t[0:2, 1:4:2, 1:3, 0:5:2],
+        [(3, 4, 3, 5)],
+    ),
+    (
+        "slice1 negative strides",
+        lambda t: dmlops.slice1(t, [0, 1, 0, 1], [3, 3, 3, 4], [-1, 2, -2, 3]),
+        lambda t: t[0:3].flip(0)[:, 1:4:2][:, :, 0:3].flip(2)[:, :, ::2][..., 1:5:3],
+        [(3, 4, 3, 5)],
+    ),
+    (
+        "slice1 partial output",
+        lambda t: dmlops.slice1(t, [1, 0], [4, 6], [-3, 1], [1, 6]),
+        lambda t: t[1:5].flip(0)[:1],
+        [(6, 6)],
+    ),
+    ("split", lambda t: dmlops.split(t, 1, [1, 3])[1], lambda t: t[:, 1:], [(2, 4, 5)]),
+    (
+        "join",
+        lambda a, b: dmlops.join([a, b, a], 2),
+        lambda a, b: torch.cat([a, b, a], 2),
+        [(2, 3, 2), (2, 3, 4)],
+    ),
+    (
+        "slice_grad",
+        lambda g: dmlops.slice_grad(g, [5, 7], [1, 0], [4, 7], [-2, 3]),
+        lambda g: torch.zeros(5, 7, dtype=g.dtype, device=g.device).index_put(
+            (torch.tensor([[4], [2]]), torch.tensor([[0, 3, 6]])), g
+        ),
+        [(2, 3)],
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "ours", "theirs", "shapes"), CASES, ids=[c[0] for c in CASES])
+def test_forward_and_gradients_bit_identical_to_torch(
+    device: str, name, ours, theirs, shapes
+) -> None:  # type: ignore[no-untyped-def]
+    xs = [_x(device, *s) for s in shapes]
+    ys = [x.detach().clone().requires_grad_() for x in xs]
+    got, want = ours(*xs), theirs(*ys)
+    assert torch.equal(got, want)
+    assert got.device == xs[0].device and type(got) is torch.Tensor
+    seed = _x(device, *got.shape, grad=False)
+    got.backward(seed)
+    want.backward(seed)
+    for x, y in zip(xs, ys):
+        assert torch.equal(x.grad, y.grad)
+
+
+@pytest.mark.parametrize(("name", "ours", "theirs", "shapes"), CASES, ids=[c[0] for c in CASES])
+def test_gradcheck_and_gradgradcheck_float64(device: str, name, ours, theirs, shapes) -> None:  # type: ignore[no-untyped-def]
+    xs = tuple(_x(device, *s) for s in shapes)
+    assert torch.autograd.gradcheck(ours, xs)
+    assert torch.autograd.gradgradcheck(ours, xs)
+
+
+@pytest.mark.parametrize("order", ["DCR", "CRD"])
+def test_depth_space_gradients(device: str, order: str) -> None:
+    # DEPTH_TO_SPACE1 has no FLOAT64 at any feature level: float32, exact anyway (a permutation)
+    x = _x(device, 2, 8, 3, 2, dtype=torch.float32)
+    f = lambda t: dmlops.depth_to_space(t, 2, order)  # noqa: E731
+    assert torch.autograd.gradcheck(f, (x,), eps=1e-2, atol=1e-3, rtol=1e-3)
+    y = _x(device, 2, 2, 6, 4, dtype=torch.float32)
+    g = lambda t: dmlops.space_to_depth(t, 2, order)  # noqa: E731
+    assert torch.autograd.gradcheck(g, (y,), eps=1e-2, atol=1e-3, rtol=1e-3)
+    if order == "CRD":  # torch's pixel_shuffle / pixel_unshuffle
+        ref = x.detach().clone().requires_grad_()
+        out, want = f(x), torch.nn.functional.pixel_shuffle(ref, 2)
+        assert torch.equal(out, want)
+        seed = torch.randn_like(out)
+        out.backward(seed)
+        want.backward(seed)
+        assert torch.equal(x.grad, ref.grad)
+        assert torch.equal(g(y), torch.nn.functional.pixel_unshuffle(y, 2))
+
+
+def test_compile_fullgraph_has_no_graph_break(device: str) -> None:
+    torch._dynamo.reset()
+
+    def block(x, kv, new):  # type: ignore[no-untyped-def]
+        a, b = dmlops.split(x, 1, [2, 2])
+        y = dmlops.join([b, a], 1) * 2
+        z = dmlops.slice1(y, *SEED)
+        w = dmlops.slice(y, [0, 0, 1, 0], [1, 2, 2, 2], [1, 1, 1, 2])
+        up = dmlops.depth_to_space(dmlops.space_to_depth(y, 2), 2)
+        cache = dmlops.join([kv, new], 2)
+        return z, w, up, cache  # data movement only: bit-exact either way
+
+    f32 = torch.float32  # DEPTH_TO_SPACE1 has no FLOAT64
+    x = _x(device, 1, 4, 4, 4, dtype=f32, grad=False)
+    kv, new = (
+        _x(device, 1, 4, 5, 4, dtype=f32, grad=False),
+        _x(device, 1, 4, 1, 4, dtype=f32, grad=False),
+    )
+    compiled = torch.compile(block, fullgraph=True)
+    for got, want in zip(compiled(x, kv, new), block(x, kv, new)):
+        assert torch.equal(got, want)
+    explained = torch._dynamo.explain(block)(x, kv, new)
+    assert explained.graph_break_count == 0 and explained.graph_count == 1
+
+
+def test_compile_and_backward(device: str) -> None:
+    torch._dynamo.reset()
+
+    def step(x):  # type: ignore[no-untyped-def]
+        return (dmlops.slice1(x, [0, 0], [6, 5], [-2, 1]) ** 2).sum()
+
+    x = _x(device, 6, 5)
+    y = x.detach().clone().requires_grad_()
+    torch.compile(step, fullgraph=True)(x).backward()
+    step(y).backward()
+    assert torch.equal(x.grad, y.grad)
+
+
+def test_a_bad_descriptor_fails_when_traced(device: str) -> None:
+    torch._dynamo.reset()
+    x = _x(device, 1, 1, 4, 4, grad=False)
+    with pytest.raises(Exception, match=r"SLICE1.InputWindowStrides\[2\] is 0"):
+        torch.compile(
+            lambda t: dmlops.slice1(t, [0, 0, 0, 1], [1, 1, 4, 3], [1, 1, 0, 2]), fullgraph=True
+        )(x)
+    with pytest.raises(DmlError, match=r"InputWindowStrides\[2\] is 0"):
+        dmlops.slice1(x.requires_grad_(), [0, 0, 0, 1], [1, 1, 4, 3], [1, 1, 0, 2])
+
+
+def test_export_keeps_the_calls(device: str) -> None:
+    class Block(torch.nn.Module):
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            q, k, v = dmlops.split(x, 2, [4, 4, 4])
+            return dmlops.join(
+                [dmlops.slice_grad(q, [2, 6, 4], [0, 0, 0], [2, 6, 4], [1, 1, 1]), k, v], 2
+            )
+
+    x = _x(device, 2, 6, 12, grad=False)
+    exported = torch.export.export(Block(), (x,))
+    code = exported.graph_module.code
+    assert "torch.ops.dmlops.split.default" in code and "torch.ops.dmlops.join.default" in code
+    assert "torch.ops.dmlops.slice_grad.default" in code
+    assert torch.equal(exported.module()(x), Block()(x))
+
+
+def test_cpu_tensors_stay_torch_and_share_no_hidden_copy() -> None:
+    x = torch.arange(24, dtype=torch.int16).reshape(2, 3, 4)
+    y = dmlops.slice1(x, [0, 0, 0], [2, 3, 4], [1, -1, 2])
+    assert type(y) is torch.Tensor and torch.equal(y, x.flip(1)[..., ::2])
+    parts = dmlops.split(x.transpose(0, 2), 0, [1, 3])  # a strided view, read in place
+    assert torch.equal(parts[1], x.transpose(0, 2)[1:])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_reduce_overhead_cuda_graphs_replay_with_new_data() -> None:
+    torch._dynamo.reset()
+
+    def decode(kv, new, x):  # type: ignore[no-untyped-def]
+        cache = dmlops.join([kv, new], 2)
+        heads = dmlops.split(x, 1, [2, 2])
+        return cache * 1, dmlops.slice1(heads[1], [0, 0, 0], [1, 2, 8], [1, 1, -1]) + 0
+
+    compiled = torch.compile(decode, mode="reduce-overhead", fullgraph=True)
+    for step in range(5):
+        kv = torch.randn(1, 2, 7, 8, device="cuda")
+        new = torch.randn(1, 2, 1, 8, device="cuda")
+        x = torch.randn(1, 4, 8, device="cuda") + step
+        got = compiled(kv, new, x)
+        want = decode(kv, new, x)
+        assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1]), step
