@@ -1,7 +1,8 @@
 """Benchmarks: dmlops against numpy, torch, CuPy, onnxruntime and JAX, and the copy ceiling.
 
 Sections (one module each): operators, layouts (GPU), graphs, call-cost, dask (CPU,
-LocalCluster, out of core). Prints a Markdown table
+LocalCluster, out of core), torch (GPU training steps with dmlops under torch.compile).
+Prints a Markdown table
 (median time, GB/s counted as 2 x output bytes, time over each section's
 reference), writes JSON and, with --plot, a PNG.
 """
@@ -19,7 +20,7 @@ from .common import Result, format_table, gpu_present, have
 
 __all__ = ["main", "run_sections", "SECTIONS"]
 
-SECTIONS = ("operators", "layouts", "graphs", "call-cost", "dask")
+SECTIONS = ("operators", "layouts", "graphs", "call-cost", "dask", "torch")
 
 
 def run_sections(
@@ -61,6 +62,10 @@ def run_sections(
             from . import call_cost
 
             results += call_cost.run(devices, reps)
+        elif section == "torch":
+            from . import torch_steps
+
+            results += torch_steps.run(devices, reps)
         elif section == "dask" and "cpu" in devices:
             if not all(have(m) for m in ("dask", "distributed", "zarr")):
                 print("dask section: needs pip install 'dmlops[dask]'; skipped", file=sys.stderr)

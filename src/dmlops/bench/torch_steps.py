@@ -1,0 +1,179 @@
+"""Benchmark section "torch": training steps (forward + backward) of real data-movement
+blocks with dmlops' operators inside torch programs.
+
+Blocks: a YOLOv5 Focus stem (four stride-2 slices, channel concat), a QKV split with the
+head transpose, pixel unshuffle, a KV-cache append, and a slice of a transposed view. Each
+step runs the block and backpropagates a fixed gradient. Contenders: dmlops' operators
+under torch.compile, the same eagerly, torch.compile of torch's own code, and torch eager;
+the copy ceiling is a device-to-device copy of the bytes the step writes (forward output
+plus input gradient). Also timed: the first call of each (compilation included).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import dmlops
+
+from .common import Result, median_gpu
+
+__all__ = ["run", "BLOCKS"]
+
+SECTION = "torch"
+REFERENCE = "torch.compile"
+
+
+@dataclass(frozen=True)
+class Block:
+    """A block as dmlops code and as torch code, with its input shapes (on the GPU)."""
+
+    name: str
+    shapes: list[tuple[int, ...]]
+    ours: Callable[..., Any]
+    theirs: Callable[..., Any]
+
+
+def _focus_ours(x: Any) -> Any:
+    n, c, h, w = x.shape
+    parts = [
+        dmlops.slice(x, [0, 0, a, b], [n, c, h // 2, w // 2], [1, 1, 2, 2])
+        for a, b in ((0, 0), (1, 0), (0, 1), (1, 1))
+    ]
+    return dmlops.join(parts, 1)
+
+
+def _focus_theirs(x: Any) -> Any:
+    import torch
+
+    return torch.cat(
+        [x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]], 1
+    )
+
+
+_HEADS, _HEAD_DIM = 16, 64
+
+
+def _qkv_ours(x: Any) -> Any:
+    b, t, _ = x.shape
+    view = x.view(b, t, 3, _HEADS, _HEAD_DIM).permute(2, 0, 3, 1, 4)  # [3, B, H, T, D] strides
+    return [p.squeeze(0) for p in dmlops.split(view, 0, [1, 1, 1])]
+
+
+def _qkv_theirs(x: Any) -> Any:
+    b, t, _ = x.shape
+    q, k, v = x.split(_HEADS * _HEAD_DIM, 2)
+    return [p.view(b, t, _HEADS, _HEAD_DIM).transpose(1, 2).contiguous() for p in (q, k, v)]
+
+
+def _unshuffle_ours(x: Any) -> Any:
+    return dmlops.space_to_depth(x, 2, "CRD")
+
+
+def _unshuffle_theirs(x: Any) -> Any:
+    import torch
+
+    return torch.nn.functional.pixel_unshuffle(x, 2)
+
+
+def _append_ours(past: Any, new: Any) -> Any:
+    return dmlops.join([past, new], 2)
+
+
+def _append_theirs(past: Any, new: Any) -> Any:
+    import torch
+
+    return torch.cat([past, new], 2)
+
+
+def _transposed_ours(x: Any) -> Any:
+    n, h, w = x.shape
+    return dmlops.slice1(x.transpose(1, 2), [0, 0, 1], [n, w, h - 1], [1, 1, 2])
+
+
+def _transposed_theirs(x: Any) -> Any:
+    return x.transpose(1, 2)[:, :, 1::2].contiguous()
+
+
+BLOCKS = [
+    Block("Focus stem", [(16, 3, 640, 640)], _focus_ours, _focus_theirs),
+    Block("QKV split + heads", [(16, 1024, 3 * _HEADS * _HEAD_DIM)], _qkv_ours, _qkv_theirs),
+    Block("pixel unshuffle", [(16, 64, 256, 256)], _unshuffle_ours, _unshuffle_theirs),
+    Block("KV-cache append", [(32, 32, 1023, 128), (32, 32, 1, 128)], _append_ours, _append_theirs),
+    Block("slice of transposed view", [(64, 1024, 2048)], _transposed_ours, _transposed_theirs),
+]
+
+
+def _step(block: Callable[..., Any], inputs: list[Any], grads: list[Any] | None) -> Any:
+    """Forward, then backward of the given output gradients (made on the first call)."""
+    import torch
+
+    outs = block(*inputs)
+    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    if grads is None:
+        return outs
+    torch.autograd.backward(outs, grads)
+    return outs
+
+
+def _ceiling(nbytes: int, reps: int) -> float:
+    import torch
+
+    a = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    b = torch.empty_like(a)
+    return median_gpu(lambda: b.copy_(a), reps)
+
+
+def _time_block(torch: Any, block: Block, reps: int) -> list[Result]:
+    """The block's step times and first-call times, and the copy ceiling of its bytes."""
+    torch._dynamo.reset()
+    inputs = [torch.randn(s, device="cuda", requires_grad=True) for s in block.shapes]
+    outs = _step(block.theirs, inputs, None)
+    grads = [torch.randn_like(o) for o in outs]
+    written = sum(o.numel() * o.element_size() for o in outs)
+    written += sum(i.numel() * i.element_size() for i in inputs)
+    del outs
+    contenders = {  # dmlops eager first: its first call includes loading its kernels
+        "dmlops eager": block.ours,
+        "dmlops + torch.compile": torch.compile(block.ours, fullgraph=True),
+        "torch.compile": torch.compile(block.theirs),
+        "torch eager": block.theirs,
+    }
+
+    def step(fn: Callable[..., Any]) -> None:
+        for i in inputs:
+            i.grad = None
+        _step(fn, inputs, grads)
+
+    times: dict[str, float] = {}
+    first: dict[str, float] = {}
+    for name, fn in contenders.items():
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        step(fn)
+        torch.cuda.synchronize()
+        first[name] = time.perf_counter() - t0
+        times[name] = median_gpu(functools.partial(step, fn), reps)
+    times["copy ceiling"] = _ceiling(written, reps)
+    return [
+        Result(SECTION, block.name, "gpu", written // 2, REFERENCE, times),
+        Result(SECTION, f"{block.name} (first call)", "gpu", written // 2, REFERENCE, first),
+    ]
+
+
+def run(devices: list[str], reps: int) -> list[Result]:
+    """Time each block's training step; empty without torch or a GPU."""
+    if "gpu" not in devices:
+        return []
+    try:
+        import torch
+    except ImportError:
+        return []
+    results = []
+    for block in BLOCKS:
+        results += _time_block(torch, block, reps)
+        torch.cuda.empty_cache()
+    return results
