@@ -207,3 +207,15 @@ def test_reduce_overhead_cuda_graphs_replay_with_new_data() -> None:
         got = compiled(kv, new, x)
         want = decode(kv, new, x)
         assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1]), step
+
+
+def test_core_imports_no_torch_and_registers_when_torch_came_first() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, dmlops, dmlops.functional; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    code = "import torch, dmlops; print(hasattr(torch.ops.dmlops, 'slice_grad'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"

@@ -1,6 +1,8 @@
 """dmlops: DirectML's data-movement operators (SLICE, SLICE1, SPLIT, JOIN, SLICE_GRAD,
 DEPTH_TO_SPACE1, SPACE_TO_DEPTH1) for Python."""
 
+import sys as _sys
+
 from .device import Binding, BindingTable, CompiledOperator, Device
 from .errors import (
     BindingError,
@@ -77,3 +79,6 @@ __all__ = [
     "space_to_depth",
     "split",
 ]
+
+if "torch" in _sys.modules:  # torch is already there: register the torch operators now
+    from . import torch_ops as _torch_ops  # noqa: F401

@@ -635,18 +635,22 @@ def _depth_space(
 # torch operators (dmlops.torch_ops); everything else runs here --------------------------
 
 
-def _torch_wanted(arrays: Sequence[Any]) -> bool:
-    if "torch" not in sys.modules:
-        return False
-    from . import torch_ops
-
-    return torch_ops.wanted(arrays)
+_TORCH_OPS: Any = None  # dmlops.torch_ops, once torch is imported
 
 
 def _torch_ops() -> Any:
-    from . import torch_ops
+    global _TORCH_OPS
+    if _TORCH_OPS is None:
+        from . import torch_ops
 
-    return torch_ops
+        _TORCH_OPS = torch_ops
+    return _TORCH_OPS
+
+
+def _torch_wanted(arrays: Sequence[Any]) -> bool:
+    if _TORCH_OPS is None and "torch" not in sys.modules:
+        return False
+    return bool(_torch_ops().wanted(arrays))
 
 
 def _int_list(values: Sequence[int] | None, field: str) -> list[int] | None:

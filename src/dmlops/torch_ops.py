@@ -47,14 +47,12 @@ _LIB = "dmlops"
 def wanted(tensors: Sequence[Any]) -> bool:
     """Whether a functional call on these arrays goes through the torch operators: some
     is a torch tensor that is traced (not a plain tensor), on the CPU, or needs a gradient."""
-    grad = torch.is_grad_enabled()
     found = False
     for t in tensors:
-        if not isinstance(t, Tensor):
-            continue
-        found = True
-        if type(t) is not Tensor or t.device.type == "cpu" or (grad and t.requires_grad):
-            return True
+        if isinstance(t, Tensor):
+            if type(t) is not Tensor or t.is_cpu or (t.requires_grad and torch.is_grad_enabled()):
+                return True
+            found = True
     return found and torch.compiler.is_compiling()
 
 

@@ -53,6 +53,7 @@ class _DeviceState:
             try:
                 self.zeros = int(runtime.malloc(ZERO_BYTES))
                 runtime.memset(self.zeros, 0, ZERO_BYTES)
+                runtime.streamSynchronize(0)  # zero before any stream, blocking or not, reads it
             finally:
                 runtime.setDevice(current)
 
