@@ -294,6 +294,7 @@ def _bench_gpu(p: Pattern, reps: int) -> Result:
     model, source = _exported(p, shapes)
     compiled = dmlops.onnx.compile(model, xs, dmlops.Device(backend="cuda"))
     op = compiled.operator
+    assert op is not None  # the patterns' outputs are never empty
     outs = [cupy.empty(t.sizes, cupy.float32) for _, t in op.desc.output_fields()]
     ins = [xs[n] for n in compiled.data_inputs]
     table = op.bind(ins, [o.reshape(-1) for o in outs])
@@ -336,6 +337,7 @@ def _bench_cpu(p: Pattern, reps: int) -> Result:
     model, source = _exported(p, shapes)
     compiled = dmlops.onnx.compile(model, xs)
     op = compiled.operator
+    assert op is not None  # the patterns' outputs are never empty
     outs = [np.empty(t.sizes, np.float32) for _, t in op.desc.output_fields()]
     ins = [xs[n] for n in compiled.data_inputs]
     table = op.bind(ins, [o.reshape(-1) for o in outs])

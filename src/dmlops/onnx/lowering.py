@@ -17,10 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from .device import CompiledOperator, Device
-from .errors import DmlError, ModelError
-from .graph import Graph, GraphTensor
-from .tensor import packed_strides
+from ..device import CompiledOperator, Device
+from ..errors import DmlError, ModelError
+from ..graph import Graph, GraphTensor
+from ..tensor import packed_strides
+from .params import axis_of, slice_window, split_sizes
 
 __all__ = ["CompiledModel", "compile_model", "GRAPH_OPS"]
 
@@ -82,29 +83,62 @@ class CompiledModel:
         """The compiled plan (None when every output is empty)."""
         return None if self.operator is None else self.operator.plan
 
-    def run(self, values: Mapping[str, Any]) -> list[Any]:
-        """Outputs for these input arrays (on the device's backend)."""
+    def run(self, values: Mapping[str, Any], into: Mapping[int, Any] | None = None) -> list[Any]:
+        """Outputs for these input arrays (on the device's backend); output k is written into
+        `into[k]` where given (C-contiguous, of the output's shape and dtype)."""
         backend = self.device.backend
-        graph_outs = [o for o in self.outputs if o[1][0] == "graph"]
-        arrays: list[Any] = []
+        into = into or {}
+        given: dict[int, Any] = {}
+        for k, array in into.items():
+            given[k] = self._checked_output(k, array)
+        arrays: dict[int, Any] = {}
         if self.operator is not None:
             template = values[self.data_inputs[0]]
-            arrays = [
-                backend.new_like(template, tuple(self.operator.desc.output_fields()[k][1].sizes))
-                for _, (_, k) in graph_outs
-            ]
+            fields = self.operator.desc.output_fields()
+            for k, (_, spec) in enumerate(self.outputs):
+                if spec[0] == "graph":
+                    shape = tuple(fields[spec[1]][1].sizes)
+                    arrays[k] = given[k] if k in given else backend.new_like(template, shape)
             ins = [values[n] for n in self.data_inputs]
-            self.operator.execute(ins, [_flat(a) for a in arrays])
-        produced = iter(arrays)
+            self.operator.execute(ins, [_flat(a) for a in arrays.values()])
         result = []
-        for _, spec in self.outputs:
+        for k, (_, spec) in enumerate(self.outputs):
             if spec[0] == "graph":
-                result.append(next(produced))
+                result.append(arrays[k])
+            elif k in given:  # a constant or empty output written into the caller's array
+                if spec[0] == "const":
+                    given[k][...] = _constant(self.device, spec[1])
+                result.append(given[k])
             elif spec[0] == "const":
                 result.append(_constant(self.device, spec[1]))
             else:
                 result.append(_empty(self.device, spec[1], spec[2]))
         return result
+
+    def output_type(self, k: int) -> tuple[tuple[int, ...], np.dtype[Any]]:
+        """The shape and dtype output k has for this compiled signature."""
+        spec = self.outputs[k][1]
+        if spec[0] == "graph":
+            assert self.operator is not None
+            desc = self.operator.desc.output_fields()[spec[1]][1]
+            return tuple(desc.sizes), np.dtype(desc.data_type.numpy_dtype)
+        if spec[0] == "const":
+            return tuple(np.shape(spec[1])), np.asarray(spec[1]).dtype
+        return tuple(spec[1]), np.dtype(spec[2])
+
+    def _checked_output(self, k: int, array: Any) -> Any:
+        """A caller's output array, if it can take output k in place."""
+        name = self.outputs[k][0]
+        view = self.device.backend.describe(array)
+        shape, dtype = self.output_type(k)
+        if tuple(view.shape) != shape or np.dtype(view.dtype) != dtype:
+            raise ModelError(
+                f"output '{name}' is {list(shape)} {dtype}: the bound array is "
+                f"{list(view.shape)} {np.dtype(view.dtype)}"
+            )
+        if not view.flags.c_contiguous:
+            raise ModelError(f"output '{name}': a bound output array must be C-contiguous")
+        return array
 
 
 def _flat(a: Any) -> Any:
@@ -217,16 +251,10 @@ def _unsqueeze_axes(axes: Sequence[int] | None, rank: int) -> list[int]:
     if not axes:
         raise ModelError("Unsqueeze: axes are required and may not be empty")
     out_rank = rank + len(axes)
-    at = sorted(_axis(int(d), out_rank, "Unsqueeze") for d in axes)
+    at = sorted(axis_of(int(d), out_rank, "Unsqueeze") for d in axes)
     if len(set(at)) != len(at):
         raise ModelError(f"Unsqueeze: axes {list(axes)} name an axis twice")
     return at
-
-
-def _axis(axis: int, rank: int, op: str) -> int:
-    if not -rank <= axis < rank:
-        raise ModelError(f"{op}: axis {axis} is outside [-{rank}, {rank - 1}]")
-    return axis + rank if axis < 0 else axis
 
 
 def _reshaped(g: Graph, x: Value, shape: Sequence[int]) -> Value:
@@ -246,8 +274,6 @@ def compile_model(
 ) -> CompiledModel:
     """Lower `model` into one Graph for the shapes and dtypes of `arrays` (all its inputs)."""
     from onnx import numpy_helper
-
-    from .onnx import slice_window, split_sizes
 
     device = device or Device()
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
@@ -551,7 +577,7 @@ def _host_eval(node: Any, a: dict[str, Any], ins: list[Any], opset: int) -> list
 def _gathered(g: Graph, node: Any, a: dict[str, Any], x: Value, indices: Any) -> Value:
     """Gather of a data tensor at constant indices: slices (joined) and a reshape."""
     shape = _shape(x)
-    axis = _axis(int(a.get("axis", 0)), len(shape), "Gather")
+    axis = axis_of(int(a.get("axis", 0)), len(shape), "Gather")
     idx = np.asarray(indices)
     if idx.ndim > 1:
         raise ModelError("Gather: indices of rank > 1 on data are not supported")
@@ -608,7 +634,7 @@ def _lower(
             return [_Empty(tuple(out), dtype)]
         return [g.slice1(x, offsets, sizes, strides, out, name=node.name or None)]
     if op == "Split":
-        axis = _axis(int(a.get("axis", 0)), rank, "Split")
+        axis = axis_of(int(a.get("axis", 0)), rank, "Split")
         split = a.get("split") if opset < 13 else ints(node, 1)
         sizes = split_sizes(shape[axis], len(node.output), split, a.get("num_outputs"))
         shapes = [tuple(s if d == axis else n for d, n in enumerate(shape)) for s in sizes]
@@ -622,7 +648,7 @@ def _lower(
         ]
     if op == "Concat":
         parts = [values[n] for n in node.input]
-        axis = _axis(int(a["axis"]), rank, "Concat")
+        axis = axis_of(int(a["axis"]), rank, "Concat")
         out_shape = list(shape)
         out_shape[axis] = sum(_shape(p)[axis] for p in parts)
         live = [p for p in parts if isinstance(p, GraphTensor)]
@@ -659,7 +685,7 @@ def _lower(
         if axes is None:
             drop = {d for d, n in enumerate(shape) if n == 1}
         else:
-            drop = {_axis(int(d), rank, "Squeeze") for d in axes}
+            drop = {axis_of(int(d), rank, "Squeeze") for d in axes}
             if any(shape[d] != 1 for d in drop):
                 raise ModelError(f"Squeeze: axes {sorted(drop)} of {shape} are not all of size 1")
         return [_reshaped(g, x, [n for d, n in enumerate(shape) if d not in drop])]

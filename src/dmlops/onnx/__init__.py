@@ -1,0 +1,115 @@
+"""ONNX models of data-movement nodes as one compiled dmlops graph.
+
+`InferenceSession` runs a model the way onnxruntime does (a session, `get_inputs`,
+`get_outputs`, `run`, IOBinding); `run` is a one-shot helper over a cache of sessions
+keyed by the model's content; `compile` gives the compiled graph for given inputs.
+Slice, Split, Concat, Identity, Transpose, Reshape, Squeeze, Unsqueeze, Flatten,
+DepthToSpace, SpaceToDepth (and constants and integer shape arithmetic, folded when the
+model is compiled) are lowered onto SLICE1, SPLIT, JOIN, DEPTH_TO_SPACE1, SPACE_TO_DEPTH1
+and Reinterpret nodes. ONNX allows empty results where DirectML forbids size 0; such
+outputs are produced empty without a dispatch, as a DirectML backend must.
+
+The package: `loading` (reading models), `params` (ONNX parameters as DirectML fields),
+`lowering` (a model onto a Graph), `session` (InferenceSession); none imports this module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .._files import DEFAULT_MAX_FILE_BYTES, read_bounded
+from ..device import Device
+from ..errors import ModelError
+from .loading import load
+from .lowering import GRAPH_OPS as SUPPORTED_OPS
+from .lowering import CompiledModel
+from .params import slice_window, split_sizes
+from .session import InferenceSession, IOBinding, NodeArg
+
+__all__ = [
+    "InferenceSession",
+    "IOBinding",
+    "NodeArg",
+    "run",
+    "compile",
+    "load",
+    "slice_window",
+    "split_sizes",
+    "SUPPORTED_OPS",
+]
+
+SESSIONS = 16
+_SESSIONS: OrderedDict[Hashable, InferenceSession] = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def _session(model: Any, device: Device | None, max_file_bytes: int) -> InferenceSession:
+    """The cached session of this model's content on this kind of device."""
+    device = device or Device()
+    where = (device.backend.name, device.feature_level)
+    source = model  # a path stays the source, so that errors name the file
+    if isinstance(model, (str, Path)):
+        model = read_bounded(model, max_file_bytes)
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        content: Hashable = hashlib.sha256(model).hexdigest()
+        if not isinstance(source, (str, Path)):
+            source = bytes(model)
+    else:
+        proto = load(model, max_file_bytes)
+        content = ("proto", id(proto))  # the same object; checked below, it is kept alive
+        model = source = proto
+    key = (content, where)
+    with _LOCK:
+        session = _SESSIONS.get(key)
+        if session is not None and (isinstance(content, str) or session.model is model):
+            _SESSIONS.move_to_end(key)
+            return session
+    session = InferenceSession(source, device, max_file_bytes)
+    with _LOCK:
+        _SESSIONS[key] = session
+        while len(_SESSIONS) > SESSIONS:
+            _SESSIONS.popitem(last=False)
+    return session
+
+
+def _feed(
+    session: InferenceSession, inputs: Mapping[str, Any] | Sequence[Any]
+) -> Mapping[str, Any]:
+    if isinstance(inputs, Mapping):
+        return inputs
+    names = [i.name for i in session.get_inputs()]
+    if len(inputs) != len(names):
+        raise ModelError(f"ONNX model takes {len(names)} inputs, {len(inputs)} given")
+    return dict(zip(names, inputs, strict=True))
+
+
+def run(
+    model: Any,
+    inputs: Mapping[str, Any] | Sequence[Any],
+    device: Device | None = None,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+) -> list[Any]:
+    """Run an ONNX model once: its outputs for these inputs (a mapping by name, or a list
+    in the graph's order). Sessions are cached by the model's content (or the ModelProto
+    object) and the device's backend and feature level.
+
+    `model` is a ModelProto, its bytes, or the path of a regular file of at most
+    max_file_bytes."""
+    session = _session(model, device, max_file_bytes)
+    return session.run(None, _feed(session, inputs))
+
+
+def compile(  # noqa: A001 - the ONNX verb
+    model: Any,
+    inputs: Mapping[str, Any] | Sequence[Any],
+    device: Device | None = None,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+) -> CompiledModel:
+    """The model lowered into one dmlops Graph for these inputs' shapes (see `lowering`)."""
+    session = _session(model, device, max_file_bytes)
+    return session.compiled_for(_feed(session, inputs))[0]

@@ -1,0 +1,275 @@
+"""`InferenceSession`: an ONNX model loaded once and run the way onnxruntime runs it, with
+one compiled graph per input signature."""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._files import DEFAULT_MAX_FILE_BYTES
+from ..device import Device
+from ..errors import ModelError
+from .loading import load
+from .lowering import CompiledModel, compile_model
+
+__all__ = ["InferenceSession", "NodeArg", "IOBinding"]
+
+COMPILED_SIGNATURES = 32
+SMALL_INTEGER_INPUT = 64  # integer inputs up to this many elements may be parameters
+
+# TensorProto.DataType -> onnxruntime's type strings
+_TYPE_NAMES = {
+    1: "float",
+    2: "uint8",
+    3: "int8",
+    4: "uint16",
+    5: "int16",
+    6: "int32",
+    7: "int64",
+    8: "string",
+    9: "bool",
+    10: "float16",
+    11: "double",
+    12: "uint32",
+    13: "uint64",
+    14: "complex64",
+    15: "complex128",
+    16: "bfloat16",
+}
+
+
+@dataclass(frozen=True)
+class NodeArg:
+    """A model input or output as onnxruntime describes it: name, shape (ints for known
+    dimensions, the dimension's name for symbolic ones, None where neither is given) and
+    type ('tensor(float)', ...)."""
+
+    name: str
+    shape: list[int | str | None]
+    type: str
+
+
+def _node_arg(value_info: Any) -> NodeArg:
+    tensor = value_info.type.tensor_type
+    shape: list[int | str | None] = []
+    for d in tensor.shape.dim:
+        if d.HasField("dim_value"):
+            shape.append(int(d.dim_value))
+        elif d.HasField("dim_param"):
+            shape.append(str(d.dim_param))
+        else:
+            shape.append(None)
+    return NodeArg(
+        value_info.name, shape, f"tensor({_TYPE_NAMES.get(tensor.elem_type, 'undefined')})"
+    )
+
+
+class InferenceSession:
+    """An ONNX model of data-movement nodes, loaded and checked once, run as one compiled
+    dmlops graph per input signature (shapes, dtypes and the values of small integer
+    inputs, which may be Slice or Reshape parameters), kept in a bounded cache.
+
+    `model` is a ModelProto, its bytes, or the path of a regular file of at most
+    max_file_bytes; `device` a dmlops Device (default: numpy backend, newest level)."""
+
+    def __init__(
+        self,
+        model: Any,
+        device: Device | None = None,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    ) -> None:
+        self._model = load(model, max_file_bytes)
+        self.model = self._model  # the ModelProto
+        self.device = device or Device()
+        graph = self._model.graph
+        initialized = {i.name for i in graph.initializer}
+        for v in (*graph.input, *graph.output):
+            if not isinstance(v.name, str):
+                raise ModelError(
+                    f"ONNX model: a graph input or output name is not text: {v.name!r}"
+                )
+        self._inputs = [_node_arg(v) for v in graph.input if v.name not in initialized]
+        self._outputs = [_node_arg(v) for v in graph.output]
+        self._input_names = [i.name for i in self._inputs]
+        self._output_index = {o.name: k for k, o in enumerate(self._outputs)}
+        self._compiled: OrderedDict[Hashable, CompiledModel] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_inputs(self) -> list[NodeArg]:
+        """The model's inputs (initializers excluded), in the graph's order."""
+        return list(self._inputs)
+
+    def get_outputs(self) -> list[NodeArg]:
+        """The model's outputs, in the graph's order."""
+        return list(self._outputs)
+
+    def get_modelmeta(self) -> Any:
+        """The model's producer, domain, version and graph name, as a simple namespace."""
+        from types import SimpleNamespace
+
+        m = self._model
+        return SimpleNamespace(
+            producer_name=m.producer_name,
+            graph_name=m.graph.name,
+            domain=m.domain,
+            version=m.model_version,
+            description=m.doc_string,
+            custom_metadata_map={p.key: p.value for p in m.metadata_props},
+        )
+
+    # -- running --------------------------------------------------------------------
+
+    def run(
+        self,
+        output_names: Sequence[str] | None,
+        input_feed: Mapping[str, Any],
+        run_options: Any = None,
+    ) -> list[Any]:
+        """The outputs named (None: all, in the graph's order) for these inputs."""
+        wanted = self._wanted(output_names)
+        compiled, values = self.compiled_for(input_feed)
+        results = compiled.run(values)
+        return [results[k] for k in wanted]
+
+    def compiled_for(self, input_feed: Mapping[str, Any]) -> tuple[CompiledModel, dict[str, Any]]:
+        """The compiled graph of these inputs' signature (compiled if new) and the inputs as
+        the device's contiguous arrays."""
+        values = self._placed(input_feed)
+        key = self._signature(values)
+        with self._lock:
+            compiled = self._compiled.get(key)
+            if compiled is not None:
+                self._compiled.move_to_end(key)
+        if compiled is None:
+            compiled = compile_model(self._model, values, self.device)
+            with self._lock:
+                self._compiled[key] = compiled
+                while len(self._compiled) > COMPILED_SIGNATURES:
+                    self._compiled.popitem(last=False)
+        return compiled, values
+
+    def io_binding(self) -> IOBinding:
+        """A binding of inputs and (optionally caller-given) output arrays."""
+        return IOBinding(self)
+
+    def run_with_iobinding(self, binding: IOBinding, run_options: Any = None) -> None:
+        """Run with the binding's inputs, writing into its bound output arrays (and new
+        arrays for outputs bound by name only)."""
+        if binding.session is not self:
+            raise ModelError("this IOBinding belongs to another session")
+        compiled, values = self.compiled_for(binding.inputs)
+        given = {self._output_index[n]: a for n, a in binding.outputs.items() if a is not None}
+        results = compiled.run(values, given)
+        names = binding.outputs or {o.name: None for o in self._outputs}
+        binding.results = [results[self._output_index[n]] for n in names]
+
+    # -- helpers --------------------------------------------------------------------
+
+    def _wanted(self, output_names: Sequence[str] | None) -> list[int]:
+        if output_names is None:
+            return list(range(len(self._outputs)))
+        try:
+            return [self._output_index[n] for n in output_names]
+        except KeyError as e:
+            raise ModelError(f"ONNX model has no output named {e.args[0]!r}") from None
+
+    def _placed(self, feed: Mapping[str, Any]) -> dict[str, Any]:
+        if not isinstance(feed, Mapping):
+            raise ModelError("input_feed must map input names to arrays")
+        unknown = [n for n in feed if n not in self._input_names]
+        if unknown:
+            raise ModelError(
+                f"ONNX model has no input named {unknown[0]!r} (inputs: "
+                f"{', '.join(self._input_names)})"
+            )
+        place = self.device.backend
+        values = {}
+        for name in self._input_names:
+            if name not in feed:
+                raise ModelError(f"ONNX model input '{name}' was not given")
+            values[name] = _placed(place, feed[name])
+        return values
+
+    def _signature(self, values: Mapping[str, Any]) -> Hashable:
+        parts: list[Any] = []
+        for name, v in values.items():
+            shape = tuple(v.shape)
+            dtype = str(v.dtype)
+            parts.append((name, shape, dtype))
+            if math.prod(shape) <= SMALL_INTEGER_INPUT and _is_integer(dtype):
+                parts.append(tuple(_host(v).ravel().tolist()))
+        return tuple(parts)
+
+
+class IOBinding:
+    """Inputs and outputs bound to a session, as onnxruntime's IOBinding: bind arrays (numpy,
+    CuPy, torch: the device's kind), run with `session.run_with_iobinding`, read the outputs.
+    An output bound to an array is written in place (it must be C-contiguous and of the
+    output's shape and dtype); one bound by name only gets a new array."""
+
+    def __init__(self, session: InferenceSession) -> None:
+        self.session = session
+        self.inputs: dict[str, Any] = {}
+        self.outputs: dict[str, Any] = {}
+        self.results: list[Any] = []
+
+    def bind_input(self, name: str, array: Any) -> None:
+        """Bind an input array."""
+        self.inputs[name] = array
+
+    def bind_output(self, name: str, array: Any = None) -> None:
+        """Bind an output by name, into `array` if one is given."""
+        self.session._wanted([name])
+        self.outputs[name] = array
+
+    def clear_binding_inputs(self) -> None:
+        """Forget the bound inputs."""
+        self.inputs.clear()
+
+    def clear_binding_outputs(self) -> None:
+        """Forget the bound outputs."""
+        self.outputs.clear()
+
+    def get_outputs(self) -> list[Any]:
+        """The outputs of the last run, in the order they were bound (all, if none was)."""
+        return list(self.results)
+
+    def copy_outputs_to_cpu(self) -> list[np.ndarray[Any, Any]]:
+        """The outputs of the last run as numpy arrays."""
+        return [_host(r) for r in self.results]
+
+
+def _is_integer(dtype: str) -> bool:
+    try:
+        return np.dtype(dtype.removeprefix("torch.")).kind in "iu"
+    except TypeError:
+        return False
+
+
+def _host(v: Any) -> np.ndarray[Any, Any]:
+    if isinstance(v, np.ndarray):
+        return v
+    if hasattr(v, "get"):
+        return np.asarray(v.get())  # CuPy
+    if hasattr(v, "cpu"):
+        return np.asarray(v.detach().cpu().numpy())  # torch
+    return np.asarray(v)
+
+
+def _placed(backend: Any, a: Any) -> Any:
+    """The array on the device, contiguous (a graph binds whole buffers)."""
+    if backend.name == "numpy":
+        return np.ascontiguousarray(a)
+    if isinstance(a, np.ndarray):
+        return backend.upload(a)
+    contiguous = getattr(a, "is_contiguous", None)  # torch
+    if contiguous is not None:
+        return a if contiguous() else a.contiguous()
+    arr = backend.as_array(a)
+    return arr if arr.flags.c_contiguous else backend.copy_of(arr)
