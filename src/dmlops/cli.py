@@ -7,6 +7,7 @@ import itertools
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -267,12 +268,42 @@ def _run_explain(args: argparse.Namespace) -> int:
 
 
 def _run_model(args: argparse.Namespace) -> int:
+    device = Device(args.feature_level, backend="numpy" if args.device == "cpu" else "cuda")
+    if args.model.endswith(".onnx"):
+        return _run_onnx(args, device)
     from .dxdispatch import load_model, run_model
 
     model = load_model(Path(args.model), args.max_bytes, args.max_file_bytes)
-    device = Device(args.feature_level, backend="numpy" if args.device == "cpu" else "cuda")
     run_model(model, device)
     return 0
+
+
+def _run_onnx(args: argparse.Namespace, device: Device) -> int:
+    """An ONNX model through an InferenceSession: inputs from .npy files, outputs printed."""
+    from .onnx import InferenceSession
+
+    session = InferenceSession(args.model, device, args.max_file_bytes)
+    feed: dict[str, Any] = {}
+    for item in args.input:
+        name, _, path = item.partition("=")
+        try:
+            feed[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise DmlError(f"--input {item}: not a readable .npy file ({e})") from None
+    missing = [i for i in session.get_inputs() if i.name not in feed]
+    if missing:
+        wanted = ", ".join(f"{i.name} {i.shape} {i.type}" for i in missing)
+        raise DmlError(f"{args.model}: give --input NAME=FILE.npy for {wanted}")
+    for out, value in zip(session.get_outputs(), session.run(None, feed), strict=True):
+        host = np.asarray(value.get() if hasattr(value, "get") else value)
+        print(f"Output '{out.name}' {list(host.shape)} {host.dtype}: {_values_text(host)}")
+    return 0
+
+
+def _values_text(a: np.ndarray[Any, Any], limit: int = 64) -> str:
+    flat = a.reshape(-1)
+    shown = ", ".join(str(v) for v in flat[:limit].tolist())
+    return shown + (f", ... ({flat.size} values)" if flat.size > limit else "")
 
 
 def _run_gen_tests(args: argparse.Namespace) -> int:
@@ -449,12 +480,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser(
         "run",
-        help="execute a DxDispatch-style JSON model file",
+        help="execute a DxDispatch-style JSON model file or an ONNX model",
         description="Execute a model file in DxDispatch's JSON format (resources, dispatchables of "
-        "type DML_OPERATOR_SLICE/SLICE1/SPLIT/JOIN, commands 'dispatch' and 'print') and print "
-        "resources as DxDispatch does. Exit status 1 when the model is malformed or invalid.",
+        "type DML_OPERATOR_SLICE/SLICE1/SLICE_GRAD/SPLIT/JOIN/..., commands 'dispatch' and "
+        "'print') and print resources as DxDispatch does; or an ONNX model (.onnx) through an "
+        "InferenceSession, inputs from --input NAME=FILE.npy, outputs printed. Exit status 1 "
+        "when the model is malformed or invalid.",
     )
-    run.add_argument("model", help="path of the JSON model file")
+    run.add_argument("model", help="path of the JSON model file or the .onnx model")
+    run.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=FILE.npy",
+        help="ONNX models: an input's values (repeat for each input)",
+    )
     run.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where to execute")
     run.add_argument("--feature-level", default="4_1", help="device feature level (default 4_1)")
     run.add_argument(

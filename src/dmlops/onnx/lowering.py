@@ -75,8 +75,15 @@ class CompiledModel:
     ) -> None:
         self.operator = operator
         self.data_inputs = data_inputs
-        self.outputs = outputs  # (name, ("graph", k) | ("empty", shape, dtype))
+        self.outputs = outputs  # (name, ("graph", k) | ("const", value) | ("empty", shape, dtype))
         self.device = device
+        fields = [] if operator is None else operator.desc.output_fields()
+        # (output index, shape) of each output the plan writes, in the plan's output order
+        self._written = [
+            (k, tuple(fields[spec[1]][1].sizes))
+            for k, (_, spec) in enumerate(outputs)
+            if spec[0] == "graph"
+        ]
 
     @property
     def plan(self) -> Any:
@@ -87,20 +94,21 @@ class CompiledModel:
         """Outputs for these input arrays (on the device's backend); output k is written into
         `into[k]` where given (C-contiguous, of the output's shape and dtype)."""
         backend = self.device.backend
-        into = into or {}
-        given: dict[int, Any] = {}
-        for k, array in into.items():
-            given[k] = self._checked_output(k, array)
+        given = {k: self._checked_output(k, array) for k, array in (into or {}).items()}
         arrays: dict[int, Any] = {}
         if self.operator is not None:
             template = values[self.data_inputs[0]]
-            fields = self.operator.desc.output_fields()
-            for k, (_, spec) in enumerate(self.outputs):
-                if spec[0] == "graph":
-                    shape = tuple(fields[spec[1]][1].sizes)
-                    arrays[k] = given[k] if k in given else backend.new_like(template, shape)
+            new = backend.new_like
+            for k, shape in self._written:
+                arrays[k] = given[k] if k in given else new(template, shape)
             ins = [values[n] for n in self.data_inputs]
-            self.operator.execute(ins, [_flat(a) for a in arrays.values()])
+            flats = [_flat(a) for a in arrays.values()]
+            if given:  # the caller's arrays: every binding check
+                self.operator.execute(ins, flats)
+            else:  # inputs placed whole and contiguous, outputs just made for the graph
+                self.operator._run_fresh(ins, flats)
+        if len(arrays) == len(self.outputs):
+            return list(arrays.values())
         result = []
         for k, (_, spec) in enumerate(self.outputs):
             if spec[0] == "graph":

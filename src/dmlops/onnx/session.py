@@ -95,7 +95,7 @@ class InferenceSession:
                     f"ONNX model: a graph input or output name is not text: {v.name!r}"
                 )
         self._inputs = [_node_arg(v) for v in graph.input if v.name not in initialized]
-        self._outputs = [_node_arg(v) for v in graph.output]
+        self._outputs = [_node_arg(v) for v in _inferred_outputs(self._model)]
         self._input_names = [i.name for i in self._inputs]
         self._output_index = {o.name: k for k, o in enumerate(self._outputs)}
         self._compiled: OrderedDict[Hashable, CompiledModel] = OrderedDict()
@@ -132,20 +132,17 @@ class InferenceSession:
         run_options: Any = None,
     ) -> list[Any]:
         """The outputs named (None: all, in the graph's order) for these inputs."""
-        wanted = self._wanted(output_names)
+        wanted = None if output_names is None else self._wanted(output_names)
         compiled, values = self.compiled_for(input_feed)
         results = compiled.run(values)
-        return [results[k] for k in wanted]
+        return results if wanted is None else [results[k] for k in wanted]
 
     def compiled_for(self, input_feed: Mapping[str, Any]) -> tuple[CompiledModel, dict[str, Any]]:
         """The compiled graph of these inputs' signature (compiled if new) and the inputs as
         the device's contiguous arrays."""
         values = self._placed(input_feed)
         key = self._signature(values)
-        with self._lock:
-            compiled = self._compiled.get(key)
-            if compiled is not None:
-                self._compiled.move_to_end(key)
+        compiled = self._compiled.get(key)  # a dict read is atomic; writes take the lock
         if compiled is None:
             compiled = compile_model(self._model, values, self.device)
             with self._lock:
@@ -198,10 +195,11 @@ class InferenceSession:
 
     def _signature(self, values: Mapping[str, Any]) -> Hashable:
         parts: list[Any] = []
-        for name, v in values.items():
+        for v in values.values():  # the names are the model's, in its order
             shape = tuple(v.shape)
-            dtype = str(v.dtype)
-            parts.append((name, shape, dtype))
+            dtype = v.dtype
+            parts.append(shape)
+            parts.append(dtype)
             if math.prod(shape) <= SMALL_INTEGER_INPUT and _is_integer(dtype):
                 parts.append(tuple(_host(v).ravel().tolist()))
         return tuple(parts)
@@ -245,9 +243,44 @@ class IOBinding:
         return [_host(r) for r in self.results]
 
 
-def _is_integer(dtype: str) -> bool:
+def _inferred_outputs(model: Any) -> Any:
+    """The graph's outputs with each dimension that ONNX shape inference finds a number for
+    filled in (as onnxruntime reports them); the declared outputs where inference fails."""
+    import onnx
+
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    for o in probe.graph.output:  # forget the declared shapes, so inference states its own
+        o.type.tensor_type.ClearField("shape")
     try:
-        return np.dtype(dtype.removeprefix("torch.")).kind in "iu"
+        found = onnx.shape_inference.infer_shapes(probe).graph.output
+        inferred = {o.name: o for o in found}
+    except Exception:  # noqa: BLE001 - inference may fail on any odd model: keep what it says
+        return model.graph.output
+    outputs = []
+    for declared in model.graph.output:
+        merged = onnx.ValueInfoProto()
+        merged.CopyFrom(declared)
+        found = inferred.get(declared.name)
+        dims = merged.type.tensor_type.shape.dim
+        if found is not None and found.type.tensor_type.HasField("shape"):
+            known = found.type.tensor_type.shape.dim
+            if not merged.type.tensor_type.HasField("shape"):
+                merged.type.tensor_type.shape.CopyFrom(found.type.tensor_type.shape)
+            elif len(known) == len(dims):
+                for mine, theirs in zip(dims, known, strict=True):
+                    if theirs.HasField("dim_value"):
+                        mine.dim_value = theirs.dim_value
+        outputs.append(merged)
+    return outputs
+
+
+def _is_integer(dtype: Any) -> bool:
+    kind = getattr(dtype, "kind", None)  # numpy and CuPy dtypes
+    if kind is not None:
+        return bool(kind in "iu")
+    try:
+        return np.dtype(str(dtype).removeprefix("torch.")).kind in "iu"
     except TypeError:
         return False
 
