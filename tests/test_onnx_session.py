@@ -155,3 +155,24 @@ def test_cli_runs_onnx_models_through_a_session(
     assert first in printed
     assert main(["run", str(path)]) == 1
     assert "give --input NAME=FILE.npy for in0" in capsys.readouterr().err
+
+
+def test_no_import_circles() -> None:
+    """The onnx modules import only those before them (loading, params, lowering, session);
+    the operators never import the picture module (their notebook view does, lazily)."""
+    import ast
+
+    root = Path(__file__).resolve().parent.parent / "src" / "dmlops"
+    order = ["loading", "params", "lowering", "session"]
+    for k, name in enumerate(order):
+        tree = ast.parse((root / "onnx" / f"{name}.py").read_text())
+        local = {
+            node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module
+        }
+        assert local <= set(order[:k]), (name, local)
+    for path in (root / "ops").glob("*.py"):
+        tree = ast.parse(path.read_text())
+        top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        assert not any("picture" in (getattr(n, "module", "") or "") for n in top), path
