@@ -176,3 +176,19 @@ def test_no_import_circles() -> None:
         tree = ast.parse(path.read_text())
         top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
         assert not any("picture" in (getattr(n, "module", "") or "") for n in top), path
+
+
+def test_a_shufflenet_unit_runs_with_intermediates_and_explain_says_why(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from dmlops.cli import main
+
+    path = DATA / "shufflenet_unit__torchscript_opset13.onnx"
+    inputs, expected = _case(path)
+    compiled = dml_onnx.compile(str(path), inputs)
+    assert len(compiled.operator.passes) == 3  # two intermediates, then the outputs
+    assert compiled.plan.bytes_written == expected[0].nbytes
+    assert main(["explain", str(path), "--input-shape", "in0=2,8,6,6"]) == 0
+    out = capsys.readouterr().out
+    assert "in 3 passes" in out
+    assert "copy added: intermediate 0 (node 5 reads the output of node 4 through a reshape" in out

@@ -213,7 +213,9 @@ def _run_explain_onnx(
     except DmlError as e:
         print(f"INVALID at {level.dml_name}: {e}")
         return 1
-    print(f"VALID at {level.dml_name}: {path} as one graph")
+    notes = getattr(compiled.operator, "notes", [])
+    passes = f"in {len(notes) + 1} passes" if notes else "as one graph"
+    print(f"VALID at {level.dml_name}: {path} {passes}")
     for name in compiled.data_inputs:
         print(f"input {name}: {list(arrays[name].shape)} {arrays[name].dtype}")
     for name, spec in compiled.outputs:
@@ -221,7 +223,12 @@ def _run_explain_onnx(
             f"output {name}: "
             + ("empty, no dispatch" if spec[0] == "empty" else f"plan output {spec[1]}")
         )
-    if compiled.plan is not None:
+    for note in notes:
+        print(f"copy added: {note}")
+    describe = getattr(compiled.operator, "describe", None)
+    if notes and describe is not None:
+        print(describe())
+    elif compiled.plan is not None:
         print(compiled.plan.describe())
     return 0
 

@@ -13,7 +13,7 @@ from .overlap import describe, find_overlaps, owners_apart
 from .plan import Plan
 from .tensor import BufferTensorDesc, FeatureLevel
 
-__all__ = ["Binding", "BindingTable", "CompiledOperator", "Device"]
+__all__ = ["Binding", "BindingTable", "CompiledGraph", "CompiledOperator", "Device"]
 
 
 @dataclass(frozen=True)
@@ -192,3 +192,85 @@ class Device:
         """Validate `desc` at this device's feature level and compile its plan."""
         desc.validate(self.feature_level)
         return CompiledOperator(self, desc, desc.lower())
+
+
+class CompiledGraph:
+    """A graph that needs intermediate buffers: one compiled pass per intermediate, then a
+    last pass to the outputs, on the same stream in order. The intermediates belong to the
+    compiled graph (made on first use, per device), so calls on one CompiledGraph must not
+    overlap in time (as calls into one DirectML graph's persistent resource)."""
+
+    def __init__(self, device: Device, desc: Any, passes: Sequence[tuple[Any, Plan]]) -> None:
+        self.device = device
+        self.desc = desc
+        self.passes = [CompiledOperator(device, d, p) for d, p in passes]
+        self.plan = passes[-1][1]  # the pass that writes the outputs
+        self.notes = [d.what for d, _ in passes[:-1]]
+        self._sizes = [d.output_fields()[0][1].total_tensor_size_in_bytes for d, _ in passes[:-1]]
+        self._buffers: dict[Any, list[Any]] = {}
+
+    def __repr__(self) -> str:
+        return f"CompiledGraph({len(self.passes)} passes, {self.device!r})"
+
+    def describe(self) -> str:
+        """Each pass's copies, and why each intermediate buffer is there."""
+        lines = []
+        for op, note in zip(self.passes, [*self.notes, "the outputs"], strict=True):
+            lines.append(f"pass writing {note}:")
+            lines.append(op.plan.describe())
+        return "\n".join(lines)
+
+    def _intermediates(self, inputs: Sequence[Any]) -> list[Any]:
+        backend = self.device.backend
+        buffers = [b.buffer if isinstance(b, Binding) else b for b in inputs]
+        where = backend.placement([("InputTensors[0]", buffers[0])])(None) if buffers else None
+        key = None if where is None else where[0]
+        found = self._buffers.get(key)
+        if found is None:
+            found = self._buffers[key] = [self._new(backend, n, buffers) for n in self._sizes]
+        return found
+
+    @staticmethod
+    def _new(backend: Any, nbytes: int, like: Sequence[Any]) -> Any:
+        import numpy as np
+
+        try:  # an array of the inputs' library and device, where they are arrays
+            template = like[0]
+            size = -(-nbytes // backend.describe(template).itemsize)
+            return backend.new_like(template, (size,))
+        except Exception:  # noqa: BLE001 - raw buffers have no library to follow: upload
+            return backend.upload(np.zeros(nbytes, np.uint8))
+
+    def execute(self, inputs: Sequence[Any], outputs: Sequence[Any], stream: Any = None) -> None:
+        """Run every pass (each checked as `CompiledOperator.execute` checks its bindings)."""
+        mids = self._intermediates(inputs)
+        ins = [*inputs, *mids]
+        for op, mid in zip(self.passes, mids, strict=False):
+            op.execute(ins, [mid], stream)
+        self.passes[-1].execute(ins, outputs, stream)
+
+    def _run_fresh(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+        mids = self._intermediates(inputs)
+        ins = [*inputs, *mids]
+        for op, mid in zip(self.passes, mids, strict=False):
+            op._run_fresh(ins, [mid])
+        self.passes[-1]._run_fresh(ins, outputs)
+
+    def bind(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> _Passes:
+        """Every pass bound: `dispatch()` runs them in order."""
+        mids = self._intermediates(inputs)
+        ins = [*inputs, *mids]
+        tables = [op.bind(ins, [mid]) for op, mid in zip(self.passes, mids, strict=False)]
+        return _Passes([*tables, self.passes[-1].bind(ins, outputs)])
+
+
+class _Passes:
+    """The binding tables of a CompiledGraph's passes, dispatched in order."""
+
+    def __init__(self, tables: list[BindingTable]) -> None:
+        self.tables = tables
+
+    def dispatch(self, stream: Any = None) -> None:
+        """Run every pass on the bound buffers, in order."""
+        for t in self.tables:
+            t.dispatch(stream)

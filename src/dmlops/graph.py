@@ -39,6 +39,9 @@ from .tensor import BufferTensorDesc, DataType, FeatureLevel, int_tuple, packed_
 __all__ = ["Graph", "GraphTensor", "GraphDesc"]
 
 
+_MID = 1 << 40  # pieces read intermediate buffer j as source _MID + j
+
+
 @dataclass(frozen=True)
 class _Piece:
     """Elements [start, start + shape) of a tensor: graph input `src` at offset + c . strides."""
@@ -231,6 +234,29 @@ class GraphDesc:
         return [(f"OutputTensors[{k}]", t.desc) for k, t in enumerate(self.outputs)]
 
 
+class _StageDesc(GraphDesc):
+    """One pass of a graph with intermediates: the graph's inputs and the intermediate
+    buffers in, intermediate buffers or the graph's outputs out."""
+
+    def __init__(
+        self,
+        inputs: Sequence[GraphTensor],
+        mids: Sequence[GraphTensor],
+        outputs: Sequence[GraphTensor],
+        what: str,
+    ) -> None:
+        super().__init__([*inputs, *mids], outputs)
+        self.graph_inputs = len(inputs)
+        self.what = what
+
+    def input_fields(self) -> list[tuple[str, BufferTensorDesc]]:
+        n = self.graph_inputs
+        return [
+            (f"InputTensors[{k}]" if k < n else f"Intermediates[{k - n}]", t.desc)
+            for k, t in enumerate(self.inputs)
+        ]
+
+
 class Graph:
     """A DirectMLX-style graph builder of SLICE, SLICE1, SPLIT, JOIN, Reinterpret and Identity."""
 
@@ -245,6 +271,11 @@ class Graph:
         # a reshape that does not compose: its tensor's packed bytes are its base's packed
         # bytes, so as a graph output it is the base written in the base's packed order
         self._reshapes: dict[int, int] = {}
+        # tensors copied into a buffer the compiled graph owns, because a node needs a view of
+        # them that does not line up with the pieces: (tensor index, why); the j-th is read
+        # by pieces as source _MID + j
+        self._intermediates: list[tuple[int, str]] = []
+        self._materialised: dict[int, int] = {}
 
     # -- building ------------------------------------------------------------------------
 
@@ -284,17 +315,27 @@ class Graph:
 
     def _own(self, x: GraphTensor) -> list[_Piece]:
         self._check(x)
-        base = self._reshapes.get(x.index)
-        if base is not None:
-            raise InvalidDescriptorError(
-                f"the tensor of node {x.node} (a reshape to {list(x.sizes)}) does not line up "
-                f"with the pieces of the graph's inputs: it can only be a graph output (written "
-                f"in the packed order of {list(self._tensors[base].sizes)}), not a node's input"
+        if x.index in self._reshapes:
+            return self._materialise(
+                x, f"a reshape to {list(x.sizes)} that does not line up with its input's pieces"
             )
         return self._pieces[x.index]
 
+    def _materialise(self, x: GraphTensor, why: str) -> list[_Piece]:
+        """x as one packed piece of an intermediate buffer that the compiled graph fills
+        first (once per tensor)."""
+        j = self._materialised.get(x.index)
+        if j is None:
+            j = self._materialised[x.index] = len(self._intermediates)
+            made = "graph input" if x.node is None else f"output of node {x.node}"
+            note = f"node {len(self._nodes)} reads the {made} through {why}"
+            self._intermediates.append((x.index, note))
+        sizes = x.sizes
+        return [_Piece((0,) * len(sizes), sizes, _MID + j, 0, packed_strides(sizes))]
+
     def composes(self, x: GraphTensor) -> bool:
-        """Whether x can feed another node (False: a reshape that can only be an output)."""
+        """Whether x feeds another node without being copied to an intermediate buffer first
+        (False: a reshape that does not line up with its input's pieces)."""
         self._check(x)
         return x.index not in self._reshapes
 
@@ -456,26 +497,26 @@ class Graph:
         reshape = new.strides is None or new.strides == packed_strides(new.sizes)
         reshape = reshape and math.prod(new.sizes) == math.prod(x.sizes)
         base = self._reshapes.get(x.index)
-        if base is not None:
-            if not reshape:
-                self._own(x)  # raises: only a reshape may follow a deferred reshape
+        if base is not None and reshape:  # a reshape of a deferred reshape: deferred too
             self._node("REINTERPRET", name, None)
             t = self._add(self._packed(x, new.sizes), k, [])
             self._reshapes[t.index] = base
             return t
-        composed = _reinterpreted(self._pieces[x.index], x.sizes, new.sizes, new.effective_strides)
+        composed = _reinterpreted(self._own(x), x.sizes, new.sizes, new.effective_strides)
         if composed is None and reshape:
             self._node("REINTERPRET", name, None)
             t = self._add(self._packed(x, new.sizes), k, [])
             self._reshapes[t.index] = x.index
             return t
-        if composed is None:
-            raise InvalidDescriptorError(
-                f"{where}: Sizes {list(new.sizes)} with Strides {list(new.effective_strides)} do "
-                f"not line up with the packed order of sizes {list(x.sizes)} as pieces of the "
-                "graph's inputs; this release composes such a view only where each new "
-                "dimension walks one dimension of the tensor without a carry"
+        if composed is None:  # read the view straight out of x copied whole
+            why = (
+                f"a view of sizes {list(new.sizes)} and strides "
+                f"{list(new.effective_strides)} that does not line up with its pieces"
             )
+            (whole,) = self._materialise(x, why)
+            composed = [
+                _Piece((0,) * len(new.sizes), new.sizes, whole.src, 0, new.effective_strides)
+            ]
         self._node("REINTERPRET", name, None)
         return self._add(self._packed(x, new.sizes), k, composed)
 
@@ -509,10 +550,14 @@ class Graph:
             perm = (0, 3, 5, 1, 2, 4) if dcr else (0, 1, 3, 5, 2, 4)
         split = _reinterpreted(pieces, x.sizes, six, packed_strides(six))
         moved = None if split is None else self._permuted(split, six, perm)
+        if moved is None:  # split x copied whole into blocks instead
+            whole = self._materialise(x, f"{kind} blocks that do not line up with its pieces")
+            split = _reinterpreted(whole, x.sizes, six, packed_strides(six))
+            moved = None if split is None else self._permuted(split, six, perm)
         if moved is None:
             raise InvalidDescriptorError(
                 f"node {k} ({kind}{f' {name!r}' if name else ''}): its input's layout does not "
-                "split into blocks as pieces of the graph's inputs"
+                "split into blocks"
             )
         moved_sizes = tuple(six[p] for p in perm)
         out = desc.output_tensor.sizes
@@ -544,16 +589,33 @@ class Graph:
 
     # -- compiling -----------------------------------------------------------------------
 
-    def plan(self, outputs: Sequence[GraphTensor]) -> Plan:
-        """The strided copies from the graph's inputs to these outputs: no intermediates."""
-        outputs = list(outputs)
-        if not outputs:
-            raise DmlError("a graph needs at least one output")
-        dts = {t.desc.data_type for t in self._inputs}
-        if len(dts) > 1:
-            raise DmlError("a graph's inputs share one data type in this release")
+    def intermediates(self, outputs: Sequence[GraphTensor]) -> list[tuple[GraphTensor, str]]:
+        """The tensors these outputs need copied into a buffer of their own first (each with
+        the reason), in the order they are filled; empty where the graph is one pass."""
+        needed: set[int] = set()
+
+        def visit(pieces: list[_Piece]) -> None:
+            for p in pieces:
+                if p.src >= _MID and p.src - _MID not in needed:
+                    needed.add(p.src - _MID)
+                    visit(
+                        self._output_pieces(self._tensors[self._intermediates[p.src - _MID][0]])[0]
+                    )
+
+        for out in outputs:
+            visit(self._output_pieces(out)[0])
+        return [
+            (self._tensors[self._intermediates[j][0]], self._intermediates[j][1])
+            for j in sorted(needed)
+        ]
+
+    def _stage(self, targets: Sequence[GraphTensor], mids: Sequence[GraphTensor]) -> Plan:
+        """The copies writing `targets` from the graph's inputs and the intermediates `mids`
+        (bound after the inputs)."""
+        n = len(self._inputs)
+        binding = {self._materialised[m.index]: n + k for k, m in enumerate(mids)}
         copies = []
-        for k, out in enumerate(outputs):
+        for k, out in enumerate(targets):
             pieces, order = self._output_pieces(out)
             covered = sum(math.prod(p.shape) for p in pieces)
             if covered != math.prod(out.sizes):
@@ -565,18 +627,51 @@ class Graph:
                 dst = layout.offset + sum(
                     a * t for a, t in zip(p.start, layout.strides, strict=True)
                 )
+                src = binding[p.src - _MID] if p.src >= _MID else p.src
                 copies.append(
-                    ElementCopy(p.src, p.offset, p.strides, k, dst, layout.strides, p.shape)
+                    ElementCopy(src, p.offset, p.strides, k, dst, layout.strides, p.shape)
                 )
-        element_size = outputs[0].desc.data_type.element_size
-        return build_plan(element_size, copies, len(self._inputs), len(outputs))
+        element_size = targets[0].desc.data_type.element_size
+        return build_plan(element_size, copies, n + len(mids), len(targets))
+
+    def _checked_outputs(self, outputs: Sequence[GraphTensor]) -> list[GraphTensor]:
+        outputs = list(outputs)
+        if not outputs:
+            raise DmlError("a graph needs at least one output")
+        dts = {t.desc.data_type for t in self._inputs}
+        if len(dts) > 1:
+            raise DmlError("a graph's inputs share one data type in this release")
+        return outputs
+
+    def plan(self, outputs: Sequence[GraphTensor]) -> Plan:
+        """The strided copies from the graph's inputs to these outputs, where the graph is one
+        pass (no intermediates: see `intermediates`); else the last pass, whose input
+        bindings after the graph's inputs are the intermediates."""
+        outputs = self._checked_outputs(outputs)
+        mids = [t for t, _ in self.intermediates(outputs)]
+        return self._stage(outputs, mids)
 
     def compile(self, outputs: Sequence[GraphTensor], device: Any = None) -> Any:
-        """A compiled operator (execute / bind / dispatch) running the graph in one plan."""
-        from .device import CompiledOperator, Device
+        """A compiled operator (execute / bind / dispatch) running the graph: one plan, or,
+        where some view does not line up with the pieces, one pass per intermediate buffer
+        and a last pass to the outputs (a CompiledGraph)."""
+        from .device import CompiledGraph, CompiledOperator, Device
 
+        outputs = self._checked_outputs(outputs)
         dev = device if device is not None else Device(self.feature_level)
-        return CompiledOperator(dev, GraphDesc(self._inputs, list(outputs)), self.plan(outputs))  # type: ignore[arg-type]
+        desc = GraphDesc(self._inputs, outputs)
+        found = self.intermediates(outputs)
+        if not found:
+            return CompiledOperator(dev, desc, self._stage(outputs, []))  # type: ignore[arg-type]
+        mids = [t for t, _ in found]
+        passes = []
+        for k, (t, why) in enumerate(found):
+            stage_desc = _StageDesc(self._inputs, mids, [t], f"intermediate {k} ({why})")
+            passes.append((stage_desc, self._stage([t], mids)))
+        passes.append(
+            (_StageDesc(self._inputs, mids, outputs, "outputs"), self._stage(outputs, mids))
+        )
+        return CompiledGraph(dev, desc, passes)
 
     def describe(self) -> str:
         """One line per node, for humans."""
