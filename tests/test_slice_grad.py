@@ -198,7 +198,7 @@ def test_plan_writes_every_output_element_once() -> None:
     desc.validate()
     plan = desc.lower()
     assert plan.bytes_written == 5 * 9 * 4 * 4  # zeros and gradient together, no element twice
-    assert plan.writes_zeros
+    assert plan.writes_fills and plan.fills == (bytes(4),)
 
 
 def test_dxdispatch_model_and_explain(capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,7 +23,6 @@ from .ops import (
     SpaceToDepth1Desc,
     SplitDesc,
 )
-from .plan import ZERO
 from .tensor import BufferTensorDesc, DataType, FeatureLevel
 
 __all__ = ["main", "format_tensor", "format_desc"]
@@ -71,8 +70,8 @@ def element_mapping(desc: OperatorDesc) -> list[str]:
             dst = [a + k * b for a, k, b in zip(lc.dst_start, dst_step, c, strict=True)]
             src = [a + k * b for a, k, b in zip(lc.src_start, lc.src_step, c, strict=True)]
             out_name = outs[lc.dst].removesuffix("Tensor")
-            if lc.src == ZERO:
-                lines.append(f"{out_name}[{','.join(map(str, dst))}] = 0")
+            if lc.src < 0:
+                lines.append(f"{out_name}[{','.join(map(str, dst))}] = {desc.fill_text(lc.src)}")
                 continue
             in_name = ins[lc.src].removesuffix("Tensor")
             lines.append(

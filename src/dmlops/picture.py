@@ -25,7 +25,6 @@ import numpy as np
 from .errors import DmlError
 from .ops import JoinDesc, OperatorDesc, SliceDesc, SliceGradDesc, SplitDesc
 from .ops.slice1 import WindowDesc
-from .plan import ZERO
 from .tensor import BufferTensorDesc, FeatureLevel
 
 if TYPE_CHECKING:
@@ -39,7 +38,7 @@ _COLOURS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#
 _INSTALL = "pictures need matplotlib: pip install 'dmlops[plot]'"
 
 
-_ZERO_FACE = "#e8e8e8"  # cells an operator sets to zero
+_FILL_FACE = "#e8e8e8"  # cells an operator sets to a constant
 
 
 def _pyplot() -> Any:
@@ -63,14 +62,14 @@ def _verdict(desc: OperatorDesc, level: FeatureLevel) -> str | None:
 
 def _mapping(desc: OperatorDesc) -> dict[tuple[int, tuple[int, ...]], tuple[int, tuple[int, ...]]]:
     """(output, output coord) -> (input, input coord) for every copied element; elements set to
-    zero map to (ZERO, ())."""
+    set to a constant map to (fill source, ())."""
     found: dict[tuple[int, tuple[int, ...]], tuple[int, tuple[int, ...]]] = {}
     for c in desc.logical_copies():
         dst_step = c.dst_step or (1,) * len(c.shape)
         for idx in np.ndindex(*c.shape):
             src = tuple(s + k * t for s, k, t in zip(c.src_start, idx, c.src_step, strict=True))
             dst = tuple(s + k * t for s, k, t in zip(c.dst_start, idx, dst_step, strict=True))
-            found[(c.dst, dst)] = (ZERO, ()) if c.src == ZERO else (c.src, src)
+            found[(c.dst, dst)] = (c.src, ()) if c.src < 0 else (c.src, src)
     return found
 
 
@@ -183,7 +182,7 @@ def _draw_cells(
         mapping = {}
     order: dict[tuple[int, tuple[int, ...]], tuple[int, int]] = {}
     for (o, oc), (i, ic) in mapping.items():
-        if i != ZERO:
+        if i >= 0:
             order[(i, ic)] = (o, _flat(outputs[o].sizes, oc))
     windowed = "output" if isinstance(desc, SliceGradDesc) else "input"
     many = len(outputs) > 1
@@ -226,8 +225,8 @@ def _draw_cells(
                             label += f"\n#{hit[1]}" + (f"→{hit[0]}" if many else "")
                     else:
                         src = mapping.get((k, coord))
-                        if src is not None and src[0] == ZERO:
-                            face, label = _ZERO_FACE, "0"
+                        if src is not None and src[0] < 0:
+                            face, label = _FILL_FACE, desc.fill_text(src[0])
                         elif src is not None:
                             face = _COLOURS[(src[0] if len(inputs) > 1 else k) % len(_COLOURS)]
                             label = shown(src[0], src[1])
@@ -238,7 +237,7 @@ def _draw_cells(
                     )
                     ax.text(
                         x + 0.5, y + 0.5, label, ha="center", va="center", fontsize=6,
-                        color="#333" if face in ("white", _ZERO_FACE) else "white",
+                        color="#333" if face in ("white", _FILL_FACE) else "white",
                     )  # fmt: skip
             if role == windowed and window is not None and not (k and window):
                 _outline(plt, ax, window, lead, rank, y0, rows, cols, bool(error))

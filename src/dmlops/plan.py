@@ -4,9 +4,10 @@ Operators lower to `LogicalCopy` boxes in tensor coordinates; `compose` turns
 them, with each tensor's `Layout`, into `StridedCopy` records (byte offsets,
 element strides, coalesced shape). Backends execute plans and nothing else.
 
-A copy whose source is `ZERO` writes zeros (all bits clear) instead of reading an
-input: its source strides are 0. Copies of one plan never write the same element
-twice, so a backend may run them in any order, or all at once.
+A copy whose source is negative writes a constant instead of reading an input: source
+-1 - k is the plan's fill k (`Plan.fills[k]`, the element's bytes; `ZERO`, -1, is the
+first fill, all bits clear for SLICE_GRAD), with source strides 0. Copies of one plan
+never write the same element twice, so a backend may run them in any order, or at once.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from .tensor import BufferTensorDesc
 
 __all__ = [
     "ZERO",
-    "zero_reads",
+    "fill_source",
+    "fill_reads",
     "Layout",
     "LogicalCopy",
     "StridedCopy",
@@ -42,8 +44,13 @@ __all__ = [
 _ENUMERATION_LIMIT = 1 << 22
 
 ZERO = -1
-"""The source index of a copy that writes zeros. Backends bind a zeroed buffer after the
-inputs, so `inputs[ZERO]` is that buffer."""
+"""The source index of a plan's first fill (zeros, where an operator writes zeros). Backends
+bind fill k's buffer so that `inputs[-1 - k]` is it: the fills after the inputs, reversed."""
+
+
+def fill_source(k: int) -> int:
+    """The source index of fill k."""
+    return -1 - k
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,7 @@ class Plan:
     copies: tuple[StridedCopy, ...]
     input_spans: tuple[tuple[int, int], ...]
     output_spans: tuple[tuple[int, int], ...]
+    fills: tuple[bytes, ...] = ()  # the constants fill sources write, one element's bytes each
 
     @cached_property
     def span_arrays(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
@@ -126,9 +134,14 @@ class Plan:
         return tuple(hi for _, hi in self.output_spans)
 
     @property
-    def writes_zeros(self) -> bool:
-        """Whether some copy writes zeros (the backend binds a zeroed buffer as `ZERO`)."""
-        return any(c.src == ZERO for c in self.copies)
+    def writes_fills(self) -> bool:
+        """Whether some copy writes a constant (the backend binds the fills' buffers)."""
+        return bool(self.fills)
+
+    def fill_buffers(self, length: int) -> list[bytes]:
+        """Host bytes of each fill's buffer, `length` bytes of its element repeated, in the
+        order a backend appends them to the inputs (so that `inputs[-1 - k]` is fill k)."""
+        return [(value * -(-length // len(value)))[:length] for value in reversed(self.fills)]
 
     @property
     def bytes_written(self) -> int:
@@ -164,33 +177,33 @@ class Plan:
 
 
 def _source(src: int, prefix: str = "") -> str:
-    return "zeros" if src == ZERO else f"{prefix}{src}"
+    return f"fill {-1 - src}" if src < 0 else f"{prefix}{src}"
 
 
-def zero_reads(plan: Plan, limit: int) -> Plan:
-    """`plan` with each zero-writing copy reading a zeroed buffer of `limit` bytes (bound as
-    input `ZERO`) with a unit source stride along a contiguous destination row, so vector
-    kernels apply; rows longer than the buffer are cut into pieces that fit."""
-    if not plan.writes_zeros:
+def fill_reads(plan: Plan, limit: int) -> Plan:
+    """`plan` with each fill copy reading its fill's buffer of `limit` bytes (the element
+    repeated) with a unit source stride along a contiguous destination row, so vector kernels
+    apply; rows longer than the buffer are cut into pieces that fit."""
+    if not plan.writes_fills:
         return plan
     out: list[StridedCopy] = []
     element_size = plan.element_size
     most = limit // element_size
     for c in plan.copies:
-        if c.src != ZERO or c.dst_strides[-1] != 1:
+        if c.src >= 0 or c.dst_strides[-1] != 1:
             out.append(c)
             continue
         outer, row = c.shape[:-1], c.shape[-1]
         zeros = (0,) * len(outer)
         if row <= most:
             out.append(
-                StridedCopy(ZERO, 0, (*zeros, 1), c.dst, c.dst_offset, c.dst_strides, c.shape)
+                StridedCopy(c.src, 0, (*zeros, 1), c.dst, c.dst_offset, c.dst_strides, c.shape)
             )
             continue
         whole, rest = divmod(row, most)
         out.append(
             StridedCopy(
-                ZERO,
+                c.src,
                 0,
                 (*zeros, 0, 1),
                 c.dst,
@@ -202,7 +215,7 @@ def zero_reads(plan: Plan, limit: int) -> Plan:
         if rest:
             offset = c.dst_offset + whole * most * element_size
             out.append(
-                StridedCopy(ZERO, 0, (*zeros, 1), c.dst, offset, c.dst_strides, (*outer, rest))
+                StridedCopy(c.src, 0, (*zeros, 1), c.dst, offset, c.dst_strides, (*outer, rest))
             )
     return dataclasses.replace(plan, copies=tuple(out))
 
@@ -265,12 +278,14 @@ def compose(
     copies: Sequence[LogicalCopy],
     input_layouts: Sequence[Layout],
     output_layouts: Sequence[Layout],
+    fills: Sequence[bytes] = (),
 ) -> Plan:
-    """Lower logical copies through tensor layouts to a coalesced plan."""
+    """Lower logical copies through tensor layouts to a coalesced plan (negative sources
+    write `fills`)."""
     resolved = []
     for lc in copies:
         lo = output_layouts[lc.dst]
-        li = Layout(0, (0,) * len(lc.shape)) if lc.src == ZERO else input_layouts[lc.src]
+        li = Layout(0, (0,) * len(lc.shape)) if lc.src < 0 else input_layouts[lc.src]
         src_off = li.offset + sum(a * t for a, t in zip(lc.src_start, li.strides, strict=True))
         dst_off = lo.offset + sum(a * t for a, t in zip(lc.dst_start, lo.strides, strict=True))
         src_st = tuple(k * t for k, t in zip(lc.src_step, li.strides, strict=True))
@@ -280,7 +295,7 @@ def compose(
             else tuple(k * t for k, t in zip(lc.dst_step, lo.strides, strict=True))
         )
         resolved.append(ElementCopy(lc.src, src_off, src_st, lc.dst, dst_off, dst_st, lc.shape))
-    return build_plan(element_size, resolved, len(input_layouts), len(output_layouts))
+    return build_plan(element_size, resolved, len(input_layouts), len(output_layouts), fills)
 
 
 @dataclass(frozen=True)
@@ -296,7 +311,13 @@ class ElementCopy:
     shape: tuple[int, ...]
 
 
-def build_plan(element_size: int, copies: Sequence[ElementCopy], inputs: int, outputs: int) -> Plan:
+def build_plan(
+    element_size: int,
+    copies: Sequence[ElementCopy],
+    inputs: int,
+    outputs: int,
+    fills: Sequence[bytes] = (),
+) -> Plan:
     """Coalesce element-space copies into a plan and record each binding's byte span."""
     strided: list[StridedCopy] = []
     unused = (1 << 63, 0)
@@ -307,7 +328,7 @@ def build_plan(element_size: int, copies: Sequence[ElementCopy], inputs: int, ou
             ec.shape, ec.src_strides, ec.dst_strides, ec.src_offset, ec.dst_offset
         )
         sides = [(dst_off, d_st, out_ext, ec.dst, "output")]
-        if ec.src != ZERO:
+        if ec.src >= 0:
             sides.append((src_off, s_st, in_ext, ec.src, "input"))
         for off, st, ext, idx, side in sides:
             low, high = span(off, shape, st)
@@ -329,7 +350,7 @@ def build_plan(element_size: int, copies: Sequence[ElementCopy], inputs: int, ou
             )
         )
     spans = [tuple((0, 0) if e == unused else e for e in ext) for ext in (in_ext, out_ext)]
-    return Plan(element_size, tuple(strided), spans[0], spans[1])
+    return Plan(element_size, tuple(strided), spans[0], spans[1], tuple(fills))
 
 
 def is_injective(sizes: Sequence[int], strides: Sequence[int]) -> bool:

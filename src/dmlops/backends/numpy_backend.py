@@ -37,8 +37,6 @@ class _Span:
 
 
 _ROW_BYTES = 64  # contiguous inner runs at least this long move as one void element
-_ZEROS = np.zeros(8, np.uint8)  # bound after the inputs of plans that write zeros (plan.ZERO)
-_ZEROS.flags.writeable = False
 
 
 @dataclass(frozen=True)
@@ -259,7 +257,8 @@ class _NumpyExecutor:
         self.backend = backend
         self.plan = plan
         self.parallel = backend._is_parallel(plan)
-        self.zeros = plan.writes_zeros
+        # one element of each fill, bound after the inputs (read with strides 0)
+        self.fills = [np.frombuffer(b, np.uint8) for b in plan.fill_buffers(plan.element_size)]
         self.copies = [NumpyCopy.of(c, plan.element_size) for c in plan.copies]
         self.recipe = [
             (
@@ -276,8 +275,8 @@ class _NumpyExecutor:
         ]
 
     def __call__(self, ins: Sequence[Any], outs: Sequence[Any], queue: Any = None) -> None:
-        if self.zeros:
-            ins = [*ins, _ZEROS]
+        if self.fills:
+            ins = [*ins, *self.fills]
         if self.parallel:
             self.backend._parallel(self.plan, ins, outs)()
             return
@@ -287,8 +286,8 @@ class _NumpyExecutor:
 
     def bound(self, ins: Sequence[Any], outs: Sequence[Any]) -> Callable[..., None]:
         """Views built once; the returned call copies through them."""
-        if self.zeros:
-            ins = [*ins, _ZEROS]
+        if self.fills:
+            ins = [*ins, *self.fills]
         if self.parallel:
             parallel = self.backend._parallel(self.plan, ins, outs)
             return lambda queue=None: parallel()

@@ -155,7 +155,19 @@ class OperatorDesc(abc.ABC):
             if output_layouts is not None
             else [Layout.of_desc(t) for t in outs]
         )
-        return compose(self.data_type.element_size, self.logical_copies(), li, lo)
+        return compose(self.data_type.element_size, self.logical_copies(), li, lo, self.fills())
+
+    def fills(self) -> tuple[bytes, ...]:
+        """The constants this operator writes (copies from source -1 - k write fills[k]), as
+        one element's bytes each; none by default."""
+        return ()
+
+    def fill_text(self, src: int) -> str:
+        """The constant that fill source `src` writes, as the data type reads it."""
+        import numpy as np
+
+        value = np.frombuffer(self.fills()[-1 - src], self.data_type.numpy_dtype)[0]
+        return f"{value:g}" if isinstance(value, np.floating) else str(value)
 
     def _needed_level(self, t: BufferTensorDesc) -> str:
         """'; N dimensions of TYPE need LEVEL', the lowest row that takes `t`, or that none does."""

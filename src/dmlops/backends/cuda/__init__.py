@@ -20,7 +20,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from ...errors import BindingError, DmlError
-from ...plan import Plan, zero_reads
+from ...plan import Plan, fill_reads
 from .._address_cache import AddressCache
 from . import kernels
 from .arrays import TorchView
@@ -32,30 +32,45 @@ from .streams import Queue, is_torch, queue_function, torch_module
 __all__ = ["CudaBackend"]
 
 _TABLE_CACHE = 16
-ZERO_BYTES = 64 << 10  # the zeroed buffer per GPU that zero-writing copies read
+FILL_BYTES = 64 << 10  # each fill's buffer per GPU, read by the copies that write it
 _ALREADY_THERE = contextlib.nullcontext()
 
 
 class _DeviceState:
-    """What is measured or loaded once per GPU: its size, its kernels' handles and a zeroed
-    buffer that zero-writing copies read (made in relaxed capture mode, with a blocking
-    memset, so it is zero before any launch and legal while another stream is captured)."""
+    """What is measured or loaded once per GPU: its size, its kernels' handles and the
+    buffers that fill copies read (zeros from the start, other constants when first used)."""
 
     def __init__(self, cupy: Any, ordinal: int) -> None:
-        runtime = cupy.cuda.runtime
+        runtime = self.runtime = cupy.cuda.runtime
         props = runtime.getDeviceProperties(ordinal)
         self.ordinal = ordinal
         self.multiprocessors = int(props["multiProcessorCount"])
         self.functions: dict[tuple[str, tuple[tuple[str, int], ...]], tuple[int, int]] = {}
-        current = runtime.getDevice()
-        with relaxed_capture():
-            runtime.setDevice(ordinal)
-            try:
-                self.zeros = int(runtime.malloc(ZERO_BYTES))
-                runtime.memset(self.zeros, 0, ZERO_BYTES)
-                runtime.streamSynchronize(0)  # zero before any stream, blocking or not, reads it
-            finally:
-                runtime.setDevice(current)
+        self._fills: dict[bytes, int] = {}
+        self.fill(bytes(FILL_BYTES))  # zeros, which SLICE_GRAD writes
+
+    def fill(self, pattern: bytes) -> int:
+        """The device buffer holding `pattern` (FILL_BYTES long), made once per pattern with
+        a blocking copy in relaxed capture mode, so it is written before any stream reads it
+        and legal while another stream is being captured."""
+        found = self._fills.get(pattern)
+        if found is None:
+            import numpy as np
+
+            runtime = self.runtime
+            current = runtime.getDevice()
+            host = np.frombuffer(pattern, np.uint8)
+            with relaxed_capture():
+                runtime.setDevice(self.ordinal)
+                try:
+                    found = int(runtime.malloc(len(pattern)))
+                    kind = runtime.memcpyHostToDevice
+                    runtime.memcpy(found, host.ctypes.data, len(pattern), kind)
+                    runtime.streamSynchronize(0)
+                finally:
+                    runtime.setDevice(current)
+            self._fills[pattern] = found
+        return found
 
     def function(self, cupy: Any, group: Group) -> tuple[int, int]:
         """(CUfunction handle, blocks per multiprocessor) of a group's kernel on this GPU
@@ -245,8 +260,9 @@ class CudaBackend:
             self._sweep()
         with self._on(device), relaxed_capture() if capturing else contextlib.nullcontext():
             state = self.state(device)
-            if plan.writes_zeros:
-                plan, ins = zero_reads(plan, ZERO_BYTES), [*ins, state.zeros]
+            if plan.writes_fills:
+                fills = [state.fill(b) for b in plan.fill_buffers(FILL_BYTES)]
+                plan, ins = fill_reads(plan, FILL_BYTES), [*ins, *fills]
             groups = group_copies(plan, ins, outs, state.multiprocessors)
             functions = []
             for group in groups:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import BindingError, DmlError
-from ...plan import Plan, StridedCopy, array_byte_span, zero_reads
+from ...plan import Plan, StridedCopy, array_byte_span, fill_reads
 from .. import no_queue
 from .._address_cache import AddressCache
 from .memory import Flat, Memory, WebGpuArray
@@ -33,7 +33,7 @@ __all__ = ["WebGpuBackend", "WebGpuArray", "NATIVE_BACKENDS"]
 NATIVE_BACKENDS = ("Vulkan", "Metal", "D3D12")
 ARENA_BYTES = 256 << 20
 _TABLE_CACHE = 16
-ZERO_BYTES = 64 << 10  # the zeroed buffer that zero-writing copies read
+FILL_BYTES = 64 << 10  # each fill's buffer, read by the copies that write it
 
 # Bindings and `load_src` prepended to a kernel: (word kernel?, one buffer read and written)
 _BINDINGS = {
@@ -151,7 +151,7 @@ class WebGpuBackend:
             required_limits={k: limits[k] for k in wanted}
         )
         self.queue = self.device.queue
-        self._zeros: WebGpuArray | None = None
+        self._fills: dict[bytes, WebGpuArray] = {}
         max_binding = min(limits["max-storage-buffer-binding-size"], limits["max-buffer-size"])
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         self.memory = Memory(self.device, usage, min(ARENA_BYTES, max_binding), max_binding)
@@ -317,17 +317,19 @@ class WebGpuBackend:
                 self._pipelines[key] = pipeline
         return pipeline
 
-    def _zero_flat(self) -> Flat:
-        """A zeroed buffer that zero-writing copies read (made once)."""
-        if self._zeros is None:
-            self._zeros = self.upload(np.zeros(ZERO_BYTES, np.uint8))
-        return self.byte_view(self._zeros, False)[0]
+    def _fill_flat(self, pattern: bytes) -> Flat:
+        """The buffer holding `pattern`, read by the copies that write that fill (made once)."""
+        found = self._fills.get(pattern)
+        if found is None:
+            found = self._fills[pattern] = self.upload(np.frombuffer(pattern, np.uint8))
+        return self.byte_view(found, False)[0]
 
     def _dispatches(self, plan: Plan, ins: Sequence[Flat], outs: Sequence[Flat]) -> list[Any]:
         """(pipeline, bind group, grid, group, kept buffers) of every dispatch of `plan`."""
         wgpu, device = self.wgpu, self.device
-        if plan.writes_zeros:
-            plan, ins = zero_reads(plan, ZERO_BYTES), [*ins, self._zero_flat()]
+        if plan.writes_fills:
+            fills = [self._fill_flat(b) for b in plan.fill_buffers(FILL_BYTES)]
+            plan, ins = fill_reads(plan, FILL_BYTES), [*ins, *fills]
         index: dict[int, int] = {}
         buffers: list[Any] = []
         for f in (*ins, *outs):
