@@ -19,6 +19,7 @@ from .functional import (
     slice_grad,
     space_to_depth,
     split,
+    tile,
 )
 from .graph import Graph, GraphTensor
 from .ops import (
@@ -31,6 +32,7 @@ from .ops import (
     SliceGradDesc,
     SpaceToDepth1Desc,
     SplitDesc,
+    TileDesc,
 )
 from .plan import Plan, StridedCopy
 from .tensor import (
@@ -69,6 +71,7 @@ __all__ = [
     "SplitDesc",
     "StridedCopy",
     "TensorFlags",
+    "TileDesc",
     "UnsupportedFeatureLevelError",
     "calc_buffer_tensor_size",
     "depth_to_space",
@@ -78,6 +81,7 @@ __all__ = [
     "slice_grad",
     "space_to_depth",
     "split",
+    "tile",
 ]
 
 if "torch" in _sys.modules:  # torch is already there: register the torch operators now

@@ -22,6 +22,7 @@ from .ops import (
     SliceGradDesc,
     SpaceToDepth1Desc,
     SplitDesc,
+    TileDesc,
 )
 from .tensor import BufferTensorDesc, DataType, FeatureLevel
 
@@ -145,6 +146,12 @@ def _explain_desc(args: argparse.Namespace) -> OperatorDesc:
             BufferTensorDesc(dt, args.output_sizes),
             *window,
         )
+    if op == "tile":
+        if args.input_sizes is None or len(args.input_sizes) != 1:
+            raise DmlError("TILE: give --input-sizes once, and --repeats")
+        inp = BufferTensorDesc(dt, args.input_sizes[0])
+        sizes = TileDesc.output_sizes_for(inp.sizes, args.repeats)
+        return TileDesc(inp, BufferTensorDesc(dt, sizes), args.repeats)
     if op in ("depth_to_space1", "space_to_depth1"):
         if args.input_sizes is None or len(args.input_sizes) != 1:
             raise DmlError(f"{op.upper()}: give --input-sizes once")
@@ -178,6 +185,7 @@ _OPERATORS = (
     "slice_grad",
     "split",
     "join",
+    "tile",
     "depth_to_space1",
     "space_to_depth1",
 )
@@ -431,6 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
         "sizes (required)",
     )
     xp.add_argument("--axis", type=int, default=0, help="SPLIT/JOIN Axis")
+    xp.add_argument("--repeats", type=_ints, default=[], help="TILE Repeats")
     xp.add_argument(
         "--block-size", type=int, default=2, help="DEPTH_TO_SPACE1/SPACE_TO_DEPTH1 BlockSize"
     )
@@ -461,7 +470,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--operators",
         default=None,
         help="comma-separated operators (default: every one of slice, slice1, slice_grad, split, "
-        "join that the feature level has)",
+        "join, tile that the feature level has)",
     )
     gen.add_argument("--feature-level", default="4_1", help="feature level (default 4_1)")
     gen.add_argument(

@@ -28,6 +28,7 @@ from .ops import (
     SliceGradDesc,
     SpaceToDepth1Desc,
     SplitDesc,
+    TileDesc,
 )
 from .tensor import BufferTensorDesc, DataType, TensorFlags
 
@@ -284,6 +285,14 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
             arrays[2],
             dimension_count=_count(d, "DimensionCount", path),
         )
+    if kind == "DML_OPERATOR_TILE":
+        d = _obj(value, path, {"InputTensor", "OutputTensor", "Repeats"}, {"RepeatsCount"})
+        return TileDesc(
+            _tensor(d["InputTensor"], f"{path}.InputTensor"),
+            _tensor(d["OutputTensor"], f"{path}.OutputTensor"),
+            _int_list(d["Repeats"], f"{path}.Repeats"),
+            repeats_count=_count(d, "RepeatsCount", path),
+        )
     if kind == "DML_OPERATOR_SPLIT":
         d = _obj(value, path, {"InputTensor", "OutputTensors", "Axis"}, {"OutputCount"})
         return SplitDesc(
@@ -320,8 +329,8 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
     raise _fail(
         f"{path[: -len('.desc')]}.type",
         f"'{kind}' is not one of DML_OPERATOR_SLICE, DML_OPERATOR_SLICE1, DML_OPERATOR_SPLIT, "
-        "DML_OPERATOR_JOIN, DML_OPERATOR_SLICE_GRAD, DML_OPERATOR_DEPTH_TO_SPACE1, "
-        "DML_OPERATOR_SPACE_TO_DEPTH1",
+        "DML_OPERATOR_JOIN, DML_OPERATOR_SLICE_GRAD, DML_OPERATOR_TILE, "
+        "DML_OPERATOR_DEPTH_TO_SPACE1, DML_OPERATOR_SPACE_TO_DEPTH1",
     )
 
 

@@ -33,6 +33,7 @@ from .ops import (
     SliceGradDesc,
     SpaceToDepth1Desc,
     SplitDesc,
+    TileDesc,
 )
 from .overlap import find_overlaps, owners_apart
 from .plan import Layout, Plan, array_byte_span
@@ -44,6 +45,7 @@ __all__ = [
     "slice_grad",
     "split",
     "join",
+    "tile",
     "depth_to_space",
     "space_to_depth",
     "backend_of",
@@ -629,6 +631,33 @@ def _depth_space(
 
     fields = (_fields_key(block_size), order if isinstance(order, (int, str)) else repr(order))
     return _dispatch(cls.OPERATOR, fields, feature_level, [x], [out], build, device)[0]
+
+
+def tile(
+    x: Any,
+    repeats: Sequence[int],
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML TILE: x repeated `repeats[i]` times along each dimension i."""
+
+    def build(ins: list[Any], outs: list[Any]) -> _Call:
+        backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
+        counts = int_tuple(repeats, "TILE.Repeats")
+        shape = TileDesc.output_sizes_for(backend.describe(ins[0]).shape, counts)
+        return _compile(
+            backend,
+            feature_level,
+            lambda i, o: TileDesc(i[0], o[0], counts),
+            ins,
+            outs,
+            [shape if outs[0] is None else None],
+            _dtype_of(backend, ins[0]),
+        )
+
+    return _dispatch("TILE", _fields_key(repeats), feature_level, [x], [out], build, device)[0]
 
 
 # -- the public calls: torch tensors that need autograd, tracing or the CPU go through the

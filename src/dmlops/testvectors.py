@@ -23,12 +23,20 @@ import numpy as np
 
 from .device import Device
 from .errors import DmlError
-from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SliceGradDesc, SplitDesc
+from .ops import (
+    JoinDesc,
+    OperatorDesc,
+    Slice1Desc,
+    SliceDesc,
+    SliceGradDesc,
+    SplitDesc,
+    TileDesc,
+)
 from .tensor import BufferTensorDesc, DataType, FeatureLevel, packed_strides
 
 __all__ = ["generate", "check", "OPERATORS"]
 
-OPERATORS = ("slice", "slice1", "slice_grad", "split", "join")
+OPERATORS = ("slice", "slice1", "slice_grad", "split", "join", "tile")
 SLICE_GRAD_LEVEL = SliceGradDesc.SUPPORT[0].level
 _MAX_ELEMENTS = 256
 _SENTINEL = 7  # what an output element holds until the operator writes it
@@ -78,6 +86,7 @@ def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> Oper
         "slice1": Slice1Desc,
         "slice_grad": SliceGradDesc,
         "split": SplitDesc,
+        "tile": TileDesc,
         "join": JoinDesc,
     }
     support = classes[op].SUPPORT
@@ -115,6 +124,10 @@ def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> Oper
         return Slice1Desc(
             _tensor(rng, dt, sizes, False), _tensor(rng, dt, out, True), offs, win, steps
         )
+    if op == "tile":
+        repeats = [int(rng.integers(1, 4)) for _ in sizes]
+        tiled = TileDesc.output_sizes_for(sizes, repeats)
+        return TileDesc(_tensor(rng, dt, sizes, False), _tensor(rng, dt, tiled, True), repeats)
     axis = int(rng.integers(0, len(sizes)))
     total = sizes[axis]
     cuts = sorted({int(c) for c in rng.integers(1, total, size=3)}) if total > 1 else []
@@ -200,6 +213,15 @@ def _broken(rng: np.random.Generator, desc: OperatorDesc) -> OperatorDesc:
             d.input_window_sizes,
             strides,
         )
+    if isinstance(d, TileDesc):
+        repeats = list(d.repeats)
+        k = int(rng.integers(0, len(repeats)))
+        if rng.random() < 0.5:
+            repeats[k] = 0
+            return TileDesc(d.input_tensor, d.output_tensor, repeats)
+        out = list(d.output_tensor.sizes)
+        out[k] += 1
+        return TileDesc(d.input_tensor, BufferTensorDesc(d.output_tensor.data_type, out), repeats)
     if isinstance(d, SplitDesc):
         outs = list(d.output_tensors)
         first = outs[0]

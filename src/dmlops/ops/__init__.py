@@ -7,6 +7,7 @@ from .slice import SliceDesc
 from .slice1 import Slice1Desc
 from .slice_grad import SliceGradDesc
 from .split import SplitDesc
+from .tile import TileDesc
 
 __all__ = [
     "DepthSpaceOrder",
@@ -19,4 +20,5 @@ __all__ = [
     "SpaceToDepth1Desc",
     "SplitDesc",
     "SupportRow",
+    "TileDesc",
 ]
