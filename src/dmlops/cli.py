@@ -17,6 +17,7 @@ from .ops import (
     DepthToSpace1Desc,
     JoinDesc,
     OperatorDesc,
+    Padding1Desc,
     Slice1Desc,
     SliceDesc,
     SliceGradDesc,
@@ -146,6 +147,20 @@ def _explain_desc(args: argparse.Namespace) -> OperatorDesc:
             BufferTensorDesc(dt, args.output_sizes),
             *window,
         )
+    if op == "padding1":
+        if args.input_sizes is None or len(args.input_sizes) != 1:
+            raise DmlError("PADDING1: give --input-sizes once, --start-padding and --end-padding")
+        inp = BufferTensorDesc(dt, args.input_sizes[0])
+        sizes = Padding1Desc.output_sizes_for(inp.sizes, args.start_padding, args.end_padding)
+        return Padding1Desc(
+            inp,
+            BufferTensorDesc(dt, sizes),
+            args.padding_mode,
+            None,
+            args.padding_value,
+            args.start_padding,
+            args.end_padding,
+        )
     if op == "tile":
         if args.input_sizes is None or len(args.input_sizes) != 1:
             raise DmlError("TILE: give --input-sizes once, and --repeats")
@@ -186,6 +201,7 @@ _OPERATORS = (
     "split",
     "join",
     "tile",
+    "padding1",
     "depth_to_space1",
     "space_to_depth1",
 )
@@ -440,6 +456,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     xp.add_argument("--axis", type=int, default=0, help="SPLIT/JOIN Axis")
     xp.add_argument("--repeats", type=_ints, default=[], help="TILE Repeats")
+    xp.add_argument("--start-padding", type=_ints, default=[], help="PADDING1 StartPadding")
+    xp.add_argument("--end-padding", type=_ints, default=[], help="PADDING1 EndPadding")
+    xp.add_argument(
+        "--padding-mode",
+        default="CONSTANT",
+        help="PADDING1 PaddingMode: CONSTANT, EDGE, REFLECTION, SYMMETRIC or WRAP",
+    )
+    xp.add_argument("--padding-value", type=float, default=0.0, help="PADDING1 PaddingValue")
     xp.add_argument(
         "--block-size", type=int, default=2, help="DEPTH_TO_SPACE1/SPACE_TO_DEPTH1 BlockSize"
     )

@@ -23,6 +23,7 @@ from .ops import (
     DepthToSpace1Desc,
     JoinDesc,
     OperatorDesc,
+    Padding1Desc,
     Slice1Desc,
     SliceDesc,
     SliceGradDesc,
@@ -285,6 +286,23 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
             arrays[2],
             dimension_count=_count(d, "DimensionCount", path),
         )
+    if kind == "DML_OPERATOR_PADDING1":
+        required = {"InputTensor", "OutputTensor", "PaddingMode", "StartPadding", "EndPadding"}
+        optional = {"PaddingValueDataType", "PaddingValue", "DimensionCount"}
+        d = _obj(value, path, required, optional)
+        try:
+            return Padding1Desc(
+                _tensor(d["InputTensor"], f"{path}.InputTensor"),
+                _tensor(d["OutputTensor"], f"{path}.OutputTensor"),
+                d["PaddingMode"],
+                d.get("PaddingValueDataType"),
+                d.get("PaddingValue", 0),
+                _int_list(d["StartPadding"], f"{path}.StartPadding"),
+                _int_list(d["EndPadding"], f"{path}.EndPadding"),
+                dimension_count=_count(d, "DimensionCount", path),
+            )
+        except DmlError as e:
+            raise _fail(path[: -len(".desc")], str(e)) from None
     if kind == "DML_OPERATOR_TILE":
         d = _obj(value, path, {"InputTensor", "OutputTensor", "Repeats"}, {"RepeatsCount"})
         return TileDesc(
@@ -329,7 +347,7 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
     raise _fail(
         f"{path[: -len('.desc')]}.type",
         f"'{kind}' is not one of DML_OPERATOR_SLICE, DML_OPERATOR_SLICE1, DML_OPERATOR_SPLIT, "
-        "DML_OPERATOR_JOIN, DML_OPERATOR_SLICE_GRAD, DML_OPERATOR_TILE, "
+        "DML_OPERATOR_JOIN, DML_OPERATOR_SLICE_GRAD, DML_OPERATOR_TILE, DML_OPERATOR_PADDING1, "
         "DML_OPERATOR_DEPTH_TO_SPACE1, DML_OPERATOR_SPACE_TO_DEPTH1",
     )
 

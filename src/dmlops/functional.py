@@ -28,6 +28,7 @@ from .ops import (
     DepthToSpace1Desc,
     JoinDesc,
     OperatorDesc,
+    Padding1Desc,
     Slice1Desc,
     SliceDesc,
     SliceGradDesc,
@@ -46,6 +47,7 @@ __all__ = [
     "split",
     "join",
     "tile",
+    "padding",
     "depth_to_space",
     "space_to_depth",
     "backend_of",
@@ -658,6 +660,40 @@ def tile(
         )
 
     return _dispatch("TILE", _fields_key(repeats), feature_level, [x], [out], build, device)[0]
+
+
+def padding(
+    x: Any,
+    start_padding: Sequence[int],
+    end_padding: Sequence[int],
+    mode: Any = "CONSTANT",
+    value: float | int = 0,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML PADDING1: x with start_padding / end_padding elements added along each dimension,
+    filled by `mode`: CONSTANT (`value`), EDGE, REFLECTION, SYMMETRIC or WRAP."""
+
+    def build(ins: list[Any], outs: list[Any]) -> _Call:
+        backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
+        start = int_tuple(start_padding, "PADDING1.StartPadding")
+        end = int_tuple(end_padding, "PADDING1.EndPadding")
+        shape = Padding1Desc.output_sizes_for(backend.describe(ins[0]).shape, start, end)
+        return _compile(
+            backend,
+            feature_level,
+            lambda i, o: Padding1Desc(i[0], o[0], mode, None, value, start, end),
+            ins,
+            outs,
+            [shape if outs[0] is None else None],
+            _dtype_of(backend, ins[0]),
+        )
+
+    mode_key = mode if isinstance(mode, (int, str)) else repr(mode)
+    fields = (_fields_key(start_padding, end_padding), mode_key, repr(value), type(value))
+    return _dispatch("PADDING1", fields, feature_level, [x], [out], build, device)[0]
 
 
 # -- the public calls: torch tensors that need autograd, tracing or the CPU go through the

@@ -3,6 +3,7 @@
 from ._base import OperatorDesc, SupportRow
 from .depth_space import DepthSpaceOrder, DepthToSpace1Desc, SpaceToDepth1Desc
 from .join import JoinDesc
+from .padding import Padding1Desc, PaddingMode
 from .slice import SliceDesc
 from .slice1 import Slice1Desc
 from .slice_grad import SliceGradDesc
@@ -14,6 +15,8 @@ __all__ = [
     "DepthToSpace1Desc",
     "JoinDesc",
     "OperatorDesc",
+    "Padding1Desc",
+    "PaddingMode",
     "Slice1Desc",
     "SliceDesc",
     "SliceGradDesc",
