@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 
 OPS = (
     "Slice", "Split", "Concat", "Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten",
-    "Identity", "DepthToSpace", "SpaceToDepth", "Gather",
+    "Identity", "DepthToSpace", "SpaceToDepth", "Gather", "Pad", "Tile", "Expand",
 )  # fmt: skip
 DATA_DTYPES = ("float32", "float16", "float64", "int8", "uint16", "int32", "int64", "uint8")
 INDEX_DTYPES = ("int64", "int64", "int64", "int32", "float32", "int8", "uint64", "float64")
 ATTRIBUTES = ("axis", "axes", "perm", "split", "blocksize", "mode", "num_outputs", "starts",
-              "ends", "allowzero", "keepdims")  # fmt: skip
+              "ends", "allowzero", "keepdims", "pads", "value")  # fmt: skip
 
 
 class CaseTimeout(Exception):
@@ -58,7 +58,7 @@ def _attribute_value(draw: Any, name: str) -> Any:
         return draw(st.lists(st.integers(-5, 5), min_size=1, max_size=5))
     if kind == "float":
         return draw(st.floats(-5, 5, allow_nan=False))
-    return draw(st.sampled_from(["DCR", "CRD", "x", ""]))
+    return draw(st.sampled_from(["DCR", "CRD", "x", "", "constant", "reflect", "edge", "wrap"]))
 
 
 @st.composite
@@ -84,7 +84,8 @@ def onnx_cases(draw: Any) -> tuple[Any, dict[str, np.ndarray]]:
             inputs.append(f"Y{k}")
     else:
         typical = {"Slice": [2, 3, 4], "Split": [0, 1], "Reshape": [1], "Squeeze": [0, 1],
-                   "Unsqueeze": [1], "Gather": [1]}.get(op, [0])  # fmt: skip
+                   "Unsqueeze": [1], "Gather": [1], "Pad": [1, 2, 3], "Tile": [1],
+                   "Expand": [1]}.get(op, [0])  # fmt: skip
         count = draw(st.sampled_from(typical) | st.integers(0, 4))
         for k in range(count):
             idt = np.dtype(draw(st.sampled_from(INDEX_DTYPES)))

@@ -11,7 +11,7 @@ from conftest import HAS_CUDA, WEBGPU, to_host
 
 onnx = pytest.importorskip("onnx")
 
-from dmlops import Device, ModelError  # noqa: E402
+from dmlops import Device, FeatureLevel, ModelError  # noqa: E402
 from dmlops import onnx as dml_onnx  # noqa: E402
 
 
@@ -36,6 +36,13 @@ def _cases() -> list:  # type: ignore[type-arg]
                 "test_flatten",
                 "test_depthtospace",
                 "test_spacetodepth",
+                "test_pad",
+                "test_constant_pad",
+                "test_edge_pad",
+                "test_reflect_pad",
+                "test_wrap_pad",
+                "test_tile",
+                "test_expand",
             )
         )
         and "split_to_sequence" not in c.name
@@ -57,7 +64,7 @@ def test_the_onnx_package_provides_the_cases() -> None:
 @pytest.mark.parametrize("backend", DEVICES)
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_onnx_backend_node_case(case, backend: str) -> None:  # type: ignore[no-untyped-def]
-    device = Device(backend=backend)
+    device = Device(FeatureLevel.newest(), backend=backend)  # PADDING1 is 5_0, WRAP 6_4
     for inputs, expected in case.data_sets:
         got = dml_onnx.run(case.model, list(inputs), device)
         assert len(got) == len(expected)

@@ -14,6 +14,7 @@ of the outputs.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,10 +28,12 @@ from .ops import (
     DepthToSpace1Desc,
     JoinDesc,
     OperatorDesc,
+    Padding1Desc,
     Slice1Desc,
     SliceDesc,
     SpaceToDepth1Desc,
     SplitDesc,
+    TileDesc,
 )
 from .ops._axis import piece_starts
 from .plan import ElementCopy, Layout, Plan, build_plan
@@ -132,6 +135,40 @@ def _x_dims(p: _Piece, x_sizes: tuple[int, ...], merge: bool) -> list[list[int]]
                 continue
         merged.append(dim)
     return merged[::-1]
+
+
+def _through_run(
+    p: _Piece,
+    at: tuple[int, ...],
+    steps: tuple[int, ...],
+    dst: tuple[int, ...],
+    shape: tuple[int, ...],
+) -> _Piece | None:
+    """The part of piece p that a box reads: box element c (c < shape) lands at dst + c and
+    reads the tensor at at + steps * c, steps in -1, 0, 1; None where it reads none of p."""
+    lo_c, hi_c, offset, strides = [], [], p.offset, []
+    for a, step, count, ps, pn, stride in zip(
+        at, steps, shape, p.start, p.shape, p.strides, strict=True
+    ):
+        if step == 0:
+            lo, hi = (0, count) if ps <= a < ps + pn else (0, 0)
+        elif step > 0:
+            lo, hi = max(0, ps - a), min(count, ps + pn - a)
+        else:
+            lo, hi = max(0, a - ps - pn + 1), min(count, a - ps + 1)
+        if lo >= hi:
+            return None
+        lo_c.append(lo)
+        hi_c.append(hi)
+        offset += (a + step * lo - ps) * stride
+        strides.append(step * stride)
+    return _Piece(
+        tuple(d + lo for d, lo in zip(dst, lo_c, strict=True)),
+        tuple(hi - lo for lo, hi in zip(lo_c, hi_c, strict=True)),
+        p.src,
+        offset,
+        tuple(strides),
+    )
 
 
 def _reinterpreted(
@@ -276,6 +313,7 @@ class Graph:
         # by pieces as source _MID + j
         self._intermediates: list[tuple[int, str]] = []
         self._materialised: dict[int, int] = {}
+        self._fills: list[bytes] = []  # constants pieces write: source -1 - k is fill k
 
     # -- building ------------------------------------------------------------------------
 
@@ -466,6 +504,92 @@ class Graph:
                 joined.append(_Piece(start, p.shape, p.src, p.offset, p.strides))
         return self._add(desc.output_tensor, k, joined)
 
+    def tile(self, x: GraphTensor, repeats: Sequence[int], name: str | None = None) -> GraphTensor:
+        """DML TILE: x repeated along each dimension (its pieces, once per repeat)."""
+        pieces = self._own(x)
+        counts = int_tuple(repeats, "TILE.Repeats")
+        out = TileDesc.output_sizes_for(x.sizes, counts)
+        desc = TileDesc(x.desc, self._packed(x, out), counts)
+        k = self._node("TILE", name, desc)
+        tiled = [
+            _Piece(
+                tuple(a + r * n for a, r, n in zip(p.start, rep, x.sizes, strict=True)),
+                p.shape,
+                p.src,
+                p.offset,
+                p.strides,
+            )
+            for rep in itertools.product(*(range(r) for r in counts))
+            for p in pieces
+        ]
+        return self._add(desc.output_tensor, k, tiled)
+
+    def padding(
+        self,
+        x: GraphTensor,
+        start_padding: Sequence[int],
+        end_padding: Sequence[int],
+        mode: Any = "CONSTANT",
+        value: float | int = 0,
+        name: str | None = None,
+    ) -> GraphTensor:
+        """DML PADDING1: x inflated by `mode` (CONSTANT with `value`, EDGE, REFLECTION,
+        SYMMETRIC, WRAP): x's pieces read through each dimension's runs, the constant as
+        fill pieces."""
+        pieces = self._own(x)
+        start = int_tuple(start_padding, "PADDING1.StartPadding")
+        end = int_tuple(end_padding, "PADDING1.EndPadding")
+        out = Padding1Desc.output_sizes_for(x.sizes, start, end)
+        desc = Padding1Desc(x.desc, self._packed(x, out), mode, None, value, start, end)
+        k = self._node("PADDING1", name, desc)
+        made: list[_Piece] = []
+        n = len(x.sizes)
+        for copy in desc.logical_copies():
+            if copy.src < 0:  # the constant: a fill piece of this graph's fills
+                fill = self._fill(desc.value_bytes())
+                made.append(_Piece(copy.dst_start, copy.shape, fill, 0, (0,) * n))
+                continue
+            for p in pieces:
+                piece = _through_run(p, copy.src_start, copy.src_step, copy.dst_start, copy.shape)
+                if piece is not None:
+                    made.append(piece)
+        return self._add(desc.output_tensor, k, made)
+
+    def broadcast(
+        self, x: GraphTensor, sizes: Sequence[int], name: str | None = None
+    ) -> GraphTensor:
+        """x's dimensions of size 1 stretched to `sizes` with stride 0 (DirectML broadcasts
+        through tensor strides; ONNX Expand). Same rank; other sizes must match."""
+        pieces = self._own(x)
+        sizes = int_tuple(sizes, "broadcast sizes")
+        k = len(self._nodes)
+        where = f"node {k} (BROADCAST{f' {name!r}' if name else ''})"
+        if len(sizes) != len(x.sizes) or any(
+            m not in (1, s) for m, s in zip(x.sizes, sizes, strict=True)
+        ):
+            raise InvalidDescriptorError(
+                f"{where}: sizes {list(x.sizes)} do not broadcast to {list(sizes)}"
+            )
+        self._node("BROADCAST", name, None)
+        wide = [d for d, (m, s) in enumerate(zip(x.sizes, sizes, strict=True)) if m != s]
+        stretched = [
+            _Piece(
+                p.start,
+                tuple(sizes[d] if d in wide else c for d, c in enumerate(p.shape)),
+                p.src,
+                p.offset,
+                tuple(0 if d in wide else t for d, t in enumerate(p.strides)),
+            )
+            for p in pieces
+        ]
+        return self._add(self._packed(x, sizes), k, stretched)
+
+    def _fill(self, value: bytes) -> int:
+        """The source index of the fill writing `value` (one per distinct value)."""
+        if value not in self._fills:
+            self._fills.append(value)
+        return -1 - self._fills.index(value)
+
     def identity(self, x: GraphTensor, name: str | None = None) -> GraphTensor:
         """DML_OPERATOR_ELEMENT_WISE_IDENTITY (no scale or bias): x, materialised packed."""
         pieces = self._own(x)
@@ -632,7 +756,7 @@ class Graph:
                     ElementCopy(src, p.offset, p.strides, k, dst, layout.strides, p.shape)
                 )
         element_size = targets[0].desc.data_type.element_size
-        return build_plan(element_size, copies, n + len(mids), len(targets))
+        return build_plan(element_size, copies, n + len(mids), len(targets), self._fills)
 
     def _checked_outputs(self, outputs: Sequence[GraphTensor]) -> list[GraphTensor]:
         outputs = list(outputs)

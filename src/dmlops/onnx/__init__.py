@@ -25,6 +25,7 @@ from typing import Any
 from .._files import DEFAULT_MAX_FILE_BYTES, read_bounded
 from ..device import Device
 from ..errors import ModelError
+from ..tensor import FeatureLevel
 from .loading import load
 from .lowering import GRAPH_OPS as SUPPORTED_OPS
 from .lowering import CompiledModel
@@ -50,7 +51,7 @@ _LOCK = threading.Lock()
 
 def _session(model: Any, device: Device | None, max_file_bytes: int) -> InferenceSession:
     """The cached session of this model's content on this kind of device."""
-    device = device or Device()
+    device = device or Device(FeatureLevel.newest())
     where = (device.backend.name, device.feature_level)
     source = model  # a path stays the source, so that errors name the file
     if isinstance(model, (str, Path)):

@@ -20,7 +20,7 @@ import numpy as np
 from ..device import CompiledOperator, Device
 from ..errors import DmlError, ModelError
 from ..graph import Graph, GraphTensor
-from ..tensor import packed_strides
+from ..tensor import FeatureLevel, packed_strides
 from .params import axis_of, slice_window, split_sizes
 
 __all__ = ["CompiledModel", "compile_model", "GRAPH_OPS"]
@@ -37,6 +37,9 @@ GRAPH_OPS = (
     "Flatten",
     "DepthToSpace",
     "SpaceToDepth",
+    "Pad",
+    "Tile",
+    "Expand",
 )
 # which node inputs are integer parameters (1-D tensors, read at compile time), by position
 _PARAMETERS = {
@@ -45,7 +48,11 @@ _PARAMETERS = {
     "Reshape": {1},
     "Squeeze": {1},
     "Unsqueeze": {1},
+    "Pad": {1, 2, 3},
+    "Tile": {1},
+    "Expand": {1},
 }
+_SCALAR_PARAMETERS = {("Pad", 2)}  # Pad's constant_value: a scalar (or one element)
 
 
 @dataclass(frozen=True)
@@ -265,6 +272,59 @@ def _unsqueeze_axes(axes: Sequence[int] | None, rank: int) -> list[int]:
     return at
 
 
+_PAD_MODES = {"constant": "CONSTANT", "reflect": "REFLECTION", "edge": "EDGE", "wrap": "WRAP"}
+
+
+def _pad(
+    g: Graph,
+    node: Any,
+    a: dict[str, Any],
+    x: Value,
+    shape: tuple[int, ...],
+    opset: int,
+    ints: Any,
+    number: Any,
+    dtype: np.dtype[Any],
+) -> Value:
+    """ONNX Pad onto PADDING1: negative pads crop first (a SLICE1), then the rest pads."""
+    rank = len(shape)
+    mode = a.get("mode", "constant")
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    if mode not in _PAD_MODES or (mode == "wrap" and opset < 19):
+        raise ModelError(f"Pad: mode '{mode}' is not one of constant, reflect, edge, wrap (19)")
+    if opset < 11:
+        pads, value, axes = list(a["pads"]), float(a.get("value", 0.0)), None
+    else:
+        pads = ints(node, 1)
+        value = 0
+        if len(node.input) > 2 and node.input[2]:
+            value = number(node, 2)
+        axes = ints(node, 3)
+    if pads is None:
+        raise ModelError("Pad: the pads input is missing")
+    axes = list(range(rank)) if axes is None else [axis_of(int(d), rank, "Pad") for d in axes]
+    if len(pads) != 2 * len(axes) or len(set(axes)) != len(axes):
+        raise ModelError(f"Pad: {len(pads)} pads for {len(axes)} axes")
+    start, end = [0] * rank, [0] * rank
+    for k, d in enumerate(axes):
+        start[d], end[d] = int(pads[k]), int(pads[k + len(axes)])
+    out = tuple(n + b + e for n, b, e in zip(shape, start, end, strict=True))
+    if min(out, default=1) < 0:
+        raise ModelError(f"Pad: pads {pads} crop more than the input's {list(shape)}")
+    if 0 in out or isinstance(x, _Empty) or 0 in shape:
+        return _Empty(out, dtype)
+    crop_lo = [max(0, -b) for b in start]
+    crop_hi = [max(0, -e) for e in end]
+    if any(crop_lo) or any(crop_hi):
+        kept = [n - lo - hi for n, lo, hi in zip(shape, crop_lo, crop_hi, strict=True)]
+        x = g.slice1(x, crop_lo, kept, [1] * rank, kept, name=None)
+    grow_lo, grow_hi = [max(0, b) for b in start], [max(0, e) for e in end]
+    if not any(grow_lo) and not any(grow_hi):
+        return x
+    py_value: float | int = int(value) if dtype.kind in "iub" else float(value)
+    return g.padding(x, grow_lo, grow_hi, _PAD_MODES[mode], py_value, name=node.name or None)
+
+
 def _reshaped(g: Graph, x: Value, shape: Sequence[int]) -> Value:
     shape = tuple(int(s) for s in shape)
     if isinstance(x, _Empty) or 0 in shape:
@@ -283,7 +343,7 @@ def compile_model(
     """Lower `model` into one Graph for the shapes and dtypes of `arrays` (all its inputs)."""
     from onnx import numpy_helper
 
-    device = device or Device()
+    device = device or Device(FeatureLevel.newest())
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
     graph = model.graph
     constants: dict[str, np.ndarray[Any, Any]] = {}
@@ -331,6 +391,16 @@ def compile_model(
             )
         return [int(v) for v in np.asarray(constants[name]).ravel()]
 
+    def number(node: Any, k: int) -> Any:
+        """A one-element parameter input's value (Pad's constant_value)."""
+        name = node.input[k]
+        if name not in constants:
+            raise ModelError(
+                f"ONNX node '{node.name or node.op_type}': input '{name}' must be known when "
+                "the model is compiled (an initializer or a given input)"
+            )
+        return np.asarray(constants[name]).reshape(-1)[0].item()
+
     for node in graph.node:
         where = f"ONNX node '{node.name or node.op_type}'"
         if node.domain not in ("", "ai.onnx") or node.op_type not in GRAPH_OPS + HOST_OPS:
@@ -348,7 +418,10 @@ def compile_model(
         for k in _PARAMETERS.get(node.op_type, ()):
             if k < len(node.input) and node.input[k] in constants:
                 dims = np.ndim(constants[node.input[k]])
-                if dims != 1:
+                if (node.op_type, k) in _SCALAR_PARAMETERS:
+                    if np.size(constants[node.input[k]]) != 1:
+                        raise ModelError(f"{where}: input '{node.input[k]}' must hold one value")
+                elif dims != 1:
                     raise ModelError(
                         f"{where}: input '{node.input[k]}' has {dims} dimensions: "
                         f"{node.op_type} takes a 1-D tensor there"
@@ -394,7 +467,9 @@ def compile_model(
         x = values[names[0]]
         shape = _shape(x)
         try:
-            outs = _lower(g, node, a, x, shape, opset, ints, slice_window, split_sizes, values)
+            outs = _lower(
+                g, node, a, x, shape, opset, (ints, number), slice_window, split_sizes, values
+            )
         except DmlError as e:
             raise ModelError(f"{where}: {e}") from None
         except KeyError as e:
@@ -622,11 +697,12 @@ def _lower(
     x: Value,
     shape: tuple[int, ...],
     opset: int,
-    ints: Any,
+    params: Any,
     slice_window: Any,
     split_sizes: Any,
     values: dict[str, Value],
 ) -> list[Value]:
+    ints, number = params
     op = node.op_type
     rank = len(shape)
     dtype = x.dtype if isinstance(x, _Empty) else np.dtype(x.desc.data_type.numpy_dtype)
@@ -654,6 +730,31 @@ def _lower(
             next(pieces) if s > 0 else _Empty(sh, dtype)
             for s, sh in zip(sizes, shapes, strict=True)
         ]
+    if op == "Pad":
+        return [_pad(g, node, a, x, shape, opset, ints, number, dtype)]
+    if op == "Tile":
+        repeats = ints(node, 1)
+        if repeats is None or len(repeats) != rank or min(repeats, default=0) < 0:
+            raise ModelError(f"Tile: repeats {repeats} must be {rank} counts of at least 0")
+        out = tuple(n * r for n, r in zip(shape, repeats, strict=True))
+        if 0 in out or isinstance(x, _Empty):
+            return [_Empty(out, dtype)]
+        return [g.tile(x, repeats, name=node.name or None)]
+    if op == "Expand":
+        target = ints(node, 1)
+        if target is None:
+            raise ModelError("Expand: the shape input is missing")
+        try:
+            out = tuple(int(v) for v in np.broadcast_shapes(shape, tuple(target)))
+        except ValueError:
+            raise ModelError(f"Expand: {list(shape)} does not broadcast with {target}") from None
+        if 0 in out or isinstance(x, _Empty):
+            return [_Empty(out, dtype)]
+        padded = (1,) * (len(out) - rank) + tuple(shape)
+        y = x if padded == tuple(shape) else _reshaped(g, x, padded)
+        if out == padded or isinstance(y, _Empty):
+            return [y]
+        return [g.broadcast(y, out, name=node.name or None)]
     if op == "Concat":
         parts = [values[n] for n in node.input]
         axis = axis_of(int(a["axis"]), rank, "Concat")

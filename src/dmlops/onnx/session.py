@@ -15,6 +15,7 @@ import numpy as np
 from .._files import DEFAULT_MAX_FILE_BYTES
 from ..device import Device
 from ..errors import ModelError
+from ..tensor import FeatureLevel
 from .loading import load
 from .lowering import CompiledModel, compile_model
 
@@ -86,7 +87,7 @@ class InferenceSession:
     ) -> None:
         self._model = load(model, max_file_bytes)
         self.model = self._model  # the ModelProto
-        self.device = device or Device()
+        self.device = device or Device(FeatureLevel.newest())
         graph = self._model.graph
         initialized = {i.name for i in graph.initializer}
         for v in (*graph.input, *graph.output):
@@ -299,8 +300,8 @@ def _placed(backend: Any, a: Any) -> Any:
     """The array on the device, contiguous (a graph binds whole buffers)."""
     if backend.name == "numpy":
         return np.ascontiguousarray(a)
-    if isinstance(a, np.ndarray):
-        return backend.upload(a)
+    if isinstance(a, (np.ndarray, np.generic, int, float, list, tuple)):  # host values
+        return backend.upload(np.ascontiguousarray(a))
     contiguous = getattr(a, "is_contiguous", None)  # torch
     if contiguous is not None:
         return a if contiguous() else a.contiguous()
