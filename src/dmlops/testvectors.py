@@ -26,6 +26,7 @@ from .errors import DmlError
 from .ops import (
     JoinDesc,
     OperatorDesc,
+    Padding1Desc,
     Slice1Desc,
     SliceDesc,
     SliceGradDesc,
@@ -36,8 +37,16 @@ from .tensor import BufferTensorDesc, DataType, FeatureLevel, packed_strides
 
 __all__ = ["generate", "check", "OPERATORS"]
 
-OPERATORS = ("slice", "slice1", "slice_grad", "split", "join", "tile")
-SLICE_GRAD_LEVEL = SliceGradDesc.SUPPORT[0].level
+OPERATORS = ("slice", "slice1", "slice_grad", "split", "join", "tile", "padding1")
+_CLASSES: dict[str, type[OperatorDesc]] = {
+    "slice": SliceDesc,
+    "slice1": Slice1Desc,
+    "slice_grad": SliceGradDesc,
+    "split": SplitDesc,
+    "join": JoinDesc,
+    "tile": TileDesc,
+    "padding1": Padding1Desc,
+}
 _MAX_ELEMENTS = 256
 _SENTINEL = 7  # what an output element holds until the operator writes it
 
@@ -81,15 +90,7 @@ def _tensor(
 
 
 def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> OperatorDesc:
-    classes: dict[str, Any] = {
-        "slice": SliceDesc,
-        "slice1": Slice1Desc,
-        "slice_grad": SliceGradDesc,
-        "split": SplitDesc,
-        "tile": TileDesc,
-        "join": JoinDesc,
-    }
-    support = classes[op].SUPPORT
+    support = _CLASSES[op].SUPPORT
     rows = [r for r in support if r.level <= level]
     if not rows:
         raise DmlError(f"gen-tests: {op.upper()} needs {support[0].level.dml_name}")
@@ -123,6 +124,24 @@ def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> Oper
             )
         return Slice1Desc(
             _tensor(rng, dt, sizes, False), _tensor(rng, dt, out, True), offs, win, steps
+        )
+    if op == "padding1":
+        modes = ["CONSTANT", "EDGE", "REFLECTION", "SYMMETRIC"]
+        mode = modes[int(rng.integers(0, 4))] if level < FeatureLevel.FL_6_4 else "WRAP"
+        if level >= FeatureLevel.FL_6_4 and rng.random() < 0.8:
+            mode = modes[int(rng.integers(0, 4))]
+        start = [int(rng.integers(0, 3)) for _ in sizes]
+        end = [int(rng.integers(0, 3)) for _ in sizes]
+        padded = Padding1Desc.output_sizes_for(sizes, start, end)
+        value = int(rng.integers(0, 100))
+        return Padding1Desc(
+            _tensor(rng, dt, sizes, False),
+            _tensor(rng, dt, padded, True),
+            mode,
+            dt,
+            value,
+            start,
+            end,
         )
     if op == "tile":
         repeats = [int(rng.integers(1, 4)) for _ in sizes]
@@ -212,6 +231,18 @@ def _broken(rng: np.random.Generator, desc: OperatorDesc) -> OperatorDesc:
             d.input_window_offsets,
             d.input_window_sizes,
             strides,
+        )
+    if isinstance(d, Padding1Desc):
+        out = list(d.output_tensor.sizes)
+        out[int(rng.integers(0, len(out)))] += 1
+        return Padding1Desc(
+            d.input_tensor,
+            BufferTensorDesc(d.output_tensor.data_type, out),
+            d.padding_mode,
+            d.padding_value_data_type,
+            d.padding_value,
+            d.start_padding,
+            d.end_padding,
         )
     if isinstance(d, TileDesc):
         repeats = list(d.repeats)
@@ -307,8 +338,7 @@ def generate(
 
     level = FeatureLevel.parse(feature_level)
     if operators is None:  # every operator the feature level has
-        too_new = {"slice_grad"} if level < SLICE_GRAD_LEVEL else set()
-        operators = [op for op in OPERATORS if op not in too_new]
+        operators = [op for op in OPERATORS if _CLASSES[op].SUPPORT[0].level <= level]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
