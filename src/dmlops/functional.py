@@ -424,186 +424,33 @@ def _dtype_of(backend: Backend, x: Any) -> Any:
     return backend.describe(x).dtype
 
 
-def _slice(
+def _unary(
+    op: str,
+    fields: Hashable,
     x: Any,
-    offsets: Sequence[int],
-    sizes: Sequence[int],
-    strides: Sequence[int],
-    feature_level: FeatureLevel | int | str | None = None,
-    out: Any = None,
-    device: str | None = None,
+    out: Any,
+    feature_level: Any,
+    device: str | None,
+    shape_of: Callable[[Any], tuple[int, ...]],
+    make: Callable[[BufferTensorDesc, BufferTensorDesc], OperatorDesc],
 ) -> Any:
+    """Run a one-input, one-output operator: `shape_of(x's description)` gives the output's
+    sizes where no `out` is given, `make(input desc, output desc)` its descriptor."""
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
-        shape = int_tuple(sizes, "SLICE.Sizes")
+        shape = shape_of(backend.describe(ins[0])) if outs[0] is None else None
         return _compile(
             backend,
             feature_level,
-            lambda i, o: SliceDesc(i[0], o[0], offsets, shape, strides),
-            ins,
-            outs,
-            [shape if outs[0] is None else None],
-            _dtype_of(backend, ins[0]),
-        )
-
-    fields = _fields_key(offsets, sizes, strides)
-    return _dispatch("SLICE", fields, feature_level, [x], [out], build, device)[0]
-
-
-def _slice1(
-    x: Any,
-    window_offsets: Sequence[int],
-    window_sizes: Sequence[int],
-    window_strides: Sequence[int],
-    output_sizes: Sequence[int] | None = None,
-    feature_level: FeatureLevel | int | str | None = None,
-    out: Any = None,
-    device: str | None = None,
-) -> Any:
-
-    def build(ins: list[Any], outs: list[Any]) -> _Call:
-        backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
-        probe_desc = _Tensor.of_array(backend.describe(ins[0])).desc
-        probe = Slice1Desc(probe_desc, probe_desc, window_offsets, window_sizes, window_strides)
-        if output_sizes is not None:
-            shape: tuple[int, ...] | None = int_tuple(output_sizes, "SLICE1.OutputTensor.Sizes")
-        elif outs[0] is not None:
-            shape = None
-        else:
-            shape = probe.default_output_sizes()
-        if outs[0] is not None and shape is not None:
-            given = tuple(backend.describe(outs[0]).shape)
-            if given != shape:
-                raise DmlError(
-                    f"SLICE1.OutputTensor.Sizes: output_sizes {list(shape)} differ from "
-                    f"out's shape {list(given)}"
-                )
-        return _compile(
-            backend,
-            feature_level,
-            lambda i, o: Slice1Desc(
-                i[0],
-                o[0],
-                probe.input_window_offsets,
-                probe.input_window_sizes,
-                probe.input_window_strides,
-            ),
-            ins,
-            outs,
-            [shape if outs[0] is None else None],
-            _dtype_of(backend, ins[0]),
-        )
-
-    fields = _fields_key(window_offsets, window_sizes, window_strides, output_sizes)
-    return _dispatch("SLICE1", fields, feature_level, [x], [out], build, device)[0]
-
-
-def _slice_grad(
-    input_gradient: Any,
-    output_sizes: Sequence[int],
-    window_offsets: Sequence[int],
-    window_sizes: Sequence[int],
-    window_strides: Sequence[int],
-    feature_level: FeatureLevel | int | str | None = None,
-    out: Any = None,
-    device: str | None = None,
-) -> Any:
-
-    def build(ins: list[Any], outs: list[Any]) -> _Call:
-        backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
-        shape = int_tuple(output_sizes, "SLICE_GRAD.OutputGradientTensor.Sizes")
-        if outs[0] is not None:
-            given = tuple(backend.describe(outs[0]).shape)
-            if given != shape:
-                raise DmlError(
-                    f"SLICE_GRAD.OutputGradientTensor.Sizes: output_sizes {list(shape)} differ "
-                    f"from out's shape {list(given)}"
-                )
-        return _compile(
-            backend,
-            feature_level,
-            lambda i, o: SliceGradDesc(i[0], o[0], window_offsets, window_sizes, window_strides),
-            ins,
-            outs,
-            [shape if outs[0] is None else None],
-            _dtype_of(backend, ins[0]),
-        )
-
-    fields = _fields_key(output_sizes, window_offsets, window_sizes, window_strides)
-    return _dispatch("SLICE_GRAD", fields, feature_level, [input_gradient], [out], build, device)[0]
-
-
-def _split(
-    x: Any,
-    axis: int,
-    sizes: Sequence[int],
-    feature_level: FeatureLevel | int | str | None = None,
-    outs: Sequence[Any] | None = None,
-    device: str | None = None,
-) -> list[Any]:
-    given = (
-        [None] * (len(sizes) if isinstance(sizes, Sequence) else 0) if outs is None else list(outs)
-    )
-
-    def build(ins: list[Any], outs_: list[Any]) -> _Call:
-        backend = backend_of([ins[0], *(o for o in outs_ if o is not None)])
-        pieces = int_tuple(sizes, "SPLIT sizes")
-        ax = int(axis)
-        if outs is None or (outs_ and all(o is None for o in outs_)):  # pieces to allocate
-            whole = backend.describe(ins[0]).shape
-            shapes: list[tuple[int, ...] | None] = [
-                tuple(p if d == ax else n for d, n in enumerate(whole)) for p in pieces
-            ]
-            outs_ = [None] * len(shapes)
-        else:
-            shapes = [None] * len(outs_)
-        return _compile(
-            backend,
-            feature_level,
-            lambda i, o: SplitDesc(i[0], o, ax),
-            ins,
-            outs_,
-            shapes,
-            _dtype_of(backend, ins[0]),
-        )
-
-    fields = _fields_key(axis, sizes)
-    return _dispatch("SPLIT", fields, feature_level, [x], given, build, device)
-
-
-def _join(
-    xs: Sequence[Any],
-    axis: int,
-    feature_level: FeatureLevel | int | str | None = None,
-    out: Any = None,
-    device: str | None = None,
-) -> Any:
-    xs = list(xs)
-
-    def build(ins: list[Any], outs: list[Any]) -> _Call:
-        backend = backend_of(ins if outs[0] is None else [*ins, outs[0]])
-        arrays = [backend.describe(x) for x in ins]
-        ax = int(axis)
-        shape: tuple[int, ...] | None = None
-        if outs[0] is None:
-            if not arrays:
-                raise DmlError("JOIN.InputCount is 0: must be greater than 0")
-            dims = list(arrays[0].shape)
-            if 0 <= ax < len(dims):
-                dims[ax] = builtins.sum(a.shape[ax] if a.ndim > ax else 0 for a in arrays)
-            shape = tuple(dims)
-        return _compile(
-            backend,
-            feature_level,
-            lambda i, o: JoinDesc(i, o[0], ax),
+            lambda i, o: make(i[0], o[0]),
             ins,
             outs,
             [shape],
-            arrays[0].dtype if arrays else np.float32,
+            _dtype_of(backend, ins[0]),
         )
 
-    return _dispatch("JOIN", _fields_key(axis), feature_level, xs, [out], build, device)[0]
+    return _dispatch(op, fields, feature_level, [x], [out], build, device)[0]
 
 
 def _depth_space(
@@ -615,24 +462,25 @@ def _depth_space(
     out: Any = None,
     device: str | None = None,
 ) -> Any:
-    def build(ins: list[Any], outs: list[Any]) -> _Call:
-        backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
-        shape: tuple[int, ...] | None = None
-        if outs[0] is None:
-            x_desc = _Tensor.of_array(backend.describe(ins[0])).desc
-            shape = cls.output_sizes_for(x_desc, block_size, order)
-        return _compile(
-            backend,
-            feature_level,
-            lambda i, o: cls(i[0], o[0], block_size, order),
-            ins,
-            outs,
-            [shape],
-            _dtype_of(backend, ins[0]),
-        )
+    if out is None and device is None and _torch_wanted([x]):
+        t = _torch_ops()
+        op = t.depth_to_space_op if cls is DepthToSpace1Desc else t.space_to_depth_op
+        return op(x, int(block_size), t.order_name(order), t.level_name(feature_level))
+
+    def shape_of(view: Any) -> tuple[int, ...]:
+        return cls.output_sizes_for(_Tensor.of_array(view).desc, block_size, order)
 
     fields = (_fields_key(block_size), order if isinstance(order, (int, str)) else repr(order))
-    return _dispatch(cls.OPERATOR, fields, feature_level, [x], [out], build, device)[0]
+    return _unary(
+        cls.OPERATOR,
+        fields,
+        x,
+        out,
+        feature_level,
+        device,
+        shape_of,
+        lambda i, o: cls(i, o, block_size, order),
+    )
 
 
 def tile(
@@ -645,21 +493,17 @@ def tile(
 ) -> Any:
     """DML TILE: x repeated `repeats[i]` times along each dimension i."""
 
-    def build(ins: list[Any], outs: list[Any]) -> _Call:
-        backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
-        counts = int_tuple(repeats, "TILE.Repeats")
-        shape = TileDesc.output_sizes_for(backend.describe(ins[0]).shape, counts)
-        return _compile(
-            backend,
-            feature_level,
-            lambda i, o: TileDesc(i[0], o[0], counts),
-            ins,
-            outs,
-            [shape if outs[0] is None else None],
-            _dtype_of(backend, ins[0]),
-        )
-
-    return _dispatch("TILE", _fields_key(repeats), feature_level, [x], [out], build, device)[0]
+    counts = int_tuple(repeats, "TILE.Repeats")
+    return _unary(
+        "TILE",
+        _fields_key(repeats),
+        x,
+        out,
+        feature_level,
+        device,
+        lambda view: TileDesc.output_sizes_for(view.shape, counts),
+        lambda i, o: TileDesc(i, o, counts),
+    )
 
 
 def padding(
@@ -676,24 +520,20 @@ def padding(
     """DML PADDING1: x with start_padding / end_padding elements added along each dimension,
     filled by `mode`: CONSTANT (`value`), EDGE, REFLECTION, SYMMETRIC or WRAP."""
 
-    def build(ins: list[Any], outs: list[Any]) -> _Call:
-        backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
-        start = int_tuple(start_padding, "PADDING1.StartPadding")
-        end = int_tuple(end_padding, "PADDING1.EndPadding")
-        shape = Padding1Desc.output_sizes_for(backend.describe(ins[0]).shape, start, end)
-        return _compile(
-            backend,
-            feature_level,
-            lambda i, o: Padding1Desc(i[0], o[0], mode, None, value, start, end),
-            ins,
-            outs,
-            [shape if outs[0] is None else None],
-            _dtype_of(backend, ins[0]),
-        )
-
+    start = int_tuple(start_padding, "PADDING1.StartPadding")
+    end = int_tuple(end_padding, "PADDING1.EndPadding")
     mode_key = mode if isinstance(mode, (int, str)) else repr(mode)
-    fields = (_fields_key(start_padding, end_padding), mode_key, repr(value), type(value))
-    return _dispatch("PADDING1", fields, feature_level, [x], [out], build, device)[0]
+    fields = (_fields_key(start, end), mode_key, repr(value), type(value))
+    return _unary(
+        "PADDING1",
+        fields,
+        x,
+        out,
+        feature_level,
+        device,
+        lambda view: Padding1Desc.output_sizes_for(view.shape, start, end),
+        lambda i, o: Padding1Desc(i, o, mode, None, value, start, end),
+    )
 
 
 # -- the public calls: torch tensors that need autograd, tracing or the CPU go through the
@@ -742,9 +582,23 @@ def slice(  # noqa: A001 - DirectML's operator name
     """DML SLICE: out[c] = x[offsets + strides * c], out shaped `sizes`."""
     if out is None and device is None and _torch_wanted([x]):
         t = _torch_ops()
-        fields = _named_lists("SLICE", _SLICE, (offsets, sizes, strides))
-        return t.slice_op(x, *fields, t.level_name(feature_level))
-    return _slice(x, offsets, sizes, strides, feature_level, out, device)
+        lists = _named_lists("SLICE", _SLICE, (offsets, sizes, strides))
+        return t.slice_op(x, *lists, t.level_name(feature_level))
+
+    def make(i: BufferTensorDesc, o: BufferTensorDesc) -> OperatorDesc:
+        return SliceDesc(i, o, offsets, int_tuple(sizes, "SLICE.Sizes"), strides)
+
+    fields = _fields_key(offsets, sizes, strides)
+    return _unary(
+        "SLICE",
+        fields,
+        x,
+        out,
+        feature_level,
+        device,
+        lambda _: int_tuple(sizes, "SLICE.Sizes"),
+        make,
+    )
 
 
 def slice1(
@@ -762,10 +616,45 @@ def slice1(
     window = (window_offsets, window_sizes, window_strides)
     if out is None and device is None and _torch_wanted([x]):
         t = _torch_ops()
-        fields = _named_lists("SLICE1", _WINDOW, window)
+        lists = _named_lists("SLICE1", _WINDOW, window)
         sizes = _int_list(output_sizes, "SLICE1.OutputTensor.Sizes")
-        return t.slice1_op(x, *fields, sizes, t.level_name(feature_level))
-    return _slice1(x, *window, output_sizes, feature_level, out, device)
+        return t.slice1_op(x, *lists, sizes, t.level_name(feature_level))
+
+    def build(ins: list[Any], outs: list[Any]) -> _Call:
+        backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
+        probe_desc = _Tensor.of_array(backend.describe(ins[0])).desc
+        probe = Slice1Desc(probe_desc, probe_desc, window_offsets, window_sizes, window_strides)
+        if output_sizes is not None:
+            shape: tuple[int, ...] | None = int_tuple(output_sizes, "SLICE1.OutputTensor.Sizes")
+        elif outs[0] is not None:
+            shape = None
+        else:
+            shape = probe.default_output_sizes()
+        if outs[0] is not None and shape is not None:
+            given = tuple(backend.describe(outs[0]).shape)
+            if given != shape:
+                raise DmlError(
+                    f"SLICE1.OutputTensor.Sizes: output_sizes {list(shape)} differ from "
+                    f"out's shape {list(given)}"
+                )
+        return _compile(
+            backend,
+            feature_level,
+            lambda i, o: Slice1Desc(
+                i[0],
+                o[0],
+                probe.input_window_offsets,
+                probe.input_window_sizes,
+                probe.input_window_strides,
+            ),
+            ins,
+            outs,
+            [shape if outs[0] is None else None],
+            _dtype_of(backend, ins[0]),
+        )
+
+    fields = _fields_key(window_offsets, window_sizes, window_strides, output_sizes)
+    return _dispatch("SLICE1", fields, feature_level, [x], [out], build, device)[0]
 
 
 def slice_grad(
@@ -785,10 +674,24 @@ def slice_grad(
     window = (window_offsets, window_sizes, window_strides)
     if out is None and device is None and _torch_wanted([input_gradient]):
         t = _torch_ops()
-        fields = _named_lists("SLICE_GRAD", _WINDOW, window)
+        lists = _named_lists("SLICE_GRAD", _WINDOW, window)
         sizes = _int_list(output_sizes, "SLICE_GRAD.OutputGradientTensor.Sizes")
-        return t.slice_grad_op(input_gradient, sizes, *fields, t.level_name(feature_level))
-    return _slice_grad(input_gradient, output_sizes, *window, feature_level, out, device)
+        return t.slice_grad_op(input_gradient, sizes, *lists, t.level_name(feature_level))
+
+    shape = int_tuple(output_sizes, "SLICE_GRAD.OutputGradientTensor.Sizes")
+
+    def make(i: BufferTensorDesc, o: BufferTensorDesc) -> OperatorDesc:
+        if tuple(o.sizes) != shape:
+            raise DmlError(
+                f"SLICE_GRAD.OutputGradientTensor.Sizes: output_sizes {list(shape)} differ "
+                f"from out's shape {list(o.sizes)}"
+            )
+        return SliceGradDesc(i, o, window_offsets, window_sizes, window_strides)
+
+    fields = _fields_key(output_sizes, window_offsets, window_sizes, window_strides)
+    return _unary(
+        "SLICE_GRAD", fields, input_gradient, out, feature_level, device, lambda _: shape, make
+    )
 
 
 def split(
@@ -805,7 +708,34 @@ def split(
         t = _torch_ops()
         pieces = _int_list(sizes, "SPLIT sizes")
         return t.split_op(x, int(axis), pieces, t.level_name(feature_level))  # type: ignore[no-any-return]
-    return _split(x, axis, sizes, feature_level, outs, device)
+    given = (
+        [None] * (len(sizes) if isinstance(sizes, Sequence) else 0) if outs is None else list(outs)
+    )
+
+    def build(ins: list[Any], outs_: list[Any]) -> _Call:
+        backend = backend_of([ins[0], *(o for o in outs_ if o is not None)])
+        pieces = int_tuple(sizes, "SPLIT sizes")
+        ax = int(axis)
+        if outs is None or (outs_ and all(o is None for o in outs_)):  # pieces to allocate
+            whole = backend.describe(ins[0]).shape
+            shapes: list[tuple[int, ...] | None] = [
+                tuple(p if d == ax else n for d, n in enumerate(whole)) for p in pieces
+            ]
+            outs_ = [None] * len(shapes)
+        else:
+            shapes = [None] * len(outs_)
+        return _compile(
+            backend,
+            feature_level,
+            lambda i, o: SplitDesc(i[0], o, ax),
+            ins,
+            outs_,
+            shapes,
+            _dtype_of(backend, ins[0]),
+        )
+
+    fields = _fields_key(axis, sizes)
+    return _dispatch("SPLIT", fields, feature_level, [x], given, build, device)
 
 
 def join(
@@ -820,27 +750,35 @@ def join(
     if out is None and device is None and _torch_wanted(list(xs)):
         t = _torch_ops()
         return t.join_op(list(xs), int(axis), t.level_name(feature_level))
-    return _join(xs, axis, feature_level, out, device)
+    xs = list(xs)
+
+    def build(ins: list[Any], outs: list[Any]) -> _Call:
+        backend = backend_of(ins if outs[0] is None else [*ins, outs[0]])
+        arrays = [backend.describe(x) for x in ins]
+        ax = int(axis)
+        shape: tuple[int, ...] | None = None
+        if outs[0] is None:
+            if not arrays:
+                raise DmlError("JOIN.InputCount is 0: must be greater than 0")
+            dims = list(arrays[0].shape)
+            if 0 <= ax < len(dims):
+                dims[ax] = builtins.sum(a.shape[ax] if a.ndim > ax else 0 for a in arrays)
+            shape = tuple(dims)
+        return _compile(
+            backend,
+            feature_level,
+            lambda i, o: JoinDesc(i, o[0], ax),
+            ins,
+            outs,
+            [shape],
+            arrays[0].dtype if arrays else np.float32,
+        )
+
+    return _dispatch("JOIN", _fields_key(axis), feature_level, xs, [out], build, device)[0]
 
 
 _SLICE = ("Offsets", "Sizes", "Strides")
 _WINDOW = ("InputWindowOffsets", "InputWindowSizes", "InputWindowStrides")
-
-
-def _depth_space_call(
-    cls: type[DepthToSpace1Desc] | type[SpaceToDepth1Desc],
-    x: Any,
-    block_size: int,
-    order: Any,
-    feature_level: Any,
-    out: Any,
-    device: str | None,
-) -> Any:
-    if out is None and device is None and _torch_wanted([x]):
-        t = _torch_ops()
-        op = t.depth_to_space_op if cls is DepthToSpace1Desc else t.space_to_depth_op
-        return op(x, int(block_size), t.order_name(order), t.level_name(feature_level))
-    return _depth_space(cls, x, block_size, order, feature_level, out, device)
 
 
 def depth_to_space(
@@ -853,7 +791,7 @@ def depth_to_space(
     device: str | None = None,
 ) -> Any:
     """DML DEPTH_TO_SPACE1: [N, C, H, W] -> [N, C/B^2, H*B, W*B]; order DCR (0) or CRD (1)."""
-    return _depth_space_call(DepthToSpace1Desc, x, block_size, order, feature_level, out, device)
+    return _depth_space(DepthToSpace1Desc, x, block_size, order, feature_level, out, device)
 
 
 def space_to_depth(
@@ -866,4 +804,4 @@ def space_to_depth(
     device: str | None = None,
 ) -> Any:
     """DML SPACE_TO_DEPTH1: [N, C, H, W] -> [N, C*B^2, H/B, W/B]; order DCR (0) or CRD (1)."""
-    return _depth_space_call(SpaceToDepth1Desc, x, block_size, order, feature_level, out, device)
+    return _depth_space(SpaceToDepth1Desc, x, block_size, order, feature_level, out, device)

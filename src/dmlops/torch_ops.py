@@ -10,10 +10,11 @@ backward pairs: SLICE and SLICE1 -> SLICE_GRAD -> SLICE1; SPLIT <-> JOIN;
 DEPTH_TO_SPACE1 <-> SPACE_TO_DEPTH1.
 
 `dmlops.slice1(t, ...)` and the other functional calls route torch tensors here whenever
-autograd, tracing or a CPU tensor needs it (`wanted`); `torch.compile` sees the functional
-calls as these operators through `torch.compiler.substitute_in_graph`. Importing this module
-registers everything; dmlops imports it when torch is imported first, and on the first
-functional call with a torch tensor otherwise.
+autograd, tracing or a CPU tensor needs it (`wanted`); the eager implementations call them
+back with what never routes again (numpy views, detached CUDA tensors). `torch.compile`
+sees the functional calls as these operators through `torch.compiler.substitute_in_graph`.
+Importing this module registers everything; dmlops imports it when torch is imported first,
+and on the first functional call with a torch tensor otherwise.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def slice_op(
     x: Tensor, offsets: list[int], sizes: list[int], strides: list[int], feature_level: str | None
 ) -> Tensor:
     """DML SLICE (see dmlops.slice)."""
-    return _run(lambda a: F._slice(a, offsets, sizes, strides, feature_level), x)
+    return _run(lambda a: F.slice(a, offsets, sizes, strides, feature_level=feature_level), x)
 
 
 @torch.library.custom_op(f"{_LIB}::slice1", mutates_args=())
@@ -105,7 +106,7 @@ def slice1_op(
 ) -> Tensor:
     """DML SLICE1 (see dmlops.slice1)."""
     window = (window_offsets, window_sizes, window_strides)
-    return _run(lambda a: F._slice1(a, *window, output_sizes, feature_level), x)
+    return _run(lambda a: F.slice1(a, *window, output_sizes, feature_level=feature_level), x)
 
 
 @torch.library.custom_op(f"{_LIB}::slice_grad", mutates_args=())
@@ -119,32 +120,35 @@ def slice_grad_op(
 ) -> Tensor:
     """DML SLICE_GRAD (see dmlops.slice_grad)."""
     window = (window_offsets, window_sizes, window_strides)
-    return _run(lambda a: F._slice_grad(a, output_sizes, *window, feature_level), input_gradient)
+    return _run(
+        lambda a: F.slice_grad(a, output_sizes, *window, feature_level=feature_level),
+        input_gradient,
+    )
 
 
 @torch.library.custom_op(f"{_LIB}::split", mutates_args=())
 def split_op(x: Tensor, axis: int, sizes: list[int], feature_level: str | None) -> list[Tensor]:
     """DML SPLIT (see dmlops.split)."""
-    parts: list[Tensor] = _run(lambda a: F._split(a, axis, sizes, feature_level), x)
+    parts: list[Tensor] = _run(lambda a: F.split(a, axis, sizes, feature_level=feature_level), x)
     return parts
 
 
 @torch.library.custom_op(f"{_LIB}::join", mutates_args=())
 def join_op(xs: list[Tensor], axis: int, feature_level: str | None) -> Tensor:
     """DML JOIN (see dmlops.join)."""
-    return _run(lambda *a: F._join(list(a), axis, feature_level), *xs)
+    return _run(lambda *a: F.join(list(a), axis, feature_level=feature_level), *xs)
 
 
 @torch.library.custom_op(f"{_LIB}::depth_to_space", mutates_args=())
 def depth_to_space_op(x: Tensor, block_size: int, order: str, feature_level: str | None) -> Tensor:
     """DML DEPTH_TO_SPACE1 (see dmlops.depth_to_space)."""
-    return _run(lambda a: F._depth_space(DepthToSpace1Desc, a, block_size, order, feature_level), x)
+    return _run(lambda a: F.depth_to_space(a, block_size, order, feature_level=feature_level), x)
 
 
 @torch.library.custom_op(f"{_LIB}::space_to_depth", mutates_args=())
 def space_to_depth_op(x: Tensor, block_size: int, order: str, feature_level: str | None) -> Tensor:
     """DML SPACE_TO_DEPTH1 (see dmlops.space_to_depth)."""
-    return _run(lambda a: F._depth_space(SpaceToDepth1Desc, a, block_size, order, feature_level), x)
+    return _run(lambda a: F.space_to_depth(a, block_size, order, feature_level=feature_level), x)
 
 
 # -- fake implementations: DirectML's shape rules and validation, no data ---------------

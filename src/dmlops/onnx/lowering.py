@@ -380,26 +380,24 @@ def compile_model(
         values[i.name] = g.input(a, name=i.name)
         data_inputs.append(i.name)
 
+    def known(node: Any, k: int) -> Any:
+        """Input k's value, which must be known when the model is compiled."""
+        name = node.input[k]
+        if name not in constants:
+            raise ModelError(
+                f"ONNX node '{node.name or node.op_type}': input '{name}' must be known when "
+                "the model is compiled (an initializer or a given input)"
+            )
+        return np.asarray(constants[name])
+
     def ints(node: Any, k: int) -> list[int] | None:
         if k >= len(node.input) or not node.input[k]:
             return None
-        name = node.input[k]
-        if name not in constants:
-            raise ModelError(
-                f"ONNX node '{node.name or node.op_type}': input '{name}' must be known when "
-                "the model is compiled (an initializer or a given input)"
-            )
-        return [int(v) for v in np.asarray(constants[name]).ravel()]
+        return [int(v) for v in known(node, k).ravel()]
 
     def number(node: Any, k: int) -> Any:
         """A one-element parameter input's value (Pad's constant_value)."""
-        name = node.input[k]
-        if name not in constants:
-            raise ModelError(
-                f"ONNX node '{node.name or node.op_type}': input '{name}' must be known when "
-                "the model is compiled (an initializer or a given input)"
-            )
-        return np.asarray(constants[name]).reshape(-1)[0].item()
+        return known(node, k).reshape(-1)[0].item()
 
     for node in graph.node:
         where = f"ONNX node '{node.name or node.op_type}'"
