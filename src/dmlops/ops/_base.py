@@ -10,7 +10,7 @@ from ..errors import InvalidDescriptorError, UnsupportedFeatureLevelError
 from ..plan import Layout, LogicalCopy, Plan, compose, is_injective
 from ..tensor import BufferTensorDesc, DataType, FeatureLevel, check_uint, int_tuple
 
-__all__ = ["OperatorDesc", "SupportRow", "TYPES_6", "TYPES_8", "TYPES_11", "ALL_DIMS"]
+__all__ = ["OperatorDesc", "UnaryDesc", "SupportRow", "TYPES_6", "TYPES_8", "TYPES_11", "ALL_DIMS"]
 
 TYPES_6 = frozenset(
     {
@@ -220,6 +220,23 @@ class OperatorDesc(abc.ABC):
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, repr(self)))
+
+
+class UnaryDesc(OperatorDesc):
+    """An operator of one InputTensor and one OutputTensor (SLICE, SLICE1, TILE, PADDING1,
+    DEPTH_TO_SPACE1, SPACE_TO_DEPTH1): the two fields, listed first in its repr."""
+
+    input_tensor: BufferTensorDesc
+    output_tensor: BufferTensorDesc
+
+    def input_fields(self) -> list[tuple[str, BufferTensorDesc]]:
+        return [("InputTensor", self.input_tensor)]
+
+    def output_fields(self) -> list[tuple[str, BufferTensorDesc]]:
+        return [("OutputTensor", self.output_tensor)]
+
+    def _field_items(self) -> list[tuple[str, object]]:
+        return [("InputTensor", self.input_tensor), ("OutputTensor", self.output_tensor)]
 
 
 def uint_list(values: object, field: str) -> tuple[int, ...]:

@@ -13,7 +13,7 @@ import enum
 from ..errors import InvalidDescriptorError
 from ..plan import LogicalCopy
 from ..tensor import BufferTensorDesc, FeatureLevel, check_uint, int_tuple
-from ._base import TYPES_8, OperatorDesc, SupportRow
+from ._base import TYPES_8, SupportRow, UnaryDesc
 
 __all__ = ["DepthSpaceOrder", "DepthToSpace1Desc", "SpaceToDepth1Desc"]
 
@@ -40,7 +40,7 @@ class DepthSpaceOrder(enum.IntEnum):
         )
 
 
-class _DepthSpaceDesc(OperatorDesc):
+class _DepthSpaceDesc(UnaryDesc):
     """What DEPTH_TO_SPACE1 and SPACE_TO_DEPTH1 share: one input, one output, a block size."""
 
     # DirectML's DEPTH_TO_SPACE1 / SPACE_TO_DEPTH1 pages (sdk-api, ns-directml-dml_depth_to_
@@ -61,16 +61,9 @@ class _DepthSpaceDesc(OperatorDesc):
         self.block_size = int_tuple([block_size], f"{self.OPERATOR}.BlockSize")[0]
         self.order = DepthSpaceOrder.parse(order, f"{self.OPERATOR}.Order")
 
-    def input_fields(self) -> list[tuple[str, BufferTensorDesc]]:
-        return [("InputTensor", self.input_tensor)]
-
-    def output_fields(self) -> list[tuple[str, BufferTensorDesc]]:
-        return [("OutputTensor", self.output_tensor)]
-
     def _field_items(self) -> list[tuple[str, object]]:
         return [
-            ("InputTensor", self.input_tensor),
-            ("OutputTensor", self.output_tensor),
+            *super()._field_items(),
             ("BlockSize", self.block_size),
             ("Order", f"DML_DEPTH_SPACE_ORDER_{self.order.name}"),
         ]

@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import InvalidDescriptorError, UnsupportedFeatureLevelError
 from ..plan import ZERO, LogicalCopy
 from ..tensor import BufferTensorDesc, DataType, FeatureLevel
-from ._base import ALL_DIMS, TYPES_11, OperatorDesc, SupportRow, uint_list
+from ._base import ALL_DIMS, TYPES_11, SupportRow, UnaryDesc, uint_list
 
 __all__ = ["PaddingMode", "Padding1Desc", "padding_runs"]
 
@@ -88,7 +88,7 @@ def padding_runs(
     return runs
 
 
-class Padding1Desc(OperatorDesc):
+class Padding1Desc(UnaryDesc):
     """DML_PADDING1_OPERATOR_DESC: OutputTensor.Sizes[i] = InputTensor.Sizes[i] +
     StartPadding[i] + EndPadding[i]; the input in the middle, the padding by PaddingMode.
 
@@ -135,16 +135,9 @@ class Padding1Desc(OperatorDesc):
         """InputTensor.Sizes + StartPadding + EndPadding (where the lengths agree)."""
         return tuple(int(n) + int(a) + int(b) for n, a, b in zip(sizes, start, end, strict=False))
 
-    def input_fields(self) -> list[tuple[str, BufferTensorDesc]]:
-        return [("InputTensor", self.input_tensor)]
-
-    def output_fields(self) -> list[tuple[str, BufferTensorDesc]]:
-        return [("OutputTensor", self.output_tensor)]
-
     def _field_items(self) -> list[tuple[str, object]]:
         return [
-            ("InputTensor", self.input_tensor),
-            ("OutputTensor", self.output_tensor),
+            *super()._field_items(),
             ("PaddingMode", self.padding_mode.name),
             ("PaddingValueDataType", self.padding_value_data_type.name),
             ("PaddingValue", self.padding_value),

@@ -7,12 +7,20 @@ from collections.abc import Sequence
 from ..errors import InvalidDescriptorError
 from ..plan import LogicalCopy
 from ..tensor import BufferTensorDesc, FeatureLevel
-from ._base import ALL_DIMS, TYPES_6, TYPES_8, TYPES_11, OperatorDesc, SupportRow, uint_list
+from ._base import (
+    ALL_DIMS,
+    TYPES_6,
+    TYPES_8,
+    TYPES_11,
+    SupportRow,
+    UnaryDesc,
+    uint_list,
+)
 
 __all__ = ["SliceDesc"]
 
 
-class SliceDesc(OperatorDesc):
+class SliceDesc(UnaryDesc):
     """DML_SLICE_OPERATOR_DESC: Output[c] = Input[Offsets + Strides * c]."""
 
     OPERATOR = "SLICE"
@@ -42,16 +50,9 @@ class SliceDesc(OperatorDesc):
             len(self.offsets) if dimension_count is None else int(dimension_count)
         )
 
-    def input_fields(self) -> list[tuple[str, BufferTensorDesc]]:
-        return [("InputTensor", self.input_tensor)]
-
-    def output_fields(self) -> list[tuple[str, BufferTensorDesc]]:
-        return [("OutputTensor", self.output_tensor)]
-
     def _field_items(self) -> list[tuple[str, object]]:
         return [
-            ("InputTensor", self.input_tensor),
-            ("OutputTensor", self.output_tensor),
+            *super()._field_items(),
             ("DimensionCount", self.dimension_count),
             ("Offsets", list(self.offsets)),
             ("Sizes", list(self.sizes)),

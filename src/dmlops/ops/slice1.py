@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from ..errors import InvalidDescriptorError
 from ..plan import LogicalCopy
 from ..tensor import BufferTensorDesc, FeatureLevel, check_int
-from ._base import ALL_DIMS, TYPES_8, TYPES_11, OperatorDesc, SupportRow, uint_list
+from ._base import ALL_DIMS, TYPES_8, TYPES_11, OperatorDesc, SupportRow, UnaryDesc, uint_list
 
 __all__ = ["Slice1Desc", "WindowDesc", "max_copied_elements"]
 
@@ -124,7 +124,7 @@ class WindowDesc(OperatorDesc):
                 )
 
 
-class Slice1Desc(WindowDesc):
+class Slice1Desc(WindowDesc, UnaryDesc):
     """DML_SLICE1_OPERATOR_DESC: Output[c] = Input[CopyStart + InputWindowStrides * c].
 
     The seeds give tables for 2_1 and 3_0 only. At 4_1 SLICE1 gets the 64-bit
@@ -156,16 +156,9 @@ class Slice1Desc(WindowDesc):
             input_window_offsets, input_window_sizes, input_window_strides, dimension_count
         )
 
-    def input_fields(self) -> list[tuple[str, BufferTensorDesc]]:
-        return [("InputTensor", self.input_tensor)]
-
-    def output_fields(self) -> list[tuple[str, BufferTensorDesc]]:
-        return [("OutputTensor", self.output_tensor)]
-
     def _field_items(self) -> list[tuple[str, object]]:
         return [
-            ("InputTensor", self.input_tensor),
-            ("OutputTensor", self.output_tensor),
+            *super()._field_items(),
             *self._window_items(),
         ]
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from ..errors import InvalidDescriptorError
 from ..plan import ElementCopy, Layout, LogicalCopy, Plan, build_plan
 from ..tensor import BufferTensorDesc, DataType, FeatureLevel
-from ._base import ALL_DIMS, TYPES_8, OperatorDesc, SupportRow, uint_list
+from ._base import ALL_DIMS, TYPES_8, SupportRow, UnaryDesc, uint_list
 
 __all__ = ["TileDesc"]
 
@@ -16,7 +16,7 @@ _HALF = frozenset({DataType.FLOAT32, DataType.FLOAT16})
 _TYPES_10 = TYPES_8 | {DataType.INT64, DataType.UINT64}  # TILE's 4_1 row has no FLOAT64
 
 
-class TileDesc(OperatorDesc):
+class TileDesc(UnaryDesc):
     """DML_TILE_OPERATOR_DESC: Output[r * InputSizes + c] = Input[c] for every repeat r < Repeats.
 
     Lowered to one strided copy with two dimensions per tensor dimension (repeat, element)
@@ -51,16 +51,9 @@ class TileDesc(OperatorDesc):
         """OutputTensor.Sizes[i] = InputTensor.Sizes[i] * Repeats[i]."""
         return tuple(int(n) * int(r) for n, r in zip(sizes, repeats, strict=False))
 
-    def input_fields(self) -> list[tuple[str, BufferTensorDesc]]:
-        return [("InputTensor", self.input_tensor)]
-
-    def output_fields(self) -> list[tuple[str, BufferTensorDesc]]:
-        return [("OutputTensor", self.output_tensor)]
-
     def _field_items(self) -> list[tuple[str, object]]:
         return [
-            ("InputTensor", self.input_tensor),
-            ("OutputTensor", self.output_tensor),
+            *super()._field_items(),
             ("RepeatsCount", self.repeats_count),
             ("Repeats", list(self.repeats)),
         ]
