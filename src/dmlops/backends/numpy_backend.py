@@ -58,10 +58,12 @@ class NumpyCopy:
     dst_strides: tuple[int, ...]
 
     @classmethod
-    def of(cls, copy: StridedCopy, element_size: int) -> NumpyCopy:
+    def of(cls, copy: StridedCopy, element_size: int, void_rows: bool = True) -> NumpyCopy:
+        """The copy as numpy views; `void_rows=False` keeps element dtypes (numpy holds the
+        GIL while it copies void elements, so threads would take turns)."""
         shape, ss, ds = copy.shape, copy.src_strides, copy.dst_strides
         row = shape[-1] * element_size
-        if len(shape) > 1 and ss[-1] == 1 and ds[-1] == 1 and row >= _ROW_BYTES:
+        if void_rows and len(shape) > 1 and ss[-1] == 1 and ds[-1] == 1 and row >= _ROW_BYTES:
             dtype: np.dtype[Any] = np.dtype(f"V{row}")
             shape, ss, ds = shape[:-1], ss[:-1], ds[:-1]
         else:
@@ -224,7 +226,10 @@ class NumpyBackend:
         self, plan: Plan, inputs: Sequence[Any], outputs: Sequence[Any]
     ) -> Callable[[], None]:
         """Large plans: copies cut into balanced chunks on the thread pool."""
-        pairs = [NumpyCopy.of(c, plan.element_size).views(inputs, outputs) for c in plan.copies]
+        pairs = [
+            NumpyCopy.of(c, plan.element_size, void_rows=False).views(inputs, outputs)
+            for c in plan.copies
+        ]
         if any(np.may_share_memory(d, s) for d, s in pairs):
 
             def run_serial() -> None:
