@@ -39,3 +39,18 @@ def test_getting_started_code_runs() -> None:
     exec(compile(blocks[0], "getting-started.md", "exec"), namespace)
     out = namespace["out"]
     assert out.tolist() == [[[[2.0, 4.0], [10.0, 12.0]]]]  # type: ignore[attr-defined]
+
+
+def test_concepts_code_runs_and_prints_what_it_says() -> None:
+    import contextlib
+    import io
+
+    for block in _python_blocks(DOCS / "concepts.md")[:2]:
+        printed = io.StringIO()
+        namespace: dict[str, object] = {}
+        with contextlib.redirect_stdout(printed):
+            exec(compile(block, "concepts.md", "exec"), namespace)
+        for line in (ln for ln in block.splitlines() if ln.startswith("# ")):
+            assert line[2:] in printed.getvalue()
+        if "t" in namespace:
+            assert namespace["t"].total_tensor_size_in_bytes == 56  # type: ignore[attr-defined]
