@@ -11,7 +11,16 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from dmlops.ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SliceGradDesc, SplitDesc
+from dmlops.ops import (
+    JoinDesc,
+    OperatorDesc,
+    Padding1Desc,
+    Slice1Desc,
+    SliceDesc,
+    SliceGradDesc,
+    SplitDesc,
+    TileDesc,
+)
 from dmlops.picture import draw
 from dmlops.tensor import BufferTensorDesc, DataType
 from dmlops.worked_examples import WORKED_EXAMPLES
@@ -72,6 +81,14 @@ def main() -> None:
     grad = SliceGradDesc(_t(2, 2), _t(4, 4), [0, 0], [4, 4], [2, 2])
     values = [np.array([[1, 3], [9, 11]], np.float32)]
     plt.close(draw(grad, OUT / "slice_grad_example.png", values=values))
+    page = np.array([[1, 2, 3, 4], [5, 6, 7, 8], [1, 2, 3, 4], [5, 6, 7, 8]], np.float32)
+    pad = Padding1Desc(_t(4, 4), _t(6, 8), "REFLECTION", None, 0, [1, 2], [1, 2])
+    plt.close(draw(pad, OUT / "padding1_reflection.png", "5_0", values=[page]))
+    tile = TileDesc(_t(2, 3), _t(4, 6), [2, 2])
+    values = [np.arange(1, 7, dtype=np.float32).reshape(2, 3)]
+    plt.close(draw(tile, OUT / "tile_example.png", values=values))
+    bad = TileDesc(_t(2, 3), _t(4, 5), [2, 2])
+    plt.close(draw(bad, OUT / "rule_tile_sizes.png"))
     for stem, level, desc in REJECTED:
         plt.close(draw(desc, OUT / f"{stem}.png", level))
 
