@@ -65,3 +65,34 @@ def tensor(draw, data_type, sizes, output: bool = False):  # type: ignore[no-unt
 
 def _budget_ok(sizes) -> bool:  # type: ignore[no-untyped-def]
     return math.prod(sizes) <= MAX_ELEMENTS
+
+
+def packed(*sizes: int, dt: DataType = DataType.FLOAT32) -> BufferTensorDesc:
+    """A packed tensor desc of these sizes (FLOAT32 unless `dt` says otherwise)."""
+    return BufferTensorDesc(dt, list(sizes))
+
+
+def unary_model(kind: str, desc: dict, data_type: str, inputs: int, outputs: int) -> dict:  # type: ignore[type-arg]
+    """A DxDispatch model of one InputTensor/OutputTensor operator: input 'in' holds 1, 2, 3,
+    ...; output 'out' starts as zeros; one dispatch, then a print of 'out'."""
+    return {
+        "resources": {
+            "in": {
+                "initialValuesDataType": data_type,
+                "initialValues": {"valueCount": inputs, "valueStart": 1, "valueDelta": 1},
+            },
+            "out": {
+                "initialValuesDataType": data_type,
+                "initialValues": {"valueCount": outputs, "value": 0},
+            },
+        },
+        "dispatchables": {"op": {"type": kind, "desc": desc}},
+        "commands": [
+            {
+                "type": "dispatch",
+                "dispatchable": "op",
+                "bindings": {"InputTensor": "in", "OutputTensor": "out"},
+            },
+            {"type": "print", "resource": "out"},
+        ],
+    }

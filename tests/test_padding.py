@@ -14,7 +14,6 @@ import dmlops
 from conftest import to_device, to_host
 from dmlops import (
     Binding,
-    BufferTensorDesc,
     DataType,
     Device,
     DmlError,
@@ -22,7 +21,7 @@ from dmlops import (
     Padding1Desc,
     UnsupportedFeatureLevelError,
 )
-from strategies import DATA_TYPES, shapes, tensor
+from strategies import DATA_TYPES, packed, shapes, tensor, unary_model
 
 F32 = DataType.FLOAT32
 PAGE = np.array([[1, 2, 3, 4], [5, 6, 7, 8], [1, 2, 3, 4], [5, 6, 7, 8]], np.float32)
@@ -49,8 +48,7 @@ EXPECTED = {
 }
 
 
-def _t(*sizes: int, dt: DataType = F32) -> BufferTensorDesc:
-    return BufferTensorDesc(dt, list(sizes))
+_t = packed
 
 
 @pytest.mark.parametrize("mode", sorted(EXPECTED))
@@ -171,41 +169,17 @@ def test_dxdispatch_and_explain(tmp_path, capsys) -> None:  # type: ignore[no-un
 
     from dmlops.cli import main
 
-    model = {
-        "resources": {
-            "in": {
-                "initialValuesDataType": "INT32",
-                "initialValues": {"valueCount": 3, "valueStart": 1, "valueDelta": 1},
-            },
-            "out": {
-                "initialValuesDataType": "INT32",
-                "initialValues": {"valueCount": 7, "value": 0},
-            },
-        },
-        "dispatchables": {
-            "pad": {
-                "type": "DML_OPERATOR_PADDING1",
-                "desc": {
-                    "InputTensor": {"DataType": "INT32", "Sizes": [3]},
-                    "OutputTensor": {"DataType": "INT32", "Sizes": [7]},
-                    "PaddingMode": "DML_PADDING_MODE_CONSTANT",
-                    "PaddingValueDataType": "INT32",
-                    "PaddingValue": -4,
-                    "DimensionCount": 1,
-                    "StartPadding": [1],
-                    "EndPadding": [3],
-                },
-            }
-        },
-        "commands": [
-            {
-                "type": "dispatch",
-                "dispatchable": "pad",
-                "bindings": {"InputTensor": "in", "OutputTensor": "out"},
-            },
-            {"type": "print", "resource": "out"},
-        ],
+    desc = {
+        "InputTensor": {"DataType": "INT32", "Sizes": [3]},
+        "OutputTensor": {"DataType": "INT32", "Sizes": [7]},
+        "PaddingMode": "DML_PADDING_MODE_CONSTANT",
+        "PaddingValueDataType": "INT32",
+        "PaddingValue": -4,
+        "DimensionCount": 1,
+        "StartPadding": [1],
+        "EndPadding": [3],
     }
+    model = unary_model("DML_OPERATOR_PADDING1", desc, "INT32", 3, 7)
     path = tmp_path / "pad.json"
     path.write_text(json.dumps(model))
     assert main(["run", str(path), "--feature-level", "5_0"]) == 0

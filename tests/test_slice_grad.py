@@ -12,7 +12,6 @@ import dmlops
 from conftest import to_device, to_host
 from dmlops import (
     Binding,
-    BufferTensorDesc,
     DataType,
     Device,
     DmlError,
@@ -21,13 +20,12 @@ from dmlops import (
     UnsupportedFeatureLevelError,
 )
 from reference import slice_grad_mapping
-from strategies import DATA_TYPES, shapes, tensor
+from strategies import DATA_TYPES, packed, shapes, tensor
 
 F32 = DataType.FLOAT32
 
 
-def _t(*sizes: int, dt: DataType = F32) -> BufferTensorDesc:
-    return BufferTensorDesc(dt, list(sizes))
+_t = packed
 
 
 def test_page_example(backend: str) -> None:

@@ -12,7 +12,6 @@ import dmlops
 from conftest import to_device, to_host
 from dmlops import (
     Binding,
-    BufferTensorDesc,
     DataType,
     Device,
     DmlError,
@@ -20,13 +19,12 @@ from dmlops import (
     TileDesc,
     UnsupportedFeatureLevelError,
 )
-from strategies import DATA_TYPES, shapes, tensor
+from strategies import DATA_TYPES, packed, shapes, tensor, unary_model
 
 F32 = DataType.FLOAT32
 
 
-def _t(*sizes: int, dt: DataType = F32) -> BufferTensorDesc:
-    return BufferTensorDesc(dt, list(sizes))
+_t = packed
 
 
 def test_page_example(backend: str) -> None:
@@ -151,37 +149,13 @@ def test_functional_and_dxdispatch(tmp_path, capsys) -> None:  # type: ignore[no
     np.testing.assert_array_equal(out, np.tile(x, (2, 2)))
     with pytest.raises(DmlError, match=r"TILE\.Repeats"):
         dmlops.tile(x, [2, 0])
-    model = {
-        "resources": {
-            "in": {
-                "initialValuesDataType": "FLOAT32",
-                "initialValues": {"valueCount": 6, "valueStart": 1, "valueDelta": 1},
-            },
-            "out": {
-                "initialValuesDataType": "FLOAT32",
-                "initialValues": {"valueCount": 12, "value": 0},
-            },
-        },
-        "dispatchables": {
-            "tile": {
-                "type": "DML_OPERATOR_TILE",
-                "desc": {
-                    "InputTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 2, 3]},
-                    "OutputTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 2, 6]},
-                    "RepeatsCount": 4,
-                    "Repeats": [1, 1, 1, 2],
-                },
-            }
-        },
-        "commands": [
-            {
-                "type": "dispatch",
-                "dispatchable": "tile",
-                "bindings": {"InputTensor": "in", "OutputTensor": "out"},
-            },
-            {"type": "print", "resource": "out"},
-        ],
+    desc = {
+        "InputTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 2, 3]},
+        "OutputTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 2, 6]},
+        "RepeatsCount": 4,
+        "Repeats": [1, 1, 1, 2],
     }
+    model = unary_model("DML_OPERATOR_TILE", desc, "FLOAT32", 6, 12)
     path = tmp_path / "tile.json"
     path.write_text(json.dumps(model))
     assert main(["run", str(path)]) == 0

@@ -544,9 +544,9 @@ class Graph:
         k = self._node("PADDING1", name, desc)
         made: list[_Piece] = []
         n = len(x.sizes)
+        fill = self._fill(desc.value_bytes()) if desc.fills() else 0
         for copy in desc.logical_copies():
             if copy.src < 0:  # the constant: a fill piece of this graph's fills
-                fill = self._fill(desc.value_bytes())
                 made.append(_Piece(copy.dst_start, copy.shape, fill, 0, (0,) * n))
                 continue
             for p in pieces:

@@ -362,7 +362,7 @@ def compile_model(
     }
     for name in parameter_names:
         if name not in constants and name in arrays:
-            constants[name] = _host(arrays[name])
+            constants[name] = host_array(arrays[name])
     g = Graph(device.feature_level)
     values: dict[str, Value] = {}
     data_inputs: list[str] = []
@@ -465,9 +465,7 @@ def compile_model(
         x = values[names[0]]
         shape = _shape(x)
         try:
-            outs = _lower(
-                g, node, a, x, shape, opset, (ints, number), slice_window, split_sizes, values
-            )
+            outs = _lower(g, node, a, x, shape, opset, ints, number, values)
         except DmlError as e:
             raise ModelError(f"{where}: {e}") from None
         except KeyError as e:
@@ -679,12 +677,15 @@ def _gathered(g: Graph, node: Any, a: dict[str, Any], x: Value, indices: Any) ->
     return _reshaped(g, joined, out_shape)
 
 
-def _host(a: Any) -> np.ndarray[Any, Any]:
+def host_array(a: Any) -> np.ndarray[Any, Any]:
+    """An array's values on the host: numpy as is, CuPy through get(), torch through cpu()."""
     if isinstance(a, np.ndarray):
         return a
     get = getattr(a, "get", None)
     if get is not None:
         return np.asarray(get())
+    if hasattr(a, "cpu"):
+        return np.asarray(a.detach().cpu().numpy())
     return np.asarray(a)
 
 
@@ -695,12 +696,10 @@ def _lower(
     x: Value,
     shape: tuple[int, ...],
     opset: int,
-    params: Any,
-    slice_window: Any,
-    split_sizes: Any,
+    ints: Any,
+    number: Any,
     values: dict[str, Value],
 ) -> list[Value]:
-    ints, number = params
     op = node.op_type
     rank = len(shape)
     dtype = x.dtype if isinstance(x, _Empty) else np.dtype(x.desc.data_type.numpy_dtype)
@@ -734,25 +733,25 @@ def _lower(
         repeats = ints(node, 1)
         if repeats is None or len(repeats) != rank or min(repeats, default=0) < 0:
             raise ModelError(f"Tile: repeats {repeats} must be {rank} counts of at least 0")
-        out = tuple(n * r for n, r in zip(shape, repeats, strict=True))
-        if 0 in out or isinstance(x, _Empty):
-            return [_Empty(out, dtype)]
+        tiled = tuple(n * r for n, r in zip(shape, repeats, strict=True))
+        if 0 in tiled or isinstance(x, _Empty):
+            return [_Empty(tiled, dtype)]
         return [g.tile(x, repeats, name=node.name or None)]
     if op == "Expand":
         target = ints(node, 1)
         if target is None:
             raise ModelError("Expand: the shape input is missing")
         try:
-            out = tuple(int(v) for v in np.broadcast_shapes(shape, tuple(target)))
+            wide = tuple(int(v) for v in np.broadcast_shapes(shape, tuple(target)))
         except ValueError:
             raise ModelError(f"Expand: {list(shape)} does not broadcast with {target}") from None
-        if 0 in out or isinstance(x, _Empty):
-            return [_Empty(out, dtype)]
-        padded = (1,) * (len(out) - rank) + tuple(shape)
+        if 0 in wide or isinstance(x, _Empty):
+            return [_Empty(wide, dtype)]
+        padded = (1,) * (len(wide) - rank) + tuple(shape)
         y = x if padded == tuple(shape) else _reshaped(g, x, padded)
-        if out == padded or isinstance(y, _Empty):
+        if wide == padded or isinstance(y, _Empty):
             return [y]
-        return [g.broadcast(y, out, name=node.name or None)]
+        return [g.broadcast(y, wide, name=node.name or None)]
     if op == "Concat":
         parts = [values[n] for n in node.input]
         axis = axis_of(int(a["axis"]), rank, "Concat")

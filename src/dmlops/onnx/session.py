@@ -17,7 +17,7 @@ from ..device import Device
 from ..errors import ModelError
 from ..tensor import FeatureLevel
 from .loading import load
-from .lowering import CompiledModel, compile_model
+from .lowering import CompiledModel, compile_model, host_array
 
 __all__ = ["InferenceSession", "NodeArg", "IOBinding"]
 
@@ -202,7 +202,7 @@ class InferenceSession:
             parts.append(shape)
             parts.append(dtype)
             if math.prod(shape) <= SMALL_INTEGER_INPUT and _is_integer(dtype):
-                parts.append(tuple(_host(v).ravel().tolist()))
+                parts.append(tuple(host_array(v).ravel().tolist()))
         return tuple(parts)
 
 
@@ -241,7 +241,7 @@ class IOBinding:
 
     def copy_outputs_to_cpu(self) -> list[np.ndarray[Any, Any]]:
         """The outputs of the last run as numpy arrays."""
-        return [_host(r) for r in self.results]
+        return [host_array(r) for r in self.results]
 
 
 def _inferred_outputs(model: Any) -> Any:
@@ -284,16 +284,6 @@ def _is_integer(dtype: Any) -> bool:
         return np.dtype(str(dtype).removeprefix("torch.")).kind in "iu"
     except TypeError:
         return False
-
-
-def _host(v: Any) -> np.ndarray[Any, Any]:
-    if isinstance(v, np.ndarray):
-        return v
-    if hasattr(v, "get"):
-        return np.asarray(v.get())  # CuPy
-    if hasattr(v, "cpu"):
-        return np.asarray(v.detach().cpu().numpy())  # torch
-    return np.asarray(v)
 
 
 def _placed(backend: Any, a: Any) -> Any:

@@ -98,7 +98,6 @@ class CudaBackend:
         except Exception as e:
             raise DmlError(f"the cuda backend found no usable CUDA device: {e}") from e
         self.cupy = cupy
-        self.multiprocessors = self._states[current].multiprocessors
         self.launch_log: list[Group] | None = None  # tests set a list to see every launch
         self._lock = threading.Lock()
         self._retiring: list[Prepared] = []  # pushed out of a cache, maybe still in use
@@ -270,7 +269,7 @@ class CudaBackend:
                 # a persistent grid of two waves of resident blocks (or one block per tile)
                 grid = int(max(1, min(group.tiles, 2 * state.multiprocessors * blocks)))
                 functions.append((handle, grid))
-            return Prepared(cp, groups, functions, stream)
+            return Prepared(cp, groups, functions, stream, capturing)
 
     def retire(self, prepared: Prepared) -> None:
         """Take an entry pushed out of a cache: its memory is freed once nothing can read it."""

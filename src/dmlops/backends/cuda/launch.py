@@ -20,7 +20,7 @@ import numpy as np
 
 from .strategies import THREADS, Group
 
-__all__ = ["Prepared", "relaxed_capture", "is_capturing"]
+__all__ = ["Prepared", "relaxed_capture", "is_capturing", "external_stream"]
 
 _RELAXED = 2  # CU_STREAM_CAPTURE_MODE_RELAXED
 _driver: Any = None
@@ -79,53 +79,49 @@ class Prepared:
         groups: Sequence[Group],
         functions: Sequence[tuple[Any, int]],
         stream: int,
+        capturing: bool,
     ) -> None:
         """`functions[k]` is (CUfunction handle, grid size) for `groups[k]`; tables are
-        uploaded on `stream`, which must be current to this device's context."""
+        uploaded on `stream` (being captured into a graph where `capturing`), which must be
+        current to this device's context."""
         runtime = cupy.cuda.runtime
         self.groups = list(groups)
-        self.stream = stream
         self.streams = {stream}
-        self.pinned = False  # read by a captured graph: never to be freed
-        sizes = [g.table.nbytes for g in groups]
-        total = sum(-(-n // 256) * 256 for n in sizes)
-        self.captured_tables = is_capturing(cupy, stream)
-        if self.captured_tables:
-            self.pinned = True
+        self.pinned = capturing  # read by a captured graph: never to be freed
+        starts, size = [], 0  # each table at a 256-byte boundary of one allocation
+        for g in groups:
+            starts.append(size)
+            size += -(-g.table.nbytes // 256) * 256
+        size = max(size, 256)
+        self.uploaded: Any = None  # the upload's event: the staging memory is reused after it
+        if capturing:  # raw memory, never freed: a graph may replay the upload at any time
             with relaxed_capture():
-                self._device_ptr = runtime.malloc(max(total, 256))
-                self._host_ptr = runtime.hostAlloc(max(total, 256), 0)
+                self._device_ptr = int(runtime.malloc(size))
+                host_ptr = int(runtime.hostAlloc(size, 0))
             host = np.ctypeslib.as_array(
-                ctypes.cast(self._host_ptr, ctypes.POINTER(ctypes.c_uint8)), (max(total, 256),)
+                ctypes.cast(host_ptr, ctypes.POINTER(ctypes.c_uint8)), (size,)
             )
-            self.memory: Any = None
-            self.staging: Any = None
         else:
             with external_stream(cupy, stream):  # the pool reuses it on this stream only
-                self.memory = cupy.cuda.alloc(max(total, 256))
-            self.staging = cupy.cuda.alloc_pinned_memory(max(total, 256))
+                self.memory = cupy.cuda.alloc(size)
+            self.staging = cupy.cuda.alloc_pinned_memory(size)
             self._device_ptr = int(self.memory.ptr)
-            host = np.frombuffer(self.staging, np.uint8, max(total, 256))
+            host_ptr = int(self.staging.ptr)
+            host = np.frombuffer(self.staging, np.uint8, size)
         self.launches: list[tuple[int, int, Any]] = []
-        self._params: list[Any] = []
-        offset = 0
-        for group, (function, grid), n in zip(groups, functions, sizes, strict=True):
-            host[offset : offset + n] = group.table.view(np.uint8).reshape(-1)
+        self._params: list[Any] = []  # the parameter arrays the launches point into
+        for group, (function, grid), at in zip(groups, functions, starts, strict=True):
+            host[at : at + group.table.nbytes] = group.table.view(np.uint8).reshape(-1)
             values = (
-                np.array([self._device_ptr + offset], np.uint64),
+                np.array([self._device_ptr + at], np.uint64),
                 np.array([group.pieces], np.int32),
                 np.array([group.tiles], np.int64),
             )
             params = np.array([v.ctypes.data for v in values], np.uint64)
             self._params.append((values, params))
             self.launches.append((function, grid, int(params.ctypes.data)))
-            offset += -(-n // 256) * 256
-        host_ptr = self._host_ptr if self.captured_tables else int(self.staging.ptr)
-        runtime.memcpyAsync(
-            self._device_ptr, host_ptr, max(offset, 1), runtime.memcpyHostToDevice, stream
-        )
-        self.uploaded: Any = None
-        if not self.captured_tables:  # the staging memory is reused only once this has run
+        runtime.memcpyAsync(self._device_ptr, host_ptr, size, runtime.memcpyHostToDevice, stream)
+        if not capturing:
             self.uploaded = cupy.cuda.Event(block=False, disable_timing=True)
             self.uploaded.record(external_stream(cupy, stream))
 
