@@ -6,10 +6,21 @@ import enum
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 from .errors import InvalidDescriptorError
+
+EnumT = TypeVar("EnumT", bound=enum.Enum)
+
+
+def member_named(cls: type[EnumT], name: str) -> EnumT | None:
+    """The member of an enum called `name`, or None (plain attribute access, which torch's
+    compiler traces, where `__members__` breaks its graph)."""
+    member = getattr(cls, name, None)
+    return member if isinstance(member, cls) else None
+
 
 __all__ = [
     "UINT_MAX",
@@ -94,8 +105,9 @@ class DataType(enum.IntEnum):
                 ) from None
         if isinstance(value, str):
             name = value.removeprefix("DML_TENSOR_DATA_TYPE_")
-            if name in cls.__members__:
-                return cls[name]
+            member = member_named(cls, name)
+            if member is not None:
+                return member
         raise InvalidDescriptorError(f"{field} is {value!r}: not a data type name")
 
 
@@ -171,8 +183,9 @@ class FeatureLevel(enum.IntEnum):
         if isinstance(value, str):
             name = value.removeprefix("DML_FEATURE_LEVEL_").removeprefix("FL_")
             name = name.replace(".", "_")
-            if "FL_" + name in cls.__members__:
-                return cls["FL_" + name]
+            member = member_named(cls, "FL_" + name)
+            if member is not None:
+                return member
         raise InvalidDescriptorError(f"feature level {value!r} is not a DML_FEATURE_LEVEL")
 
 

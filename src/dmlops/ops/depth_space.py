@@ -12,7 +12,7 @@ import enum
 
 from ..errors import InvalidDescriptorError
 from ..plan import LogicalCopy
-from ..tensor import BufferTensorDesc, FeatureLevel, check_uint, int_tuple
+from ..tensor import BufferTensorDesc, FeatureLevel, check_uint, int_tuple, member_named
 from ._base import TYPES_8, SupportRow, UnaryDesc
 
 __all__ = ["DepthSpaceOrder", "DepthToSpace1Desc", "SpaceToDepth1Desc"]
@@ -30,8 +30,9 @@ class DepthSpaceOrder(enum.IntEnum):
         if isinstance(value, str):
             name = value.upper().removeprefix("DML_DEPTH_SPACE_ORDER_")
             name = {"DCR": "DEPTH_COLUMN_ROW", "CRD": "COLUMN_ROW_DEPTH"}.get(name, name)
-            if name in cls.__members__:
-                return cls[name]
+            member = member_named(cls, name)
+            if member is not None:
+                return member
         elif isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
             return cls(value)
         raise InvalidDescriptorError(

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import InvalidDescriptorError, UnsupportedFeatureLevelError
 from ..plan import ZERO, LogicalCopy
-from ..tensor import BufferTensorDesc, DataType, FeatureLevel
+from ..tensor import BufferTensorDesc, DataType, FeatureLevel, member_named
 from ._base import ALL_DIMS, TYPES_11, SupportRow, UnaryDesc, uint_list
 
 __all__ = ["PaddingMode", "Padding1Desc", "padding_runs"]
@@ -33,8 +33,9 @@ class PaddingMode(enum.IntEnum):
         if isinstance(value, str):
             name = value.upper().removeprefix("DML_PADDING_MODE_")
             name = {"REFLECT": "REFLECTION"}.get(name, name)
-            if name in cls.__members__:
-                return cls[name]
+            member = member_named(cls, name)
+            if member is not None:
+                return member
         elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 4:
             return cls(value)
         raise InvalidDescriptorError(
