@@ -87,6 +87,10 @@ def main() -> None:
     tile = TileDesc(_t(2, 3), _t(4, 6), [2, 2])
     values = [np.arange(1, 7, dtype=np.float32).reshape(2, 3)]
     plt.close(draw(tile, OUT / "tile_example.png", values=values))
+    # the Concepts page: a SLICE1 with a negative stride, one strided copy
+    plan = Slice1Desc(_t(4, 6), _t(2, 3), [0, 0], [4, 6], [-2, 2])
+    values = [np.arange(24, dtype=np.float32).reshape(4, 6)]
+    plt.close(draw(plan, OUT / "concepts_plan.png", values=values))
     bad = TileDesc(_t(2, 3), _t(4, 5), [2, 2])
     plt.close(draw(bad, OUT / "rule_tile_sizes.png"))
     for stem, level, desc in REJECTED:

@@ -59,6 +59,51 @@ CORE = {
         ["rule_data_types", "rule_feature_level"],
     ),
 }
+EXAMPLES = {
+    "slice": """import numpy as np
+
+import dmlops
+
+x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+y = dmlops.slice(x, [0, 0, 1, 0], [1, 1, 2, 2], [1, 1, 2, 3])  # rows 1, 3; columns 0, 3
+print(y.tolist())  # [[[[4.0, 7.0], [12.0, 15.0]]]]
+""",
+    "slice1": """import numpy as np
+
+import dmlops
+
+x = np.arange(12, dtype=np.int32).reshape(3, 4)
+y = dmlops.slice1(x, [0, 0], [3, 4], [-1, 2])  # rows from the far end, every other column
+print(y.tolist())  # [[8, 10], [4, 6], [0, 2]]
+try:
+    dmlops.slice1(x, [0, 2], [3, 4], [1, 1])
+except dmlops.DmlError as error:
+    print(error)
+# SLICE1.InputWindowOffsets[1] is 2: InputWindowOffsets[1] + InputWindowSizes[1] = 6 exceeds \
+InputTensor.Sizes[1] 4
+""",
+    "split": """import numpy as np
+
+import dmlops
+
+x = np.arange(10, dtype=np.float16).reshape(2, 5)
+a, b = dmlops.split(x, 1, [2, 3])  # one launch on the GPU, however many outputs
+print(a.tolist(), b.tolist())  # [[0.0, 1.0], [5.0, 6.0]] [[2.0, 3.0, 4.0], [7.0, 8.0, 9.0]]
+""",
+    "join": """import numpy as np
+
+import dmlops
+
+a = np.array([[0, 1], [5, 6]], dtype=np.float16)
+b = np.array([[2, 3, 4], [7, 8, 9]], dtype=np.float16)
+print(dmlops.join([b, a], 1).tolist())  # [[2.0, 3.0, 4.0, 0.0, 1.0], [7.0, 8.0, 9.0, 5.0, 6.0]]
+try:
+    dmlops.join([a, b.astype(np.float32)], 1)
+except dmlops.DmlError as error:
+    print(error)
+# JOIN.InputTensors[1].DataType is FLOAT32: must equal OutputTensor.DataType FLOAT16
+""",
+}
 ALL: dict[str, list[type[OperatorDesc]]] = {
     **{name: [cls] for name, (cls, _, _) in CORE.items()},
     "slice-grad": [SliceGradDesc],
@@ -90,7 +135,7 @@ def core_page(name: str) -> str:
     doc = inspect.getdoc(cls) or ""
     shots = "\n\n".join(f"![{p}](../pictures/{p}.png)" for p in pictures)
     return (
-        f"# {cls.OPERATOR}\n\n{doc}\n\n{fields}\n\n"
+        f"# {cls.OPERATOR}\n\n{doc}\n\n{fields}\n\n```python\n{EXAMPLES[name]}```\n\n"
         "Every rule is checked before any byte is written; errors name the field in DirectML's "
         f"spelling. The worked examples and rejected descriptors (from "
         f"[the pictures page](../operators.md)):\n\n{shots}\n\n"

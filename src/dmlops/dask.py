@@ -341,7 +341,13 @@ def slice1(
     feature_level: FeatureLevel | int | str | None = None,
     chunks: Any = None,
 ) -> Any:
-    """DML SLICE1 on a dask array (see dmlops.slice1), lazily."""
+    """DML SLICE1 on a dask array (see dmlops.slice1), lazily.
+
+    >>> import numpy as np, dask.array as da, dmlops.dask as dd
+    >>> x = da.from_array(np.arange(8, dtype=np.float32), chunks=3)
+    >>> dd.slice1(x, [0], [8], [-3]).compute().tolist()
+    [7.0, 4.0, 1.0]
+    """
     t = _tensor(x)
     probe = Slice1Desc(t, t, window_offsets, window_sizes, window_strides)
     shape = probe.default_output_sizes() if output_sizes is None else tuple(output_sizes)

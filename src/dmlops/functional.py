@@ -491,7 +491,12 @@ def tile(
     out: Any = None,
     device: str | None = None,
 ) -> Any:
-    """DML TILE: x repeated `repeats[i]` times along each dimension i."""
+    """DML TILE: x repeated `repeats[i]` times along each dimension i.
+
+    >>> import numpy as np, dmlops
+    >>> dmlops.tile(np.array([[1, 2]], np.int8), [2, 2]).tolist()
+    [[1, 2, 1, 2], [1, 2, 1, 2]]
+    """
 
     counts = int_tuple(repeats, "TILE.Repeats")
     return _unary(
@@ -518,7 +523,14 @@ def padding(
     device: str | None = None,
 ) -> Any:
     """DML PADDING1: x with start_padding / end_padding elements added along each dimension,
-    filled by `mode`: CONSTANT (`value`), EDGE, REFLECTION, SYMMETRIC or WRAP."""
+    filled by `mode`: CONSTANT (`value`), EDGE, REFLECTION, SYMMETRIC or WRAP.
+
+    >>> import numpy as np, dmlops
+    >>> dmlops.padding(np.array([1, 2, 3], np.float32), [2], [1], "REFLECTION").tolist()
+    [3.0, 2.0, 1.0, 2.0, 3.0, 2.0]
+    >>> dmlops.padding(np.array([1, 2, 3], np.float32), [1], [1], value=-1.0).tolist()
+    [-1.0, 1.0, 2.0, 3.0, -1.0]
+    """
 
     start = int_tuple(start_padding, "PADDING1.StartPadding")
     end = int_tuple(end_padding, "PADDING1.EndPadding")
@@ -579,7 +591,13 @@ def slice(  # noqa: A001 - DirectML's operator name
     out: Any = None,
     device: str | None = None,
 ) -> Any:
-    """DML SLICE: out[c] = x[offsets + strides * c], out shaped `sizes`."""
+    """DML SLICE: out[c] = x[offsets + strides * c], out shaped `sizes`.
+
+    >>> import numpy as np, dmlops
+    >>> x = np.arange(16, dtype=np.float32).reshape(4, 4)
+    >>> dmlops.slice(x, [1, 0], [2, 2], [2, 3]).tolist()
+    [[4.0, 7.0], [12.0, 15.0]]
+    """
     if out is None and device is None and _torch_wanted([x]):
         t = _torch_ops()
         lists = _named_lists("SLICE", _SLICE, (offsets, sizes, strides))
@@ -612,7 +630,13 @@ def slice1(
     out: Any = None,
     device: str | None = None,
 ) -> Any:
-    """DML SLICE1: out[c] = x[CopyStart + window_strides * c]; default sizes MaxCopiedElements."""
+    """DML SLICE1: out[c] = x[CopyStart + window_strides * c]; default sizes MaxCopiedElements.
+
+    >>> import numpy as np, dmlops
+    >>> x = np.arange(12, dtype=np.int32).reshape(3, 4)
+    >>> dmlops.slice1(x, [0, 0], [3, 4], [-1, 2]).tolist()
+    [[8, 10], [4, 6], [0, 2]]
+    """
     window = (window_offsets, window_sizes, window_strides)
     if out is None and device is None and _torch_wanted([x]):
         t = _torch_ops()
@@ -670,7 +694,13 @@ def slice_grad(
 ) -> Any:
     """DML SLICE_GRAD: SLICE1's backward pass. Returns a tensor of `output_sizes` (the forward
     input's shape) holding input_gradient[c] at window_offsets' CopyStart + window_strides * c
-    and zeros elsewhere."""
+    and zeros elsewhere.
+
+    >>> import numpy as np, dmlops
+    >>> dy = np.array([[1, 2]], np.float32)
+    >>> dmlops.slice_grad(dy, [1, 4], [0, 0], [1, 4], [1, 2]).tolist()
+    [[1.0, 0.0, 2.0, 0.0]]
+    """
     window = (window_offsets, window_sizes, window_strides)
     if out is None and device is None and _torch_wanted([input_gradient]):
         t = _torch_ops()
@@ -703,7 +733,13 @@ def split(
     outs: Sequence[Any] | None = None,
     device: str | None = None,
 ) -> list[Any]:
-    """DML SPLIT: cut `x` along `axis` into pieces of `sizes`; returns the pieces."""
+    """DML SPLIT: cut `x` along `axis` into pieces of `sizes`; returns the pieces.
+
+    >>> import numpy as np, dmlops
+    >>> a, b = dmlops.split(np.arange(5, dtype=np.uint8), 0, [2, 3])
+    >>> a.tolist(), b.tolist()
+    ([0, 1], [2, 3, 4])
+    """
     if outs is None and device is None and _torch_wanted([x]):
         t = _torch_ops()
         pieces = _int_list(sizes, "SPLIT sizes")
@@ -746,7 +782,12 @@ def join(
     out: Any = None,
     device: str | None = None,
 ) -> Any:
-    """DML JOIN: concatenate `xs` along `axis`."""
+    """DML JOIN: concatenate `xs` along `axis`.
+
+    >>> import numpy as np, dmlops
+    >>> dmlops.join([np.ones((1, 2), np.int16), np.zeros((1, 1), np.int16)], 1).tolist()
+    [[1, 1, 0]]
+    """
     if out is None and device is None and _torch_wanted(list(xs)):
         t = _torch_ops()
         return t.join_op(list(xs), int(axis), t.level_name(feature_level))
@@ -790,7 +831,12 @@ def depth_to_space(
     out: Any = None,
     device: str | None = None,
 ) -> Any:
-    """DML DEPTH_TO_SPACE1: [N, C, H, W] -> [N, C/B^2, H*B, W*B]; order DCR (0) or CRD (1)."""
+    """DML DEPTH_TO_SPACE1: [N, C, H, W] -> [N, C/B^2, H*B, W*B]; order DCR (0) or CRD (1).
+
+    >>> import numpy as np, dmlops
+    >>> dmlops.depth_to_space(np.arange(4, dtype=np.float32).reshape(1, 4, 1, 1), 2).tolist()
+    [[[[0.0, 1.0], [2.0, 3.0]]]]
+    """
     return _depth_space(DepthToSpace1Desc, x, block_size, order, feature_level, out, device)
 
 
@@ -803,5 +849,11 @@ def space_to_depth(
     out: Any = None,
     device: str | None = None,
 ) -> Any:
-    """DML SPACE_TO_DEPTH1: [N, C, H, W] -> [N, C*B^2, H/B, W/B]; order DCR (0) or CRD (1)."""
+    """DML SPACE_TO_DEPTH1: [N, C, H, W] -> [N, C*B^2, H/B, W/B]; order DCR (0) or CRD (1).
+
+    >>> import numpy as np, dmlops
+    >>> x = np.arange(4, dtype=np.float32).reshape(1, 1, 2, 2)
+    >>> dmlops.space_to_depth(x, 2).reshape(4).tolist()
+    [0.0, 1.0, 2.0, 3.0]
+    """
     return _depth_space(SpaceToDepth1Desc, x, block_size, order, feature_level, out, device)

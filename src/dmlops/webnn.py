@@ -29,7 +29,12 @@ def slice(  # noqa: A001 - WebNN's operation name
     sizes: Sequence[int],
     strides: Sequence[int] | None = None,
 ) -> Any:
-    """MLGraphBuilder.slice: input[starts[i] : starts[i] + sizes[i] : strides[i]] per axis."""
+    """MLGraphBuilder.slice: input[starts[i] : starts[i] + sizes[i] : strides[i]] per axis.
+
+    >>> import numpy as np, dmlops.webnn as webnn
+    >>> webnn.slice(np.arange(6, dtype=np.float32), [1], [4], strides=[2]).tolist()
+    [1.0, 3.0]
+    """
     shape = _shape(input)
     rank = len(shape)
     strides = [1] * rank if strides is None else list(strides)
@@ -51,7 +56,12 @@ def slice(  # noqa: A001 - WebNN's operation name
 
 
 def split(input: Any, splits: int | Sequence[int], axis: int = 0) -> list[Any]:  # noqa: A002
-    """MLGraphBuilder.split: `splits` equal parts (an int) or parts of these sizes, along `axis`."""
+    """MLGraphBuilder.split: `splits` equal parts (an int) or parts of these sizes, along `axis`.
+
+    >>> import numpy as np, dmlops.webnn as webnn
+    >>> [p.tolist() for p in webnn.split(np.arange(4, dtype=np.int32), 2)]
+    [[0, 1], [2, 3]]
+    """
     shape = _shape(input)
     if not 0 <= axis < len(shape):
         raise _fail(f"split: axis {axis} is outside [0, {len(shape) - 1}]")
@@ -70,7 +80,12 @@ def split(input: Any, splits: int | Sequence[int], axis: int = 0) -> list[Any]: 
 
 
 def concat(inputs: Sequence[Any], axis: int) -> Any:
-    """MLGraphBuilder.concat: join `inputs` along `axis`."""
+    """MLGraphBuilder.concat: join `inputs` along `axis`.
+
+    >>> import numpy as np, dmlops.webnn as webnn
+    >>> webnn.concat([np.zeros(1, np.float32), np.ones(2, np.float32)], 0).tolist()
+    [0.0, 1.0, 1.0]
+    """
     if not inputs:
         raise _fail("concat: inputs is empty")
     first = _shape(inputs[0])
