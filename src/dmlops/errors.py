@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "BindingError",
     "DmlError",
+    "IndexOutOfRangeError",
     "InvalidDescriptorError",
     "ModelError",
     "UnsupportedFeatureLevelError",
@@ -29,3 +30,7 @@ class BindingError(DmlError):
 
 class ModelError(DmlError):
     """A model file (DxDispatch JSON, ONNX graph) cannot be read or run."""
+
+
+class IndexOutOfRangeError(DmlError):
+    """An index tensor holds a value outside the axis it indexes (raised before any write)."""

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InvalidDescriptorError
+from .indexed import IndexedCopy, coalesce_indexed
 from .tensor import BufferTensorDesc
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "Plan",
     "compose",
     "build_plan",
+    "with_indexed",
     "ElementCopy",
     "coalesce",
     "is_injective",
@@ -114,6 +116,7 @@ class Plan:
     input_spans: tuple[tuple[int, int], ...]
     output_spans: tuple[tuple[int, int], ...]
     fills: tuple[bytes, ...] = ()  # the constants fill sources write, one element's bytes each
+    indexed: tuple[IndexedCopy, ...] = ()  # run after `copies`, in order (indexed.py)
 
     @cached_property
     def span_arrays(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
@@ -146,7 +149,9 @@ class Plan:
     @property
     def bytes_written(self) -> int:
         """Bytes written to the outputs when the plan executes."""
-        return sum(c.element_count for c in self.copies) * self.element_size
+        moved = sum(c.element_count for c in self.copies)
+        moved += sum(c.element_count for c in self.indexed)
+        return moved * self.element_size
 
     def _repr_html_(self) -> str:
         """Notebook view: one table row per strided copy."""
@@ -173,6 +178,9 @@ class Plan:
                 f"output {c.dst} @ byte {c.dst_offset} strides {list(c.dst_strides)}, "
                 f"shape {list(c.shape)}"
             )
+        if self.indexed:
+            lines.append(f"then {len(self.indexed)} indexed copies")
+            lines += [c.describe() for c in self.indexed]
         return "\n".join(lines)
 
 
@@ -351,6 +359,40 @@ def build_plan(
         )
     spans = [tuple((0, 0) if e == unused else e for e in ext) for ext in (in_ext, out_ext)]
     return Plan(element_size, tuple(strided), spans[0], spans[1], tuple(fills))
+
+
+def with_indexed(plan: Plan, indexed: Sequence[IndexedCopy]) -> Plan:
+    """The plan with these indexed copies (coalesced) after its strided ones, every binding's
+    byte span widened to what they read and write."""
+    ins = list(plan.input_spans)
+    outs = list(plan.output_spans)
+
+    def widen(spans: list[tuple[int, int]], k: int, low: int, high: int) -> None:
+        was = spans[k]
+        spans[k] = (low, high) if was == (0, 0) else (min(was[0], low), max(was[1], high))
+
+    size = plan.element_size
+    done = []
+    for copy in indexed:
+        c = coalesce_indexed(copy)
+        done.append(c)
+        if c.scatter:
+            if c.src >= 0:
+                low, high = span(c.src_offset // size, c.shape, c.src_strides)
+                widen(ins, c.src, low * size, (high + 1) * size)
+            widen(outs, c.dst, *c.indexed_span)
+        else:
+            if c.src >= 0:
+                widen(ins, c.src, *c.indexed_span)
+            low, high = span(c.dst_offset // size, c.shape, c.dst_strides)
+            widen(outs, c.dst, low * size, (high + 1) * size)
+        isize = c.index_element_size
+        low, high = span(c.index_offset // isize, c.shape, c.index_strides)
+        high += (len(c.axes) - 1) * c.tuple_stride
+        widen(ins, c.index, low * isize, (high + 1) * isize)
+    return dataclasses.replace(
+        plan, input_spans=tuple(ins), output_spans=tuple(outs), indexed=tuple(done)
+    )
 
 
 def is_injective(sizes: Sequence[int], strides: Sequence[int]) -> bool:

@@ -65,6 +65,11 @@ class DataType(enum.IntEnum):
         return _ELEMENT_SIZE[self]
 
     @property
+    def is_signed(self) -> bool:
+        """Whether the type holds negative integers (INT8 to INT64)."""
+        return self.name.startswith("INT")
+
+    @property
     def numpy_dtype(self) -> np.dtype[np.generic]:
         """The numpy dtype holding this type's values."""
         if self is DataType.UNKNOWN:

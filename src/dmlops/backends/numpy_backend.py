@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import BindingError
 from ..plan import Plan, StridedCopy
 from . import no_queue
+from .numpy_indexed import IndexedStep
 
 __all__ = ["NumpyBackend"]
 
@@ -265,6 +266,7 @@ class _NumpyExecutor:
         # one element of each fill, bound after the inputs (read with strides 0)
         self.fills = [np.frombuffer(b, np.uint8) for b in plan.fill_buffers(plan.element_size)]
         self.copies = [NumpyCopy.of(c, plan.element_size) for c in plan.copies]
+        self.steps = [IndexedStep(c, plan.element_size) for c in plan.indexed]
         self.recipe = [
             (
                 c.shape,
@@ -282,15 +284,20 @@ class _NumpyExecutor:
     def __call__(self, ins: Sequence[Any], outs: Sequence[Any], queue: Any = None) -> None:
         if self.fills:
             ins = [*ins, *self.fills]
+        rows = [step.prepare(ins) for step in self.steps]  # indices checked before any write
         if self.parallel:
             self.backend._parallel(self.plan, ins, outs)()
-            return
-        view = np.ndarray
-        for shape, dtype, si, so, ss, di, do, ds in self.recipe:
-            view(shape, dtype, outs[di], do, ds)[...] = view(shape, dtype, ins[si], so, ss)
+        else:
+            view = np.ndarray
+            for shape, dtype, si, so, ss, di, do, ds in self.recipe:
+                view(shape, dtype, outs[di], do, ds)[...] = view(shape, dtype, ins[si], so, ss)
+        for step, moved in zip(self.steps, rows, strict=True):
+            step.run(ins, outs, moved)
 
     def bound(self, ins: Sequence[Any], outs: Sequence[Any]) -> Callable[..., None]:
         """Views built once; the returned call copies through them."""
+        if self.steps:
+            return lambda queue=None: self(ins, outs)
         if self.fills:
             ins = [*ins, *self.fills]
         if self.parallel:

@@ -2,8 +2,11 @@
 
 from ._base import OperatorDesc, SupportRow
 from .depth_space import DepthSpaceOrder, DepthToSpace1Desc, SpaceToDepth1Desc
+from .gather import GatherDesc, GatherElementsDesc, GatherNd1Desc, GatherNdDesc
 from .join import JoinDesc
+from .one_hot import OneHotDesc
 from .padding import Padding1Desc, PaddingMode
+from .scatter import ScatterElementsDesc, ScatterNdDesc
 from .slice import SliceDesc
 from .slice1 import Slice1Desc
 from .slice_grad import SliceGradDesc
@@ -13,7 +16,14 @@ from .tile import TileDesc
 __all__ = [
     "DepthSpaceOrder",
     "DepthToSpace1Desc",
+    "GatherDesc",
+    "GatherElementsDesc",
+    "GatherNd1Desc",
+    "GatherNdDesc",
     "JoinDesc",
+    "OneHotDesc",
+    "ScatterElementsDesc",
+    "ScatterNdDesc",
     "OperatorDesc",
     "Padding1Desc",
     "PaddingMode",

@@ -126,13 +126,14 @@ class OperatorDesc(abc.ABC):
                 raise UnsupportedFeatureLevelError(
                     f"{self.OPERATOR}.{name}.DimensionCount is {t.dimension_count}: "
                     f"{row.level.dml_name} and above supports {row.dims_text()} dimensions "
-                    f"for {self.OPERATOR}{self._needed_level(t)}"
+                    f"for {self.OPERATOR}{self._needed_level(t, name)}"
                 )
-            if t.data_type not in row.data_types:
+            allowed = self._allowed_types(name, row)
+            if t.data_type not in allowed:
                 raise UnsupportedFeatureLevelError(
                     f"{self.OPERATOR}.{name}.DataType is {t.data_type.name}: "
-                    f"{row.level.dml_name} and above supports {_type_list(row.data_types)} "
-                    f"for {self.OPERATOR}{self._needed_level(t)}"
+                    f"{row.level.dml_name} and above supports {_type_list(allowed)} "
+                    f"for {self.OPERATOR}.{name}{self._needed_level(t, name)}"
                 )
         for name, t in self.output_fields():
             if not is_injective(t.sizes, t.effective_strides):
@@ -169,11 +170,17 @@ class OperatorDesc(abc.ABC):
         value = np.frombuffer(self.fills()[-1 - src], self.data_type.numpy_dtype)[0]
         return f"{value:g}" if isinstance(value, np.floating) else str(value)
 
-    def _needed_level(self, t: BufferTensorDesc) -> str:
+    def _allowed_types(self, name: str, row: SupportRow) -> frozenset[DataType]:
+        """The data types tensor field `name` may have under this table row."""
+        return row.data_types
+
+    def _needed_level(self, t: BufferTensorDesc, name: str = "") -> str:
         """'; N dimensions of TYPE need LEVEL', the lowest row that takes `t`, or that none does."""
         what = f"{t.dimension_count} dimensions of {t.data_type.name}"
         for r in sorted(self.SUPPORT, key=lambda r: r.level):
-            if t.dimension_count in r.dimension_counts and t.data_type in r.data_types:
+            if t.dimension_count in r.dimension_counts and t.data_type in self._allowed_types(
+                name, r
+            ):
                 return f"; {what} need {r.level.dml_name}"
         return f"; no feature level supports {what}"
 

@@ -1,0 +1,154 @@
+"""The second primitive: an indexed copy, a strided copy whose source (gather) or destination
+(scatter) offset along some axes comes from an index tensor read at run time.
+
+For every coordinate c of `shape` (row-major order, "index order"):
+
+    k_t   = index[index_offset + sum(c * index_strides) + t * tuple_stride]   (t < len(axes))
+    k_t   = k_t + axes[t].size  if k_t < 0 (signed index types: counted from the end)
+    other = the strided side's element at offset + sum(c * strides)
+    side  = the indexed side's element at offset + sum(c * strides) + sum(k_t * axes[t].stride)
+
+A gather writes dst[side] = src[...]; a scatter writes dst[side] = src[...] with the index on
+the destination side. An index outside [0, axes[t].size) is an error on the CPU (raised, naming
+`label`, before any byte is written) and, where `skip_out_of_range` is set (ONE_HOT), drops
+that element's write instead. GPU backends never read or write outside the tensors whatever
+the indices hold. Two scatter writes to one element: the later in index order wins, on every
+backend (`slot` numbers the destination elements a write can reach, to decide it).
+
+Operators lower to these records (`ops/gather.py`, `ops/scatter.py`, `ops/one_hot.py`); a
+plan runs its strided copies first, then its indexed copies in order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .tensor import DataType
+
+__all__ = ["IndexAxis", "IndexedCopy", "INDEX_TYPES"]
+
+INDEX_TYPES = frozenset({DataType.INT64, DataType.INT32, DataType.UINT64, DataType.UINT32})
+
+
+@dataclass(frozen=True)
+class IndexAxis:
+    """One indexed axis of the indexed side: its size (the index range) and element stride;
+    `slot_stride` numbers this axis in the destination slots of a scatter."""
+
+    size: int
+    stride: int
+    slot_stride: int = 0
+
+
+@dataclass(frozen=True)
+class IndexedCopy:
+    """A strided copy of `shape` elements with the indexed side's offset moved by index values.
+
+    Offsets are in bytes from the start of the bound buffers; strides in elements (the
+    index tensor's strides in its own elements). `scatter`: the index moves the destination
+    (else the source). `src` may be a fill source (negative: the plan's fill), read with
+    strides 0. `indexed_span` is the [low, high) byte range of the indexed side's tensor:
+    every access there lies inside it.
+    """
+
+    label: str  # e.g. "GATHER.IndicesTensor", for error messages
+    src: int
+    src_offset: int
+    src_strides: tuple[int, ...]
+    dst: int
+    dst_offset: int
+    dst_strides: tuple[int, ...]
+    shape: tuple[int, ...]
+    index: int  # the input binding holding the indices
+    index_type: DataType
+    index_offset: int
+    index_strides: tuple[int, ...]
+    tuple_stride: int
+    axes: tuple[IndexAxis, ...]
+    scatter: bool
+    indexed_span: tuple[int, int]
+    negative_indices: bool = True
+    skip_out_of_range: bool = False
+    slot_strides: tuple[int, ...] = ()  # per dimension of shape (scatter only)
+    slot_count: int = 0
+
+    @property
+    def element_count(self) -> int:
+        """Number of elements this copy moves (at most)."""
+        return math.prod(self.shape)
+
+    @property
+    def index_element_size(self) -> int:
+        """Bytes of one index."""
+        return self.index_type.element_size
+
+    def describe(self) -> str:
+        """One line: what moves where, and by which index."""
+        what = "scatter" if self.scatter else "gather"
+        sides = (
+            f"input {self.src} @ byte {self.src_offset} strides {list(self.src_strides)}"
+            if self.src >= 0
+            else f"fill {-1 - self.src}"
+        )
+        axes = ", ".join(f"{a.size}x{a.stride}" for a in self.axes)
+        return (
+            f"  {what} {sides} -> output {self.dst} @ byte {self.dst_offset} strides "
+            f"{list(self.dst_strides)}, shape {list(self.shape)}, by input {self.index} "
+            f"({self.index_type.name} @ byte {self.index_offset} strides "
+            f"{list(self.index_strides)}) along [{axes}]"
+        )
+
+
+def coalesce_indexed(copy: IndexedCopy) -> IndexedCopy:
+    """The same copy over the fewest dimensions: size-1 dimensions dropped, neighbours merged
+    where every side (source, destination, index, slot) is contiguous across them."""
+    sides = [copy.src_strides, copy.dst_strides, copy.index_strides]
+    if copy.scatter:
+        sides.append(copy.slot_strides)
+    dims = [(n, tuple(s[i] for s in sides)) for i, n in enumerate(copy.shape) if n != 1]
+    merged: list[tuple[int, tuple[int, ...]]] = []
+    for n, strides in dims:
+        if merged:
+            pn, ps = merged[-1]
+            if all(p == s * n for p, s in zip(ps, strides, strict=True)):
+                merged[-1] = (pn * n, strides)
+                continue
+        merged.append((n, strides))
+    if not merged:
+        merged = [(1, tuple(0 for _ in sides))]
+    shape = tuple(m[0] for m in merged)
+    columns = list(zip(*(m[1] for m in merged), strict=True))
+    return IndexedCopy(
+        copy.label,
+        copy.src,
+        copy.src_offset,
+        tuple(columns[0]),
+        copy.dst,
+        copy.dst_offset,
+        tuple(columns[1]),
+        shape,
+        copy.index,
+        copy.index_type,
+        copy.index_offset,
+        tuple(columns[2]),
+        copy.tuple_stride,
+        copy.axes,
+        copy.scatter,
+        copy.indexed_span,
+        copy.negative_indices,
+        copy.skip_out_of_range,
+        tuple(columns[3]) if copy.scatter else (),
+        copy.slot_count,
+    )
+
+
+def packed_slot_strides(sizes: Sequence[int]) -> tuple[int, ...]:
+    """Row-major numbering strides of a box of these sizes."""
+    strides = []
+    acc = 1
+    for n in reversed(sizes):
+        strides.append(acc)
+        acc *= n
+    return tuple(reversed(strides))

@@ -1,0 +1,107 @@
+"""What the index-driven operators share (GATHER, GATHER_ELEMENTS, GATHER_ND(1),
+SCATTER_ELEMENTS, SCATTER_ND, ONE_HOT): index types per level, right-aligned size rules, and
+lowering to strided copies plus indexed copies."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import InvalidDescriptorError
+from ..indexed import INDEX_TYPES, IndexedCopy
+from ..plan import Layout, Plan, compose, span, with_indexed
+from ..tensor import BufferTensorDesc, DataType, FeatureLevel
+from ._base import OperatorDesc, SupportRow
+
+INDEX_TYPES_OLD = frozenset({DataType.UINT32})
+
+
+class IndexedDesc(OperatorDesc):
+    """An operator whose IndicesTensor moves data: UINT32 indices before 3_0, then INT32,
+    INT64, UINT32 and UINT64 (signed ones may be negative, counted from the end)."""
+
+    INDEX_FIELD = "IndicesTensor"
+
+    def _allowed_types(self, name: str, row: SupportRow) -> frozenset[DataType]:
+        if name == self.INDEX_FIELD:
+            return INDEX_TYPES if row.level >= FeatureLevel.FL_3_0 else INDEX_TYPES_OLD
+        return row.data_types
+
+    @property
+    def data_type(self) -> DataType:
+        """The data type of the tensor the operator moves (its output)."""
+        return self.output_fields()[0][1].data_type
+
+    def indexed_copies(
+        self, input_layouts: Sequence[Layout], output_layouts: Sequence[Layout]
+    ) -> list[IndexedCopy]:
+        """The index-driven copies, in the bound buffers' bytes and elements."""
+        raise NotImplementedError
+
+    def lower(
+        self,
+        input_layouts: Sequence[Layout] | None = None,
+        output_layouts: Sequence[Layout] | None = None,
+    ) -> Plan:
+        ins = [t for _, t in self.input_fields()]
+        outs = [t for _, t in self.output_fields()]
+        li = list(input_layouts) if input_layouts is not None else [Layout.of_desc(t) for t in ins]
+        lo = (
+            list(output_layouts)
+            if output_layouts is not None
+            else [Layout.of_desc(t) for t in outs]
+        )
+        plan = compose(self.data_type.element_size, self.logical_copies(), li, lo, self.fills())
+        return with_indexed(plan, self.indexed_copies(li, lo))
+
+    # helpers -----------------------------------------------------------------
+
+    def _check_axis(self, axis: int, rank: int, field: str = "Axis") -> None:
+        if not 0 <= axis < rank:
+            raise InvalidDescriptorError(
+                f"{self.OPERATOR}.{field} is {axis}: must be in [0, {rank})"
+            )
+
+    def _check_sizes(self, name: str, t: BufferTensorDesc, expected: Sequence[int]) -> None:
+        if tuple(t.sizes) != tuple(expected):
+            raise InvalidDescriptorError(
+                f"{self.OPERATOR}.{name}.Sizes is {list(t.sizes)}: must be {list(expected)}"
+            )
+
+    def _leading_ones(self, name: str, t: BufferTensorDesc, meaningful: int, field: str) -> None:
+        lead = t.sizes[: t.dimension_count - meaningful]
+        if any(n != 1 for n in lead):
+            raise InvalidDescriptorError(
+                f"{self.OPERATOR}.{name}.Sizes is {list(t.sizes)}: {field} {meaningful} "
+                f"leaves leading sizes {list(lead)}, which must be 1"
+            )
+
+
+def right_aligned(op: str, name: str, full: Sequence[int], rank: int, why: str) -> tuple[int, ...]:
+    """`full` sizes right-aligned into `rank` dimensions: leading 1s prepended, or leading
+    sizes of 1 cropped; error if a cropped size is not 1."""
+    extra = len(full) - rank
+    if extra > 0:
+        if any(n != 1 for n in full[:extra]):
+            raise InvalidDescriptorError(
+                f"{op}.{name}.DimensionCount is {rank}: {why} has {len(full)} dimensions "
+                f"{list(full)}, more than {rank}"
+            )
+        return tuple(full[extra:])
+    return (1,) * -extra + tuple(full)
+
+
+def tensor_span(t: BufferTensorDesc, layout: Layout) -> tuple[int, int]:
+    """Bytes [low, high) every element of the tensor lies in, under this layout."""
+    size = t.data_type.element_size
+    low, high = span(layout.offset, t.sizes, layout.strides)
+    return low * size, (high + 1) * size
+
+
+def aligned(values: Sequence[int], count: int, pad: int = 0) -> tuple[int, ...]:
+    """The last `count` of these values, or them with `pad` prepended up to `count`."""
+    values = tuple(values)
+    return (
+        values[len(values) - count :]
+        if len(values) >= count
+        else (pad,) * (count - len(values)) + values
+    )
