@@ -29,7 +29,8 @@ def _grid(shape: Sequence[int], strides: Sequence[int], base: int) -> np.ndarray
 def _elements(buffer: Any, dtype: Any) -> np.ndarray[Any, Any]:
     """A bound buffer (an array of any dtype, or bytes) as a flat array of `dtype`."""
     nbytes = buffer.nbytes if isinstance(buffer, np.ndarray) else len(buffer)
-    return np.ndarray((nbytes // np.dtype(dtype).itemsize,), dtype, buffer)
+    flat: np.ndarray[Any, Any] = np.ndarray((nbytes // np.dtype(dtype).itemsize,), dtype, buffer)
+    return flat
 
 
 class IndexedStep:

@@ -181,7 +181,9 @@ class GatherElementsDesc(_GatherBase):
     def _check_rules(self) -> None:
         self._check_common()
         self._check_axis(self.axis, self.input_tensor.dimension_count)
-        for d, (n, m) in enumerate(zip(self.indices_tensor.sizes, self.input_tensor.sizes)):
+        for d, (n, m) in enumerate(
+            zip(self.indices_tensor.sizes, self.input_tensor.sizes, strict=True)
+        ):
             if d != self.axis and n != m:
                 raise InvalidDescriptorError(
                     f"GATHER_ELEMENTS.IndicesTensor.Sizes[{d}] is {n}: must equal "
@@ -210,7 +212,7 @@ class GatherNd1Desc(_GatherBase):
     each index tuple picks a whole sub-block of the input."""
 
     OPERATOR = "GATHER_ND1"
-    SUPPORT = (SupportRow(FL.FL_3_0, ALL_DIMS, TYPES_8),)
+    SUPPORT: tuple[SupportRow, ...] = (SupportRow(FL.FL_3_0, ALL_DIMS, TYPES_8),)
 
     def __init__(
         self,

@@ -70,7 +70,9 @@ class OneHotDesc(IndexedDesc):
                 f"ONE_HOT.IndicesTensor.Sizes[{self.axis}] is "
                 f"{self.indices_tensor.sizes[self.axis]}: must be 1 (the Axis dimension)"
             )
-        for i, (n, m) in enumerate(zip(self.indices_tensor.sizes, self.output_tensor.sizes)):
+        for i, (n, m) in enumerate(
+            zip(self.indices_tensor.sizes, self.output_tensor.sizes, strict=True)
+        ):
             if i != self.axis and n != m:
                 raise InvalidDescriptorError(
                     f"ONE_HOT.OutputTensor.Sizes[{i}] is {m}: must equal "
@@ -90,7 +92,9 @@ class OneHotDesc(IndexedDesc):
     def indexed_copies(self, li: Sequence[Layout], lo: Sequence[Layout]) -> list[IndexedCopy]:
         size = self.output_tensor.data_type.element_size
         itype = self.indices_tensor.data_type
-        on = li[1].offset + sum(c * s for c, s in zip(self._on_coordinate(), li[1].strides))
+        on = li[1].offset + sum(
+            c * s for c, s in zip(self._on_coordinate(), li[1].strides, strict=True)
+        )
         d = self.output_tensor.dimension_count
         dst = list(lo[0].strides)
         dst[self.axis] = 0

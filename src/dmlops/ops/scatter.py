@@ -120,7 +120,9 @@ class ScatterElementsDesc(_ScatterBase):
         op = self.OPERATOR
         self._check_common()
         self._check_axis(self.axis, self.input_tensor.dimension_count)
-        for d, (n, m) in enumerate(zip(self.indices_tensor.sizes, self.input_tensor.sizes)):
+        for d, (n, m) in enumerate(
+            zip(self.indices_tensor.sizes, self.input_tensor.sizes, strict=True)
+        ):
             if d != self.axis and n != m:
                 raise InvalidDescriptorError(
                     f"{op}.IndicesTensor.Sizes[{d}] is {n}: must equal InputTensor.Sizes[{d}] "
