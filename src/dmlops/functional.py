@@ -272,6 +272,21 @@ class _Tensor:
         writable = bool(getattr(a.flags, "writeable", True))
         return cls(desc, Layout(-low // item, strides), low, nbytes, contiguous, writable)
 
+    def with_ones(self, positions: Sequence[int]) -> _Tensor:
+        """The same elements with dimensions of size 1 inserted at these positions (of the
+        result), as DirectML pads ranks."""
+        sizes = list(self.desc.sizes)
+        strides = list(self.layout.strides)
+        given = None if self.desc.strides is None else list(self.desc.strides)
+        for p in sorted(positions):
+            sizes.insert(p, 1)
+            strides.insert(p, 0)
+            if given is not None:
+                given.insert(p, 0)
+        desc = BufferTensorDesc(self.desc.data_type, sizes, given)
+        layout = Layout(self.layout.offset, tuple(strides))
+        return _Tensor(desc, layout, self.low, self.nbytes, self.contiguous, self.writable)
+
     @classmethod
     def new(cls, shape: Sequence[int], dtype: Any) -> _Tensor:
         """A packed output of `shape`, allocated only after validation."""
@@ -293,7 +308,9 @@ class _Call:
         outputs: Sequence[_Tensor],
         new_shapes: Sequence[tuple[int, ...] | None],
         queue: Callable[[Any], Any],
+        like: int = 0,
     ) -> None:
+        self.like = like  # the input whose library, device and dtype new outputs take
         self.backend = backend
         self.queue = queue
         self.operator = desc.OPERATOR
@@ -313,7 +330,7 @@ class _Call:
         if self.allocate:
             new_like = self.backend.new_like
             for k, shape in self.allocate:
-                results[k] = new_like(ins[0], shape)
+                results[k] = new_like(ins[self.like], shape)
         if self.direct:
             in_flats, out_flats = ins, results
         else:
@@ -360,13 +377,21 @@ def _compile(
     outs: Sequence[Any],
     new_shapes: Sequence[tuple[int, ...] | None],
     dtype: Any,
+    tensors: tuple[list[_Tensor], list[_Tensor]] | None = None,
+    like: int = 0,
+    edit: Callable[[Plan], Plan] | None = None,
 ) -> _Call:
-    """Describe, validate (before anything is allocated), lower and compile one call."""
-    in_t = [_Tensor.of_array(backend.describe(x)) for x in ins]
-    out_t = [
-        _Tensor.of_array(backend.describe(o)) if shape is None else _Tensor.new(shape, dtype)
-        for o, shape in zip(outs, new_shapes, strict=True)
-    ]
+    """Describe, validate (before anything is allocated), lower and compile one call.
+    `tensors`: the inputs and outputs as tensors already (else described from the arrays);
+    `like`: the input new outputs are made like; `edit`: a change to the lowered plan."""
+    if tensors is None:
+        in_t = [_Tensor.of_array(backend.describe(x)) for x in ins]
+        out_t = [
+            _Tensor.of_array(backend.describe(o)) if shape is None else _Tensor.new(shape, dtype)
+            for o, shape in zip(outs, new_shapes, strict=True)
+        ]
+    else:
+        in_t, out_t = tensors
     desc = make_desc([t.desc for t in in_t], [t.desc for t in out_t])
     desc.validate(_level(level))
     for t in out_t:
@@ -381,7 +406,9 @@ def _compile(
     ]
     queue = backend.placement(named)  # arrays on two GPUs are refused here
     plan = desc.lower([t.layout for t in in_t], [t.layout for t in out_t])
-    return _Call(backend, desc, plan, in_t, out_t, new_shapes, queue)
+    if edit is not None:
+        plan = edit(plan)
+    return _Call(backend, desc, plan, in_t, out_t, new_shapes, queue, like)
 
 
 def _dispatch(

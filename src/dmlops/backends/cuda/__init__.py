@@ -24,6 +24,7 @@ from ...plan import Plan, fill_reads
 from .._address_cache import AddressCache
 from . import kernels
 from .arrays import TorchView
+from .indexed import IndexedLaunch
 from .install import import_cupy
 from .launch import Prepared, is_capturing, relaxed_capture
 from .strategies import Group, group_copies
@@ -300,6 +301,20 @@ class CudaBackend:
         if log is not None:
             log.extend(prepared.groups)
 
+    def run_indexed(
+        self,
+        launches: Sequence[IndexedLaunch],
+        ins: Sequence[int],
+        outs: Sequence[int],
+        queue: Queue,
+    ) -> None:
+        """Launch indexed copies, in order, on the queue's stream with its device current."""
+        cp = self.cupy
+        device, stream = queue
+        with self._on(device):
+            for launch in launches:
+                launch.launch(cp, ins, outs, stream)
+
     def executor(self, plan: Plan) -> _CudaExecutor:
         return _CudaExecutor(self, plan)
 
@@ -311,16 +326,20 @@ class _CudaExecutor:
         self.backend = backend
         self.plan = plan
         self.cache: AddressCache[Prepared] = AddressCache(_TABLE_CACHE, backend.retire)
+        self.indexed = [IndexedLaunch(c, plan.element_size) for c in plan.indexed]
 
     def __call__(self, ins: Sequence[int], outs: Sequence[int], queue: Queue | None = None) -> None:
         backend = self.backend
         if queue is None:
             queue = backend.default_queue()
         where = queue
-        prepared = self.cache.get(
-            (where[0], *ins, *outs), lambda: backend.prepare(self.plan, ins, outs, where)
-        )
-        backend.run(prepared, queue)
+        if self.plan.copies or not self.indexed:
+            prepared = self.cache.get(
+                (where[0], *ins, *outs), lambda: backend.prepare(self.plan, ins, outs, where)
+            )
+            backend.run(prepared, queue)
+        if self.indexed:
+            backend.run_indexed(self.indexed, ins, outs, queue)
 
     def bound(self, ins: Sequence[int], outs: Sequence[int]) -> Callable[..., None]:
         ins, outs = list(ins), list(outs)

@@ -8,7 +8,14 @@ from typing import Any
 
 from .strategies import THREADS
 
-__all__ = ["source", "compiled", "function_handle", "ENTRY", "blocks_per_multiprocessor"]
+__all__ = [
+    "source",
+    "compiled",
+    "compiled_named",
+    "function_handle",
+    "ENTRY",
+    "blocks_per_multiprocessor",
+]
 
 ENTRY = {"strided": "dmlops_strided", "rows": "dmlops_rows", "transpose": "dmlops_transpose"}
 _cache: dict[tuple[str, tuple[tuple[str, int], ...]], Any] = {}
@@ -36,6 +43,18 @@ def compiled(cupy: Any, kernel: str, defines: tuple[tuple[str, int], ...]) -> An
         )
         module = cupy.RawModule(code=source(kernel), options=options)
         fn = module.get_function(ENTRY[kernel])
+        with _lock:
+            _cache[key] = fn
+    return fn
+
+
+def compiled_named(cupy: Any, kernel: str, entry: str) -> Any:
+    """A kernel function `entry` of a .cu file without specialisations, compiled once."""
+    key = (f"{kernel}:{entry}", ())
+    fn = _cache.get(key)
+    if fn is None:
+        module = cupy.RawModule(code=source(kernel), options=("--std=c++14",))
+        fn = module.get_function(entry)
         with _lock:
             _cache[key] = fn
     return fn

@@ -387,6 +387,11 @@ class WebGpuBackend:
             log.extend(d[3] for d in dispatches)
 
     def executor(self, plan: Plan) -> _WebGpuExecutor:
+        if plan.indexed:
+            raise BindingError(
+                "the WebGPU backend does not run indexed copies (GATHER, SCATTER and ONE_HOT "
+                "families) yet: use device='numpy' or 'cuda'"
+            )
         return _WebGpuExecutor(self, plan)
 
 

@@ -1,0 +1,111 @@
+"""Indexed copies (indexed.py) on the GPU: one launch per copy (two for a scatter whose
+targets may meet: a winner pass picks the last row in index order), on the call's stream."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ...indexed import IndexedCopy
+from . import kernels
+
+__all__ = ["IndexedLaunch"]
+
+_TYPES = {"INT32": 0, "INT64": 1, "UINT32": 2, "UINT64": 3}
+_THREADS = 256
+
+
+class IndexedLaunch:
+    """One indexed copy's meta table (per device) and launch."""
+
+    def __init__(self, copy: IndexedCopy, element_size: int) -> None:
+        self.copy = copy
+        self.size = element_size
+        shape = copy.shape
+        self.row = shape[-1] if len(shape) > 1 and copy.index_strides[-1] == 0 else 1
+        outer = shape[:-1] if self.row > 1 else shape
+        cut = len(outer)
+        self.rows = math.prod(outer)
+        self.row_strides = (copy.src_strides[-1], copy.dst_strides[-1]) if self.row > 1 else (1, 1)
+        slots = copy.slot_strides if copy.slot_strides else (0,) * len(shape)
+        isize = copy.index_element_size
+        head = [
+            cut,
+            len(copy.axes),
+            self.row,
+            0,  # chunk bytes: per call (alignment of the bound addresses)
+            0,  # chunks per row
+            int(copy.scatter),
+            _TYPES[copy.index_type.name],
+            int(copy.negative_indices),
+            int(copy.skip_out_of_range),
+            element_size,
+            copy.tuple_stride,
+            copy.src_offset // element_size,
+            copy.dst_offset // element_size,
+            copy.index_offset // isize,
+            self.row_strides[0],
+            self.row_strides[1],
+        ]
+        for d in range(cut):
+            head += [
+                outer[d],
+                copy.src_strides[d],
+                copy.dst_strides[d],
+                copy.index_strides[d],
+                slots[d],
+            ]
+        for axis in copy.axes:
+            head += [axis.size, axis.stride, axis.slot_stride]
+        self.meta = np.array(head, dtype=np.int64)
+        self.tables: dict[tuple[int, int], Any] = {}
+
+    def _chunk(self, src: int, dst: int) -> int:
+        """The widest move (bytes) that every row start and the row length allow."""
+        if self.row == 1 or self.row_strides != (1, 1):
+            return self.size
+        c = self.copy
+        size = self.size
+        moving = [src + c.src_offset, dst + c.dst_offset, self.row * size]
+        moving += [s * size for s in c.src_strides[:-1]] + [s * size for s in c.dst_strides[:-1]]
+        moving += [a.stride * size for a in c.axes]
+        for chunk in (16, 8, 4, 2):
+            if chunk > size and all(v % chunk == 0 for v in moving):
+                return chunk
+        return size
+
+    def launch(self, cp: Any, ins: Sequence[int], outs: Sequence[int], stream: int) -> None:
+        """Run on the current device, on `stream`."""
+        c = self.copy
+        if self.rows == 0:
+            return
+        src, dst, index = ins[c.src], outs[c.dst], ins[c.index]
+        chunk = self._chunk(src, dst)
+        chunks = self.row * self.size // chunk if chunk != self.size else self.row
+        device = cp.cuda.runtime.getDevice()
+        key = (device, chunk)
+        with cp.cuda.ExternalStream(stream, device):
+            table = self.tables.get(key)
+            if table is None:
+                meta = self.meta.copy()
+                meta[3], meta[4] = chunk, chunks
+                table = cp.asarray(meta)
+                self.tables[key] = table
+            winner = None
+            if c.scatter and c.slot_count:
+                winner = cp.full(c.slot_count, -1, dtype=cp.int32)
+                fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed_winner")
+                grid = min(65535 * 8, -(-self.rows // _THREADS))
+                fn((grid,), (_THREADS,), (table, np.uint64(index), winner, np.int64(self.rows)))
+            items = self.rows * chunks
+            fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed")
+            grid = min(65535 * 8, -(-items // _THREADS))
+            args = (table, np.uint64(src), np.uint64(dst), np.uint64(index))
+            fn(
+                (grid,),
+                (_THREADS,),
+                (*args, winner if winner is not None else np.uint64(0), np.int64(items)),
+            )

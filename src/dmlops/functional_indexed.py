@@ -1,0 +1,387 @@
+"""The indexed operators on arrays, with ONNX's argument conventions (numpy.take,
+numpy.take_along_axis, GatherND's batch_dims, ScatterElements, ScatterND, OneHot): ranks are
+padded with leading ones into one DirectML DimensionCount, negative axes count from the end,
+and results come back in the conventional shape."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .errors import DmlError
+from .functional import (
+    _Call,
+    _compile,
+    _dispatch,
+    _dtype_of,
+    _Tensor,
+    backend_of,
+)
+from .ops import (
+    GatherDesc,
+    GatherElementsDesc,
+    GatherNd1Desc,
+    GatherNdDesc,
+    OneHotDesc,
+    OperatorDesc,
+    ScatterElementsDesc,
+    ScatterNdDesc,
+)
+from .plan import Plan
+from .tensor import BufferTensorDesc, FeatureLevel
+
+__all__ = [
+    "gather",
+    "gather_elements",
+    "gather_nd",
+    "scatter_elements",
+    "scatter_nd",
+    "one_hot",
+]
+
+Level = FeatureLevel | int | str | None
+
+
+def _axis(axis: int, rank: int, op: str) -> int:
+    if not -rank <= axis < rank:
+        raise DmlError(f"{op}: axis {axis} is outside [{-rank}, {rank})")
+    return axis % rank
+
+
+def _array(x: Any, like: Any) -> Any:
+    """`x` as an array of `like`'s library (lists and ints become int64 index arrays)."""
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return x
+    host = np.asarray(x, dtype=np.int64)
+    backend = backend_of([like])
+    return host if backend.name == "numpy" else backend.upload(host)
+
+
+def _tensor(backend: Any, x: Any) -> tuple[_Tensor, int]:
+    """`x` as a tensor (0-d arrays as shape [1]) and its own rank."""
+    view = backend.describe(x)
+    if view.ndim == 0:
+        view = view.reshape(1)
+        return _Tensor.of_array(view), 0
+    return _Tensor.of_array(view), view.ndim
+
+
+def _pad(t: _Tensor, rank: int) -> _Tensor:
+    missing = rank - t.desc.dimension_count
+    return t.with_ones(range(missing)) if missing > 0 else t
+
+
+def _run(
+    op: str,
+    fields: Any,
+    ins: list[Any],
+    out: Any,
+    level: Level,
+    device: str | None,
+    plan_call: Callable[
+        [Any, list[_Tensor], list[int], list[Any]],
+        tuple[
+            list[_Tensor],
+            _Tensor | None,
+            tuple[int, ...],
+            tuple[int, ...],
+            Callable[..., OperatorDesc],
+        ],
+    ],
+    like: int = 0,
+    in_place: bool = False,
+) -> Any:
+    """Run one indexed operator: `plan_call(backend, tensors, ranks, arrays)` pads the tensors
+    and gives (inputs, output tensor or None, padded output shape, result shape, make)."""
+
+    def build(arrays: list[Any], outs: list[Any]) -> _Call:
+        backend = backend_of(arrays if outs[0] is None else [*arrays, outs[0]])
+        described = [_tensor(backend, x) for x in arrays]
+        tensors = [t for t, _ in described]
+        ranks = [r for _, r in described]
+        padded_in, out_t, padded_shape, shape, make = plan_call(backend, tensors, ranks, arrays)
+        if outs[0] is not None:
+            given, _ = _tensor(backend, outs[0])
+            if tuple(backend.describe(outs[0]).shape) != shape:
+                raise DmlError(
+                    f"{op}: out has shape {list(backend.describe(outs[0]).shape)}, the result "
+                    f"{list(shape)}"
+                )
+            out_t = _pad(given, len(padded_shape))
+            new: list[tuple[int, ...] | None] = [None]
+        else:
+            out_t = _Tensor.new(padded_shape, _dtype_of(backend, arrays[like]))
+            new = [padded_shape]
+        edit = _without_input_copy if in_place else None
+        return _compile(
+            backend,
+            level,
+            lambda i, o: make(i, o[0]),
+            arrays,
+            outs,
+            new,
+            _dtype_of(backend, arrays[like]),
+            tensors=(padded_in, [out_t]),
+            like=like,
+            edit=edit,
+        )
+
+    result = _dispatch(op, fields, level, ins, [out], build, device)[0]
+    if out is not None:
+        return out
+    shape = fields[-1]  # every caller keys its call by the result's shape, last
+    return result.reshape(shape) if tuple(result.shape) != shape else result
+
+
+def _without_input_copy(plan: Plan) -> Plan:
+    """A scatter into its own input: the input-to-output copy is the identity, dropped."""
+    import dataclasses
+
+    kept = tuple(c for c in plan.copies if not (c.src == 0 and c.dst == 0))
+    spans = list(plan.input_spans)
+    spans[0] = (0, 0)
+    return dataclasses.replace(plan, copies=kept, input_spans=tuple(spans))
+
+
+def _shape_of(backend: Any, x: Any) -> tuple[int, ...]:
+    return tuple(backend.describe(x).shape)
+
+
+def gather(
+    input: Any,  # noqa: A002 - ONNX's argument name
+    indices: Any,
+    axis: int = 0,
+    *,
+    feature_level: Level = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML GATHER as numpy.take / ONNX Gather: input's entries along `axis` at `indices`;
+    the result is shaped input[:axis] + indices.shape + input[axis+1:].
+
+    >>> import numpy as np, dmlops
+    >>> dmlops.gather(np.array([[1, 2], [3, 4], [5, 6]], np.float32), [2, 0]).tolist()
+    [[5.0, 6.0], [1.0, 2.0]]
+    """
+    indices = _array(indices, input)
+    backend = backend_of([input, indices])
+    x_shape, i_shape = _shape_of(backend, input), _shape_of(backend, indices)
+    a = _axis(axis, builtins.max(len(x_shape), 1), "GATHER")
+    shape = x_shape[:a] + i_shape + x_shape[a + 1 :]
+
+    def plan_call(backend: Any, tensors: list[_Tensor], ranks: list[int], arrays: list[Any]):  # type: ignore[no-untyped-def]
+        r, q = ranks
+        rank = builtins.max(r, r + q - 1, 1)
+        lead = rank - r
+        padded = (1,) * (rank - len(shape)) + shape
+
+        def make(i: list[BufferTensorDesc], o: BufferTensorDesc) -> OperatorDesc:
+            return GatherDesc(i[0], i[1], o, a + lead, q)
+
+        return [_pad(tensors[0], rank), _pad(tensors[1], rank)], None, padded, shape, make
+
+    fields = ("gather", a, shape)
+    return _run("GATHER", fields, [input, indices], out, feature_level, device, plan_call)
+
+
+def gather_elements(
+    input: Any,  # noqa: A002
+    indices: Any,
+    axis: int = 0,
+    *,
+    feature_level: Level = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML GATHER_ELEMENTS as numpy.take_along_axis / ONNX GatherElements.
+
+    >>> import numpy as np, dmlops
+    >>> x = np.array([[10, 11, 12], [20, 21, 22]], np.int32)
+    >>> dmlops.gather_elements(x, np.array([[2, 0], [1, 1]]), 1).tolist()
+    [[12, 10], [21, 21]]
+    """
+    indices = _array(indices, input)
+    backend = backend_of([input, indices])
+    shape = _shape_of(backend, indices)
+    a = _axis(axis, builtins.max(len(shape), 1), "GATHER_ELEMENTS")
+
+    def plan_call(backend: Any, tensors: list[_Tensor], ranks: list[int], arrays: list[Any]):  # type: ignore[no-untyped-def]
+        def make(i: list[BufferTensorDesc], o: BufferTensorDesc) -> OperatorDesc:
+            return GatherElementsDesc(i[0], i[1], o, a)
+
+        return tensors, None, tuple(tensors[1].desc.sizes), shape, make
+
+    fields = ("gather_elements", a, shape)
+    return _run("GATHER_ELEMENTS", fields, [input, indices], out, feature_level, device, plan_call)
+
+
+def gather_nd(
+    input: Any,  # noqa: A002
+    indices: Any,
+    batch_dims: int = 0,
+    *,
+    feature_level: Level = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML GATHER_ND (GATHER_ND1 with `batch_dims`) as ONNX GatherND: each index tuple along
+    indices' last axis picks a sub-block of input.
+
+    >>> import numpy as np, dmlops
+    >>> x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    >>> dmlops.gather_nd(x, [[2], [0]]).tolist()
+    [[4.0, 5.0], [0.0, 1.0]]
+    """
+    indices = _array(indices, input)
+    backend = backend_of([input, indices])
+    x_shape, i_shape = _shape_of(backend, input), _shape_of(backend, indices)
+    if not i_shape:
+        raise DmlError("GATHER_ND: indices need at least one dimension (the index tuple)")
+    b = batch_dims
+    shape = x_shape[:b] + i_shape[b:-1] + x_shape[b + i_shape[-1] :]
+
+    def plan_call(backend: Any, tensors: list[_Tensor], ranks: list[int], arrays: list[Any]):  # type: ignore[no-untyped-def]
+        r, q = ranks
+        rank = builtins.max(r, q, len(shape), 1)
+        padded = (1,) * (rank - len(shape)) + shape
+
+        def make(i: list[BufferTensorDesc], o: BufferTensorDesc) -> OperatorDesc:
+            if b == 0:
+                return GatherNdDesc(i[0], i[1], o, r, q)
+            return GatherNd1Desc(i[0], i[1], o, r, q, b)
+
+        return [_pad(tensors[0], rank), _pad(tensors[1], rank)], None, padded, shape, make
+
+    fields = ("gather_nd", b, shape)
+    return _run("GATHER_ND", fields, [input, indices], out, feature_level, device, plan_call)
+
+
+def scatter_elements(
+    input: Any,  # noqa: A002
+    indices: Any,
+    updates: Any,
+    axis: int = 0,
+    *,
+    feature_level: Level = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML SCATTER_ELEMENTS as ONNX ScatterElements (reduction none): a copy of input with
+    updates written where indices say along `axis`; of two updates to one element the later
+    (in indices' row-major order) wins. `out=input` updates input in place, costing only
+    the updates.
+
+    >>> import numpy as np, dmlops
+    >>> x = np.zeros(5, np.float32)
+    >>> dmlops.scatter_elements(x, [1, 3, 1], np.array([7, 8, 9], np.float32)).tolist()
+    [0.0, 9.0, 0.0, 8.0, 0.0]
+    """
+    indices = _array(indices, input)
+    backend = backend_of([input, indices, updates])
+    shape = _shape_of(backend, input)
+    a = _axis(axis, builtins.max(len(shape), 1), "SCATTER_ELEMENTS")
+
+    def plan_call(backend: Any, tensors: list[_Tensor], ranks: list[int], arrays: list[Any]):  # type: ignore[no-untyped-def]
+        def make(i: list[BufferTensorDesc], o: BufferTensorDesc) -> OperatorDesc:
+            return ScatterElementsDesc(i[0], i[1], i[2], o, a)
+
+        return tensors, None, tuple(tensors[0].desc.sizes), shape, make
+
+    fields = ("scatter_elements", a, out is input, shape)
+    return _run(
+        "SCATTER_ELEMENTS",
+        fields,
+        [input, indices, updates],
+        out,
+        feature_level,
+        device,
+        plan_call,
+        in_place=out is input,
+    )
+
+
+def scatter_nd(
+    input: Any,  # noqa: A002
+    indices: Any,
+    updates: Any,
+    *,
+    feature_level: Level = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML SCATTER_ND as ONNX ScatterND (reduction none): a copy of input with each index
+    tuple's sub-block replaced by updates; the later in index order wins. `out=input`
+    updates input in place (a KV-cache write never copies the cache).
+
+    >>> import numpy as np, dmlops
+    >>> cache = np.zeros((4, 2), np.float16)
+    >>> _ = dmlops.scatter_nd(cache, [[3], [1]], np.ones((2, 2), np.float16), out=cache)
+    >>> cache[:, 0].tolist()
+    [0.0, 1.0, 0.0, 1.0]
+    """
+    indices = _array(indices, input)
+    backend = backend_of([input, indices, updates])
+    shape = _shape_of(backend, input)
+
+    def plan_call(backend: Any, tensors: list[_Tensor], ranks: list[int], arrays: list[Any]):  # type: ignore[no-untyped-def]
+        r, q, u = ranks
+        rank = builtins.max(r, q, u, 1)
+        padded = [_pad(t, rank) for t in tensors]
+
+        def make(i: list[BufferTensorDesc], o: BufferTensorDesc) -> OperatorDesc:
+            return ScatterNdDesc(i[0], i[1], i[2], o, builtins.max(r, 1), builtins.max(q, 1))
+
+        return padded, None, tuple(padded[0].desc.sizes), shape, make
+
+    fields = ("scatter_nd", out is input, shape)
+    return _run(
+        "SCATTER_ND",
+        fields,
+        [input, indices, updates],
+        out,
+        feature_level,
+        device,
+        plan_call,
+        in_place=out is input,
+    )
+
+
+def one_hot(
+    indices: Any,
+    depth: int,
+    values: Any,
+    axis: int = -1,
+    *,
+    feature_level: Level = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML ONE_HOT as ONNX OneHot: `values` = [off, on]; the result has indices' shape with
+    a dimension of `depth` inserted at `axis`; an index outside [-depth, depth) sets none.
+
+    >>> import numpy as np, dmlops
+    >>> dmlops.one_hot(np.array([2, -1, 7]), 3, np.array([0, 5], np.int8)).tolist()
+    [[0, 0, 5], [0, 0, 5], [0, 0, 0]]
+    """
+    indices = _array(indices, values)
+    backend = backend_of([indices, values])
+    i_shape = _shape_of(backend, indices)
+    a = _axis(axis, len(i_shape) + 1, "ONE_HOT")
+    shape = (*i_shape[:a], int(depth), *i_shape[a:])
+
+    def plan_call(backend: Any, tensors: list[_Tensor], ranks: list[int], arrays: list[Any]):  # type: ignore[no-untyped-def]
+        rank = len(shape)
+        index = tensors[0] if ranks[0] else tensors[0].with_ones(())
+        index = index.with_ones([a]) if ranks[0] else _pad(index, rank)
+        vals = _pad(tensors[1], rank)
+
+        def make(i: list[BufferTensorDesc], o: BufferTensorDesc) -> OperatorDesc:
+            return OneHotDesc(i[0], i[1], o, a)
+
+        return [index, vals], None, shape, shape, make
+
+    fields = ("one_hot", a, shape)
+    return _run("ONE_HOT", fields, [indices, values], out, feature_level, device, plan_call, like=1)

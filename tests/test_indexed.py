@@ -1,0 +1,608 @@
+"""GATHER, GATHER_ELEMENTS, GATHER_ND(1), SCATTER_ELEMENTS, SCATTER_ND and ONE_HOT: the pages'
+examples, every rule, out-of-range indices, last-write-wins scatters, in-place scatters, and
+property tests against naive element-by-element references, on every backend that runs them."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dmlops
+from conftest import HAS_CUDA, HAS_WEBGPU, to_device, to_host
+from dmlops import BufferTensorDesc as T
+from dmlops import DataType as D
+from dmlops.errors import (
+    BindingError,
+    IndexOutOfRangeError,
+    InvalidDescriptorError,
+    UnsupportedFeatureLevelError,
+)
+from dmlops.ops import (
+    GatherDesc,
+    GatherElementsDesc,
+    GatherNd1Desc,
+    GatherNdDesc,
+    OneHotDesc,
+    ScatterElementsDesc,
+    ScatterNdDesc,
+)
+
+INDEXED_BACKENDS = [
+    "numpy",
+    pytest.param(
+        "cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")]
+    ),
+]
+
+# -- naive references, from the pages' pseudo-code and ONNX's definitions ---------------
+
+
+def ref_gather(x, idx, axis):  # type: ignore[no-untyped-def]
+    shape = x.shape[:axis] + idx.shape + x.shape[axis + 1 :]
+    out = np.empty(shape, x.dtype)
+    for c in itertools.product(*(range(n) for n in shape)):
+        a, j, b = c[:axis], c[axis : axis + idx.ndim], c[axis + idx.ndim :]
+        k = int(idx[j])
+        if k < 0:
+            k += x.shape[axis]
+        out[c] = x[(*a, k, *b)]
+    return out
+
+
+def ref_gather_elements(x, idx, axis):  # type: ignore[no-untyped-def]
+    out = np.empty(idx.shape, x.dtype)
+    for c in itertools.product(*(range(n) for n in idx.shape)):
+        k = int(idx[c])
+        if k < 0:
+            k += x.shape[axis]
+        src = list(c)
+        src[axis] = k
+        out[c] = x[tuple(src)]
+    return out
+
+
+def ref_gather_nd(x, idx, b):  # type: ignore[no-untyped-def]
+    k = idx.shape[-1]
+    shape = x.shape[:b] + idx.shape[b:-1] + x.shape[b + k :]
+    out = np.empty(shape, x.dtype)
+    for c in itertools.product(*(range(n) for n in shape)):
+        batch, mid, rest = c[:b], c[b : idx.ndim - 1], c[idx.ndim - 1 :]
+        tup = [int(v) for v in idx[(*batch, *mid)]]
+        tup = [v + x.shape[b + t] if v < 0 else v for t, v in enumerate(tup)]
+        out[c] = x[(*batch, *tup, *rest)]
+    return out
+
+
+def ref_scatter_elements(x, idx, upd, axis):  # type: ignore[no-untyped-def]
+    out = x.copy()
+    for c in itertools.product(*(range(n) for n in idx.shape)):  # row-major: later wins
+        k = int(idx[c])
+        if k < 0:
+            k += x.shape[axis]
+        dst = list(c)
+        dst[axis] = k
+        out[tuple(dst)] = upd[c]
+    return out
+
+
+def ref_scatter_nd(x, idx, upd):  # type: ignore[no-untyped-def]
+    out = x.copy()
+    k = idx.shape[-1]
+    for j in itertools.product(*(range(n) for n in idx.shape[:-1])):
+        tup = [int(v) for v in idx[j]]
+        tup = [v + x.shape[t] if v < 0 else v for t, v in enumerate(tup)]
+        out[tuple(tup)] = upd[j]
+    del k
+    return out
+
+
+def ref_one_hot(idx, depth, values, axis):  # type: ignore[no-untyped-def]
+    shape = (*idx.shape[:axis], depth, *idx.shape[axis:])
+    out = np.full(shape, values[0], values.dtype)
+    for c in itertools.product(*(range(n) for n in idx.shape)):
+        k = int(idx[c])
+        if k < 0:
+            k += depth
+        if 0 <= k < depth:
+            out[(*c[:axis], k, *c[axis:])] = values[1]
+    return out
+
+
+def bits(a):  # type: ignore[no-untyped-def]
+    a = np.ascontiguousarray(a)
+    return a.view(np.uint8).tobytes(), a.shape
+
+
+# -- the pages' examples through the Device API ----------------------------------------
+
+
+def _run(backend, desc, ins, out_shape, dtype=np.float32):  # type: ignore[no-untyped-def]
+    op = dmlops.Device(backend=backend).create_operator(desc)
+    out = to_device(backend, np.full(out_shape, -7, dtype))
+    op.execute([to_device(backend, a) for a in ins], [out])
+    return to_host(out)
+
+
+F32 = np.float32
+U32 = np.uint32
+
+
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+def test_gather_page_examples(backend: str) -> None:
+    x = np.array([11, 12, 13, 14], F32)
+    out = _run(
+        backend,
+        GatherDesc(T(D.FLOAT32, [4]), T(D.UINT32, [5]), T(D.FLOAT32, [5]), 0, 1),
+        [x, np.array([3, 1, 3, 0, 2], U32)],
+        (5,),
+    )
+    assert out.tolist() == [14, 12, 14, 11, 13]
+    x = np.array([[1, 2], [3, 4], [5, 6]], F32)
+    desc = GatherDesc(T(D.FLOAT32, [3, 2]), T(D.UINT32, [1, 4]), T(D.FLOAT32, [4, 2]), 0, 1)
+    out = _run(backend, desc, [x, np.array([[0, 1, 1, 2]], U32)], (4, 2))
+    assert out.tolist() == [[1, 2], [3, 4], [3, 4], [5, 6]]
+    # example 3 as its pseudo-code means it: IndexDimensions 1 (the page's 2 is an erratum)
+    desc = GatherDesc(T(D.FLOAT32, [3, 2]), T(D.UINT32, [1, 2]), T(D.FLOAT32, [3, 2]), 1, 1)
+    assert _run(backend, desc, [x, np.array([[1, 0]], U32)], (3, 2)).tolist() == [
+        [2, 1],
+        [4, 3],
+        [6, 5],
+    ]
+    x = np.arange(1, 10, dtype=F32).reshape(1, 3, 3)
+    desc = GatherDesc(
+        T(D.FLOAT32, [1, 3, 3]), T(D.UINT32, [1, 1, 2]), T(D.FLOAT32, [3, 1, 2]), 2, 2
+    )
+    assert _run(backend, desc, [x, np.array([[[0, 2]]], U32)], (3, 1, 2)).tolist() == [
+        [[1, 3]],
+        [[4, 6]],
+        [[7, 9]],
+    ]
+    x = np.arange(1, 7, dtype=F32).reshape(1, 3, 2)
+    desc = GatherDesc(
+        T(D.FLOAT32, [1, 3, 2]), T(D.UINT32, [1, 2, 2]), T(D.FLOAT32, [2, 2, 2]), 1, 2
+    )
+    assert _run(backend, desc, [x, np.array([[[0, 1], [1, 2]]], U32)], (2, 2, 2)).tolist() == [
+        [[1, 2], [3, 4]],
+        [[3, 4], [5, 6]],
+    ]
+
+
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+def test_gather_elements_nd_scatter_and_one_hot_page_examples(backend: str) -> None:
+    x = np.arange(1, 10, dtype=F32).reshape(3, 3)
+    desc = GatherElementsDesc(T(D.FLOAT32, [3, 3]), T(D.UINT32, [2, 3]), T(D.FLOAT32, [2, 3]), 0)
+    assert _run(backend, desc, [x, np.array([[1, 2, 0], [2, 0, 0]], U32)], (2, 3)).tolist() == [
+        [4, 8, 3],
+        [7, 2, 3],
+    ]
+    x = np.array([[0, 1], [2, 3]], F32)
+    desc = GatherNd1Desc(T(D.FLOAT32, [2, 2]), T(D.UINT32, [2, 1]), T(D.FLOAT32, [2, 2]), 2, 2, 0)
+    assert _run(backend, desc, [x, np.array([[1], [0]], U32)], (2, 2)).tolist() == [[2, 3], [0, 1]]
+    x = np.arange(12, dtype=F32).reshape(1, 3, 2, 2)
+    i = np.array([[[[0, 0], [1, 1]], [[1, 1], [0, 0]], [[0, 1], [1, 0]]]], U32)
+    desc = GatherNd1Desc(
+        T(D.FLOAT32, [1, 3, 2, 2]), T(D.UINT32, [1, 3, 2, 2]), T(D.FLOAT32, [1, 1, 3, 2]), 3, 3, 1
+    )
+    assert _run(backend, desc, [x, i], (1, 1, 3, 2)).tolist() == [[[[0, 3], [7, 4], [9, 10]]]]
+    # SCATTER_ND's example, its tensors given one DimensionCount (the page mixes 1 and 2)
+    desc = ScatterNdDesc(
+        T(D.FLOAT32, [1, 8]), T(D.UINT32, [4, 1]), T(D.FLOAT32, [1, 4]), T(D.FLOAT32, [1, 8]), 1, 2
+    )
+    ins = [
+        np.arange(1, 9, dtype=F32),
+        np.array([[4], [3], [1], [7]], U32),
+        np.array([9, 10, 11, 12], F32),
+    ]
+    assert _run(backend, desc, ins, (1, 8)).tolist() == [[1, 11, 3, 10, 9, 6, 7, 12]]
+    idx = np.array([-3, 100, 3], np.int32).reshape(1, 1, 3, 1)
+    desc = OneHotDesc(
+        T(D.INT32, [1, 1, 3, 1]), T(D.FLOAT32, [1, 1, 1, 2]), T(D.FLOAT32, [1, 1, 3, 4]), 3
+    )
+    out = _run(backend, desc, [idx, np.array([[[[0, 1]]]], F32)], (1, 1, 3, 4))
+    assert out.tolist() == [[[[0, 1, 0, 0], [0, 0, 0, 0], [0, 0, 0, 1]]]]
+    idx = np.array([0, 3, 2], U32).reshape(1, 1, 3, 1)
+    desc = OneHotDesc(
+        T(D.UINT32, [1, 1, 3, 1]), T(D.FLOAT32, [1, 1, 3, 1]), T(D.FLOAT32, [1, 1, 3, 4]), 3
+    )
+    out = _run(backend, desc, [idx, np.array([4, 2, 9], F32).reshape(1, 1, 3, 1)], (1, 1, 3, 4))
+    assert out.tolist() == [[[[2, 4, 4, 4], [4, 4, 4, 2], [4, 4, 2, 4]]]]
+
+
+# -- rules ----------------------------------------------------------------------------
+
+
+RULES = [
+    (GatherDesc(T(D.FLOAT32, [4]), T(D.UINT32, [2]), T(D.FLOAT32, [2]), 1, 1), "GATHER.Axis is 1"),
+    (
+        GatherDesc(T(D.FLOAT32, [4]), T(D.UINT32, [2]), T(D.FLOAT32, [2]), 0, 2),
+        "GATHER.IndexDimensions is 2",
+    ),
+    (
+        GatherDesc(T(D.FLOAT32, [4]), T(D.UINT32, [2]), T(D.FLOAT32, [3]), 0, 1),
+        "GATHER.OutputTensor.Sizes is [3]: must be [2]",
+    ),
+    (
+        GatherDesc(T(D.FLOAT32, [4]), T(D.UINT32, [2]), T(D.FLOAT16, [2]), 0, 1),
+        "GATHER.OutputTensor.DataType is FLOAT16",
+    ),
+    (
+        GatherDesc(T(D.FLOAT32, [4, 2]), T(D.UINT32, [2]), T(D.FLOAT32, [2, 2]), 0, 1),
+        "GATHER.IndicesTensor.DimensionCount is 1",
+    ),
+    (
+        GatherDesc(T(D.FLOAT32, [4, 2]), T(D.UINT32, [3, 2]), T(D.FLOAT32, [3, 2]), 0, 1),
+        "leading sizes [3], which must be 1",
+    ),
+    (
+        GatherDesc(T(D.FLOAT32, [4, 2]), T(D.UINT32, [3, 2]), T(D.FLOAT32, [3, 2]), 0, 2),
+        "has 3 dimensions [3, 2, 2], more than 2",
+    ),
+    (
+        GatherElementsDesc(T(D.FLOAT32, [3, 3]), T(D.UINT32, [2, 2]), T(D.FLOAT32, [2, 2]), 0),
+        "GATHER_ELEMENTS.IndicesTensor.Sizes[1] is 2: must equal InputTensor.Sizes[1] 3",
+    ),
+    (
+        GatherElementsDesc(T(D.FLOAT32, [3, 3]), T(D.UINT32, [2, 3]), T(D.FLOAT32, [3, 3]), 0),
+        "GATHER_ELEMENTS.OutputTensor.Sizes is [3, 3]: must be [2, 3]",
+    ),
+    (
+        GatherNd1Desc(T(D.FLOAT32, [2, 2]), T(D.UINT32, [2, 3]), T(D.FLOAT32, [1, 2]), 2, 2),
+        "GATHER_ND1.IndicesTensor.Sizes[1] is 3: an index tuple must have 1 to",
+    ),
+    (
+        GatherNd1Desc(T(D.FLOAT32, [2, 2]), T(D.UINT32, [2, 1]), T(D.FLOAT32, [2, 2]), 3, 2),
+        "GATHER_ND1.InputDimensionCount is 3: must be in [1, 2]",
+    ),
+    (
+        GatherNd1Desc(T(D.FLOAT32, [2, 2]), T(D.UINT32, [2, 1]), T(D.FLOAT32, [2, 2]), 2, 2, 2),
+        "GATHER_ND1.BatchDimensionCount is 2",
+    ),
+    (
+        GatherNd1Desc(T(D.FLOAT32, [3, 2]), T(D.UINT32, [2, 1]), T(D.FLOAT32, [1, 2]), 2, 2, 1),
+        "batch sizes [2] must equal InputTensor's [3]",
+    ),
+    (
+        GatherNdDesc(T(D.FLOAT32, [2, 2]), T(D.UINT32, [2, 1]), T(D.FLOAT32, [2, 3]), 2, 2),
+        "GATHER_ND.OutputTensor.Sizes is [2, 3]: must be [2, 2]",
+    ),
+    (
+        ScatterElementsDesc(
+            T(D.FLOAT32, [3]), T(D.UINT32, [2]), T(D.FLOAT32, [3]), T(D.FLOAT32, [3]), 0
+        ),
+        "SCATTER_ELEMENTS.UpdatesTensor.Sizes is [3]: must be [2]",
+    ),
+    (
+        ScatterElementsDesc(
+            T(D.FLOAT32, [3]), T(D.UINT32, [2]), T(D.FLOAT32, [2]), T(D.FLOAT32, [4]), 0
+        ),
+        "SCATTER_ELEMENTS.OutputTensor.Sizes is [4]: must be [3]",
+    ),
+    (
+        ScatterElementsDesc(
+            T(D.FLOAT32, [3]), T(D.UINT32, [2]), T(D.INT32, [2]), T(D.FLOAT32, [3]), 0
+        ),
+        "SCATTER_ELEMENTS.UpdatesTensor.DataType is INT32",
+    ),
+    (
+        ScatterNdDesc(
+            T(D.FLOAT32, [4, 2]),
+            T(D.UINT32, [3, 1]),
+            T(D.FLOAT32, [3, 3]),
+            T(D.FLOAT32, [4, 2]),
+            2,
+            2,
+        ),
+        "SCATTER_ND.UpdatesTensor.Sizes is [3, 3]: must be [3, 2]",
+    ),
+    (
+        ScatterNdDesc(
+            T(D.FLOAT32, [4, 2]),
+            T(D.UINT32, [3, 3]),
+            T(D.FLOAT32, [3, 2]),
+            T(D.FLOAT32, [4, 2]),
+            2,
+            2,
+        ),
+        "an index tuple must have 1 to InputDimensionCount = 2 coordinates",
+    ),
+    (
+        OneHotDesc(T(D.UINT32, [3, 2]), T(D.FLOAT32, [1, 2]), T(D.FLOAT32, [3, 4]), 1),
+        "ONE_HOT.IndicesTensor.Sizes[1] is 2: must be 1",
+    ),
+    (
+        OneHotDesc(T(D.UINT32, [3, 1]), T(D.FLOAT32, [1, 1]), T(D.FLOAT32, [3, 4]), 1),
+        "must hold at least two elements",
+    ),
+    (
+        OneHotDesc(T(D.UINT32, [3, 1]), T(D.FLOAT32, [1, 2]), T(D.FLOAT32, [2, 4]), 1),
+        "ONE_HOT.OutputTensor.Sizes[0] is 2: must equal IndicesTensor.Sizes[0] 3",
+    ),
+    (
+        OneHotDesc(T(D.UINT32, [3, 1]), T(D.FLOAT32, [1, 2]), T(D.FLOAT32, [3, 4]), 2),
+        "ONE_HOT.Axis is 2",
+    ),
+]
+
+
+@pytest.mark.parametrize(("desc", "message"), RULES)
+def test_every_rule_fires(desc, message) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidDescriptorError, match=None) as info:
+        desc.validate("6_4")
+    assert message in str(info.value), str(info.value)
+
+
+def test_feature_levels() -> None:
+    x4 = T(D.FLOAT32, [1, 1, 1, 4])
+    gather = GatherDesc(x4, T(D.INT32, [1, 1, 1, 2]), T(D.FLOAT32, [1, 1, 1, 2]), 3, 1)
+    gather.validate("3_0")
+    with pytest.raises(UnsupportedFeatureLevelError, match=r"IndicesTensor\.DataType is INT32"):
+        gather.validate("2_1")  # signed indices (and negative ones) from 3_0
+    GatherDesc(x4, T(D.UINT32, [1, 1, 1, 2]), T(D.FLOAT32, [1, 1, 1, 2]), 3, 1).validate("1_0")
+    g8 = GatherDesc(T(D.INT8, [4]), T(D.UINT32, [2]), T(D.INT8, [2]), 0, 1)
+    with pytest.raises(UnsupportedFeatureLevelError, match="DimensionCount is 1"):
+        g8.validate("2_1")
+    g64 = GatherDesc(T(D.FLOAT64, [4]), T(D.UINT32, [2]), T(D.FLOAT64, [2]), 0, 1)
+    g64.validate("4_1")
+    with pytest.raises(UnsupportedFeatureLevelError, match="FLOAT64"):
+        g64.validate("3_0")
+    nd1 = GatherNd1Desc(T(D.FLOAT32, [2, 2]), T(D.UINT32, [2, 1]), T(D.FLOAT32, [2, 2]), 2, 2)
+    with pytest.raises(
+        UnsupportedFeatureLevelError, match="GATHER_ND1 needs DML_FEATURE_LEVEL_3_0"
+    ):
+        nd1.validate("2_1")
+    oh = OneHotDesc(T(D.UINT32, [1, 1, 3, 1]), T(D.INT8, [1, 1, 1, 2]), T(D.INT8, [1, 1, 3, 4]), 3)
+    oh.validate("2_1")
+    with pytest.raises(UnsupportedFeatureLevelError, match="INT8"):
+        oh.validate("2_0")
+
+
+# -- indices out of range, duplicates, in place ----------------------------------------
+
+
+def test_out_of_range_index_raises_before_any_write() -> None:
+    x = np.arange(4, dtype=F32)
+    out = np.full(3, 5.0, F32)
+    with pytest.raises(
+        IndexOutOfRangeError,
+        match=r"GATHER.IndicesTensor: the index at element 2 is 4, outside \[-4, 4\)",
+    ):
+        dmlops.gather(x, np.array([0, 1, 4]), out=out)
+    assert out.tolist() == [5.0, 5.0, 5.0]
+    cache = np.zeros((4, 2), F32)
+    with pytest.raises(IndexOutOfRangeError, match=r"SCATTER_ND\.IndicesTensor"):
+        dmlops.scatter_nd(cache, [[1], [-5]], np.ones((2, 2), F32), out=cache)
+    assert not cache.any()
+    with pytest.raises(IndexOutOfRangeError, match=r"outside \[0, 4\)"):  # unsigned: no wrap
+        dmlops.gather(x, np.array([2**63 + 1], np.uint64))
+
+
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+def test_gpu_reads_and_writes_stay_inside_whatever_the_indices(backend: str) -> None:
+    if backend == "numpy":
+        pytest.skip("the CPU raises instead (tested above)")
+    import cupy as cp
+
+    x = cp.arange(8, dtype=cp.float32)
+    got = to_host(dmlops.gather(x, cp.array([100, -100, 2**40], dtype=cp.int64)))
+    assert got.tolist() == [7.0, 0.0, 7.0]  # clamped into the axis
+    base = cp.zeros(12, dtype=cp.float32)
+    view = base[2:6]
+    dmlops.scatter_elements(view, cp.array([9, 1, -9], cp.int32), cp.ones(3, cp.float32), out=view)
+    assert to_host(base).tolist() == [0, 0, 0, 1] + [0] * 8  # only the valid index wrote
+
+
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+def test_duplicate_scatter_targets_the_later_wins(backend: str) -> None:
+    n = 4096
+    idx = np.zeros(n, np.int64)  # every update to element 0, and pairs elsewhere
+    idx[1::2] = np.arange(n // 2) % 7 + 1
+    upd = np.arange(n, dtype=F32)
+    x = np.zeros(8, F32)
+    got = to_host(dmlops.scatter_elements(*(to_device(backend, a) for a in (x, idx, upd))))
+    np.testing.assert_array_equal(got, ref_scatter_elements(x, idx, upd, 0))
+    cache = np.zeros((8, 3), np.float16)
+    rows = np.array([[5], [2], [5], [5]])
+    upd = np.arange(12, dtype=np.float16).reshape(4, 3)
+    got = to_host(dmlops.scatter_nd(*(to_device(backend, a) for a in (cache, rows, upd))))
+    assert got[5].tolist() == [9, 10, 11] and got[2].tolist() == [3, 4, 5]
+
+
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+def test_in_place_scatter_copies_only_the_updates(backend: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import dmlops.functional_indexed as fi
+
+    edited = []
+    real = fi._without_input_copy
+    monkeypatch.setattr(fi, "_without_input_copy", lambda plan: edited.append(plan) or real(plan))
+    dmlops.functional.clear_cache()
+    cache = to_device(backend, np.zeros((64, 8), F32))
+    upd = to_device(backend, np.ones((2, 8), F32))
+    slots = to_device(backend, np.array([[3], [60]]))
+    result = dmlops.scatter_nd(cache, slots, upd, out=cache)
+    assert result is cache
+    host = to_host(cache)
+    assert host[3].all() and host[60].all() and host.sum() == 16
+    assert edited  # compiled with the cache-to-cache copy dropped
+    assert all(real(p).bytes_written == 16 * 4 for p in edited)
+
+
+def test_in_place_plan_has_no_copy_of_the_cache() -> None:
+    from dmlops.functional_indexed import _without_input_copy
+
+    desc = ScatterNdDesc(
+        T(D.FLOAT32, [64, 8]), T(D.INT64, [2, 1]), T(D.FLOAT32, [2, 8]), T(D.FLOAT32, [64, 8]), 2, 2
+    )
+    plan = desc.lower()
+    assert plan.copies and plan.bytes_written == (64 * 8 + 16) * 4
+    edited = _without_input_copy(plan)
+    assert not edited.copies and edited.bytes_written == 16 * 4 and edited.input_spans[0] == (0, 0)
+
+
+def test_webgpu_refuses_indexed_copies_clearly() -> None:
+    if not HAS_WEBGPU:
+        pytest.skip("no WebGPU adapter")
+    with pytest.raises(BindingError, match="WebGPU backend does not run indexed copies"):
+        dmlops.gather(np.arange(4, dtype=F32), np.array([1]), device="webgpu")
+
+
+def test_plan_describes_its_indexed_copies() -> None:
+    desc = GatherDesc(T(D.FLOAT32, [5, 3]), T(D.INT64, [1, 4]), T(D.FLOAT32, [4, 3]), 0, 1)
+    text = desc.lower().describe()
+    assert "then 1 indexed copies" in text and "gather input 0" in text and "INT64" in text
+
+
+# -- properties against the naive references -------------------------------------------
+
+DTYPES = [np.float32, np.float16, np.int8, np.uint16, np.int32, np.uint8]
+GATHER_DTYPES = [*DTYPES, np.float64, np.uint64]  # only GATHER's page lists 64-bit data (4_1)
+INDEX_DTYPES = [np.int32, np.int64, np.uint32, np.uint64]
+
+
+def _data(draw, shape, dtype):  # type: ignore[no-untyped-def]
+    raw = draw(
+        st.binary(
+            min_size=int(np.prod(shape)) * np.dtype(dtype).itemsize,
+            max_size=int(np.prod(shape)) * np.dtype(dtype).itemsize,
+        )
+    )
+    return np.frombuffer(raw, dtype).reshape(shape).copy()  # any bits: NaN payloads, -0.0
+
+
+def _indices(draw, shape, n, itype):  # type: ignore[no-untyped-def]
+    signed = np.dtype(itype).kind == "i"
+    low = -n if signed else 0
+    values = draw(
+        st.lists(
+            st.integers(low, n - 1), min_size=int(np.prod(shape)), max_size=int(np.prod(shape))
+        )
+    )
+    return np.array(values, dtype=itype).reshape(shape)
+
+
+def _view(draw, a):  # type: ignore[no-untyped-def]
+    """`a` as given, or as a strided (reversed or every-other) view of a larger array."""
+    kind = draw(st.sampled_from(["packed", "reversed", "strided"]))
+    if kind == "packed" or a.ndim == 0:
+        return a
+    if kind == "reversed":
+        return np.ascontiguousarray(a[::-1])[::-1]
+    big = np.empty((a.shape[0] * 2, *a.shape[1:]), a.dtype)
+    big[::2] = a
+    return big[::2]
+
+
+shape_st = st.lists(st.integers(1, 4), min_size=1, max_size=4).map(tuple)
+
+
+@st.composite
+def gather_case(draw):  # type: ignore[no-untyped-def]
+    xs = draw(shape_st)
+    ish = draw(st.lists(st.integers(1, 4), min_size=0, max_size=3).map(tuple))
+    axis = draw(st.integers(0, len(xs) - 1))
+    dtype = draw(st.sampled_from(GATHER_DTYPES))
+    itype = draw(st.sampled_from(INDEX_DTYPES))
+    x = _view(draw, _data(draw, xs, dtype))
+    idx = _view(draw, _indices(draw, ish, xs[axis], itype))
+    return x, idx, axis
+
+
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+@settings(max_examples=60, deadline=None)
+@given(case=gather_case())
+def test_gather_matches_reference(backend: str, case) -> None:  # type: ignore[no-untyped-def]
+    x, idx, axis = case
+    got = to_host(dmlops.gather(to_device(backend, x), to_device(backend, idx), axis))
+    assert bits(got) == bits(ref_gather(x, idx, axis))
+
+
+@st.composite
+def elements_case(draw):  # type: ignore[no-untyped-def]
+    xs = draw(shape_st)
+    axis = draw(st.integers(0, len(xs) - 1))
+    ish = list(xs)
+    ish[axis] = draw(st.integers(1, 5))
+    dtype = draw(st.sampled_from(DTYPES))
+    itype = draw(st.sampled_from(INDEX_DTYPES))
+    x = _view(draw, _data(draw, xs, dtype))
+    idx = _indices(draw, tuple(ish), xs[axis], itype)
+    upd = _data(draw, tuple(ish), dtype)
+    return x, idx, upd, axis
+
+
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+@settings(max_examples=60, deadline=None)
+@given(case=elements_case())
+def test_gather_and_scatter_elements_match_reference(backend: str, case) -> None:  # type: ignore[no-untyped-def]
+    x, idx, upd, axis = case
+    dev = [to_device(backend, a) for a in (x, idx, upd)]
+    got = to_host(dmlops.gather_elements(dev[0], dev[1], axis))
+    assert bits(got) == bits(ref_gather_elements(x, idx, axis))
+    got = to_host(dmlops.scatter_elements(dev[0], dev[1], dev[2], axis))
+    assert bits(got) == bits(ref_scatter_elements(x, idx, upd, axis))
+
+
+@st.composite
+def nd_case(draw):  # type: ignore[no-untyped-def]
+    xs = draw(st.lists(st.integers(1, 4), min_size=1, max_size=4).map(tuple))
+    b = draw(st.integers(0, len(xs) - 1))
+    k = draw(st.integers(1, len(xs) - b))
+    mid = draw(st.lists(st.integers(1, 3), min_size=0, max_size=2).map(tuple))
+    ish = xs[:b] + mid + (k,)
+    dtype = draw(st.sampled_from(DTYPES))
+    itype = draw(st.sampled_from(INDEX_DTYPES))
+    x = _view(draw, _data(draw, xs, dtype))
+    idx = np.empty(ish, itype)
+    for t in range(k):
+        idx[..., t] = _indices(draw, ish[:-1], xs[b + t], itype)
+    return x, idx, b
+
+
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+@settings(max_examples=60, deadline=None)
+@given(case=nd_case())
+def test_gather_nd_matches_reference(backend: str, case) -> None:  # type: ignore[no-untyped-def]
+    x, idx, b = case
+    got = to_host(dmlops.gather_nd(to_device(backend, x), to_device(backend, idx), b))
+    assert bits(got) == bits(ref_gather_nd(x, idx, b))
+
+
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+@settings(max_examples=60, deadline=None)
+@given(case=nd_case(), data=st.data())
+def test_scatter_nd_matches_reference(backend: str, case, data) -> None:  # type: ignore[no-untyped-def]
+    x, idx, b = case
+    if b:
+        return  # ScatterND has no batch dimensions
+    k = idx.shape[-1]
+    upd = _data(data.draw, idx.shape[:-1] + x.shape[k:], x.dtype)
+    got = to_host(dmlops.scatter_nd(*(to_device(backend, a) for a in (x, idx, upd))))
+    assert bits(got) == bits(ref_scatter_nd(x, idx, upd))
+
+
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+@settings(max_examples=40, deadline=None)
+@given(
+    ish=st.lists(st.integers(1, 4), min_size=0, max_size=3).map(tuple),
+    depth=st.integers(1, 5),
+    data=st.data(),
+)
+def test_one_hot_matches_reference(backend: str, ish, depth, data) -> None:  # type: ignore[no-untyped-def]
+    axis = data.draw(st.integers(-len(ish) - 1, len(ish)))
+    itype = data.draw(st.sampled_from([np.int32, np.int64]))
+    idx = np.array(
+        data.draw(
+            st.lists(
+                st.integers(-depth - 2, depth + 2),
+                min_size=int(np.prod(ish)),
+                max_size=int(np.prod(ish)),
+            )
+        ),
+        itype,
+    ).reshape(ish)
+    values = _data(data.draw, (2,), data.draw(st.sampled_from(DTYPES)))
+    got = to_host(dmlops.one_hot(to_device(backend, idx), depth, to_device(backend, values), axis))
+    assert bits(got) == bits(ref_one_hot(idx, depth, values, axis % (len(ish) + 1)))
