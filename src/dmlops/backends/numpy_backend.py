@@ -214,10 +214,12 @@ class NumpyBackend:
 
     def _is_parallel(self, plan: Plan) -> bool:
         """Large plans of large copies go to the pool (small copies hold the GIL)."""
+        strided = sum(c.element_count for c in plan.copies) * plan.element_size
         return (
             self.threads > 1
-            and plan.bytes_written >= _PARALLEL_BYTES
-            and plan.bytes_written >= _MIN_CHUNK * len(plan.copies)
+            and bool(plan.copies)
+            and strided >= _PARALLEL_BYTES
+            and strided >= _MIN_CHUNK * len(plan.copies)
         )
 
     def executor(self, plan: Plan) -> _NumpyExecutor:

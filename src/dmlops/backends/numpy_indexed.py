@@ -1,9 +1,9 @@
-"""Indexed copies (indexed.py) on numpy: the index values read, checked and turned into
-element offsets before anything is written, then rows moved by fancy indexing."""
+"""Indexed copies (indexed.py) on numpy: the index values read through a strided view,
+checked and turned into element offsets before anything is written, then rows moved with
+numpy.take (gathers) or fancy assignment (scatters)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -15,22 +15,22 @@ from ..indexed import IndexedCopy
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
-def _grid(shape: Sequence[int], strides: Sequence[int], base: int) -> np.ndarray[Any, Any]:
-    """base + sum(c * strides) for every coordinate c of shape, in row-major order."""
-    out = np.full((1,) * len(shape), base, dtype=np.int64)
-    for d, (n, s) in enumerate(zip(shape, strides, strict=True)):
-        if s:
-            axis = [1] * len(shape)
-            axis[d] = n
-            out = out + (np.arange(n, dtype=np.int64) * s).reshape(axis)
-    return np.broadcast_to(out, tuple(shape)).reshape(-1)
-
-
 def _elements(buffer: Any, dtype: Any) -> np.ndarray[Any, Any]:
     """A bound buffer (an array of any dtype, or bytes) as a flat array of `dtype`."""
     nbytes = buffer.nbytes if isinstance(buffer, np.ndarray) else len(buffer)
     flat: np.ndarray[Any, Any] = np.ndarray((nbytes // np.dtype(dtype).itemsize,), dtype, buffer)
     return flat
+
+
+def _affine(shape: tuple[int, ...], strides: tuple[int, ...], base: int) -> Any:
+    """base + sum(c * strides) over `shape`, as a broadcastable array (not materialised)."""
+    out: Any = np.int64(base)
+    for d, (n, s) in enumerate(zip(shape, strides, strict=True)):
+        if s and n > 1:
+            axis = [1] * len(shape)
+            axis[d] = n
+            out = out + (np.arange(n, dtype=np.int64) * s).reshape(axis)
+    return out
 
 
 class IndexedStep:
@@ -42,79 +42,125 @@ class IndexedStep:
         self.size = element_size
         shape = copy.shape
         # the last dimension moves as a row when the index does not change along it
-        self.row = 1
-        if len(shape) > 1 and copy.index_strides[-1] == 0:
-            self.row = shape[-1]
-        outer = shape[:-1] if self.row > 1 else shape
-        cut = len(outer)
-        self.outer = outer
-        self.src = _grid(outer, copy.src_strides[:cut], copy.src_offset // element_size)
-        self.dst = _grid(outer, copy.dst_strides[:cut], copy.dst_offset // element_size)
-        isize = copy.index_element_size
-        self.index = _grid(outer, copy.index_strides[:cut], copy.index_offset // isize)
-        self.slots = (
-            _grid(outer, copy.slot_strides[:cut], 0) if copy.scatter and copy.slot_count else None
-        )
+        self.row = shape[-1] if len(shape) > 1 and copy.index_strides[-1] == 0 else 1
+        self.outer = shape[:-1] if self.row > 1 else shape
+        cut = len(self.outer)
+        self.cut = cut
         self.row_strides = (copy.src_strides[-1], copy.dst_strides[-1]) if self.row > 1 else (1, 1)
+        plain_strides = copy.dst_strides if not copy.scatter else copy.src_strides
+        plain_offset = copy.dst_offset if not copy.scatter else copy.src_offset
+        # the side the index does not move, as a strided view of (outer..., row)
+        self.plain_view = (
+            self.outer + (self.row,),
+            plain_offset,
+            tuple(s * element_size for s in plain_strides[:cut])
+            + ((self.row_strides[1] if not copy.scatter else self.row_strides[0]) * element_size,),
+        )
+        moving_strides = copy.src_strides if not copy.scatter else copy.dst_strides
+        moving_offset = copy.src_offset if not copy.scatter else copy.dst_offset
+        self.moving = _affine(self.outer, moving_strides[:cut], moving_offset // element_size)
+        self.slots = (
+            _affine(self.outer, copy.slot_strides[:cut], 0)
+            if copy.scatter and copy.slot_count
+            else None
+        )
+        # a gather whose every row starts at a multiple of the row length, rows contiguous
+        starts = [copy.src_offset // element_size, *copy.src_strides[:cut]]
+        starts += [a.stride for a in copy.axes]
+        self.tiled = (
+            not copy.scatter
+            and self.row > 1
+            and self.row_strides[0] == 1
+            and all(v % self.row == 0 for v in starts)
+        )
+        isize = copy.index_element_size
+        self.index_strides = tuple(s * isize for s in copy.index_strides[:cut])
 
-    def prepare(self, ins: Sequence[Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-        """(source, destination) element offsets of every row that is written."""
+    def _index_values(self, ins: Any, t: int) -> np.ndarray[Any, Any]:
         c = self.copy
         dtype = c.index_type.numpy_dtype
-        values = _elements(ins[c.index], dtype)
-        moved = np.zeros(len(self.src), dtype=np.int64)
-        slots = None if self.slots is None else self.slots.copy()
+        flat = _elements(ins[c.index], np.uint8)
+        offset = c.index_offset + t * c.tuple_stride * dtype.itemsize
+        view: np.ndarray[Any, Any] = np.ndarray(self.outer, dtype, flat, offset, self.index_strides)
+        return view
+
+    def prepare(self, ins: Any) -> tuple[Any, Any]:
+        """(element offsets on the indexed side, rows kept) of every row written."""
+        c = self.copy
+        moved = self.moving
+        slots = self.slots
         keep = None
         for t, axis in enumerate(c.axes):
-            raw = values[self.index + t * c.tuple_stride]
-            if dtype.kind == "u":
+            raw = self._index_values(ins, t)
+            if raw.dtype.kind == "u":
                 bad = raw >= axis.size
                 k = np.minimum(raw, axis.size).astype(np.int64)
             else:
                 k = raw.astype(np.int64)
                 if c.negative_indices:
-                    k = np.where(k < 0, k + axis.size, k)
+                    k[k < 0] += axis.size
                 bad = (k < 0) | (k >= axis.size)
             if bad.any():
                 if not c.skip_out_of_range:
-                    first = int(np.argmax(bad))
-                    at = int(self.index[first]) - c.index_offset // dtype.itemsize
+                    first = np.unravel_index(int(np.argmax(bad)), bad.shape)
+                    at = sum(i * s for i, s in zip(first, c.index_strides, strict=False))
                     low = -axis.size if c.negative_indices else 0
                     raise IndexOutOfRangeError(
                         f"{c.label}: the index at element {at + t * c.tuple_stride} is "
                         f"{int(raw[first])}, outside [{low}, {axis.size}) (nothing was written)"
                     )
                 keep = ~bad if keep is None else keep & ~bad
-            moved += k * axis.stride
+                k = np.where(bad, 0, k)
+            moved = moved + k * axis.stride
             if slots is not None:
-                slots += k * axis.slot_stride
-        src, dst = self.src, self.dst
-        if c.scatter:
-            dst = dst + moved
-        else:
-            src = src + moved
-        if keep is not None:
-            src, dst = src[keep], dst[keep]
-            slots = None if slots is None else slots[keep]
-        if slots is not None and len(slots) > 1:
-            # the later write in index order wins: keep each slot's last row
-            _, last = np.unique(slots[::-1], return_index=True)
-            chosen = np.sort(len(slots) - 1 - last)
-            if len(chosen) != len(slots):
-                src, dst = src[chosen], dst[chosen]
-        return src, dst
+                slots = slots + k * axis.slot_stride
+        moved = np.broadcast_to(moved, self.outer)
+        if not c.scatter:
+            return moved, None
+        chosen: Any = None if keep is None else np.flatnonzero(keep)
+        if slots is not None:
+            flat_slots = np.broadcast_to(slots, self.outer).reshape(-1)
+            if chosen is not None:
+                flat_slots = flat_slots[chosen]
+            if len(flat_slots) > 1:
+                # the later write in index order wins: keep each slot's last row
+                _, last = np.unique(flat_slots[::-1], return_index=True)
+                if len(last) != len(flat_slots):
+                    winners = np.sort(len(flat_slots) - 1 - last)
+                    chosen = winners if chosen is None else chosen[winners]
+        return moved, chosen
 
-    def run(self, ins: Sequence[Any], outs: Sequence[Any], rows: tuple[Any, Any]) -> None:
+    def run(self, ins: Any, outs: Any, prepared: tuple[Any, Any]) -> None:
         """Move the prepared rows."""
         c = self.copy
         kind = _UINT[self.size]
-        s = _elements(ins[c.src], kind)
-        d = _elements(outs[c.dst], kind)
-        src, dst = rows
-        if self.row == 1:
-            d[dst] = s[src]
+        moved, chosen = prepared
+        shape, offset, strides = self.plain_view
+        if not c.scatter:
+            s = _elements(ins[c.src], kind)
+            out = np.ndarray(shape, kind, _elements(outs[c.dst], np.uint8), offset, strides)
+            if self.row == 1:
+                np.take(s, moved, out=out[..., 0], mode="clip")
+            elif self.tiled:  # rows of the source tile it: a 2-D table, row numbers
+                table = s[: len(s) // self.row * self.row].reshape(-1, self.row)
+                np.take(table, moved // self.row, axis=0, out=out, mode="clip")
+            else:
+                rows = as_strided(
+                    s,
+                    (len(s), self.row),
+                    (self.size, self.row_strides[0] * self.size),
+                    writeable=False,
+                )
+                out[...] = rows[moved]
             return
-        ss, ds = self.row_strides
-        sv = as_strided(s, (len(s), self.row), (self.size, ss * self.size), writeable=False)
-        dv = as_strided(d, (len(d), self.row), (self.size, ds * self.size))
-        dv[dst] = sv[src]
+        d = _elements(outs[c.dst], kind)
+        src = np.ndarray(shape, kind, _elements(ins[c.src], np.uint8), offset, strides)
+        src = src.reshape(-1, self.row)
+        targets = moved.reshape(-1)
+        if chosen is not None:
+            src, targets = src[chosen], targets[chosen]
+        if self.row == 1:
+            d[targets] = src[:, 0]
+        else:
+            rows = as_strided(d, (len(d), self.row), (self.size, self.row_strides[1] * self.size))
+            rows[targets] = src

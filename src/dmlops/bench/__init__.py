@@ -1,7 +1,8 @@
 """Benchmarks: dmlops against numpy, torch, CuPy, onnxruntime and JAX, and the copy ceiling.
 
 Sections (one module each): operators, layouts (GPU), graphs, call-cost, dask (CPU,
-LocalCluster, out of core), torch (GPU training steps with dmlops under torch.compile).
+LocalCluster, out of core), torch (GPU training steps with dmlops under torch.compile),
+indexed (gathers and scatters: embeddings, MoE, paged and in-place KV caches).
 Prints a Markdown table
 (median time, GB/s counted as 2 x output bytes, time over each section's
 reference), writes JSON and, with --plot, a PNG.
@@ -20,7 +21,7 @@ from .common import Result, format_table, gpu_present, have
 
 __all__ = ["main", "run_sections", "SECTIONS"]
 
-SECTIONS = ("operators", "layouts", "graphs", "call-cost", "dask", "torch")
+SECTIONS = ("operators", "layouts", "graphs", "call-cost", "dask", "torch", "indexed")
 
 
 def run_sections(
@@ -62,6 +63,10 @@ def run_sections(
             from . import call_cost
 
             results += call_cost.run(devices, reps)
+        elif section == "indexed":
+            from . import indexed
+
+            results += indexed.run(devices, reps)
         elif section == "torch":
             from . import torch_steps
 
