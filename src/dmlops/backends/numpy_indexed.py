@@ -50,11 +50,11 @@ class IndexedStep:
         plain_strides = copy.dst_strides if not copy.scatter else copy.src_strides
         plain_offset = copy.dst_offset if not copy.scatter else copy.src_offset
         # the side the index does not move, as a strided view of (outer..., row)
+        row_stride = self.row_strides[1] if not copy.scatter else self.row_strides[0]
         self.plain_view = (
-            self.outer + (self.row,),
+            (*self.outer, self.row),
             plain_offset,
-            tuple(s * element_size for s in plain_strides[:cut])
-            + ((self.row_strides[1] if not copy.scatter else self.row_strides[0]) * element_size,),
+            (*(s * element_size for s in plain_strides[:cut]), row_stride * element_size),
         )
         moving_strides = copy.src_strides if not copy.scatter else copy.dst_strides
         moving_offset = copy.src_offset if not copy.scatter else copy.dst_offset
