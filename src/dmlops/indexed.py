@@ -13,7 +13,9 @@ the destination side. An index outside [0, axes[t].size) is an error on the CPU 
 `label`, before any byte is written) and, where `skip_out_of_range` is set (ONE_HOT), drops
 that element's write instead. GPU backends never read or write outside the tensors whatever
 the indices hold. Two scatter writes to one element: the later in index order wins, on every
-backend (`slot` numbers the destination elements a write can reach, to decide it).
+backend: `slot` numbers the destination blocks a write can reach (an element, or a whole
+sub-block named by one index tuple), and among rows that reach one slot the one latest in
+the order of the index dimensions (those the index tensor varies along) is written.
 
 Operators lower to these records (`ops/gather.py`, `ops/scatter.py`, `ops/one_hot.py`); a
 plan runs its strided copies first, then its indexed copies in order.

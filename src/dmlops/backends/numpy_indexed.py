@@ -59,11 +59,6 @@ class IndexedStep:
         moving_strides = copy.src_strides if not copy.scatter else copy.dst_strides
         moving_offset = copy.src_offset if not copy.scatter else copy.dst_offset
         self.moving = _affine(self.outer, moving_strides[:cut], moving_offset // element_size)
-        self.slots = (
-            _affine(self.outer, copy.slot_strides[:cut], 0)
-            if copy.scatter and copy.slot_count
-            else None
-        )
         # a gather whose every row starts at a multiple of the row length, rows contiguous
         starts = [copy.src_offset // element_size, *copy.src_strides[:cut]]
         starts += [a.stride for a in copy.axes]
@@ -88,7 +83,6 @@ class IndexedStep:
         """(element offsets on the indexed side, rows kept) of every row written."""
         c = self.copy
         moved = self.moving
-        slots = self.slots
         keep = None
         for t, axis in enumerate(c.axes):
             raw = self._index_values(ins, t)
@@ -112,21 +106,19 @@ class IndexedStep:
                 keep = ~bad if keep is None else keep & ~bad
                 k = np.where(bad, 0, k)
             moved = moved + k * axis.stride
-            if slots is not None:
-                slots = slots + k * axis.slot_stride
         moved = np.broadcast_to(moved, self.outer)
         if not c.scatter:
             return moved, None
         chosen: Any = None if keep is None else np.flatnonzero(keep)
-        if slots is not None:
-            flat_slots = np.broadcast_to(slots, self.outer).reshape(-1)
+        if c.slot_count:
+            # the later write in index order wins: keep the last row to each destination
+            starts = moved.reshape(-1)
             if chosen is not None:
-                flat_slots = flat_slots[chosen]
-            if len(flat_slots) > 1:
-                # the later write in index order wins: keep each slot's last row
-                _, last = np.unique(flat_slots[::-1], return_index=True)
-                if len(last) != len(flat_slots):
-                    winners = np.sort(len(flat_slots) - 1 - last)
+                starts = starts[chosen]
+            if len(starts) > 1:
+                _, last = np.unique(starts[::-1], return_index=True)
+                if len(last) != len(starts):
+                    winners = np.sort(len(starts) - 1 - last)
                     chosen = winners if chosen is None else chosen[winners]
         return moved, chosen
 

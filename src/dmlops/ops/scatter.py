@@ -3,6 +3,7 @@ output, then updates written where an index tensor says."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -221,14 +222,16 @@ class ScatterNdDesc(_ScatterBase):
         k = index[-1]
         ost = lo[0].strides[d - r :]
         xst = li[1].strides[d - q :]
-        slots = packed_slot_strides(data)
+        # a destination slot is a whole sub-block: its index tuple numbers it
+        slots = packed_slot_strides(data[:k])
         lead = q - 1
         dst = (*(0,) * lead, *ost[k:])
         idx = (*xst[:lead], *(0,) * (r - k))
-        slot = (*(0,) * lead, *slots[k:])
+        slot = (0,) * (lead + r - k)
         axes = [IndexAxis(data[t], ost[t], slots[t]) for t in range(k)]
         full = self.updates_sizes_for(data, index)
-        return [self._scatter(li, lo, full, dst, idx, xst[q - 1], axes, slot)]
+        copy = self._scatter(li, lo, full, dst, idx, xst[q - 1], axes, slot)
+        return [dataclasses.replace(copy, slot_count=math.prod(data[:k]))]
 
     def _field_items(self) -> list[tuple[str, object]]:
         return [

@@ -50,6 +50,14 @@ class IndexedLaunch:
             self.row_strides[0],
             self.row_strides[1],
         ]
+        # the order of a row among the updates: row-major over the dimensions the index
+        # tensor varies along (a later row with the same slot wins)
+        order = [0] * cut
+        acc = 1
+        for d in reversed(range(cut)):
+            if copy.index_strides[d] != 0:
+                order[d] = acc
+                acc *= outer[d]
         for d in range(cut):
             head += [
                 outer[d],
@@ -57,6 +65,7 @@ class IndexedLaunch:
                 copy.dst_strides[d],
                 copy.index_strides[d],
                 slots[d],
+                order[d],
             ]
         for axis in copy.axes:
             head += [axis.size, axis.stride, axis.slot_stride]
@@ -98,14 +107,14 @@ class IndexedLaunch:
             if c.scatter and c.slot_count:
                 winner = cp.full(c.slot_count, -1, dtype=cp.int32)
                 fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed_winner")
-                grid = min(65535 * 8, -(-self.rows // _THREADS))
+                grid = max(1, min(65535 * 8, -(-self.rows // _THREADS)))
                 fn((grid,), (_THREADS,), (table, np.uint64(index), winner, np.int64(self.rows)))
-            items = self.rows * chunks
             fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed")
-            grid = min(65535 * 8, -(-items // _THREADS))
+            lanes = 32 if chunks >= 32 else 1
+            grid = max(1, min(65535 * 8, -(-self.rows * lanes // _THREADS)))
             args = (table, np.uint64(src), np.uint64(dst), np.uint64(index))
             fn(
                 (grid,),
                 (_THREADS,),
-                (*args, winner if winner is not None else np.uint64(0), np.int64(items)),
+                (*args, winner if winner is not None else np.uint64(0), np.int64(self.rows)),
             )
