@@ -56,6 +56,8 @@ def _array(x: Any, like: Any) -> Any:
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         return x
     host = np.asarray(x, dtype=np.int64)
+    if isinstance(like, np.ndarray):
+        return host
     backend = backend_of([like])
     return host if backend.name == "numpy" else backend.upload(host)
 
@@ -146,8 +148,9 @@ def _without_input_copy(plan: Plan) -> Plan:
     return dataclasses.replace(plan, copies=kept, input_spans=tuple(spans))
 
 
-def _shape_of(backend: Any, x: Any) -> tuple[int, ...]:
-    return tuple(backend.describe(x).shape)
+def _shape_of(x: Any) -> tuple[int, ...]:
+    shape = getattr(x, "shape", None)
+    return tuple(shape) if shape is not None else tuple(backend_of([x]).describe(x).shape)
 
 
 def gather(
@@ -167,8 +170,7 @@ def gather(
     [[5.0, 6.0], [1.0, 2.0]]
     """
     indices = _array(indices, input)
-    backend = backend_of([input, indices])
-    x_shape, i_shape = _shape_of(backend, input), _shape_of(backend, indices)
+    x_shape, i_shape = _shape_of(input), _shape_of(indices)
     a = _axis(axis, builtins.max(len(x_shape), 1), "GATHER")
     shape = x_shape[:a] + i_shape + x_shape[a + 1 :]
 
@@ -204,8 +206,7 @@ def gather_elements(
     [[12, 10], [21, 21]]
     """
     indices = _array(indices, input)
-    backend = backend_of([input, indices])
-    shape = _shape_of(backend, indices)
+    shape = _shape_of(indices)
     a = _axis(axis, builtins.max(len(shape), 1), "GATHER_ELEMENTS")
 
     def plan_call(backend: Any, tensors: list[_Tensor], ranks: list[int], arrays: list[Any]):  # type: ignore[no-untyped-def]
@@ -236,8 +237,7 @@ def gather_nd(
     [[4.0, 5.0], [0.0, 1.0]]
     """
     indices = _array(indices, input)
-    backend = backend_of([input, indices])
-    x_shape, i_shape = _shape_of(backend, input), _shape_of(backend, indices)
+    x_shape, i_shape = _shape_of(input), _shape_of(indices)
     if not i_shape:
         raise DmlError("GATHER_ND: indices need at least one dimension (the index tuple)")
     b = batch_dims
@@ -280,8 +280,7 @@ def scatter_elements(
     [0.0, 9.0, 0.0, 8.0, 0.0]
     """
     indices = _array(indices, input)
-    backend = backend_of([input, indices, updates])
-    shape = _shape_of(backend, input)
+    shape = _shape_of(input)
     a = _axis(axis, builtins.max(len(shape), 1), "SCATTER_ELEMENTS")
 
     def plan_call(backend: Any, tensors: list[_Tensor], ranks: list[int], arrays: list[Any]):  # type: ignore[no-untyped-def]
@@ -323,8 +322,7 @@ def scatter_nd(
     [0.0, 1.0, 0.0, 1.0]
     """
     indices = _array(indices, input)
-    backend = backend_of([input, indices, updates])
-    shape = _shape_of(backend, input)
+    shape = _shape_of(input)
 
     def plan_call(backend: Any, tensors: list[_Tensor], ranks: list[int], arrays: list[Any]):  # type: ignore[no-untyped-def]
         r, q, u = ranks
@@ -367,8 +365,7 @@ def one_hot(
     [[0, 0, 5], [0, 0, 5], [0, 0, 0]]
     """
     indices = _array(indices, values)
-    backend = backend_of([indices, values])
-    i_shape = _shape_of(backend, indices)
+    i_shape = _shape_of(indices)
     a = _axis(axis, len(i_shape) + 1, "ONE_HOT")
     shape = (*i_shape[:a], int(depth), *i_shape[a:])
 

@@ -86,6 +86,12 @@ class IndexedStep:
         keep = None
         for t, axis in enumerate(c.axes):
             raw = self._index_values(ins, t)
+            if raw.size == 0:
+                continue
+            low, high = raw.min(), raw.max()
+            if low >= 0 and high < axis.size:  # the common case: every index in range
+                moved = moved + raw.astype(np.int64, copy=False) * axis.stride
+                continue
             if raw.dtype.kind == "u":
                 bad = raw >= axis.size
                 k = np.minimum(raw, axis.size).astype(np.int64)
@@ -106,7 +112,8 @@ class IndexedStep:
                 keep = ~bad if keep is None else keep & ~bad
                 k = np.where(bad, 0, k)
             moved = moved + k * axis.stride
-        moved = np.broadcast_to(moved, self.outer)
+        if not c.axes or np.ndim(moved) != len(self.outer):
+            moved = np.broadcast_to(moved, self.outer)
         if not c.scatter:
             return moved, None
         chosen: Any = None if keep is None else np.flatnonzero(keep)

@@ -16,6 +16,7 @@ __all__ = ["IndexedLaunch"]
 
 _TYPES = {"INT32": 0, "INT64": 1, "UINT32": 2, "UINT64": 3}
 _THREADS = 256
+_STREAMS: dict[tuple[int, int], Any] = {}  # CuPy's view of each (stream, device) seen
 
 
 class IndexedLaunch:
@@ -96,7 +97,10 @@ class IndexedLaunch:
         chunks = self.row * self.size // chunk if chunk != self.size else self.row
         device = cp.cuda.runtime.getDevice()
         key = (device, chunk)
-        with cp.cuda.ExternalStream(stream, device):
+        on = _STREAMS.get((stream, device))
+        if on is None:
+            on = _STREAMS[(stream, device)] = cp.cuda.ExternalStream(stream, device)
+        with on:
             table = self.tables.get(key)
             if table is None:
                 meta = self.meta.copy()
