@@ -606,3 +606,61 @@ def test_one_hot_matches_reference(backend: str, ish, depth, data) -> None:  # t
     values = _data(data.draw, (2,), data.draw(st.sampled_from(DTYPES)))
     got = to_host(dmlops.one_hot(to_device(backend, idx), depth, to_device(backend, values), axis))
     assert bits(got) == bits(ref_one_hot(idx, depth, values, axis % (len(ish) + 1)))
+
+
+# -- DxDispatch ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+def test_dxdispatch_gather_model(backend: str) -> None:
+    from pathlib import Path
+
+    from dmlops.dxdispatch import load_model, run_model
+
+    lines: list[str] = []
+    path = Path(__file__).resolve().parent.parent / "examples" / "gather_embedding.json"
+    run_model(load_model(path), dmlops.Device(backend=backend), lines.append)
+    assert lines == ["Resource 'rows': 6, 7, 8, 9, 10, 11, 0, 1, 2, 6, 7, 8"]
+
+
+@pytest.mark.parametrize("kind", ["DML_OPERATOR_SCATTER", "DML_OPERATOR_SCATTER_ELEMENTS"])
+def test_dxdispatch_scatter_under_both_names(kind: str) -> None:
+    from dmlops.dxdispatch import load_model, run_model
+
+    t = {"DataType": "FLOAT32", "Sizes": [1, 4]}
+    model = {
+        "resources": {
+            "x": {"initialValuesDataType": "FLOAT32", "initialValues": [1, 2, 3, 4]},
+            "i": {"initialValuesDataType": "UINT32", "initialValues": [3, 0]},
+            "u": {"initialValuesDataType": "FLOAT32", "initialValues": [8, 9]},
+            "y": {"initialValuesDataType": "FLOAT32", "initialValues": [0, 0, 0, 0]},
+        },
+        "dispatchables": {
+            "s": {
+                "type": kind,
+                "desc": {
+                    "InputTensor": t,
+                    "IndicesTensor": {"DataType": "UINT32", "Sizes": [1, 2]},
+                    "UpdatesTensor": {"DataType": "FLOAT32", "Sizes": [1, 2]},
+                    "OutputTensor": t,
+                    "Axis": 1,
+                },
+            }
+        },
+        "commands": [
+            {
+                "type": "dispatch",
+                "dispatchable": "s",
+                "bindings": {
+                    "InputTensor": "x",
+                    "IndicesTensor": "i",
+                    "UpdatesTensor": "u",
+                    "OutputTensor": "y",
+                },
+            },
+            {"type": "print", "resource": "y"},
+        ],
+    }
+    lines: list[str] = []
+    run_model(load_model(model), dmlops.Device(), lines.append)
+    assert lines == ["Resource 'y': 9, 2, 3, 8"]

@@ -21,9 +21,16 @@ from .device import Binding, Device
 from .errors import DmlError, ModelError
 from .ops import (
     DepthToSpace1Desc,
+    GatherDesc,
+    GatherElementsDesc,
+    GatherNd1Desc,
+    GatherNdDesc,
     JoinDesc,
+    OneHotDesc,
     OperatorDesc,
     Padding1Desc,
+    ScatterElementsDesc,
+    ScatterNdDesc,
     Slice1Desc,
     SliceDesc,
     SliceGradDesc,
@@ -254,7 +261,68 @@ def _count(d: dict[str, Any], key: str, path: str) -> int | None:
     return None if key not in d else _int(d[key], f"{path}.{key}")
 
 
+_INDEXED: dict[str, tuple[type[OperatorDesc], tuple[str, ...]]] = {
+    "DML_OPERATOR_GATHER": (
+        GatherDesc,
+        ("InputTensor", "IndicesTensor", "OutputTensor", "Axis", "IndexDimensions"),
+    ),
+    "DML_OPERATOR_GATHER_ELEMENTS": (
+        GatherElementsDesc,
+        ("InputTensor", "IndicesTensor", "OutputTensor", "Axis"),
+    ),
+    "DML_OPERATOR_GATHER_ND": (
+        GatherNdDesc,
+        (
+            "InputTensor",
+            "IndicesTensor",
+            "OutputTensor",
+            "InputDimensionCount",
+            "IndicesDimensionCount",
+        ),
+    ),
+    "DML_OPERATOR_GATHER_ND1": (
+        GatherNd1Desc,
+        (
+            "InputTensor",
+            "IndicesTensor",
+            "OutputTensor",
+            "InputDimensionCount",
+            "IndicesDimensionCount",
+            "BatchDimensionCount",
+        ),
+    ),
+    "DML_OPERATOR_SCATTER_ELEMENTS": (
+        ScatterElementsDesc,
+        ("InputTensor", "IndicesTensor", "UpdatesTensor", "OutputTensor", "Axis"),
+    ),
+    "DML_OPERATOR_SCATTER_ND": (
+        ScatterNdDesc,
+        (
+            "InputTensor",
+            "IndicesTensor",
+            "UpdatesTensor",
+            "OutputTensor",
+            "InputDimensionCount",
+            "IndicesDimensionCount",
+        ),
+    ),
+    "DML_OPERATOR_ONE_HOT": (
+        OneHotDesc,
+        ("IndicesTensor", "ValuesTensor", "OutputTensor", "Axis"),
+    ),
+}
+_INDEXED["DML_OPERATOR_SCATTER"] = _INDEXED["DML_OPERATOR_SCATTER_ELEMENTS"]  # DirectML's alias
+
+
 def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
+    if kind in _INDEXED:
+        cls, fields = _INDEXED[kind]
+        d = _obj(value, path, set(fields), set())
+        args = [
+            _tensor(d[f], f"{path}.{f}") if f.endswith("Tensor") else _int(d[f], f"{path}.{f}")
+            for f in fields
+        ]
+        return cls(*args)  # type: ignore[call-arg]
     if kind in ("DML_OPERATOR_SLICE", "DML_OPERATOR_SLICE1"):
         one = kind == "DML_OPERATOR_SLICE"
         fields = (
@@ -348,7 +416,8 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
         f"{path[: -len('.desc')]}.type",
         f"'{kind}' is not one of DML_OPERATOR_SLICE, DML_OPERATOR_SLICE1, DML_OPERATOR_SPLIT, "
         "DML_OPERATOR_JOIN, DML_OPERATOR_SLICE_GRAD, DML_OPERATOR_TILE, DML_OPERATOR_PADDING1, "
-        "DML_OPERATOR_DEPTH_TO_SPACE1, DML_OPERATOR_SPACE_TO_DEPTH1",
+        "DML_OPERATOR_DEPTH_TO_SPACE1, DML_OPERATOR_SPACE_TO_DEPTH1, "
+        + ", ".join(sorted(_INDEXED)),
     )
 
 
@@ -509,21 +578,25 @@ def run_model(
             fields: list[tuple[str, Any]], bpath: str, bindings: dict[str, Any] = bindings
         ) -> list[Binding]:
             out = []
-            array_name = fields[0][0].split("[")[0]
-            if array_name not in bindings:
-                raise _fail(bpath, f"missing binding for '{array_name}'")
-            value = bindings[array_name]
-            if fields[0][0].endswith("]"):
-                if not isinstance(value, list):
-                    raise _fail(f"{bpath}.{array_name}", "expected an array of bindings")
-                if len(value) != len(fields):
-                    raise _fail(
-                        f"{bpath}.{array_name}", f"{len(value)} bindings for {len(fields)} tensors"
-                    )
-                for k, v in enumerate(value):
-                    out.append(_binding(v, f"{bpath}.{array_name}[{k}]", model.resources, buffers))
-            else:
-                out.append(_binding(value, f"{bpath}.{array_name}", model.resources, buffers))
+            names = list(dict.fromkeys(name.split("[")[0] for name, _ in fields))
+            for array_name in names:  # each field, or each array field (InputTensors[k])
+                if array_name not in bindings:
+                    raise _fail(bpath, f"missing binding for '{array_name}'")
+                value = bindings[array_name]
+                count = sum(1 for name, _ in fields if name.startswith(array_name + "["))
+                if count:
+                    if not isinstance(value, list):
+                        raise _fail(f"{bpath}.{array_name}", "expected an array of bindings")
+                    if len(value) != count:
+                        raise _fail(
+                            f"{bpath}.{array_name}", f"{len(value)} bindings for {count} tensors"
+                        )
+                    for k, v in enumerate(value):
+                        out.append(
+                            _binding(v, f"{bpath}.{array_name}[{k}]", model.resources, buffers)
+                        )
+                else:
+                    out.append(_binding(value, f"{bpath}.{array_name}", model.resources, buffers))
             return out
 
         ins = bound(op.desc.input_fields(), f"{path}.bindings")
