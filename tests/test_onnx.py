@@ -207,7 +207,7 @@ def test_reshape_shape_from_shape_arithmetic() -> None:
     np.testing.assert_array_equal(y, x.reshape(2, 3, 2, 4, 2, 4).transpose(0, 2, 4, 1, 3, 5))
 
 
-def test_a_node_that_needs_data_values_is_named() -> None:
+def test_a_gather_whose_indices_arrive_at_run_time_runs() -> None:
     from onnx import TensorProto, helper
 
     # the indices are a model input: their values are data, known only at run time
@@ -221,12 +221,23 @@ def test_a_node_that_needs_data_values_is_named() -> None:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    x, i = np.zeros((4, 2), np.float32), np.array([0, 2], np.int64)
-    with pytest.raises(
-        ModelError,
-        match=r"ONNX node 'Gather': Gather would need the values of data tensors at run time",
-    ):
-        dml_onnx.run(model, {"x": x, "i": i})
+    x, i = np.arange(8, dtype=np.float32).reshape(4, 2), np.array([3, -4], np.int64)
+    (y,) = dml_onnx.run(model, {"x": x, "i": i})
+    assert y.tolist() == [[6, 7], [0, 1]]
+
+
+def test_arithmetic_on_float_data_is_refused_by_name() -> None:
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ModelError, match=r"ONNX node 'Add': Add on floating-point data 'x'"):
+        dml_onnx.run(model, {"x": np.zeros(2, np.float32)})
 
 
 def test_gather_at_constant_indices_is_data_movement() -> None:

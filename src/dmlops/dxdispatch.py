@@ -322,7 +322,7 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
             _tensor(d[f], f"{path}.{f}") if f.endswith("Tensor") else _int(d[f], f"{path}.{f}")
             for f in fields
         ]
-        return cls(*args)  # type: ignore[call-arg]
+        return cls(*args)
     if kind in ("DML_OPERATOR_SLICE", "DML_OPERATOR_SLICE1"):
         one = kind == "DML_OPERATOR_SLICE"
         fields = (

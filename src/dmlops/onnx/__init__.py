@@ -31,9 +31,11 @@ from .lowering import GRAPH_OPS as SUPPORTED_OPS
 from .lowering import CompiledModel
 from .params import slice_window, split_sizes
 from .session import InferenceSession, IOBinding, NodeArg
+from .staged import StagedModel
 
 __all__ = [
     "InferenceSession",
+    "StagedModel",
     "IOBinding",
     "NodeArg",
     "run",
@@ -110,7 +112,8 @@ def compile(  # noqa: A001 - the ONNX verb
     inputs: Mapping[str, Any] | Sequence[Any],
     device: Device | None = None,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-) -> CompiledModel:
-    """The model lowered into one dmlops Graph for these inputs' shapes (see `lowering`)."""
+) -> CompiledModel | StagedModel:
+    """The model lowered into one dmlops Graph for these inputs' shapes (see `lowering`), or
+    into steps where its data flow needs values at run time (see `staged`)."""
     session = _session(model, device, max_file_bytes)
     return session.compiled_for(_feed(session, inputs))[0]

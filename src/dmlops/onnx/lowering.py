@@ -23,7 +23,7 @@ from ..graph import Graph, GraphTensor
 from ..tensor import FeatureLevel, packed_strides
 from .params import axis_of, slice_window, split_sizes
 
-__all__ = ["CompiledModel", "compile_model", "GRAPH_OPS"]
+__all__ = ["CompiledModel", "NeedsRunTime", "compile_model", "GRAPH_OPS", "RUNTIME_OPS"]
 
 GRAPH_OPS = (
     "Slice",
@@ -51,8 +51,13 @@ _PARAMETERS = {
     "Pad": {1, 2, 3},
     "Tile": {1},
     "Expand": {1},
+    "OneHot": {1},
 }
-_SCALAR_PARAMETERS = {("Pad", 2)}  # Pad's constant_value: a scalar (or one element)
+RUNTIME_OPS = (
+    "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND", "OneHot",
+)  # fmt: skip
+_SLICED_GATHER = 8  # a Gather at up to this many constant indices fuses as slices; more: GATHER
+_SCALAR_PARAMETERS = {("Pad", 2), ("OneHot", 1)}  # Pad's constant_value: a scalar (or one element)
 
 
 @dataclass(frozen=True)
@@ -335,16 +340,33 @@ def _reshaped(g: Graph, x: Value, shape: Sequence[int]) -> Value:
     return g.reinterpret(x, shape, packed_strides(shape))
 
 
+class NeedsRunTime(ModelError):
+    """The model's data flow needs values at run time (indices, index arithmetic): it runs in
+    steps (staged.py) rather than as one plan."""
+
+
 def compile_model(
     model: Any,
     arrays: Mapping[str, Any],
     device: Device | None = None,
 ) -> CompiledModel:
-    """Lower `model` into one Graph for the shapes and dtypes of `arrays` (all its inputs)."""
+    """Lower `model` into one Graph for the shapes and dtypes of `arrays` (all its inputs);
+    NeedsRunTime where its data flow needs values at run time (staged.py runs those)."""
+    device = device or Device(FeatureLevel.newest())
+    return _compile_graph(model, arrays, device, opset_of(model))
+
+
+def opset_of(model: Any) -> int:
+    """The model's ONNX (default domain) opset version."""
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+
+
+def _compile_graph(
+    model: Any, arrays: Mapping[str, Any], device: Device, opset: int
+) -> CompiledModel:
+    """The whole model as one Graph (NeedsRunTime where it cannot be)."""
     from onnx import numpy_helper
 
-    device = device or Device(FeatureLevel.newest())
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
     graph = model.graph
     constants: dict[str, np.ndarray[Any, Any]] = {}
     for i in graph.initializer:
@@ -401,6 +423,8 @@ def compile_model(
 
     for node in graph.node:
         where = f"ONNX node '{node.name or node.op_type}'"
+        if node.op_type in RUNTIME_OPS and any(n and n not in constants for n in node.input):
+            raise NeedsRunTime(f"{where}: {node.op_type} reads data at run time")
         if node.domain not in ("", "ai.onnx") or node.op_type not in GRAPH_OPS + HOST_OPS:
             raise ModelError(
                 f"{where}: {node.op_type} is neither data movement ("
@@ -441,7 +465,12 @@ def compile_model(
                 raise ModelError(f"{where}: {e}") from None
             constants.update(zip(node.output, outs_host, strict=False))
             continue
-        if node.op_type == "Gather" and names[0] in values and names[1] in constants:
+        if (
+            node.op_type == "Gather"
+            and names[0] in values
+            and names[1] in constants
+            and (np.size(constants[names[1]]) <= _SLICED_GATHER)
+        ):
             try:
                 outs = [_gathered(g, node, a, values[names[0]], constants[names[1]])]
             except DmlError as e:
@@ -451,7 +480,7 @@ def compile_model(
             values.update(zip(node.output, outs, strict=True))
             continue
         if node.op_type not in GRAPH_OPS:
-            raise ModelError(
+            raise NeedsRunTime(
                 f"{where}: {node.op_type} would need the values of data tensors at run time "
                 "(only shapes are known when the model is compiled)"
             )

@@ -17,7 +17,8 @@ from ..device import Device
 from ..errors import ModelError
 from ..tensor import FeatureLevel
 from .loading import load
-from .lowering import CompiledModel, compile_model, host_array
+from .lowering import _PARAMETERS, CompiledModel, host_array
+from .staged import StagedModel, compile_any
 
 __all__ = ["InferenceSession", "NodeArg", "IOBinding"]
 
@@ -98,8 +99,9 @@ class InferenceSession:
         self._inputs = [_node_arg(v) for v in graph.input if v.name not in initialized]
         self._outputs = [_node_arg(v) for v in _inferred_outputs(self._model)]
         self._input_names = [i.name for i in self._inputs]
+        self._parameter_inputs = parameter_inputs(self._model)
         self._output_index = {o.name: k for k, o in enumerate(self._outputs)}
-        self._compiled: OrderedDict[Hashable, CompiledModel] = OrderedDict()
+        self._compiled: OrderedDict[Hashable, CompiledModel | StagedModel] = OrderedDict()
         self._lock = threading.Lock()
 
     def get_inputs(self) -> list[NodeArg]:
@@ -138,14 +140,16 @@ class InferenceSession:
         results = compiled.run(values)
         return results if wanted is None else [results[k] for k in wanted]
 
-    def compiled_for(self, input_feed: Mapping[str, Any]) -> tuple[CompiledModel, dict[str, Any]]:
+    def compiled_for(
+        self, input_feed: Mapping[str, Any]
+    ) -> tuple[CompiledModel | StagedModel, dict[str, Any]]:
         """The compiled graph of these inputs' signature (compiled if new) and the inputs as
         the device's contiguous arrays."""
         values = self._placed(input_feed)
         key = self._signature(values)
         compiled = self._compiled.get(key)  # a dict read is atomic; writes take the lock
         if compiled is None:
-            compiled = compile_model(self._model, values, self.device)
+            compiled = compile_any(self._model, values, self.device)
             with self._lock:
                 self._compiled[key] = compiled
                 while len(self._compiled) > COMPILED_SIGNATURES:
@@ -196,14 +200,34 @@ class InferenceSession:
 
     def _signature(self, values: Mapping[str, Any]) -> Hashable:
         parts: list[Any] = []
-        for v in values.values():  # the names are the model's, in its order
+        for name, v in values.items():  # the names are the model's, in its order
             shape = tuple(v.shape)
             dtype = v.dtype
             parts.append(shape)
             parts.append(dtype)
-            if math.prod(shape) <= SMALL_INTEGER_INPUT and _is_integer(dtype):
+            if (
+                name in self._parameter_inputs
+                and math.prod(shape) <= SMALL_INTEGER_INPUT
+                and _is_integer(dtype)
+            ):
                 parts.append(tuple(host_array(v).ravel().tolist()))
         return tuple(parts)
+
+
+def parameter_inputs(model: Any) -> set[str]:
+    """The model inputs whose values shape the compiled model: those that reach a parameter
+    position (a Slice's starts, a Reshape's shape, OneHot's depth, ...) through any nodes.
+    Others (data, run-time indices) are keyed by shape and dtype only."""
+    needed = {
+        n.input[k]
+        for n in model.graph.node
+        for k in _PARAMETERS.get(n.op_type, ())
+        if k < len(n.input) and n.input[k]
+    }
+    for node in reversed(model.graph.node):
+        if any(o in needed for o in node.output):
+            needed.update(i for i in node.input if i)
+    return needed & {i.name for i in model.graph.input}
 
 
 class IOBinding:

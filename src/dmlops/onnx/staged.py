@@ -1,0 +1,481 @@
+"""ONNX models whose data flow needs values at run time: Gather with run-time indices,
+GatherElements, GatherND, ScatterElements, ScatterND, OneHot, and the integer arithmetic
+exporters put on index tensors (Add, Sub, Mul, Div, Mod, Neg, Equal, Less, Greater, Where,
+Cast, ...). Such a model runs as steps in node order: each data-movement node one compiled
+operator, each indexed node one indexed call, each arithmetic node evaluated by the
+library of the arrays it reads (numpy on the CPU, CuPy on the GPU: no host round trip).
+Arithmetic on floating-point data is refused: dmlops moves data, it does not compute it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from .. import functional_indexed as fi
+from ..device import Device
+from ..errors import DmlError, ModelError
+from ..graph import Graph, GraphTensor
+from ..tensor import BufferTensorDesc, DataType
+from .lowering import (
+    _PARAMETERS,
+    GRAPH_OPS,
+    HOST_OPS,
+    CompiledModel,
+    NeedsRunTime,
+    _attrs,
+    _host_eval,
+    _lower,
+    _shape,
+    compile_model,
+    host_array,
+    opset_of,
+)
+from .params import axis_of
+
+__all__ = ["StagedModel", "compile_any", "compile_staged", "INDEXED_OPS", "ARITHMETIC_OPS"]
+
+INDEXED_OPS = (
+    "Gather", "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND", "OneHot",
+)  # fmt: skip
+ARITHMETIC_OPS = (
+    "Add", "Sub", "Mul", "Div", "Mod", "Neg", "Abs", "Equal", "Less", "Greater", "Not", "And",
+    "Or", "Where", "Cast", "Min", "Max",
+)  # fmt: skip
+
+Step = Callable[[dict[str, Any]], None]
+
+
+class StagedModel:
+    """A model compiled for given input shapes as steps in node order: `run(inputs)`."""
+
+    def __init__(
+        self,
+        steps: list[tuple[str, Step]],
+        data_inputs: list[str],
+        outputs: list[str],
+        types: dict[str, tuple[tuple[int, ...], np.dtype[Any]]],
+        constants: dict[str, np.ndarray[Any, Any]],
+        device: Device,
+    ) -> None:
+        self.steps = steps
+        self.data_inputs = data_inputs
+        self.outputs = [(name, ("staged",)) for name in outputs]
+        self._names = outputs
+        self._types = types
+        self._constants = constants
+        self.device = device
+
+    @property
+    def plan(self) -> None:
+        """No single plan: the model runs in steps (see `describe`)."""
+        return None
+
+    def describe(self) -> str:
+        """One line per step."""
+        return "\n".join([f"{len(self.steps)} steps:", *(f"  {d}" for d, _ in self.steps)])
+
+    def output_type(self, k: int) -> tuple[tuple[int, ...], np.dtype[Any]]:
+        """The shape and dtype output k has for this compiled signature."""
+        return self._types[self._names[k]]
+
+    def run(self, values: Mapping[str, Any], into: Mapping[int, Any] | None = None) -> list[Any]:
+        """Outputs for these input arrays; output k is copied into `into[k]` where given."""
+        env: dict[str, Any] = {n: values[n] for n in self.data_inputs}
+        template = env[self.data_inputs[0]] if self.data_inputs else None
+        for _, step in self.steps:
+            step(env)
+        results = []
+        for k, name in enumerate(self._names):
+            if name in env:
+                value = env[name]
+            else:
+                value = _on_device(self.device, self._constants[name], template)
+            if into and k in into:
+                target = into[k]
+                target[...] = value
+                value = target
+            results.append(value)
+        return results
+
+
+def _on_device(device: Device, host: np.ndarray[Any, Any], template: Any) -> Any:
+    backend = device.backend
+    if template is None or backend.name == "numpy":
+        return np.ascontiguousarray(host)
+    return backend.in_library_of(backend.upload(np.ascontiguousarray(host)), template)
+
+
+def _xp(array: Any) -> Any:
+    """The array module of `array`: numpy or CuPy (torch tensors are seen through CuPy)."""
+    if isinstance(array, np.ndarray):
+        return np
+    import cupy
+
+    return cupy
+
+
+def _as_xp(array: Any) -> Any:
+    if isinstance(array, np.ndarray) or type(array).__module__.startswith("cupy"):
+        return array
+    import cupy
+
+    return cupy.from_dlpack(array)
+
+
+def _arith(xp: Any, node: Any, a: dict[str, Any], ins: list[Any]) -> Any:
+    """One integer (or boolean) elementwise node, on the arrays' own device."""
+    import onnx
+
+    op = node.op_type
+    x = ins[0]
+    binary = {
+        "Add": xp.add, "Sub": xp.subtract, "Mul": xp.multiply, "Equal": xp.equal,
+        "Less": xp.less, "Greater": xp.greater, "And": xp.logical_and, "Or": xp.logical_or,
+    }  # fmt: skip
+    if op in binary:
+        return binary[op](x, ins[1])
+    if op == "Div":  # ONNX integer division truncates toward zero
+        q = xp.abs(x) // xp.abs(ins[1])
+        return xp.where((x < 0) != (ins[1] < 0), -q, q).astype(x.dtype)
+    if op == "Mod":
+        return (xp.fmod if int(a.get("fmod", 0)) else xp.mod)(x, ins[1])
+    if op == "Neg":
+        return xp.negative(x)
+    if op == "Abs":
+        return xp.abs(x)
+    if op == "Not":
+        return xp.logical_not(x)
+    if op == "Where":
+        return xp.where(x, ins[1], ins[2])
+    if op == "Cast":
+        return x.astype(onnx.helper.tensor_dtype_to_np_dtype(int(a["to"])))
+    if op in ("Min", "Max"):
+        out = x
+        for v in ins[1:]:
+            out = (xp.minimum if op == "Min" else xp.maximum)(out, v)
+        return out
+    raise ModelError(f"{op} is not evaluated at run time")
+
+
+def compile_any(
+    model: Any, arrays: Mapping[str, Any], device: Device | None = None
+) -> CompiledModel | StagedModel:
+    """The model as one plan where its data flow allows, else as steps."""
+    device = device or Device()
+    try:
+        return compile_model(model, arrays, device)
+    except NeedsRunTime:
+        return compile_staged(model, arrays, device, opset_of(model))
+
+
+def compile_staged(
+    model: Any, arrays: Mapping[str, Any], device: Device, opset: int
+) -> StagedModel:
+    """Compile `model` into steps for the shapes and dtypes of `arrays`."""
+    from onnx import numpy_helper
+
+    graph = model.graph
+    constants: dict[str, np.ndarray[Any, Any]] = {
+        i.name: numpy_helper.to_array(i) for i in graph.initializer
+    }
+    for name in {
+        n.input[k] for n in graph.node for k in _PARAMETERS.get(n.op_type, ()) if k < len(n.input)
+    }:
+        if name and name not in constants and name in arrays:
+            constants[name] = host_array(arrays[name])
+    types: dict[str, tuple[tuple[int, ...], np.dtype[Any]]] = {}
+    data_inputs: list[str] = []
+    for i in graph.input:
+        if i.name in constants:
+            continue
+        if i.name not in arrays:
+            raise ModelError(f"ONNX model input '{i.name}' was not given")
+        a = arrays[i.name]
+        shape = tuple(int(n) for n in a.shape)
+        if 0 in shape:
+            raise ModelError(f"ONNX model input '{i.name}' is empty: not supported in steps")
+        types[i.name] = (shape, np.dtype(str(a.dtype).replace("torch.", "")))
+        data_inputs.append(i.name)
+
+    def known(node: Any, k: int) -> Any:
+        name = node.input[k]
+        if name not in constants:
+            raise ModelError(
+                f"ONNX node '{node.name or node.op_type}': input '{name}' must be known when "
+                "the model is compiled (an initializer or a given input)"
+            )
+        return np.asarray(constants[name])
+
+    def ints(node: Any, k: int) -> list[int] | None:
+        if k >= len(node.input) or not node.input[k]:
+            return None
+        return [int(v) for v in known(node, k).ravel()]
+
+    def number(node: Any, k: int) -> Any:
+        return known(node, k).reshape(-1)[0].item()
+
+    steps: list[tuple[str, Step]] = []
+    for node in graph.node:
+        where = f"ONNX node '{node.name or node.op_type}'"
+        a = _attrs(node)
+        names = list(node.input)
+        if node.domain not in ("", "ai.onnx"):
+            raise ModelError(f"{where}: domain '{node.domain}' is not ONNX's")
+        for name in names:
+            if name and name not in constants and name not in types:
+                raise ModelError(f"{where}: input '{name}' is no input, initializer or output")
+        runtime = [n for n in names if n and n not in constants]
+        op = node.op_type
+        try:
+            if op in ("Shape", "Size") and names[0] in types:
+                shape = types[names[0]][0]
+                ins: list[Any] = [shape, *(constants.get(n) for n in names[1:])]
+                constants.update(zip(node.output, _host_eval(node, a, ins, opset), strict=False))
+            elif op == "Identity" and runtime:
+                steps.append(_identity_step(node, names, types))
+            elif not runtime and op in HOST_OPS:
+                host = [None if not n else constants[n] for n in names]
+                constants.update(zip(node.output, _host_eval(node, a, host, opset), strict=False))
+            elif op in INDEXED_OPS:
+                steps.append(_indexed_step(node, a, names, constants, types, device))
+            elif op in ARITHMETIC_OPS:
+                steps.append(_arith_step(node, a, names, constants, types, device, opset))
+            elif op in GRAPH_OPS:
+                steps.append(
+                    _graph_step(node, a, names, constants, types, device, opset, ints, number)
+                )
+            else:
+                raise ModelError(
+                    f"{op} is not data movement, indexed data movement or integer arithmetic"
+                )
+        except ModelError as e:
+            raise ModelError(f"{where}: {e}") from None
+        except DmlError as e:
+            raise ModelError(f"{where}: {e}") from None
+        except (KeyError, IndexError, TypeError, ValueError) as e:
+            raise ModelError(f"{where}: malformed node ({type(e).__name__}: {e})") from None
+    outputs = []
+    for o in graph.output:
+        if o.name not in constants and o.name not in types:
+            raise ModelError(f"ONNX graph output '{o.name}' is produced by no node or input")
+        if o.name in constants:
+            types[o.name] = (
+                tuple(np.shape(constants[o.name])),
+                np.asarray(constants[o.name]).dtype,
+            )
+        outputs.append(o.name)
+    return StagedModel(steps, data_inputs, outputs, types, constants, device)
+
+
+def _operand(
+    name: str, constants: dict[str, Any], env: dict[str, Any], template: Any, device: Device
+) -> Any:
+    """A node input at run time: the step's array, or a constant placed beside `template`."""
+    if name in env:
+        return env[name]
+    return _on_device(device, np.asarray(constants[name]), template)
+
+
+def _indexed_step(
+    node: Any,
+    a: dict[str, Any],
+    names: list[str],
+    constants: dict[str, Any],
+    types: dict[str, Any],
+    device: Device,
+) -> tuple[str, Step]:
+    op = node.op_type
+    level = device.feature_level
+    data = names[0]
+    if op == "OneHot":
+        depth = (
+            int(np.asarray(constants[names[1]]).reshape(-1)[0]) if names[1] in constants else None
+        )
+        if depth is None:
+            raise ModelError("OneHot: depth must be known when the model is compiled")
+        ishape, _ = _type_of(names[0], constants, types)
+        _, vtype = _type_of(names[2], constants, types)
+        axis = int(a.get("axis", -1))
+        rank = len(ishape) + 1
+        ax = axis_of(axis, rank, "OneHot")
+        types[node.output[0]] = ((*ishape[:ax], depth, *ishape[ax:]), vtype)
+
+        def one_hot(env: dict[str, Any]) -> None:
+            idx = _integers(_operand(names[0], constants, env, _any(env), device))
+            values = _operand(names[2], constants, env, idx, device)
+            env[node.output[0]] = fi.one_hot(idx, depth, values, ax, feature_level=level)
+
+        return f"OneHot -> {node.output[0]} (ONE_HOT)", one_hot
+    xshape, xtype = _type_of(data, constants, types)
+    ishape, _ = _type_of(names[1], constants, types)
+    if op == "Gather":
+        ax = axis_of(int(a.get("axis", 0)), len(xshape), "Gather")
+        out = xshape[:ax] + ishape + xshape[ax + 1 :]
+
+        def call(x: Any, i: Any, u: Any) -> Any:
+            return fi.gather(x, i, ax, feature_level=level)
+
+        dml = "GATHER"
+    elif op == "GatherElements":
+        ax = axis_of(int(a.get("axis", 0)), len(xshape), "GatherElements")
+        out = ishape
+
+        def call(x: Any, i: Any, u: Any) -> Any:
+            return fi.gather_elements(x, i, ax, feature_level=level)
+
+        dml = "GATHER_ELEMENTS"
+    elif op == "GatherND":
+        b = int(a.get("batch_dims", 0))
+        out = xshape[:b] + ishape[b:-1] + xshape[b + ishape[-1] :]
+
+        def call(x: Any, i: Any, u: Any) -> Any:
+            return fi.gather_nd(x, i, b, feature_level=level)
+
+        dml = "GATHER_ND1" if b else "GATHER_ND"
+    else:
+        reduction = a.get("reduction", b"none")
+        reduction = reduction.decode() if isinstance(reduction, bytes) else str(reduction)
+        if reduction != "none":
+            raise ModelError(
+                f"{op}: reduction '{reduction}' computes (adds, multiplies, ...): dmlops only "
+                "moves data (reduction 'none')"
+            )
+        out = xshape
+        if op in ("ScatterElements", "Scatter"):  # Scatter: its name before opset 11
+            ax = axis_of(int(a.get("axis", 0)), len(xshape), op)
+
+            def call(x: Any, i: Any, u: Any) -> Any:
+                return fi.scatter_elements(x, i, u, ax, feature_level=level)
+
+            dml = "SCATTER_ELEMENTS"
+        else:
+
+            def call(x: Any, i: Any, u: Any) -> Any:
+                return fi.scatter_nd(x, i, u, feature_level=level)
+
+            dml = "SCATTER_ND"
+    types[node.output[0]] = (tuple(out), xtype)
+
+    def step(env: dict[str, Any]) -> None:
+        template = _any(env)
+        x = _operand(data, constants, env, template, device)
+        i = _operand(names[1], constants, env, x, device)
+        u = _operand(names[2], constants, env, x, device) if len(names) > 2 else None
+        env[node.output[0]] = call(x, i, u)
+
+    return f"{op} -> {node.output[0]} ({dml})", step
+
+
+def _identity_step(node: Any, names: list[str], types: dict[str, Any]) -> tuple[str, Step]:
+    types[node.output[0]] = types[names[0]]
+
+    def step(env: dict[str, Any]) -> None:
+        env[node.output[0]] = env[names[0]]
+
+    return f"Identity -> {node.output[0]}", step
+
+
+def _integers(array: Any) -> Any:
+    """OneHot's indices as int64 where they are floating point (ONNX casts them)."""
+    kind = np.dtype(str(array.dtype).replace("torch.", "")).kind
+    if kind in "iu":
+        return array
+    if hasattr(array, "astype"):
+        return array.astype(np.int64)
+    return array.long()  # a torch tensor
+
+
+def _any(env: dict[str, Any]) -> Any:
+    return next(iter(env.values())) if env else None
+
+
+def _type_of(
+    name: str, constants: dict[str, Any], types: dict[str, Any]
+) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    if name in types:
+        return types[name]  # type: ignore[no-any-return]
+    c = np.asarray(constants[name])
+    return tuple(c.shape), c.dtype
+
+
+def _arith_step(
+    node: Any,
+    a: dict[str, Any],
+    names: list[str],
+    constants: dict[str, Any],
+    types: dict[str, Any],
+    device: Device,
+    opset: int,
+) -> tuple[str, Step]:
+    for n in names:
+        if n and n in types and types[n][1].kind == "f":
+            raise ModelError(
+                f"{node.op_type} on floating-point data '{n}': dmlops moves data and evaluates "
+                "only integer and boolean (index) arithmetic"
+            )
+    dummies = [
+        None if not n else np.zeros(*_type_of(n, constants, types)) if n in types else constants[n]
+        for n in names
+    ]
+    (probe,) = _host_eval(node, a, dummies, opset)[:1]
+    probe = np.asarray(probe)
+    types[node.output[0]] = (tuple(probe.shape), probe.dtype)
+
+    def step(env: dict[str, Any]) -> None:
+        first = next(env[n] for n in names if n in env)
+        xp = _xp(_as_xp(first))
+        ins = [
+            None if not n else _as_xp(env[n]) if n in env else xp.asarray(constants[n])
+            for n in names
+        ]
+        result = _arith(xp, node, a, ins)
+        backend = device.backend
+        env[node.output[0]] = backend.in_library_of(result, first) if xp is not np else result
+
+    return f"{node.op_type} -> {node.output[0]} (integer arithmetic on the arrays' device)", step
+
+
+def _graph_step(
+    node: Any,
+    a: dict[str, Any],
+    names: list[str],
+    constants: dict[str, Any],
+    types: dict[str, Any],
+    device: Device,
+    opset: int,
+    ints: Any,
+    number: Any,
+) -> tuple[str, Step]:
+    g = Graph(device.feature_level)
+    local: dict[str, Any] = {}
+    feeds = []
+    data_names = [
+        n for k, n in enumerate(names) if n and k not in _PARAMETERS.get(node.op_type, ())
+    ]
+    for n in data_names:
+        if n in constants:
+            raise ModelError(f"constant data tensor '{n}' is not supported in steps")
+        shape, dtype = types[n]
+        local[n] = g.input(BufferTensorDesc(DataType.from_numpy(dtype), shape), name=n)
+        feeds.append(n)
+    x = local[names[0]]
+    lowered = _lower(g, node, a, x, _shape(x), opset, ints, number, local)
+    outs = [v for v in lowered if isinstance(v, GraphTensor)]
+    if len(outs) != len(lowered):
+        raise ModelError(f"{node.op_type}: an empty result is not supported in steps")
+    for name, v in zip(node.output, outs, strict=True):
+        desc = v.desc
+        types[name] = (tuple(desc.sizes), np.dtype(desc.data_type.numpy_dtype))
+    op = g.compile(outs, device)
+    shapes = [types[name][0] for name in node.output]
+
+    def step(env: dict[str, Any]) -> None:
+        ins = [env[n] for n in feeds]
+        new = device.backend.new_like
+        results = [new(ins[0], shape) for shape in shapes]
+        op.execute(ins, [r.reshape(-1) for r in results])
+        env.update(zip(node.output, results, strict=True))
+
+    return f"{node.op_type} -> {', '.join(node.output)} (one plan)", step

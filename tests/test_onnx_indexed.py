@@ -1,0 +1,174 @@
+"""ONNX's indexed data movement (Gather at run-time indices, GatherElements, GatherND,
+Scatter/ScatterElements, ScatterND, OneHot) and the integer arithmetic exporters put on index
+tensors: onnx's own backend node tests, exporter-shaped models, sessions on every backend."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from conftest import HAS_CUDA, to_device, to_host
+
+pytest.importorskip("onnx")
+from onnx import TensorProto, helper
+from onnx.backend.test.case.node import collect_testcases
+
+import dmlops
+import dmlops.onnx as dml_onnx
+from dmlops.errors import ModelError
+
+BACKENDS = [
+    "numpy",
+    pytest.param(
+        "cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")]
+    ),
+]
+PREFIXES = ("test_gather", "test_scatter", "test_onehot")
+REFUSED = {  # each with the reason dmlops gives
+    "reduction": "computes (adds, multiplies, ...): dmlops only moves data",
+    "bfloat16": "numpy dtype bfloat16 has no DirectML data type",
+}
+
+
+def _cases():  # type: ignore[no-untyped-def]
+    # onnx builds its cases once per process, all operators at once (a few seconds)
+    return [c for c in collect_testcases(None) if c.name.startswith(PREFIXES)]
+
+
+CASES = {c.name: c for c in _cases()}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_onnx_backend_node_cases(backend: str, name: str) -> None:
+    case = CASES[name]
+    device = dmlops.Device(backend=backend)
+    for ins, outs in case.data_sets:
+        feed = {i.name: to_device(backend, v) for i, v in zip(case.model.graph.input, ins)}
+        refused = next(
+            (
+                why
+                for key, why in REFUSED.items()
+                if key in name
+                or (
+                    key == "reduction"
+                    and any(
+                        a.name == "reduction" and a.s not in (b"none", b"")
+                        for n in case.model.graph.node
+                        for a in n.attribute
+                    )
+                )
+            ),
+            None,
+        )
+        if refused:
+            with pytest.raises(dmlops.DmlError, match=re.escape(refused)):
+                dml_onnx.InferenceSession(case.model, device).run(None, feed)
+            return
+        got = dml_onnx.InferenceSession(case.model, device).run(None, feed)
+        for g, e in zip(got, outs, strict=True):
+            g = to_host(g)
+            assert g.dtype == e.dtype and g.shape == e.shape
+            assert g.tobytes() == np.ascontiguousarray(e).tobytes()
+
+
+def _embedding_model() -> object:
+    """What exporters write for `table[ids - 1]` with negative wrap: Sub, Less, Where, Add,
+    Cast, then Gather and a Reshape of the rows."""
+    i64 = TensorProto.INT64
+    nodes = [
+        helper.make_node("Constant", [], ["one"], value=helper.make_tensor("", i64, [], [1])),
+        helper.make_node("Constant", [], ["zero"], value=helper.make_tensor("", i64, [], [0])),
+        helper.make_node("Constant", [], ["n"], value=helper.make_tensor("", i64, [], [10])),
+        helper.make_node("Sub", ["ids", "one"], ["i"]),
+        helper.make_node("Less", ["i", "zero"], ["neg"]),
+        helper.make_node("Add", ["i", "n"], ["wrapped"]),
+        helper.make_node("Where", ["neg", "wrapped", "i"], ["fixed"]),
+        helper.make_node("Cast", ["fixed"], ["i32"], to=TensorProto.INT32),
+        helper.make_node("Gather", ["table", "i32"], ["rows"], axis=0),
+        helper.make_node("Shape", ["rows"], ["s"]),
+        helper.make_node("Transpose", ["rows"], ["y"], perm=[1, 0, 2]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "embedding",
+        [
+            helper.make_tensor_value_info("table", TensorProto.FLOAT16, [10, 4]),
+            helper.make_tensor_value_info("ids", i64, [2, 3]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_exporter_index_arithmetic_runs_where_the_indices_live(backend: str) -> None:
+    table = np.arange(40, dtype=np.float16).reshape(10, 4)
+    session = dml_onnx.InferenceSession(_embedding_model(), dmlops.Device(backend=backend))
+    for ids in (np.array([[1, 2, 3], [0, 10, 5]]), np.array([[4, 4, 4], [9, 1, 0]])):
+        (y,) = session.run(
+            None, {"table": to_device(backend, table), "ids": to_device(backend, ids)}
+        )
+        expected = table[np.where(ids - 1 < 0, ids - 1 + 10, ids - 1)].transpose(1, 0, 2)
+        np.testing.assert_array_equal(to_host(y), expected)
+    assert len(session._compiled) == 1  # run-time indices never recompile the model
+
+
+def test_staged_models_explain_their_steps() -> None:
+    compiled = dml_onnx.compile(
+        _embedding_model(),
+        {"table": np.zeros((10, 4), np.float16), "ids": np.zeros((2, 3), np.int64)},
+    )
+    assert isinstance(compiled, dml_onnx.StagedModel)
+    text = compiled.describe()
+    assert "Gather -> rows (GATHER)" in text and "Transpose -> y (one plan)" in text
+    assert "Sub -> i (integer arithmetic" in text
+
+
+def test_constant_index_gathers_are_one_indexed_copy() -> None:
+    ids = np.arange(1000) % 7
+    nodes = [
+        helper.make_node(
+            "Constant",
+            [],
+            ["i"],
+            value=helper.make_tensor("", TensorProto.INT64, [1000], ids.tolist()),
+        ),
+        helper.make_node("Gather", ["x", "i"], ["y"], axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 7])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = np.arange(14, dtype=np.float32).reshape(2, 7)
+    compiled = dml_onnx.compile(model, {"x": x})
+    assert isinstance(compiled, dml_onnx.StagedModel) and len(compiled.steps) == 1
+    (y,) = dml_onnx.run(model, {"x": x})
+    np.testing.assert_array_equal(y, x[:, ids])
+
+
+def test_scatter_reductions_are_refused_by_name() -> None:
+    nodes = [helper.make_node("ScatterND", ["x", "i", "u"], ["y"], reduction="add")]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]),
+            helper.make_tensor_value_info("i", TensorProto.INT64, [1, 1]),
+            helper.make_tensor_value_info("u", TensorProto.FLOAT, [1]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    feed = {
+        "x": np.zeros(4, np.float32),
+        "i": np.zeros((1, 1), np.int64),
+        "u": np.ones(1, np.float32),
+    }
+    with pytest.raises(ModelError, match="ScatterND: reduction 'add' computes"):
+        dml_onnx.run(model, feed)
