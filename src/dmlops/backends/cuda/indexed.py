@@ -16,7 +16,7 @@ __all__ = ["IndexedLaunch"]
 
 _TYPES = {"INT32": 0, "INT64": 1, "UINT32": 2, "UINT64": 3}
 _THREADS = 256
-_STREAMS: dict[tuple[int, int], Any] = {}  # CuPy's view of each (stream, device) seen
+_PREPARED = 16  # address tuples whose launches each copy keeps packed
 
 
 class IndexedLaunch:
@@ -72,6 +72,7 @@ class IndexedLaunch:
             head += [axis.size, axis.stride, axis.slot_stride]
         self.meta = np.array(head, dtype=np.int64)
         self.tables: dict[tuple[int, int], Any] = {}
+        self.prepared: dict[tuple[int, ...], Any] = {}
 
     def _chunk(self, src: int, dst: int) -> int:
         """The widest move (bytes) that every row start and the row length allow."""
@@ -88,37 +89,57 @@ class IndexedLaunch:
         return size
 
     def launch(self, cp: Any, ins: Sequence[int], outs: Sequence[int], stream: int) -> None:
-        """Run on the current device, on `stream`."""
-        c = self.copy
+        """Run on the current device, on `stream` (launches prepared once per addresses)."""
         if self.rows == 0:
             return
-        src, dst, index = ins[c.src], outs[c.dst], ins[c.index]
+        c = self.copy
+        device = cp.cuda.runtime.getDevice()
+        key = (device, stream, ins[c.src], outs[c.dst], ins[c.index])
+        prepared = self.prepared.get(key)
+        if prepared is None:
+            prepared = self._prepare(cp, *key)
+            if len(self.prepared) >= _PREPARED:
+                self.prepared.pop(next(iter(self.prepared)))
+            self.prepared[key] = prepared
+        launch = cp.cuda.driver.launchKernel
+        winner, launches = prepared[0], prepared[1]
+        if winner is not None:
+            cp.cuda.runtime.memsetAsync(int(winner.data.ptr), 0xFF, winner.nbytes, stream)
+        for function, grid, params in launches:
+            launch(function, grid, 1, 1, _THREADS, 1, 1, 0, stream, params, 0)
+
+    def _prepare(
+        self, cp: Any, device: int, stream: int, src: int, dst: int, index: int
+    ) -> tuple[Any, list[tuple[int, int, int]], list[Any]]:
+        """The meta table, winner table and packed kernel parameters for these addresses."""
+        c = self.copy
         chunk = self._chunk(src, dst)
         chunks = self.row * self.size // chunk if chunk != self.size else self.row
-        device = cp.cuda.runtime.getDevice()
-        key = (device, chunk)
-        on = _STREAMS.get((stream, device))
-        if on is None:
-            on = _STREAMS[(stream, device)] = cp.cuda.ExternalStream(stream, device)
-        with on:
-            table = self.tables.get(key)
-            if table is None:
-                meta = self.meta.copy()
-                meta[3], meta[4] = chunk, chunks
-                table = cp.asarray(meta)
-                self.tables[key] = table
-            winner = None
-            if c.scatter and c.slot_count:
-                winner = cp.full(c.slot_count, -1, dtype=cp.int32)
-                fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed_winner")
-                grid = max(1, min(65535 * 8, -(-self.rows // _THREADS)))
-                fn((grid,), (_THREADS,), (table, np.uint64(index), winner, np.int64(self.rows)))
-            fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed")
-            lanes = 32 if chunks >= 32 else 1
-            grid = max(1, min(65535 * 8, -(-self.rows * lanes // _THREADS)))
-            args = (table, np.uint64(src), np.uint64(dst), np.uint64(index))
-            fn(
-                (grid,),
-                (_THREADS,),
-                (*args, winner if winner is not None else np.uint64(0), np.int64(self.rows)),
-            )
+        table = self.tables.get((device, chunk))
+        if table is None:
+            meta = self.meta.copy()
+            meta[3], meta[4] = chunk, chunks
+            table = self.tables[(device, chunk)] = cp.asarray(meta)
+        winner = cp.empty(c.slot_count, dtype=cp.int32) if c.scatter and c.slot_count else None
+        keep: list[Any] = [table, winner]
+        launches = []
+
+        def pack(*values: Any) -> int:
+            arrays = [np.array([v], dtype=type(v)) for v in values]
+            params = np.array([a.ctypes.data for a in arrays], np.uint64)
+            keep.append((arrays, params))
+            return int(params.ctypes.data)
+
+        meta_ptr = np.uint64(table.data.ptr)
+        winner_ptr = np.uint64(0 if winner is None else winner.data.ptr)
+        rows = np.int64(self.rows)
+        if winner is not None:
+            fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed_winner")
+            grid = max(1, min(65535 * 8, -(-self.rows // _THREADS)))
+            launches.append((int(fn.ptr), grid, pack(meta_ptr, np.uint64(index), winner_ptr, rows)))
+        fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed")
+        lanes = 32 if chunks >= 32 else 1
+        grid = max(1, min(65535 * 8, -(-self.rows * lanes // _THREADS)))
+        args = (meta_ptr, np.uint64(src), np.uint64(dst), np.uint64(index), winner_ptr, rows)
+        launches.append((int(fn.ptr), grid, pack(*args)))
+        return winner, launches, keep
