@@ -136,10 +136,16 @@ class IndexedLaunch:
         if winner is not None:
             fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed_winner")
             grid = max(1, min(65535 * 8, -(-self.rows // _THREADS)))
-            launches.append((int(fn.ptr), grid, pack(meta_ptr, np.uint64(index), winner_ptr, rows)))
+            launches.append(
+                (
+                    kernels.function_handle(fn),
+                    grid,
+                    pack(meta_ptr, np.uint64(index), winner_ptr, rows),
+                )
+            )
         fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed")
         lanes = 32 if chunks >= 32 else 1
         grid = max(1, min(65535 * 8, -(-self.rows * lanes // _THREADS)))
         args = (meta_ptr, np.uint64(src), np.uint64(dst), np.uint64(index), winner_ptr, rows)
-        launches.append((int(fn.ptr), grid, pack(*args)))
+        launches.append((kernels.function_handle(fn), grid, pack(*args)))
         return winner, launches, keep
