@@ -14,9 +14,16 @@ from pathlib import Path
 from dmlops.errors import DmlError
 from dmlops.ops import (
     DepthToSpace1Desc,
+    GatherDesc,
+    GatherElementsDesc,
+    GatherNd1Desc,
+    GatherNdDesc,
     JoinDesc,
+    OneHotDesc,
     OperatorDesc,
     Padding1Desc,
+    ScatterElementsDesc,
+    ScatterNdDesc,
     Slice1Desc,
     SliceDesc,
     SliceGradDesc,
@@ -109,6 +116,15 @@ ALL: dict[str, list[type[OperatorDesc]]] = {
     "slice-grad": [SliceGradDesc],
     "tile-padding": [TileDesc, Padding1Desc],
     "depth-space": [DepthToSpace1Desc, SpaceToDepth1Desc],
+    "indexed": [
+        GatherDesc,
+        GatherElementsDesc,
+        GatherNdDesc,
+        GatherNd1Desc,
+        ScatterElementsDesc,
+        ScatterNdDesc,
+        OneHotDesc,
+    ],
 }
 
 
