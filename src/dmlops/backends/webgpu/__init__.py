@@ -24,6 +24,7 @@ from ...errors import BindingError, DmlError
 from ...plan import Plan, StridedCopy, array_byte_span, fill_reads
 from .. import no_queue
 from .._address_cache import AddressCache
+from .indexed import indexed_dispatches
 from .memory import Flat, Memory, WebGpuArray
 from .native import NativeEncoder, native_encoder
 from .strategies import Group, group_copies
@@ -362,6 +363,8 @@ class WebGpuBackend:
                 layout=pipeline.get_bind_group_layout(0), entries=entries
             )
             dispatches.append((pipeline, bind_group, grid, g, (table, header)))
+        if plan.indexed:
+            dispatches += indexed_dispatches(self, plan.indexed, plan.element_size, ins, outs)
         return dispatches
 
     def run(self, dispatches: list[Any], native: list[Any] | None = None) -> None:
@@ -387,11 +390,6 @@ class WebGpuBackend:
             log.extend(d[3] for d in dispatches)
 
     def executor(self, plan: Plan) -> _WebGpuExecutor:
-        if plan.indexed:
-            raise BindingError(
-                "the WebGPU backend does not run indexed copies (GATHER, SCATTER and ONE_HOT "
-                "families) yet: use device='numpy' or 'cuda'"
-            )
         return _WebGpuExecutor(self, plan)
 
 

@@ -1,0 +1,175 @@
+"""Indexed copies (indexed.py) as WGSL dispatches (kernels/indexed.wgsl): one element per
+invocation; a scatter whose targets may meet first clears and fills a winner table, so the
+update latest in index order wins, as on the other backends."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from ...errors import BindingError
+from ...indexed import IndexedCopy
+from .memory import Flat
+
+__all__ = ["indexed_dispatches"]
+
+_TYPES = {"INT32": 0, "INT64": 1, "UINT32": 2, "UINT64": 3}
+_GRID_X = 65535
+_I32 = 2**31 - 1
+
+
+def _source(name: str) -> str:
+    return (resources.files(__package__) / "kernels" / name).read_text()
+
+
+def _bindings(src_is_dst: bool, index_in: str) -> str:
+    """The WGSL bindings for one aliasing of (source, destination, index) buffers."""
+    text = "@group(0) @binding(1) var<storage, read_write> dst: array<atomic<u32>>;\n"
+    text += "@group(0) @binding(3) var<storage, read> info: array<i32>;\n"
+    text += "@group(0) @binding(4) var<storage, read_write> winner: array<atomic<i32>>;\n"
+    if src_is_dst:
+        text += "fn load_src(i: u32) -> u32 { return atomicLoad(&dst[i]); }\n"
+    else:
+        text += "@group(0) @binding(0) var<storage, read> src: array<u32>;\n"
+        text += "fn load_src(i: u32) -> u32 { return src[i]; }\n"
+    if index_in == "dst":
+        text += "fn load_idx(i: u32) -> u32 { return atomicLoad(&dst[i]); }\n"
+    elif index_in == "src":
+        text += "fn load_idx(i: u32) -> u32 { return src[i]; }\n"
+    else:
+        text += "@group(0) @binding(2) var<storage, read> idx: array<u32>;\n"
+        text += "fn load_idx(i: u32) -> u32 { return idx[i]; }\n"
+    return text
+
+
+def _pipelines(backend: Any, src_is_dst: bool, index_in: str) -> tuple[Any, Any]:
+    """(bind group layout, {entry: pipeline}) of one aliasing, built once per backend."""
+    key = ("indexed", src_is_dst, index_in)
+    found = backend._pipelines.get(key)
+    if found is not None:
+        return found  # type: ignore[no-any-return]
+    wgpu, device = backend.wgpu, backend.device
+    storage = wgpu.BufferBindingType.storage
+    read_only = wgpu.BufferBindingType.read_only_storage
+    entries = [(1, storage), (3, read_only), (4, storage)]
+    if not src_is_dst:
+        entries.append((0, read_only))
+    if index_in == "own":
+        entries.append((2, read_only))
+    layout = device.create_bind_group_layout(
+        entries=[
+            {"binding": b, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": t}}
+            for b, t in sorted(entries)
+        ]
+    )
+    code = _bindings(src_is_dst, index_in) + _source("merge.wgsl") + _source("indexed.wgsl")
+    module = device.create_shader_module(code=code)
+    pipeline_layout = device.create_pipeline_layout(bind_group_layouts=[layout])
+    pipelines = {
+        entry: device.create_compute_pipeline(
+            layout=pipeline_layout, compute={"module": module, "entry_point": entry}
+        )
+        for entry in ("clear", "elect", "main")
+    }
+    found = (layout, pipelines)
+    backend._pipelines[key] = found
+    return found
+
+
+def _meta(c: IndexedCopy, size: int, src: Flat, dst: Flat, index: Flat) -> tuple[Any, int, int]:
+    """The meta table, the row count and the row length of one indexed copy."""
+    shape = c.shape
+    row = shape[-1] if len(shape) > 1 and c.index_strides[-1] == 0 else 1
+    outer = shape[:-1] if row > 1 else shape
+    cut = len(outer)
+    rows = math.prod(outer)
+    row_strides = (c.src_strides[-1], c.dst_strides[-1]) if row > 1 else (1, 1)
+    slots = c.slot_strides if c.slot_strides else (0,) * len(shape)
+    order = [0] * cut
+    acc = 1
+    for d in reversed(range(cut)):
+        if c.index_strides[d] != 0:
+            order[d] = acc
+            acc *= outer[d]
+    head = [
+        cut,
+        len(c.axes),
+        row,
+        size,
+        int(c.scatter),
+        _TYPES[c.index_type.name],
+        int(c.negative_indices),
+        int(c.skip_out_of_range),
+        c.tuple_stride,
+        src.offset + c.src_offset,
+        dst.offset + c.dst_offset,
+        index.offset + c.index_offset,
+        row_strides[0],
+        row_strides[1],
+        rows,
+        c.slot_count if c.scatter else 0,
+        _GRID_X,
+    ]
+    for d in range(cut):
+        head += [outer[d], c.src_strides[d], c.dst_strides[d], c.index_strides[d]]
+        head += [slots[d], order[d]]
+    for axis in c.axes:
+        head += [axis.size, axis.stride, axis.slot_stride]
+    if max(abs(v) for v in head) > _I32 or rows * row > _I32 * 256:
+        raise BindingError("the WebGPU backend addresses indexed copies with 32-bit integers")
+    return np.array(head, np.int32), rows, row
+
+
+def _grid(items: int) -> tuple[int, int]:
+    groups = max(1, -(-items // 256))
+    x = min(groups, _GRID_X)
+    return x, -(-groups // x)
+
+
+def indexed_dispatches(
+    backend: Any,
+    copies: Sequence[IndexedCopy],
+    size: int,
+    ins: Sequence[Flat],
+    outs: Sequence[Flat],
+) -> list[Any]:
+    """(pipeline, bind group, grid, group name, kept buffers) of each indexed copy's
+    dispatches, in order."""
+    wgpu, device = backend.wgpu, backend.device
+    out = []
+    for c in copies:
+        if c.src < 0:
+            raise BindingError("an indexed copy from a fill is not run on WebGPU")
+        src, dst, index = ins[c.src], outs[c.dst], ins[c.index]
+        src_is_dst = src.buffer is dst.buffer
+        if index.buffer is dst.buffer:
+            index_in = "dst"
+        elif not src_is_dst and index.buffer is src.buffer:
+            index_in = "src"
+        else:
+            index_in = "own"
+        layout, pipelines = _pipelines(backend, src_is_dst, index_in)
+        meta, rows, row = _meta(c, size, src, dst, index)
+        meta_buffer = device.create_buffer_with_data(data=meta, usage=wgpu.BufferUsage.STORAGE)
+        slots = c.slot_count if c.scatter else 0
+        winner = device.create_buffer(size=4 * max(1, slots), usage=wgpu.BufferUsage.STORAGE)
+        entries = [
+            {"binding": 1, "resource": {"buffer": dst.buffer}},
+            {"binding": 3, "resource": {"buffer": meta_buffer}},
+            {"binding": 4, "resource": {"buffer": winner}},
+        ]
+        if not src_is_dst:
+            entries.append({"binding": 0, "resource": {"buffer": src.buffer}})
+        if index_in == "own":
+            entries.append({"binding": 2, "resource": {"buffer": index.buffer}})
+        group = device.create_bind_group(layout=layout, entries=entries)
+        kept = (meta_buffer, winner)
+        if slots:
+            out.append((pipelines["clear"], group, _grid(slots), "indexed-clear", kept))
+            out.append((pipelines["elect"], group, _grid(rows), "indexed-elect", kept))
+        out.append((pipelines["main"], group, _grid(rows * row), "indexed", kept))
+    return out
