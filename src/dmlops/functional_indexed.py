@@ -95,6 +95,7 @@ def _run(
     ],
     like: int = 0,
     in_place: bool = False,
+    clamp: bool = False,
 ) -> Any:
     """Run one indexed operator: `plan_call(backend, tensors, ranks, arrays)` pads the tensors
     and gives (inputs, output tensor or None, padded output shape, result shape, make)."""
@@ -117,7 +118,7 @@ def _run(
         else:
             out_t = _Tensor.new(padded_shape, _dtype_of(backend, arrays[like]))
             new = [padded_shape]
-        edit = _without_input_copy if in_place else None
+        edit = _editor(in_place, clamp)
         return _compile(
             backend,
             level,
@@ -136,6 +137,29 @@ def _run(
         return out
     shape = fields[-1]  # every caller keys its call by the result's shape, last
     return result.reshape(shape) if tuple(result.shape) != shape else result
+
+
+def _editor(in_place: bool, clamp: bool) -> Callable[[Plan], Plan] | None:
+    """The changes a call makes to its operator's plan (None: none)."""
+    if not (in_place or clamp):
+        return None
+
+    def edit(plan: Plan) -> Plan:
+        if in_place:
+            plan = _without_input_copy(plan)
+        if clamp:
+            plan = _clamped(plan)
+        return plan
+
+    return edit
+
+
+def _clamped(plan: Plan) -> Plan:
+    """WebNN's semantics: out-of-range indices clamped into their axis, never an error."""
+    import dataclasses
+
+    clamped = tuple(dataclasses.replace(c, clamp=True) for c in plan.indexed)
+    return dataclasses.replace(plan, indexed=clamped)
 
 
 def _without_input_copy(plan: Plan) -> Plan:
@@ -161,9 +185,12 @@ def gather(
     feature_level: Level = None,
     out: Any = None,
     device: str | None = None,
+    clamp_indices: bool = False,
 ) -> Any:
     """DML GATHER as numpy.take / ONNX Gather: input's entries along `axis` at `indices`;
-    the result is shaped input[:axis] + indices.shape + input[axis+1:].
+    the result is shaped input[:axis] + indices.shape + input[axis+1:]. An index outside
+    [-n, n) raises `IndexOutOfRangeError` on the CPU; with `clamp_indices` (WebNN's
+    semantics, taken by every gather and scatter here) it is clamped into the axis instead.
 
     >>> import numpy as np, dmlops
     >>> dmlops.gather(np.array([[1, 2], [3, 4], [5, 6]], np.float32), [2, 0]).tolist()
@@ -185,8 +212,17 @@ def gather(
 
         return [_pad(tensors[0], rank), _pad(tensors[1], rank)], None, padded, shape, make
 
-    fields = ("gather", a, shape)
-    return _run("GATHER", fields, [input, indices], out, feature_level, device, plan_call)
+    fields = ("gather", a, clamp_indices, shape)
+    return _run(
+        "GATHER",
+        fields,
+        [input, indices],
+        out,
+        feature_level,
+        device,
+        plan_call,
+        clamp=clamp_indices,
+    )
 
 
 def gather_elements(
@@ -197,6 +233,7 @@ def gather_elements(
     feature_level: Level = None,
     out: Any = None,
     device: str | None = None,
+    clamp_indices: bool = False,
 ) -> Any:
     """DML GATHER_ELEMENTS as numpy.take_along_axis / ONNX GatherElements.
 
@@ -215,8 +252,17 @@ def gather_elements(
 
         return tensors, None, tuple(tensors[1].desc.sizes), shape, make
 
-    fields = ("gather_elements", a, shape)
-    return _run("GATHER_ELEMENTS", fields, [input, indices], out, feature_level, device, plan_call)
+    fields = ("gather_elements", a, clamp_indices, shape)
+    return _run(
+        "GATHER_ELEMENTS",
+        fields,
+        [input, indices],
+        out,
+        feature_level,
+        device,
+        plan_call,
+        clamp=clamp_indices,
+    )
 
 
 def gather_nd(
@@ -227,6 +273,7 @@ def gather_nd(
     feature_level: Level = None,
     out: Any = None,
     device: str | None = None,
+    clamp_indices: bool = False,
 ) -> Any:
     """DML GATHER_ND (GATHER_ND1 with `batch_dims`) as ONNX GatherND: each index tuple along
     indices' last axis picks a sub-block of input.
@@ -255,8 +302,17 @@ def gather_nd(
 
         return [_pad(tensors[0], rank), _pad(tensors[1], rank)], None, padded, shape, make
 
-    fields = ("gather_nd", b, shape)
-    return _run("GATHER_ND", fields, [input, indices], out, feature_level, device, plan_call)
+    fields = ("gather_nd", b, clamp_indices, shape)
+    return _run(
+        "GATHER_ND",
+        fields,
+        [input, indices],
+        out,
+        feature_level,
+        device,
+        plan_call,
+        clamp=clamp_indices,
+    )
 
 
 def scatter_elements(
@@ -268,6 +324,7 @@ def scatter_elements(
     feature_level: Level = None,
     out: Any = None,
     device: str | None = None,
+    clamp_indices: bool = False,
 ) -> Any:
     """DML SCATTER_ELEMENTS as ONNX ScatterElements (reduction none): a copy of input with
     updates written where indices say along `axis`; of two updates to one element the later
@@ -289,7 +346,7 @@ def scatter_elements(
 
         return tensors, None, tuple(tensors[0].desc.sizes), shape, make
 
-    fields = ("scatter_elements", a, out is input, shape)
+    fields = ("scatter_elements", a, out is input, clamp_indices, shape)
     return _run(
         "SCATTER_ELEMENTS",
         fields,
@@ -299,6 +356,7 @@ def scatter_elements(
         device,
         plan_call,
         in_place=out is input,
+        clamp=clamp_indices,
     )
 
 
@@ -310,6 +368,7 @@ def scatter_nd(
     feature_level: Level = None,
     out: Any = None,
     device: str | None = None,
+    clamp_indices: bool = False,
 ) -> Any:
     """DML SCATTER_ND as ONNX ScatterND (reduction none): a copy of input with each index
     tuple's sub-block replaced by updates; the later in index order wins. `out=input`
@@ -334,7 +393,7 @@ def scatter_nd(
 
         return padded, None, tuple(padded[0].desc.sizes), shape, make
 
-    fields = ("scatter_nd", out is input, shape)
+    fields = ("scatter_nd", out is input, clamp_indices, shape)
     return _run(
         "SCATTER_ND",
         fields,
@@ -344,6 +403,7 @@ def scatter_nd(
         device,
         plan_call,
         in_place=out is input,
+        clamp=clamp_indices,
     )
 
 

@@ -8,14 +8,16 @@ For every coordinate c of `shape` (row-major order, "index order"):
     other = the strided side's element at offset + sum(c * strides)
     side  = the indexed side's element at offset + sum(c * strides) + sum(k_t * axes[t].stride)
 
-A gather writes dst[side] = src[...]; a scatter writes dst[side] = src[...] with the index on
-the destination side. An index outside [0, axes[t].size) is an error on the CPU (raised, naming
-`label`, before any byte is written) and, where `skip_out_of_range` is set (ONE_HOT), drops
-that element's write instead. GPU backends never read or write outside the tensors whatever
-the indices hold. Two scatter writes to one element: the later in index order wins, on every
-backend: `slot` numbers the destination blocks a write can reach (an element, or a whole
-sub-block named by one index tuple), and among rows that reach one slot the one latest in
-the order of the index dimensions (those the index tensor varies along) is written.
+A gather writes dst[side] = src[...]; a scatter writes dst[side] = src[...] with the index
+on the destination side. An index outside [0, axes[t].size) is an error on the CPU (raised,
+naming `label`, before any byte is written) and, where `skip_out_of_range` is set (ONE_HOT),
+drops that element's write instead; where `clamp` is set (WebNN's semantics) it is clamped
+into [-size, size - 1] first, on every backend. GPU backends never read or write outside the
+tensors whatever the indices hold. Two scatter writes to one element: the later in index
+order wins, on every backend: `slot` numbers the destination blocks a write can reach (an
+element, or a whole sub-block named by one index tuple), and among rows that reach one slot
+the one latest in the order of the index dimensions (those the index tensor varies along) is
+written.
 
 Operators lower to these records (`ops/gather.py`, `ops/scatter.py`, `ops/one_hot.py`); a
 plan runs its strided copies first, then its indexed copies in order.
@@ -75,6 +77,7 @@ class IndexedCopy:
     skip_out_of_range: bool = False
     slot_strides: tuple[int, ...] = ()  # per dimension of shape (scatter only)
     slot_count: int = 0
+    clamp: bool = False  # out-of-range indices clamped into the axis (WebNN), never an error
 
     @property
     def element_count(self) -> int:
@@ -143,6 +146,7 @@ def coalesce_indexed(copy: IndexedCopy) -> IndexedCopy:
         copy.skip_out_of_range,
         tuple(columns[3]) if copy.scatter else (),
         copy.slot_count,
+        copy.clamp,
     )
 
 

@@ -88,6 +88,9 @@ class IndexedStep:
             raw = self._index_values(ins, t)
             if raw.size == 0:
                 continue
+            if c.clamp:
+                low_bound = -axis.size if c.negative_indices else 0
+                raw = np.clip(raw.astype(np.int64), low_bound, axis.size - 1)
             low, high = raw.min(), raw.max()
             if low >= 0 and high < axis.size:  # the common case: every index in range
                 moved = moved + raw.astype(np.int64, copy=False) * axis.stride

@@ -42,7 +42,7 @@ class IndexedLaunch:
             int(copy.scatter),
             _TYPES[copy.index_type.name],
             int(copy.negative_indices),
-            int(copy.skip_out_of_range),
+            2 if copy.clamp else int(copy.skip_out_of_range),
             element_size,
             copy.tuple_stride,
             copy.src_offset // element_size,

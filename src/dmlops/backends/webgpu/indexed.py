@@ -103,7 +103,7 @@ def _meta(c: IndexedCopy, size: int, src: Flat, dst: Flat, index: Flat) -> tuple
         int(c.scatter),
         _TYPES[c.index_type.name],
         int(c.negative_indices),
-        int(c.skip_out_of_range),
+        2 if c.clamp else int(c.skip_out_of_range),
         c.tuple_stride,
         src.offset + c.src_offset,
         dst.offset + c.dst_offset,

@@ -3,7 +3,7 @@
 // short one. The meta table (int64):
 //   [0] rank  [1] axes  [2] row length (elements)  [3] chunk bytes  [4] chunks per row
 //   [5] scatter  [6] index type (0 int32, 1 int64, 2 uint32, 3 uint64)  [7] negative indices
-//   [8] skip out-of-range  [9] element size  [10] tuple stride  [11] src offset (elements)
+//   [8] out of range: 0 drop (scatters; gathers clamp), 1 skip, 2 clamp (WebNN)  [9] element size  [10] tuple stride  [11] src offset (elements)
 //   [12] dst offset  [13] index offset (index elements)  [14] row src stride  [15] row dst stride
 //   [16 + 6d ..]: shape, src, dst, index, slot and order stride of outer dimension d
 //   then per axis t: size, stride, slot stride
@@ -54,6 +54,10 @@ __device__ __forceinline__ bool locate(const long long* __restrict__ meta, const
         const long long size = ax[3 * t];
         bool huge;
         long long k = read_index(idx, x + t * meta[10], (int)meta[6], &huge);
+        if (meta[8] == 2) {  // clamped into [-size, size - 1] first (WebNN)
+            if (huge || k >= size) { huge = false; k = size - 1; }
+            else if (k < -size) k = -size;
+        }
         if (meta[7] && k < 0) k += size;
         if (huge || k < 0 || k >= size) {
             if (scatter) return false;

@@ -33,7 +33,8 @@ fn read_index(at: i32) -> vec2<i32> {  // (value, 1 if it cannot be an index)
     let hi = load_idx(base + 2u * u32(at) + 1u);
     if (kind == 1) {
         let small = (hi == 0u && lo < 0x80000000u) || (hi == 0xffffffffu && lo >= 0x80000000u);
-        return vec2<i32>(bitcast<i32>(lo), select(1, 0, small));
+        let far = select(2147483647, -2147483647 - 1, hi >= 0x80000000u);  // its sign
+        return vec2<i32>(select(far, bitcast<i32>(lo), small), select(1, 0, small));
     }
     return vec2<i32>(i32(lo & 0x7fffffffu), select(1, 0, hi == 0u && lo < 0x80000000u));
 }
@@ -65,15 +66,24 @@ fn locate(row: i32) -> Row {
         let size = info[axes_at + 3 * t];
         let read = read_index(x + t * info[8]);
         var k = read.x;
-        if (info[6] != 0 && read.y == 0 && k < 0) {
+        var huge = read.y != 0;
+        if (info[7] == 2) {  // clamped into [-size, size - 1] first (WebNN)
+            huge = false;
+            if (k >= size || (read.y != 0 && k >= 0)) {
+                k = size - 1;
+            } else if (k < -size) {
+                k = -size;
+            }
+        }
+        if (info[6] != 0 && !huge && k < 0) {
             k += size;
         }
-        if (read.y != 0 || k < 0 || k >= size) {
+        if (huge || k < 0 || k >= size) {
             if (info[4] != 0) {
                 r.ok = false;
                 return r;
             }
-            k = select(0, size - 1, read.y != 0 || k >= size);
+            k = select(0, size - 1, huge || k >= size);
         }
         moved += k * info[axes_at + 3 * t + 1];
         l += k * info[axes_at + 3 * t + 2];
