@@ -56,3 +56,375 @@ def test_concat() -> None:
         webnn.concat([a, b.astype(np.float32)], 1)
     with pytest.raises(DmlError, match=r"inputs is empty"):
         webnn.concat([], 0)
+
+
+# -- the whole data-movement set (#30) -------------------------------------------------------
+
+import itertools  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from conftest import BACKENDS, to_device, to_host  # noqa: E402
+
+DTYPES = [np.float32, np.float16, np.int32, np.uint32, np.int8, np.uint8]
+WIDE = [*DTYPES, np.int64, np.uint64]  # 64-bit data: DirectML's GATHER, SLICE1, TILE, PADDING1
+
+
+def clamp(k: int, n: int) -> int:
+    """WebNN: an index clamped into [-n, n - 1], then counted from the end if negative."""
+    k = min(max(int(k), -n), n - 1)
+    return k + n if k < 0 else k
+
+
+def ref_gather(x, idx, axis):  # type: ignore[no-untyped-def]
+    shape = x.shape[:axis] + idx.shape + x.shape[axis + 1 :]
+    out = np.empty(shape, x.dtype)
+    for c in itertools.product(*(range(n) for n in shape)):
+        j = c[axis : axis + idx.ndim]
+        out[c] = x[(*c[:axis], clamp(idx[j], x.shape[axis]), *c[axis + idx.ndim :])]
+    return out
+
+
+def ref_gather_elements(x, idx, axis):  # type: ignore[no-untyped-def]
+    out = np.empty(idx.shape, x.dtype)
+    for c in itertools.product(*(range(n) for n in idx.shape)):
+        src = list(c)
+        src[axis] = clamp(idx[c], x.shape[axis])
+        out[c] = x[tuple(src)]
+    return out
+
+
+def ref_gather_nd(x, idx):  # type: ignore[no-untyped-def]
+    k = idx.shape[-1]
+    shape = idx.shape[:-1] + x.shape[k:]
+    out = np.empty(shape, x.dtype)
+    for c in itertools.product(*(range(n) for n in shape)):
+        tup = [clamp(v, x.shape[t]) for t, v in enumerate(idx[c[: idx.ndim - 1]])]
+        out[c] = x[(*tup, *c[idx.ndim - 1 :])]
+    return out
+
+
+def ref_scatter_elements(x, idx, upd, axis):  # type: ignore[no-untyped-def]
+    out = x.copy()
+    for c in itertools.product(*(range(n) for n in idx.shape)):
+        dst = list(c)
+        dst[axis] = clamp(idx[c], x.shape[axis])
+        out[tuple(dst)] = upd[c]
+    return out
+
+
+def ref_scatter_nd(x, idx, upd):  # type: ignore[no-untyped-def]
+    out = x.copy()
+    for j in itertools.product(*(range(n) for n in idx.shape[:-1])):
+        tup = [clamp(v, x.shape[t]) for t, v in enumerate(idx[j])]
+        out[tuple(tup)] = upd[j]
+    return out
+
+
+def ref_pad(x, begin, end, mode, value):  # type: ignore[no-untyped-def]
+    shape = tuple(n + b + e for n, b, e in zip(x.shape, begin, end, strict=True))
+    out = np.empty(shape, x.dtype)
+    for c in itertools.product(*(range(n) for n in shape)):
+        src = []
+        inside = True
+        for i, n in zip([c[d] - begin[d] for d in range(len(c))], x.shape, strict=True):
+            if 0 <= i < n:
+                src.append(i)
+            elif mode == "constant":
+                inside = False
+                break
+            elif mode == "edge":
+                src.append(min(max(i, 0), n - 1))
+            else:  # reflection: mirrored about the edge elements
+                src.append(-i if i < 0 else 2 * (n - 1) - i)
+        out[c] = x[tuple(src)] if inside else np.asarray(value).astype(x.dtype)
+    return out
+
+
+def _bits(a):  # type: ignore[no-untyped-def]
+    a = np.ascontiguousarray(a)
+    return a.dtype, a.shape, a.view(np.uint8).tobytes()
+
+
+def _data(draw, shape, dtype):  # type: ignore[no-untyped-def]
+    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    return np.frombuffer(draw(st.binary(min_size=n, max_size=n)), dtype).reshape(shape).copy()
+
+
+def _idx(draw, shape, low, high):  # type: ignore[no-untyped-def]
+    itype = draw(st.sampled_from([np.int32, np.uint32, np.int64]))
+    low = 0 if itype == np.uint32 else low
+    n = int(np.prod(shape))
+    return np.array(draw(st.lists(st.integers(low, high), min_size=n, max_size=n)), itype).reshape(
+        shape
+    )
+
+
+small_shapes = st.lists(st.integers(1, 3), min_size=1, max_size=4).map(tuple)
+
+
+def _on(backend, *arrays):  # type: ignore[no-untyped-def]
+    if backend == "webgpu" and any(a.ndim == 0 for a in arrays):
+        pytest.skip("WebGPU arrays have at least one dimension")
+    return [to_device(backend, a) for a in arrays]
+
+
+@pytest.fixture(params=BACKENDS)
+def device(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), shape=small_shapes, ishape=st.lists(st.integers(1, 3), max_size=2))
+def test_gather_property(device: str, data, shape, ishape) -> None:  # type: ignore[no-untyped-def]
+    x = _data(data.draw, shape, data.draw(st.sampled_from(WIDE)))
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    n = shape[axis]
+    idx = _idx(data.draw, tuple(ishape), -2 * n - 1, 2 * n + 1)  # out of range too: clamped
+    xs = _on(device, x, idx)
+    got = to_host(webnn.gather(xs[0], xs[1], {"axis": axis}))
+    assert _bits(got) == _bits(ref_gather(x, idx, axis))
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), shape=small_shapes)
+def test_gather_elements_and_scatter_elements_property(device: str, data, shape) -> None:  # type: ignore[no-untyped-def]
+    dtype = data.draw(st.sampled_from(DTYPES))
+    x = _data(data.draw, shape, dtype)
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    ishape = list(shape)
+    ishape[axis] = data.draw(st.integers(1, 4))
+    n = shape[axis]
+    idx = _idx(data.draw, tuple(ishape), -n - 2, n + 2)
+    upd = _data(data.draw, tuple(ishape), dtype)
+    xs = _on(device, x, idx, upd)
+    got = to_host(webnn.gatherElements(xs[0], xs[1], {"axis": axis}))
+    assert _bits(got) == _bits(ref_gather_elements(x, idx, axis))
+    got = to_host(webnn.scatterElements(xs[0], xs[1], xs[2], {"axis": axis}))
+    assert _bits(got) == _bits(ref_scatter_elements(x, idx, upd, axis))
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), shape=small_shapes, lead=st.lists(st.integers(1, 3), max_size=2))
+def test_gather_nd_and_scatter_nd_property(device: str, data, shape, lead) -> None:  # type: ignore[no-untyped-def]
+    dtype = data.draw(st.sampled_from(DTYPES))
+    x = _data(data.draw, shape, dtype)
+    k = data.draw(st.integers(1, len(shape)))
+    idx = np.stack(
+        [_idx(data.draw, tuple(lead), -5, 5).astype(np.int64) for _ in range(k)], axis=-1
+    ).astype(data.draw(st.sampled_from([np.int32, np.int64])))
+    upd = _data(data.draw, tuple(lead) + shape[k:], dtype)
+    xs = _on(device, x, idx, upd)
+    assert _bits(to_host(webnn.gatherND(xs[0], xs[1]))) == _bits(ref_gather_nd(x, idx))
+    got = to_host(webnn.scatterND(xs[0], xs[1], xs[2]))
+    assert _bits(got) == _bits(ref_scatter_nd(x, idx, upd))
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), shape=small_shapes)
+def test_movement_ops_property(device: str, data, shape) -> None:  # type: ignore[no-untyped-def]
+    x = _data(data.draw, shape, data.draw(st.sampled_from(WIDE)))
+    rank = len(shape)
+    (xd,) = _on(device, x)
+    reps = data.draw(st.lists(st.integers(1, 3), min_size=rank, max_size=rank))
+    assert _bits(to_host(webnn.tile(xd, reps))) == _bits(np.tile(x, reps))
+    axes = data.draw(st.none() | st.lists(st.integers(0, rank - 1), unique=True))
+    flipped = x if axes == [] else np.flip(x, axis=None if axes is None else tuple(axes))
+    opts = {} if axes is None else {"axes": axes}
+    assert _bits(to_host(webnn.reverse(xd, opts))) == _bits(flipped)
+    perm = data.draw(st.permutations(range(rank)))
+    assert _bits(to_host(webnn.transpose(xd, {"permutation": perm}))) == _bits(
+        np.transpose(x, perm)
+    )
+    assert _bits(to_host(webnn.transpose(xd))) == _bits(x.T)
+    new = [int(np.prod(shape))]
+    assert _bits(to_host(webnn.reshape(xd, new))) == _bits(x.reshape(new))
+    target = list(data.draw(st.lists(st.integers(1, 2), max_size=2))) + [
+        data.draw(st.sampled_from([n, 2])) if n == 1 else n for n in shape
+    ]
+    assert _bits(to_host(webnn.expand(xd, target))) == _bits(np.broadcast_to(x, target))
+    mode = data.draw(st.sampled_from(["constant", "edge", "reflection"]))
+    limit = [n - 1 if mode == "reflection" else 2 for n in shape]
+    begin = [data.draw(st.integers(0, m)) for m in limit]
+    end = [data.draw(st.integers(0, m)) for m in limit]
+    value = data.draw(st.integers(0, 5))
+    got = to_host(webnn.pad(xd, begin, end, {"mode": mode, "value": value}))
+    assert _bits(got) == _bits(ref_pad(x, begin, end, mode, value))
+
+
+def test_zero_d_tensors_wherever_webnn_allows_them() -> None:
+    s = np.array(7.5, np.float32)
+    for result in (
+        webnn.slice(s, [], []),
+        webnn.tile(s, []),
+        webnn.pad(s, [], []),
+        webnn.reverse(s),
+        webnn.reverse(s, {"axes": []}),
+        webnn.transpose(s),
+        webnn.reshape(np.array([7.5], np.float32), []),
+    ):
+        assert result.shape == () and result.tolist() == 7.5
+    assert webnn.expand(s, [2, 3]).tolist() == [[7.5] * 3] * 2
+    assert webnn.reshape(s, [1, 1]).shape == (1, 1)
+    x = np.array([10, 11, 12], np.int8)
+    assert webnn.gather(x, np.array(1, np.int32)).shape == ()  # 0-D indices, 0-D output
+    assert webnn.gather(x, np.array(-1, np.int64)).tolist() == 12
+    assert webnn.gatherND(x, np.array([2], np.int32)).shape == ()
+    out = webnn.scatterND(x, np.array([0], np.int32), np.array(5, np.int8))
+    assert out.tolist() == [5, 11, 12]
+
+
+def test_torch_tensors_in_torch_tensors_out() -> None:
+    torch = pytest.importorskip("torch")
+    x = torch.arange(6, dtype=torch.float16).reshape(2, 3)
+    for result in (
+        webnn.tile(x, [1, 2]),
+        webnn.pad(x, [1, 0], [0, 1], {"mode": "edge"}),
+        webnn.gather(x, torch.tensor([1, 5]), {"axis": 1}),
+        webnn.scatterND(x, torch.tensor([[1]]), torch.zeros(1, 3, dtype=torch.float16)),
+        webnn.transpose(x),
+        webnn.expand(x[0], [2, 3]),
+    ):
+        assert isinstance(result, torch.Tensor)
+    assert webnn.gather(x, torch.tensor([1, 5]), {"axis": 1}).tolist() == [[1, 2], [4, 5]]
+
+
+VALIDATION = [
+    (
+        lambda: webnn.gather(np.zeros(3, np.float32), np.zeros(1, np.float32)),
+        "webnn.gather: indices's data type float32 is not one of int32, uint32, int64",
+    ),
+    (
+        lambda: webnn.gather(np.zeros(3, np.float64), np.zeros(1, np.int32)),
+        "webnn.gather: input's data type float64 is not one of",
+    ),
+    (
+        lambda: webnn.gather(np.array(1.0, np.float32), np.zeros(1, np.int32)),
+        "webnn.gather: input is a scalar (0-D)",
+    ),
+    (
+        lambda: webnn.gather(np.zeros((2, 3), np.float32), np.zeros(1, np.int32), {"axis": 2}),
+        "webnn.gather: options.axis 2 is outside [0, 1]",
+    ),
+    (
+        lambda: webnn.gatherElements(np.zeros((2, 3), np.float32), np.zeros((2,), np.int32)),
+        "webnn.gatherElements: indices has rank 1, input 2",
+    ),
+    (
+        lambda: webnn.gatherElements(np.zeros((2, 3), np.float32), np.zeros((2, 2), np.int32)),
+        "webnn.gatherElements: indices' dimension 1 is 2, input's 3",
+    ),
+    (
+        lambda: webnn.gatherND(np.zeros((2, 3), np.float32), np.zeros((1, 3), np.int32)),
+        "webnn.gatherND: indices' last dimension is 3: must be in [1, 2]",
+    ),
+    (
+        lambda: webnn.gatherND(np.zeros((2, 3), np.float32), np.array(0, np.int32)),
+        "webnn.gatherND: indices is a scalar (0-D)",
+    ),
+    (
+        lambda: webnn.scatterElements(
+            np.zeros(3, np.float32), np.zeros(2, np.int32), np.zeros(2, np.float16)
+        ),
+        "webnn.scatterElements: updates' data type float16 is not input's float32",
+    ),
+    (
+        lambda: webnn.scatterElements(
+            np.zeros(3, np.float32), np.zeros(2, np.int32), np.zeros(3, np.float32)
+        ),
+        "webnn.scatterElements: updates' shape [3] is not indices' [2]",
+    ),
+    (
+        lambda: webnn.scatterND(
+            np.zeros((2, 3), np.float32), np.zeros((1, 1), np.int32), np.zeros((1, 2), np.float32)
+        ),
+        "webnn.scatterND: updates' shape [1, 2] must be [1, 3]",
+    ),
+    (
+        lambda: webnn.expand(np.zeros((2, 3), np.float32), [3]),
+        "webnn.expand: newShape [3] has fewer dimensions than the input's [2, 3]",
+    ),
+    (
+        lambda: webnn.expand(np.zeros((2, 3), np.float32), [4, 3]),
+        "webnn.expand: input shape [2, 3] does not broadcast to newShape [4, 3] (dimension 0",
+    ),
+    (
+        lambda: webnn.tile(np.zeros((2, 3), np.float32), [1]),
+        "webnn.tile: repetitions has 1 entries, input rank is 2",
+    ),
+    (
+        lambda: webnn.tile(np.zeros((2, 3), np.float32), [1, 0]),
+        "webnn.tile: repetitions[1] is 0: must be at least 1",
+    ),
+    (
+        lambda: webnn.pad(np.zeros(3, np.float32), [1], [1], {"mode": "symmetric"}),
+        "webnn.pad: options.mode 'symmetric' is not 'constant', 'edge' or 'reflection'",
+    ),
+    (
+        lambda: webnn.pad(np.zeros(3, np.float32), [3], [0], {"mode": "reflection"}),
+        "webnn.pad: beginningPadding[0] is 3: reflection needs it below the input's size 3",
+    ),
+    (
+        lambda: webnn.pad(np.zeros(3, np.float32), [1, 1], [0]),
+        "webnn.pad: beginningPadding has 2 entries, input rank is 1",
+    ),
+    (
+        lambda: webnn.pad(np.zeros(3, np.float32), [0], [-1]),
+        "webnn.pad: endingPadding[0] is -1: must be at least 0",
+    ),
+    (
+        lambda: webnn.reverse(np.zeros((2, 3), np.float32), {"axes": [2]}),
+        "webnn.reverse: options.axes[0] 2 is outside [0, 1]",
+    ),
+    (
+        lambda: webnn.reverse(np.zeros((2, 3), np.float32), {"axes": [1, 1]}),
+        "webnn.reverse: options.axes [1, 1] names an axis twice",
+    ),
+    (
+        lambda: webnn.transpose(np.zeros((2, 3), np.float32), {"permutation": [0]}),
+        "webnn.transpose: options.permutation has 1 entries, input rank is 2",
+    ),
+    (
+        lambda: webnn.transpose(np.zeros((2, 3), np.float32), {"permutation": [1, 1]}),
+        "webnn.transpose: options.permutation [1, 1] is not a permutation of 0..1",
+    ),
+    (
+        lambda: webnn.reshape(np.zeros((2, 3), np.float32), [4]),
+        "webnn.reshape: newShape [4] holds 4 elements, the input 6",
+    ),
+    (
+        lambda: webnn.reshape(np.zeros((2, 3), np.float32), [6, 0]),
+        "webnn.reshape: newShape [6, 0]: every dimension must be at least 1",
+    ),
+    (
+        lambda: webnn.split(np.zeros(4, np.float32), 2, {"axis": 1}),
+        "webnn.split: options.axis 1 is outside [0, 0]",
+    ),
+    (
+        lambda: webnn.slice(np.array(1.0, np.float32), [0], [1]),
+        "webnn.slice: starts has 1 entries, input rank is 0",
+    ),
+    (
+        lambda: webnn.concat([np.zeros(2, np.float32), np.zeros(2, np.int32)], 0),
+        "webnn.concat: inputs[1] has data type int32, inputs[0] float32",
+    ),
+    (
+        lambda: webnn.gather(np.zeros(3, np.float32), np.zeros(1, np.int32), [0]),
+        "webnn.gather: options must be a dictionary, not list",
+    ),
+]
+
+
+@pytest.mark.parametrize(("call", "message"), VALIDATION)
+def test_every_validation_step_fires(call, message) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(DmlError) as info:
+        call()
+    assert message in str(info.value), str(info.value)
+
+
+def test_64_bit_data_where_directml_has_no_64_bit_table_is_refused_clearly() -> None:
+    x = np.zeros((2, 2), np.int64)
+    with pytest.raises(DmlError, match=r"GATHER_ELEMENTS\.InputTensor\.DataType is INT64"):
+        webnn.gatherElements(x, np.zeros((1, 2), np.int32))
+    assert webnn.gather(x, np.zeros(1, np.int32)).dtype == np.int64  # GATHER has 4_1's row

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -193,6 +194,10 @@ class NumpyBackend:
         return out  # type: ignore[no-any-return]
 
     def in_library_of(self, result: Any, template: Any) -> Any:
+        """A result for a CPU torch tensor's caller as a torch tensor (sharing its memory)."""
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(template, torch.Tensor):
+            return torch.from_numpy(result)
         return result
 
     def copy_of(self, arr: Any) -> np.ndarray[Any, Any]:

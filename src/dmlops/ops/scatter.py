@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from ..errors import InvalidDescriptorError
 from ..indexed import IndexAxis, IndexedCopy, packed_slot_strides
 from ..plan import Layout, LogicalCopy
-from ..tensor import BufferTensorDesc, FeatureLevel, check_uint
+from ..tensor import BufferTensorDesc, DataType, FeatureLevel, check_uint
 from ._base import ALL_DIMS, TYPES_8, SupportRow
 from ._indexed import IndexedDesc, aligned, right_aligned, tensor_span
 
@@ -95,7 +95,9 @@ class ScatterElementsDesc(_ScatterBase):
     in index order wins."""
 
     OPERATOR = "SCATTER_ELEMENTS"
+    # introduced at 2_0 (floats, as ONE_HOT); integer types from 2_1 (feature-level history)
     SUPPORT = (
+        SupportRow(FL.FL_2_0, range(4, 5), frozenset({DataType.FLOAT32, DataType.FLOAT16})),
         SupportRow(FL.FL_2_1, range(4, 5), TYPES_8),
         SupportRow(FL.FL_3_0, ALL_DIMS, TYPES_8),
     )

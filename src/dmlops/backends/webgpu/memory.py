@@ -201,6 +201,22 @@ class WebGpuArray:
             self.shape[::-1], self.dtype, self.block, self._backend, self.offset, self.strides[::-1]
         )
 
+    def transpose(self, *axes: Any) -> WebGpuArray:
+        """The view with dimensions permuted by `axes` (reversed when none are given)."""
+        order = list(axes[0]) if len(axes) == 1 and not isinstance(axes[0], int) else list(axes)
+        if not order:
+            order = list(range(self.ndim))[::-1]
+        if sorted(order) != list(range(self.ndim)):
+            raise ValueError(f"axes {order} are not a permutation of the {self.ndim} dimensions")
+        return WebGpuArray(
+            tuple(self.shape[a] for a in order),
+            self.dtype,
+            self.block,
+            self._backend,
+            self.offset,
+            tuple(self.strides[a] for a in order),
+        )
+
     def reshape(self, *shape: Any) -> WebGpuArray:
         """A view of a C-contiguous array with another shape (one -1 allowed)."""
         dims = [
