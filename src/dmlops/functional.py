@@ -145,17 +145,19 @@ def _signature(
     keys = _ARRAY_KEYS
     for a in ins:
         f = keys.get(type(a))
-        if f is None:
+        key = None if f is None else f(a)
+        if key is None:  # no key function, or one that declines (a CPU torch tensor)
             return None
-        parts.append(f(a))
+        parts.append(key)
     for o in outs:
         if o is None:
             parts.append(None)
             continue
         f = keys.get(type(o))
-        if f is None:
+        key = None if f is None else f(o)
+        if key is None:
             return None
-        parts.append(f(o))
+        parts.append(key)
     return tuple(parts)
 
 

@@ -136,7 +136,10 @@ class CudaBackend:
         }
         torch = torch_module()
         if torch is not None:
-            keys[torch.Tensor] = lambda t: (t.dtype, t.shape, t.stride(), t.device)
+            # CPU tensors are the numpy backend's, bound through numpy views: no key
+            keys[torch.Tensor] = lambda t: (
+                (t.dtype, t.shape, t.stride(), t.device) if t.is_cuda else None
+            )
         return keys
 
     def placement(self, named: Sequence[tuple[str, Any]]) -> Callable[[Any], Queue]:
