@@ -22,6 +22,7 @@ from dmlops.ops import (
     OneHotDesc,
     OperatorDesc,
     Padding1Desc,
+    ReverseSubsequencesDesc,
     ScatterElementsDesc,
     ScatterNdDesc,
     Slice1Desc,
@@ -124,6 +125,7 @@ ALL: dict[str, list[type[OperatorDesc]]] = {
         ScatterElementsDesc,
         ScatterNdDesc,
         OneHotDesc,
+        ReverseSubsequencesDesc,
     ],
 }
 

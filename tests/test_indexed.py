@@ -662,3 +662,86 @@ def test_dxdispatch_scatter_under_both_names(kind: str) -> None:
     lines: list[str] = []
     run_model(load_model(model), dmlops.Device(), lines.append)
     assert lines == ["Resource 'y': 9, 2, 3, 8"]
+
+
+# -- REVERSE_SUBSEQUENCES ----------------------------------------------------------------
+
+
+def ref_reverse(x, lengths, axis, batch_axis):  # type: ignore[no-untyped-def]
+    out = np.empty_like(x)
+    n = x.shape[axis]
+    for c in itertools.product(*(range(m) for m in x.shape)):
+        length = min(max(int(lengths[c[batch_axis]]), 0), n)
+        p = c[axis]
+        src = list(c)
+        src[axis] = length - 1 - p if p < length else p
+        out[c] = x[tuple(src)]
+    return out
+
+
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+def test_reverse_subsequences_page_examples(backend: str) -> None:
+    from dmlops import ReverseSubsequencesDesc
+
+    x = np.arange(1, 13, dtype=F32).reshape(1, 1, 3, 4)
+    desc = ReverseSubsequencesDesc(
+        T(D.FLOAT32, [1, 1, 3, 4]), T(D.UINT32, [1, 1, 3, 1]), T(D.FLOAT32, [1, 1, 3, 4]), 3
+    )
+    got = _run(backend, desc, [x, np.array([2, 4, 3], U32).reshape(1, 1, 3, 1)], (1, 1, 3, 4))
+    assert got.tolist() == [[[[2, 1, 3, 4], [8, 7, 6, 5], [11, 10, 9, 12]]]]
+    desc = ReverseSubsequencesDesc(
+        T(D.FLOAT32, [1, 1, 3, 4]), T(D.UINT32, [1, 1, 1, 4]), T(D.FLOAT32, [1, 1, 3, 4]), 2
+    )
+    got = _run(backend, desc, [x, np.array([2, 3, 1, 0], U32).reshape(1, 1, 1, 4)], (1, 1, 3, 4))
+    assert got.tolist() == [[[[5, 10, 3, 4], [1, 6, 7, 8], [9, 2, 11, 12]]]]
+
+
+def test_reverse_subsequences_rules() -> None:
+    from dmlops import ReverseSubsequencesDesc
+
+    x = T(D.FLOAT32, [1, 1, 3, 4])
+    cases = [
+        (ReverseSubsequencesDesc(x, T(D.UINT32, [1, 1, 3, 2]), x, 3),
+         "REVERSE_SUBSEQUENCES.SequenceLengthsTensor.Sizes is [1, 1, 3, 2]: must be [1, 1, 3, 1]"),
+        (ReverseSubsequencesDesc(x, T(D.UINT32, [1, 1, 3, 1]), x, 4),
+         "REVERSE_SUBSEQUENCES.Axis is 4: must be in [0, 4)"),
+        (ReverseSubsequencesDesc(x, T(D.UINT32, [1, 3, 1]), x, 2),
+         "SequenceLengthsTensor.DimensionCount is 3: must equal InputTensor.DimensionCount 4"),
+        (ReverseSubsequencesDesc(x, T(D.UINT32, [1, 1, 3, 1]), T(D.FLOAT16, [1, 1, 3, 4]), 3),
+         "REVERSE_SUBSEQUENCES.OutputTensor.DataType is FLOAT16"),
+    ]  # fmt: skip
+    for desc, message in cases:
+        with pytest.raises(InvalidDescriptorError) as info:
+            desc.validate("3_0")
+        assert message in str(info.value)
+    signed = ReverseSubsequencesDesc(x, T(D.INT32, [1, 1, 3, 1]), x, 3)
+    with pytest.raises(UnsupportedFeatureLevelError, match="supports UINT32 for"):
+        signed.validate("6_4")
+    six = T(D.FLOAT32, [1, 1, 1, 1, 3, 4])
+    with pytest.raises(UnsupportedFeatureLevelError, match="DimensionCount is 6"):
+        ReverseSubsequencesDesc(six, T(D.UINT32, [1, 1, 1, 1, 3, 1]), six, 5).validate("3_0")
+    five = T(D.FLOAT32, [1, 1, 1, 3, 4])
+    lengths5 = T(D.UINT32, [1, 1, 1, 3, 1])
+    ReverseSubsequencesDesc(five, lengths5, five, 4).validate("3_0")
+    with pytest.raises(UnsupportedFeatureLevelError, match="DimensionCount is 5"):
+        ReverseSubsequencesDesc(five, lengths5, five, 4).validate("2_1")
+
+
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+@settings(max_examples=50, deadline=None)
+@given(data=st.data(), shape=st.lists(st.integers(1, 4), min_size=2, max_size=5).map(tuple))
+def test_reverse_subsequences_matches_reference(backend: str, data, shape) -> None:  # type: ignore[no-untyped-def]
+    x = _view(data.draw, _data(data.draw, shape, data.draw(st.sampled_from(DTYPES))))
+    axis, batch = data.draw(st.permutations(range(len(shape))))[:2]
+    itype = data.draw(st.sampled_from([np.uint32, np.int64]))
+    n = shape[axis]
+    lengths = np.array(
+        data.draw(st.lists(st.integers(0, n + 2), min_size=shape[batch], max_size=shape[batch])),
+        itype,
+    )
+    if backend == "webgpu":
+        lengths = lengths.astype(np.uint32)  # WebGPU arrays are cast nowhere: give UINT32
+    got = to_host(
+        dmlops.reverse_subsequences(to_device(backend, x), to_device(backend, lengths), axis, batch)
+    )
+    assert bits(got) == bits(ref_reverse(x, lengths, axis, batch))

@@ -25,7 +25,7 @@ BACKENDS = [
         "cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")]
     ),
 ]
-PREFIXES = ("test_gather", "test_scatter", "test_onehot")
+PREFIXES = ("test_gather", "test_scatter", "test_onehot", "test_reversesequence")
 REFUSED = {  # each with the reason dmlops gives
     "reduction": "computes (adds, multiplies, ...): dmlops only moves data",
     "bfloat16": "numpy dtype bfloat16 has no DirectML data type",

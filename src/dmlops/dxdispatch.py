@@ -29,6 +29,7 @@ from .ops import (
     OneHotDesc,
     OperatorDesc,
     Padding1Desc,
+    ReverseSubsequencesDesc,
     ScatterElementsDesc,
     ScatterNdDesc,
     Slice1Desc,
@@ -311,6 +312,10 @@ _INDEXED: dict[str, tuple[type[OperatorDesc], tuple[str, ...]]] = {
         ("IndicesTensor", "ValuesTensor", "OutputTensor", "Axis"),
     ),
 }
+_INDEXED["DML_OPERATOR_REVERSE_SUBSEQUENCES"] = (
+    ReverseSubsequencesDesc,
+    ("InputTensor", "SequenceLengthsTensor", "OutputTensor", "Axis"),
+)
 _INDEXED["DML_OPERATOR_SCATTER"] = _INDEXED["DML_OPERATOR_SCATTER_ELEMENTS"]  # DirectML's alias
 
 

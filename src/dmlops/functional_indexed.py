@@ -27,10 +27,11 @@ from .ops import (
     GatherNdDesc,
     OneHotDesc,
     OperatorDesc,
+    ReverseSubsequencesDesc,
     ScatterElementsDesc,
     ScatterNdDesc,
 )
-from .plan import Plan
+from .plan import Layout, Plan
 from .tensor import BufferTensorDesc, FeatureLevel
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "scatter_elements",
     "scatter_nd",
     "one_hot",
+    "reverse_subsequences",
 ]
 
 Level = FeatureLevel | int | str | None
@@ -442,3 +444,79 @@ def one_hot(
 
     fields = ("one_hot", a, shape)
     return _run("ONE_HOT", fields, [indices, values], out, feature_level, device, plan_call, like=1)
+
+
+def _uint32_lengths(lengths: Any) -> Any:
+    """Sequence lengths as UINT32 (DirectML's only type for them), negatives as 0, in the
+    array's own library."""
+    dtype = str(lengths.dtype).replace("torch.", "")
+    if dtype == "uint32":
+        return lengths
+    if isinstance(lengths, np.ndarray):
+        return np.clip(lengths, 0, 2**32 - 1).astype(np.uint32)
+    module = type(lengths).__module__
+    if module.startswith("cupy"):
+        return lengths.clip(0, 2**32 - 1).astype("uint32")
+    if module.startswith("torch"):
+        if lengths.is_cuda:
+            import cupy
+
+            return cupy.from_dlpack(lengths.contiguous()).clip(0, 2**32 - 1).astype("uint32")
+        return np.clip(lengths.numpy(), 0, 2**32 - 1).astype(np.uint32)
+    raise DmlError(f"REVERSE_SUBSEQUENCES: lengths of type {dtype} here must be uint32")
+
+
+def reverse_subsequences(
+    input: Any,  # noqa: A002
+    lengths: Any,
+    axis: int = 0,
+    batch_axis: int = 1,
+    *,
+    feature_level: Level = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML REVERSE_SUBSEQUENCES as ONNX ReverseSequence: for each index b along `batch_axis`,
+    the first lengths[b] elements along `axis` (the time axis) reversed, the rest copied;
+    a length past the axis reverses all of it.
+
+    >>> import numpy as np, dmlops
+    >>> x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    >>> dmlops.reverse_subsequences(x, np.array([3, 1]), axis=1, batch_axis=0).tolist()
+    [[2.0, 1.0, 0.0, 3.0], [4.0, 5.0, 6.0, 7.0]]
+    """
+    lengths = _uint32_lengths(_array(lengths, input))
+    shape = _shape_of(input)
+    rank = len(shape)
+    t = _axis(axis, builtins.max(rank, 1), "REVERSE_SUBSEQUENCES")
+    b = _axis(batch_axis, builtins.max(rank, 1), "REVERSE_SUBSEQUENCES")
+    if t == b:
+        raise DmlError(f"REVERSE_SUBSEQUENCES: axis and batch_axis are both {t}")
+    if _shape_of(lengths) != (shape[b],):
+        raise DmlError(
+            f"REVERSE_SUBSEQUENCES: lengths has shape {list(_shape_of(lengths))}: must be "
+            f"[{shape[b]}] (the input's batch_axis {b})"
+        )
+
+    def plan_call(backend: Any, tensors: list[_Tensor], ranks: list[int], arrays: list[Any]):  # type: ignore[no-untyped-def]
+        padded = builtins.max(4, rank)
+        lead = padded - rank
+        x = _pad(tensors[0], padded)
+        given = tensors[1]
+        sizes = list(x.desc.sizes)
+        sizes[lead + t] = 1
+        strides = [0] * padded
+        strides[lead + b] = given.layout.strides[0]
+        desc = BufferTensorDesc(given.desc.data_type, sizes, [abs(s) for s in strides])
+        layout = Layout(given.layout.offset, tuple(strides))
+        spread = _Tensor(desc, layout, given.low, given.nbytes, given.contiguous, given.writable)
+
+        def make(i: list[BufferTensorDesc], o: BufferTensorDesc) -> OperatorDesc:
+            return ReverseSubsequencesDesc(i[0], i[1], o, lead + t)
+
+        return [x, spread], None, tuple(x.desc.sizes), shape, make
+
+    fields = ("reverse_subsequences", t, b, shape)
+    return _run(
+        "REVERSE_SUBSEQUENCES", fields, [input, lengths], out, feature_level, device, plan_call
+    )

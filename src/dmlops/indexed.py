@@ -78,6 +78,9 @@ class IndexedCopy:
     slot_strides: tuple[int, ...] = ()  # per dimension of shape (scatter only)
     slot_count: int = 0
     clamp: bool = False  # out-of-range indices clamped into the axis (WebNN), never an error
+    # REVERSE_SUBSEQUENCES: the index is a length L (clamped into [0, size]) and the position
+    # p along this dimension of shape reads p < L ? L - 1 - p : p (-1: an ordinary index)
+    reverse_dim: int = -1
 
     @property
     def element_count(self) -> int:
@@ -108,7 +111,10 @@ class IndexedCopy:
 
 def coalesce_indexed(copy: IndexedCopy) -> IndexedCopy:
     """The same copy over the fewest dimensions: size-1 dimensions dropped, neighbours merged
-    where every side (source, destination, index, slot) is contiguous across them."""
+    where every side (source, destination, index, slot) is contiguous across them (a
+    reversing copy keeps its dimensions: its position along one of them matters)."""
+    if copy.reverse_dim >= 0:
+        return copy
     sides = [copy.src_strides, copy.dst_strides, copy.index_strides]
     if copy.scatter:
         sides.append(copy.slot_strides)

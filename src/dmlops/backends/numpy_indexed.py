@@ -42,7 +42,8 @@ class IndexedStep:
         self.size = element_size
         shape = copy.shape
         # the last dimension moves as a row when the index does not change along it
-        self.row = shape[-1] if len(shape) > 1 and copy.index_strides[-1] == 0 else 1
+        rows = len(shape) > 1 and copy.index_strides[-1] == 0 and copy.reverse_dim < 0
+        self.row = shape[-1] if rows else 1
         self.outer = shape[:-1] if self.row > 1 else shape
         cut = len(self.outer)
         self.cut = cut
@@ -87,6 +88,14 @@ class IndexedStep:
         for t, axis in enumerate(c.axes):
             raw = self._index_values(ins, t)
             if raw.size == 0:
+                continue
+            if c.reverse_dim >= 0:  # a length: position p reads L - 1 - p below it
+                length = np.clip(raw.astype(np.int64), 0, axis.size)
+                n = self.outer[c.reverse_dim]
+                at = [1] * len(self.outer)
+                at[c.reverse_dim] = n
+                p = np.arange(n, dtype=np.int64).reshape(at)
+                moved = moved + np.where(p < length, length - 1 - p, p) * axis.stride
                 continue
             if c.clamp:
                 low_bound = -axis.size if c.negative_indices else 0

@@ -55,6 +55,7 @@ _PARAMETERS = {
 }
 RUNTIME_OPS = (
     "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND", "OneHot",
+    "ReverseSequence",
 )  # fmt: skip
 _SLICED_GATHER = 8  # a Gather at up to this many constant indices fuses as slices; more: GATHER
 _SCALAR_PARAMETERS = {("Pad", 2), ("OneHot", 1)}  # Pad's constant_value: a scalar (or one element)

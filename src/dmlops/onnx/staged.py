@@ -38,6 +38,7 @@ __all__ = ["StagedModel", "compile_any", "compile_staged", "INDEXED_OPS", "ARITH
 
 INDEXED_OPS = (
     "Gather", "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND", "OneHot",
+    "ReverseSequence",
 )  # fmt: skip
 ARITHMETIC_OPS = (
     "Add", "Sub", "Mul", "Div", "Mod", "Neg", "Abs", "Equal", "Less", "Greater", "Not", "And",
@@ -310,7 +311,16 @@ def _indexed_step(
         return f"OneHot -> {node.output[0]} (ONE_HOT)", one_hot
     xshape, xtype = _type_of(data, constants, types)
     ishape, _ = _type_of(names[1], constants, types)
-    if op == "Gather":
+    if op == "ReverseSequence":
+        t = int(a.get("time_axis", 0))
+        b = int(a.get("batch_axis", 1))
+        out = xshape
+
+        def call(x: Any, i: Any, u: Any) -> Any:
+            return fi.reverse_subsequences(x, i, t, b, feature_level=level)
+
+        dml = "REVERSE_SUBSEQUENCES"
+    elif op == "Gather":
         ax = axis_of(int(a.get("axis", 0)), len(xshape), "Gather")
         out = xshape[:ax] + ishape + xshape[ax + 1 :]
 

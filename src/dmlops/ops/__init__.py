@@ -6,6 +6,7 @@ from .gather import GatherDesc, GatherElementsDesc, GatherNd1Desc, GatherNdDesc
 from .join import JoinDesc
 from .one_hot import OneHotDesc
 from .padding import Padding1Desc, PaddingMode
+from .reverse import ReverseSubsequencesDesc
 from .scatter import ScatterElementsDesc, ScatterNdDesc
 from .slice import SliceDesc
 from .slice1 import Slice1Desc
@@ -27,6 +28,7 @@ __all__ = [
     "OperatorDesc",
     "Padding1Desc",
     "PaddingMode",
+    "ReverseSubsequencesDesc",
     "Slice1Desc",
     "SliceDesc",
     "SliceGradDesc",

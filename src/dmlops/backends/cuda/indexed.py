@@ -26,7 +26,8 @@ class IndexedLaunch:
         self.copy = copy
         self.size = element_size
         shape = copy.shape
-        self.row = shape[-1] if len(shape) > 1 and copy.index_strides[-1] == 0 else 1
+        rows = len(shape) > 1 and copy.index_strides[-1] == 0 and copy.reverse_dim < 0
+        self.row = shape[-1] if rows else 1
         outer = shape[:-1] if self.row > 1 else shape
         cut = len(outer)
         self.rows = math.prod(outer)
@@ -50,6 +51,7 @@ class IndexedLaunch:
             copy.index_offset // isize,
             self.row_strides[0],
             self.row_strides[1],
+            copy.reverse_dim,
         ]
         # the order of a row among the updates: row-major over the dimensions the index
         # tensor varies along (a later row with the same slot wins)

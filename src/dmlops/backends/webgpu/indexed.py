@@ -83,7 +83,8 @@ def _pipelines(backend: Any, src_is_dst: bool, index_in: str) -> tuple[Any, Any]
 def _meta(c: IndexedCopy, size: int, src: Flat, dst: Flat, index: Flat) -> tuple[Any, int, int]:
     """The meta table, the row count and the row length of one indexed copy."""
     shape = c.shape
-    row = shape[-1] if len(shape) > 1 and c.index_strides[-1] == 0 else 1
+    rows_ok = len(shape) > 1 and c.index_strides[-1] == 0 and c.reverse_dim < 0
+    row = shape[-1] if rows_ok else 1
     outer = shape[:-1] if row > 1 else shape
     cut = len(outer)
     rows = math.prod(outer)
@@ -113,6 +114,7 @@ def _meta(c: IndexedCopy, size: int, src: Flat, dst: Flat, index: Flat) -> tuple
         rows,
         c.slot_count if c.scatter else 0,
         _GRID_X,
+        c.reverse_dim,
     ]
     for d in range(cut):
         head += [outer[d], c.src_strides[d], c.dst_strides[d], c.index_strides[d]]

@@ -5,7 +5,8 @@
 //   [5] scatter  [6] index type (0 int32, 1 int64, 2 uint32, 3 uint64)  [7] negative indices
 //   [8] out of range: 0 drop (scatters; gathers clamp), 1 skip, 2 clamp (WebNN)  [9] element size  [10] tuple stride  [11] src offset (elements)
 //   [12] dst offset  [13] index offset (index elements)  [14] row src stride  [15] row dst stride
-//   [16 + 6d ..]: shape, src, dst, index, slot and order stride of outer dimension d
+//   [16] reversing dimension (REVERSE_SUBSEQUENCES; -1: none)
+//   [17 + 6d ..]: shape, src, dst, index, slot and order stride of outer dimension d
 //   then per axis t: size, stride, slot stride
 // Gathers clamp each index into its axis (reads stay inside the input); scatters drop a row
 // whose index is out of range, and a row whose slot a row later in index order also writes
@@ -34,13 +35,15 @@ __device__ __forceinline__ bool locate(const long long* __restrict__ meta, const
 {
     const int rank = (int)meta[0];
     const int axes = (int)meta[1];
-    long long s = meta[11], d = meta[12], x = meta[13], l = 0, o = 0;
-    const long long* dims = meta + 16;
+    long long s = meta[11], d = meta[12], x = meta[13], l = 0, o = 0, p = 0;
+    const int reverse = (int)meta[16];
+    const long long* dims = meta + 17;
     for (int k = rank - 1; k >= 0; --k) {
         const I n = (I)dims[6 * k];
         const I q = m / n;
         const long long c = (long long)(m - q * n);
         m = q;
+        if (k == reverse) p = c;
         s += c * dims[6 * k + 1];
         d += c * dims[6 * k + 2];
         x += c * dims[6 * k + 3];
@@ -54,6 +57,12 @@ __device__ __forceinline__ bool locate(const long long* __restrict__ meta, const
         const long long size = ax[3 * t];
         bool huge;
         long long k = read_index(idx, x + t * meta[10], (int)meta[6], &huge);
+        if (reverse >= 0) {  // a length L, clamped into [0, size]: p < L reads L - 1 - p
+            const long long length = huge || k > size ? size : (k < 0 ? 0 : k);
+            k = p < length ? length - 1 - p : p;
+            moved += k * ax[3 * t + 1];
+            continue;
+        }
         if (meta[8] == 2) {  // clamped into [-size, size - 1] first (WebNN)
             if (huge || k >= size) { huge = false; k = size - 1; }
             else if (k < -size) k = -size;

@@ -6,7 +6,8 @@
 //   [8] tuple stride (index elements)  [9] src byte offset  [10] dst byte offset
 //   [11] index byte offset  [12] row src stride  [13] row dst stride  [14] rows
 //   [15] winner slots (0: none)  [16] grid x (workgroups)
-//   [17 + 6d ..] shape, src, dst, index, slot, order stride of outer dimension d
+//   [17] reversing dimension (REVERSE_SUBSEQUENCES; -1: none)
+//   [18 + 6d ..] shape, src, dst, index, slot, order stride of outer dimension d
 //   then per axis: size, stride, slot stride
 // Gathers clamp an index into its axis; scatters drop a row out of range, and a row whose
 // slot a row later in index order also writes (winner holds the latest order per slot).
@@ -48,24 +49,35 @@ fn locate(row: i32) -> Row {
     var x = 0;
     var l = 0;
     var o = 0;
+    var p = 0;
+    let reverse = info[17];
     for (var k = rank - 1; k >= 0; k--) {
-        let at = 17 + 6 * k;
+        let at = 18 + 6 * k;
         let n = info[at];
         let c = m % n;
         m = m / n;
+        if (k == reverse) {
+            p = c;
+        }
         s += c * info[at + 1];
         d += c * info[at + 2];
         x += c * info[at + 3];
         l += c * info[at + 4];
         o += c * info[at + 5];
     }
-    let axes_at = 17 + 6 * rank;
+    let axes_at = 18 + 6 * rank;
     var moved = 0;
     r.ok = true;
     for (var t = 0; t < info[1]; t++) {
         let size = info[axes_at + 3 * t];
         let read = read_index(x + t * info[8]);
         var k = read.x;
+        if (reverse >= 0) {  // a length L, clamped into [0, size]: p < L reads L - 1 - p
+            let length = select(clamp(k, 0, size), size, read.y != 0);
+            k = select(p, length - 1 - p, p < length);
+            moved += k * info[axes_at + 3 * t + 1];
+            continue;
+        }
         var huge = read.y != 0;
         if (info[7] == 2) {  // clamped into [-size, size - 1] first (WebNN)
             huge = false;
