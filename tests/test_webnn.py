@@ -434,3 +434,52 @@ def test_64_bit_data_where_directml_has_no_64_bit_table_is_refused_clearly() -> 
     with pytest.raises(DmlError, match=r"GATHER_ELEMENTS\.InputTensor\.DataType is INT64"):
         webnn.gatherElements(x, np.zeros((1, 2), np.int32))
     assert webnn.gather(x, np.zeros(1, np.int32)).dtype == np.int64  # GATHER has 4_1's row
+
+
+# -- the specification's own examples ----------------------------------------------------------
+
+SPEC_INPUT = np.array([[0, 1, 2], [10, 11, 12], [20, 21, 22], [30, 31, 32]], np.float32)
+
+
+def test_spec_examples_gather(device: str) -> None:
+    x = to_device(device, SPEC_INPUT)
+    u32 = np.uint32
+    assert to_host(webnn.gather(x, to_device(device, np.array([3, 1], u32)))).tolist() == [
+        [30, 31, 32], [10, 11, 12]]  # fmt: skip
+    got = webnn.gather(x, to_device(device, np.array([2, 1, 1], u32)), {"axis": 1})
+    assert to_host(got).tolist() == [[2, 1, 1], [12, 11, 11], [22, 21, 21], [32, 31, 31]]
+    got = webnn.gather(x, to_device(device, np.array([[0, 1], [1, 2]], u32)), {"axis": 1})
+    assert to_host(got).tolist() == [
+        [[0, 1], [1, 2]], [[10, 11], [11, 12]], [[20, 21], [21, 22]], [[30, 31], [31, 32]]]  # fmt: skip
+
+
+def test_spec_examples_gather_elements(device: str) -> None:
+    x = to_device(device, SPEC_INPUT)
+    u32 = np.uint32
+    got = webnn.gatherElements(x, to_device(device, np.array([[3, 1, 1], [2, 0, 3]], u32)))
+    assert to_host(got).tolist() == [[30, 11, 12], [20, 1, 32]]
+    got = webnn.gatherElements(
+        x, to_device(device, np.array([[2], [1], [0], [2]], u32)), {"axis": 1}
+    )
+    assert to_host(got).tolist() == [[2], [11], [20], [32]]
+    data3 = [0, 1, 10, 11, 100, 101, 110, 111, 200, 201, 210, 211, 300, 301, 310, 311]
+    x3 = to_device(device, np.array(data3, np.float32).reshape(4, 2, 2))
+    got = webnn.gatherElements(
+        x3, to_device(device, np.array([[[0, 2], [1, 3]]], u32)), {"axis": 0}
+    )
+    assert to_host(got).tolist() == [[[0, 201], [110, 311]]]
+
+
+def test_spec_examples_gather_nd(device: str) -> None:
+    u32 = np.uint32
+    x1 = to_device(device, np.array([[0, 1], [2, 3]], np.float32))
+    x2 = to_device(device, np.arange(8, dtype=np.float32).reshape(2, 2, 2))
+
+    def nd(x, idx):  # type: ignore[no-untyped-def]
+        return to_host(webnn.gatherND(x, to_device(device, np.array(idx, u32)))).tolist()
+
+    assert nd(x1, [[0, 0], [1, 1], [1, 0]]) == [0, 3, 2]
+    assert nd(x1, [[1], [0]]) == [[2, 3], [0, 1]]
+    assert nd(x2, [[0, 1], [1, 0]]) == [[2, 3], [4, 5]]
+    assert nd(x2, [[1], [0], [1]]) == [[[4, 5], [6, 7]], [[0, 1], [2, 3]], [[4, 5], [6, 7]]]
+    assert nd(x2, [[0, 0, 1], [0, 1, 0], [1, 0, 0], [1, 1, 0], [1, 1, 1]]) == [1, 2, 4, 6, 7]
