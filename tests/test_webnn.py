@@ -483,3 +483,35 @@ def test_spec_examples_gather_nd(device: str) -> None:
     assert nd(x2, [[0, 1], [1, 0]]) == [[2, 3], [4, 5]]
     assert nd(x2, [[1], [0], [1]]) == [[[4, 5], [6, 7]], [[0, 1], [2, 3]], [[4, 5], [6, 7]]]
     assert nd(x2, [[0, 0, 1], [0, 1, 0], [1, 0, 0], [1, 1, 0], [1, 1, 1]]) == [1, 2, 4, 6, 7]
+
+
+def test_spec_examples_scatter_elements(device: str) -> None:
+    x = to_device(device, SPEC_INPUT)
+    u32, f32 = np.uint32, np.float32
+    idx = to_device(device, np.array([[3, 1, 1], [2, 0, 3]], u32))
+    upd = to_device(device, np.array([[-1, -2, -3], [-4, -5, -6]], f32))
+    assert to_host(webnn.scatterElements(x, idx, upd)).tolist() == [
+        [0, -5, 2], [10, -2, -3], [-4, 21, 22], [-1, 31, -6]]  # fmt: skip
+    idx = to_device(device, np.array([[2], [1], [0], [2]], u32))
+    upd = to_device(device, np.array([[-1], [-2], [-3], [-4]], f32))
+    assert to_host(webnn.scatterElements(x, idx, upd, {"axis": 1})).tolist() == [
+        [0, 1, -1], [10, -2, 12], [-3, 21, 22], [30, 31, -4]]  # fmt: skip
+    data3 = [0, 1, 10, 11, 100, 101, 110, 111, 200, 201, 210, 211, 300, 301, 310, 311]
+    x3 = to_device(device, np.array(data3, f32).reshape(4, 2, 2))
+    idx = to_device(device, np.array([[[0, 2], [1, 3]]], u32))
+    upd = to_device(device, np.array([[[-1, -2], [-3, -4]]], f32))
+    assert to_host(webnn.scatterElements(x3, idx, upd, {"axis": 0})).tolist() == [
+        [[-1, 1], [10, 11]], [[100, 101], [-3, 111]], [[200, -2], [210, 211]],
+        [[300, 301], [310, -4]]]  # fmt: skip
+
+
+def test_spec_examples_scatter_nd(device: str) -> None:
+    u32, f32 = np.uint32, np.float32
+    x = to_device(device, np.arange(8, dtype=f32))
+    idx = to_device(device, np.array([[4], [3], [1], [7]], u32))
+    upd = to_device(device, np.array([-1, -2, -3, -4], f32))
+    assert to_host(webnn.scatterND(x, idx, upd)).tolist() == [0, -3, 2, -2, -1, 5, 6, -4]
+    x2 = to_device(device, np.array([[0, 1], [2, 3]], f32))
+    idx = to_device(device, np.array([[0, 0], [1, 1]], u32))
+    upd = to_device(device, np.array([-1, -2], f32))
+    assert to_host(webnn.scatterND(x2, idx, upd)).tolist() == [[-1, 1], [2, -2]]

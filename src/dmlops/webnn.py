@@ -462,9 +462,9 @@ def gatherElements(
     shape, ishape = _shape(input), _shape(indices)
     if not shape:
         raise _fail(f"{op}: input is a scalar (0-D): it needs at least one dimension")
-    axis = _axis(op, opts.get("axis", 0), len(shape))
     if len(ishape) != len(shape):
         raise _fail(f"{op}: indices has rank {len(ishape)}, input {len(shape)}: they must match")
+    axis = _axis(op, opts.get("axis", 0), len(shape))
     for d, (n, m) in enumerate(zip(ishape, shape, strict=True)):
         if d != axis and n != m:
             raise _fail(
@@ -522,21 +522,23 @@ def scatterElements(
     op = "scatterElements"
     _check_type(op, "input", input)
     _check_indices(op, indices)
+    if _type(updates) != _type(input):
+        raise _fail(f"{op}: updates' data type {_type(updates)} is not input's {_type(input)}")
     shape, ishape, ushape = _shape(input), _shape(indices), _shape(updates)
     if not shape:
         raise _fail(f"{op}: input is a scalar (0-D): it needs at least one dimension")
-    axis = _axis(op, opts.get("axis", 0), len(shape))
-    if _type(updates) != _type(input):
-        raise _fail(f"{op}: updates' data type {_type(updates)} is not input's {_type(input)}")
     if len(ishape) != len(shape):
         raise _fail(f"{op}: indices has rank {len(ishape)}, input {len(shape)}: they must match")
-    if ushape != ishape:
-        raise _fail(f"{op}: updates' shape {list(ushape)} is not indices' {list(ishape)}")
+    if len(ushape) != len(shape):
+        raise _fail(f"{op}: updates has rank {len(ushape)}, input {len(shape)}: they must match")
+    axis = _axis(op, opts.get("axis", 0), len(shape))
     for d, (n, m) in enumerate(zip(ishape, shape, strict=True)):
         if d != axis and n != m:
             raise _fail(
                 f"{op}: indices' dimension {d} is {n}, input's {m}: only options.axis may differ"
             )
+    if ushape != ishape:
+        raise _fail(f"{op}: updates' shape {list(ushape)} is not indices' {list(ishape)}")
     return functional_indexed.scatter_elements(input, indices, updates, axis, clamp_indices=True)
 
 
@@ -558,13 +560,13 @@ def scatterND(
     op = "scatterND"
     _check_type(op, "input", input)
     _check_indices(op, indices)
+    if _type(updates) != _type(input):
+        raise _fail(f"{op}: updates' data type {_type(updates)} is not input's {_type(input)}")
     shape, ishape, ushape = _shape(input), _shape(indices), _shape(updates)
     if not shape:
         raise _fail(f"{op}: input is a scalar (0-D): it needs at least one dimension")
     if not ishape:
         raise _fail(f"{op}: indices is a scalar (0-D): its last dimension holds the index tuples")
-    if _type(updates) != _type(input):
-        raise _fail(f"{op}: updates' data type {_type(updates)} is not input's {_type(input)}")
     k = ishape[-1]
     if not 1 <= k <= len(shape):
         raise _fail(
