@@ -745,3 +745,16 @@ def test_reverse_subsequences_matches_reference(backend: str, data, shape) -> No
         dmlops.reverse_subsequences(to_device(backend, x), to_device(backend, lengths), axis, batch)
     )
     assert bits(got) == bits(ref_reverse(x, lengths, axis, batch))
+
+
+def test_index_tuples_read_backwards() -> None:
+    """Index tuples from a view with a negative stride along the tuple: the plan's span of the
+    index binding reaches below the tuple's first coordinate."""
+    x = np.arange(16, dtype=F32).reshape(4, 4)
+    view = np.array([[1, 2], [0, 3]], np.int64)[:, ::-1]
+    assert dmlops.gather_nd(x, view).tolist() == [9.0, 12.0]
+    from dmlops.plan import Layout
+
+    desc = GatherNdDesc(T(D.FLOAT32, [4, 4]), T(D.INT64, [2, 2]), T(D.FLOAT32, [1, 2]), 2, 2)
+    plan = desc.lower([Layout(0, (4, 1)), Layout(1, (2, -1))], [Layout(0, (2, 1))])
+    assert plan.input_spans[1] == (0, 32)  # elements 0..3 of the index buffer, not 1..4

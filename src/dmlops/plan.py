@@ -388,7 +388,8 @@ def with_indexed(plan: Plan, indexed: Sequence[IndexedCopy]) -> Plan:
             widen(outs, c.dst, low * size, (high + 1) * size)
         isize = c.index_element_size
         low, high = span(c.index_offset // isize, c.shape, c.index_strides)
-        high += (len(c.axes) - 1) * c.tuple_stride
+        reach = (len(c.axes) - 1) * c.tuple_stride  # the tuple's last coordinate
+        low, high = min(low, low + reach), max(high, high + reach)
         widen(ins, c.index, low * isize, (high + 1) * isize)
     return dataclasses.replace(
         plan, input_spans=tuple(ins), output_spans=tuple(outs), indexed=tuple(done)
