@@ -172,3 +172,44 @@ def test_scatter_reductions_are_refused_by_name() -> None:
     }
     with pytest.raises(ModelError, match="ScatterND: reduction 'add' computes"):
         dml_onnx.run(model, feed)
+
+
+def test_data_movement_between_run_time_steps_is_one_plan() -> None:
+    """Gather, then Slice + Transpose + Concat (one plan), then a Gather reading the plan's
+    intermediate and the model output reading another: three steps, no copy in between."""
+    i64 = TensorProto.INT64
+    c = lambda name, *v: helper.make_node(  # noqa: E731
+        "Constant", [], [name], value=helper.make_tensor("", i64, [len(v)], v)
+    )
+    nodes = [
+        helper.make_node("Gather", ["table", "ids"], ["rows"], axis=0),  # [3, 4, 6]
+        c("s", 1), c("e", 5), c("ax", 2),
+        helper.make_node("Slice", ["rows", "s", "e", "ax"], ["cut"]),  # [3, 4, 4]
+        helper.make_node("Transpose", ["cut"], ["t"], perm=[0, 2, 1]),  # [3, 4, 4]
+        helper.make_node("Concat", ["t", "cut"], ["both"], axis=2),  # [3, 4, 8]
+        helper.make_node("Gather", ["t", "pick"], ["picked"], axis=1),  # [3, 2, 4]
+    ]  # fmt: skip
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [
+            helper.make_tensor_value_info("table", TensorProto.FLOAT, [5, 4, 6]),
+            helper.make_tensor_value_info("ids", i64, [3]),
+            helper.make_tensor_value_info("pick", i64, [2]),
+        ],
+        [
+            helper.make_tensor_value_info("both", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("picked", TensorProto.FLOAT, None),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    table = np.arange(120, dtype=np.float32).reshape(5, 4, 6)
+    ids, pick = np.array([4, 0, 2]), np.array([3, -1])
+    compiled = dml_onnx.compile(model, {"table": table, "ids": ids, "pick": pick})
+    assert len(compiled.steps) == 3, compiled.describe()
+    assert "Slice + Transpose + Concat -> t, both (one plan)" in compiled.describe()
+    both, picked = dml_onnx.run(model, {"table": table, "ids": ids, "pick": pick})
+    cut = table[ids][:, :, 1:5]
+    t = cut.transpose(0, 2, 1)
+    np.testing.assert_array_equal(both, np.concatenate([t, cut], axis=2))
+    np.testing.assert_array_equal(picked, t[:, [3, -1]])

@@ -1,8 +1,9 @@
 """ONNX models whose data flow needs values at run time: Gather with run-time indices,
-GatherElements, GatherND, ScatterElements, ScatterND, OneHot, and the integer arithmetic
-exporters put on index tensors (Add, Sub, Mul, Div, Mod, Neg, Equal, Less, Greater, Where,
-Cast, ...). Such a model runs as steps in node order: each data-movement node one compiled
-operator, each indexed node one indexed call, each arithmetic node evaluated by the
+GatherElements, GatherND, Scatter(Elements), ScatterND, OneHot, ReverseSequence, and the
+integer arithmetic exporters put on index tensors (Add, Sub, Mul, Div, Mod, Neg, Equal, Less,
+Greater, Where, Cast, ...). Such a model runs as steps in node order: each run of consecutive
+data-movement nodes one compiled plan (writing only what later steps read), each indexed
+node one indexed call, each arithmetic node evaluated by the
 library of the arrays it reads (numpy on the CPU, CuPy on the GPU: no host round trip).
 Arithmetic on floating-point data is refused: dmlops moves data, it does not compute it."""
 
@@ -218,7 +219,26 @@ def compile_staged(
         return known(node, k).reshape(-1)[0].item()
 
     steps: list[tuple[str, Step]] = []
-    for node in graph.node:
+    nodes = list(graph.node)
+    outputs_wanted = {o.name for o in graph.output}
+    later: list[set[str]] = [set() for _ in nodes]  # names read by the nodes after node i
+    seen: set[str] = set()
+    for i in range(len(nodes) - 1, -1, -1):
+        later[i] = set(seen)
+        seen.update(n for n in nodes[i].input if n)
+    group: _GraphGroup | None = None
+
+    def flush(i: int) -> None:
+        """Close the open group before node i: its plan writes what later nodes read."""
+        nonlocal group
+        if group is not None:
+            needed = (later[i - 1] if i > 0 else set()) | outputs_wanted
+            made = group.step(needed, types)
+            if made is not None:
+                steps.append(made)
+            group = None
+
+    for i, node in enumerate(nodes):
         where = f"ONNX node '{node.name or node.op_type}'"
         a = _attrs(node)
         names = list(node.input)
@@ -234,19 +254,26 @@ def compile_staged(
                 shape = types[names[0]][0]
                 ins: list[Any] = [shape, *(constants.get(n) for n in names[1:])]
                 constants.update(zip(node.output, _host_eval(node, a, ins, opset), strict=False))
+            elif op == "Identity" and runtime and group is not None and names[0] in group.local:
+                group.local[node.output[0]] = group.local[names[0]]  # an alias in the plan
+                group.produced.append(node.output[0])
+                types[node.output[0]] = types[names[0]]
             elif op == "Identity" and runtime:
+                flush(i)
                 steps.append(_identity_step(node, names, types))
             elif not runtime and op in HOST_OPS:
                 host = [None if not n else constants[n] for n in names]
                 constants.update(zip(node.output, _host_eval(node, a, host, opset), strict=False))
             elif op in INDEXED_OPS:
+                flush(i)
                 steps.append(_indexed_step(node, a, names, constants, types, device))
             elif op in ARITHMETIC_OPS:
+                flush(i)
                 steps.append(_arith_step(node, a, names, constants, types, device, opset))
             elif op in GRAPH_OPS:
-                steps.append(
-                    _graph_step(node, a, names, constants, types, device, opset, ints, number)
-                )
+                if group is None:
+                    group = _GraphGroup(device, opset, ints, number)
+                group.add(node, a, names, constants, types)
             else:
                 raise ModelError(
                     f"{op} is not data movement, indexed data movement or integer arithmetic"
@@ -257,6 +284,10 @@ def compile_staged(
             raise ModelError(f"{where}: {e}") from None
         except (KeyError, IndexError, TypeError, ValueError) as e:
             raise ModelError(f"{where}: malformed node ({type(e).__name__}: {e})") from None
+    try:
+        flush(len(nodes))
+    except DmlError as e:
+        raise ModelError(f"ONNX model: {e}") from None
     outputs = []
     for o in graph.output:
         if o.name not in constants and o.name not in types:
@@ -447,45 +478,79 @@ def _arith_step(
     return f"{node.op_type} -> {node.output[0]} (integer arithmetic on the arrays' device)", step
 
 
-def _graph_step(
-    node: Any,
-    a: dict[str, Any],
-    names: list[str],
-    constants: dict[str, Any],
-    types: dict[str, Any],
-    device: Device,
-    opset: int,
-    ints: Any,
-    number: Any,
-) -> tuple[str, Step]:
-    g = Graph(device.feature_level)
-    local: dict[str, Any] = {}
-    feeds = []
-    data_names = [
-        n for k, n in enumerate(names) if n and k not in _PARAMETERS.get(node.op_type, ())
-    ]
-    for n in data_names:
-        if n in constants:
-            raise ModelError(f"constant data tensor '{n}' is not supported in steps")
-        shape, dtype = types[n]
-        local[n] = g.input(BufferTensorDesc(DataType.from_numpy(dtype), shape), name=n)
-        feeds.append(n)
-    x = local[names[0]]
-    lowered = _lower(g, node, a, x, _shape(x), opset, ints, number, local)
-    outs = [v for v in lowered if isinstance(v, GraphTensor)]
-    if len(outs) != len(lowered):
-        raise ModelError(f"{node.op_type}: an empty result is not supported in steps")
-    for name, v in zip(node.output, outs, strict=True):
-        desc = v.desc
-        types[name] = (tuple(desc.sizes), np.dtype(desc.data_type.numpy_dtype))
-    op = g.compile(outs, device)
-    shapes = [types[name][0] for name in node.output]
+class _GraphGroup:
+    """Consecutive data-movement nodes lowered into one Graph, compiled into one plan when a
+    step that needs run-time values (or the end) comes: the values later steps read are its
+    outputs, with no intermediate copies between its nodes."""
 
-    def step(env: dict[str, Any]) -> None:
-        ins = [env[n] for n in feeds]
-        new = device.backend.new_like
-        results = [new(ins[0], shape) for shape in shapes]
-        op.execute(ins, [r.reshape(-1) for r in results])
-        env.update(zip(node.output, results, strict=True))
+    def __init__(self, device: Device, opset: int, ints: Any, number: Any) -> None:
+        self.device = device
+        self.opset = opset
+        self.ints = ints
+        self.number = number
+        self.g = Graph(device.feature_level)
+        self.local: dict[str, Any] = {}
+        self.feeds: list[str] = []
+        self.produced: list[str] = []
+        self.ops: list[str] = []
 
-    return f"{node.op_type} -> {', '.join(node.output)} (one plan)", step
+    def add(
+        self, node: Any, a: dict[str, Any], names: list[str], constants: dict[str, Any],
+        types: dict[str, Any],
+    ) -> None:  # fmt: skip
+        data_names = [
+            n for k, n in enumerate(names) if n and k not in _PARAMETERS.get(node.op_type, ())
+        ]
+        for n in data_names:
+            if n in self.local:
+                continue
+            if n in constants:
+                raise ModelError(f"constant data tensor '{n}' is not supported in steps")
+            shape, dtype = types[n]
+            desc = BufferTensorDesc(DataType.from_numpy(dtype), shape)
+            self.local[n] = self.g.input(desc, name=n)
+            self.feeds.append(n)
+        x = self.local[names[0]]
+        lowered = _lower(
+            self.g, node, a, x, _shape(x), self.opset, self.ints, self.number, self.local
+        )
+        made = [v for v in lowered if isinstance(v, GraphTensor)]
+        if len(made) != len(lowered):
+            raise ModelError(f"{node.op_type}: an empty result is not supported in steps")
+        for name, v in zip(node.output, made, strict=True):
+            types[name] = (tuple(v.desc.sizes), np.dtype(v.desc.data_type.numpy_dtype))
+            self.local[name] = v
+            self.produced.append(name)
+        self.ops.append(node.op_type)
+
+    def step(self, needed: set[str], types: dict[str, Any]) -> tuple[str, Step] | None:
+        """The group's one plan, writing the values in `needed` (None if it writes none)."""
+        names = [n for n in self.produced if n in needed]
+        if not names:
+            return None
+        tensors: list[Any] = []
+        where: list[int] = []
+        for n in names:  # one output per distinct tensor (Identity aliases)
+            t = self.local[n]
+            if t in tensors:
+                where.append(tensors.index(t))
+            else:
+                where.append(len(tensors))
+                tensors.append(t)
+        passthrough = [t for t in tensors if any(t is self.local[f] for f in self.feeds)]
+        if passthrough:
+            raise ModelError("a graph input passed through unchanged is not a step's output")
+        op = self.g.compile(tensors, self.device)
+        shapes = [tuple(t.desc.sizes) for t in tensors]
+        feeds = list(self.feeds)
+        device = self.device
+
+        def run(env: dict[str, Any]) -> None:
+            ins = [env[n] for n in feeds]
+            new = device.backend.new_like
+            results = [new(ins[0], shape) for shape in shapes]
+            op.execute(ins, [r.reshape(-1) for r in results])
+            env.update((n, results[k]) for n, k in zip(names, where, strict=True))
+
+        what = " + ".join(self.ops)
+        return f"{what} -> {', '.join(names)} (one plan)", run
