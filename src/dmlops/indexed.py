@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from .tensor import DataType
 
-__all__ = ["IndexAxis", "IndexedCopy", "INDEX_TYPES"]
+__all__ = ["IndexAxis", "IndexedCopy", "INDEX_TYPES", "Rows", "rows_of"]
 
 INDEX_TYPES = frozenset({DataType.INT64, DataType.INT32, DataType.UINT64, DataType.UINT32})
 
@@ -164,3 +164,36 @@ def packed_slot_strides(sizes: Sequence[int]) -> tuple[int, ...]:
         strides.append(acc)
         acc *= n
     return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class Rows:
+    """How a backend walks an indexed copy: rows of `length` elements (the last dimension,
+    when the index does not change along it; else single elements), over the `outer` shape."""
+
+    length: int
+    outer: tuple[int, ...]
+    strides: tuple[int, int]  # the row's source and destination element strides
+    order: tuple[int, ...]  # per outer dimension: its weight in the index order (0: none)
+
+    @property
+    def count(self) -> int:
+        """Number of rows."""
+        return math.prod(self.outer)
+
+
+def rows_of(copy: IndexedCopy) -> Rows:
+    """The rows of an indexed copy, and each outer dimension's weight in the index order
+    (row-major over the dimensions the index tensor varies along: a later update wins)."""
+    shape = copy.shape
+    whole = len(shape) > 1 and copy.index_strides[-1] == 0 and copy.reverse_dim < 0
+    length = shape[-1] if whole else 1
+    outer = tuple(shape[:-1]) if whole else tuple(shape)
+    strides = (copy.src_strides[-1], copy.dst_strides[-1]) if whole else (1, 1)
+    order = [0] * len(outer)
+    weight = 1
+    for d in reversed(range(len(outer))):
+        if copy.index_strides[d] != 0:
+            order[d] = weight
+            weight *= outer[d]
+    return Rows(length, outer, strides, tuple(order))

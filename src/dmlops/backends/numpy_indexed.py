@@ -10,7 +10,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..errors import IndexOutOfRangeError
-from ..indexed import IndexedCopy
+from ..indexed import IndexedCopy, rows_of
 
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -40,14 +40,12 @@ class IndexedStep:
     def __init__(self, copy: IndexedCopy, element_size: int) -> None:
         self.copy = copy
         self.size = element_size
-        shape = copy.shape
-        # the last dimension moves as a row when the index does not change along it
-        rows = len(shape) > 1 and copy.index_strides[-1] == 0 and copy.reverse_dim < 0
-        self.row = shape[-1] if rows else 1
-        self.outer = shape[:-1] if self.row > 1 else shape
+        rows = rows_of(copy)
+        self.row = rows.length
+        self.outer = rows.outer
         cut = len(self.outer)
         self.cut = cut
-        self.row_strides = (copy.src_strides[-1], copy.dst_strides[-1]) if self.row > 1 else (1, 1)
+        self.row_strides = rows.strides
         plain_strides = copy.dst_strides if not copy.scatter else copy.src_strides
         plain_offset = copy.dst_offset if not copy.scatter else copy.src_offset
         # the side the index does not move, as a strided view of (outer..., row)

@@ -357,6 +357,30 @@ def compile_model(
     return _compile_graph(model, arrays, device, opset_of(model))
 
 
+def parameter_readers(constants: Mapping[str, Any]) -> tuple[Any, Any]:
+    """(ints, number): a node input's integer list, and a one-element input's value (Pad's
+    constant_value), read from `constants` (an error names the node where one is unknown)."""
+
+    def known(node: Any, k: int) -> Any:
+        name = node.input[k]
+        if name not in constants:
+            raise ModelError(
+                f"ONNX node '{node.name or node.op_type}': input '{name}' must be known when "
+                "the model is compiled (an initializer or a given input)"
+            )
+        return np.asarray(constants[name])
+
+    def ints(node: Any, k: int) -> list[int] | None:
+        if k >= len(node.input) or not node.input[k]:
+            return None
+        return [int(v) for v in known(node, k).ravel()]
+
+    def number(node: Any, k: int) -> Any:
+        return known(node, k).reshape(-1)[0].item()
+
+    return ints, number
+
+
 def opset_of(model: Any) -> int:
     """The model's ONNX (default domain) opset version."""
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
@@ -403,24 +427,7 @@ def _compile_graph(
         values[i.name] = g.input(a, name=i.name)
         data_inputs.append(i.name)
 
-    def known(node: Any, k: int) -> Any:
-        """Input k's value, which must be known when the model is compiled."""
-        name = node.input[k]
-        if name not in constants:
-            raise ModelError(
-                f"ONNX node '{node.name or node.op_type}': input '{name}' must be known when "
-                "the model is compiled (an initializer or a given input)"
-            )
-        return np.asarray(constants[name])
-
-    def ints(node: Any, k: int) -> list[int] | None:
-        if k >= len(node.input) or not node.input[k]:
-            return None
-        return [int(v) for v in known(node, k).ravel()]
-
-    def number(node: Any, k: int) -> Any:
-        """A one-element parameter input's value (Pad's constant_value)."""
-        return known(node, k).reshape(-1)[0].item()
+    ints, number = parameter_readers(constants)
 
     for node in graph.node:
         where = f"ONNX node '{node.name or node.op_type}'"

@@ -32,6 +32,7 @@ from .lowering import (
     compile_model,
     host_array,
     opset_of,
+    parameter_readers,
 )
 from .params import axis_of
 
@@ -201,22 +202,7 @@ def compile_staged(
         types[i.name] = (shape, np.dtype(str(a.dtype).replace("torch.", "")))
         data_inputs.append(i.name)
 
-    def known(node: Any, k: int) -> Any:
-        name = node.input[k]
-        if name not in constants:
-            raise ModelError(
-                f"ONNX node '{node.name or node.op_type}': input '{name}' must be known when "
-                "the model is compiled (an initializer or a given input)"
-            )
-        return np.asarray(constants[name])
-
-    def ints(node: Any, k: int) -> list[int] | None:
-        if k >= len(node.input) or not node.input[k]:
-            return None
-        return [int(v) for v in known(node, k).ravel()]
-
-    def number(node: Any, k: int) -> Any:
-        return known(node, k).reshape(-1)[0].item()
+    ints, number = parameter_readers(constants)
 
     steps: list[tuple[str, Step]] = []
     nodes = list(graph.node)

@@ -67,6 +67,32 @@ class IndexedDesc(OperatorDesc):
                 f"{self.OPERATOR}.{name}.Sizes is {list(t.sizes)}: must be {list(expected)}"
             )
 
+    def _check_nd_counts(
+        self, input_count: int, indices_count: int
+    ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """InputDimensionCount and IndicesDimensionCount checked (each in [1, DimensionCount],
+        the leading sizes they leave 1); the meaningful sizes of the input and the indices."""
+        op = self.OPERATOR
+        data, index = self.input_fields()[0][1], self.input_fields()[1][1]
+        d = data.dimension_count
+        for field, value in (
+            ("InputDimensionCount", input_count),
+            ("IndicesDimensionCount", indices_count),
+        ):
+            if not 1 <= value <= d:
+                raise InvalidDescriptorError(f"{op}.{field} is {value}: must be in [1, {d}]")
+        self._leading_ones("InputTensor", data, input_count, "InputDimensionCount")
+        self._leading_ones("IndicesTensor", index, indices_count, "IndicesDimensionCount")
+        return self._nd_sizes(input_count, indices_count)
+
+    def _nd_sizes(
+        self, input_count: int, indices_count: int
+    ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The meaningful sizes of the input and the indices (after their leading ones)."""
+        data, index = self.input_fields()[0][1], self.input_fields()[1][1]
+        d = data.dimension_count
+        return tuple(data.sizes[d - input_count :]), tuple(index.sizes[d - indices_count :])
+
     def _leading_ones(self, name: str, t: BufferTensorDesc, meaningful: int, field: str) -> None:
         lead = t.sizes[: t.dimension_count - meaningful]
         if any(n != 1 for n in lead):

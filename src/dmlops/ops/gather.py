@@ -248,13 +248,6 @@ class GatherNd1Desc(_GatherBase):
         check_uint(self.indices_dimension_count, f"{op}.IndicesDimensionCount")
         check_uint(self.batch_dimension_count, f"{op}.BatchDimensionCount")
 
-    def _meaningful(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        d = self.input_tensor.dimension_count
-        return (
-            tuple(self.input_tensor.sizes[d - self.input_dimension_count :]),
-            tuple(self.indices_tensor.sizes[d - self.indices_dimension_count :]),
-        )
-
     def _check_rules(self) -> None:
         op = self.OPERATOR
         self._check_common()
@@ -264,17 +257,12 @@ class GatherNd1Desc(_GatherBase):
             self.indices_dimension_count,
             self.batch_dimension_count,
         )
-        for field, value in (("InputDimensionCount", r), ("IndicesDimensionCount", q)):
-            if not 1 <= value <= d:
-                raise InvalidDescriptorError(f"{op}.{field} is {value}: must be in [1, {d}]")
+        data, index = self._check_nd_counts(r, q)
         if b >= r or b >= q:
             raise InvalidDescriptorError(
                 f"{op}.BatchDimensionCount is {b}: must be less than InputDimensionCount {r} "
                 f"and IndicesDimensionCount {q}"
             )
-        self._leading_ones("InputTensor", self.input_tensor, r, "InputDimensionCount")
-        self._leading_ones("IndicesTensor", self.indices_tensor, q, "IndicesDimensionCount")
-        data, index = self._meaningful()
         k = index[-1]
         if not 1 <= k <= r - b:
             raise InvalidDescriptorError(
@@ -297,7 +285,7 @@ class GatherNd1Desc(_GatherBase):
             self.indices_dimension_count,
             self.batch_dimension_count,
         )
-        data, index = self._meaningful()
+        data, index = self._nd_sizes(r, q)
         k = index[-1]
         ist = li[0].strides[d - r :]
         xst = li[1].strides[d - q :]

@@ -191,23 +191,11 @@ class ScatterNdDesc(_ScatterBase):
         check_uint(self.input_dimension_count, "SCATTER_ND.InputDimensionCount")
         check_uint(self.indices_dimension_count, "SCATTER_ND.IndicesDimensionCount")
 
-    def _meaningful(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        d = self.input_tensor.dimension_count
-        return (
-            tuple(self.input_tensor.sizes[d - self.input_dimension_count :]),
-            tuple(self.indices_tensor.sizes[d - self.indices_dimension_count :]),
-        )
-
     def _check_rules(self) -> None:
         self._check_common()
         d = self.input_tensor.dimension_count
         r, q = self.input_dimension_count, self.indices_dimension_count
-        for field, value in (("InputDimensionCount", r), ("IndicesDimensionCount", q)):
-            if not 1 <= value <= d:
-                raise InvalidDescriptorError(f"SCATTER_ND.{field} is {value}: must be in [1, {d}]")
-        self._leading_ones("InputTensor", self.input_tensor, r, "InputDimensionCount")
-        self._leading_ones("IndicesTensor", self.indices_tensor, q, "IndicesDimensionCount")
-        data, index = self._meaningful()
+        data, index = self._check_nd_counts(r, q)
         if not 1 <= index[-1] <= r:
             raise InvalidDescriptorError(
                 f"SCATTER_ND.IndicesTensor.Sizes[{d - 1}] is {index[-1]}: an index tuple must "
@@ -220,7 +208,7 @@ class ScatterNdDesc(_ScatterBase):
     def indexed_copies(self, li: Sequence[Layout], lo: Sequence[Layout]) -> list[IndexedCopy]:
         d = self.input_tensor.dimension_count
         r, q = self.input_dimension_count, self.indices_dimension_count
-        data, index = self._meaningful()
+        data, index = self._nd_sizes(r, q)
         k = index[-1]
         ost = lo[0].strides[d - r :]
         xst = li[1].strides[d - q :]

@@ -3,13 +3,12 @@ targets may meet: a winner pass picks the last row in index order), on the call'
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ...indexed import IndexedCopy
+from ...indexed import IndexedCopy, rows_of
 from . import kernels
 
 __all__ = ["IndexedLaunch"]
@@ -25,14 +24,13 @@ class IndexedLaunch:
     def __init__(self, copy: IndexedCopy, element_size: int) -> None:
         self.copy = copy
         self.size = element_size
-        shape = copy.shape
-        rows = len(shape) > 1 and copy.index_strides[-1] == 0 and copy.reverse_dim < 0
-        self.row = shape[-1] if rows else 1
-        outer = shape[:-1] if self.row > 1 else shape
+        walk = rows_of(copy)
+        self.row = walk.length
+        outer = walk.outer
         cut = len(outer)
-        self.rows = math.prod(outer)
-        self.row_strides = (copy.src_strides[-1], copy.dst_strides[-1]) if self.row > 1 else (1, 1)
-        slots = copy.slot_strides if copy.slot_strides else (0,) * len(shape)
+        self.rows = walk.count
+        self.row_strides = walk.strides
+        slots = copy.slot_strides if copy.slot_strides else (0,) * len(copy.shape)
         isize = copy.index_element_size
         head = [
             cut,
@@ -53,14 +51,7 @@ class IndexedLaunch:
             self.row_strides[1],
             copy.reverse_dim,
         ]
-        # the order of a row among the updates: row-major over the dimensions the index
-        # tensor varies along (a later row with the same slot wins)
-        order = [0] * cut
-        acc = 1
-        for d in reversed(range(cut)):
-            if copy.index_strides[d] != 0:
-                order[d] = acc
-                acc *= outer[d]
+        order = walk.order
         for d in range(cut):
             head += [
                 outer[d],

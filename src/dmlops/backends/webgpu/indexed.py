@@ -4,7 +4,6 @@ update latest in index order wins, as on the other backends."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import BindingError
-from ...indexed import IndexedCopy
+from ...indexed import IndexedCopy, rows_of
 from .memory import Flat
 
 __all__ = ["indexed_dispatches"]
@@ -82,20 +81,16 @@ def _pipelines(backend: Any, src_is_dst: bool, index_in: str) -> tuple[Any, Any]
 
 def _meta(c: IndexedCopy, size: int, src: Flat, dst: Flat, index: Flat) -> tuple[Any, int, int]:
     """The meta table, the row count and the row length of one indexed copy."""
-    shape = c.shape
-    rows_ok = len(shape) > 1 and c.index_strides[-1] == 0 and c.reverse_dim < 0
-    row = shape[-1] if rows_ok else 1
-    outer = shape[:-1] if row > 1 else shape
+    walk = rows_of(c)
+    row, outer, rows, row_strides, order = (
+        walk.length,
+        walk.outer,
+        walk.count,
+        walk.strides,
+        walk.order,
+    )
     cut = len(outer)
-    rows = math.prod(outer)
-    row_strides = (c.src_strides[-1], c.dst_strides[-1]) if row > 1 else (1, 1)
-    slots = c.slot_strides if c.slot_strides else (0,) * len(shape)
-    order = [0] * cut
-    acc = 1
-    for d in reversed(range(cut)):
-        if c.index_strides[d] != 0:
-            order[d] = acc
-            acc *= outer[d]
+    slots = c.slot_strides if c.slot_strides else (0,) * len(c.shape)
     head = [
         cut,
         len(c.axes),
