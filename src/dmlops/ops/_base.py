@@ -156,7 +156,13 @@ class OperatorDesc(abc.ABC):
             if output_layouts is not None
             else [Layout.of_desc(t) for t in outs]
         )
-        return compose(self.data_type.element_size, self.logical_copies(), li, lo, self.fills())
+        plan = compose(self.data_type.element_size, self.logical_copies(), li, lo, self.fills())
+        return self._finish(plan, li, lo)
+
+    def _finish(self, plan: Plan, li: Sequence[Layout], lo: Sequence[Layout]) -> Plan:
+        """The lowered plan, completed by what the operator adds beyond strided copies (the
+        indexed operators' index-driven copies); unchanged by default."""
+        return plan
 
     def fills(self) -> tuple[bytes, ...]:
         """The constants this operator writes (copies from source -1 - k write fills[k]), as

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from ..errors import InvalidDescriptorError
 from ..indexed import INDEX_TYPES, IndexedCopy
-from ..plan import Layout, Plan, compose, span, with_indexed
+from ..plan import Layout, Plan, span, with_indexed
 from ..tensor import BufferTensorDesc, DataType, FeatureLevel
 from ._base import OperatorDesc, SupportRow
 
@@ -37,20 +37,7 @@ class IndexedDesc(OperatorDesc):
         """The index-driven copies, in the bound buffers' bytes and elements."""
         raise NotImplementedError
 
-    def lower(
-        self,
-        input_layouts: Sequence[Layout] | None = None,
-        output_layouts: Sequence[Layout] | None = None,
-    ) -> Plan:
-        ins = [t for _, t in self.input_fields()]
-        outs = [t for _, t in self.output_fields()]
-        li = list(input_layouts) if input_layouts is not None else [Layout.of_desc(t) for t in ins]
-        lo = (
-            list(output_layouts)
-            if output_layouts is not None
-            else [Layout.of_desc(t) for t in outs]
-        )
-        plan = compose(self.data_type.element_size, self.logical_copies(), li, lo, self.fills())
+    def _finish(self, plan: Plan, li: Sequence[Layout], lo: Sequence[Layout]) -> Plan:
         return with_indexed(plan, self.indexed_copies(li, lo))
 
     # helpers -----------------------------------------------------------------
