@@ -45,6 +45,9 @@ __all__ = [
 ]
 
 Level = FeatureLevel | int | str | None
+# what an operator's call plans: its input tensors padded to one rank, the padded output
+# shape, and the descriptor made from the padded descriptions
+Planned = tuple[list[_Tensor], tuple[int, ...], Callable[..., OperatorDesc]]
 
 
 def _axis(axis: int, rank: int, op: str) -> int:
@@ -85,29 +88,21 @@ def _run(
     out: Any,
     level: Level,
     device: str | None,
-    plan_call: Callable[
-        [Any, list[_Tensor], list[int], list[Any]],
-        tuple[
-            list[_Tensor],
-            _Tensor | None,
-            tuple[int, ...],
-            tuple[int, ...],
-            Callable[..., OperatorDesc],
-        ],
-    ],
+    plan_call: Callable[[list[_Tensor], list[int]], Planned],
     like: int = 0,
     in_place: bool = False,
     clamp: bool = False,
 ) -> Any:
-    """Run one indexed operator: `plan_call(backend, tensors, ranks, arrays)` pads the tensors
-    and gives (inputs, output tensor or None, padded output shape, result shape, make)."""
+    """Run one indexed operator: `plan_call(tensors, ranks)` pads the arrays' tensors
+    and gives (inputs, padded output shape, make); `fields` ends with the result's shape."""
+    shape = fields[-1]
 
     def build(arrays: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of(arrays if outs[0] is None else [*arrays, outs[0]])
         described = [_tensor(backend, x) for x in arrays]
         tensors = [t for t, _ in described]
         ranks = [r for _, r in described]
-        padded_in, out_t, padded_shape, shape, make = plan_call(backend, tensors, ranks, arrays)
+        padded_in, padded_shape, make = plan_call(tensors, ranks)
         if outs[0] is not None:
             given, _ = _tensor(backend, outs[0])
             if tuple(backend.describe(outs[0]).shape) != shape:
@@ -137,7 +132,6 @@ def _run(
     result = _dispatch(op, fields, level, ins, [out], build, device)[0]
     if out is not None:
         return out
-    shape = fields[-1]  # every caller keys its call by the result's shape, last
     return result.reshape(shape) if tuple(result.shape) != shape else result
 
 
@@ -203,7 +197,7 @@ def gather(
     a = _axis(axis, builtins.max(len(x_shape), 1), "GATHER")
     shape = x_shape[:a] + i_shape + x_shape[a + 1 :]
 
-    def plan_call(backend: Any, tensors: list[_Tensor], ranks: list[int], arrays: list[Any]):  # type: ignore[no-untyped-def]
+    def plan_call(tensors: list[_Tensor], ranks: list[int]) -> Planned:
         r, q = ranks
         rank = builtins.max(r, r + q - 1, 1)
         lead = rank - r
@@ -212,7 +206,7 @@ def gather(
         def make(i: list[BufferTensorDesc], o: BufferTensorDesc) -> OperatorDesc:
             return GatherDesc(i[0], i[1], o, a + lead, q)
 
-        return [_pad(tensors[0], rank), _pad(tensors[1], rank)], None, padded, shape, make
+        return [_pad(tensors[0], rank), _pad(tensors[1], rank)], padded, make
 
     fields = ("gather", a, clamp_indices, shape)
     return _run(
@@ -248,11 +242,11 @@ def gather_elements(
     shape = _shape_of(indices)
     a = _axis(axis, builtins.max(len(shape), 1), "GATHER_ELEMENTS")
 
-    def plan_call(backend: Any, tensors: list[_Tensor], ranks: list[int], arrays: list[Any]):  # type: ignore[no-untyped-def]
+    def plan_call(tensors: list[_Tensor], ranks: list[int]) -> Planned:
         def make(i: list[BufferTensorDesc], o: BufferTensorDesc) -> OperatorDesc:
             return GatherElementsDesc(i[0], i[1], o, a)
 
-        return tensors, None, tuple(tensors[1].desc.sizes), shape, make
+        return tensors, tuple(tensors[1].desc.sizes), make
 
     fields = ("gather_elements", a, clamp_indices, shape)
     return _run(
@@ -292,7 +286,7 @@ def gather_nd(
     b = batch_dims
     shape = x_shape[:b] + i_shape[b:-1] + x_shape[b + i_shape[-1] :]
 
-    def plan_call(backend: Any, tensors: list[_Tensor], ranks: list[int], arrays: list[Any]):  # type: ignore[no-untyped-def]
+    def plan_call(tensors: list[_Tensor], ranks: list[int]) -> Planned:
         r, q = ranks
         rank = builtins.max(r, q, len(shape), 1)
         padded = (1,) * (rank - len(shape)) + shape
@@ -302,7 +296,7 @@ def gather_nd(
                 return GatherNdDesc(i[0], i[1], o, r, q)
             return GatherNd1Desc(i[0], i[1], o, r, q, b)
 
-        return [_pad(tensors[0], rank), _pad(tensors[1], rank)], None, padded, shape, make
+        return [_pad(tensors[0], rank), _pad(tensors[1], rank)], padded, make
 
     fields = ("gather_nd", b, clamp_indices, shape)
     return _run(
@@ -342,11 +336,11 @@ def scatter_elements(
     shape = _shape_of(input)
     a = _axis(axis, builtins.max(len(shape), 1), "SCATTER_ELEMENTS")
 
-    def plan_call(backend: Any, tensors: list[_Tensor], ranks: list[int], arrays: list[Any]):  # type: ignore[no-untyped-def]
+    def plan_call(tensors: list[_Tensor], ranks: list[int]) -> Planned:
         def make(i: list[BufferTensorDesc], o: BufferTensorDesc) -> OperatorDesc:
             return ScatterElementsDesc(i[0], i[1], i[2], o, a)
 
-        return tensors, None, tuple(tensors[0].desc.sizes), shape, make
+        return tensors, tuple(tensors[0].desc.sizes), make
 
     fields = ("scatter_elements", a, out is input, clamp_indices, shape)
     return _run(
@@ -385,7 +379,7 @@ def scatter_nd(
     indices = _array(indices, input)
     shape = _shape_of(input)
 
-    def plan_call(backend: Any, tensors: list[_Tensor], ranks: list[int], arrays: list[Any]):  # type: ignore[no-untyped-def]
+    def plan_call(tensors: list[_Tensor], ranks: list[int]) -> Planned:
         r, q, u = ranks
         rank = builtins.max(r, q, u, 1)
         padded = [_pad(t, rank) for t in tensors]
@@ -393,7 +387,7 @@ def scatter_nd(
         def make(i: list[BufferTensorDesc], o: BufferTensorDesc) -> OperatorDesc:
             return ScatterNdDesc(i[0], i[1], i[2], o, builtins.max(r, 1), builtins.max(q, 1))
 
-        return padded, None, tuple(padded[0].desc.sizes), shape, make
+        return padded, tuple(padded[0].desc.sizes), make
 
     fields = ("scatter_nd", out is input, clamp_indices, shape)
     return _run(
@@ -431,7 +425,7 @@ def one_hot(
     a = _axis(axis, len(i_shape) + 1, "ONE_HOT")
     shape = (*i_shape[:a], int(depth), *i_shape[a:])
 
-    def plan_call(backend: Any, tensors: list[_Tensor], ranks: list[int], arrays: list[Any]):  # type: ignore[no-untyped-def]
+    def plan_call(tensors: list[_Tensor], ranks: list[int]) -> Planned:
         rank = len(shape)
         index = tensors[0] if ranks[0] else tensors[0].with_ones(())
         index = index.with_ones([a]) if ranks[0] else _pad(index, rank)
@@ -440,30 +434,41 @@ def one_hot(
         def make(i: list[BufferTensorDesc], o: BufferTensorDesc) -> OperatorDesc:
             return OneHotDesc(i[0], i[1], o, a)
 
-        return [index, vals], None, shape, shape, make
+        return [index, vals], shape, make
 
     fields = ("one_hot", a, shape)
     return _run("ONE_HOT", fields, [indices, values], out, feature_level, device, plan_call, like=1)
 
 
-def _uint32_lengths(lengths: Any) -> Any:
-    """Sequence lengths as UINT32 (DirectML's only type for them), negatives as 0, in the
-    array's own library."""
-    dtype = str(lengths.dtype).replace("torch.", "")
-    if dtype == "uint32":
-        return lengths
-    if isinstance(lengths, np.ndarray):
-        return np.clip(lengths, 0, 2**32 - 1).astype(np.uint32)
-    module = type(lengths).__module__
-    if module.startswith("cupy"):
-        return lengths.clip(0, 2**32 - 1).astype("uint32")
+def numpy_or_cupy(array: Any, refusal: str) -> Any:
+    """`array` as a numpy or CuPy array on its own device (torch tensors shared through numpy
+    or DLPack); other kinds raise `refusal`."""
+    module = type(array).__module__
+    if isinstance(array, np.ndarray) or module.startswith("cupy"):
+        return array
     if module.startswith("torch"):
-        if lengths.is_cuda:
-            import cupy
+        if not array.is_cuda:
+            return array.numpy()
+        import cupy
 
-            return cupy.from_dlpack(lengths.contiguous()).clip(0, 2**32 - 1).astype("uint32")
-        return np.clip(lengths.numpy(), 0, 2**32 - 1).astype(np.uint32)
-    raise DmlError(f"REVERSE_SUBSEQUENCES: lengths of type {dtype} here must be uint32")
+        return cupy.from_dlpack(array.contiguous())
+    raise DmlError(refusal)
+
+
+def cast_in_library(array: Any, dtype: str, low: int | None = None, high: int | None = None) -> Any:
+    """`array` as `dtype` (clipped to [low, high] first where given) on its own device: numpy
+    and CuPy arrays as they are, CPU torch tensors through numpy, CUDA ones through CuPy."""
+    if str(array.dtype).replace("torch.", "") == dtype:
+        return array
+    array = numpy_or_cupy(array, f"a {type(array).__name__} of {array.dtype} here must be {dtype}")
+    if low is not None or high is not None:
+        array = array.clip(low, high)
+    return array.astype(dtype)
+
+
+def _uint32_lengths(lengths: Any) -> Any:
+    """Sequence lengths as UINT32 (DirectML's only type for them), negatives as 0."""
+    return cast_in_library(lengths, "uint32", 0, 2**32 - 1)
 
 
 def reverse_subsequences(
@@ -498,7 +503,7 @@ def reverse_subsequences(
             f"[{shape[b]}] (the input's batch_axis {b})"
         )
 
-    def plan_call(backend: Any, tensors: list[_Tensor], ranks: list[int], arrays: list[Any]):  # type: ignore[no-untyped-def]
+    def plan_call(tensors: list[_Tensor], ranks: list[int]) -> Planned:
         padded = builtins.max(4, rank)
         lead = padded - rank
         x = _pad(tensors[0], padded)
@@ -514,7 +519,7 @@ def reverse_subsequences(
         def make(i: list[BufferTensorDesc], o: BufferTensorDesc) -> OperatorDesc:
             return ReverseSubsequencesDesc(i[0], i[1], o, lead + t)
 
-        return [x, spread], None, tuple(x.desc.sizes), shape, make
+        return [x, spread], tuple(x.desc.sizes), make
 
     fields = ("reverse_subsequences", t, b, shape)
     return _run(

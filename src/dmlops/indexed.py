@@ -25,8 +25,8 @@ plan runs its strided copies first, then its indexed copies in order.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .tensor import DataType
@@ -131,39 +131,14 @@ def coalesce_indexed(copy: IndexedCopy) -> IndexedCopy:
         merged = [(1, tuple(0 for _ in sides))]
     shape = tuple(m[0] for m in merged)
     columns = list(zip(*(m[1] for m in merged), strict=True))
-    return IndexedCopy(
-        copy.label,
-        copy.src,
-        copy.src_offset,
-        tuple(columns[0]),
-        copy.dst,
-        copy.dst_offset,
-        tuple(columns[1]),
-        shape,
-        copy.index,
-        copy.index_type,
-        copy.index_offset,
-        tuple(columns[2]),
-        copy.tuple_stride,
-        copy.axes,
-        copy.scatter,
-        copy.indexed_span,
-        copy.negative_indices,
-        copy.skip_out_of_range,
-        tuple(columns[3]) if copy.scatter else (),
-        copy.slot_count,
-        copy.clamp,
+    return dataclasses.replace(
+        copy,
+        shape=shape,
+        src_strides=tuple(columns[0]),
+        dst_strides=tuple(columns[1]),
+        index_strides=tuple(columns[2]),
+        slot_strides=tuple(columns[3]) if copy.scatter else (),
     )
-
-
-def packed_slot_strides(sizes: Sequence[int]) -> tuple[int, ...]:
-    """Row-major numbering strides of a box of these sizes."""
-    strides = []
-    acc = 1
-    for n in reversed(sizes):
-        strides.append(acc)
-        acc *= n
-    return tuple(reversed(strides))
 
 
 @dataclass(frozen=True)

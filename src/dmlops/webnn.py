@@ -415,6 +415,16 @@ def reshape(
 # -- the gather and scatter family -----------------------------------------------------------
 
 
+def _check_along_axis(op: str, ishape: tuple[int, ...], shape: tuple[int, ...], axis: int) -> None:
+    """indices' shape equal to the input's but along options.axis (gatherElements,
+    scatterElements)."""
+    for d, (n, m) in enumerate(zip(ishape, shape, strict=True)):
+        if d != axis and n != m:
+            raise _fail(
+                f"{op}: indices' dimension {d} is {n}, input's {m}: only options.axis may differ"
+            )
+
+
 def _check_indices(op: str, indices: Any) -> None:
     _check_type(op, "indices", indices, INDEX_TYPES)
 
@@ -465,11 +475,7 @@ def gatherElements(
     if len(ishape) != len(shape):
         raise _fail(f"{op}: indices has rank {len(ishape)}, input {len(shape)}: they must match")
     axis = _axis(op, opts.get("axis", 0), len(shape))
-    for d, (n, m) in enumerate(zip(ishape, shape, strict=True)):
-        if d != axis and n != m:
-            raise _fail(
-                f"{op}: indices' dimension {d} is {n}, input's {m}: only options.axis may differ"
-            )
+    _check_along_axis(op, ishape, shape, axis)
     return functional_indexed.gather_elements(input, indices, axis, clamp_indices=True)
 
 
@@ -532,11 +538,7 @@ def scatterElements(
     if len(ushape) != len(shape):
         raise _fail(f"{op}: updates has rank {len(ushape)}, input {len(shape)}: they must match")
     axis = _axis(op, opts.get("axis", 0), len(shape))
-    for d, (n, m) in enumerate(zip(ishape, shape, strict=True)):
-        if d != axis and n != m:
-            raise _fail(
-                f"{op}: indices' dimension {d} is {n}, input's {m}: only options.axis may differ"
-            )
+    _check_along_axis(op, ishape, shape, axis)
     if ushape != ishape:
         raise _fail(f"{op}: updates' shape {list(ushape)} is not indices' {list(ishape)}")
     return functional_indexed.scatter_elements(input, indices, updates, axis, clamp_indices=True)

@@ -23,7 +23,14 @@ from ..graph import Graph, GraphTensor
 from ..tensor import FeatureLevel, packed_strides
 from .params import axis_of, slice_window, split_sizes
 
-__all__ = ["CompiledModel", "NeedsRunTime", "compile_model", "GRAPH_OPS", "RUNTIME_OPS"]
+__all__ = [
+    "CompiledModel",
+    "NeedsRunTime",
+    "compile_model",
+    "GRAPH_OPS",
+    "INDEXED_OPS",
+    "RUNTIME_OPS",
+]
 
 GRAPH_OPS = (
     "Slice",
@@ -53,10 +60,12 @@ _PARAMETERS = {
     "Expand": {1},
     "OneHot": {1},
 }
-RUNTIME_OPS = (
-    "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND", "OneHot",
+INDEXED_OPS = (
+    "Gather", "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND", "OneHot",
     "ReverseSequence",
 )  # fmt: skip
+# which always read data at run time (a Gather at a few constant indices lowers to slices)
+RUNTIME_OPS = tuple(op for op in INDEXED_OPS if op != "Gather")
 _SLICED_GATHER = 8  # a Gather at up to this many constant indices fuses as slices; more: GATHER
 _SCALAR_PARAMETERS = {("Pad", 2), ("OneHot", 1)}  # Pad's constant_value: a scalar (or one element)
 

@@ -23,6 +23,7 @@ from .lowering import (
     _PARAMETERS,
     GRAPH_OPS,
     HOST_OPS,
+    INDEXED_OPS,
     CompiledModel,
     NeedsRunTime,
     _attrs,
@@ -38,10 +39,6 @@ from .params import axis_of
 
 __all__ = ["StagedModel", "compile_any", "compile_staged", "INDEXED_OPS", "ARITHMETIC_OPS"]
 
-INDEXED_OPS = (
-    "Gather", "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND", "OneHot",
-    "ReverseSequence",
-)  # fmt: skip
 ARITHMETIC_OPS = (
     "Add", "Sub", "Mul", "Div", "Mod", "Neg", "Abs", "Equal", "Less", "Greater", "Not", "And",
     "Or", "Where", "Cast", "Min", "Max",
@@ -120,11 +117,8 @@ def _xp(array: Any) -> Any:
 
 
 def _as_xp(array: Any) -> Any:
-    if isinstance(array, np.ndarray) or type(array).__module__.startswith("cupy"):
-        return array
-    import cupy
-
-    return cupy.from_dlpack(array)
+    refusal = f"integer arithmetic on {type(array).__name__} arrays is not evaluated here"
+    return fi.numpy_or_cupy(array, refusal)
 
 
 def _arith(xp: Any, node: Any, a: dict[str, Any], ins: list[Any]) -> Any:
@@ -407,11 +401,7 @@ def _identity_step(node: Any, names: list[str], types: dict[str, Any]) -> tuple[
 def _integers(array: Any) -> Any:
     """OneHot's indices as int64 where they are floating point (ONNX casts them)."""
     kind = np.dtype(str(array.dtype).replace("torch.", "")).kind
-    if kind in "iu":
-        return array
-    if hasattr(array, "astype"):
-        return array.astype(np.int64)
-    return array.long()  # a torch tensor
+    return array if kind in "iu" else fi.cast_in_library(array, "int64")
 
 
 def _any(env: dict[str, Any]) -> Any:

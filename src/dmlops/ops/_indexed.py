@@ -54,6 +54,17 @@ class IndexedDesc(OperatorDesc):
                 f"{self.OPERATOR}.{name}.Sizes is {list(t.sizes)}: must be {list(expected)}"
             )
 
+    def _check_all_but_axis(
+        self, name: str, t: BufferTensorDesc, ref_name: str, ref: BufferTensorDesc, axis: int
+    ) -> None:
+        """`t`'s sizes equal `ref`'s in every dimension but `axis` (same DimensionCount)."""
+        for d, (n, m) in enumerate(zip(t.sizes, ref.sizes, strict=True)):
+            if d != axis and n != m:
+                raise InvalidDescriptorError(
+                    f"{self.OPERATOR}.{name}.Sizes[{d}] is {n}: must equal {ref_name}.Sizes[{d}] "
+                    f"{m} (every dimension but Axis {axis})"
+                )
+
     def _check_nd_counts(
         self, input_count: int, indices_count: int
     ) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -181,14 +181,9 @@ class GatherElementsDesc(_GatherBase):
     def _check_rules(self) -> None:
         self._check_common()
         self._check_axis(self.axis, self.input_tensor.dimension_count)
-        for d, (n, m) in enumerate(
-            zip(self.indices_tensor.sizes, self.input_tensor.sizes, strict=True)
-        ):
-            if d != self.axis and n != m:
-                raise InvalidDescriptorError(
-                    f"GATHER_ELEMENTS.IndicesTensor.Sizes[{d}] is {n}: must equal "
-                    f"InputTensor.Sizes[{d}] {m} (every dimension but Axis {self.axis})"
-                )
+        self._check_all_but_axis(
+            "IndicesTensor", self.indices_tensor, "InputTensor", self.input_tensor, self.axis
+        )
         self._check_sizes("OutputTensor", self.output_tensor, self.indices_tensor.sizes)
 
     def indexed_copies(self, li: Sequence[Layout], lo: Sequence[Layout]) -> list[IndexedCopy]:

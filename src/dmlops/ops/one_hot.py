@@ -70,14 +70,9 @@ class OneHotDesc(IndexedDesc):
                 f"ONE_HOT.IndicesTensor.Sizes[{self.axis}] is "
                 f"{self.indices_tensor.sizes[self.axis]}: must be 1 (the Axis dimension)"
             )
-        for i, (n, m) in enumerate(
-            zip(self.indices_tensor.sizes, self.output_tensor.sizes, strict=True)
-        ):
-            if i != self.axis and n != m:
-                raise InvalidDescriptorError(
-                    f"ONE_HOT.OutputTensor.Sizes[{i}] is {m}: must equal "
-                    f"IndicesTensor.Sizes[{i}] {n} (every dimension but Axis {self.axis})"
-                )
+        self._check_all_but_axis(
+            "OutputTensor", self.output_tensor, "IndicesTensor", self.indices_tensor, self.axis
+        )
 
     def _on_coordinate(self) -> tuple[int, ...]:
         sizes = self.values_tensor.sizes

@@ -3,14 +3,13 @@ output, then updates written where an index tensor says."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 
 from ..errors import InvalidDescriptorError
-from ..indexed import IndexAxis, IndexedCopy, packed_slot_strides
+from ..indexed import IndexAxis, IndexedCopy
 from ..plan import Layout, LogicalCopy
-from ..tensor import BufferTensorDesc, DataType, FeatureLevel, check_uint
+from ..tensor import BufferTensorDesc, DataType, FeatureLevel, check_uint, packed_strides
 from ._base import ALL_DIMS, TYPES_8, SupportRow
 from ._indexed import IndexedDesc, aligned, right_aligned, tensor_span
 
@@ -63,6 +62,7 @@ class _ScatterBase(IndexedDesc):
         tuple_stride: int,
         axes: Sequence[IndexAxis],
         slot_strides: Sequence[int],
+        slot_count: int | None = None,
     ) -> IndexedCopy:
         size = self.input_tensor.data_type.element_size
         itype = self.indices_tensor.data_type
@@ -85,7 +85,7 @@ class _ScatterBase(IndexedDesc):
             indexed_span=tensor_span(self.output_tensor, lo[0]),
             negative_indices=itype.is_signed,
             slot_strides=tuple(slot_strides),
-            slot_count=math.prod(self.output_tensor.sizes),
+            slot_count=math.prod(self.output_tensor.sizes) if slot_count is None else slot_count,
         )
 
 
@@ -120,24 +120,18 @@ class ScatterElementsDesc(_ScatterBase):
         check_uint(self.axis, f"{self.OPERATOR}.Axis")
 
     def _check_rules(self) -> None:
-        op = self.OPERATOR
         self._check_common()
         self._check_axis(self.axis, self.input_tensor.dimension_count)
-        for d, (n, m) in enumerate(
-            zip(self.indices_tensor.sizes, self.input_tensor.sizes, strict=True)
-        ):
-            if d != self.axis and n != m:
-                raise InvalidDescriptorError(
-                    f"{op}.IndicesTensor.Sizes[{d}] is {n}: must equal InputTensor.Sizes[{d}] "
-                    f"{m} (every dimension but Axis {self.axis})"
-                )
+        self._check_all_but_axis(
+            "IndicesTensor", self.indices_tensor, "InputTensor", self.input_tensor, self.axis
+        )
         self._check_sizes("UpdatesTensor", self.updates_tensor, self.indices_tensor.sizes)
 
     def indexed_copies(self, li: Sequence[Layout], lo: Sequence[Layout]) -> list[IndexedCopy]:
         a = self.axis
         dst = list(lo[0].strides)
         dst[a] = 0
-        slots = list(packed_slot_strides(self.output_tensor.sizes))
+        slots = list(packed_strides(self.output_tensor.sizes))
         axis_slot = slots[a]
         slots[a] = 0
         axes = [IndexAxis(self.output_tensor.sizes[a], lo[0].strides[a], axis_slot)]
@@ -213,15 +207,15 @@ class ScatterNdDesc(_ScatterBase):
         ost = lo[0].strides[d - r :]
         xst = li[1].strides[d - q :]
         # a destination slot is a whole sub-block: its index tuple numbers it
-        slots = packed_slot_strides(data[:k])
+        slots = packed_strides(data[:k])
         lead = q - 1
         dst = (*(0,) * lead, *ost[k:])
         idx = (*xst[:lead], *(0,) * (r - k))
         slot = (0,) * (lead + r - k)
         axes = [IndexAxis(data[t], ost[t], slots[t]) for t in range(k)]
         full = self.updates_sizes_for(data, index)
-        copy = self._scatter(li, lo, full, dst, idx, xst[q - 1], axes, slot)
-        return [dataclasses.replace(copy, slot_count=math.prod(data[:k]))]
+        count = math.prod(data[:k])  # one slot per index tuple
+        return [self._scatter(li, lo, full, dst, idx, xst[q - 1], axes, slot, count)]
 
     def _field_items(self) -> list[tuple[str, object]]:
         return [
