@@ -142,8 +142,8 @@ def test_fields_are_validated_before_anything_is_allocated(
     a = to_device(backend, np.zeros((2, 2), np.float32))
     with pytest.raises(InvalidDescriptorError, match=r"^SLICE.Sizes\[0\] is 9223372036854775808"):
         dmlops.slice(a, [0, 0], [2**63, 1], [1, 1])
-    with pytest.raises(InvalidDescriptorError, match=r"^SLICE1.OutputTensor.Sizes\[1\] is 0"):
-        dmlops.slice1(a, [0, 0], [2, 2], [1, 1], [1, 0])
+    with pytest.raises(InvalidDescriptorError, match=r"^SLICE1.InputWindowStrides\[1\] is 0"):
+        dmlops.slice1(a, [0, 0], [2, 2], [1, 0], [1, 1])
     with pytest.raises(DmlError, match=r"^SPLIT"):
         dmlops.split(a, 0, [1, 2])
     with pytest.raises(DmlError, match=r"^JOIN.Axis is 2"):

@@ -421,12 +421,11 @@ def test_functional_follows_directml_fields() -> None:
         dmlops.slice(x, [-1, 0], [1, 1], [1, 1])
     with pytest.raises(InvalidDescriptorError, match=r"SPLIT\.Axis is -1"):
         dmlops.split(x, -1, [2, 2])
-    with pytest.raises(InvalidDescriptorError, match=r"SPLIT\.OutputTensors\[1\]\.Sizes\[0\] is 0"):
-        dmlops.split(x, 0, [4, 0])
-    with pytest.raises(InvalidDescriptorError, match=r"SLICE\.OutputTensor\.Sizes\[1\] is 0"):
-        dmlops.slice(x, [0, 0], [1, 0], [1, 1])
-    with pytest.raises(InvalidDescriptorError, match=r"numpy dtype bool has no DirectML data type"):
-        dmlops.slice(x.astype(bool), [0, 0], [1, 1], [1, 1])
+    # sizes of 0 are numpy's empty results above the Device API (DirectML refuses them)
+    assert dmlops.split(x, 0, [4, 0])[1].shape == (0, 4)
+    assert dmlops.slice(x, [0, 0], [1, 0], [1, 1]).shape == (1, 0)
+    with pytest.raises(InvalidDescriptorError, match=r"numpy dtype <U1 is not moved"):
+        dmlops.slice(x.astype(str), [0, 0], [1, 1], [1, 1])
     with pytest.raises(InvalidDescriptorError, match=r"SLICE1\.InputWindowStrides\[1\] is 0"):
         dmlops.slice1(x, [0, 0], [4, 4], [1, 0])
     with pytest.raises(
@@ -437,8 +436,7 @@ def test_functional_follows_directml_fields() -> None:
         dmlops.join([x, x.astype(np.int32)], 0)
     with pytest.raises(InvalidDescriptorError, match=r"SLICE\.OutputTensor\.DataType is FLOAT64"):
         dmlops.slice(x, [0, 0], [1, 1], [1, 1], out=np.zeros((1, 1)))
-    with pytest.raises(DmlError, match=r"0-dimensional"):
-        dmlops.slice(np.float32(1), [0], [1], [1])
+    assert dmlops.slice(np.float32(1), [0], [1], [1]).tolist() == [1.0]  # 0-D: its [1] view
     with pytest.raises(BindingError, match=r"read-only"):
         ro = np.zeros((1, 1), np.float32)
         ro.flags.writeable = False

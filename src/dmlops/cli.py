@@ -403,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--backend", choices=["numpy", "cuda"], default="numpy", help="execution backend"
     )
     ex.add_argument(
-        "--feature-level", default="4_1", help="device feature level, e.g. 3_0 (default 4_1)"
+        "--feature-level", default=None, help="device feature level, e.g. 3_0 (default: the newest)"
     )
     ex.set_defaults(func=_run_examples)
 
@@ -438,7 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also draw the operator to FILE (.png/.svg/.pdf; needs pip install 'dmlops[plot]')",
     )
     xp.add_argument("--data-type", default="FLOAT32", help="DML data type name (default FLOAT32)")
-    xp.add_argument("--feature-level", default="4_1", help="feature level, e.g. 2_1 (default 4_1)")
+    xp.add_argument("--feature-level", default=None, help="feature level, e.g. 2_1 (default: the newest)")
     xp.add_argument("--offsets", type=_ints, default=[], help="SLICE Offsets")
     xp.add_argument("--sizes", type=_ints, default=[], help="SLICE Sizes (= output sizes)")
     xp.add_argument("--strides", type=_ints, default=[], help="SLICE Strides")
@@ -500,7 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated operators (default: every one of slice, slice1, slice_grad, split, "
         "join, tile that the feature level has)",
     )
-    gen.add_argument("--feature-level", default="4_1", help="feature level (default 4_1)")
+    gen.add_argument("--feature-level", default=None, help="feature level (default: the newest)")
     gen.add_argument(
         "--invalid-fraction", type=float, default=0.2, help="share of invalid models (0.2)"
     )
@@ -539,7 +539,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="ONNX models: an input's values (repeat for each input)",
     )
     run.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where to execute")
-    run.add_argument("--feature-level", default="4_1", help="device feature level (default 4_1)")
+    run.add_argument("--feature-level", default=None, help="device feature level (default: the newest)")
     run.add_argument(
         "--max-bytes",
         type=int,

@@ -175,14 +175,18 @@ class BindingTable:
 
 
 class Device:
-    """An execution device at a DirectML feature level, on the 'numpy' or 'cuda' backend."""
+    """An execution device at a DirectML feature level (default: the newest dmlops knows, as
+    DirectML's own device runs every level its library has), on the 'numpy', 'cuda' or
+    'webgpu' backend."""
 
     def __init__(
         self,
-        feature_level: FeatureLevel | int | str = FeatureLevel.FL_4_1,
+        feature_level: FeatureLevel | int | str | None = None,
         backend: str = "numpy",
     ) -> None:
-        self.feature_level = FeatureLevel.parse(feature_level)
+        self.feature_level = (
+            FeatureLevel.newest() if feature_level is None else FeatureLevel.parse(feature_level)
+        )
         self.backend: Backend = get_backend(backend)
 
     def __repr__(self) -> str:

@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from .backends import Backend, get_backend
-from .errors import BindingError, DmlError
+from .elements import Element, element_of, encode
+from .errors import BindingError, DmlError, InvalidDescriptorError, UnsupportedFeatureLevelError
 from .ops import (
     DepthToSpace1Desc,
     JoinDesc,
@@ -37,7 +38,7 @@ from .ops import (
     TileDesc,
 )
 from .overlap import find_overlaps, owners_apart
-from .plan import Layout, Plan, array_byte_span
+from .plan import Layout, Plan, array_byte_span, in_units
 from .tensor import BufferTensorDesc, DataType, FeatureLevel, int_tuple, packed_strides
 
 __all__ = [
@@ -248,6 +249,7 @@ class _Tensor:
         nbytes: int,
         contiguous: bool,
         writable: bool = True,
+        element: Element | None = None,
     ) -> None:
         self.desc = desc
         self.layout = layout
@@ -255,24 +257,35 @@ class _Tensor:
         self.nbytes = nbytes
         self.contiguous = contiguous
         self.writable = writable
+        dt = desc.data_type
+        # the array's own element type (the desc may describe it with a carrier type)
+        self.element = element or Element(dt.name.lower(), dt.element_size, dt)
 
     @classmethod
     def of_array(cls, a: Any) -> _Tensor:
         """`a` (an array of the backend's kind) as a tensor: strides, not copies."""
-        if a.ndim == 0:
-            raise DmlError("a 0-dimensional array has no DirectML tensor: use shape (1,)")
-        item = a.itemsize
-        low, nbytes = array_byte_span(a.shape, a.strides, item)
-        strides = tuple(s // item for s in a.strides)
+        element = element_of(a.dtype)
+        item = element.size
+        shape, byte_strides = (a.shape, a.strides) if a.ndim else ((1,), (item,))  # 0-D: [1]
+        low, nbytes = array_byte_span(shape, byte_strides, item)
+        strides = tuple(s // item for s in byte_strides)
         c_contiguous = bool(a.flags.c_contiguous)
         desc = BufferTensorDesc(
-            DataType.from_numpy(a.dtype),
-            a.shape,
+            element.described_as,
+            shape,
             None if c_contiguous else tuple(abs(s) for s in strides),
         )
         contiguous = c_contiguous or bool(a.flags.f_contiguous)
         writable = bool(getattr(a.flags, "writeable", True))
-        return cls(desc, Layout(-low // item, strides), low, nbytes, contiguous, writable)
+        layout = Layout(-low // item, strides)
+        return cls(desc, layout, low, nbytes, contiguous, writable, element)
+
+    def carried_by(self, data_type: DataType) -> _Tensor:
+        """The same elements described with another data type (a carrier)."""
+        desc = BufferTensorDesc(data_type, self.desc.sizes, self.desc.strides)
+        return _Tensor(
+            desc, self.layout, self.low, self.nbytes, self.contiguous, self.writable, self.element
+        )
 
     def with_ones(self, positions: Sequence[int]) -> _Tensor:
         """The same elements with dimensions of size 1 inserted at these positions (of the
@@ -287,15 +300,18 @@ class _Tensor:
                 given.insert(p, 0)
         desc = BufferTensorDesc(self.desc.data_type, sizes, given)
         layout = Layout(self.layout.offset, tuple(strides))
-        return _Tensor(desc, layout, self.low, self.nbytes, self.contiguous, self.writable)
+        return _Tensor(
+            desc, layout, self.low, self.nbytes, self.contiguous, self.writable, self.element
+        )
 
     @classmethod
     def new(cls, shape: Sequence[int], dtype: Any) -> _Tensor:
         """A packed output of `shape`, allocated only after validation."""
-        dt = DataType.from_numpy(dtype)
+        element = element_of(dtype)
         shape = tuple(shape)
-        nbytes = builtins.max(1, int(np.prod(shape, dtype=object))) * dt.element_size
-        return cls(BufferTensorDesc(dt, shape), Layout(0, packed_strides(shape)), 0, nbytes, True)
+        nbytes = builtins.max(1, int(np.prod(shape, dtype=object))) * element.size
+        desc = BufferTensorDesc(element.described_as, shape)
+        return cls(desc, Layout(0, packed_strides(shape)), 0, nbytes, True, True, element)
 
 
 class _Call:
@@ -382,10 +398,13 @@ def _compile(
     tensors: tuple[list[_Tensor], list[_Tensor]] | None = None,
     like: int = 0,
     edit: Callable[[Plan], Plan] | None = None,
+    fill: Any = None,
 ) -> _Call:
     """Describe, validate (before anything is allocated), lower and compile one call.
     `tensors`: the inputs and outputs as tensors already (else described from the arrays);
-    `like`: the input new outputs are made like; `edit`: a change to the lowered plan."""
+    `like`: the input new outputs are made like; `edit`: a change to the lowered plan;
+    `fill`: the constant the operator writes (PADDING1's value), encoded as the data's own
+    type where a carrier describes it."""
     if tensors is None:
         in_t = [_Tensor.of_array(backend.describe(x)) for x in ins]
         out_t = [
@@ -394,7 +413,9 @@ def _compile(
         ]
     else:
         in_t, out_t = tensors
-    desc = make_desc([t.desc for t in in_t], [t.desc for t in out_t])
+    if any(0 in t.desc.sizes for t in [*in_t, *out_t]):
+        return _empty_call(backend, make_desc, in_t, out_t, new_shapes, like)
+    desc = _described(make_desc, in_t, out_t, _level(level), fill)
     desc.validate(_level(level))
     for t in out_t:
         if not t.writable:
@@ -408,9 +429,107 @@ def _compile(
     ]
     queue = backend.placement(named)  # arrays on two GPUs are refused here
     plan = desc.lower([t.layout for t in in_t], [t.layout for t in out_t])
+    if plan.element_size > 8:
+        plan = in_units(plan, 8)
     if edit is not None:
         plan = edit(plan)
     return _Call(backend, desc, plan, in_t, out_t, new_shapes, queue, like)
+
+
+class _EmptyCall(_Call):
+    """A call with an empty tensor: its outputs are empty, so it only allocates them (numpy's
+    and torch's answer; DirectML's tensors have no size 0)."""
+
+    def __init__(
+        self, backend: Backend, new_shapes: Sequence[tuple[int, ...] | None], like: int
+    ) -> None:
+        self.like = like
+        self.backend = backend
+        self.allocate = [(k, shape) for k, shape in enumerate(new_shapes) if shape is not None]
+
+    def __call__(
+        self, ins: Sequence[Any], outs: Sequence[Any], restage: Callable[[list[Any]], list[Any]]
+    ) -> list[Any]:
+        results = list(outs)
+        for k, shape in self.allocate:
+            results[k] = self.backend.new_like(ins[self.like], shape)
+        return results
+
+
+def _empty_call(
+    backend: Backend,
+    make_desc: Callable[[list[BufferTensorDesc], list[BufferTensorDesc]], OperatorDesc],
+    in_t: list[_Tensor],
+    out_t: list[_Tensor],
+    new_shapes: Sequence[tuple[int, ...] | None],
+    like: int,
+) -> _Call:
+    """The call of a descriptor with an empty tensor: every output must be empty too (an
+    output with elements would need values no input has)."""
+    desc = make_desc([t.desc for t in in_t], [t.desc for t in out_t])
+    op = desc.OPERATOR
+    for (name, _), t in zip(desc.output_fields(), out_t, strict=True):
+        if 0 not in t.desc.sizes:
+            empty = [n for (n, _), i in zip(desc.input_fields(), in_t) if 0 in i.desc.sizes]
+            raise InvalidDescriptorError(
+                f"{op}.{empty[0] if empty else name} is empty: it has no values for "
+                f"{op}.{name} of sizes {list(t.desc.sizes)}"
+            )
+    for (name, _), t in zip(desc.input_fields() + desc.output_fields(), [*in_t, *out_t]):
+        if any(n < 0 for n in t.desc.sizes):
+            raise InvalidDescriptorError(f"{op}.{name}.Sizes is {list(t.desc.sizes)}: negative")
+    return _EmptyCall(backend, new_shapes, like)
+
+
+def _described(
+    make_desc: Callable[[list[BufferTensorDesc], list[BufferTensorDesc]], OperatorDesc],
+    in_t: list[_Tensor],
+    out_t: list[_Tensor],
+    level: FeatureLevel,
+    fill: Any,
+) -> OperatorDesc:
+    """The call's descriptor: its data tensors described with their own DirectML type where
+    the operator's table takes it at `level`, else with a carrier (an unsigned type the table
+    takes whose size divides the element's) while the plan moves whole elements. The data
+    tensors of one call must hold one element type."""
+    desc = make_desc([t.desc for t in in_t], [t.desc for t in out_t])
+    by_name = dict(zip([n for n, _ in desc.input_fields() + desc.output_fields()], in_t + out_t))
+    data = [(n, by_name[n]) for n, _ in desc.data_fields() if n in by_name]
+    if not data:
+        return desc
+    first_name, first = data[0]
+    for name, t in data[1:]:
+        if t.element.name != first.element.name:
+            raise InvalidDescriptorError(
+                f"{desc.OPERATOR}.{name}.DataType is {t.element.name}: must equal "
+                f"{first_name}.DataType {first.element.name}"
+            )
+    element = first.element
+    row = desc.support_row(level)
+    allowed = [desc._allowed_types(n, row) for n, _ in data]
+    if element.data_type is not None and all(element.data_type in a for a in allowed):
+        return desc
+    carrier = next(
+        (
+            c
+            for c in (DataType.UINT64, DataType.UINT32, DataType.UINT16, DataType.UINT8)
+            if c.element_size <= element.size and all(c in a for a in allowed)
+        ),
+        None,
+    )
+    if carrier is None:
+        if element.data_type is None:
+            raise UnsupportedFeatureLevelError(
+                f"{desc.OPERATOR}.{first_name}.DataType is {element.name}: {desc.OPERATOR} "
+                f"takes no unsigned type of {element.size} bytes or less to carry it"
+            )
+        return desc  # validation names the type the table lacks
+    carried = [id(t) for _, t in data]
+    desc = make_desc(
+        [t.carried_by(carrier).desc if id(t) in carried else t.desc for t in in_t],
+        [t.carried_by(carrier).desc if id(t) in carried else t.desc for t in out_t],
+    )
+    return desc.carrying(element.size, None if fill is None else encode(fill, element, f"{desc.OPERATOR}.PaddingValue"))
 
 
 def _dispatch(
@@ -449,6 +568,23 @@ def _dispatch(
     return call(ins, outs, lambda staged: _dispatch(op, fields, level, staged, outs, build))
 
 
+def _shape(x: Any) -> tuple[int, ...]:
+    """An array's shape (lists as numpy reads them)."""
+    shape = getattr(x, "shape", None)
+    return tuple(shape) if shape is not None else np.shape(x)
+
+
+def _dims(view: Any) -> tuple[int, ...]:
+    """A described array's sizes as a tensor has them (a 0-D array is its 1-element view)."""
+    return tuple(view.shape) or (1,)
+
+
+def _empty_like(x: Any, shape: tuple[int, ...]) -> Any:
+    """A new array of `shape` (it holds no element) of x's library, type and device."""
+    backend = backend_of([x])
+    return backend.in_library_of(backend.new_like(x, shape), x)
+
+
 def _dtype_of(backend: Backend, x: Any) -> Any:
     return backend.describe(x).dtype
 
@@ -462,9 +598,11 @@ def _unary(
     device: str | None,
     shape_of: Callable[[Any], tuple[int, ...]],
     make: Callable[[BufferTensorDesc, BufferTensorDesc], OperatorDesc],
+    fill: Any = None,
 ) -> Any:
     """Run a one-input, one-output operator: `shape_of(x's description)` gives the output's
-    sizes where no `out` is given, `make(input desc, output desc)` its descriptor."""
+    sizes where no `out` is given, `make(input desc, output desc)` its descriptor, `fill`
+    the constant it writes."""
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
@@ -477,6 +615,7 @@ def _unary(
             outs,
             [shape],
             _dtype_of(backend, ins[0]),
+            fill=fill,
         )
 
     return _dispatch(op, fields, feature_level, [x], [out], build, device)[0]
@@ -535,7 +674,7 @@ def tile(
         out,
         feature_level,
         device,
-        lambda view: TileDesc.output_sizes_for(view.shape, counts),
+        lambda view: TileDesc.output_sizes_for(_dims(view), counts),
         lambda i, o: TileDesc(i, o, counts),
     )
 
@@ -572,8 +711,9 @@ def padding(
         out,
         feature_level,
         device,
-        lambda view: Padding1Desc.output_sizes_for(view.shape, start, end),
+        lambda view: Padding1Desc.output_sizes_for(_dims(view), start, end),
         lambda i, o: Padding1Desc(i, o, mode, None, value, start, end),
+        value,
     )
 
 
@@ -681,6 +821,12 @@ def slice1(
             shape: tuple[int, ...] | None = int_tuple(output_sizes, "SLICE1.OutputTensor.Sizes")
         elif outs[0] is not None:
             shape = None
+        elif 0 in probe.input_window_sizes and 0 not in probe.input_window_strides:
+            # an empty window (of an empty input): MaxCopiedElements by its definition
+            shape = tuple(
+                -(-w // builtins.abs(t))
+                for w, t in zip(probe.input_window_sizes, probe.input_window_strides, strict=False)
+            )
         else:
             shape = probe.default_output_sizes()
         if outs[0] is not None and shape is not None:
@@ -776,13 +922,33 @@ def split(
     given = (
         [None] * (len(sizes) if isinstance(sizes, Sequence) else 0) if outs is None else list(outs)
     )
+    counts = int_tuple(sizes, "SPLIT sizes")
+    if 0 in counts and builtins.any(counts):  # empty pieces: the others split, these made
+        kept = [k for k, n in enumerate(counts) if n]
+        got = split(
+            x,
+            axis,
+            [counts[k] for k in kept],
+            feature_level=feature_level,
+            outs=None if outs is None else [given[k] for k in kept],
+            device=device,
+        )
+        if outs is not None:
+            return given
+        pieces = [None] * len(counts)
+        for k, g in zip(kept, got, strict=True):
+            pieces[k] = g
+        shape = list(_shape(got[0]))
+        if 0 <= int(axis) < len(shape):
+            shape[int(axis)] = 0
+        return [g if g is not None else _empty_like(got[0], tuple(shape)) for g in pieces]
 
     def build(ins: list[Any], outs_: list[Any]) -> _Call:
         backend = backend_of([ins[0], *(o for o in outs_ if o is not None)])
         pieces = int_tuple(sizes, "SPLIT sizes")
         ax = int(axis)
         if outs is None or (outs_ and all(o is None for o in outs_)):  # pieces to allocate
-            whole = backend.describe(ins[0]).shape
+            whole = _dims(backend.describe(ins[0]))
             shapes: list[tuple[int, ...] | None] = [
                 tuple(p if d == ax else n for d, n in enumerate(whole)) for p in pieces
             ]
@@ -821,6 +987,9 @@ def join(
         t = _torch_ops()
         return t.join_op(list(xs), int(axis), t.level_name(feature_level))
     xs = list(xs)
+    full = [x for x in xs if 0 not in _shape(x)]
+    if full and len(full) < len(xs):  # empty pieces add nothing (numpy.concatenate, torch.cat)
+        xs = full
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of(ins if outs[0] is None else [*ins, outs[0]])
@@ -830,9 +999,9 @@ def join(
         if outs[0] is None:
             if not arrays:
                 raise DmlError("JOIN.InputCount is 0: must be greater than 0")
-            dims = list(arrays[0].shape)
+            dims = list(_dims(arrays[0]))
             if 0 <= ax < len(dims):
-                dims[ax] = builtins.sum(a.shape[ax] if a.ndim > ax else 0 for a in arrays)
+                dims[ax] = builtins.sum(_dims(a)[ax] if len(_dims(a)) > ax else 0 for a in arrays)
             shape = tuple(dims)
         return _compile(
             backend,

@@ -14,6 +14,7 @@ import numpy as np
 from .errors import DmlError
 from .functional import (
     _Call,
+    join,
     _compile,
     _dispatch,
     _dtype_of,
@@ -90,12 +91,14 @@ def _run(
     device: str | None,
     plan_call: Callable[[list[_Tensor], list[int]], Planned],
     like: int = 0,
-    in_place: bool = False,
+    in_place: bool | None = None,
     clamp: bool = False,
 ) -> Any:
     """Run one indexed operator: `plan_call(tensors, ranks)` pads the arrays' tensors
     and gives (inputs, padded output shape, make); `fields` ends with the result's shape."""
     shape = fields[-1]
+    if in_place is not None and 0 in _shape_of(ins[1]) and 0 not in shape:
+        return _unchanged(ins[0], out, level, device)  # a scatter of no updates
 
     def build(arrays: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of(arrays if outs[0] is None else [*arrays, outs[0]])
@@ -115,7 +118,7 @@ def _run(
         else:
             out_t = _Tensor.new(padded_shape, _dtype_of(backend, arrays[like]))
             new = [padded_shape]
-        edit = _editor(in_place, clamp)
+        edit = _editor(bool(in_place), clamp)
         return _compile(
             backend,
             level,
@@ -133,6 +136,16 @@ def _run(
     if out is not None:
         return out
     return result.reshape(shape) if tuple(result.shape) != shape else result
+
+
+def _unchanged(x: Any, out: Any, level: Level, device: str | None) -> Any:
+    """A scatter of no updates: x itself where it is `out`, else a copy of it."""
+    if out is x:
+        return out
+    shape = _shape_of(x)
+    flat = x.reshape(1) if not shape else x  # a 0-D array as its 1-element view
+    copied = join([flat], 0, feature_level=level, out=out, device=device)
+    return out if out is not None else copied.reshape(shape)
 
 
 def _editor(in_place: bool, clamp: bool) -> Callable[[Plan], Plan] | None:

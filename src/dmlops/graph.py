@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .elements import element_of
 from .errors import DmlError, InvalidDescriptorError
 from .ops import (
     DepthSpaceOrder,
@@ -327,9 +328,7 @@ class Graph:
                     "Graph.input: expected a BufferTensorDesc or an array, "
                     f"got {type(desc).__name__}"
                 )
-            desc = BufferTensorDesc(
-                DataType.from_numpy(np.dtype(str(dtype).replace("torch.", ""))), tuple(shape)
-            )
+            desc = BufferTensorDesc(element_of(dtype).described_as, tuple(shape))
         desc.validate(f"GRAPH.InputTensors[{len(self._inputs)}]")
         index = len(self._inputs)
         layout = Layout.of_desc(desc)
@@ -738,8 +737,12 @@ class Graph:
         (bound after the inputs)."""
         n = len(self._inputs)
         binding = {self._materialised[m.index]: n + k for k, m in enumerate(mids)}
+        # a plan moves one word size: the smallest element of the outputs; larger elements
+        # move as several words each (a graph may hold any mix of data types)
+        unit = min(t.desc.data_type.element_size for t in targets)
         copies = []
         for k, out in enumerate(targets):
+            ratio = out.desc.data_type.element_size // unit
             pieces, order = self._output_pieces(out)
             covered = sum(math.prod(p.shape) for p in pieces)
             if covered != math.prod(out.sizes):
@@ -753,18 +756,16 @@ class Graph:
                 )
                 src = binding[p.src - _MID] if p.src >= _MID else p.src
                 copies.append(
-                    ElementCopy(src, p.offset, p.strides, k, dst, layout.strides, p.shape)
+                    ElementCopy(src, p.offset, p.strides, k, dst, layout.strides, p.shape).in_words(
+                        ratio
+                    )
                 )
-        element_size = targets[0].desc.data_type.element_size
-        return build_plan(element_size, copies, n + len(mids), len(targets), self._fills)
+        return build_plan(unit, copies, n + len(mids), len(targets), self._fills)
 
     def _checked_outputs(self, outputs: Sequence[GraphTensor]) -> list[GraphTensor]:
         outputs = list(outputs)
         if not outputs:
             raise DmlError("a graph needs at least one output")
-        dts = {t.desc.data_type for t in self._inputs}
-        if len(dts) > 1:
-            raise DmlError("a graph's inputs share one data type in this release")
         return outputs
 
     def plan(self, outputs: Sequence[GraphTensor]) -> Plan:

@@ -133,7 +133,7 @@ def _title(desc: OperatorDesc, level: FeatureLevel, error: str | None) -> str:
 def draw(
     desc: OperatorDesc,
     path: str | Path | None = None,
-    feature_level: FeatureLevel | int | str = FeatureLevel.FL_4_1,
+    feature_level: FeatureLevel | int | str | None = None,
     values: Sequence[np.ndarray[Any, Any]] | None = None,
 ) -> Figure:
     """A matplotlib Figure of the operator; saved to path (PNG, SVG, PDF by extension) if given.
@@ -342,7 +342,7 @@ def _steps_text(desc: OperatorDesc) -> str:
     return ""
 
 
-def svg(desc: OperatorDesc, feature_level: FeatureLevel | int | str = FeatureLevel.FL_4_1) -> str:
+def svg(desc: OperatorDesc, feature_level: FeatureLevel | int | str | None = None) -> str:
     """The picture as SVG text."""
     plt = _pyplot()
     fig = draw(desc, None, feature_level)
@@ -354,7 +354,7 @@ def svg(desc: OperatorDesc, feature_level: FeatureLevel | int | str = FeatureLev
 
 
 def html_table(
-    desc: OperatorDesc, feature_level: FeatureLevel | int | str = FeatureLevel.FL_4_1
+    desc: OperatorDesc, feature_level: FeatureLevel | int | str | None = None
 ) -> str:
     """A compact table of the descriptor's fields (DirectML names) and its verdict."""
     level = FeatureLevel.parse(feature_level)
@@ -381,7 +381,7 @@ def html_table(
 
 
 def repr_html(
-    desc: OperatorDesc, feature_level: FeatureLevel | int | str = FeatureLevel.FL_4_1
+    desc: OperatorDesc, feature_level: FeatureLevel | int | str | None = None
 ) -> str:
     """Notebook view: the picture for small tensors (when matplotlib is there), else the table."""
     table = html_table(desc, feature_level)

@@ -36,6 +36,7 @@ __all__ = [
     "compose",
     "build_plan",
     "with_indexed",
+    "in_units",
     "ElementCopy",
     "coalesce",
     "is_injective",
@@ -140,6 +141,12 @@ class Plan:
     def writes_fills(self) -> bool:
         """Whether some copy writes a constant (the backend binds the fills' buffers)."""
         return bool(self.fills)
+
+    @property
+    def fill_width(self) -> int:
+        """Bytes of the widest fill (at least one element): what a fill buffer must hold for
+        every copy to read its constant whole (a plan in smaller words reads several)."""
+        return max([self.element_size, *map(len, self.fills)])
 
     def fill_buffers(self, length: int) -> list[bytes]:
         """Host bytes of each fill's buffer, `length` bytes of its element repeated, in the
@@ -318,6 +325,21 @@ class ElementCopy:
     dst_strides: tuple[int, ...]
     shape: tuple[int, ...]
 
+    def in_words(self, ratio: int) -> ElementCopy:
+        """The same copy in words `ratio` to an element: offsets and strides scaled, and an
+        innermost dimension walking an element's words (a fill's words are read in turn)."""
+        if ratio == 1:
+            return self
+        return ElementCopy(
+            self.src,
+            self.src_offset * ratio,
+            (*(t * ratio for t in self.src_strides), 1),
+            self.dst,
+            self.dst_offset * ratio,
+            (*(t * ratio for t in self.dst_strides), 1),
+            (*self.shape, ratio),
+        )
+
 
 def build_plan(
     element_size: int,
@@ -393,6 +415,50 @@ def with_indexed(plan: Plan, indexed: Sequence[IndexedCopy]) -> Plan:
         widen(ins, c.index, low * isize, (high + 1) * isize)
     return dataclasses.replace(
         plan, input_spans=tuple(ins), output_spans=tuple(outs), indexed=tuple(done)
+    )
+
+
+def in_units(plan: Plan, unit: int) -> Plan:
+    """The same plan moving `unit`-byte words: each element as element_size / unit words, so
+    a backend that moves words of this size moves any element (16-byte ones, or elements of
+    several sizes in one plan)."""
+    ratio = plan.element_size // unit
+    if ratio == 1:
+        return plan
+    strided = []
+    for c in plan.copies:
+        w = ElementCopy(
+            c.src,
+            c.src_offset // unit,
+            c.src_strides,
+            c.dst,
+            c.dst_offset // unit,
+            c.dst_strides,
+            c.shape,
+        ).in_words(ratio)
+        w = dataclasses.replace(  # byte offsets were already words: undo in_words' scaling
+            w, src_offset=c.src_offset // unit, dst_offset=c.dst_offset // unit
+        )
+        shape, s_st, d_st, src_off, dst_off = coalesce(
+            w.shape, w.src_strides, w.dst_strides, w.src_offset, w.dst_offset
+        )
+        strided.append(
+            StridedCopy(w.src, src_off * unit, s_st, w.dst, dst_off * unit, d_st, shape)
+        )
+    indexed = []
+    for ic in plan.indexed:
+        widened = dataclasses.replace(
+            ic,
+            shape=(*ic.shape, ratio),
+            src_strides=(*(t * ratio for t in ic.src_strides), 1),
+            dst_strides=(*(t * ratio for t in ic.dst_strides), 1),
+            index_strides=(*ic.index_strides, 0),
+            slot_strides=(*ic.slot_strides, 0) if ic.scatter else (),
+            axes=tuple(dataclasses.replace(a, stride=a.stride * ratio) for a in ic.axes),
+        )
+        indexed.append(coalesce_indexed(widened))
+    return dataclasses.replace(
+        plan, element_size=unit, copies=tuple(strided), indexed=tuple(indexed)
     )
 
 

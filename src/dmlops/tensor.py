@@ -177,7 +177,10 @@ class FeatureLevel(enum.IntEnum):
 
     @classmethod
     def parse(cls, value: object) -> FeatureLevel:
-        """Accept a FeatureLevel, its value, or a name such as '4_1' or 'FL_4_1'."""
+        """Accept a FeatureLevel, its value, or a name such as '4_1' or 'FL_4_1'; None is the
+        newest."""
+        if value is None:
+            return cls.newest()
         if isinstance(value, FeatureLevel):
             return value
         if isinstance(value, int) and not isinstance(value, bool):

@@ -329,7 +329,7 @@ def generate(
     count: int,
     seed: int,
     operators: Sequence[str] | None = None,
-    feature_level: FeatureLevel | int | str = FeatureLevel.FL_4_1,
+    feature_level: FeatureLevel | int | str | None = None,
     invalid_fraction: float = 0.2,
     max_bytes: int = 1 << 20,
 ) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ import torch
 from torch import Tensor
 
 from . import functional as F
+from .elements import element_of, numpy_to_torch, torch_to_numpy
 from .errors import InvalidDescriptorError
 from .ops import (
     DepthSpaceOrder,
@@ -71,20 +72,22 @@ def order_name(order: Any) -> str:
 
 
 def _host(t: Tensor) -> Any:
-    return t.detach().numpy() if t.device.type == "cpu" else t.detach()
+    return torch_to_numpy(t) if t.device.type == "cpu" else t.detach()
 
 
-def _back(result: Any) -> Tensor:
-    return torch.from_numpy(result) if not isinstance(result, Tensor) else result
+def _back(result: Any, dtype: Any) -> Tensor:
+    return numpy_to_torch(result, dtype) if not isinstance(result, Tensor) else result
 
 
 def _run(call: Any, *tensors: Tensor) -> Any:
     """`call(*arrays)` on the tensors' memory: numpy views of CPU tensors, CUDA tensors
-    themselves; results back as tensors (CPU results share the numpy arrays' memory)."""
+    themselves; results back as tensors of the data's type (CPU results share the numpy
+    arrays' memory)."""
     result = call(*(_host(t) for t in tensors))
+    dtype = tensors[0].dtype
     if isinstance(result, list):
-        return [_back(r) for r in result]
-    return _back(result)
+        return [_back(r, dtype) for r in result]
+    return _back(result, dtype)
 
 
 @torch.library.custom_op(f"{_LIB}::slice", mutates_args=())
@@ -162,12 +165,7 @@ class _Packed(BufferTensorDesc):
 
 
 def _desc(t: Tensor) -> _Packed:
-    name = str(t.dtype).removeprefix("torch.")
-    try:
-        data_type = DataType.from_numpy(name)
-    except TypeError:
-        raise InvalidDescriptorError(f"torch dtype {name} has no DirectML data type") from None
-    return _Packed(data_type, tuple(t.shape))
+    return _Packed(element_of(t.dtype).described_as, tuple(t.shape))
 
 
 def _checked(desc: OperatorDesc, feature_level: str | None) -> OperatorDesc:

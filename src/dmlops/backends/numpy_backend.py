@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BindingError
+from ..elements import numpy_to_torch, torch_to_numpy
 from ..plan import Plan, StridedCopy
 from . import no_queue
 from .numpy_indexed import IndexedStep
@@ -109,10 +110,12 @@ class NumpyBackend:
         return cls._instance
 
     def as_array(self, obj: Any) -> np.ndarray[Any, Any]:
+        if type(obj).__module__.startswith("torch"):
+            return torch_to_numpy(obj)  # bfloat16 and float8 too, without a copy
         return np.asarray(obj)
 
     def describe(self, obj: Any) -> np.ndarray[Any, Any]:
-        return np.asarray(obj)
+        return self.as_array(obj)
 
     def array_keys(self) -> dict[type, Callable[[Any], Hashable]]:
         return {}
@@ -181,7 +184,7 @@ class NumpyBackend:
         return int(flat.__array_interface__["data"][0])
 
     def new_like(self, template: Any, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
-        dtype = template.dtype if isinstance(template, np.ndarray) else np.asarray(template).dtype
+        dtype = template.dtype if isinstance(template, np.ndarray) else self.as_array(template).dtype
         return np.empty(shape, dtype=dtype)
 
     def upload(self, host: Any) -> np.ndarray[Any, Any]:
@@ -197,7 +200,7 @@ class NumpyBackend:
         """A result for a CPU torch tensor's caller as a torch tensor (sharing its memory)."""
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(template, torch.Tensor):
-            return torch.from_numpy(result)
+            return numpy_to_torch(result, template.dtype)
         return result
 
     def copy_of(self, arr: Any) -> np.ndarray[Any, Any]:
@@ -271,7 +274,7 @@ class _NumpyExecutor:
         self.plan = plan
         self.parallel = backend._is_parallel(plan)
         # one element of each fill, bound after the inputs (read with strides 0)
-        self.fills = [np.frombuffer(b, np.uint8) for b in plan.fill_buffers(plan.element_size)]
+        self.fills = [np.frombuffer(b, np.uint8) for b in plan.fill_buffers(plan.fill_width)]
         self.copies = [NumpyCopy.of(c, plan.element_size) for c in plan.copies]
         self.steps = [IndexedStep(c, plan.element_size) for c in plan.indexed]
         self.recipe = [

@@ -63,6 +63,8 @@ class OperatorDesc(abc.ABC):
 
     OPERATOR: str = ""
     SUPPORT: tuple[SupportRow, ...] = ()
+    INDEX_FIELD: str | None = None  # the tensor field holding indices, not data
+    _carried: tuple[int, bytes | None] | None = None  # set by `carrying`
 
     @property
     def operator_type(self) -> str:
@@ -156,8 +158,25 @@ class OperatorDesc(abc.ABC):
             if output_layouts is not None
             else [Layout.of_desc(t) for t in outs]
         )
-        plan = compose(self.data_type.element_size, self.logical_copies(), li, lo, self.fills())
+        plan = compose(self.element_size, self.logical_copies(), li, lo, self.fills())
         return self._finish(plan, li, lo)
+
+    @property
+    def element_size(self) -> int:
+        """Bytes of one element the plan moves: the data type's, or the size `carrying` set."""
+        return self.data_type.element_size if self._carried is None else self._carried[0]
+
+    def carrying(self, element_size: int, fill: bytes | None = None) -> OperatorDesc:
+        """This descriptor lowering elements of `element_size` bytes (and writing `fill` as
+        its constant, where it writes one): its data tensors describe them with a carrier
+        type of another size, as the layers above the Device API do for types DirectML
+        has no name for or the operator's table lacks."""
+        self._carried = (element_size, fill)
+        return self
+
+    def data_fields(self) -> list[tuple[str, BufferTensorDesc]]:
+        """The tensor fields holding the data the operator moves (not indices)."""
+        return [f for f in self.input_fields() + self.output_fields() if f[0] != self.INDEX_FIELD]
 
     def _finish(self, plan: Plan, li: Sequence[Layout], lo: Sequence[Layout]) -> Plan:
         """The lowered plan, completed by what the operator adds beyond strided copies (the
@@ -166,7 +185,14 @@ class OperatorDesc(abc.ABC):
 
     def fills(self) -> tuple[bytes, ...]:
         """The constants this operator writes (copies from source -1 - k write fills[k]), as
-        one element's bytes each; none by default."""
+        one element's bytes each (the carried fill, where `carrying` gave one)."""
+        own = self._own_fills()
+        if self._carried is not None and self._carried[1] is not None and own:
+            return (self._carried[1],)
+        return own
+
+    def _own_fills(self) -> tuple[bytes, ...]:
+        """The operator's constants, encoded in its data type; none by default."""
         return ()
 
     def fill_text(self, src: int) -> str:

@@ -114,9 +114,9 @@ def right_aligned(op: str, name: str, full: Sequence[int], rank: int, why: str) 
     return (1,) * -extra + tuple(full)
 
 
-def tensor_span(t: BufferTensorDesc, layout: Layout) -> tuple[int, int]:
-    """Bytes [low, high) every element of the tensor lies in, under this layout."""
-    size = t.data_type.element_size
+def tensor_span(t: BufferTensorDesc, layout: Layout, size: int) -> tuple[int, int]:
+    """Bytes [low, high) every element (of `size` bytes) of the tensor lies in, under this
+    layout."""
     low, high = span(layout.offset, t.sizes, layout.strides)
     return low * size, (high + 1) * size
 

@@ -53,7 +53,7 @@ class _GatherBase(IndexedDesc):
         tuple_stride: int,
         axes: Sequence[IndexAxis],
     ) -> IndexedCopy:
-        size = self.input_tensor.data_type.element_size
+        size = self.element_size
         itype = self.indices_tensor.data_type
         return IndexedCopy(
             label=f"{self.OPERATOR}.IndicesTensor",
@@ -71,7 +71,7 @@ class _GatherBase(IndexedDesc):
             tuple_stride=tuple_stride,
             axes=tuple(axes),
             scatter=False,
-            indexed_span=tensor_span(self.input_tensor, li[0]),
+            indexed_span=tensor_span(self.input_tensor, li[0], size),
             negative_indices=itype.is_signed,
         )
 

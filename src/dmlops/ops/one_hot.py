@@ -85,7 +85,7 @@ class OneHotDesc(IndexedDesc):
         return [LogicalCopy(1, zeros, zeros, 0, zeros, tuple(self.output_tensor.sizes))]
 
     def indexed_copies(self, li: Sequence[Layout], lo: Sequence[Layout]) -> list[IndexedCopy]:
-        size = self.output_tensor.data_type.element_size
+        size = self.element_size
         itype = self.indices_tensor.data_type
         on = li[1].offset + sum(
             c * s for c, s in zip(self._on_coordinate(), li[1].strides, strict=True)
@@ -111,7 +111,7 @@ class OneHotDesc(IndexedDesc):
                 tuple_stride=0,
                 axes=tuple(axes),
                 scatter=True,
-                indexed_span=tensor_span(self.output_tensor, lo[0]),
+                indexed_span=tensor_span(self.output_tensor, lo[0], size),
                 negative_indices=itype.is_signed,
                 skip_out_of_range=True,
                 slot_strides=(0,) * d,

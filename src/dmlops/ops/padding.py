@@ -190,6 +190,8 @@ class Padding1Desc(UnaryDesc):
 
     def value_bytes(self) -> bytes:
         """PaddingValue as one element of PaddingValueDataType."""
+        if self._carried is not None and self._carried[1] is not None:
+            return self._carried[1]  # the value encoded as the data's own type
         dtype = np.dtype(self.padding_value_data_type.numpy_dtype)
         value: Any = self.padding_value
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
@@ -204,7 +206,7 @@ class Padding1Desc(UnaryDesc):
             return np.array(int(value), dtype).tobytes()
         return np.array(value, dtype).tobytes()
 
-    def fills(self) -> tuple[bytes, ...]:
+    def _own_fills(self) -> tuple[bytes, ...]:
         return (self.value_bytes(),) if self.padding_mode is PaddingMode.CONSTANT else ()
 
     def logical_copies(self) -> list[LogicalCopy]:

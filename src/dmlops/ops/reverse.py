@@ -76,7 +76,7 @@ class ReverseSubsequencesDesc(IndexedDesc):
         self._check_sizes("SequenceLengthsTensor", lengths, expected)
 
     def indexed_copies(self, li: Sequence[Layout], lo: Sequence[Layout]) -> list[IndexedCopy]:
-        size = self.input_tensor.data_type.element_size
+        size = self.element_size
         a = self.axis
         src = list(li[0].strides)
         src[a] = 0
@@ -99,7 +99,7 @@ class ReverseSubsequencesDesc(IndexedDesc):
                 tuple_stride=0,
                 axes=(IndexAxis(self.input_tensor.sizes[a], li[0].strides[a]),),
                 scatter=False,
-                indexed_span=tensor_span(self.input_tensor, li[0]),
+                indexed_span=tensor_span(self.input_tensor, li[0], size),
                 negative_indices=False,
                 reverse_dim=a,
             )

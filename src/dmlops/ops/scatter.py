@@ -64,7 +64,7 @@ class _ScatterBase(IndexedDesc):
         slot_strides: Sequence[int],
         slot_count: int | None = None,
     ) -> IndexedCopy:
-        size = self.input_tensor.data_type.element_size
+        size = self.element_size
         itype = self.indices_tensor.data_type
         return IndexedCopy(
             label=f"{self.OPERATOR}.IndicesTensor",
@@ -82,7 +82,7 @@ class _ScatterBase(IndexedDesc):
             tuple_stride=tuple_stride,
             axes=tuple(axes),
             scatter=True,
-            indexed_span=tensor_span(self.output_tensor, lo[0]),
+            indexed_span=tensor_span(self.output_tensor, lo[0], size),
             negative_indices=itype.is_signed,
             slot_strides=tuple(slot_strides),
             slot_count=math.prod(self.output_tensor.sizes) if slot_count is None else slot_count,

@@ -110,8 +110,8 @@ class SliceGradDesc(WindowDesc):
                 )
         return boxes
 
-    def fills(self) -> tuple[bytes, ...]:
-        return (bytes(self.input_gradient_tensor.data_type.element_size),)  # ZERO: all bits 0
+    def _own_fills(self) -> tuple[bytes, ...]:
+        return (bytes(self.element_size),)  # ZERO: all bits 0
 
     def logical_copies(self) -> list[LogicalCopy]:
         n = self.dimension_count

@@ -124,7 +124,7 @@ class TileDesc(UnaryDesc):
                 dst.append(lo.strides[i])
             copy = ElementCopy(0, li.offset, tuple(src), 0, dst_offset, tuple(dst), tuple(shape))
             copies.append(copy)
-        return build_plan(self.data_type.element_size, copies, 1, 1)
+        return build_plan(self.element_size, copies, 1, 1)
 
 
 _MAX_DIMS = 8

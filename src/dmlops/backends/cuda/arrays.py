@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ...elements import torch_dtype_as_numpy
 from ...errors import DmlError
 
 __all__ = ["TorchView", "contiguity"]
@@ -45,10 +46,10 @@ class TorchView:
     def __init__(self, tensor: Any) -> None:
         name = str(tensor.dtype).removeprefix("torch.")
         try:
-            self.dtype = np.dtype(name)
-        except TypeError:
-            raise DmlError(f"torch dtype {tensor.dtype} has no DirectML tensor data type") from None
-        self.itemsize = self.dtype.itemsize
+            self.dtype: Any = np.dtype(name)
+        except TypeError:  # bfloat16, float8 (ml_dtypes), or the torch dtype itself
+            self.dtype = torch_dtype_as_numpy(tensor.dtype) or tensor.dtype
+        self.itemsize = int(tensor.element_size())
         self.shape = tuple(tensor.shape)
         self.ndim = len(self.shape)
         self.strides = tuple(s * self.itemsize for s in tensor.stride())

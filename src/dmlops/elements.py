@@ -1,0 +1,177 @@
+"""Element types beyond DirectML's: what an array's elements are as bits, and which
+DirectML data type carries them.
+
+DirectML names eleven data types. Arrays hold more (bool, bfloat16, float8, complex,
+datetime) and the operators here only move bits, so above the Device API an element is
+its size: a type DirectML names keeps its name, and one it does not, or one an operator's
+table does not take at the feature level, is carried by an unsigned type of its size
+(`carrier`) while the plan moves whole elements of the array's own size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidDescriptorError
+from .tensor import DataType
+
+__all__ = ["Element", "element_of", "MOVABLE_SIZES"]
+
+MOVABLE_SIZES = (1, 2, 4, 8, 16)
+"""Element sizes in bytes that every backend moves (16: as pairs of 8-byte words)."""
+
+_UNSIGNED = {1: DataType.UINT8, 2: DataType.UINT16, 4: DataType.UINT32, 8: DataType.UINT64}
+
+_BY_NAME = {
+    "float64": DataType.FLOAT64,
+    "float32": DataType.FLOAT32,
+    "float16": DataType.FLOAT16,
+    "int64": DataType.INT64,
+    "int32": DataType.INT32,
+    "int16": DataType.INT16,
+    "int8": DataType.INT8,
+    "uint64": DataType.UINT64,
+    "uint32": DataType.UINT32,
+    "uint16": DataType.UINT16,
+    "uint8": DataType.UINT8,
+}
+
+
+@dataclass(frozen=True)
+class Element:
+    """An array element: its type's name, its size in bytes and DirectML's data type for it
+    (None where DirectML has none)."""
+
+    name: str
+    size: int
+    data_type: DataType | None
+
+    @property
+    def carrier(self) -> DataType:
+        """The unsigned DirectML type of this size (UINT64 for 16-byte elements, which move
+        as two words)."""
+        return _UNSIGNED[min(self.size, 8)]
+
+    @property
+    def described_as(self) -> DataType:
+        """The data type a tensor of these elements is described with: DirectML's own, else
+        the carrier."""
+        return self.data_type if self.data_type is not None else self.carrier
+
+
+def element_of(dtype: Any) -> Element:
+    """The element of a numpy dtype (ml_dtypes' bfloat16 and float8 included) or a torch
+    dtype; DmlError for types whose elements are not plain bits of 1, 2, 4, 8 or 16 bytes."""
+    name = str(dtype).removeprefix("torch.")
+    if type(dtype).__module__ == "torch":
+        size = int(dtype.itemsize)
+        if name == "bool":
+            return Element(name, size, None)
+        if dtype.is_complex or dtype.is_floating_point or name in _BY_NAME or "int" in name:
+            return _checked(name, size)
+        raise InvalidDescriptorError(f"torch dtype {dtype} is not moved by dmlops")
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise InvalidDescriptorError(f"{dtype!r} is not an array data type") from None
+    foreign = dt.kind == "V" and dt.type.__module__ != "ml_dtypes"  # void, structured
+    if dt.kind in "OUS" or foreign or dt.hasobject or dt.subdtype is not None:
+        raise InvalidDescriptorError(
+            f"numpy dtype {dt} is not moved by dmlops: its elements are not plain numbers"
+        )
+    return _checked(dt.name, dt.itemsize)
+
+
+def _checked(name: str, size: int) -> Element:
+    if size not in MOVABLE_SIZES:
+        raise InvalidDescriptorError(
+            f"data type {name} has {size}-byte elements: dmlops moves 1, 2, 4, 8 and 16"
+        )
+    return Element(name, size, _BY_NAME.get(name))
+
+
+def unsigned_dtype(size: int) -> np.dtype[Any]:
+    """The numpy unsigned dtype of `size` bytes (1, 2, 4 or 8)."""
+    return np.dtype(f"u{size}")
+
+
+def numpy_dtype(element: Element) -> np.dtype[Any] | None:
+    """The numpy dtype of this element type (ml_dtypes' where numpy lacks it), or None."""
+    try:
+        return np.dtype(element.name)
+    except TypeError:
+        pass
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    found = getattr(ml_dtypes, element.name, None)
+    return None if found is None else np.dtype(found)
+
+
+def encode(value: Any, element: Element, field: str = "the value") -> bytes:
+    """`value` as one element of this type (its bytes); DmlError where it is not a number the
+    type holds."""
+    if isinstance(value, (bool, np.bool_)) and element.name != "bool":
+        raise InvalidDescriptorError(f"{field} is {value!r}: not a number")
+    if not isinstance(value, (int, float, complex, np.number, np.bool_)):
+        raise InvalidDescriptorError(f"{field} is {value!r}: not a number")
+    dtype = numpy_dtype(element)
+    if dtype is None:
+        torch = _torch_module()
+        if torch is None:
+            raise InvalidDescriptorError(f"no library here encodes a value as {element.name}")
+        t = torch.tensor(value, dtype=getattr(torch, element.name)).reshape(1)
+        return bytes(t.view(torch.uint8).numpy().tobytes())
+    if dtype.kind in "iub":
+        whole = isinstance(value, (int, np.integer, np.bool_)) or (
+            not isinstance(value, complex) and float(value).is_integer()
+        )
+        low, high = (0, 1) if dtype.kind == "b" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+        if not whole or not low <= int(value) <= high:
+            raise InvalidDescriptorError(f"{field} is {value!r}: not a {element.name}")
+        return np.array(int(value)).astype(dtype).tobytes()
+    if isinstance(value, complex) and dtype.kind != "c":
+        raise InvalidDescriptorError(f"{field} is {value!r}: not a {element.name}")
+    return np.array(value).astype(dtype).tobytes()
+
+
+def _torch_module() -> Any:
+    import sys
+
+    return sys.modules.get("torch")
+
+
+def torch_dtype_as_numpy(dtype: Any) -> np.dtype[Any] | None:
+    """The numpy dtype (ml_dtypes' for bfloat16 and float8) holding a torch dtype's
+    elements, or None."""
+    name = str(dtype).removeprefix("torch.")
+    return numpy_dtype(Element(name, int(dtype.itemsize), None))
+
+
+def torch_to_numpy(t: Any) -> np.ndarray[Any, Any]:
+    """A CPU torch tensor's memory as a numpy array of the same elements (bfloat16 and float8
+    through ml_dtypes; a type numpy has no dtype for as unsigned words of its size)."""
+    t = t.detach()
+    try:
+        return t.numpy()  # type: ignore[no-any-return]
+    except TypeError:
+        pass
+    torch = _torch_module()
+    size = int(t.element_size())
+    words = t.view(getattr(torch, f"int{8 * size}")).numpy()
+    dtype = torch_dtype_as_numpy(t.dtype)
+    return words.view(dtype if dtype is not None else unsigned_dtype(size))  # type: ignore[no-any-return]
+
+
+def numpy_to_torch(a: np.ndarray[Any, Any], dtype: Any) -> Any:
+    """A numpy array's memory as a torch tensor of `dtype` (the inverse of torch_to_numpy)."""
+    torch = _torch_module()
+    try:
+        t = torch.from_numpy(a)
+    except TypeError:
+        t = torch.from_numpy(a.view(f"i{a.dtype.itemsize}"))
+    return t if t.dtype == dtype else t.view(dtype)
