@@ -184,7 +184,7 @@ def test_dxdispatch_model_and_explain(capsys: pytest.CaptureFixture[str]) -> Non
     assert printed == "Resource 'output': " + ", ".join(map(str, DCR.ravel()))
     assert main(["explain", "space_to_depth1", "--input-sizes", "1,2,4,6", "--order", "CRD"]) == 0
     out = capsys.readouterr().out
-    assert "VALID at DML_FEATURE_LEVEL_4_1: DML_OPERATOR_SPACE_TO_DEPTH1" in out
+    assert "VALID at DML_FEATURE_LEVEL_6_4: DML_OPERATOR_SPACE_TO_DEPTH1" in out
     assert "Output[0,1,0,0] = Input[0,0,0,1]" in out  # CRD: channel 1 is column 1 of block (0, 0)
 
 

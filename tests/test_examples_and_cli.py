@@ -85,7 +85,7 @@ def test_cli_explain(capsys: pytest.CaptureFixture[str]) -> None:
         == 0
     )
     out = capsys.readouterr().out
-    assert "VALID at DML_FEATURE_LEVEL_4_1" in out
+    assert "VALID at DML_FEATURE_LEVEL_6_4" in out
     for line in (
         "Output[0,0,0,0] = Input[0,0,3,1]",
         "Output[0,0,0,1] = Input[0,0,3,3]",

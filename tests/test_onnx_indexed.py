@@ -28,7 +28,6 @@ BACKENDS = [
 PREFIXES = ("test_gather", "test_scatter", "test_onehot", "test_reversesequence")
 REFUSED = {  # each with the reason dmlops gives
     "reduction": "computes (adds, multiplies, ...): dmlops only moves data",
-    "bfloat16": "numpy dtype bfloat16 has no DirectML data type",
 }
 
 

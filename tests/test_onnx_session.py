@@ -125,7 +125,7 @@ def test_run_caches_sessions_by_content_not_identity() -> None:
     dml_onnx.run(bytes(path.read_bytes()), inputs)  # a new bytes object of the same content
     dml_onnx.run(str(path), inputs)  # the same content through a path
     assert len(dml_onnx._SESSIONS) == 1
-    dml_onnx.run(str(path), inputs, Device())  # another feature level: another session
+    dml_onnx.run(str(path), inputs, Device("4_1"))  # another feature level: another session
     assert len(dml_onnx._SESSIONS) == 2
 
 

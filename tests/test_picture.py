@@ -91,7 +91,7 @@ def test_notebook_views_of_descriptors_operators_and_plans() -> None:
     html = op._repr_html_()
     assert "<svg" in html and "strided copies" in html and "<td>" in html
     bad = SliceDesc(_t(4), _t(2), [0], [2], [0])
-    assert "INVALID at DML_FEATURE_LEVEL_4_1" in html_table(bad)
+    assert "INVALID at DML_FEATURE_LEVEL_6_4" in html_table(bad)
     assert "SLICE.Strides[0]" in bad._repr_html_()
     assert svg(bad).startswith("<svg")
 

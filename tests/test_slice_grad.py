@@ -212,7 +212,7 @@ def test_dxdispatch_model_and_explain(capsys: pytest.CaptureFixture[str]) -> Non
     args += ["--window-offsets", "0,0", "--window-sizes", "4,4", "--window-strides=-2,2"]
     assert main(args) == 0
     text = capsys.readouterr().out
-    assert "VALID at DML_FEATURE_LEVEL_4_1: DML_OPERATOR_SLICE_GRAD" in text
+    assert "VALID at DML_FEATURE_LEVEL_6_4: DML_OPERATOR_SLICE_GRAD" in text
     assert "OutputGradient[3,0] = InputGradient[0,0]" in text
     assert "OutputGradient[1,1] = 0" in text
     assert main([*args[:-1], "--window-strides=0,2"]) != 0

@@ -91,7 +91,7 @@ def test_the_vectors_cover_operators_dtypes_ranks_and_layouts(tmp_path: Path) ->
             windows, strides = desc["InputWindowSizes"], desc["InputWindowStrides"]
             most = [1 + (w - 1) // abs(s) for w, s in zip(windows, strides, strict=True)]
             partial += desc["OutputTensor"]["Sizes"] != most
-    names = ("SLICE", "SLICE1", "SLICE_GRAD", "SPLIT", "JOIN", "TILE")
+    names = ("SLICE", "SLICE1", "SLICE_GRAD", "SPLIT", "JOIN", "TILE", "PADDING1")  # the newest
     assert ops == {f"DML_OPERATOR_{o}" for o in names}
     assert dtypes == {dt.name for dt in DataType if dt is not DataType.UNKNOWN}
     assert ranks == set(range(1, 9))

@@ -147,8 +147,9 @@ def test_functional_and_dxdispatch(tmp_path, capsys) -> None:  # type: ignore[no
     out = np.zeros((4, 6), np.uint8)
     dmlops.tile(x, [2, 2], out=out)
     np.testing.assert_array_equal(out, np.tile(x, (2, 2)))
+    assert dmlops.tile(x, [2, 0]).shape == (4, 0)  # numpy's empty result above the Device API
     with pytest.raises(DmlError, match=r"TILE\.Repeats"):
-        dmlops.tile(x, [2, 0])
+        dmlops.tile(x, [2, -1])
     desc = {
         "InputTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 2, 3]},
         "OutputTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 2, 6]},

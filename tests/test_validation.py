@@ -424,7 +424,7 @@ def test_functional_follows_directml_fields() -> None:
     # sizes of 0 are numpy's empty results above the Device API (DirectML refuses them)
     assert dmlops.split(x, 0, [4, 0])[1].shape == (0, 4)
     assert dmlops.slice(x, [0, 0], [1, 0], [1, 1]).shape == (1, 0)
-    with pytest.raises(InvalidDescriptorError, match=r"numpy dtype <U1 is not moved"):
+    with pytest.raises(InvalidDescriptorError, match=r"numpy dtype <U.* is not moved"):
         dmlops.slice(x.astype(str), [0, 0], [1, 1], [1, 1])
     with pytest.raises(InvalidDescriptorError, match=r"SLICE1\.InputWindowStrides\[1\] is 0"):
         dmlops.slice1(x, [0, 0], [4, 4], [1, 0])

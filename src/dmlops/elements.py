@@ -56,6 +56,11 @@ class Element:
         return _UNSIGNED[min(self.size, 8)]
 
     @property
+    def label(self) -> str:
+        """The type's name in messages: DirectML's where it has one (FLOAT32), else its own."""
+        return self.name if self.data_type is None else self.data_type.name
+
+    @property
     def described_as(self) -> DataType:
         """The data type a tensor of these elements is described with: DirectML's own, else
         the carrier."""

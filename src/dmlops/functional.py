@@ -501,8 +501,8 @@ def _described(
     for name, t in data[1:]:
         if t.element.name != first.element.name:
             raise InvalidDescriptorError(
-                f"{desc.OPERATOR}.{name}.DataType is {t.element.name}: must equal "
-                f"{first_name}.DataType {first.element.name}"
+                f"{desc.OPERATOR}.{name}.DataType is {t.element.label}: must equal "
+                f"{first_name}.DataType {first.element.label}"
             )
     element = first.element
     row = desc.support_row(level)
