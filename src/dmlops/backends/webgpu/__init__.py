@@ -252,7 +252,7 @@ class WebGpuBackend:
 
     def upload(self, host: Any) -> WebGpuArray:
         """A WebGPU copy of a host array."""
-        a = np.ascontiguousarray(host)
+        a = np.ascontiguousarray(host).reshape(np.shape(host))  # 0-D stays 0-D
         out = self.empty(a.shape, a.dtype)
         data = a.reshape(-1).view(np.uint8)
         if data.size % 4:
