@@ -10,11 +10,11 @@ import itertools
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import BACKENDS, HAS_CUDA, to_device, to_host
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dmlops
+from conftest import BACKENDS, HAS_CUDA, to_device, to_host
 from dmlops import Device, FeatureLevel, Graph
 from dmlops.elements import element_of, encode
 from dmlops.errors import DmlError, InvalidDescriptorError, UnsupportedFeatureLevelError
@@ -38,7 +38,9 @@ DTYPES = [
 
 def _random(shape: tuple[int, ...], dtype: np.dtype, seed: int) -> np.ndarray:
     """Random bits of every element (NaN payloads, -0.0 and all)."""
-    raw = np.random.default_rng(seed).integers(0, 256, size=(*shape, dtype.itemsize), dtype=np.uint8)
+    raw = np.random.default_rng(seed).integers(
+        0, 256, size=(*shape, dtype.itemsize), dtype=np.uint8
+    )
     if dtype == np.bool_:
         raw &= 1
     return raw.view(dtype).reshape(shape)
@@ -66,7 +68,9 @@ def _naive_gather_elements(x: np.ndarray, idx: np.ndarray, axis: int) -> np.ndar
     return out
 
 
-def _naive_pad(x: np.ndarray, start: tuple[int, ...], end: tuple[int, ...], fill: np.ndarray) -> np.ndarray:
+def _naive_pad(
+    x: np.ndarray, start: tuple[int, ...], end: tuple[int, ...], fill: np.ndarray
+) -> np.ndarray:
     out = np.empty(tuple(n + a + b for n, a, b in zip(x.shape, start, end)), x.dtype)
     for c in itertools.product(*map(range, out.shape)):
         src = tuple(i - a for i, a in zip(c, start))
@@ -103,9 +107,7 @@ def test_every_element_type_moves_bit_exactly(backend: str, dtype: np.dtype, sha
     _same(dmlops.join([d, d], rank - 1), np.concatenate([x, x], rank - 1))
     # GATHER_ELEMENTS (no 64-bit row in DirectML's table)
     idx = np.random.default_rng(seed).integers(-shape[0], shape[0], size=shape)
-    _same(
-        dmlops.gather_elements(d, to_device(backend, idx), 0), _naive_gather_elements(x, idx, 0)
-    )
+    _same(dmlops.gather_elements(d, to_device(backend, idx), 0), _naive_gather_elements(x, idx, 0))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -139,7 +141,9 @@ def test_the_device_api_keeps_directml_types() -> None:
     """Only the layers above the Device API carry types DirectML's tables lack."""
     t = BufferTensorDesc(DataType.INT64, [2, 2])
     i = BufferTensorDesc(DataType.INT32, [2, 2])
-    with pytest.raises(UnsupportedFeatureLevelError, match=r"GATHER_ELEMENTS\.InputTensor\.DataType is INT64"):
+    with pytest.raises(
+        UnsupportedFeatureLevelError, match=r"GATHER_ELEMENTS\.InputTensor\.DataType is INT64"
+    ):
         Device().create_operator(GatherElementsDesc(t, i, t, 0))
     with pytest.raises(InvalidDescriptorError, match=r"numpy dtype bool has no DirectML data type"):
         DataType.from_numpy(np.bool_)
@@ -147,7 +151,10 @@ def test_the_device_api_keeps_directml_types() -> None:
 
 def test_data_tensors_of_one_call_share_one_element_type() -> None:
     x = np.zeros(2, np.float16)
-    with pytest.raises(DmlError, match=r"JOIN\.InputTensors\[1\]\.DataType is bfloat16: must equal InputTensors\[0\]\.DataType FLOAT16"):
+    with pytest.raises(
+        DmlError,
+        match=r"JOIN\.InputTensors\[1\]\.DataType is bfloat16: must equal InputTensors\[0\]\.DataType FLOAT16",
+    ):
         dmlops.join([x, x.view(ml_dtypes.bfloat16)], 0)
     with pytest.raises(DmlError, match=r"numpy dtype object is not moved"):
         dmlops.slice1(np.zeros(2, object), [0], [2], [1])
@@ -171,7 +178,12 @@ def test_a_graph_moves_a_mix_of_types(backend: str) -> None:
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     y = np.array([1, 2**40 + 1, -3, -(2**50)], np.int64)
     z = np.array([7, 8, 9, 10], np.uint8)
-    results = [np.empty((2, 3), np.float32), np.empty(2, np.int64), np.empty(8, np.uint8), np.empty(6, np.int64)]
+    results = [
+        np.empty((2, 3), np.float32),
+        np.empty(2, np.int64),
+        np.empty(8, np.uint8),
+        np.empty(6, np.int64),
+    ]
     bound = [to_device(backend, r) for r in results]
     op.execute([to_device(backend, v) for v in (x, y, z)], bound)
     _same(bound[0], x[:, ::-1])
@@ -192,12 +204,20 @@ def test_empty_arrays_give_empty_results(backend: str) -> None:
     assert dmlops.tile(x, [0, 2]).shape == (0, 6)
     assert dmlops.tile(e, [2, 2]).shape == (0, 6)
     assert dmlops.padding(e, [0, 1], [0, 1], value=0).shape == (0, 5)
-    assert dmlops.depth_to_space(to_device(backend, np.zeros((0, 4, 2, 2), np.float32)), 2).shape == (0, 1, 4, 4)
-    assert dmlops.space_to_depth(to_device(backend, np.zeros((0, 1, 4, 4), np.float32)), 2).shape == (0, 4, 2, 2)
+    assert dmlops.depth_to_space(
+        to_device(backend, np.zeros((0, 4, 2, 2), np.float32)), 2
+    ).shape == (0, 1, 4, 4)
+    assert dmlops.space_to_depth(
+        to_device(backend, np.zeros((0, 1, 4, 4), np.float32)), 2
+    ).shape == (0, 4, 2, 2)
     assert dmlops.gather(x, to_device(backend, np.zeros(0, np.int64))).shape == (0, 3)
     assert dmlops.gather_elements(x, to_device(backend, np.zeros((0, 3), np.int64))).shape == (0, 3)
     assert dmlops.gather_nd(x, to_device(backend, np.zeros((0, 1), np.int64))).shape == (0, 3)
-    assert dmlops.one_hot(to_device(backend, np.zeros(0, np.int64)), 3, to_device(backend, np.array([0, 1], np.float32))).shape == (0, 3)
+    assert dmlops.one_hot(
+        to_device(backend, np.zeros(0, np.int64)),
+        3,
+        to_device(backend, np.array([0, 1], np.float32)),
+    ).shape == (0, 3)
     pieces = dmlops.split(x, 0, [0, 4, 0])
     assert [p.shape for p in pieces] == [(0, 3), (4, 3), (0, 3)]
     _same(pieces[1], np.arange(12, dtype=np.float32).reshape(4, 3))
@@ -250,13 +270,22 @@ def test_feature_level_defaults_to_the_newest() -> None:
 def test_torch_tensors_of_any_type(place: str) -> None:
     torch = pytest.importorskip("torch")
     x = torch.arange(12, dtype=torch.float32, device=place).reshape(3, 4)
-    for dtype in (torch.bfloat16, torch.float8_e4m3fn, torch.bool, torch.complex64, torch.int64, torch.float64):
+    for dtype in (
+        torch.bfloat16,
+        torch.float8_e4m3fn,
+        torch.bool,
+        torch.complex64,
+        torch.int64,
+        torch.float64,
+    ):
         t = x.to(dtype)
         got = dmlops.slice1(t, [0, 0], [3, 4], [-1, 2])
         assert got.dtype == dtype
         assert torch.equal(got.view(torch.uint8), t.flip(0)[:, ::2].contiguous().view(torch.uint8))
         tiled = dmlops.tile(t, [1, 2])
-        assert tiled.dtype == dtype and torch.equal(tiled.view(torch.uint8), t.repeat(1, 2).view(torch.uint8))
+        assert tiled.dtype == dtype and torch.equal(
+            tiled.view(torch.uint8), t.repeat(1, 2).view(torch.uint8)
+        )
         picked = dmlops.gather(t, torch.tensor([2, 0], device=place), 0)
         assert torch.equal(picked.view(torch.uint8), t[[2, 0]].view(torch.uint8))
     padded = dmlops.padding(x.to(torch.bfloat16), [0, 1], [0, 0], value=-0.5)

@@ -438,7 +438,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="also draw the operator to FILE (.png/.svg/.pdf; needs pip install 'dmlops[plot]')",
     )
     xp.add_argument("--data-type", default="FLOAT32", help="DML data type name (default FLOAT32)")
-    xp.add_argument("--feature-level", default=None, help="feature level, e.g. 2_1 (default: the newest)")
+    xp.add_argument(
+        "--feature-level", default=None, help="feature level, e.g. 2_1 (default: the newest)"
+    )
     xp.add_argument("--offsets", type=_ints, default=[], help="SLICE Offsets")
     xp.add_argument("--sizes", type=_ints, default=[], help="SLICE Sizes (= output sizes)")
     xp.add_argument("--strides", type=_ints, default=[], help="SLICE Strides")
@@ -539,7 +541,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="ONNX models: an input's values (repeat for each input)",
     )
     run.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where to execute")
-    run.add_argument("--feature-level", default=None, help="device feature level (default: the newest)")
+    run.add_argument(
+        "--feature-level", default=None, help="device feature level (default: the newest)"
+    )
     run.add_argument(
         "--max-bytes",
         type=int,

@@ -136,9 +136,10 @@ def encode(value: Any, element: Element, field: str = "the value") -> bytes:
             not isinstance(value, complex) and float(value).is_integer()
         )
         low, high = (0, 1) if dtype.kind == "b" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
-        if not whole or not low <= int(value) <= high:
-            raise InvalidDescriptorError(f"{field} is {value!r}: not a {element.name}")
-        return np.array(int(value)).astype(dtype).tobytes()
+        number = int(value.real) if isinstance(value, complex) else int(value)
+        if not whole or not low <= number <= high:
+            raise InvalidDescriptorError(f"{field} is {value!r}: not a {element.label}")
+        return np.array(number).astype(dtype).tobytes()
     if isinstance(value, complex) and dtype.kind != "c":
         raise InvalidDescriptorError(f"{field} is {value!r}: not a {element.name}")
     return np.array(value).astype(dtype).tobytes()

@@ -470,12 +470,16 @@ def _empty_call(
     op = desc.OPERATOR
     for (name, _), t in zip(desc.output_fields(), out_t, strict=True):
         if 0 not in t.desc.sizes:
-            empty = [n for (n, _), i in zip(desc.input_fields(), in_t) if 0 in i.desc.sizes]
+            empty = [
+                n for (n, _), i in zip(desc.input_fields(), in_t, strict=False) if 0 in i.desc.sizes
+            ]
             raise InvalidDescriptorError(
                 f"{op}.{empty[0] if empty else name} is empty: it has no values for "
                 f"{op}.{name} of sizes {list(t.desc.sizes)}"
             )
-    for (name, _), t in zip(desc.input_fields() + desc.output_fields(), [*in_t, *out_t]):
+    for (name, _), t in zip(
+        desc.input_fields() + desc.output_fields(), [*in_t, *out_t], strict=False
+    ):
         if any(n < 0 for n in t.desc.sizes):
             raise InvalidDescriptorError(f"{op}.{name}.Sizes is {list(t.desc.sizes)}: negative")
     return _EmptyCall(backend, new_shapes, like)
@@ -493,7 +497,8 @@ def _described(
     takes whose size divides the element's) while the plan moves whole elements. The data
     tensors of one call must hold one element type."""
     desc = make_desc([t.desc for t in in_t], [t.desc for t in out_t])
-    by_name = dict(zip([n for n, _ in desc.input_fields() + desc.output_fields()], in_t + out_t))
+    names = [n for n, _ in desc.input_fields() + desc.output_fields()]
+    by_name: dict[str, _Tensor] = dict(zip(names, [*in_t, *out_t], strict=False))
     data = [(n, by_name[n]) for n, _ in desc.data_fields() if n in by_name]
     if not data:
         return desc
@@ -529,7 +534,10 @@ def _described(
         [t.carried_by(carrier).desc if id(t) in carried else t.desc for t in in_t],
         [t.carried_by(carrier).desc if id(t) in carried else t.desc for t in out_t],
     )
-    return desc.carrying(element.size, None if fill is None else encode(fill, element, f"{desc.OPERATOR}.PaddingValue"))
+    return desc.carrying(
+        element.size,
+        None if fill is None else encode(fill, element, f"{desc.OPERATOR}.PaddingValue"),
+    )
 
 
 def _dispatch(
@@ -935,13 +943,13 @@ def split(
         )
         if outs is not None:
             return given
-        pieces = [None] * len(counts)
+        made: list[Any] = [None] * len(counts)
         for k, g in zip(kept, got, strict=True):
-            pieces[k] = g
+            made[k] = g
         shape = list(_shape(got[0]))
         if 0 <= int(axis) < len(shape):
             shape[int(axis)] = 0
-        return [g if g is not None else _empty_like(got[0], tuple(shape)) for g in pieces]
+        return [g if g is not None else _empty_like(got[0], tuple(shape)) for g in made]
 
     def build(ins: list[Any], outs_: list[Any]) -> _Call:
         backend = backend_of([ins[0], *(o for o in outs_ if o is not None)])

@@ -14,12 +14,12 @@ import numpy as np
 from .errors import DmlError
 from .functional import (
     _Call,
-    join,
     _compile,
     _dispatch,
     _dtype_of,
     _Tensor,
     backend_of,
+    join,
 )
 from .ops import (
     GatherDesc,

@@ -20,8 +20,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from .elements import element_of
 from .errors import DmlError, InvalidDescriptorError
 from .ops import (
@@ -38,7 +36,7 @@ from .ops import (
 )
 from .ops._axis import piece_starts
 from .plan import ElementCopy, Layout, Plan, build_plan
-from .tensor import BufferTensorDesc, DataType, FeatureLevel, int_tuple, packed_strides
+from .tensor import BufferTensorDesc, FeatureLevel, int_tuple, packed_strides
 
 __all__ = ["Graph", "GraphTensor", "GraphDesc"]
 

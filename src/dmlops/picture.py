@@ -353,9 +353,7 @@ def svg(desc: OperatorDesc, feature_level: FeatureLevel | int | str | None = Non
     return text[text.find("<svg") :]
 
 
-def html_table(
-    desc: OperatorDesc, feature_level: FeatureLevel | int | str | None = None
-) -> str:
+def html_table(desc: OperatorDesc, feature_level: FeatureLevel | int | str | None = None) -> str:
     """A compact table of the descriptor's fields (DirectML names) and its verdict."""
     level = FeatureLevel.parse(feature_level)
     error = _verdict(desc, level)
@@ -380,9 +378,7 @@ def html_table(
     return f"<div><b>{desc.operator_type}</b> — {verdict}<table>{''.join(rows)}</table></div>"
 
 
-def repr_html(
-    desc: OperatorDesc, feature_level: FeatureLevel | int | str | None = None
-) -> str:
+def repr_html(desc: OperatorDesc, feature_level: FeatureLevel | int | str | None = None) -> str:
     """Notebook view: the picture for small tensors (when matplotlib is there), else the table."""
     table = html_table(desc, feature_level)
     if not _small(desc):

@@ -442,9 +442,7 @@ def in_units(plan: Plan, unit: int) -> Plan:
         shape, s_st, d_st, src_off, dst_off = coalesce(
             w.shape, w.src_strides, w.dst_strides, w.src_offset, w.dst_offset
         )
-        strided.append(
-            StridedCopy(w.src, src_off * unit, s_st, w.dst, dst_off * unit, d_st, shape)
-        )
+        strided.append(StridedCopy(w.src, src_off * unit, s_st, w.dst, dst_off * unit, d_st, shape))
     indexed = []
     for ic in plan.indexed:
         widened = dataclasses.replace(

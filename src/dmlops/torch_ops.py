@@ -27,7 +27,6 @@ from torch import Tensor
 
 from . import functional as F
 from .elements import element_of, numpy_to_torch, torch_to_numpy
-from .errors import InvalidDescriptorError
 from .ops import (
     DepthSpaceOrder,
     DepthToSpace1Desc,
@@ -39,7 +38,7 @@ from .ops import (
     SpaceToDepth1Desc,
     SplitDesc,
 )
-from .tensor import BufferTensorDesc, DataType, FeatureLevel
+from .tensor import BufferTensorDesc, FeatureLevel
 
 __all__ = ["wanted", "level_name", "order_name"]
 

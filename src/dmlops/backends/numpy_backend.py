@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import BindingError
 from ..elements import numpy_to_torch, torch_to_numpy
+from ..errors import BindingError
 from ..plan import Plan, StridedCopy
 from . import no_queue
 from .numpy_indexed import IndexedStep
@@ -184,7 +184,9 @@ class NumpyBackend:
         return int(flat.__array_interface__["data"][0])
 
     def new_like(self, template: Any, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
-        dtype = template.dtype if isinstance(template, np.ndarray) else self.as_array(template).dtype
+        dtype = (
+            template.dtype if isinstance(template, np.ndarray) else self.as_array(template).dtype
+        )
         return np.empty(shape, dtype=dtype)
 
     def upload(self, host: Any) -> np.ndarray[Any, Any]:

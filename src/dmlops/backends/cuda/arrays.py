@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from ...elements import torch_dtype_as_numpy
-from ...errors import DmlError
 
 __all__ = ["TorchView", "contiguity"]
 
