@@ -27,8 +27,7 @@ from ..device import Device
 from ..errors import ModelError
 from ..tensor import FeatureLevel
 from .loading import load
-from .lowering import GRAPH_OPS as SUPPORTED_OPS
-from .lowering import CompiledModel
+from .lowering import GRAPH_OPS, INDEXED_OPS, CompiledModel
 from .params import slice_window, split_sizes
 from .session import InferenceSession, IOBinding, NodeArg
 from .staged import StagedModel
@@ -45,6 +44,13 @@ __all__ = [
     "split_sizes",
     "SUPPORTED_OPS",
 ]
+
+SUPPORTED_OPS: tuple[str, ...] = tuple(dict.fromkeys(GRAPH_OPS + INDEXED_OPS))
+"""The ONNX operators dmlops runs as data movement: those it lowers into one plan
+(Slice, Split, Concat, Transpose, Reshape, Pad, Tile, Expand, DepthToSpace, ...) and the
+indexed ones (Gather, GatherElements, GatherND, Scatter, ScatterElements, ScatterND, OneHot,
+ReverseSequence). Integer shape arithmetic on constants (Shape, Add, Cast, Where, ...) is
+evaluated when a model is compiled and is not listed."""
 
 SESSIONS = 16
 _SESSIONS: OrderedDict[Hashable, InferenceSession] = OrderedDict()
