@@ -344,11 +344,7 @@ class _Call:
     def __call__(
         self, ins: Sequence[Any], outs: Sequence[Any], restage: Callable[[list[Any]], list[Any]]
     ) -> list[Any]:
-        results = list(outs)
-        if self.allocate:
-            new_like = self.backend.new_like
-            for k, shape in self.allocate:
-                results[k] = new_like(ins[self.like], shape)
+        results = self._allocated(ins, outs)
         if self.direct:
             in_flats, out_flats = ins, results
         else:
@@ -361,6 +357,14 @@ class _Call:
             if staged is not None:
                 return restage(staged)
         self.run(in_flats, out_flats, self.queue(None))
+        return results
+
+    def _allocated(self, ins: Sequence[Any], outs: Sequence[Any]) -> list[Any]:
+        """The outputs: the given ones, and new arrays like input `like` for the others."""
+        results = list(outs)
+        new_like = self.backend.new_like
+        for k, shape in self.allocate:
+            results[k] = new_like(ins[self.like], shape)
         return results
 
     def _stage(
@@ -450,10 +454,7 @@ class _EmptyCall(_Call):
     def __call__(
         self, ins: Sequence[Any], outs: Sequence[Any], restage: Callable[[list[Any]], list[Any]]
     ) -> list[Any]:
-        results = list(outs)
-        for k, shape in self.allocate:
-            results[k] = self.backend.new_like(ins[self.like], shape)
-        return results
+        return self._allocated(ins, outs)
 
 
 def _empty_call(

@@ -92,6 +92,19 @@ class IndexedCopy:
         """Bytes of one index."""
         return self.index_type.element_size
 
+    def in_words(self, ratio: int) -> IndexedCopy:
+        """The same copy in words `ratio` to an element: strides scaled and an innermost
+        dimension walking an element's words (byte offsets and spans stay as they are)."""
+        return dataclasses.replace(
+            self,
+            shape=(*self.shape, ratio),
+            src_strides=(*(t * ratio for t in self.src_strides), 1),
+            dst_strides=(*(t * ratio for t in self.dst_strides), 1),
+            index_strides=(*self.index_strides, 0),
+            slot_strides=(*self.slot_strides, 0) if self.scatter else (),
+            axes=tuple(dataclasses.replace(a, stride=a.stride * ratio) for a in self.axes),
+        )
+
     def describe(self) -> str:
         """One line: what moves where, and by which index."""
         what = "scatter" if self.scatter else "gather"

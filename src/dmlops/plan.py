@@ -425,36 +425,18 @@ def in_units(plan: Plan, unit: int) -> Plan:
     ratio = plan.element_size // unit
     if ratio == 1:
         return plan
+    size = plan.element_size
     strided = []
     for c in plan.copies:
         w = ElementCopy(
-            c.src,
-            c.src_offset // unit,
-            c.src_strides,
-            c.dst,
-            c.dst_offset // unit,
-            c.dst_strides,
-            c.shape,
-        ).in_words(ratio)
-        w = dataclasses.replace(  # byte offsets were already words: undo in_words' scaling
-            w, src_offset=c.src_offset // unit, dst_offset=c.dst_offset // unit
-        )
+            c.src, c.src_offset // size, c.src_strides, c.dst, c.dst_offset // size,
+            c.dst_strides, c.shape,
+        ).in_words(ratio)  # fmt: skip
         shape, s_st, d_st, src_off, dst_off = coalesce(
             w.shape, w.src_strides, w.dst_strides, w.src_offset, w.dst_offset
         )
         strided.append(StridedCopy(w.src, src_off * unit, s_st, w.dst, dst_off * unit, d_st, shape))
-    indexed = []
-    for ic in plan.indexed:
-        widened = dataclasses.replace(
-            ic,
-            shape=(*ic.shape, ratio),
-            src_strides=(*(t * ratio for t in ic.src_strides), 1),
-            dst_strides=(*(t * ratio for t in ic.dst_strides), 1),
-            index_strides=(*ic.index_strides, 0),
-            slot_strides=(*ic.slot_strides, 0) if ic.scatter else (),
-            axes=tuple(dataclasses.replace(a, stride=a.stride * ratio) for a in ic.axes),
-        )
-        indexed.append(coalesce_indexed(widened))
+    indexed = [coalesce_indexed(ic.in_words(ratio)) for ic in plan.indexed]
     return dataclasses.replace(
         plan, element_size=unit, copies=tuple(strided), indexed=tuple(indexed)
     )
