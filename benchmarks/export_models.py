@@ -1,7 +1,7 @@
 """Export data-movement modules with torch's two ONNX exporters, as test data for dmlops.
 
 Run where torch (and onnxscript, for the dynamo exporter) is installed:
-    python benchmarks/export_models.py OUTDIR
+    python benchmarks/export_models.py OUTDIR [NAME ...]
 Writes OUTDIR/<module>__<exporter>_opset<N>.onnx and a .npz beside it with the
 inputs and torch's own outputs; tests/test_exported.py runs every one through
 dmlops.onnx.run and compares bit for bit.
@@ -109,6 +109,66 @@ class DetectReshape(nn.Module):
         return x.view(b, 3, 7, ny, nx).permute(0, 1, 3, 4, 2).contiguous()
 
 
+class SelectColumn(nn.Module):
+    def forward(self, x):  # type: ignore[no-untyped-def]
+        return x[:, 2]
+
+
+class LastValid(nn.Module):
+    def forward(self, x, lengths):  # type: ignore[no-untyped-def]
+        return x[torch.arange(x.shape[0]), lengths - 1]
+
+
+class IndexCopy(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("slots", torch.tensor([5, 1, 3]))
+
+    def forward(self, cache, new):  # type: ignore[no-untyped-def]
+        return cache.index_copy(0, self.slots, new)
+
+
+class OneHotLabels(nn.Module):
+    def forward(self, labels):  # type: ignore[no-untyped-def]
+        return nn.functional.one_hot(labels, 6)
+
+
+class GatherFewer(nn.Module):
+    def forward(self, x, index):  # type: ignore[no-untyped-def]
+        return torch.gather(x, 1, index)
+
+
+class ScatterFewer(nn.Module):
+    def forward(self, x, index, src):  # type: ignore[no-untyped-def]
+        return x.scatter(1, index, src)
+
+
+class Embedding(nn.Module):
+    def forward(self, weight, ids):  # type: ignore[no-untyped-def]
+        return nn.functional.embedding(ids, weight)
+
+
+class MoeUnpermute(nn.Module):
+    def forward(self, rows, order):  # type: ignore[no-untyped-def]
+        return rows.index_select(0, order), order
+
+
+class MaskCrop(nn.Module):
+    def forward(self, mask):  # type: ignore[no-untyped-def]
+        return mask[:, 1:].transpose(0, 1)
+
+
+class ScalarTile(nn.Module):
+    def forward(self, x):  # type: ignore[no-untyped-def]
+        return x[0, 0].expand(3, 2)
+
+
+INDEXING = (
+    "select_column", "last_valid", "index_copy", "one_hot", "gather_fewer", "scatter_fewer",
+    "embedding", "moe_unpermute", "mask_crop", "scalar_tile",
+)  # fmt: skip
+
+
 def modules() -> list[tuple[str, nn.Module, tuple[torch.Tensor, ...]]]:
     g = torch.Generator().manual_seed(0)
 
@@ -131,13 +191,29 @@ def modules() -> list[tuple[str, nn.Module, tuple[torch.Tensor, ...]]]:
         ("swin_partition", SwinPartition(), (r(1, 8, 8, 3),)),
         ("channel_shuffle", ChannelShuffle(), (r(1, 6, 3, 4),)),
         ("detect_reshape", DetectReshape(), (r(1, 21, 4, 5),)),
+        ("select_column", SelectColumn(), (r(5, 4, 2),)),
+        ("last_valid", LastValid(), (r(3, 6, 4), torch.tensor([6, 2, 1]))),
+        ("index_copy", IndexCopy(), (r(8, 4), r(3, 4))),
+        ("one_hot", OneHotLabels(), (torch.tensor([[0, 5, 2], [1, 1, 4]]),)),
+        ("gather_fewer", GatherFewer(), (r(4, 6), torch.tensor([[5, 0], [2, 2], [1, 4]]))),
+        (
+            "scatter_fewer",
+            ScatterFewer(),
+            (r(4, 6), torch.tensor([[5, 0], [2, 3], [1, 4]]), r(3, 2)),
+        ),
+        ("embedding", Embedding(), (r(10, 4), torch.tensor([[3, 9, 0], [3, 1, 7]]))),
+        ("moe_unpermute", MoeUnpermute(), (r(5, 3), torch.tensor([4, 0, 3, 1, 2]))),
+        ("mask_crop", MaskCrop(), (torch.rand(3, 5, generator=g) > 0.5,)),
+        ("scalar_tile", ScalarTile(), (r(2, 3),)),
     ]
 
 
-def main(out: Path) -> int:
+def main(out: Path, only: list[str]) -> int:
+    """Export every module (or those named in `only`) into `out`."""
     out.mkdir(parents=True, exist_ok=True)
     failures = 0
-    for name, module, args in modules():
+    chosen = [m for m in modules() if not only or m[0] in only]
+    for name, module, args in chosen:
         expected = module(*args)
         expected = expected if isinstance(expected, tuple) else (expected,)
         for dynamo, opset in ((False, 11), (False, 13), (False, 17), (True, 18)):
@@ -166,8 +242,8 @@ def main(out: Path) -> int:
                 **{f"out{k}": e.contiguous().numpy() for k, e in enumerate(expected)},
             )
             print(f"exported {tag}", flush=True)
-    return 1 if failures == len(modules()) * 4 else 0
+    return 1 if failures == len(chosen) * 4 else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1])))
+    sys.exit(main(Path(sys.argv[1]), sys.argv[2:]))

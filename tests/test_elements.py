@@ -6,6 +6,7 @@ References are naive element-by-element loops; comparisons are of bytes."""
 from __future__ import annotations
 
 import itertools
+import math
 
 import ml_dtypes
 import numpy as np
@@ -290,3 +291,50 @@ def test_torch_tensors_of_any_type(place: str) -> None:
         assert torch.equal(picked.view(torch.uint8), t[[2, 0]].view(torch.uint8))
     padded = dmlops.padding(x.to(torch.bfloat16), [0, 1], [0, 0], value=-0.5)
     assert padded[:, 0].tolist() == [-0.5] * 3
+
+
+def test_graphs_and_dask_refuse_16_byte_elements_by_name() -> None:
+    x = np.arange(6, dtype=np.complex128).reshape(2, 3)
+    with pytest.raises(DmlError, match="complex128 has 16-byte elements"):
+        dmlops.Graph().input(x)
+    da = pytest.importorskip("dask.array")
+    import dmlops.dask as dd
+
+    with pytest.raises(DmlError, match="complex128 has 16"):
+        dd.slice1(da.from_array(x), [0, 0], [2, 3], [1, 1])
+    _same(dmlops.slice1(x, [0, 0], [2, 3], [1, -1]), x[:, ::-1])  # the functional API moves them
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    shape=st.lists(st.integers(0, 3), min_size=1, max_size=3).map(tuple),
+    data=st.data(),
+)
+def test_empty_and_0d_calls_answer_as_numpy(shape: tuple[int, ...], data) -> None:  # type: ignore[no-untyped-def]
+    """Every functional operator on arrays with a zero-sized dimension (or 0-D), against
+    numpy's own answer for the same call."""
+    x = np.arange(math.prod(shape), dtype=np.int16).reshape(shape)
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    reps = data.draw(st.lists(st.integers(0, 2), min_size=len(shape), max_size=len(shape)))
+    _same(dmlops.tile(x, reps), np.tile(x, reps))
+    cut = data.draw(st.integers(0, shape[axis]))
+    pieces = dmlops.split(x, axis, [cut, shape[axis] - cut])
+    for got, want in zip(pieces, np.split(x, [cut], axis=axis), strict=True):
+        _same(got, want)
+    _same(
+        dmlops.join([x, x[:0] if axis == 0 else x], axis),
+        np.concatenate([x, x[:0] if axis == 0 else x], axis),
+    )
+    idx = np.arange(shape[axis])[::-1].copy()
+    if 0 not in shape:
+        _same(dmlops.gather(x, idx, axis), np.take(x, idx, axis))
+        _same(dmlops.gather(x, np.array(0), axis), np.take(x, 0, axis))  # 0-D index
+    _same(dmlops.gather(x, idx[:0], axis), np.take(x, idx[:0], axis))
+    starts = [0] * len(shape)
+    _same(dmlops.slice1(x, starts, list(shape), [1] * len(shape)) if 0 not in shape else x, x)
+    lo = data.draw(st.lists(st.integers(0, 2), min_size=len(shape), max_size=len(shape)))
+    if 0 in shape:
+        want = np.pad(x, [(a, 0) for a in lo], constant_values=7)
+        _same(dmlops.padding(x, lo, [0] * len(shape), value=7), want)
+    s = np.array(x.size, np.int16)  # 0-D
+    _same(dmlops.tile(s, [2]), np.tile(s, 2))

@@ -23,6 +23,8 @@ import numpy as np
 
 from . import functional
 from .device import CompiledOperator, Device
+from .elements import element_of
+from .errors import DmlError
 from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
 from .plan import Layout, LogicalCopy, Plan, compose
 from .tensor import BufferTensorDesc, DataType, FeatureLevel, packed_strides
@@ -42,10 +44,31 @@ def _dask() -> Any:
     return da
 
 
+def _data_type(dtype: Any) -> DataType:
+    """The DirectML type describing these elements (an unsigned carrier for bool, bfloat16,
+    float8, ...); DmlError for elements a chunk plan does not move (over 8 bytes)."""
+    element = element_of(dtype)
+    if element.size > 8:
+        raise DmlError(
+            f"dmlops.dask moves elements of up to 8 bytes: {dtype} has {element.size} "
+            "(the functional API moves them)"
+        )
+    return element.described_as
+
+
 def _tensor(x: Any, shape: Sequence[int] | None = None) -> BufferTensorDesc:
-    return BufferTensorDesc(
-        DataType.from_numpy(x.dtype), tuple(x.shape if shape is None else shape)
-    )
+    return BufferTensorDesc(_data_type(x.dtype), tuple(x.shape if shape is None else shape))
+
+
+def _empty(x: Any, shape: Sequence[int]) -> Any:
+    """An empty dask array of x's type (no chunk holds an element)."""
+    return _dask().empty(tuple(shape), dtype=x.dtype, chunks=-1)
+
+
+def _host_empty(x: Any) -> np.ndarray[Any, Any]:
+    """A numpy array of x's shape and type holding no element: the functional API validates
+    calls on it and answers with the result's shape, without moving anything."""
+    return np.empty(x.shape, x.dtype)
 
 
 @dataclass(frozen=True)
@@ -288,7 +311,7 @@ def _build(
     from dask.base import tokenize
     from dask.highlevelgraph import HighLevelGraph
 
-    dtype = DataType.from_numpy(inputs[0].dtype)
+    dtype = _data_type(inputs[0].dtype)
     results = []
     for (_, out_t), content in zip(desc.output_fields(), _composed(desc, inputs), strict=True):
         shape = tuple(out_t.sizes)
@@ -326,6 +349,9 @@ def slice(  # noqa: A001 - DirectML's operator name
     chunks: Any = None,
 ) -> Any:
     """DML SLICE on a dask array (see dmlops.slice), lazily."""
+    if 0 in x.shape:
+        shape = functional.slice(_host_empty(x), offsets, sizes, strides).shape
+        return _empty(x, shape)
     desc = SliceDesc(_tensor(x), _tensor(x, sizes), offsets, sizes, strides)
     level = _validated(desc, feature_level)
     return _build(desc, [x], level, chunks, "slice")[0]
@@ -348,6 +374,11 @@ def slice1(
     >>> dd.slice1(x, [0], [8], [-3]).compute().tolist()
     [7.0, 4.0, 1.0]
     """
+    if 0 in x.shape:
+        args = (window_offsets, window_sizes, window_strides, output_sizes)
+        return _empty(
+            x, functional.slice1(_host_empty(x), *args, feature_level=feature_level).shape
+        )
     t = _tensor(x)
     probe = Slice1Desc(t, t, window_offsets, window_sizes, window_strides)
     shape = probe.default_output_sizes() if output_sizes is None else tuple(output_sizes)
@@ -364,7 +395,14 @@ def split(
     feature_level: FeatureLevel | int | str | None = None,
     chunks: Any = None,
 ) -> list[Any]:
-    """DML SPLIT on a dask array (see dmlops.split), lazily; one dask array per piece."""
+    """DML SPLIT on a dask array (see dmlops.split), lazily; one dask array per piece (an
+    empty piece, as numpy's, where a size is 0)."""
+    if 0 in x.shape or 0 in sizes:
+        empties = functional.split(_host_empty(x), axis, sizes, feature_level=feature_level)
+        kept = [s for s in sizes if s]
+        found = iter(split(x, axis, kept, feature_level=feature_level, chunks=chunks) if kept
+                     and 0 not in x.shape else [])  # fmt: skip
+        return [_empty(x, e.shape) if 0 in e.shape else next(found) for e in empties]
     shapes = [[p if d == axis else n for d, n in enumerate(x.shape)] for p in sizes]
     desc = SplitDesc(_tensor(x), [_tensor(x, s) for s in shapes], axis)
     level = _validated(desc, feature_level)
@@ -382,6 +420,12 @@ def join(
     xs = list(xs)
     if not xs:
         return functional.join([], axis)  # raises the functional API's error
+    if any(0 in x.shape for x in xs):  # empty pieces add nothing (numpy's concatenate)
+        joined = functional.join([_host_empty(x) for x in xs], axis, feature_level=feature_level)
+        kept = [x for x in xs if 0 not in x.shape]
+        if 0 in joined.shape or not kept:
+            return _empty(xs[0], joined.shape)
+        return join(kept, axis, feature_level=feature_level, chunks=chunks)
     shape = list(xs[0].shape)
     if 0 <= axis < len(shape):
         shape[axis] = sum(x.shape[axis] if x.ndim > axis else 0 for x in xs)

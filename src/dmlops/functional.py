@@ -30,6 +30,7 @@ from .ops import (
     JoinDesc,
     OperatorDesc,
     Padding1Desc,
+    PaddingMode,
     Slice1Desc,
     SliceDesc,
     SliceGradDesc,
@@ -229,7 +230,11 @@ def _on_device(
             raise BindingError(f"an input is {kind} memory, not on device {device!r}")
     # host outputs: computed into new device arrays, copied back after the call succeeds
     to_host = any(o is not None and _kind(o) != backend.name for o in outs)
-    results = run(moved, [None] * len(outs) if to_host else outs)
+    if to_host:  # an output that is an input (in place) stays its uploaded copy
+        placed = [next((m for a, m in zip(ins, moved, strict=True) if a is o), None) for o in outs]
+        results = run(moved, placed)
+    else:
+        results = run(moved, outs)
     if to_host:
         for r, o in zip(results, outs, strict=True):
             if o is not None and _kind(o) == "numpy":
@@ -303,6 +308,11 @@ class _Tensor:
         return _Tensor(
             desc, layout, self.low, self.nbytes, self.contiguous, self.writable, self.element
         )
+
+    def window(self, sizes: Sequence[int]) -> _Tensor:
+        """The box of `sizes` at this tensor's first element (a SLICE view: same strides)."""
+        desc = BufferTensorDesc(self.desc.data_type, tuple(sizes), self.desc.effective_strides)
+        return _Tensor(desc, self.layout, self.low, self.nbytes, False, self.writable, self.element)
 
     @classmethod
     def new(cls, shape: Sequence[int], dtype: Any) -> _Tensor:
@@ -594,6 +604,22 @@ def _empty_like(x: Any, shape: tuple[int, ...]) -> Any:
     return backend.in_library_of(backend.new_like(x, shape), x)
 
 
+def _filled(x: Any, value: Any, rank: int) -> Any:
+    """An array of x's library, type and device holding one element, `value`, in `rank`
+    dimensions of size 1."""
+    from .elements import numpy_dtype
+
+    backend = backend_of([x])
+    element = element_of(_dtype_of(backend, x))
+    dtype = numpy_dtype(element)
+    if dtype is None:
+        raise InvalidDescriptorError(f"no library here holds a {element.name} constant")
+    host = np.frombuffer(encode(value, element, "PADDING1.PaddingValue"), dtype)
+    host = host.reshape((1,) * rank).copy()
+    placed = host if backend.name == "numpy" else backend.upload(host)
+    return backend.in_library_of(placed, x)
+
+
 def _dtype_of(backend: Backend, x: Any) -> Any:
     return backend.describe(x).dtype
 
@@ -711,6 +737,17 @@ def padding(
 
     start = int_tuple(start_padding, "PADDING1.StartPadding")
     end = int_tuple(end_padding, "PADDING1.EndPadding")
+    shape = _shape(x)
+    grown = Padding1Desc.output_sizes_for(shape, start, end)
+    if 0 in shape and 0 not in grown and PaddingMode.parse(mode) is PaddingMode.CONSTANT:
+        # nothing of x is read: the value tiled (as numpy.pad and torch's constant pad do)
+        if len(start) != len(shape) or len(end) != len(shape):
+            raise InvalidDescriptorError(
+                f"PADDING1.StartPadding and EndPadding have {len(start)} and {len(end)} "
+                f"entries: the input has {len(shape)} dimensions"
+            )
+        seed = _filled(x, value, len(shape))
+        return tile(seed, grown, feature_level=feature_level, out=out, device=device)
     mode_key = mode if isinstance(mode, (int, str)) else repr(mode)
     fields = (_fields_key(start, end), mode_key, repr(value), type(value))
     return _unary(

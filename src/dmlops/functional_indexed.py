@@ -93,9 +93,12 @@ def _run(
     like: int = 0,
     in_place: bool | None = None,
     clamp: bool = False,
+    window: tuple[int, ...] | None = None,
 ) -> Any:
     """Run one indexed operator: `plan_call(tensors, ranks)` pads the arrays' tensors
-    and gives (inputs, padded output shape, make); `fields` ends with the result's shape."""
+    and gives (inputs, padded output shape, make); `fields` ends with the result's shape.
+    `window`: the operator reads the box of these sizes at the data's origin (and, in place,
+    writes the same box of the output)."""
     shape = fields[-1]
     if in_place is not None and 0 in _shape_of(ins[1]) and 0 not in shape:
         return _unchanged(ins[0], out, level, device)  # a scatter of no updates
@@ -106,6 +109,8 @@ def _run(
         tensors = [t for t, _ in described]
         ranks = [r for _, r in described]
         padded_in, padded_shape, make = plan_call(tensors, ranks)
+        if window is not None:
+            padded_in = [padded_in[0].window(window), *padded_in[1:]]
         if outs[0] is not None:
             given, _ = _tensor(backend, outs[0])
             if tuple(backend.describe(outs[0]).shape) != shape:
@@ -114,6 +119,8 @@ def _run(
                     f"{list(shape)}"
                 )
             out_t = _pad(given, len(padded_shape))
+            if window is not None and in_place:
+                out_t = out_t.window(window)
             new: list[tuple[int, ...] | None] = [None]
         else:
             out_t = _Tensor.new(padded_shape, _dtype_of(backend, arrays[like]))
@@ -179,6 +186,24 @@ def _without_input_copy(plan: Plan) -> Plan:
     spans = list(plan.input_spans)
     spans[0] = (0, 0)
     return dataclasses.replace(plan, copies=kept, input_spans=tuple(spans))
+
+
+def _window(
+    op: str, data: tuple[int, ...], indices: tuple[int, ...], axis: int
+) -> tuple[int, ...] | None:
+    """The box of the data an ELEMENTS operator works on where indices are smaller than the
+    data on dimensions other than the axis (ONNX, torch.gather and torch.scatter allow it;
+    DirectML needs them equal): None where they are equal (or the ranks differ)."""
+    if len(data) != len(indices) or not data:
+        return None
+    for d, (n, m) in enumerate(zip(data, indices, strict=True)):
+        if d != axis and m > n:
+            raise DmlError(
+                f"{op}: indices have shape {list(indices)}: dimension {d} ({m}) is larger "
+                f"than the data's ({n}); every dimension but the axis must be at most the data's"
+            )
+    box = tuple(n if d == axis else m for d, (n, m) in enumerate(zip(data, indices, strict=True)))
+    return None if box == data or 0 in box else box
 
 
 def _shape_of(x: Any) -> tuple[int, ...]:
@@ -254,6 +279,7 @@ def gather_elements(
     indices = _array(indices, input)
     shape = _shape_of(indices)
     a = _axis(axis, builtins.max(len(shape), 1), "GATHER_ELEMENTS")
+    window = _window("GATHER_ELEMENTS", _shape_of(input), shape, a)
 
     def plan_call(tensors: list[_Tensor], ranks: list[int]) -> Planned:
         def make(i: list[BufferTensorDesc], o: BufferTensorDesc) -> OperatorDesc:
@@ -261,7 +287,7 @@ def gather_elements(
 
         return tensors, tuple(tensors[1].desc.sizes), make
 
-    fields = ("gather_elements", a, clamp_indices, shape)
+    fields = ("gather_elements", a, clamp_indices, window, shape)
     return _run(
         "GATHER_ELEMENTS",
         fields,
@@ -271,6 +297,7 @@ def gather_elements(
         device,
         plan_call,
         clamp=clamp_indices,
+        window=window,
     )
 
 
@@ -348,6 +375,15 @@ def scatter_elements(
     indices = _array(indices, input)
     shape = _shape_of(input)
     a = _axis(axis, builtins.max(len(shape), 1), "SCATTER_ELEMENTS")
+    window = _window("SCATTER_ELEMENTS", shape, _shape_of(indices), a)
+    if window is not None and out is not input and 0 not in _shape_of(indices):
+        # a copy of the data, then the updates written into its window in place
+        result = _unchanged(input, out, feature_level, device)
+        scatter_elements(
+            result, indices, updates, axis, feature_level=feature_level, out=result,
+            device=device, clamp_indices=clamp_indices,
+        )  # fmt: skip
+        return result
 
     def plan_call(tensors: list[_Tensor], ranks: list[int]) -> Planned:
         def make(i: list[BufferTensorDesc], o: BufferTensorDesc) -> OperatorDesc:
@@ -355,7 +391,7 @@ def scatter_elements(
 
         return tensors, tuple(tensors[0].desc.sizes), make
 
-    fields = ("scatter_elements", a, out is input, clamp_indices, shape)
+    fields = ("scatter_elements", a, out is input, clamp_indices, window, shape)
     return _run(
         "SCATTER_ELEMENTS",
         fields,
@@ -366,6 +402,7 @@ def scatter_elements(
         plan_call,
         in_place=out is input,
         clamp=clamp_indices,
+        window=window,
     )
 
 
@@ -470,9 +507,17 @@ def numpy_or_cupy(array: Any, refusal: str) -> Any:
 
 def cast_in_library(array: Any, dtype: str, low: int | None = None, high: int | None = None) -> Any:
     """`array` as `dtype` (clipped to [low, high] first where given) on its own device: numpy
-    and CuPy arrays as they are, CPU torch tensors through numpy, CUDA ones through CuPy."""
+    and CuPy arrays as they are, CPU torch tensors through numpy, CUDA ones through CuPy,
+    WebGPU arrays (small index tensors) through the host."""
     if str(array.dtype).replace("torch.", "") == dtype:
         return array
+    if getattr(type(array), "__dmlops_backend__", None) == "webgpu":
+        import dmlops.webgpu
+
+        host = array.numpy()
+        if low is not None or high is not None:
+            host = host.clip(low, high)
+        return dmlops.webgpu.asarray(host.astype(dtype))
     array = numpy_or_cupy(array, f"a {type(array).__name__} of {array.dtype} here must be {dtype}")
     if low is not None or high is not None:
         array = array.clip(low, high)

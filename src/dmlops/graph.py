@@ -326,7 +326,13 @@ class Graph:
                     "Graph.input: expected a BufferTensorDesc or an array, "
                     f"got {type(desc).__name__}"
                 )
-            desc = BufferTensorDesc(element_of(dtype).described_as, tuple(shape))
+            element = element_of(dtype)
+            if element.size > 8:
+                raise DmlError(
+                    f"Graph.input: {element.name} has {element.size}-byte elements; a graph "
+                    "moves elements of up to 8 bytes (the functional API moves them)"
+                )
+            desc = BufferTensorDesc(element.described_as, tuple(shape))
         desc.validate(f"GRAPH.InputTensors[{len(self._inputs)}]")
         index = len(self._inputs)
         layout = Layout.of_desc(desc)

@@ -66,8 +66,9 @@ class Backend(Protocol):
     def address(self, flat: Any) -> int:
         """The address of a flat buffer's first byte."""
 
-    def new_like(self, template: Any, shape: tuple[int, ...]) -> Any:
-        """A new C-contiguous array of `shape`, of `template`'s library, dtype and device."""
+    def new_like(self, template: Any, shape: tuple[int, ...], dtype: Any = None) -> Any:
+        """A new C-contiguous array of `shape`, of `template`'s library and device, and of its
+        dtype (or of `dtype`, a numpy dtype, where given)."""
 
     def in_library_of(self, result: Any, template: Any) -> Any:
         """A result array of this backend in the array library of `template` (an input of

@@ -183,10 +183,15 @@ class NumpyBackend:
     def address(self, flat: Any) -> int:
         return int(flat.__array_interface__["data"][0])
 
-    def new_like(self, template: Any, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
-        dtype = (
-            template.dtype if isinstance(template, np.ndarray) else self.as_array(template).dtype
-        )
+    def new_like(
+        self, template: Any, shape: tuple[int, ...], dtype: Any = None
+    ) -> np.ndarray[Any, Any]:
+        if dtype is None:
+            dtype = (
+                template.dtype
+                if isinstance(template, np.ndarray)
+                else self.as_array(template).dtype
+            )
         return np.empty(shape, dtype=dtype)
 
     def upload(self, host: Any) -> np.ndarray[Any, Any]:

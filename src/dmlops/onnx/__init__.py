@@ -10,6 +10,7 @@ and Reinterpret nodes. ONNX allows empty results where DirectML forbids size 0; 
 outputs are produced empty without a dispatch, as a DirectML backend must.
 
 The package: `loading` (reading models), `params` (ONNX parameters as DirectML fields),
+`indexed` (the indexed operators as functional calls),
 `lowering` (a model onto a Graph), `session` (InferenceSession); none imports this module.
 """
 

@@ -18,9 +18,11 @@ from typing import Any
 import numpy as np
 
 from ..device import CompiledOperator, Device
+from ..elements import element_of, numpy_dtype, unsigned_dtype
 from ..errors import DmlError, ModelError
 from ..graph import Graph, GraphTensor
-from ..tensor import FeatureLevel, packed_strides
+from ..tensor import BufferTensorDesc, FeatureLevel, packed_strides
+from .indexed import indexed_node
 from .params import axis_of, slice_window, split_sizes
 
 __all__ = [
@@ -78,11 +80,50 @@ class _Empty:
     dtype: np.dtype[Any]
 
 
-Value = GraphTensor | _Empty
+@dataclass(frozen=True)
+class _Scalar:
+    """A 0-D ONNX tensor: its one element, as a graph tensor of sizes [1]."""
+
+    tensor: GraphTensor
+
+
+Value = GraphTensor | _Empty | _Scalar
 
 
 def _shape(v: Value) -> tuple[int, ...]:
-    return v.shape if isinstance(v, _Empty) else v.sizes
+    if isinstance(v, _Empty):
+        return v.shape
+    return () if isinstance(v, _Scalar) else v.sizes
+
+
+def _tensor(v: Value) -> GraphTensor:
+    """The graph tensor holding a value's elements."""
+    assert not isinstance(v, _Empty)
+    return v.tensor if isinstance(v, _Scalar) else v
+
+
+def array_dtype(a: Any) -> np.dtype[Any]:
+    """An array's element type as a numpy dtype (numpy, CuPy or torch; bfloat16 and float8
+    through ml_dtypes; a type numpy has no dtype for as unsigned words of its size)."""
+    element = element_of(a.dtype)
+    found = numpy_dtype(element)
+    return found if found is not None else unsigned_dtype(min(element.size, 8))
+
+
+def graph_value(g: Graph, shape: tuple[int, ...], dtype: np.dtype[Any], name: str) -> Value:
+    """A value of this shape and type entering graph g: empty (no input), a scalar (an input
+    of sizes [1]) or an input of its shape."""
+    if 0 in shape:
+        return _Empty(shape, dtype)
+    element = element_of(dtype)
+    if element.size > 8:
+        raise ModelError(
+            f"'{name}' is {dtype}: graphs move elements of up to 8 bytes "
+            f"({element.size}-byte elements run through the functional API)"
+        )
+    desc = BufferTensorDesc(element.described_as, shape or (1,))
+    t = g.input(desc, name=name)
+    return _Scalar(t) if not shape else t
 
 
 class CompiledModel:
@@ -94,17 +135,18 @@ class CompiledModel:
         data_inputs: list[str],
         outputs: list[tuple[str, Any]],
         device: Device,
+        constant_inputs: Mapping[str, np.ndarray[Any, Any]] | None = None,
+        scalar_inputs: Sequence[str] = (),
     ) -> None:
         self.operator = operator
         self.data_inputs = data_inputs
-        self.outputs = outputs  # (name, ("graph", k) | ("const", value) | ("empty", shape, dtype))
+        # (name, ("graph", k, shape, dtype) | ("const", value) | ("empty", shape, dtype))
+        self.outputs = outputs
         self.device = device
-        fields = [] if operator is None else operator.desc.output_fields()
-        # (output index, shape) of each output the plan writes, in the plan's output order
+        self._feeds = Feeds(device, data_inputs, constant_inputs or {}, scalar_inputs)
+        # (output index, shape, dtype) of each output the plan writes, in the plan's order
         self._written = [
-            (k, tuple(fields[spec[1]][1].sizes))
-            for k, (_, spec) in enumerate(outputs)
-            if spec[0] == "graph"
+            (k, spec[2], spec[3]) for k, (_, spec) in enumerate(outputs) if spec[0] == "graph"
         ]
 
     @property
@@ -119,16 +161,14 @@ class CompiledModel:
         given = {k: self._checked_output(k, array) for k, array in (into or {}).items()}
         arrays: dict[int, Any] = {}
         if self.operator is not None:
-            template = values[self.data_inputs[0]]
-            new = backend.new_like
-            for k, shape in self._written:
-                arrays[k] = given[k] if k in given else new(template, shape)
-            ins = [values[n] for n in self.data_inputs]
+            ins = self._feeds.arrays(values)
+            for k, shape, dtype in self._written:
+                arrays[k] = given[k] if k in given else new_array(backend, ins, shape, dtype)
             flats = [_flat(a) for a in arrays.values()]
-            if given:  # the caller's arrays: every binding check
-                self.operator.execute(ins, flats)
-            else:  # inputs placed whole and contiguous, outputs just made for the graph
-                self.operator._run_fresh(ins, flats)
+            if given:  # the caller's arrays: checked above, and apart from the inputs
+                _check_apart(backend, ins, list(given.values()))
+            # inputs placed whole and contiguous, outputs made for the graph or checked
+            self.operator._run_fresh(ins, flats)
         if len(arrays) == len(self.outputs):
             return list(arrays.values())
         result = []
@@ -149,9 +189,7 @@ class CompiledModel:
         """The shape and dtype output k has for this compiled signature."""
         spec = self.outputs[k][1]
         if spec[0] == "graph":
-            assert self.operator is not None
-            desc = self.operator.desc.output_fields()[spec[1]][1]
-            return tuple(desc.sizes), np.dtype(desc.data_type.numpy_dtype)
+            return spec[2], spec[3]
         if spec[0] == "const":
             return tuple(np.shape(spec[1])), np.asarray(spec[1]).dtype
         return tuple(spec[1]), np.dtype(spec[2])
@@ -161,7 +199,7 @@ class CompiledModel:
         name = self.outputs[k][0]
         view = self.device.backend.describe(array)
         shape, dtype = self.output_type(k)
-        if tuple(view.shape) != shape or np.dtype(view.dtype) != dtype:
+        if tuple(view.shape) != shape or array_dtype(view) != dtype:
             raise ModelError(
                 f"output '{name}' is {list(shape)} {dtype}: the bound array is "
                 f"{list(view.shape)} {np.dtype(view.dtype)}"
@@ -173,6 +211,74 @@ class CompiledModel:
 
 def _flat(a: Any) -> Any:
     return a.reshape(-1)
+
+
+def _check_apart(backend: Any, ins: Sequence[Any], outs: Sequence[Any]) -> None:
+    """ModelError where a caller's output array shares memory with an input."""
+    spans = []
+    for a in ins:
+        flat, length = backend.byte_view(a, False)
+        start = backend.address(flat)
+        spans.append((start, start + length))
+    for o in outs:
+        flat, length = backend.byte_view(o, True)
+        start = backend.address(flat)
+        if any(start < end and lo < start + length for lo, end in spans):
+            raise ModelError("a bound output array shares memory with an input")
+
+
+class Feeds:
+    """A compiled graph's input arrays for one run: the model's arrays (0-D ones as their
+    1-element view) and the constants it reads as data, placed on the device once."""
+
+    def __init__(
+        self,
+        device: Device,
+        names: Sequence[str],
+        constants: Mapping[str, np.ndarray[Any, Any]],
+        scalars: Sequence[str],
+    ) -> None:
+        self.device = device
+        self.names = list(names)
+        self.constants = dict(constants)
+        self.scalars = set(scalars)
+        self._placed: dict[tuple[str, str], Any] = {}
+
+    def arrays(self, values: Mapping[str, Any]) -> list[Any]:
+        """The graph's inputs in order, for these run-time values."""
+        if not self.constants and not self.scalars:
+            return [values[n] for n in self.names]
+        given = next((values[n] for n in self.names if n in values), None)
+        out = []
+        for n in self.names:
+            if n in self.constants:
+                out.append(self._constant(n, given))
+            else:
+                out.append(values[n].reshape(1) if n in self.scalars else values[n])
+        return out
+
+    def _constant(self, name: str, template: Any) -> Any:
+        backend = self.device.backend
+        host = self.constants[name]
+        if backend.name == "numpy":
+            return host.reshape(-1)
+        where = str(getattr(template, "device", ""))
+        key = (name, where)
+        placed = self._placed.get(key)
+        if placed is None:
+            placed = backend.upload(np.ascontiguousarray(host.reshape(-1)))
+            self._placed[key] = placed
+        return placed
+
+
+def new_array(backend: Any, ins: Sequence[Any], shape: tuple[int, ...], dtype: Any) -> Any:
+    """A new array of `shape` and `dtype` beside the inputs `ins` (in the library and on the
+    device of the first input of that type)."""
+    wanted = np.dtype(dtype)
+    for a in ins:
+        if array_dtype(a) == wanted:
+            return backend.new_like(a, shape)
+    return backend.new_like(ins[0], shape, wanted)
 
 
 def _empty(device: Device, shape: tuple[int, ...], dtype: Any) -> Any:
@@ -200,23 +306,23 @@ def _attrs(node: Any) -> dict[str, Any]:
 def _tensor_type(dtype: Any) -> str:
     import onnx
 
+    dtype = np.dtype(dtype)
+    if dtype.type.__module__ == "ml_dtypes":  # bfloat16, float8_e4m3fn, ...: ONNX's names
+        return str(dtype.name).replace("float8_", "float8")
     name = onnx.helper.tensor_dtype_to_string(onnx.helper.np_dtype_to_tensor_dtype(dtype))
     return name.removeprefix("TensorProto.").lower()
 
 
 def _dtypes(
-    node: Any, constants: Mapping[str, Any], values: Mapping[str, Any]
+    node: Any, constants: Mapping[str, Any], dtypes: Mapping[str, np.dtype[Any]]
 ) -> dict[str, np.dtype[Any]]:
     """The dtype of each of the node's inputs known so far."""
     found: dict[str, np.dtype[Any]] = {}
     for name in node.input:
         if name in constants:
             found[name] = np.asarray(constants[name]).dtype
-        elif name in values:
-            x = values[name]
-            found[name] = (
-                x.dtype if isinstance(x, _Empty) else np.dtype(x.desc.data_type.numpy_dtype)
-            )
+        elif name in dtypes:
+            found[name] = dtypes[name]
     return found
 
 
@@ -324,30 +430,52 @@ def _pad(
     for k, d in enumerate(axes):
         start[d], end[d] = int(pads[k]), int(pads[k + len(axes)])
     out = tuple(n + b + e for n, b, e in zip(shape, start, end, strict=True))
-    if min(out, default=1) < 0:
-        raise ModelError(f"Pad: pads {pads} crop more than the input's {list(shape)}")
-    if 0 in out or isinstance(x, _Empty) or 0 in shape:
-        return _Empty(out, dtype)
     crop_lo = [max(0, -b) for b in start]
     crop_hi = [max(0, -e) for e in end]
-    if any(crop_lo) or any(crop_hi):
-        kept = [n - lo - hi for n, lo, hi in zip(shape, crop_lo, crop_hi, strict=True)]
-        x = g.slice1(x, crop_lo, kept, [1] * rank, kept, name=None)
+    kept = [n - lo - hi for n, lo, hi in zip(shape, crop_lo, crop_hi, strict=True)]
+    if min(kept, default=1) < 0:
+        raise ModelError(f"Pad: pads {pads} crop more than the input's {list(shape)}")
     grow_lo, grow_hi = [max(0, b) for b in start], [max(0, e) for e in end]
+    for d, (n, lo, hi) in enumerate(zip(kept, grow_lo, grow_hi, strict=True)):
+        if (lo or hi) and mode != "constant" and n == 0:
+            raise ModelError(f"Pad: mode '{mode}' pads axis {d}, which is empty")
+        if mode == "reflect" and max(lo, hi) > n - 1 and n > 0:
+            raise ModelError(
+                f"Pad: reflect pads {lo} and {hi} on axis {d} of size {n}: each must be at "
+                f"most {n - 1} (the size less one)"
+            )
+    if 0 in out or isinstance(x, _Empty) or 0 in shape:
+        return _Empty(out, dtype)
+    if isinstance(x, _Scalar):
+        return x
+    if any(crop_lo) or any(crop_hi):
+        x = g.slice1(x, crop_lo, kept, [1] * rank, kept, name=None)
     if not any(grow_lo) and not any(grow_hi):
         return x
-    py_value: float | int = int(value) if dtype.kind in "iub" else float(value)
-    return g.padding(x, grow_lo, grow_hi, _PAD_MODES[mode], py_value, name=node.name or None)
+    return g.padding(
+        x, grow_lo, grow_hi, _PAD_MODES[mode], _fill_value(value, dtype), name=node.name or None
+    )
 
 
-def _reshaped(g: Graph, x: Value, shape: Sequence[int]) -> Value:
+def _fill_value(value: Any, dtype: np.dtype[Any]) -> float | int:
+    """Pad's constant as the graph's PADDING1 takes it: a number of the data's DirectML
+    type, or, for a type carried by an unsigned one (bool, bfloat16, float8, complex64),
+    the bits of the value in the data's own type."""
+    element = element_of(dtype)
+    if element.data_type is None:
+        bits = np.asarray(value).astype(dtype).reshape(1).view(unsigned_dtype(element.size))
+        return int(bits[0])
+    return int(value) if dtype.kind in "iub" else float(value)
+
+
+def _reshaped(g: Graph, x: Value, shape: Sequence[int], dtype: np.dtype[Any]) -> Value:
     shape = tuple(int(s) for s in shape)
     if isinstance(x, _Empty) or 0 in shape:
-        dtype = x.dtype if isinstance(x, _Empty) else x.desc.data_type.numpy_dtype
-        return _Empty(shape, np.dtype(dtype))
-    if not shape:
-        raise ModelError("a tensor of rank 0 has no DirectML tensor (DimensionCount >= 1)")
-    return g.reinterpret(x, shape, packed_strides(shape))
+        return _Empty(shape, dtype)
+    base = _tensor(x)
+    if not shape:  # a scalar: its one element
+        return _Scalar(base if base.sizes == (1,) else g.reinterpret(base, (1,), (1,)))
+    return g.reinterpret(base, shape, packed_strides(shape))
 
 
 class NeedsRunTime(ModelError):
@@ -421,20 +549,23 @@ def _compile_graph(
             constants[name] = host_array(arrays[name])
     g = Graph(device.feature_level)
     values: dict[str, Value] = {}
+    dtypes: dict[str, np.dtype[Any]] = {}  # each value's element type, as ONNX has it
     data_inputs: list[str] = []
+    constant_inputs: dict[str, np.ndarray[Any, Any]] = {}  # constants the graph reads as data
+
+    def enter(name: str, shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
+        value = graph_value(g, shape, dtype, name)
+        values[name], dtypes[name] = value, dtype
+        if not isinstance(value, _Empty):
+            data_inputs.append(name)
+
     for i in graph.input:
         if i.name in constants or i.name in parameter_names:
             continue
         if i.name not in arrays:
             raise ModelError(f"ONNX model input '{i.name}' was not given")
         a = arrays[i.name]
-        if 0 in tuple(a.shape):
-            values[i.name] = _Empty(tuple(a.shape), np.dtype(str(a.dtype).replace("torch.", "")))
-            continue
-        if len(a.shape) == 0:
-            raise ModelError(f"ONNX model input '{i.name}' is a scalar: DirectML needs rank >= 1")
-        values[i.name] = g.input(a, name=i.name)
-        data_inputs.append(i.name)
+        enter(i.name, tuple(int(n) for n in a.shape), array_dtype(a))
 
     ints, number = parameter_readers(constants)
 
@@ -442,6 +573,9 @@ def _compile_graph(
         where = f"ONNX node '{node.name or node.op_type}'"
         if node.op_type in RUNTIME_OPS and any(n and n not in constants for n in node.input):
             raise NeedsRunTime(f"{where}: {node.op_type} reads data at run time")
+        if node.op_type in RUNTIME_OPS and node.domain in ("", "ai.onnx"):
+            constants.update(zip(node.output, [_folded(node, constants, device)], strict=False))
+            continue
         if node.domain not in ("", "ai.onnx") or node.op_type not in GRAPH_OPS + HOST_OPS:
             raise ModelError(
                 f"{where}: {node.op_type} is neither data movement ("
@@ -453,7 +587,7 @@ def _compile_graph(
                 raise ModelError(
                     f"{where}: input '{name}' is no graph input, initializer or earlier output"
                 )
-        _check_schema(node, opset, _dtypes(node, constants, values))
+        _check_schema(node, opset, _dtypes(node, constants, dtypes))
         for k in _PARAMETERS.get(node.op_type, ()):
             if k < len(node.input) and node.input[k] in constants:
                 dims = np.ndim(constants[node.input[k]])
@@ -489,29 +623,31 @@ def _compile_graph(
             and (np.size(constants[names[1]]) <= _SLICED_GATHER)
         ):
             try:
-                outs = [_gathered(g, node, a, values[names[0]], constants[names[1]])]
+                outs = [
+                    _gathered(g, node, a, values[names[0]], constants[names[1]], dtypes[names[0]])
+                ]
             except DmlError as e:
                 raise ModelError(f"{where}: {e}") from None
             except (IndexError, TypeError, ValueError, OverflowError) as e:
                 raise ModelError(f"{where}: malformed node ({type(e).__name__}: {e})") from None
             values.update(zip(node.output, outs, strict=True))
+            dtypes.update((o, dtypes[names[0]]) for o in node.output)
             continue
         if node.op_type not in GRAPH_OPS:
             raise NeedsRunTime(
                 f"{where}: {node.op_type} would need the values of data tensors at run time "
                 "(only shapes are known when the model is compiled)"
             )
-        if names[0] in constants:
-            raise ModelError(
-                f"{where}: its data input '{names[0]}' is a constant tensor: constant data "
-                "tensors are not graph inputs in this release"
-            )
-        if node.op_type == "Concat" and any(n in constants for n in names):
-            raise ModelError(f"{where}: Concat of data with a constant tensor is not supported")
+        parameters = _PARAMETERS.get(node.op_type, ())
+        for k, name in enumerate(names):  # a constant read as data: an input placed once
+            if name and k not in parameters and name not in values:
+                host = np.asarray(constants[name])
+                enter(name, tuple(host.shape), host.dtype)
+                constant_inputs[name] = host
         x = values[names[0]]
         shape = _shape(x)
         try:
-            outs = _lower(g, node, a, x, shape, opset, ints, number, values)
+            outs = _lower(g, node, a, x, shape, opset, ints, number, values, dtypes[names[0]])
         except DmlError as e:
             raise ModelError(f"{where}: {e}") from None
         except KeyError as e:
@@ -519,6 +655,7 @@ def _compile_graph(
         except (IndexError, TypeError, ValueError, OverflowError) as e:
             raise ModelError(f"{where}: malformed node ({type(e).__name__}: {e})") from None
         values.update(zip(node.output, outs, strict=True))
+        dtypes.update((o, dtypes[names[0]]) for o in node.output)
 
     outputs: list[tuple[str, Any]] = []
     graph_tensors: list[GraphTensor] = []
@@ -532,10 +669,28 @@ def _compile_graph(
         if isinstance(v, _Empty):
             outputs.append((o.name, ("empty", v.shape, v.dtype)))
         else:
-            outputs.append((o.name, ("graph", len(graph_tensors))))
-            graph_tensors.append(v)
+            outputs.append((o.name, ("graph", len(graph_tensors), _shape(v), dtypes[o.name])))
+            graph_tensors.append(_tensor(v))
     operator = g.compile(graph_tensors, device) if graph_tensors else None
-    return CompiledModel(operator, data_inputs, outputs, device)
+    scalars = [n for n in data_inputs if isinstance(values[n], _Scalar)]
+    return CompiledModel(operator, data_inputs, outputs, device, constant_inputs, scalars)
+
+
+def _folded(node: Any, constants: Mapping[str, Any], device: Device) -> np.ndarray[Any, Any]:
+    """An indexed node whose inputs are all constants, evaluated once (on the CPU)."""
+
+    def type_of(name: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
+        c = np.asarray(constants[name])
+        return tuple(c.shape), c.dtype
+
+    found = indexed_node(
+        node, _attrs(node), type_of, lambda n: constants.get(n), device.feature_level
+    )
+    operands = [np.asarray(constants[n]) if n else None for n in node.input]
+    try:
+        return np.asarray(found.call(operands))
+    except DmlError as e:
+        raise ModelError(f"ONNX node '{node.name or node.op_type}': {e}") from None
 
 
 HOST_OPS = (
@@ -699,7 +854,9 @@ def _host_eval(node: Any, a: dict[str, Any], ins: list[Any], opset: int) -> list
     raise ModelError(f"{op} is not evaluated on the host")
 
 
-def _gathered(g: Graph, node: Any, a: dict[str, Any], x: Value, indices: Any) -> Value:
+def _gathered(
+    g: Graph, node: Any, a: dict[str, Any], x: Value, indices: Any, dtype: np.dtype[Any]
+) -> Value:
     """Gather of a data tensor at constant indices: slices (joined) and a reshape."""
     shape = _shape(x)
     axis = axis_of(int(a.get("axis", 0)), len(shape), "Gather")
@@ -712,15 +869,16 @@ def _gathered(g: Graph, node: Any, a: dict[str, Any], x: Value, indices: Any) ->
         raise ModelError(f"Gather: indices {idx.ravel().tolist()} are outside [-{n}, {n - 1}]")
     out_shape = list(shape[:axis]) + list(idx.shape) + list(shape[axis + 1 :])
     if isinstance(x, _Empty) or not picks or 0 in out_shape:
-        dtype = x.dtype if isinstance(x, _Empty) else np.dtype(x.desc.data_type.numpy_dtype)
         return _Empty(tuple(out_shape), dtype)
+    if isinstance(x, _Scalar):
+        raise ModelError("Gather: the data is a scalar (rank 0)")
     parts = []
     for i in picks:
         offsets = [i if d == axis else 0 for d in range(len(shape))]
         sizes = [1 if d == axis else s for d, s in enumerate(shape)]
         parts.append(g.slice1(x, offsets, sizes, [1] * len(shape), name=node.name or None))
     joined = parts[0] if len(parts) == 1 else g.join(parts, axis, name=node.name or None)
-    return _reshaped(g, joined, out_shape)
+    return _reshaped(g, joined, out_shape, dtype)
 
 
 def host_array(a: Any) -> np.ndarray[Any, Any]:
@@ -745,12 +903,16 @@ def _lower(
     ints: Any,
     number: Any,
     values: dict[str, Value],
+    dtype: np.dtype[Any],
 ) -> list[Value]:
     op = node.op_type
     rank = len(shape)
-    dtype = x.dtype if isinstance(x, _Empty) else np.dtype(x.desc.data_type.numpy_dtype)
     if op == "Identity":
         return [x]
+    if isinstance(x, _Scalar) and op not in ("Reshape", "Squeeze", "Unsqueeze", "Expand", "Pad"):
+        if op in ("Transpose", "Tile") and not (a.get("perm") or ints(node, 1)):
+            return [x]  # no axes to move or repeat
+        raise ModelError(f"{op}: its input is a scalar (rank 0); {op} takes rank >= 1")
     if op == "Slice":
         if opset < 10:
             starts, ends, axes, steps = a["starts"], a["ends"], a.get("axes"), None
@@ -759,7 +921,7 @@ def _lower(
         offsets, sizes, strides, out = slice_window(shape, starts, ends, axes, steps)
         if 0 in out or isinstance(x, _Empty):
             return [_Empty(tuple(out), dtype)]
-        return [g.slice1(x, offsets, sizes, strides, out, name=node.name or None)]
+        return [g.slice1(_tensor(x), offsets, sizes, strides, out, name=node.name or None)]
     if op == "Split":
         axis = axis_of(int(a.get("axis", 0)), rank, "Split")
         split = a.get("split") if opset < 13 else ints(node, 1)
@@ -768,7 +930,7 @@ def _lower(
         nonempty = [s for s in sizes if s > 0]
         if isinstance(x, _Empty) or not nonempty:
             return [_Empty(sh, dtype) for sh in shapes]
-        pieces = iter(g.split(x, axis, nonempty, name=node.name or None))
+        pieces = iter(g.split(_tensor(x), axis, nonempty, name=node.name or None))
         return [
             next(pieces) if s > 0 else _Empty(sh, dtype)
             for s, sh in zip(sizes, shapes, strict=True)
@@ -782,7 +944,7 @@ def _lower(
         tiled = tuple(n * r for n, r in zip(shape, repeats, strict=True))
         if 0 in tiled or isinstance(x, _Empty):
             return [_Empty(tiled, dtype)]
-        return [g.tile(x, repeats, name=node.name or None)]
+        return [g.tile(_tensor(x), repeats, name=node.name or None)]
     if op == "Expand":
         target = ints(node, 1)
         if target is None:
@@ -794,10 +956,10 @@ def _lower(
         if 0 in wide or isinstance(x, _Empty):
             return [_Empty(wide, dtype)]
         padded = (1,) * (len(wide) - rank) + tuple(shape)
-        y = x if padded == tuple(shape) else _reshaped(g, x, padded)
+        y = x if padded == tuple(shape) else _reshaped(g, x, padded, dtype)
         if wide == padded or isinstance(y, _Empty):
             return [y]
-        return [g.broadcast(y, wide, name=node.name or None)]
+        return [g.broadcast(_tensor(y), wide, name=node.name or None)]
     if op == "Concat":
         parts = [values[n] for n in node.input]
         axis = axis_of(int(a["axis"]), rank, "Concat")
@@ -815,7 +977,9 @@ def _lower(
         if isinstance(x, _Empty):
             return [_Empty(new_shape, dtype)]
         packed = packed_strides(shape)
-        return [g.reinterpret(x, new_shape, [packed[p] for p in perm], name=node.name or None)]
+        return [
+            g.reinterpret(_tensor(x), new_shape, [packed[p] for p in perm], name=node.name or None)
+        ]
     if op == "Reshape":
         target = ints(node, 1)
         allowzero = int(a.get("allowzero", 0))
@@ -831,7 +995,7 @@ def _lower(
             raise ModelError(
                 f"Reshape: {shape} has {math.prod(shape)} elements, not {math.prod(new)}"
             )
-        return [_reshaped(g, x, new)]
+        return [_reshaped(g, x, new, dtype)]
     if op == "Squeeze":
         axes = a.get("axes") if opset < 13 else ints(node, 1)
         if axes is None:
@@ -840,13 +1004,13 @@ def _lower(
             drop = {axis_of(int(d), rank, "Squeeze") for d in axes}
             if any(shape[d] != 1 for d in drop):
                 raise ModelError(f"Squeeze: axes {sorted(drop)} of {shape} are not all of size 1")
-        return [_reshaped(g, x, [n for d, n in enumerate(shape) if d not in drop])]
+        return [_reshaped(g, x, [n for d, n in enumerate(shape) if d not in drop], dtype)]
     if op == "Unsqueeze":
         axes = a.get("axes") if opset < 13 else ints(node, 1)
         at = _unsqueeze_axes(axes, rank)
         out_rank = rank + len(at)
         it = iter(shape)
-        return [_reshaped(g, x, [1 if d in at else next(it) for d in range(out_rank)])]
+        return [_reshaped(g, x, [1 if d in at else next(it) for d in range(out_rank)], dtype)]
     if op in ("DepthToSpace", "SpaceToDepth"):
         if isinstance(x, _Empty):
             raise ModelError(f"{op}: an empty input")
@@ -857,11 +1021,11 @@ def _lower(
             else a.get("mode", "DCR")
         )
         if op == "DepthToSpace":
-            return [g.depth_to_space(x, b, mode, name=node.name or None)]
-        return [g.space_to_depth(x, b, mode, name=node.name or None)]
+            return [g.depth_to_space(_tensor(x), b, mode, name=node.name or None)]
+        return [g.space_to_depth(_tensor(x), b, mode, name=node.name or None)]
     # Flatten
     axis = int(a.get("axis", 1))
     axis = axis + rank if axis < 0 else axis
     if not 0 <= axis <= rank:
         raise ModelError(f"Flatten: axis {a.get('axis', 1)} is outside [-{rank}, {rank}]")
-    return [_reshaped(g, x, [math.prod(shape[:axis]), math.prod(shape[axis:])])]
+    return [_reshaped(g, x, [math.prod(shape[:axis]), math.prod(shape[axis:])], dtype)]

@@ -312,10 +312,13 @@ def _is_integer(dtype: Any) -> bool:
 
 def _placed(backend: Any, a: Any) -> Any:
     """The array on the device, contiguous (a graph binds whole buffers)."""
-    if backend.name == "numpy":
-        return np.ascontiguousarray(a)
     if isinstance(a, (np.ndarray, np.generic, int, float, list, tuple)):  # host values
-        return backend.upload(np.ascontiguousarray(a))
+        host = np.asarray(a)
+        host = host if host.flags.c_contiguous else host.copy()  # (0-D arrays stay 0-D)
+        return host if backend.name == "numpy" else backend.upload(host)
+    if backend.name == "numpy":
+        arr = backend.as_array(a)
+        return arr if arr.flags.c_contiguous else arr.copy()
     contiguous = getattr(a, "is_contiguous", None)  # torch
     if contiguous is not None:
         return a if contiguous() else a.contiguous()

@@ -17,25 +17,32 @@ import numpy as np
 from .. import functional_indexed as fi
 from ..device import Device
 from ..errors import DmlError, ModelError
-from ..graph import Graph, GraphTensor
-from ..tensor import BufferTensorDesc, DataType
+from ..graph import Graph
+from .indexed import indexed_node
 from .lowering import (
     _PARAMETERS,
     GRAPH_OPS,
     HOST_OPS,
     INDEXED_OPS,
     CompiledModel,
+    Feeds,
     NeedsRunTime,
+    Value,
     _attrs,
+    _Empty,
+    _folded,
     _host_eval,
     _lower,
     _shape,
+    _tensor,
+    array_dtype,
     compile_model,
+    graph_value,
     host_array,
+    new_array,
     opset_of,
     parameter_readers,
 )
-from .params import axis_of
 
 __all__ = ["StagedModel", "compile_any", "compile_staged", "INDEXED_OPS", "ARITHMETIC_OPS"]
 
@@ -102,9 +109,11 @@ class StagedModel:
 
 def _on_device(device: Device, host: np.ndarray[Any, Any], template: Any) -> Any:
     backend = device.backend
+    host = np.asarray(host)
+    host = host if host.flags.c_contiguous else host.copy()  # (0-D arrays stay 0-D)
     if template is None or backend.name == "numpy":
-        return np.ascontiguousarray(host)
-    return backend.in_library_of(backend.upload(np.ascontiguousarray(host)), template)
+        return host
+    return backend.in_library_of(backend.upload(host), template)
 
 
 def _xp(array: Any) -> Any:
@@ -117,8 +126,14 @@ def _xp(array: Any) -> Any:
 
 
 def _as_xp(array: Any) -> Any:
+    if _on_webgpu(array):  # small index tensors: evaluated on the host
+        return array.numpy()
     refusal = f"integer arithmetic on {type(array).__name__} arrays is not evaluated here"
     return fi.numpy_or_cupy(array, refusal)
+
+
+def _on_webgpu(array: Any) -> bool:
+    return getattr(type(array), "__dmlops_backend__", None) == "webgpu"
 
 
 def _arith(xp: Any, node: Any, a: dict[str, Any], ins: list[Any]) -> Any:
@@ -190,10 +205,7 @@ def compile_staged(
         if i.name not in arrays:
             raise ModelError(f"ONNX model input '{i.name}' was not given")
         a = arrays[i.name]
-        shape = tuple(int(n) for n in a.shape)
-        if 0 in shape:
-            raise ModelError(f"ONNX model input '{i.name}' is empty: not supported in steps")
-        types[i.name] = (shape, np.dtype(str(a.dtype).replace("torch.", "")))
+        types[i.name] = (tuple(int(n) for n in a.shape), array_dtype(a))
         data_inputs.append(i.name)
 
     ints, number = parameter_readers(constants)
@@ -241,6 +253,8 @@ def compile_staged(
             elif op == "Identity" and runtime:
                 flush(i)
                 steps.append(_identity_step(node, names, types))
+            elif not runtime and op in INDEXED_OPS:  # on constants: evaluated once, here
+                constants[node.output[0]] = _folded(node, constants, device)
             elif not runtime and op in HOST_OPS:
                 host = [None if not n else constants[n] for n in names]
                 constants.update(zip(node.output, _host_eval(node, a, host, opset), strict=False))
@@ -298,95 +312,37 @@ def _indexed_step(
     types: dict[str, Any],
     device: Device,
 ) -> tuple[str, Step]:
-    op = node.op_type
-    level = device.feature_level
-    data = names[0]
-    if op == "OneHot":
-        depth = (
-            int(np.asarray(constants[names[1]]).reshape(-1)[0]) if names[1] in constants else None
-        )
-        if depth is None:
-            raise ModelError("OneHot: depth must be known when the model is compiled")
-        ishape, _ = _type_of(names[0], constants, types)
-        _, vtype = _type_of(names[2], constants, types)
-        axis = int(a.get("axis", -1))
-        rank = len(ishape) + 1
-        ax = axis_of(axis, rank, "OneHot")
-        types[node.output[0]] = ((*ishape[:ax], depth, *ishape[ax:]), vtype)
+    found = indexed_node(
+        node,
+        a,
+        lambda n: _type_of(n, constants, types),
+        lambda n: constants.get(n),
+        device.feature_level,
+    )
+    output = node.output[0]
+    types[output] = (found.shape, found.dtype)
+    if 0 in found.shape:  # an empty result: no call
 
-        def one_hot(env: dict[str, Any]) -> None:
-            idx = _integers(_operand(names[0], constants, env, _any(env), device))
-            values = _operand(names[2], constants, env, idx, device)
-            env[node.output[0]] = fi.one_hot(idx, depth, values, ax, feature_level=level)
+        def empty(env: dict[str, Any]) -> None:
+            env[output] = new_array(device.backend, [_any(env)], found.shape, found.dtype)
 
-        return f"OneHot -> {node.output[0]} (ONE_HOT)", one_hot
-    xshape, xtype = _type_of(data, constants, types)
-    ishape, _ = _type_of(names[1], constants, types)
-    if op == "ReverseSequence":
-        t = int(a.get("time_axis", 0))
-        b = int(a.get("batch_axis", 1))
-        out = xshape
-
-        def call(x: Any, i: Any, u: Any) -> Any:
-            return fi.reverse_subsequences(x, i, t, b, feature_level=level)
-
-        dml = "REVERSE_SUBSEQUENCES"
-    elif op == "Gather":
-        ax = axis_of(int(a.get("axis", 0)), len(xshape), "Gather")
-        out = xshape[:ax] + ishape + xshape[ax + 1 :]
-
-        def call(x: Any, i: Any, u: Any) -> Any:
-            return fi.gather(x, i, ax, feature_level=level)
-
-        dml = "GATHER"
-    elif op == "GatherElements":
-        ax = axis_of(int(a.get("axis", 0)), len(xshape), "GatherElements")
-        out = ishape
-
-        def call(x: Any, i: Any, u: Any) -> Any:
-            return fi.gather_elements(x, i, ax, feature_level=level)
-
-        dml = "GATHER_ELEMENTS"
-    elif op == "GatherND":
-        b = int(a.get("batch_dims", 0))
-        out = xshape[:b] + ishape[b:-1] + xshape[b + ishape[-1] :]
-
-        def call(x: Any, i: Any, u: Any) -> Any:
-            return fi.gather_nd(x, i, b, feature_level=level)
-
-        dml = "GATHER_ND1" if b else "GATHER_ND"
-    else:
-        reduction = a.get("reduction", b"none")
-        reduction = reduction.decode() if isinstance(reduction, bytes) else str(reduction)
-        if reduction != "none":
-            raise ModelError(
-                f"{op}: reduction '{reduction}' computes (adds, multiplies, ...): dmlops only "
-                "moves data (reduction 'none')"
-            )
-        out = xshape
-        if op in ("ScatterElements", "Scatter"):  # Scatter: its name before opset 11
-            ax = axis_of(int(a.get("axis", 0)), len(xshape), op)
-
-            def call(x: Any, i: Any, u: Any) -> Any:
-                return fi.scatter_elements(x, i, u, ax, feature_level=level)
-
-            dml = "SCATTER_ELEMENTS"
-        else:
-
-            def call(x: Any, i: Any, u: Any) -> Any:
-                return fi.scatter_nd(x, i, u, feature_level=level)
-
-            dml = "SCATTER_ND"
-    types[node.output[0]] = (tuple(out), xtype)
+        return f"{node.op_type} -> {output} (empty)", empty
+    call = found.call
 
     def step(env: dict[str, Any]) -> None:
+        placed: list[Any] = []
         template = _any(env)
-        x = _operand(data, constants, env, template, device)
-        i = _operand(names[1], constants, env, x, device)
-        u = _operand(names[2], constants, env, x, device) if len(names) > 2 else None
-        env[node.output[0]] = call(x, i, u)
+        for n in names:
+            if not n:
+                placed.append(None)
+            elif n in env:
+                placed.append(env[n])
+            else:
+                placed.append(_operand(n, constants, env, next(
+                    (p for p in placed if p is not None), template), device))  # fmt: skip
+        env[output] = call(placed)
 
-    return f"{op} -> {node.output[0]} ({dml})", step
+    return f"{node.op_type} -> {output} ({found.operator})", step
 
 
 def _identity_step(node: Any, names: list[str], types: dict[str, Any]) -> tuple[str, Step]:
@@ -396,12 +352,6 @@ def _identity_step(node: Any, names: list[str], types: dict[str, Any]) -> tuple[
         env[node.output[0]] = env[names[0]]
 
     return f"Identity -> {node.output[0]}", step
-
-
-def _integers(array: Any) -> Any:
-    """OneHot's indices as int64 where they are floating point (ONNX casts them)."""
-    kind = np.dtype(str(array.dtype).replace("torch.", "")).kind
-    return array if kind in "iu" else fi.cast_in_library(array, "int64")
 
 
 def _any(env: dict[str, Any]) -> Any:
@@ -449,7 +399,11 @@ def _arith_step(
         ]
         result = _arith(xp, node, a, ins)
         backend = device.backend
-        env[node.output[0]] = backend.in_library_of(result, first) if xp is not np else result
+        if xp is not np:
+            result = backend.in_library_of(result, first)
+        elif _on_webgpu(first):
+            result = backend.upload(np.asarray(result))
+        env[node.output[0]] = result
 
     return f"{node.op_type} -> {node.output[0]} (integer arithmetic on the arrays' device)", step
 
@@ -465,8 +419,10 @@ class _GraphGroup:
         self.ints = ints
         self.number = number
         self.g = Graph(device.feature_level)
-        self.local: dict[str, Any] = {}
+        self.local: dict[str, Value] = {}
+        self.dtypes: dict[str, np.dtype[Any]] = {}
         self.feeds: list[str] = []
+        self.constants: dict[str, np.ndarray[Any, Any]] = {}  # constants read as data
         self.produced: list[str] = []
         self.ops: list[str] = []
 
@@ -481,21 +437,25 @@ class _GraphGroup:
             if n in self.local:
                 continue
             if n in constants:
-                raise ModelError(f"constant data tensor '{n}' is not supported in steps")
-            shape, dtype = types[n]
-            desc = BufferTensorDesc(DataType.from_numpy(dtype), shape)
-            self.local[n] = self.g.input(desc, name=n)
-            self.feeds.append(n)
+                host = np.asarray(constants[n])
+                shape, dtype = tuple(host.shape), host.dtype
+                if 0 not in shape:
+                    self.constants[n] = host
+            else:
+                shape, dtype = types[n]
+            self.local[n] = graph_value(self.g, shape, dtype, n)
+            self.dtypes[n] = dtype
+            if not isinstance(self.local[n], _Empty):
+                self.feeds.append(n)
         x = self.local[names[0]]
+        dtype = self.dtypes[names[0]]
         lowered = _lower(
-            self.g, node, a, x, _shape(x), self.opset, self.ints, self.number, self.local
+            self.g, node, a, x, _shape(x), self.opset, self.ints, self.number, self.local, dtype
         )
-        made = [v for v in lowered if isinstance(v, GraphTensor)]
-        if len(made) != len(lowered):
-            raise ModelError(f"{node.op_type}: an empty result is not supported in steps")
-        for name, v in zip(node.output, made, strict=True):
-            types[name] = (tuple(v.desc.sizes), np.dtype(v.desc.data_type.numpy_dtype))
+        for name, v in zip(node.output, lowered, strict=True):
+            types[name] = (_shape(v), dtype)
             self.local[name] = v
+            self.dtypes[name] = dtype
             self.produced.append(name)
         self.ops.append(node.op_type)
 
@@ -505,28 +465,36 @@ class _GraphGroup:
         if not names:
             return None
         tensors: list[Any] = []
-        where: list[int] = []
+        where: list[int] = []  # per name: its output's index, or -1 for an empty value
         for n in names:  # one output per distinct tensor (Identity aliases)
-            t = self.local[n]
+            v = self.local[n]
+            if isinstance(v, _Empty):
+                where.append(-1)
+                continue
+            t = _tensor(v)
             if t in tensors:
                 where.append(tensors.index(t))
             else:
                 where.append(len(tensors))
                 tensors.append(t)
-        passthrough = [t for t in tensors if any(t is self.local[f] for f in self.feeds)]
-        if passthrough:
+        fed = [_tensor(self.local[f]) for f in self.feeds]
+        if any(t is f for t in tensors for f in fed):
             raise ModelError("a graph input passed through unchanged is not a step's output")
-        op = self.g.compile(tensors, self.device)
-        shapes = [tuple(t.desc.sizes) for t in tensors]
-        feeds = list(self.feeds)
-        device = self.device
+        op = self.g.compile(tensors, self.device) if tensors else None
+        kinds = [types[n] for n in names]
+        outs = [next(kinds[j] for j, w in enumerate(where) if w == k) for k in range(len(tensors))]
+        scalars = [f for f in self.feeds if not _shape(self.local[f])]
+        feeds = Feeds(self.device, self.feeds, self.constants, scalars)
+        backend = self.device.backend
 
         def run(env: dict[str, Any]) -> None:
-            ins = [env[n] for n in feeds]
-            new = device.backend.new_like
-            results = [new(ins[0], shape) for shape in shapes]
-            op.execute(ins, [r.reshape(-1) for r in results])
-            env.update((n, results[k]) for n, k in zip(names, where, strict=True))
+            template = [next(iter(env.values()))] if env else []
+            ins = feeds.arrays(env)
+            results = [new_array(backend, ins or template, sh, dt) for sh, dt in outs]
+            if op is not None:
+                op._run_fresh(ins, [r.reshape(-1) for r in results])  # all placed whole
+            for n, k, (shape, dtype) in zip(names, where, kinds, strict=True):
+                env[n] = results[k] if k >= 0 else new_array(backend, template, shape, dtype)
 
         what = " + ".join(self.ops)
         return f"{what} -> {', '.join(names)} (one plan)", run

@@ -19,6 +19,8 @@ import threading
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
+import numpy as np
+
 from ...errors import BindingError, DmlError
 from ...plan import Plan, fill_reads
 from .._address_cache import AddressCache
@@ -194,17 +196,19 @@ class CudaBackend:
             return _ALREADY_THERE
         return self.cupy.cuda.Device(ordinal)  # type: ignore[no-any-return]
 
-    def new_like(self, template: Any, shape: tuple[int, ...]) -> Any:
+    def new_like(self, template: Any, shape: tuple[int, ...], dtype: Any = None) -> Any:
         cp = self.cupy
         if isinstance(template, cp.ndarray):
             with self._on(template.data.device_id):
-                return cp.empty(shape, dtype=template.dtype)
+                return cp.empty(shape, dtype=template.dtype if dtype is None else dtype)
         torch = torch_module()
         if torch is not None and isinstance(template, torch.Tensor):
-            return torch.empty(shape, dtype=template.dtype, device=template.device)
+            kind = template.dtype if dtype is None else getattr(torch, np.dtype(dtype).name)
+            return torch.empty(shape, dtype=kind, device=template.device)
         arr = self.as_array(template)
         with self._on(arr.data.device_id):
-            return self.in_library_of(cp.empty(shape, dtype=arr.dtype), template)
+            made = cp.empty(shape, dtype=arr.dtype if dtype is None else dtype)
+            return self.in_library_of(made, template)
 
     def copy_of(self, arr: Any) -> Any:
         cp = self.cupy

@@ -227,8 +227,8 @@ class WebGpuBackend:
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         return WebGpuArray(shape, dtype, self.memory.allocate(nbytes), self)
 
-    def new_like(self, template: Any, shape: tuple[int, ...]) -> WebGpuArray:
-        return self.empty(shape, self.as_array(template).dtype)
+    def new_like(self, template: Any, shape: tuple[int, ...], dtype: Any = None) -> WebGpuArray:
+        return self.empty(shape, self.as_array(template).dtype if dtype is None else dtype)
 
     def in_library_of(self, result: Any, template: Any) -> Any:
         return result
