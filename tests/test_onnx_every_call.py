@@ -152,22 +152,30 @@ def test_elements_operators_take_fewer_indices_than_data(
         agree(model([node], inputs, ["y"]), {"x": x, "i": index}, backend)
 
 
-def test_fewer_indices_in_the_functional_api_as_torch() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("size", sorted(SIZES))
+def test_fewer_indices_in_the_functional_api_as_torch(backend: str, size: int) -> None:
+    from conftest import to_device
+
     torch = pytest.importorskip("torch")
-    x = values(np.float32, (4, 6))
+    dtype = SIZES[size][0]
+    x = values(dtype, (4, 6))
     index = np.array([[5, 0], [2, 3], [1, 4]])
-    src = values(np.float32, (3, 2), seed=2)
+    src = values(dtype, (3, 2), seed=2)
     tx, ti, ts = (torch.from_numpy(a) for a in (x, index, src))
-    assert (
-        dmlops.gather_elements(x, index, 1).tobytes() == torch.gather(tx, 1, ti).numpy().tobytes()
-    )
+    dx, di, ds = (to_device(backend, a) for a in (x, index, src))
+    gathered = to_host(dmlops.gather_elements(dx, di, 1))
+    assert gathered.tobytes() == torch.gather(tx, 1, ti).numpy().tobytes()
     expected = tx.scatter(1, ti, ts).numpy()
-    assert dmlops.scatter_elements(x, index, src, 1).tobytes() == expected.tobytes()
-    inplace = x.copy()
-    assert dmlops.scatter_elements(inplace, index, src, 1, out=inplace) is inplace
-    assert inplace.tobytes() == expected.tobytes()
+    assert to_host(dmlops.scatter_elements(dx, di, ds, 1)).tobytes() == expected.tobytes()
+    inplace = to_device(backend, x.copy())
+    assert dmlops.scatter_elements(inplace, di, ds, 1, out=inplace) is inplace
+    assert to_host(inplace).tobytes() == expected.tobytes()
+    host = x.copy()  # host arrays computed on the device, in place
+    dmlops.scatter_elements(host, index, src, 1, out=host, device=backend)
+    assert host.tobytes() == expected.tobytes()
     with pytest.raises(dmlops.DmlError, match=r"GATHER_ELEMENTS: indices have shape \[5, 2\]"):
-        dmlops.gather_elements(x, np.zeros((5, 2), np.int64), 1)
+        dmlops.gather_elements(dx, to_device(backend, np.zeros((5, 2), np.int64)), 1)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
