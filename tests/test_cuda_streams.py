@@ -477,3 +477,105 @@ def test_mixed_devices_are_refused_and_the_process_stays_healthy() -> None:
     assert torch.equal(dmlops.join([b, b], 0), torch.ones((4, 8), device="cuda:1"))
     torch.cuda.synchronize(0)
     torch.cuda.synchronize(1)
+
+
+# -- the indexed path: side streams, graph capture (warm and cold), a second GPU -----------
+
+
+def _indexed_cases(torch):  # type: ignore[no-untyped-def]
+    """(inputs rewritten between replays, run, result, what torch gives) per indexed call."""
+    table = torch.zeros((64, 16), device="cuda")
+    ids = torch.randint(0, 64, (24,), device="cuda")
+    rows = torch.empty((24, 16), device="cuda")
+    cache = torch.zeros((32, 8), device="cuda")
+    slots = torch.randperm(32, device="cuda")[:6].reshape(6, 1)
+    updates = torch.zeros((6, 8), device="cuda")
+    x = torch.zeros((10, 12), device="cuda")
+    along = torch.randint(0, 12, (10, 5), device="cuda")
+    picked = torch.empty((10, 5), device="cuda")
+
+    def scattered():  # type: ignore[no-untyped-def]
+        return cache
+
+    expected_cache = cache.clone()
+
+    def want_cache():  # type: ignore[no-untyped-def]
+        return expected_cache.index_copy(0, slots.reshape(-1), updates)
+
+    return [
+        ([table], lambda: dmlops.gather(table, ids, 0, out=rows), lambda: rows,
+         lambda: table.index_select(0, ids)),
+        ([updates], lambda: dmlops.scatter_nd(cache, slots, updates, out=cache), scattered,
+         want_cache),
+        ([x], lambda: dmlops.gather_elements(x, along, 1, out=picked), lambda: picked,
+         lambda: torch.gather(x, 1, along)),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_indexed_calls_on_a_side_stream_and_in_graph_capture(case: int) -> None:
+    torch = _torch()
+    inputs, run, result, want = _indexed_cases(torch)[case]
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for k, t in enumerate(inputs):
+            _spin_torch(torch)  # the write lands late on s: a call off s reads old data
+            t.copy_(torch.randn(t.shape, device="cuda") + k)
+        run()
+        assert torch.equal(result(), want())
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        run()
+    for step in range(3):
+        for k, t in enumerate(inputs):
+            t.copy_(torch.randn(t.shape, device="cuda") + 100 * step + k)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(result(), want()), step
+
+
+def test_cold_indexed_call_during_capture_works() -> None:
+    torch = _torch()
+    table = torch.zeros((37, 9), device="cuda")
+    ids = torch.tensor([36, 0, 5, 5, 17], device="cuda")
+    rows = torch.empty((5, 9), device="cuda")
+    s = torch.cuda.Stream()
+    graph = torch.cuda.CUDAGraph()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(s), torch.cuda.graph(graph, stream=s):
+        dmlops.gather(table, ids, 0, out=rows)  # a signature never seen: made in capture
+    for step in range(2):
+        table.copy_(torch.randn(table.shape, device="cuda") + step)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(rows, table[ids])
+
+
+@two_gpus
+def test_second_gpu_indexed_calls() -> None:
+    torch = _torch()
+    import cupy
+
+    torch.cuda.set_device(0)
+    table = torch.randn((50, 8), device="cuda:1")
+    ids = torch.tensor([[4, 49], [0, 4]], device="cuda:1")
+    got = dmlops.gather(table, ids, 0)
+    assert got.device == torch.device("cuda:1") and torch.equal(got, table[ids])
+    cache = torch.zeros((16, 8), device="cuda:1")
+    slots = torch.tensor([[3], [9]], device="cuda:1")
+    dmlops.scatter_nd(cache, slots, table[:2], out=cache)
+    assert torch.equal(cache[[3, 9]], table[:2]) and int((cache != 0).any(1).sum()) == 2
+    along = torch.randint(0, 8, (50, 3), device="cuda:1")
+    assert torch.equal(dmlops.gather_elements(table, along, 1), torch.gather(table, 1, along))
+    with cupy.cuda.Device(1):
+        c = cupy.arange(40, dtype=cupy.int64).reshape(10, 4)
+        i = cupy.asarray([9, 1])
+    g = dmlops.gather(c, i, 0)
+    assert g.device.id == 1 and bool((g == c[i]).all())
+    with pytest.raises(BindingError):
+        dmlops.gather(table, ids.to("cuda:0"), 0)  # arrays on two GPUs: refused by name
+    assert torch.cuda.current_device() == 0 and cupy.cuda.runtime.getDevice() == 0
+    torch.cuda.synchronize(0)
+    torch.cuda.synchronize(1)

@@ -1,5 +1,10 @@
 """Indexed copies (indexed.py) on the GPU: one launch per copy (two for a scatter whose
-targets may meet: a winner pass picks the last row in index order), on the call's stream."""
+targets may meet: a winner pass picks the last row in index order), on the call's stream.
+
+A first call made while its stream is captured into a CUDA graph prepares in relaxed
+capture mode: its meta table goes up with an asynchronous copy on that stream (a node of
+the graph, so every replay writes it before the launch reads it), into memory that is
+never freed (the graph may replay at any time) and that no later call shares."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ import numpy as np
 
 from ...indexed import IndexedCopy, rows_of
 from . import kernels
+from .launch import is_capturing, relaxed_capture
 
 __all__ = ["IndexedLaunch"]
 
@@ -66,6 +72,7 @@ class IndexedLaunch:
         self.meta = np.array(head, dtype=np.int64)
         self.tables: dict[tuple[int, int], Any] = {}
         self.prepared: dict[tuple[int, ...], Any] = {}
+        self.captured: list[Any] = []  # preparations a CUDA graph replays: kept for good
 
     def _chunk(self, src: int, dst: int) -> int:
         """The widest move (bytes) that every row start and the row length allow."""
@@ -89,7 +96,12 @@ class IndexedLaunch:
         device = cp.cuda.runtime.getDevice()
         key = (device, stream, ins[c.src], outs[c.dst], ins[c.index])
         prepared = self.prepared.get(key)
-        if prepared is None:
+        if is_capturing(cp, stream):
+            if prepared is None:  # a launch of its own, its table written by the graph
+                with relaxed_capture():
+                    prepared = self._prepare(cp, *key, captured=True)
+                self.captured.append(prepared)
+        elif prepared is None:
             prepared = self._prepare(cp, *key)
             if len(self.prepared) >= _PREPARED:
                 self.prepared.pop(next(iter(self.prepared)))
@@ -102,18 +114,31 @@ class IndexedLaunch:
             launch(function, grid, 1, 1, _THREADS, 1, 1, 0, stream, params, 0)
 
     def _prepare(
-        self, cp: Any, device: int, stream: int, src: int, dst: int, index: int
+        self,
+        cp: Any,
+        device: int,
+        stream: int,
+        src: int,
+        dst: int,
+        index: int,
+        captured: bool = False,
     ) -> tuple[Any, list[tuple[int, int, int]], list[Any]]:
-        """The meta table, winner table and packed kernel parameters for these addresses."""
+        """The meta table, winner table and packed kernel parameters for these addresses
+        (`captured`: for a stream being captured into a graph, in memory of their own)."""
         c = self.copy
         chunk = self._chunk(src, dst)
         chunks = self.row * self.size // chunk if chunk != self.size else self.row
-        table = self.tables.get((device, chunk))
-        if table is None:
-            meta = self.meta.copy()
-            meta[3], meta[4] = chunk, chunks
-            table = self.tables[(device, chunk)] = cp.asarray(meta)
-        winner = cp.empty(c.slot_count, dtype=cp.int32) if c.scatter and c.slot_count else None
+        meta = self.meta.copy()
+        meta[3], meta[4] = chunk, chunks
+        wants_winner = bool(c.scatter and c.slot_count)
+        if captured:
+            table: Any = _Raw(cp, meta, stream)
+            winner: Any = _Raw(cp, np.empty(c.slot_count, np.int32), None) if wants_winner else None
+        else:
+            table = self.tables.get((device, chunk))
+            if table is None:
+                table = self.tables[(device, chunk)] = cp.asarray(meta)
+            winner = cp.empty(c.slot_count, dtype=cp.int32) if wants_winner else None
         keep: list[Any] = [table, winner]
         launches = []
 
@@ -142,3 +167,20 @@ class IndexedLaunch:
         args = (meta_ptr, np.uint64(src), np.uint64(dst), np.uint64(index), winner_ptr, rows)
         launches.append((kernels.function_handle(fn), grid, pack(*args)))
         return winner, launches, keep
+
+
+class _Raw:
+    """Device memory that is never freed (a captured graph may read it at any replay), with
+    CuPy's `data.ptr` and `nbytes`; `host` is copied in on `stream` where one is given."""
+
+    def __init__(self, cp: Any, host: np.ndarray[Any, Any], stream: int | None) -> None:
+        runtime = cp.cuda.runtime
+        self.nbytes = int(host.nbytes)
+        self.data = type("Pointer", (), {"ptr": int(runtime.malloc(max(self.nbytes, 1)))})()
+        if stream is not None:
+            staging = int(runtime.hostAlloc(max(self.nbytes, 1), 0))  # read at every replay
+            import ctypes
+
+            ctypes.memmove(staging, host.ctypes.data, self.nbytes)
+            kind = runtime.memcpyHostToDevice
+            runtime.memcpyAsync(self.data.ptr, staging, self.nbytes, kind, stream)
