@@ -758,3 +758,38 @@ def test_index_tuples_read_backwards() -> None:
     desc = GatherNdDesc(T(D.FLOAT32, [4, 4]), T(D.INT64, [2, 2]), T(D.FLOAT32, [1, 2]), 2, 2)
     plan = desc.lower([Layout(0, (4, 1)), Layout(1, (2, -1))], [Layout(0, (2, 1))])
     assert plan.input_spans[1] == (0, 32)  # elements 0..3 of the index buffer, not 1..4
+
+
+@pytest.mark.parametrize("itype", [np.int64, np.int32, np.uint32, np.uint64])
+def test_whole_row_gathers_and_scatters_keep_every_rule(itype: type) -> None:
+    """The CPU's one-call paths (numpy.take, one assignment) against element loops: negative
+    indices, an index out of range (nothing written), repeated rows (the later wins)."""
+    table = np.arange(40, dtype=np.float32).reshape(10, 4)
+    picks = [9, 0, 3, 3] if itype in (np.uint32, np.uint64) else [9, -1, 0, -10]
+    index = np.array(picks, itype)
+    want = np.stack([table[int(i)] for i in picks])
+    out = np.full((4, 4), -7, np.float32)
+    assert dmlops.gather(table, index, out=out) is out and out.tobytes() == want.tobytes()
+    big = int(np.iinfo(itype).max)  # far past the axis (for uint64: past int64 too)
+    signed = [[-11, 0, 1, 1]] if np.iinfo(itype).min < 0 else []
+    for bad in ([0, 10, 1, 2], [3, big, 0, 0], *signed):
+        out[...] = -7
+        with pytest.raises(dmlops.IndexOutOfRangeError):
+            dmlops.gather(table, np.array(bad, itype), out=out)
+        assert (out == -7).all()  # nothing was written
+    cache = np.zeros((10, 4), np.float32)
+    rows = np.arange(12, dtype=np.float32).reshape(3, 4) + 1
+    slots = np.array([[7], [2], [7]], itype)  # slot 7 twice: the later row wins
+    dmlops.scatter_nd(cache, slots, rows, out=cache)
+    expected = np.zeros((10, 4), np.float32)
+    for s, r in zip(slots[:, 0], rows, strict=True):
+        expected[int(s)] = r
+    assert cache.tobytes() == expected.tobytes()
+    distinct = np.array([[1], [5]] if itype in (np.uint32, np.uint64) else [[1], [-5]], itype)
+    dmlops.scatter_nd(cache, distinct, rows[:2] * 10, out=cache)
+    expected[1], expected[5] = rows[0] * 10, rows[1] * 10
+    assert cache.tobytes() == expected.tobytes()
+    before = cache.copy()
+    with pytest.raises(dmlops.IndexOutOfRangeError):
+        dmlops.scatter_nd(cache, np.array([[0], [10]], itype), rows[:2], out=cache)
+    assert cache.tobytes() == before.tobytes()

@@ -350,6 +350,9 @@ class _Call:
         self.direct = all(f is None for f in self.in_flats + self.out_flats)
         self.allocate = [(k, shape) for k, shape in enumerate(new_shapes) if shape is not None]
         self.any_given = len(self.allocate) < len(new_shapes)
+        # inputs the plan reads (an in-place scatter's own input is not read): only these
+        # can meet a caller's output
+        self.read = [k for k, (lo, hi) in enumerate(plan.input_spans) if hi > lo]
 
     def __call__(
         self, ins: Sequence[Any], outs: Sequence[Any], restage: Callable[[list[Any]], list[Any]]
@@ -362,7 +365,8 @@ class _Call:
             out_flats = [
                 o if f is None else f(o) for f, o in zip(self.out_flats, results, strict=True)
             ]
-        if self.any_given and not owners_apart(self.backend.owner, ins, results):
+        read = ins if len(self.read) == len(ins) else [ins[k] for k in self.read]
+        if self.any_given and not owners_apart(self.backend.owner, read, results):
             staged = self._stage(ins, in_flats, out_flats)
             if staged is not None:
                 return restage(staged)

@@ -284,6 +284,10 @@ class _NumpyExecutor:
         self.fills = [np.frombuffer(b, np.uint8) for b in plan.fill_buffers(plan.fill_width)]
         self.copies = [NumpyCopy.of(c, plan.element_size) for c in plan.copies]
         self.steps = [IndexedStep(c, plan.element_size) for c in plan.indexed]
+        # a plan that is one gather numpy.take does whole (it checks before it writes)
+        lone = len(self.steps) == 1 and not self.copies and not self.fills
+        self.take = self.steps[0] if lone and self.steps[0].take_recipe is not None else None
+        self.put = self.steps[0] if lone and self.steps[0].put_recipe is not None else None
         self.recipe = [
             (
                 c.shape,
@@ -299,6 +303,10 @@ class _NumpyExecutor:
         ]
 
     def __call__(self, ins: Sequence[Any], outs: Sequence[Any], queue: Any = None) -> None:
+        if self.take is not None and self.take.take(ins, outs):
+            return  # a lone gather: one numpy.take
+        if self.put is not None and self.put.put(ins, outs):
+            return  # a lone in-place scatter of distinct rows: one assignment
         if self.fills:
             ins = [*ins, *self.fills]
         rows = [step.prepare(ins) for step in self.steps]  # indices checked before any write

@@ -22,6 +22,30 @@ def _elements(buffer: Any, dtype: Any) -> np.ndarray[Any, Any]:
     return flat
 
 
+def _view(
+    buffer: Any, shape: tuple[int, ...], dtype: Any, offset: int, strides: tuple[int, ...]
+) -> np.ndarray[Any, Any]:
+    """A strided view of a bound buffer: the array itself where it already is that view."""
+    if (
+        not offset
+        and type(buffer) is np.ndarray
+        and buffer.shape == shape
+        and buffer.strides == strides
+        and buffer.dtype == dtype
+    ):
+        return buffer
+    return np.ndarray(shape, dtype, _elements(buffer, np.uint8), offset, strides)
+
+
+def _kind(src: Any, dst: Any, size: int) -> Any:
+    """The dtype to move elements of `size` bytes between two buffers with: their own where
+    they share one of that size (no views to make), else unsigned words."""
+    dtype = getattr(src, "dtype", None)
+    if dtype is not None and dtype == getattr(dst, "dtype", None) and dtype.itemsize == size:
+        return dtype
+    return _UINT[size]
+
+
 def _affine(shape: tuple[int, ...], strides: tuple[int, ...], base: int) -> Any:
     """base + sum(c * strides) over `shape`, as a broadcastable array (not materialised)."""
     out: Any = np.int64(base)
@@ -69,6 +93,105 @@ class IndexedStep:
         )
         isize = copy.index_element_size
         self.index_strides = tuple(s * isize for s in copy.index_strides[:cut])
+        self.take_recipe = self._take_recipe()
+        self.put_recipe = self._put_recipe()
+
+    def _put_recipe(self) -> tuple[Any, ...] | None:
+        """For a scatter of whole rows along one axis (the destination moved by the index
+        alone): the destination table's view, else None."""
+        c = self.copy
+        if (
+            not c.scatter
+            or len(c.axes) != 1
+            or c.reverse_dim >= 0
+            or c.clamp
+            or c.skip_out_of_range
+            or not c.negative_indices
+            or c.index_type.name == "UINT64"
+            or any(c.dst_strides[: self.cut])
+            or c.src < 0
+        ):
+            return None
+        axis = c.axes[0]
+        table = (
+            (axis.size, self.row),
+            c.dst_offset,
+            (axis.stride * self.size, self.row_strides[1] * self.size),
+        )
+        return table, c.index_type.numpy_dtype, c.index_offset, axis.size
+
+    def put(self, ins: Any, outs: Any) -> bool:
+        """Run a scatter as one fancy assignment where every index is in range and no two
+        rows meet (numpy does not say which of two writes to one row wins); False, with
+        nothing written, otherwise: `prepare` then raises or picks the winners."""
+        assert self.put_recipe is not None
+        (shape, offset, strides), itype, ioffset, size = self.put_recipe
+        c = self.copy
+        src, dst = ins[c.src], outs[c.dst]
+        kind = _kind(src, dst, self.size)
+        index = _view(ins[c.index], self.outer, itype, ioffset, self.index_strides).reshape(-1)
+        if index.size == 0:
+            return True
+        ordered = np.sort(index)  # range and repeats in one pass
+        low, high = ordered[0], ordered[-1]
+        if low < -size or high >= size:
+            return False
+        if low < 0:
+            index = np.where(index < 0, index + size, index)
+            ordered = np.sort(index)
+        if index.size > 1 and (ordered[1:] == ordered[:-1]).any():
+            return False
+        u_shape, u_offset, u_strides = self.plain_view
+        rows = _view(src, u_shape, kind, u_offset, u_strides).reshape(-1, self.row)
+        _view(dst, shape, kind, offset, strides)[index] = rows
+        return True
+
+    def _take_recipe(self) -> tuple[Any, ...] | None:
+        """For a gather numpy.take does whole (one axis, the source's offset moved by the
+        index alone, DirectML's negative indices, an index type numpy reads exactly): the
+        table's and the index's views, else None."""
+        c = self.copy
+        if (
+            c.scatter
+            or len(c.axes) != 1
+            or c.reverse_dim >= 0
+            or c.clamp
+            or c.skip_out_of_range
+            or not c.negative_indices
+            or c.index_type.name == "UINT64"
+            or any(c.src_strides[: self.cut])
+            or c.src < 0
+        ):
+            return None
+        axis = c.axes[0]
+        size = self.size
+        table = (
+            (axis.size, self.row),
+            c.src_offset,
+            (axis.stride * size, self.row_strides[0] * size),
+        )
+        return table, c.index_type.numpy_dtype, c.index_offset
+
+    def take(self, ins: Any, outs: Any) -> bool:
+        """Run a gather as one numpy.take, its indices checked by numpy before it writes;
+        False (nothing written) where an index is out of range: `prepare` then says which."""
+        assert self.take_recipe is not None
+        (shape, offset, strides), itype, ioffset = self.take_recipe
+        c = self.copy
+        src, dst = ins[c.src], outs[c.dst]
+        kind = _kind(src, dst, self.size)
+        o_shape, o_offset, o_strides = self.plain_view
+        try:  # out is buffered where mode is "raise": an IndexError leaves it untouched
+            np.take(
+                _view(src, shape, kind, offset, strides),
+                _view(ins[c.index], self.outer, itype, ioffset, self.index_strides),
+                axis=0,
+                out=_view(dst, o_shape, kind, o_offset, o_strides),
+                mode="raise",
+            )
+        except IndexError:
+            return False
+        return True
 
     def _index_values(self, ins: Any, t: int) -> np.ndarray[Any, Any]:
         c = self.copy
