@@ -33,8 +33,12 @@ def _view(
         and buffer.strides == strides
         and buffer.dtype == dtype
     ):
-        return buffer
-    return np.ndarray(shape, dtype, _elements(buffer, np.uint8), offset, strides)
+        same: np.ndarray[Any, Any] = buffer
+        return same
+    view: np.ndarray[Any, Any] = np.ndarray(
+        shape, dtype, _elements(buffer, np.uint8), offset, strides
+    )
+    return view
 
 
 def _kind(src: Any, dst: Any, size: int) -> Any:

@@ -45,6 +45,8 @@ def run_sections(
             results += webgpu.layouts(reps)
         if "call-cost" in sections:
             results += webgpu.call_cost(reps)
+        if "indexed" in sections:
+            results += webgpu.indexed(reps)
         devices = [d for d in devices if d != "webgpu"]
     for section in sections:
         if section == "operators":
@@ -89,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=["cpu", "gpu", "webgpu", "all"],
         default="all",
         help="where to run (gpu and all skip the GPU when none is present; webgpu runs the "
-        "operators, layouts and call-cost sections on the webgpu backend, with the CUDA "
+        "operators, layouts, call-cost and indexed sections on the webgpu backend, with the CUDA "
         "backend and torch as peers where CUDA is present; all leaves webgpu out)",
     )
     parser.add_argument(

@@ -1,4 +1,5 @@
-"""The operators, layouts and call-cost sections on the webgpu backend (`--device webgpu`).
+"""The operators, layouts, call-cost and indexed sections on the webgpu backend
+(`--device webgpu`).
 
 Every dmlops case runs as a bound dispatch on persistent WebGPU arrays, timed on the host
 as batches of BATCH dispatches followed by one wait for the queue (latency cases: one
@@ -24,9 +25,10 @@ from ..device import Device
 from ..ops import Slice1Desc, SplitDesc
 from .common import Fn, Result, gpu_present, have
 
-__all__ = ["operators", "layouts", "call_cost"]
+__all__ = ["operators", "layouts", "call_cost", "indexed"]
 
 OURS = "dmlops webgpu (bound)"
+FUNCTIONAL = "dmlops webgpu (functional)"
 BATCH = 10
 
 
@@ -231,4 +233,75 @@ def call_cost(reps: int) -> list[Result]:
             res.times[label] = _batched(fn, reps, sync, 1)
         results.append(res)
         print(f"  measured webgpu: split {n}-way", file=sys.stderr, flush=True)
+    return results
+
+
+def _indexed_cases(scale: int) -> list[tuple[str, Callable[[np.random.Generator], Any], Any, Any]]:
+    """(case, make host inputs, dmlops call, numpy's answer): the indexed section's
+    workloads at `scale` rows (float32: WebGPU's 2-byte paths are a separate issue)."""
+    import dmlops
+
+    def embedding(rng: np.random.Generator) -> tuple[Any, ...]:
+        table = rng.standard_normal((scale, 1024), dtype=np.float32)
+        return table, rng.integers(0, scale, scale // 2)
+
+    def moe(rng: np.random.Generator) -> tuple[Any, ...]:
+        return rng.standard_normal((scale, 1024), dtype=np.float32), rng.permutation(scale)
+
+    def along(rng: np.random.Generator) -> tuple[Any, ...]:
+        x = rng.standard_normal((scale, 1024), dtype=np.float32)
+        return x, rng.integers(0, 1024, (scale, 128))
+
+    def kv_write(rng: np.random.Generator) -> tuple[Any, ...]:
+        cache = rng.standard_normal((scale * 4, 256), dtype=np.float32)
+        slots = rng.permutation(scale * 4)[: scale // 2].reshape(-1, 1)
+        return cache, slots, rng.standard_normal((scale // 2, 256), dtype=np.float32)
+
+    def written(c: Any, s: Any, u: Any) -> Any:
+        c = c.copy()
+        c[s[:, 0]] = u
+        return c
+
+    return [
+        (f"embedding {scale}x1024 fp32, {scale // 2} ids", embedding,
+         lambda t, i: dmlops.gather(t, i), lambda t, i: np.take(t, i, axis=0)),
+        (f"MoE permutation {scale}x1024 fp32", moe,
+         lambda x, p: dmlops.gather(x, p), lambda x, p: x[p]),
+        (f"take_along_axis {scale}x1024 fp32, 128 per row", along,
+         lambda x, i: dmlops.gather_elements(x, i, 1), lambda x, i: np.take_along_axis(x, i, 1)),
+        (f"in-place KV write {scale // 2} slots of [256] fp32", kv_write,
+         lambda c, s, u: dmlops.scatter_nd(c, s, u, out=c), written),
+    ]  # fmt: skip
+
+
+def indexed(reps: int, scale: int = 8192) -> list[Result]:
+    """The indexed section's workloads on WebGPU (functional calls on WebGPU arrays), with
+    WebGPU's buffer copy of the output bytes and, where CUDA is present, torch's device copy
+    and the CUDA backend on the same work."""
+    import dmlops.webgpu as wg
+
+    backend = _backend()
+    _warm_up()
+    results = []
+    for case, make, ours, numpy_fn in _indexed_cases(scale):
+        hosts = make(np.random.default_rng(0))
+        xs = [wg.asarray(h) for h in hosts]
+        in_place = len(hosts) == 3
+        got = ours(*xs)
+        want = numpy_fn(*hosts)
+        _check([got], [want], case)
+        out_bytes = hosts[2].nbytes if in_place else want.nbytes
+        res = Result("indexed", case, _device_name(), out_bytes, FUNCTIONAL)
+        res.times[FUNCTIONAL] = _batched(functools.partial(ours, *xs), reps, backend.synchronize)
+        _ceilings(res, out_bytes, reps)
+        if gpu_present():
+            import cupy
+
+            cs = [cupy.asarray(h) for h in hosts]
+            sync = cupy.cuda.Device().synchronize
+            res.times["dmlops cuda (functional)"] = _batched(
+                functools.partial(ours, *cs), reps, sync
+            )
+        results.append(res)
+        print(f"  measured webgpu: {case}", file=sys.stderr, flush=True)
     return results

@@ -1,6 +1,9 @@
-"""Indexed copies (indexed.py) as WGSL dispatches (kernels/indexed.wgsl): one element per
-invocation; a scatter whose targets may meet first clears and fills a winner table, so the
-update latest in index order wins, as on the other backends."""
+"""Indexed copies (indexed.py) as WGSL dispatches (kernels/indexed*.wgsl): rows of whole
+4-byte words at word-aligned starts move a workgroup per 1024 words of a row with plain
+stores (embedding lookups, permutations, KV-cache reads and writes); anything else one
+element per invocation through word merges. A scatter whose targets may meet first clears
+and fills a winner table, so the update latest in index order wins, as on the other
+backends."""
 
 from __future__ import annotations
 
@@ -19,24 +22,28 @@ __all__ = ["indexed_dispatches"]
 _TYPES = {"INT32": 0, "INT64": 1, "UINT32": 2, "UINT64": 3}
 _GRID_X = 65535
 _I32 = 2**31 - 1
+_ROW_BYTES = 256  # rows at least this long move a workgroup per row (shorter: per element)
 
 
 def _source(name: str) -> str:
     return (resources.files(__package__) / "kernels" / name).read_text()
 
 
-def _bindings(src_is_dst: bool, index_in: str) -> str:
-    """The WGSL bindings for one aliasing of (source, destination, index) buffers."""
-    text = "@group(0) @binding(1) var<storage, read_write> dst: array<atomic<u32>>;\n"
+def _bindings(src_is_dst: bool, index_in: str, atomic: bool = True) -> str:
+    """The WGSL bindings for one aliasing of (source, destination, index) buffers (`dst` as
+    atomic words for merges, else plain words)."""
+    word = "atomic<u32>" if atomic else "u32"
+    text = f"@group(0) @binding(1) var<storage, read_write> dst: array<{word}>;\n"
     text += "@group(0) @binding(3) var<storage, read> info: array<i32>;\n"
     text += "@group(0) @binding(4) var<storage, read_write> winner: array<atomic<i32>>;\n"
+    own = "atomicLoad(&dst[i])" if atomic else "dst[i]"
     if src_is_dst:
-        text += "fn load_src(i: u32) -> u32 { return atomicLoad(&dst[i]); }\n"
+        text += f"fn load_src(i: u32) -> u32 {{ return {own}; }}\n"
     else:
         text += "@group(0) @binding(0) var<storage, read> src: array<u32>;\n"
         text += "fn load_src(i: u32) -> u32 { return src[i]; }\n"
     if index_in == "dst":
-        text += "fn load_idx(i: u32) -> u32 { return atomicLoad(&dst[i]); }\n"
+        text += f"fn load_idx(i: u32) -> u32 {{ return {own}; }}\n"
     elif index_in == "src":
         text += "fn load_idx(i: u32) -> u32 { return src[i]; }\n"
     else:
@@ -65,15 +72,22 @@ def _pipelines(backend: Any, src_is_dst: bool, index_in: str) -> tuple[Any, Any]
             for b, t in sorted(entries)
         ]
     )
-    code = _bindings(src_is_dst, index_in) + _source("merge.wgsl") + _source("indexed.wgsl")
-    module = device.create_shader_module(code=code)
+    shared = _source("indexed.wgsl")
+    elements = _bindings(src_is_dst, index_in) + _source("merge.wgsl") + shared
+    elements += _source("indexed_elements.wgsl")
+    rows = _bindings(src_is_dst, index_in, atomic=False) + shared + _source("indexed_rows.wgsl")
     pipeline_layout = device.create_pipeline_layout(bind_group_layouts=[layout])
-    pipelines = {
-        entry: device.create_compute_pipeline(
-            layout=pipeline_layout, compute={"module": module, "entry_point": entry}
-        )
-        for entry in ("clear", "elect", "main")
-    }
+    pipelines: dict[str, Any] = {}
+    modules: tuple[tuple[str, tuple[str, ...]], ...] = (
+        (elements, ("clear", "elect", "main")),
+        (rows, ("rows",)),
+    )
+    for code, names in modules:
+        module = device.create_shader_module(code=code)
+        for entry in names:
+            pipelines[entry] = device.create_compute_pipeline(
+                layout=pipeline_layout, compute={"module": module, "entry_point": entry}
+            )
     found = (layout, pipelines)
     backend._pipelines[key] = found
     return found
@@ -119,6 +133,17 @@ def _meta(c: IndexedCopy, size: int, src: Flat, dst: Flat, index: Flat) -> tuple
     if max(abs(v) for v in head) > _I32 or rows * row > _I32 * 256:
         raise BindingError("the WebGPU backend addresses indexed copies with 32-bit integers")
     return np.array(head, np.int32), rows, row
+
+
+def _whole_words(c: IndexedCopy, size: int, src: Flat, dst: Flat, row: int, strides: Any) -> bool:
+    """Whether every row of the copy is whole 4-byte words at a word-aligned start on both
+    sides (so no two rows share a word and plain stores are exact)."""
+    if tuple(strides) != (1, 1) or (row * size) % 4 or row * size < _ROW_BYTES:
+        return False
+    starts = [src.offset + c.src_offset, dst.offset + c.dst_offset]
+    steps = [s * size for s in (*c.src_strides, *c.dst_strides)]
+    steps += [a.stride * size for a in c.axes]
+    return all(v % 4 == 0 for v in (*starts, *steps))
 
 
 def _grid(items: int) -> tuple[int, int]:
@@ -168,5 +193,9 @@ def indexed_dispatches(
         if slots:
             out.append((pipelines["clear"], group, _grid(slots), "indexed-clear", kept))
             out.append((pipelines["elect"], group, _grid(rows), "indexed-elect", kept))
-        out.append((pipelines["main"], group, _grid(rows * row), "indexed", kept))
+        if _whole_words(c, size, src, dst, row, rows_of(c).strides):
+            groups = rows * -(-(row * size // 4) // 1024)  # a workgroup per 1024 row words
+            out.append((pipelines["rows"], group, _grid(groups * 256), "indexed-rows", kept))
+        else:
+            out.append((pipelines["main"], group, _grid(rows * row), "indexed", kept))
     return out

@@ -1,6 +1,9 @@
-// Indexed copies (gather / scatter), one element per invocation, bit-exact for 1-, 2-, 4-
-// and 8-byte elements (destination words merged through merge.wgsl). The backend prepends
-// the bindings (`dst`, `load_src`, `load_idx`, `info`, `winner`) and merge.wgsl. info (i32):
+// Indexed copies (gather / scatter): what every indexed kernel shares (reading an index,
+// locating a row, the winner passes of a scatter whose targets may meet). The entry points
+// that move data follow it: indexed_elements.wgsl (one element per invocation, any element
+// size and alignment, words merged through merge.wgsl) and indexed_rows.wgsl (whole-word
+// rows, a workgroup per 1024 words of a row, plain stores). The backend prepends the
+// bindings (`dst`, `load_src`, `load_idx`, `info`, `winner`). info (i32):
 //   [0] rank  [1] axes  [2] row length  [3] element bytes  [4] scatter  [5] index type
 //   (0 i32, 1 i64, 2 u32, 3 u64)  [6] negative indices  [7] skip out-of-range
 //   [8] tuple stride (index elements)  [9] src byte offset  [10] dst byte offset
@@ -129,29 +132,5 @@ fn elect(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) 
     let r = locate(i);
     if (r.ok) {
         atomicMax(&winner[r.slot], r.order);
-    }
-}
-
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let i = item_of(wg, lid);
-    let row = info[2];
-    if (i >= info[14] * row) {
-        return;
-    }
-    let m = i / row;
-    let e = i - m * row;
-    let r = locate(m);
-    if (!r.ok) {
-        return;
-    }
-    if (info[15] > 0 && atomicLoad(&winner[r.slot]) != r.order) {
-        return;
-    }
-    let size = u32(info[3]);
-    let s = u32(info[9] + (r.src + e * info[12]) * info[3]);
-    let d = u32(info[10] + (r.dst + e * info[13]) * info[3]);
-    for (var word = d >> 2u; word <= (d + size - 1u) >> 2u; word++) {
-        merge_word(word, d, s, size);
     }
 }
