@@ -793,3 +793,27 @@ def test_whole_row_gathers_and_scatters_keep_every_rule(itype: type) -> None:
     with pytest.raises(dmlops.IndexOutOfRangeError):
         dmlops.scatter_nd(cache, np.array([[0], [10]], itype), rows[:2], out=cache)
     assert cache.tobytes() == before.tobytes()
+
+
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+def test_validate_indices_names_the_first_bad_index_on_every_backend(backend: str) -> None:
+    table = to_device(backend, np.arange(40, dtype=np.float32).reshape(10, 4))
+    cases = [
+        (lambda i: dmlops.gather(table, i, validate_indices=True), [[3, 10]], "GATHER", 1, 10),
+        (lambda i: dmlops.gather_elements(table, i, 1, validate_indices=True),
+         [[0, 1, 2, -5]] * 10, "GATHER_ELEMENTS", 3, -5),
+        (lambda i: dmlops.gather_nd(table, i, validate_indices=True), [[9, 3], [2, 4]],
+         "GATHER_ND", 3, 4),
+        (lambda i: dmlops.scatter_nd(table, i, to_device(backend, np.zeros((2, 4), np.float32)),
+                                     validate_indices=True), [[1], [-11]], "SCATTER_ND", 1, -11),
+    ]  # fmt: skip
+    for call, bad, op, at, value in cases:
+        index = to_device(backend, np.array(bad, np.int64))
+        with pytest.raises(dmlops.IndexOutOfRangeError, match=rf"{op}\.IndicesTensor: the index "
+                           rf"at element {at} is {value}, outside"):  # fmt: skip
+            call(index)
+    good = to_device(backend, np.array([[9, 3], [-10, 0]], np.int64))
+    assert to_host(dmlops.gather_nd(table, good, validate_indices=True)).tolist() == [39.0, 0.0]
+    u32 = to_device(backend, np.array([2, 10], np.uint32))
+    with pytest.raises(dmlops.IndexOutOfRangeError, match="element 1 is 10"):
+        dmlops.gather(table, u32, validate_indices=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DmlError
+from .errors import DmlError, IndexOutOfRangeError
 from .functional import (
     _Call,
     _compile,
@@ -206,6 +206,43 @@ def _window(
     return None if box == data or 0 in box else box
 
 
+def _validate(op: str, indices: Any, bounds: tuple[int, ...]) -> None:
+    """`validate_indices`: every index checked where it lies (numpy on the CPU; CuPy, or
+    torch through CuPy, on the GPU; WebGPU arrays on the host), the first one outside
+    [-n, n) raised as IndexOutOfRangeError naming its element and value. Bounds: one per
+    position of the indices' last axis (GATHER_ND, SCATTER_ND), else one for every index.
+    On a GPU this waits for the device (the caller asked for the check)."""
+    if getattr(type(indices), "__dmlops_backend__", None) == "webgpu":
+        values = indices.numpy()
+    else:
+        values = numpy_or_cupy(indices, f"{op}: validate_indices cannot read {type(indices)}")
+    if values.size == 0:
+        return
+    xp = np if isinstance(values, np.ndarray) else _cupy()
+    limit = xp.asarray(bounds if len(bounds) > 1 else bounds[:1], dtype=xp.int64)
+    wide = values.astype(xp.int64) if values.dtype.kind != "u" else values
+    if values.dtype.kind == "u":
+        bad = wide >= limit.astype(values.dtype)
+    else:
+        bad = (wide < -limit) | (wide >= limit)
+    flat = bad.reshape(-1)
+    at = int(flat.argmax())
+    if not bool(flat[at]):
+        return
+    value = int(values.reshape(-1)[at])
+    n = bounds[at % len(bounds)] if len(bounds) > 1 else bounds[0]
+    raise IndexOutOfRangeError(
+        f"{op}.IndicesTensor: the index at element {at} is {value}, outside [{-n}, {n}) "
+        "(validate_indices; nothing was written)"
+    )
+
+
+def _cupy() -> Any:
+    import cupy
+
+    return cupy
+
+
 def _shape_of(x: Any) -> tuple[int, ...]:
     shape = getattr(x, "shape", None)
     return tuple(shape) if shape is not None else tuple(backend_of([x]).describe(x).shape)
@@ -220,11 +257,16 @@ def gather(
     out: Any = None,
     device: str | None = None,
     clamp_indices: bool = False,
+    validate_indices: bool = False,
 ) -> Any:
     """DML GATHER as numpy.take / ONNX Gather: input's entries along `axis` at `indices`;
     the result is shaped input[:axis] + indices.shape + input[axis+1:]. An index outside
     [-n, n) raises `IndexOutOfRangeError` on the CPU; with `clamp_indices` (WebNN's
     semantics, taken by every gather and scatter here) it is clamped into the axis instead.
+    `validate_indices` (every gather and scatter here) checks the indices where they lie,
+    GPUs included, before the call, and raises `IndexOutOfRangeError` naming the first bad
+    one (on a GPU the check waits for the device; without it a GPU clamps reads and drops
+    out-of-range scatters, as DirectML leaves them undefined).
 
     >>> import numpy as np, dmlops
     >>> dmlops.gather(np.array([[1, 2], [3, 4], [5, 6]], np.float32), [2, 0]).tolist()
@@ -234,6 +276,8 @@ def gather(
     x_shape, i_shape = _shape_of(input), _shape_of(indices)
     a = _axis(axis, builtins.max(len(x_shape), 1), "GATHER")
     shape = x_shape[:a] + i_shape + x_shape[a + 1 :]
+    if validate_indices and not clamp_indices:
+        _validate("GATHER", indices, (x_shape[a] if x_shape else 1,))
 
     def plan_call(tensors: list[_Tensor], ranks: list[int]) -> Planned:
         r, q = ranks
@@ -268,6 +312,7 @@ def gather_elements(
     out: Any = None,
     device: str | None = None,
     clamp_indices: bool = False,
+    validate_indices: bool = False,
 ) -> Any:
     """DML GATHER_ELEMENTS as numpy.take_along_axis / ONNX GatherElements.
 
@@ -280,6 +325,8 @@ def gather_elements(
     shape = _shape_of(indices)
     a = _axis(axis, builtins.max(len(shape), 1), "GATHER_ELEMENTS")
     window = _window("GATHER_ELEMENTS", _shape_of(input), shape, a)
+    if validate_indices and not clamp_indices:
+        _validate("GATHER_ELEMENTS", indices, (_shape_of(input)[a] if shape else 1,))
 
     def plan_call(tensors: list[_Tensor], ranks: list[int]) -> Planned:
         def make(i: list[BufferTensorDesc], o: BufferTensorDesc) -> OperatorDesc:
@@ -310,6 +357,7 @@ def gather_nd(
     out: Any = None,
     device: str | None = None,
     clamp_indices: bool = False,
+    validate_indices: bool = False,
 ) -> Any:
     """DML GATHER_ND (GATHER_ND1 with `batch_dims`) as ONNX GatherND: each index tuple along
     indices' last axis picks a sub-block of input.
@@ -325,6 +373,8 @@ def gather_nd(
         raise DmlError("GATHER_ND: indices need at least one dimension (the index tuple)")
     b = batch_dims
     shape = x_shape[:b] + i_shape[b:-1] + x_shape[b + i_shape[-1] :]
+    if validate_indices and not clamp_indices:
+        _validate("GATHER_ND", indices, x_shape[b : b + i_shape[-1]])
 
     def plan_call(tensors: list[_Tensor], ranks: list[int]) -> Planned:
         r, q = ranks
@@ -361,6 +411,7 @@ def scatter_elements(
     out: Any = None,
     device: str | None = None,
     clamp_indices: bool = False,
+    validate_indices: bool = False,
 ) -> Any:
     """DML SCATTER_ELEMENTS as ONNX ScatterElements (reduction none): a copy of input with
     updates written where indices say along `axis`; of two updates to one element the later
@@ -376,12 +427,14 @@ def scatter_elements(
     shape = _shape_of(input)
     a = _axis(axis, builtins.max(len(shape), 1), "SCATTER_ELEMENTS")
     window = _window("SCATTER_ELEMENTS", shape, _shape_of(indices), a)
+    if validate_indices and not clamp_indices:
+        _validate("SCATTER_ELEMENTS", indices, (shape[a] if shape else 1,))
     if window is not None and out is not input and 0 not in _shape_of(indices):
         # a copy of the data, then the updates written into its window in place
         result = _unchanged(input, out, feature_level, device)
         scatter_elements(
             result, indices, updates, axis, feature_level=feature_level, out=result,
-            device=device, clamp_indices=clamp_indices,
+            device=device, clamp_indices=clamp_indices, validate_indices=validate_indices,
         )  # fmt: skip
         return result
 
@@ -415,6 +468,7 @@ def scatter_nd(
     out: Any = None,
     device: str | None = None,
     clamp_indices: bool = False,
+    validate_indices: bool = False,
 ) -> Any:
     """DML SCATTER_ND as ONNX ScatterND (reduction none): a copy of input with each index
     tuple's sub-block replaced by updates; the later in index order wins. `out=input`
@@ -428,6 +482,8 @@ def scatter_nd(
     """
     indices = _array(indices, input)
     shape = _shape_of(input)
+    if validate_indices and not clamp_indices and _shape_of(indices):
+        _validate("SCATTER_ND", indices, shape[: _shape_of(indices)[-1]])
 
     def plan_call(tensors: list[_Tensor], ranks: list[int]) -> Planned:
         r, q, u = ranks
