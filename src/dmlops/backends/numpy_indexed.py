@@ -100,29 +100,36 @@ class IndexedStep:
         self.take_recipe = self._take_recipe()
         self.put_recipe = self._put_recipe()
 
-    def _put_recipe(self) -> tuple[Any, ...] | None:
-        """For a scatter of whole rows along one axis (the destination moved by the index
-        alone): the destination table's view, else None."""
+    def _table(self, scatter: bool) -> tuple[tuple[int, ...], int, tuple[int, ...]] | None:
+        """For a gather (or scatter) of whole rows along one axis whose indexed side moves by
+        the index alone, with DirectML's negative indices and an index type numpy reads
+        exactly: that side as a (axis size, row) table view; else None."""
         c = self.copy
+        moving = c.dst_strides if scatter else c.src_strides
         if (
-            not c.scatter
+            c.scatter != scatter
             or len(c.axes) != 1
             or c.reverse_dim >= 0
             or c.clamp
             or c.skip_out_of_range
             or not c.negative_indices
             or c.index_type.name == "UINT64"
-            or any(c.dst_strides[: self.cut])
+            or any(moving[: self.cut])
             or c.src < 0
         ):
             return None
         axis = c.axes[0]
-        table = (
-            (axis.size, self.row),
-            c.dst_offset,
-            (axis.stride * self.size, self.row_strides[1] * self.size),
-        )
-        return table, c.index_type.numpy_dtype, c.index_offset, axis.size
+        offset = c.dst_offset if scatter else c.src_offset
+        row_stride = self.row_strides[1] if scatter else self.row_strides[0]
+        return (axis.size, self.row), offset, (axis.stride * self.size, row_stride * self.size)
+
+    def _put_recipe(self) -> tuple[Any, ...] | None:
+        """A scatter's destination table, index type, offset and axis size (or None)."""
+        table = self._table(scatter=True)
+        if table is None:
+            return None
+        c = self.copy
+        return table, c.index_type.numpy_dtype, c.index_offset, c.axes[0].size
 
     def put(self, ins: Any, outs: Any) -> bool:
         """Run a scatter as one fancy assignment where every index is in range and no two
@@ -151,30 +158,11 @@ class IndexedStep:
         return True
 
     def _take_recipe(self) -> tuple[Any, ...] | None:
-        """For a gather numpy.take does whole (one axis, the source's offset moved by the
-        index alone, DirectML's negative indices, an index type numpy reads exactly): the
-        table's and the index's views, else None."""
-        c = self.copy
-        if (
-            c.scatter
-            or len(c.axes) != 1
-            or c.reverse_dim >= 0
-            or c.clamp
-            or c.skip_out_of_range
-            or not c.negative_indices
-            or c.index_type.name == "UINT64"
-            or any(c.src_strides[: self.cut])
-            or c.src < 0
-        ):
+        """A gather's source table, index type and offset (or None)."""
+        table = self._table(scatter=False)
+        if table is None:
             return None
-        axis = c.axes[0]
-        size = self.size
-        table = (
-            (axis.size, self.row),
-            c.src_offset,
-            (axis.stride * size, self.row_strides[0] * size),
-        )
-        return table, c.index_type.numpy_dtype, c.index_offset
+        return table, self.copy.index_type.numpy_dtype, self.copy.index_offset
 
     def take(self, ins: Any, outs: Any) -> bool:
         """Run a gather as one numpy.take, its indices checked by numpy before it writes;
