@@ -91,7 +91,10 @@ def test_the_vectors_cover_operators_dtypes_ranks_and_layouts(tmp_path: Path) ->
             windows, strides = desc["InputWindowSizes"], desc["InputWindowStrides"]
             most = [1 + (w - 1) // abs(s) for w, s in zip(windows, strides, strict=True)]
             partial += desc["OutputTensor"]["Sizes"] != most
-    names = ("SLICE", "SLICE1", "SLICE_GRAD", "SPLIT", "JOIN", "TILE", "PADDING1")  # the newest
+    names = (
+        "SLICE", "SLICE1", "SLICE_GRAD", "SPLIT", "JOIN", "TILE", "PADDING1", "GATHER_ELEMENTS",
+        "SCATTER_ELEMENTS",
+    )  # the newest level's  # fmt: skip
     assert ops == {f"DML_OPERATOR_{o}" for o in names}
     assert dtypes == {dt.name for dt in DataType if dt is not DataType.UNKNOWN}
     assert ranks == set(range(1, 9))
@@ -159,3 +162,64 @@ def test_check_cli_exits_1_on_a_mismatch(tmp_path: Path) -> None:
     (tmp_path / "r.txt").write_text("Resource 'o': 4\n")
     rc, text = _run_cli("check", str(tmp_path / "e.json"), str(tmp_path / "r.txt"))
     assert rc == 1 and "printed 4, expected 3" in text
+
+
+def _naive_elements(model: dict[str, object]) -> list[float]:
+    """GATHER_ELEMENTS / SCATTER_ELEMENTS of a model, element by element from its JSON."""
+    import itertools
+
+    resources = model["resources"]
+    (dispatchable,) = model["dispatchables"].values()  # type: ignore[attr-defined]
+    desc = dispatchable["desc"]
+
+    def at(t: dict[str, list[int]], c: tuple[int, ...]) -> int:
+        sizes = t["Sizes"]
+        strides = t.get("Strides")
+        if strides is None:
+            strides, step = [], 1
+            for n in reversed(sizes):
+                strides.insert(0, step)
+                step *= n
+        return sum(i * s for i, s in zip(c, strides, strict=True))
+
+    data = resources["in0"]["initialValues"]  # type: ignore[index]
+    index = resources["in1"]["initialValues"]  # type: ignore[index]
+    axis = desc["Axis"]
+    n = desc["InputTensor"]["Sizes"][axis]
+    out_t = desc["OutputTensor"]
+    out = [7] * resources["out0"]["initialValues"]["valueCount"]  # type: ignore[index]
+    i_t = desc["IndicesTensor"]
+    if dispatchable["type"] == "DML_OPERATOR_SCATTER_ELEMENTS":
+        for c in itertools.product(*(range(k) for k in desc["InputTensor"]["Sizes"])):
+            out[at(out_t, c)] = data[at(desc["InputTensor"], c)]
+        updates = resources["in2"]["initialValues"]  # type: ignore[index]
+        for c in itertools.product(*(range(k) for k in i_t["Sizes"])):
+            k = index[at(i_t, c)] % n
+            target = tuple(k if d == axis else v for d, v in enumerate(c))
+            out[at(out_t, target)] = updates[at(desc["UpdatesTensor"], c)]
+        return out
+    for c in itertools.product(*(range(k) for k in out_t["Sizes"])):
+        k = index[at(i_t, c)] % n
+        source = tuple(k if d == axis else v for d, v in enumerate(c))
+        out[at(out_t, c)] = data[at(desc["InputTensor"], source)]
+    return out
+
+
+@pytest.mark.parametrize("level", [None, "3_0", "2_1"])
+def test_gather_and_scatter_vectors_match_a_naive_reference(tmp_path: Path, level: str) -> None:
+    """Their indices lie inside their axes, a scatter names each element once, and the
+    sidecar's printout is what element loops over the model's own JSON give."""
+    index = generate(tmp_path, 30, seed=9, operators=["gather_elements", "scatter_elements"],
+                     feature_level=level, invalid_fraction=0.2)  # fmt: skip
+    checked = 0
+    for m in index:
+        model = json.loads((tmp_path / str(m["model"])).read_text())
+        expected = json.loads((tmp_path / str(m["expected"])).read_text())
+        if not m["valid"]:
+            assert expected["error"].startswith(("GATHER_ELEMENTS.", "SCATTER_ELEMENTS."))
+            continue
+        want = _naive_elements(model)
+        got = expected["printout"][0].split(": ", 1)[1].split(", ")
+        assert [float(v) for v in got] == [float(v) for v in want]
+        checked += 1
+    assert checked >= 15

@@ -1,11 +1,15 @@
 """Test vectors for DirectML backend authors: random DxDispatch model files and their answers.
 
-`generate` writes DxDispatch-style JSON models of random SLICE, SLICE1, SPLIT
-and JOIN descriptors (11 data types, ranks 1-8, packed, padded and permuted
+`generate` writes DxDispatch-style JSON models of random SLICE, SLICE1, SLICE_GRAD, SPLIT,
+JOIN, TILE, PADDING1, GATHER_ELEMENTS and SCATTER_ELEMENTS descriptors (their data
+types, ranks 1-8, packed, padded and permuted
 tensor strides, offsets, negative strides, partial SLICE1 outputs), a sidecar
 per model with the expected printout of every output resource (valid models)
 or the rule the descriptor breaks (invalid ones), and an index. Element values
-are small integers or quarters, which DxDispatch's printout shows exactly.
+are small integers or quarters, which DxDispatch's printout shows exactly; index tensors
+hold indices inside their axis (negative ones from DML_FEATURE_LEVEL_3_0, where the index
+types are signed), and a scatter's indices never name one element twice (DirectML leaves
+that order undefined).
 `check` compares a printout with a sidecar, element by element.
 """
 
@@ -24,9 +28,11 @@ import numpy as np
 from .device import Device
 from .errors import DmlError
 from .ops import (
+    GatherElementsDesc,
     JoinDesc,
     OperatorDesc,
     Padding1Desc,
+    ScatterElementsDesc,
     Slice1Desc,
     SliceDesc,
     SliceGradDesc,
@@ -37,7 +43,10 @@ from .tensor import BufferTensorDesc, DataType, FeatureLevel, packed_strides
 
 __all__ = ["generate", "check", "OPERATORS"]
 
-OPERATORS = ("slice", "slice1", "slice_grad", "split", "join", "tile", "padding1")
+OPERATORS = (
+    "slice", "slice1", "slice_grad", "split", "join", "tile", "padding1", "gather_elements",
+    "scatter_elements",
+)  # fmt: skip
 _CLASSES: dict[str, type[OperatorDesc]] = {
     "slice": SliceDesc,
     "slice1": Slice1Desc,
@@ -46,6 +55,8 @@ _CLASSES: dict[str, type[OperatorDesc]] = {
     "join": JoinDesc,
     "tile": TileDesc,
     "padding1": Padding1Desc,
+    "gather_elements": GatherElementsDesc,
+    "scatter_elements": ScatterElementsDesc,
 }
 _MAX_ELEMENTS = 256
 _SENTINEL = 7  # what an output element holds until the operator writes it
@@ -143,6 +154,8 @@ def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> Oper
             start,
             end,
         )
+    if op in ("gather_elements", "scatter_elements"):
+        return _elements_desc(rng, op, dt, sizes, level)
     if op == "tile":
         repeats = [int(rng.integers(1, 4)) for _ in sizes]
         tiled = TileDesc.output_sizes_for(sizes, repeats)
@@ -162,6 +175,48 @@ def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> Oper
     return JoinDesc(
         [_tensor(rng, dt, p, False) for p in pieces], _tensor(rng, dt, sizes, True), axis
     )
+
+
+def _index_type(level: FeatureLevel) -> DataType:
+    return DataType.INT32 if level >= FeatureLevel.FL_3_0 else DataType.UINT32
+
+
+def _elements_desc(
+    rng: np.random.Generator, op: str, dt: DataType, sizes: list[int], level: FeatureLevel
+) -> OperatorDesc:
+    """GATHER_ELEMENTS or SCATTER_ELEMENTS over `sizes` along a random axis."""
+    axis = int(rng.integers(0, len(sizes)))
+    top = sizes[axis] if op == "scatter_elements" else 4  # a scatter names each element once
+    picks = [int(rng.integers(1, top + 1)) if d == axis else n for d, n in enumerate(sizes)]
+    index = _tensor(rng, _index_type(level), picks, False)
+    data = _tensor(rng, dt, sizes, False)
+    if op == "gather_elements":
+        return GatherElementsDesc(data, index, _tensor(rng, dt, picks, True), axis)
+    updates = _tensor(rng, dt, picks, False)
+    return ScatterElementsDesc(data, index, updates, _tensor(rng, dt, sizes, True), axis)
+
+
+def _index_values(rng: np.random.Generator, desc: OperatorDesc) -> list[int] | None:
+    """The indices an indexed descriptor's IndicesTensor holds (its whole span), or None."""
+    if not isinstance(desc, (GatherElementsDesc, ScatterElementsDesc)):
+        return None
+    t, axis = desc.indices_tensor, desc.axis
+    n = desc.input_tensor.sizes[axis]
+    span = max(1, math.ceil(t.total_tensor_size_in_bytes / t.data_type.element_size))
+    signed = t.data_type.numpy_dtype.kind == "i"
+    if isinstance(desc, GatherElementsDesc):
+        values = rng.integers(-n if signed else 0, n, span)
+    else:  # distinct positions along the axis, per line of the indices
+        sizes = list(t.sizes)
+        lines = rng.random([*sizes[:axis], n, *sizes[axis + 1 :]]).argsort(axis)
+        chosen = np.take(lines, np.arange(sizes[axis]), axis=axis)
+        if signed:
+            chosen = np.where(rng.random(chosen.shape) < 0.5, chosen - n, chosen)
+        values = np.zeros(span, np.int64)
+        strides = t.effective_strides
+        at = sum(np.indices(sizes)[d] * strides[d] for d in range(len(sizes)))
+        values[at.reshape(-1)] = chosen.reshape(-1)
+    return [int(v) for v in values]
 
 
 def _broken(rng: np.random.Generator, desc: OperatorDesc) -> OperatorDesc:
@@ -259,6 +314,18 @@ def _broken(rng: np.random.Generator, desc: OperatorDesc) -> OperatorDesc:
         grown = [n + (j == d.axis) for j, n in enumerate(first.sizes)]
         outs[0] = BufferTensorDesc(first.data_type, grown)
         return SplitDesc(d.input_tensor, outs, d.axis)
+    if isinstance(d, (GatherElementsDesc, ScatterElementsDesc)):
+        rank = d.input_tensor.dimension_count
+        if rng.random() < 0.5:  # an axis past the rank
+            if isinstance(d, GatherElementsDesc):
+                return GatherElementsDesc(d.input_tensor, d.indices_tensor, d.output_tensor, rank)
+            return ScatterElementsDesc(
+                d.input_tensor, d.indices_tensor, d.updates_tensor, d.output_tensor, rank
+            )
+        wrong = BufferTensorDesc(DataType.FLOAT32, d.indices_tensor.sizes)  # not an index type
+        if isinstance(d, GatherElementsDesc):
+            return GatherElementsDesc(d.input_tensor, wrong, d.output_tensor, d.axis)
+        return ScatterElementsDesc(d.input_tensor, wrong, d.updates_tensor, d.output_tensor, d.axis)
     assert isinstance(d, JoinDesc)
     other = DataType.INT32 if d.output_tensor.data_type != DataType.INT32 else DataType.UINT32
     ins = list(d.input_tensors)
@@ -285,8 +352,9 @@ def _tensor_json(t: BufferTensorDesc) -> dict[str, Any]:
     return out
 
 
-def _model(desc: OperatorDesc, name: str) -> dict[str, Any]:
+def _model(desc: OperatorDesc, name: str, indices: list[int] | None = None) -> dict[str, Any]:
     resources: dict[str, Any] = {}
+    index_field = getattr(desc, "INDEX_FIELD", None)
     bindings: dict[str, Any] = {}
     for role, fields in (("in", desc.input_fields()), ("out", desc.output_fields())):
         names = []
@@ -298,11 +366,15 @@ def _model(desc: OperatorDesc, name: str) -> dict[str, Any]:
                 if role == "in"
                 else {"valueCount": count, "value": _SENTINEL}
             )
+            if role == "in" and indices is not None and fields[k][0] == index_field:
+                values = indices
             resources[rname] = {"initialValuesDataType": t.data_type.name, "initialValues": values}
             names.append(rname)
-        field0 = fields[0][0]
-        key = field0.split("[")[0]
-        bindings[key] = names if field0.endswith("]") else names[0]
+        for (field, _), rname in zip(fields, names, strict=True):
+            if field.endswith("]"):  # an array of tensors (SPLIT's outputs, JOIN's inputs)
+                bindings.setdefault(field.split("[")[0], []).append(rname)
+            else:
+                bindings[field] = rname
     fields_json: dict[str, Any] = {}
     for key, value in desc._field_items():
         if isinstance(value, BufferTensorDesc):
@@ -376,7 +448,7 @@ def generate(
             else:
                 invalid = False
         name = f"{k:05d}_{op}"
-        model = _model(desc, op)
+        model = _model(desc, op, None if invalid else _index_values(rng, desc))
         if not invalid:
             lines: list[str] = []
             run_model(load_model(model), Device(level), lines.append)
