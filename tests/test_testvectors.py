@@ -80,8 +80,10 @@ def test_the_vectors_cover_operators_dtypes_ranks_and_layouts(tmp_path: Path) ->
         ops.add(dispatchable["type"])
         desc = dispatchable["desc"]
         tensor = (
-            desc.get("InputTensor") or desc.get("InputGradientTensor") or desc["InputTensors"][0]
-        )
+            desc.get("InputTensor")
+            or desc.get("InputGradientTensor")
+            or (desc["InputTensors"][0] if "InputTensors" in desc else desc["OutputTensor"])
+        )  # ONE_HOT's data type is its output's
         dtypes.add(tensor["DataType"])
         ranks.add(len(tensor["Sizes"]))
         strided += "Strides" in tensor
@@ -93,7 +95,7 @@ def test_the_vectors_cover_operators_dtypes_ranks_and_layouts(tmp_path: Path) ->
             partial += desc["OutputTensor"]["Sizes"] != most
     names = (
         "SLICE", "SLICE1", "SLICE_GRAD", "SPLIT", "JOIN", "TILE", "PADDING1", "GATHER_ELEMENTS",
-        "SCATTER_ELEMENTS",
+        "SCATTER_ELEMENTS", "ONE_HOT",
     )  # the newest level's  # fmt: skip
     assert ops == {f"DML_OPERATOR_{o}" for o in names}
     assert dtypes == {dt.name for dt in DataType if dt is not DataType.UNKNOWN}
@@ -122,8 +124,12 @@ def test_a_lower_feature_level_keeps_to_its_table(tmp_path: Path) -> None:
         assert dispatchable["type"] in ("DML_OPERATOR_SLICE1", "DML_OPERATOR_JOIN")
         desc = dispatchable["desc"]
         tensor = (
-            desc.get("InputTensor") or desc.get("InputGradientTensor") or desc["InputTensors"][0]
+            desc.get("InputTensor")
+            or desc.get("InputGradientTensor")
+            or desc.get("OutputTensor")  # ONE_HOT: its data type is the output's
+            or desc["InputTensors"][0]
         )
+        tensor = tensor if "InputTensors" not in desc else desc["InputTensors"][0]
         assert len(tensor["Sizes"]) in ((4, 5) if "SLICE1" in dispatchable["type"] else (4,))
         assert tensor["DataType"] not in ("FLOAT64", "INT64", "UINT64")
 
@@ -182,12 +188,20 @@ def _naive_elements(model: dict[str, object]) -> list[float]:
                 step *= n
         return sum(i * s for i, s in zip(c, strides, strict=True))
 
-    data = resources["in0"]["initialValues"]  # type: ignore[index]
-    index = resources["in1"]["initialValues"]  # type: ignore[index]
-    axis = desc["Axis"]
-    n = desc["InputTensor"]["Sizes"][axis]
     out_t = desc["OutputTensor"]
     out = [7] * resources["out0"]["initialValues"]["valueCount"]  # type: ignore[index]
+    axis = desc["Axis"]
+    if dispatchable["type"] == "DML_OPERATOR_ONE_HOT":
+        index = resources["in0"]["initialValues"]  # type: ignore[index]
+        off, on = resources["in1"]["initialValues"][:2]  # type: ignore[index]
+        for c in itertools.product(*(range(k) for k in out_t["Sizes"])):
+            where = tuple(0 if d == axis else v for d, v in enumerate(c))
+            hit = index[at(desc["IndicesTensor"], where)] == c[axis]
+            out[at(out_t, c)] = on if hit else off
+        return out
+    data = resources["in0"]["initialValues"]  # type: ignore[index]
+    index = resources["in1"]["initialValues"]  # type: ignore[index]
+    n = desc["InputTensor"]["Sizes"][axis]
     i_t = desc["IndicesTensor"]
     if dispatchable["type"] == "DML_OPERATOR_SCATTER_ELEMENTS":
         for c in itertools.product(*(range(k) for k in desc["InputTensor"]["Sizes"])):
@@ -206,20 +220,23 @@ def _naive_elements(model: dict[str, object]) -> list[float]:
 
 
 @pytest.mark.parametrize("level", [None, "3_0", "2_1"])
-def test_gather_and_scatter_vectors_match_a_naive_reference(tmp_path: Path, level: str) -> None:
+def test_indexed_vectors_match_a_naive_reference(tmp_path: Path, level: str) -> None:
     """Their indices lie inside their axes, a scatter names each element once, and the
     sidecar's printout is what element loops over the model's own JSON give."""
-    index = generate(tmp_path, 30, seed=9, operators=["gather_elements", "scatter_elements"],
-                     feature_level=level, invalid_fraction=0.2)  # fmt: skip
+    ops = ["gather_elements", "scatter_elements", "one_hot"]
+    index = generate(tmp_path, 45, seed=9, operators=ops, feature_level=level,
+                     invalid_fraction=0.2)  # fmt: skip
     checked = 0
     for m in index:
         model = json.loads((tmp_path / str(m["model"])).read_text())
         expected = json.loads((tmp_path / str(m["expected"])).read_text())
         if not m["valid"]:
-            assert expected["error"].startswith(("GATHER_ELEMENTS.", "SCATTER_ELEMENTS."))
+            assert expected["error"].startswith(
+                ("GATHER_ELEMENTS.", "SCATTER_ELEMENTS.", "ONE_HOT.")
+            )
             continue
         want = _naive_elements(model)
         got = expected["printout"][0].split(": ", 1)[1].split(", ")
         assert [float(v) for v in got] == [float(v) for v in want]
         checked += 1
-    assert checked >= 15
+    assert checked >= 25

@@ -1,7 +1,7 @@
 """Test vectors for DirectML backend authors: random DxDispatch model files and their answers.
 
 `generate` writes DxDispatch-style JSON models of random SLICE, SLICE1, SLICE_GRAD, SPLIT,
-JOIN, TILE, PADDING1, GATHER_ELEMENTS and SCATTER_ELEMENTS descriptors (their data
+JOIN, TILE, PADDING1, GATHER_ELEMENTS, SCATTER_ELEMENTS and ONE_HOT descriptors (their data
 types, ranks 1-8, packed, padded and permuted
 tensor strides, offsets, negative strides, partial SLICE1 outputs), a sidecar
 per model with the expected printout of every output resource (valid models)
@@ -30,6 +30,7 @@ from .errors import DmlError
 from .ops import (
     GatherElementsDesc,
     JoinDesc,
+    OneHotDesc,
     OperatorDesc,
     Padding1Desc,
     ScatterElementsDesc,
@@ -45,7 +46,7 @@ __all__ = ["generate", "check", "OPERATORS"]
 
 OPERATORS = (
     "slice", "slice1", "slice_grad", "split", "join", "tile", "padding1", "gather_elements",
-    "scatter_elements",
+    "scatter_elements", "one_hot",
 )  # fmt: skip
 _CLASSES: dict[str, type[OperatorDesc]] = {
     "slice": SliceDesc,
@@ -57,6 +58,7 @@ _CLASSES: dict[str, type[OperatorDesc]] = {
     "padding1": Padding1Desc,
     "gather_elements": GatherElementsDesc,
     "scatter_elements": ScatterElementsDesc,
+    "one_hot": OneHotDesc,
 }
 _MAX_ELEMENTS = 256
 _SENTINEL = 7  # what an output element holds until the operator writes it
@@ -156,6 +158,16 @@ def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> Oper
         )
     if op in ("gather_elements", "scatter_elements"):
         return _elements_desc(rng, op, dt, sizes, level)
+    if op == "one_hot":
+        axis = int(rng.integers(0, len(sizes)))
+        picks = [1 if d == axis else n for d, n in enumerate(sizes)]
+        pair = [1] * (len(sizes) - 1) + [2]  # (OffValue, OnValue) along the last dimension
+        return OneHotDesc(
+            _tensor(rng, _index_type(level), picks, False),
+            BufferTensorDesc(dt, pair),
+            _tensor(rng, dt, sizes, True),
+            axis,
+        )
     if op == "tile":
         repeats = [int(rng.integers(1, 4)) for _ in sizes]
         tiled = TileDesc.output_sizes_for(sizes, repeats)
@@ -198,6 +210,10 @@ def _elements_desc(
 
 def _index_values(rng: np.random.Generator, desc: OperatorDesc) -> list[int] | None:
     """The indices an indexed descriptor's IndicesTensor holds (its whole span), or None."""
+    if isinstance(desc, OneHotDesc):  # positions along the axis (an index past it sets none)
+        t = desc.indices_tensor
+        span = max(1, math.ceil(t.total_tensor_size_in_bytes / t.data_type.element_size))
+        return [int(v) for v in rng.integers(0, desc.output_tensor.sizes[desc.axis], span)]
     if not isinstance(desc, (GatherElementsDesc, ScatterElementsDesc)):
         return None
     t, axis = desc.indices_tensor, desc.axis
@@ -314,6 +330,10 @@ def _broken(rng: np.random.Generator, desc: OperatorDesc) -> OperatorDesc:
         grown = [n + (j == d.axis) for j, n in enumerate(first.sizes)]
         outs[0] = BufferTensorDesc(first.data_type, grown)
         return SplitDesc(d.input_tensor, outs, d.axis)
+    if isinstance(d, OneHotDesc):
+        grown = [n + (k == d.axis) for k, n in enumerate(d.indices_tensor.sizes)]
+        wide = BufferTensorDesc(d.indices_tensor.data_type, grown)  # Sizes[Axis] must be 1
+        return OneHotDesc(wide, d.values_tensor, d.output_tensor, d.axis)
     if isinstance(d, (GatherElementsDesc, ScatterElementsDesc)):
         rank = d.input_tensor.dimension_count
         if rng.random() < 0.5:  # an axis past the rank
