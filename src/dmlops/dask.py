@@ -23,8 +23,7 @@ import numpy as np
 
 from . import functional
 from .device import CompiledOperator, Device
-from .elements import element_of
-from .errors import DmlError
+from .elements import word_element
 from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
 from .plan import Layout, LogicalCopy, Plan, compose
 from .tensor import BufferTensorDesc, DataType, FeatureLevel, packed_strides
@@ -47,13 +46,7 @@ def _dask() -> Any:
 def _data_type(dtype: Any) -> DataType:
     """The DirectML type describing these elements (an unsigned carrier for bool, bfloat16,
     float8, ...); DmlError for elements a chunk plan does not move (over 8 bytes)."""
-    element = element_of(dtype)
-    if element.size > 8:
-        raise DmlError(
-            f"dmlops.dask moves elements of up to 8 bytes: {dtype} has {element.size} "
-            "(the functional API moves them)"
-        )
-    return element.described_as
+    return word_element(dtype, "dmlops.dask").described_as
 
 
 def _tensor(x: Any, shape: Sequence[int] | None = None) -> BufferTensorDesc:

@@ -90,6 +90,18 @@ def element_of(dtype: Any) -> Element:
     return _checked(dt.name, dt.itemsize)
 
 
+def word_element(dtype: Any, mover: str) -> Element:
+    """The element of `dtype` for `mover`, whose plans move elements of up to 8 bytes (graphs,
+    Dask chunks); DmlError naming the type for larger ones."""
+    element = element_of(dtype)
+    if element.size > 8:
+        raise InvalidDescriptorError(
+            f"{mover}: {element.name} has {element.size}-byte elements; {mover} moves "
+            "elements of up to 8 bytes (the functional API moves them)"
+        )
+    return element
+
+
 def _checked(name: str, size: int) -> Element:
     if size not in MOVABLE_SIZES:
         raise InvalidDescriptorError(

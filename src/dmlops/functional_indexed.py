@@ -219,18 +219,17 @@ def _validate(op: str, indices: Any, bounds: tuple[int, ...]) -> None:
     if values.size == 0:
         return
     xp = np if isinstance(values, np.ndarray) else _cupy()
-    limit = xp.asarray(bounds if len(bounds) > 1 else bounds[:1], dtype=xp.int64)
-    wide = values.astype(xp.int64) if values.dtype.kind != "u" else values
-    if values.dtype.kind == "u":
-        bad = wide >= limit.astype(values.dtype)
+    if values.dtype.kind == "u":  # (as int64, 64-bit unsigned indices could wrap negative)
+        bad = values >= xp.asarray(bounds, dtype=values.dtype)
     else:
-        bad = (wide < -limit) | (wide >= limit)
+        limit = xp.asarray(bounds, dtype=xp.int64)
+        bad = (values < -limit) | (values >= limit)
     flat = bad.reshape(-1)
     at = int(flat.argmax())
     if not bool(flat[at]):
         return
     value = int(values.reshape(-1)[at])
-    n = bounds[at % len(bounds)] if len(bounds) > 1 else bounds[0]
+    n = bounds[at % len(bounds)]
     raise IndexOutOfRangeError(
         f"{op}.IndicesTensor: the index at element {at} is {value}, outside [{-n}, {n}) "
         "(validate_indices; nothing was written)"

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .elements import element_of
+from .elements import word_element
 from .errors import DmlError, InvalidDescriptorError
 from .ops import (
     DepthSpaceOrder,
@@ -326,12 +326,7 @@ class Graph:
                     "Graph.input: expected a BufferTensorDesc or an array, "
                     f"got {type(desc).__name__}"
                 )
-            element = element_of(dtype)
-            if element.size > 8:
-                raise DmlError(
-                    f"Graph.input: {element.name} has {element.size}-byte elements; a graph "
-                    "moves elements of up to 8 bytes (the functional API moves them)"
-                )
+            element = word_element(dtype, "Graph.input")
             desc = BufferTensorDesc(element.described_as, tuple(shape))
         desc.validate(f"GRAPH.InputTensors[{len(self._inputs)}]")
         index = len(self._inputs)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..device import CompiledOperator, Device
-from ..elements import element_of, numpy_dtype, unsigned_dtype
+from ..elements import element_of, encode, numpy_dtype, unsigned_dtype, word_element
 from ..errors import DmlError, ModelError
 from ..graph import Graph, GraphTensor
 from ..tensor import BufferTensorDesc, FeatureLevel, packed_strides
@@ -115,12 +115,10 @@ def graph_value(g: Graph, shape: tuple[int, ...], dtype: np.dtype[Any], name: st
     of sizes [1]) or an input of its shape."""
     if 0 in shape:
         return _Empty(shape, dtype)
-    element = element_of(dtype)
-    if element.size > 8:
-        raise ModelError(
-            f"'{name}' is {dtype}: graphs move elements of up to 8 bytes "
-            f"({element.size}-byte elements run through the functional API)"
-        )
+    try:
+        element = word_element(dtype, "an ONNX graph")
+    except DmlError as e:
+        raise ModelError(f"'{name}': {e}") from None
     desc = BufferTensorDesc(element.described_as, shape or (1,))
     t = g.input(desc, name=name)
     return _Scalar(t) if not shape else t
@@ -463,8 +461,7 @@ def _fill_value(value: Any, dtype: np.dtype[Any]) -> float | int:
     the bits of the value in the data's own type."""
     element = element_of(dtype)
     if element.data_type is None:
-        bits = np.asarray(value).astype(dtype).reshape(1).view(unsigned_dtype(element.size))
-        return int(bits[0])
+        return int.from_bytes(encode(value, element, "Pad.constant_value"), "little")
     return int(value) if dtype.kind in "iub" else float(value)
 
 
@@ -574,7 +571,7 @@ def _compile_graph(
         if node.op_type in RUNTIME_OPS and any(n and n not in constants for n in node.input):
             raise NeedsRunTime(f"{where}: {node.op_type} reads data at run time")
         if node.op_type in RUNTIME_OPS and node.domain in ("", "ai.onnx"):
-            constants.update(zip(node.output, [_folded(node, constants, device)], strict=False))
+            constants[node.output[0]] = _folded(node, constants, device)
             continue
         if node.domain not in ("", "ai.onnx") or node.op_type not in GRAPH_OPS + HOST_OPS:
             raise ModelError(

@@ -330,17 +330,10 @@ def _indexed_step(
     call = found.call
 
     def step(env: dict[str, Any]) -> None:
-        placed: list[Any] = []
         template = _any(env)
-        for n in names:
-            if not n:
-                placed.append(None)
-            elif n in env:
-                placed.append(env[n])
-            else:
-                placed.append(_operand(n, constants, env, next(
-                    (p for p in placed if p is not None), template), device))  # fmt: skip
-        env[output] = call(placed)
+        env[output] = call(
+            [_operand(n, constants, env, template, device) if n else None for n in names]
+        )
 
     return f"{node.op_type} -> {output} ({found.operator})", step
 

@@ -8,7 +8,9 @@ never freed (the graph may replay at any time) and that no later call shares."""
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -176,11 +178,9 @@ class _Raw:
     def __init__(self, cp: Any, host: np.ndarray[Any, Any], stream: int | None) -> None:
         runtime = cp.cuda.runtime
         self.nbytes = int(host.nbytes)
-        self.data = type("Pointer", (), {"ptr": int(runtime.malloc(max(self.nbytes, 1)))})()
+        self.data = SimpleNamespace(ptr=int(runtime.malloc(max(self.nbytes, 1))))
         if stream is not None:
             staging = int(runtime.hostAlloc(max(self.nbytes, 1), 0))  # read at every replay
-            import ctypes
-
             ctypes.memmove(staging, host.ctypes.data, self.nbytes)
             kind = runtime.memcpyHostToDevice
             runtime.memcpyAsync(self.data.ptr, staging, self.nbytes, kind, stream)

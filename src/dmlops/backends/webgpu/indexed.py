@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import BindingError
-from ...indexed import IndexedCopy, rows_of
+from ...indexed import IndexedCopy, Rows, rows_of
 from .memory import Flat
 
 __all__ = ["indexed_dispatches"]
@@ -93,9 +93,8 @@ def _pipelines(backend: Any, src_is_dst: bool, index_in: str) -> tuple[Any, Any]
     return found
 
 
-def _meta(c: IndexedCopy, size: int, src: Flat, dst: Flat, index: Flat) -> tuple[Any, int, int]:
-    """The meta table, the row count and the row length of one indexed copy."""
-    walk = rows_of(c)
+def _meta(c: IndexedCopy, walk: Rows, size: int, src: Flat, dst: Flat, index: Flat) -> Any:
+    """The meta table of one indexed copy walked as `walk`."""
     row, outer, rows, row_strides, order = (
         walk.length,
         walk.outer,
@@ -132,7 +131,7 @@ def _meta(c: IndexedCopy, size: int, src: Flat, dst: Flat, index: Flat) -> tuple
         head += [axis.size, axis.stride, axis.slot_stride]
     if max(abs(v) for v in head) > _I32 or rows * row > _I32 * 256:
         raise BindingError("the WebGPU backend addresses indexed copies with 32-bit integers")
-    return np.array(head, np.int32), rows, row
+    return np.array(head, np.int32)
 
 
 def _whole_words(c: IndexedCopy, size: int, src: Flat, dst: Flat, row: int, strides: Any) -> bool:
@@ -175,7 +174,9 @@ def indexed_dispatches(
         else:
             index_in = "own"
         layout, pipelines = _pipelines(backend, src_is_dst, index_in)
-        meta, rows, row = _meta(c, size, src, dst, index)
+        walk = rows_of(c)
+        meta = _meta(c, walk, size, src, dst, index)
+        rows, row = walk.count, walk.length
         meta_buffer = device.create_buffer_with_data(data=meta, usage=wgpu.BufferUsage.STORAGE)
         slots = c.slot_count if c.scatter else 0
         winner = device.create_buffer(size=4 * max(1, slots), usage=wgpu.BufferUsage.STORAGE)
@@ -193,7 +194,7 @@ def indexed_dispatches(
         if slots:
             out.append((pipelines["clear"], group, _grid(slots), "indexed-clear", kept))
             out.append((pipelines["elect"], group, _grid(rows), "indexed-elect", kept))
-        if _whole_words(c, size, src, dst, row, rows_of(c).strides):
+        if _whole_words(c, size, src, dst, row, walk.strides):
             groups = rows * -(-(row * size // 4) // 1024)  # a workgroup per 1024 row words
             out.append((pipelines["rows"], group, _grid(groups * 256), "indexed-rows", kept))
         else:
