@@ -14,7 +14,7 @@ of the outputs.
 
 from __future__ import annotations
 
-import itertools
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,20 +22,27 @@ from typing import Any
 
 from .elements import word_element
 from .errors import DmlError, InvalidDescriptorError
+from .indexed import IndexedCopy
 from .ops import (
     DepthSpaceOrder,
     DepthToSpace1Desc,
+    GatherDesc,
+    GatherElementsDesc,
+    GatherNd1Desc,
     JoinDesc,
     OperatorDesc,
     Padding1Desc,
+    ScatterElementsDesc,
+    ScatterNdDesc,
     Slice1Desc,
     SliceDesc,
+    SliceGradDesc,
     SpaceToDepth1Desc,
     SplitDesc,
     TileDesc,
 )
-from .ops._axis import piece_starts
-from .plan import ElementCopy, Layout, Plan, build_plan
+from .ops._indexed import IndexedDesc
+from .plan import ElementCopy, Layout, Plan, build_plan, with_indexed
 from .tensor import BufferTensorDesc, FeatureLevel, int_tuple, packed_strides
 
 __all__ = ["Graph", "GraphTensor", "GraphDesc"]
@@ -45,14 +52,51 @@ _MID = 1 << 40  # pieces read intermediate buffer j as source _MID + j
 
 
 @dataclass(frozen=True)
+class _IndexRead:
+    """Where a gathered piece reads its indices: source `src` (a graph input, or _MID + j)
+    at element offset + c . strides; `copy` carries the rest of the indexed copy (index type,
+    tuple stride, indexed axes, label)."""
+
+    src: int
+    offset: int
+    strides: tuple[int, ...]
+    copy: IndexedCopy
+
+
+@dataclass(frozen=True)
 class _Piece:
-    """Elements [start, start + shape) of a tensor: graph input `src` at offset + c . strides."""
+    """Elements [start, start + shape) of a tensor: graph input `src` at offset + c . strides,
+    moved along the indexed axes by the indices `index` reads (a gathered piece), if any."""
 
     start: tuple[int, ...]
     shape: tuple[int, ...]
     src: int
     offset: int
     strides: tuple[int, ...]
+    index: _IndexRead | None = None
+
+    def reads(self) -> list[tuple[int, tuple[int, ...]]]:
+        """The piece's affine reads (offset, strides): its source's, then its indices'."""
+        first = [(self.offset, self.strides)]
+        return first if self.index is None else [*first, (self.index.offset, self.index.strides)]
+
+    def rebuilt(
+        self,
+        start: Sequence[int],
+        shape: Sequence[int],
+        reads: Sequence[tuple[int, Sequence[int]]],
+    ) -> _Piece:
+        """This piece's source (and indices) over a new box, with its reads mapped."""
+        (offset, strides), *rest = reads
+        index = self.index
+        if index is not None:
+            index = dataclasses.replace(index, offset=rest[0][0], strides=tuple(rest[0][1]))
+        return _Piece(tuple(start), tuple(shape), self.src, offset, tuple(strides), index)
+
+    @property
+    def whole_sources(self) -> list[int]:
+        """Every source the piece reads (its data, and its indices where it has them)."""
+        return [self.src] if self.index is None else [self.src, self.index.src]
 
 
 @dataclass(frozen=True)
@@ -74,100 +118,65 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _stepped(
-    pieces: list[_Piece], start: Sequence[int], step: Sequence[int], sizes: Sequence[int]
-) -> list[_Piece]:
-    """Pieces of out[c] = x[start + step * c] (per dimension; steps may be negative)."""
-    out = []
-    for p in pieces:
-        lo_c, hi_c = [], []
-        for b, n, s0, st, size in zip(p.start, p.shape, start, step, sizes, strict=True):
-            # the c in [0, size) with b <= s0 + st * c <= b + n - 1
-            if st > 0:
-                lo, hi = _ceil_div(b - s0, st), (b + n - 1 - s0) // st
-            else:
-                lo, hi = _ceil_div(b + n - 1 - s0, st), (b - s0) // st
-            lo, hi = max(lo, 0), min(hi, size - 1)
-            lo_c.append(lo)
-            hi_c.append(hi)
-        if any(h < lo for lo, h in zip(lo_c, hi_c, strict=True)):
-            continue
-        offset = p.offset + sum(
-            (s0 + st * c - b) * t
-            for s0, st, c, b, t in zip(start, step, lo_c, p.start, p.strides, strict=True)
-        )
-        out.append(
-            _Piece(
-                tuple(lo_c),
-                tuple(h - lo + 1 for lo, h in zip(lo_c, hi_c, strict=True)),
-                p.src,
-                offset,
-                tuple(t * st for t, st in zip(p.strides, step, strict=True)),
-            )
-        )
-    return out
-
-
-def _x_dims(p: _Piece, x_sizes: tuple[int, ...], merge: bool) -> list[list[int]]:
-    """[size, packed stride, box start, box size, address stride] of x's dimensions for one
-    piece; with `merge`, neighbours merged where the piece spans the inner one whole and it
-    continues the outer one in memory."""
-    packed = packed_strides(x_sizes)
-    dims = [
-        [s, ps, b, n, a]
-        for s, ps, b, n, a in zip(x_sizes, packed, p.start, p.shape, p.strides, strict=True)
-    ]
-    if not merge:
-        return dims
-    merged: list[list[int]] = []
-    for dim in reversed(dims):
-        if merged:
-            inner = merged[-1]
-            if inner[2] == 0 and inner[3] == inner[0] and dim[4] == inner[4] * inner[0]:
-                merged[-1] = [
-                    dim[0] * inner[0],
-                    inner[1],
-                    dim[2] * inner[0],
-                    dim[3] * inner[0],
-                    inner[4],
-                ]
-                continue
-        merged.append(dim)
-    return merged[::-1]
-
-
-def _through_run(
+def _through(
     p: _Piece,
-    at: tuple[int, ...],
-    steps: tuple[int, ...],
-    dst: tuple[int, ...],
-    shape: tuple[int, ...],
+    at: Sequence[int],
+    steps: Sequence[int],
+    dst: Sequence[int],
+    shape: Sequence[int],
 ) -> _Piece | None:
     """The part of piece p that a box reads: box element c (c < shape) lands at dst + c and
-    reads the tensor at at + steps * c, steps in -1, 0, 1; None where it reads none of p."""
-    lo_c, hi_c, offset, strides = [], [], p.offset, []
-    for a, step, count, ps, pn, stride in zip(
-        at, steps, shape, p.start, p.shape, p.strides, strict=True
-    ):
-        if step == 0:
-            lo, hi = (0, count) if ps <= a < ps + pn else (0, 0)
-        elif step > 0:
-            lo, hi = max(0, ps - a), min(count, ps + pn - a)
+    reads the tensor at at + steps * c (any integer steps); None where it reads none of p."""
+    lo_c, hi_c = [], []
+    for a, st, count, b, n in zip(at, steps, shape, p.start, p.shape, strict=True):
+        # the c in [0, count) with b <= a + st * c <= b + n - 1
+        if st == 0:
+            lo, hi = (0, count - 1) if b <= a < b + n else (0, -1)
+        elif st > 0:
+            lo, hi = _ceil_div(b - a, st), (b + n - 1 - a) // st
         else:
-            lo, hi = max(0, a - ps - pn + 1), min(count, a - ps + 1)
-        if lo >= hi:
+            lo, hi = _ceil_div(b + n - 1 - a, st), (b - a) // st
+        lo, hi = max(lo, 0), min(hi, count - 1)
+        if hi < lo:
             return None
         lo_c.append(lo)
         hi_c.append(hi)
-        offset += (a + step * lo - ps) * stride
-        strides.append(step * stride)
-    return _Piece(
-        tuple(d + lo for d, lo in zip(dst, lo_c, strict=True)),
-        tuple(hi - lo for lo, hi in zip(lo_c, hi_c, strict=True)),
-        p.src,
-        offset,
-        tuple(strides),
+    delta = [a + st * lo - b for a, st, lo, b in zip(at, steps, lo_c, p.start, strict=True)]
+    reads = [
+        (
+            offset + sum(d * t for d, t in zip(delta, strides, strict=True)),
+            tuple(t * st for t, st in zip(strides, steps, strict=True)),
+        )
+        for offset, strides in p.reads()
+    ]
+    return p.rebuilt(
+        [d + lo for d, lo in zip(dst, lo_c, strict=True)],
+        [hi - lo + 1 for lo, hi in zip(lo_c, hi_c, strict=True)],
+        reads,
     )
+
+
+_Dim = tuple[int, int, int, int, tuple[int, ...]]
+
+
+def _x_dims(p: _Piece, x_sizes: tuple[int, ...], merge: bool) -> list[_Dim]:
+    """(size, packed stride, box start, box size, address stride of each read) of x's
+    dimensions for one piece; with `merge`, neighbours merged where the piece spans the inner
+    one whole and every read continues the outer one in memory."""
+    packed = packed_strides(x_sizes)
+    addresses = list(zip(*(strides for _, strides in p.reads()), strict=True))
+    dims: list[_Dim] = list(zip(x_sizes, packed, p.start, p.shape, addresses, strict=True))
+    if not merge:
+        return dims
+    merged: list[_Dim] = []
+    for dim in reversed(dims):
+        if merged:
+            size, ps, b, n, a = merged[-1]
+            if b == 0 and n == size and all(o == i * size for o, i in zip(dim[4], a, strict=True)):
+                merged[-1] = (dim[0] * size, ps, dim[2] * size, dim[3] * size, a)
+                continue
+        merged.append(dim)
+    return merged[::-1]
 
 
 def _reinterpreted(
@@ -194,7 +203,7 @@ _OUTSIDE = object()
 
 
 def _reinterpret_piece(
-    p: _Piece, dims: list[list[int]], sizes: tuple[int, ...], strides: tuple[int, ...]
+    p: _Piece, dims: list[_Dim], sizes: tuple[int, ...], strides: tuple[int, ...]
 ) -> _Piece | object | None:
     """One piece of the reinterpreted tensor; _OUTSIDE if none of it shows; None: no box."""
     walk: list[tuple[int, int] | None] = []  # per new dimension: (x dimension, multiplier)
@@ -231,16 +240,12 @@ def _reinterpret_piece(
             return None  # several new dimensions share a part of x: no box
     if not inside or any(h < low for low, h in zip(lo, hi, strict=True)):
         return _OUTSIDE
-    new_strides = [0 if w is None else w[1] * dims[w[0]][4] for w in walk]
-    base = p.offset - sum(b * a for _, _, b, _, a in dims)
-    offset = base + sum(c * u for c, u in zip(lo, new_strides, strict=True))
-    return _Piece(
-        tuple(lo),
-        tuple(h - low + 1 for low, h in zip(lo, hi, strict=True)),
-        p.src,
-        offset,
-        tuple(new_strides),
-    )
+    reads = []
+    for r, (offset, _) in enumerate(p.reads()):
+        new_strides = [0 if w is None else w[1] * dims[w[0]][4][r] for w in walk]
+        base = offset - sum(b * a[r] for _, _, b, _, a in dims)
+        reads.append((base + sum(c * u for c, u in zip(lo, new_strides, strict=True)), new_strides))
+    return p.rebuilt(lo, [h - low + 1 for low, h in zip(lo, hi, strict=True)], reads)
 
 
 @dataclass
@@ -313,6 +318,10 @@ class Graph:
         self._intermediates: list[tuple[int, str]] = []
         self._materialised: dict[int, int] = {}
         self._fills: list[bytes] = []  # constants pieces write: source -1 - k is fill k
+        # indexed copies that write a tensor after its pieces (scatters, ONE_HOT, reversals,
+        # gathers whose order does not map onto pieces), per tensor index; their sources and
+        # indices name graph sources as pieces do, their destination the packed tensor
+        self._overlays: dict[int, list[IndexedCopy]] = {}
 
     # -- building ------------------------------------------------------------------------
 
@@ -355,6 +364,8 @@ class Graph:
             return self._materialise(
                 x, f"a reshape to {list(x.sizes)} that does not line up with its input's pieces"
             )
+        if x.index in self._overlays:
+            return self._materialise(x, "its indexed writes (known only at run time)")
         return self._pieces[x.index]
 
     def _materialise(self, x: GraphTensor, why: str) -> list[_Piece]:
@@ -402,6 +413,141 @@ class Graph:
     def _packed(x: GraphTensor, sizes: Sequence[int]) -> BufferTensorDesc:
         return BufferTensorDesc(x.desc.data_type, tuple(sizes))
 
+    # -- operators: each descriptor's own lowering composed with its inputs' pieces ------
+
+    def operator(
+        self,
+        desc: OperatorDesc,
+        inputs: Sequence[GraphTensor],
+        name: str | None = None,
+    ) -> list[GraphTensor]:
+        """Any operator's descriptor as a node over these tensors (in the order of its input
+        fields, whose sizes and data types must be the tensors'; every tensor desc packed).
+        The node composes the descriptor's own lowering (its logical copies and, for the
+        indexed operators, its indexed copies) with its inputs' pieces. Returns its outputs."""
+        xs = list(inputs)
+        for x in xs:
+            self._check(x)
+        k = len(self._nodes)
+        where = f"node {k} ({desc.OPERATOR}{f' {name!r}' if name else ''})"
+        fields = desc.input_fields()
+        if len(fields) != len(xs):
+            names = ", ".join(f for f, _ in fields)
+            raise InvalidDescriptorError(
+                f"{where}: {len(xs)} inputs given for the {len(fields)} of the operator ({names})"
+            )
+        for (field, t), x in zip(fields, xs, strict=True):
+            if t.sizes != x.sizes or t.data_type != x.desc.data_type:
+                raise InvalidDescriptorError(
+                    f"{where}.{field} is {t.data_type.name} {list(t.sizes)}: the graph tensor "
+                    f"given for it is {x.desc.data_type.name} {list(x.sizes)}"
+                )
+        for field, t in fields + desc.output_fields():
+            if t.strides is not None and tuple(t.strides) != packed_strides(t.sizes):
+                raise InvalidDescriptorError(
+                    f"{where}.{field}.Strides is {list(t.strides)}: a graph's tensors are packed"
+                )
+        if isinstance(desc, (DepthToSpace1Desc, SpaceToDepth1Desc)):
+            return [self._block_move(desc.OPERATOR, desc, xs[0], name)]
+        return self._apply(desc, xs, name)
+
+    def _apply(
+        self, desc: OperatorDesc, xs: Sequence[GraphTensor], name: str | None
+    ) -> list[GraphTensor]:
+        """Validate the node, then compose its copies with its inputs' pieces."""
+        k = self._node(desc.OPERATOR, name, desc)
+        pieces = [self._own(x) for x in xs]
+        outs = [t for _, t in desc.output_fields()]
+        made: list[list[_Piece]] = [[] for _ in outs]
+        fills = desc.fills()
+        for lc in desc.logical_copies():
+            if lc.dst_step is not None and any(s != 1 for s in lc.dst_step):
+                raise InvalidDescriptorError(
+                    f"node {k} ({desc.OPERATOR}): a copy stepping its destination does not "
+                    "compose into pieces"
+                )
+            if lc.src < 0:  # a constant: a fill piece of this graph's fills
+                fill = self._fill(fills[-1 - lc.src])
+                made[lc.dst].append(_Piece(lc.dst_start, lc.shape, fill, 0, (0,) * len(lc.shape)))
+                continue
+            for p in pieces[lc.src]:
+                piece = _through(p, lc.src_start, lc.src_step, lc.dst_start, lc.shape)
+                if piece is not None:
+                    made[lc.dst].append(piece)
+        overlays: dict[int, list[IndexedCopy]] = {}
+        if isinstance(desc, IndexedDesc):
+            overlays = self._indexed(desc, xs, pieces, made)
+        results = []
+        for j, (t, m) in enumerate(zip(outs, made, strict=True)):
+            out = self._add(self._packed_desc(t), k, m)
+            if j in overlays:
+                self._overlays[out.index] = overlays[j]
+            results.append(out)
+        return results
+
+    def _indexed(
+        self,
+        desc: IndexedDesc,
+        xs: Sequence[GraphTensor],
+        pieces: list[list[_Piece]],
+        made: list[list[_Piece]],
+    ) -> dict[int, list[IndexedCopy]]:
+        """An indexed operator's index-driven copies over its inputs' buffers: a gather that
+        fills its output in order becomes gathered pieces (which later nodes cut, step and
+        move like any other); the rest (scatters, ONE_HOT, reversals) write after the output's
+        pieces. Returns those, per output."""
+        ins = [t for _, t in desc.input_fields()]
+        outs = [t for _, t in desc.output_fields()]
+        packed_out = [Layout(0, packed_strides(t.sizes)) for t in outs]
+        probe = desc.indexed_copies([Layout.of_desc(t) for t in ins], packed_out)
+        whole: dict[int, _Piece] = {}
+        for i in sorted({c.index for c in probe} | {c.src for c in probe if c.src >= 0}):
+            ps, x = pieces[i], xs[i]
+            one = len(ps) == 1 and ps[0].index is None and ps[0].src >= 0
+            if not (one and ps[0].shape == x.sizes and not any(ps[0].start)):
+                ps = self._materialise(x, "an indexed read of a tensor that is no one view")
+            whole[i] = ps[0]
+        layouts = [
+            Layout(whole[i].offset, whole[i].strides) if i in whole else Layout.of_desc(t)
+            for i, t in enumerate(ins)
+        ]
+        fills = desc.fills()
+        size = desc.element_size
+        overlays: dict[int, list[IndexedCopy]] = {}
+        for c in desc.indexed_copies(layouts, packed_out):
+            index = whole[c.index]
+            src = whole[c.src].src if c.src >= 0 else self._fill(fills[-1 - c.src])
+            out = outs[c.dst]
+            in_order = (
+                not c.scatter
+                and c.reverse_dim < 0
+                and not c.skip_out_of_range
+                and c.src >= 0
+                and c.dst_offset == 0
+                and c.dst_strides == packed_strides(c.shape)
+                and math.prod(c.shape) == math.prod(out.sizes)
+                and not made[c.dst]
+            )
+            if in_order:
+                read = _IndexRead(
+                    index.src, c.index_offset // c.index_element_size, c.index_strides, c
+                )
+                whole_read = _Piece(
+                    (0,) * len(c.shape), c.shape, src, c.src_offset // size, c.src_strides, read
+                )
+                gathered = _reinterpreted(
+                    [whole_read], c.shape, out.sizes, packed_strides(out.sizes)
+                )
+                if gathered is not None:
+                    made[c.dst].extend(gathered)
+                    continue
+            overlays.setdefault(c.dst, []).append(dataclasses.replace(c, src=src, index=index.src))
+        return overlays
+
+    @staticmethod
+    def _packed_desc(t: BufferTensorDesc) -> BufferTensorDesc:
+        return BufferTensorDesc(t.data_type, t.sizes)
+
     def slice(
         self,
         x: GraphTensor,
@@ -411,7 +557,7 @@ class Graph:
         name: str | None = None,
     ) -> GraphTensor:
         """DML SLICE: out[c] = x[offsets + strides * c]."""
-        pieces = self._own(x)
+        self._check(x)
         desc = SliceDesc(
             self._packed(x, x.sizes),
             self._packed(x, int_tuple(sizes, "SLICE.Sizes")),
@@ -419,10 +565,7 @@ class Graph:
             sizes,
             strides,
         )
-        k = self._node("SLICE", name, desc)
-        return self._add(
-            desc.output_tensor, k, _stepped(pieces, desc.offsets, desc.strides, desc.sizes)
-        )
+        return self._apply(desc, [x], name)[0]
 
     def slice1(
         self,
@@ -434,7 +577,7 @@ class Graph:
         name: str | None = None,
     ) -> GraphTensor:
         """DML SLICE1: out[c] = x[CopyStart + window_strides * c] (sizes: MaxCopiedElements)."""
-        pieces = self._own(x)
+        self._check(x)
         probe = Slice1Desc(x.desc, x.desc, window_offsets, window_sizes, window_strides)
         if output_sizes is None:
             try:
@@ -450,77 +593,63 @@ class Graph:
             window_sizes,
             window_strides,
         )
-        k = self._node("SLICE1", name, desc)
-        start = [
-            o + (s - 1 if t < 0 else 0)
-            for o, s, t in zip(
-                desc.input_window_offsets,
-                desc.input_window_sizes,
-                desc.input_window_strides,
-                strict=True,
-            )
-        ]
-        return self._add(
-            desc.output_tensor, k, _stepped(pieces, start, desc.input_window_strides, out_sizes)
+        return self._apply(desc, [x], name)[0]
+
+    def slice_grad(
+        self,
+        dy: GraphTensor,
+        output_sizes: Sequence[int],
+        window_offsets: Sequence[int],
+        window_sizes: Sequence[int],
+        window_strides: Sequence[int],
+        name: str | None = None,
+    ) -> GraphTensor:
+        """DML SLICE_GRAD: dy placed where SLICE1 with this window reads an input of
+        `output_sizes`, zeros elsewhere."""
+        self._check(dy)
+        out = int_tuple(output_sizes, "SLICE_GRAD.OutputGradientTensor.Sizes")
+        desc = SliceGradDesc(
+            self._packed(dy, dy.sizes),
+            self._packed(dy, out),
+            window_offsets,
+            window_sizes,
+            window_strides,
         )
+        return self._apply(desc, [dy], name)[0]
 
     def split(
         self, x: GraphTensor, axis: int, sizes: Sequence[int], name: str | None = None
     ) -> list[GraphTensor]:
         """DML SPLIT: cut x along axis into pieces of `sizes`."""
-        pieces = self._own(x)
+        self._check(x)
         ax = int(axis)
         parts = int_tuple(sizes, "SPLIT sizes")
         outs = [
             self._packed(x, [p if d == ax else n for d, n in enumerate(x.sizes)]) for p in parts
         ]
-        desc = SplitDesc(self._packed(x, x.sizes), outs, ax)
-        k = self._node("SPLIT", name, desc)
-        result = []
-        for out, at in zip(outs, piece_starts(outs, ax), strict=True):
-            start = [at if d == ax else 0 for d in range(len(x.sizes))]
-            result.append(self._add(out, k, _stepped(pieces, start, [1] * len(start), out.sizes)))
-        return result
+        return self._apply(SplitDesc(self._packed(x, x.sizes), outs, ax), [x], name)
 
     def join(self, xs: Sequence[GraphTensor], axis: int, name: str | None = None) -> GraphTensor:
         """DML JOIN: concatenate xs along axis."""
         xs = list(xs)
         if not xs:
             raise InvalidDescriptorError("JOIN.InputCount is 0: must be greater than 0")
-        all_pieces = [self._own(x) for x in xs]
+        for x in xs:
+            self._check(x)
         ax = int(axis)
         first = xs[0]
         sizes = list(first.sizes)
         if 0 <= ax < len(sizes):
             sizes[ax] = sum(x.sizes[ax] if len(x.sizes) > ax else 0 for x in xs)
         desc = JoinDesc([self._packed(x, x.sizes) for x in xs], self._packed(first, sizes), ax)
-        k = self._node("JOIN", name, desc)
-        joined = []
-        for pieces, at in zip(all_pieces, piece_starts(desc.input_tensors, ax), strict=True):
-            for p in pieces:
-                start = tuple(s + (at if d == ax else 0) for d, s in enumerate(p.start))
-                joined.append(_Piece(start, p.shape, p.src, p.offset, p.strides))
-        return self._add(desc.output_tensor, k, joined)
+        return self._apply(desc, xs, name)[0]
 
     def tile(self, x: GraphTensor, repeats: Sequence[int], name: str | None = None) -> GraphTensor:
         """DML TILE: x repeated along each dimension (its pieces, once per repeat)."""
-        pieces = self._own(x)
+        self._check(x)
         counts = int_tuple(repeats, "TILE.Repeats")
         out = TileDesc.output_sizes_for(x.sizes, counts)
-        desc = TileDesc(x.desc, self._packed(x, out), counts)
-        k = self._node("TILE", name, desc)
-        tiled = [
-            _Piece(
-                tuple(a + r * n for a, r, n in zip(p.start, rep, x.sizes, strict=True)),
-                p.shape,
-                p.src,
-                p.offset,
-                p.strides,
-            )
-            for rep in itertools.product(*(range(r) for r in counts))
-            for p in pieces
-        ]
-        return self._add(desc.output_tensor, k, tiled)
+        return self._apply(TileDesc(x.desc, self._packed(x, out), counts), [x], name)[0]
 
     def padding(
         self,
@@ -534,24 +663,95 @@ class Graph:
         """DML PADDING1: x inflated by `mode` (CONSTANT with `value`, EDGE, REFLECTION,
         SYMMETRIC, WRAP): x's pieces read through each dimension's runs, the constant as
         fill pieces."""
-        pieces = self._own(x)
+        self._check(x)
         start = int_tuple(start_padding, "PADDING1.StartPadding")
         end = int_tuple(end_padding, "PADDING1.EndPadding")
         out = Padding1Desc.output_sizes_for(x.sizes, start, end)
         desc = Padding1Desc(x.desc, self._packed(x, out), mode, None, value, start, end)
-        k = self._node("PADDING1", name, desc)
-        made: list[_Piece] = []
-        n = len(x.sizes)
-        fill = self._fill(desc.value_bytes()) if desc.fills() else 0
-        for copy in desc.logical_copies():
-            if copy.src < 0:  # the constant: a fill piece of this graph's fills
-                made.append(_Piece(copy.dst_start, copy.shape, fill, 0, (0,) * n))
-                continue
-            for p in pieces:
-                piece = _through_run(p, copy.src_start, copy.src_step, copy.dst_start, copy.shape)
-                if piece is not None:
-                    made.append(piece)
-        return self._add(desc.output_tensor, k, made)
+        return self._apply(desc, [x], name)[0]
+
+    # -- indexed operators --------------------------------------------------------------
+
+    def gather(
+        self,
+        x: GraphTensor,
+        indices: GraphTensor,
+        axis: int,
+        index_dimensions: int | None = None,
+        name: str | None = None,
+    ) -> GraphTensor:
+        """DML GATHER: out[a, j, b] = x[a, indices[j], b] along `axis` (same rank; the
+        indices' last `index_dimensions` sizes replace x's at `axis`, default all that are
+        not leading ones)."""
+        self._check(x)
+        self._check(indices)
+        rank = len(x.sizes)
+        if index_dimensions is None:
+            lead = next((d for d, n in enumerate(indices.sizes) if n != 1), rank)
+            index_dimensions = rank - lead
+        full = GatherDesc.output_sizes_for(x.sizes, indices.sizes, axis, index_dimensions)
+        out = full[len(full) - rank :] if len(full) >= rank else (1,) * (rank - len(full)) + full
+        desc = GatherDesc(
+            x.desc, indices.desc, self._packed(x, out), int(axis), int(index_dimensions)
+        )
+        return self._apply(desc, [x, indices], name)[0]
+
+    def gather_elements(
+        self, x: GraphTensor, indices: GraphTensor, axis: int, name: str | None = None
+    ) -> GraphTensor:
+        """DML GATHER_ELEMENTS: out[c] = x[c with c[axis] = indices[c]] (out as indices)."""
+        self._check(x)
+        self._check(indices)
+        desc = GatherElementsDesc(x.desc, indices.desc, self._packed(x, indices.sizes), int(axis))
+        return self._apply(desc, [x, indices], name)[0]
+
+    def gather_nd(
+        self,
+        x: GraphTensor,
+        indices: GraphTensor,
+        batch_dimension_count: int = 0,
+        name: str | None = None,
+    ) -> GraphTensor:
+        """DML GATHER_ND1: out = x at the index tuples along indices' last dimension, after
+        `batch_dimension_count` shared leading dimensions (same rank, right-aligned)."""
+        self._check(x)
+        self._check(indices)
+        rank = len(x.sizes)
+        full = GatherNd1Desc.output_sizes_for(x.sizes, indices.sizes, batch_dimension_count)
+        out = full[len(full) - rank :] if len(full) >= rank else (1,) * (rank - len(full)) + full
+        desc = GatherNd1Desc(
+            x.desc, indices.desc, self._packed(x, out), rank, rank, int(batch_dimension_count)
+        )
+        return self._apply(desc, [x, indices], name)[0]
+
+    def scatter_elements(
+        self,
+        x: GraphTensor,
+        indices: GraphTensor,
+        updates: GraphTensor,
+        axis: int,
+        name: str | None = None,
+    ) -> GraphTensor:
+        """DML SCATTER_ELEMENTS: x with updates[c] written at c with c[axis] = indices[c]."""
+        for t in (x, indices, updates):
+            self._check(t)
+        desc = ScatterElementsDesc(
+            x.desc, indices.desc, updates.desc, self._packed(x, x.sizes), int(axis)
+        )
+        return self._apply(desc, [x, indices, updates], name)[0]
+
+    def scatter_nd(
+        self, x: GraphTensor, indices: GraphTensor, updates: GraphTensor, name: str | None = None
+    ) -> GraphTensor:
+        """DML SCATTER_ND: x with updates written at the index tuples along indices' last
+        dimension (same rank, right-aligned)."""
+        for t in (x, indices, updates):
+            self._check(t)
+        rank = len(x.sizes)
+        desc = ScatterNdDesc(
+            x.desc, indices.desc, updates.desc, self._packed(x, x.sizes), rank, rank
+        )
+        return self._apply(desc, [x, indices, updates], name)[0]
 
     def broadcast(
         self, x: GraphTensor, sizes: Sequence[int], name: str | None = None
@@ -716,20 +916,26 @@ class Graph:
         the reason), in the order they are filled; empty where the graph is one pass."""
         needed: set[int] = set()
 
-        def visit(pieces: list[_Piece]) -> None:
-            for p in pieces:
-                if p.src >= _MID and p.src - _MID not in needed:
-                    needed.add(p.src - _MID)
-                    visit(
-                        self._output_pieces(self._tensors[self._intermediates[p.src - _MID][0]])[0]
-                    )
+        def visit(t: GraphTensor) -> None:
+            for src in self._sources(t):
+                if src >= _MID and src - _MID not in needed:
+                    needed.add(src - _MID)
+                    visit(self._tensors[self._intermediates[src - _MID][0]])
 
         for out in outputs:
-            visit(self._output_pieces(out)[0])
+            visit(out)
         return [
             (self._tensors[self._intermediates[j][0]], self._intermediates[j][1])
             for j in sorted(needed)
         ]
+
+    def _sources(self, t: GraphTensor) -> set[int]:
+        """The sources (graph inputs, intermediates _MID + j, fills) t's copies read."""
+        pieces, order = self._output_pieces(t)
+        found = {s for p in pieces for s in p.whole_sources}
+        for c in self._overlays.get(order.index, []):
+            found.update((c.src, c.index))
+        return found
 
     def _stage(self, targets: Sequence[GraphTensor], mids: Sequence[GraphTensor]) -> Plan:
         """The copies writing `targets` from the graph's inputs and the intermediates `mids`
@@ -739,11 +945,18 @@ class Graph:
         # a plan moves one word size: the smallest element of the outputs; larger elements
         # move as several words each (a graph may hold any mix of data types)
         unit = min(t.desc.data_type.element_size for t in targets)
-        copies = []
+
+        def bound(src: int) -> int:
+            return binding[src - _MID] if src >= _MID else src
+
+        copies, indexed = [], []
         for k, out in enumerate(targets):
-            ratio = out.desc.data_type.element_size // unit
+            size = out.desc.data_type.element_size
+            ratio = size // unit
             pieces, order = self._output_pieces(out)
+            overlay = self._overlays.get(order.index, [])
             covered = sum(math.prod(p.shape) for p in pieces)
+            covered += sum(c.element_count for c in overlay if not c.scatter)
             if covered != math.prod(out.sizes):
                 raise DmlError(
                     f"output {k}: {covered} of {math.prod(out.sizes)} elements are written"
@@ -753,13 +966,38 @@ class Graph:
                 dst = layout.offset + sum(
                     a * t for a, t in zip(p.start, layout.strides, strict=True)
                 )
-                src = binding[p.src - _MID] if p.src >= _MID else p.src
-                copies.append(
-                    ElementCopy(src, p.offset, p.strides, k, dst, layout.strides, p.shape).in_words(
-                        ratio
+                if p.index is None:
+                    copy = ElementCopy(
+                        bound(p.src), p.offset, p.strides, k, dst, layout.strides, p.shape
                     )
+                    copies.append(copy.in_words(ratio))
+                    continue
+                read = p.index
+                gather = dataclasses.replace(
+                    read.copy,
+                    src=bound(p.src),
+                    src_offset=p.offset * size,
+                    src_strides=p.strides,
+                    dst=k,
+                    dst_offset=dst * size,
+                    dst_strides=layout.strides,
+                    shape=p.shape,
+                    index=bound(read.src),
+                    index_offset=read.offset * read.copy.index_element_size,
+                    index_strides=read.strides,
                 )
-        return build_plan(unit, copies, n + len(mids), len(targets), self._fills)
+                indexed.append(gather.in_words(ratio) if ratio > 1 else gather)
+            for c in overlay:
+                placed = dataclasses.replace(
+                    c,
+                    src=bound(c.src),
+                    index=bound(c.index),
+                    dst=k,
+                    dst_offset=c.dst_offset + layout.offset * size,
+                )
+                indexed.append(placed.in_words(ratio) if ratio > 1 else placed)
+        plan = build_plan(unit, copies, n + len(mids), len(targets), self._fills)
+        return with_indexed(plan, indexed) if indexed else plan
 
     def _checked_outputs(self, outputs: Sequence[GraphTensor]) -> list[GraphTensor]:
         outputs = list(outputs)
