@@ -5,6 +5,7 @@ tensors: onnx's own backend node tests, exporter-shaped models, sessions on ever
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import pytest
@@ -122,7 +123,8 @@ def test_staged_models_explain_their_steps() -> None:
     )
     assert isinstance(compiled, dml_onnx.StagedModel)
     text = compiled.describe()
-    assert "Gather -> rows (GATHER)" in text and "Transpose -> y (one plan)" in text
+    # the gather and the transpose after it are one plan (one pass over memory)
+    assert "Gather + Transpose -> y (one pass)" in text
     assert "Sub -> i (integer arithmetic" in text
 
 
@@ -174,8 +176,9 @@ def test_scatter_reductions_are_refused_by_name() -> None:
 
 
 def test_data_movement_between_run_time_steps_is_one_plan() -> None:
-    """Gather, then Slice + Transpose + Concat (one plan), then a Gather reading the plan's
-    intermediate and the model output reading another: three steps, no copy in between."""
+    """Gather, Slice + Transpose + Concat, then a Gather reading the transposed view: one plan
+    (the gathered rows cut and moved in one pass; the second gather reads the transposed
+    view from an intermediate buffer: two passes), no step between."""
     i64 = TensorProto.INT64
     c = lambda name, *v: helper.make_node(  # noqa: E731
         "Constant", [], [name], value=helper.make_tensor("", i64, [len(v)], v)
@@ -205,10 +208,110 @@ def test_data_movement_between_run_time_steps_is_one_plan() -> None:
     table = np.arange(120, dtype=np.float32).reshape(5, 4, 6)
     ids, pick = np.array([4, 0, 2]), np.array([3, -1])
     compiled = dml_onnx.compile(model, {"table": table, "ids": ids, "pick": pick})
-    assert len(compiled.steps) == 3, compiled.describe()
-    assert "Slice + Transpose + Concat -> t, both (one plan)" in compiled.describe()
+    assert len(compiled.steps) == 1, compiled.describe()
+    text = "Gather + Slice + Transpose + Concat + Gather -> both, picked (one plan of 2 passes)"
+    assert text in compiled.describe()
     both, picked = dml_onnx.run(model, {"table": table, "ids": ids, "pick": pick})
     cut = table[ids][:, :, 1:5]
     t = cut.transpose(0, 2, 1)
     np.testing.assert_array_equal(both, np.concatenate([t, cut], axis=2))
     np.testing.assert_array_equal(picked, t[:, [3, -1]])
+
+
+def _indexed_model(nodes, inputs, outputs):  # type: ignore[no-untyped-def]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def _gather_transpose_slice():  # type: ignore[no-untyped-def]
+    i64 = TensorProto.INT64
+    c = lambda name, *v: helper.make_node(  # noqa: E731
+        "Constant", [], [name], value=helper.make_tensor("", i64, [len(v)], v)
+    )
+    nodes = [
+        helper.make_node("Gather", ["table", "ids"], ["rows"], axis=0),  # [2, 3, 8]
+        helper.make_node("Transpose", ["rows"], ["t"], perm=[2, 0, 1]),  # [8, 2, 3]
+        c("s", 6, 1), c("e", -100, 3), c("ax", 0, 2), c("st", -2, 1),
+        helper.make_node("Slice", ["t", "s", "e", "ax", "st"], ["y"]),  # [4, 2, 2]
+    ]  # fmt: skip
+    inputs = [("table", TensorProto.FLOAT, [10, 8]), ("ids", i64, [2, 3])]
+    return _indexed_model(nodes, inputs, ["y"])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gather_transpose_slice_is_one_pass(backend: str) -> None:
+    table = np.arange(80, dtype=np.float32).reshape(10, 8)
+    ids = np.array([[9, -1, 0], [3, 3, -10]])
+    model = _gather_transpose_slice()
+    compiled = dml_onnx.compile(model, {"table": table, "ids": ids})
+    assert compiled.describe() == "1 step:\n  Gather + Transpose + Slice -> y (one pass)"
+    (y,) = dml_onnx.run(model, {"table": to_device(backend, table), "ids": to_device(backend, ids)})
+    want = table[ids].transpose(2, 0, 1)[6::-2, :, 1:3]
+    np.testing.assert_array_equal(to_host(y), want)
+
+
+def test_explain_reports_gather_transpose_slice_as_one_pass(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from onnx import save
+
+    from dmlops.cli import main
+
+    path = tmp_path / "m.onnx"
+    save(_gather_transpose_slice(), str(path))
+    assert main(["explain", str(path)]) == 0
+    assert "Gather + Transpose + Slice -> y (one pass)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_indexed_nodes_fuse_with_their_neighbours(backend: str) -> None:
+    """GatherElements on fewer indices than data, GatherND with batch_dims, ScatterND and
+    ScatterElements between data movement: one step, matching numpy."""
+    i64, f32 = TensorProto.INT64, TensorProto.FLOAT
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0, 2]),  # [4, 3, 5]
+        helper.make_node("GatherElements", ["xt", "ie"], ["ge"], axis=2),  # [4, 2, 3]
+        helper.make_node("GatherND", ["xt", "ind"], ["gn"], batch_dims=1),  # [4, 2, 5]
+        helper.make_node("ScatterND", ["xt", "isn", "u"], ["sn"]),  # [4, 3, 5]
+        helper.make_node("Concat", ["sn", "sn"], ["y"], axis=0),  # [8, 3, 5]
+        helper.make_node("ScatterElements", ["x", "ise", "v"], ["se"], axis=0),  # [3, 4, 5]
+    ]
+    inputs = [
+        ("x", f32, [3, 4, 5]),
+        ("ie", i64, [4, 2, 3]),
+        ("ind", i64, [4, 2, 1]),
+        ("isn", i64, [2, 2]),
+        ("u", f32, [2, 5]),
+        ("ise", i64, [3, 4, 5]),
+        ("v", f32, [3, 4, 5]),
+    ]
+    model = _indexed_model(nodes, inputs, ["ge", "gn", "y", "se"])
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 4, 5), dtype=np.float32)
+    values = {
+        "x": x,
+        "ie": rng.integers(-5, 5, (4, 2, 3)),
+        "ind": rng.integers(-3, 3, (4, 2, 1)),
+        "isn": np.array([[0, 2], [3, -1]]),
+        "u": rng.standard_normal((2, 5), dtype=np.float32),
+        "ise": np.argsort(rng.random((3, 4, 5)), axis=0),
+        "v": rng.standard_normal((3, 4, 5), dtype=np.float32),
+    }
+    compiled = dml_onnx.compile(model, values)
+    assert len(compiled.steps) == 1, compiled.describe()
+    got = dml_onnx.run(model, {k: to_device(backend, a) for k, a in values.items()})
+    xt = x.transpose(1, 0, 2)
+    ge = np.take_along_axis(xt[:, :2, :], values["ie"] % 5, axis=2)
+    gn = np.stack([xt[b][values["ind"][b, :, 0]] for b in range(4)])
+    sn = xt.copy()
+    for (a, b), row in zip(values["isn"], values["u"], strict=True):
+        sn[a, b] = row
+    se = x.copy()
+    np.put_along_axis(se, values["ise"], values["v"], axis=0)
+    for g, w in zip(got, [ge, gn, np.concatenate([sn, sn]), se], strict=True):
+        np.testing.assert_array_equal(to_host(g), w)

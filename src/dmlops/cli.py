@@ -237,7 +237,10 @@ def _run_explain_onnx(
         print(f"INVALID at {level.dml_name}: {e}")
         return 1
     if isinstance(compiled, dml_onnx.StagedModel):
-        print(f"VALID at {level.dml_name}: {path} in steps (its data flow needs run-time values)")
+        print(
+            f"VALID at {level.dml_name}: {path} in steps (its data flow needs run-time values; "
+            "indices are read only where each plan runs)"
+        )
         print(compiled.describe())
         return 0
     notes = getattr(compiled.operator, "notes", [])

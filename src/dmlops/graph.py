@@ -524,7 +524,10 @@ class Graph:
                 and not c.skip_out_of_range
                 and c.src >= 0
                 and c.dst_offset == 0
-                and c.dst_strides == packed_strides(c.shape)
+                and all(
+                    t == u or n == 1
+                    for n, t, u in zip(c.shape, c.dst_strides, packed_strides(c.shape), strict=True)
+                )
                 and math.prod(c.shape) == math.prod(out.sizes)
                 and not made[c.dst]
             )

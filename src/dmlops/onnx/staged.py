@@ -17,7 +17,9 @@ import numpy as np
 from .. import functional_indexed as fi
 from ..device import Device
 from ..errors import DmlError, ModelError
-from ..graph import Graph
+from ..graph import Graph, GraphTensor
+from ..ops import GatherNd1Desc, GatherNdDesc, ScatterNdDesc
+from ..tensor import BufferTensorDesc, packed_strides
 from .indexed import indexed_node
 from .lowering import (
     _PARAMETERS,
@@ -33,6 +35,7 @@ from .lowering import (
     _folded,
     _host_eval,
     _lower,
+    _reshaped,
     _shape,
     _tensor,
     array_dtype,
@@ -43,6 +46,7 @@ from .lowering import (
     opset_of,
     parameter_readers,
 )
+from .params import axis_of
 
 __all__ = ["StagedModel", "compile_any", "compile_staged", "INDEXED_OPS", "ARITHMETIC_OPS"]
 
@@ -81,7 +85,8 @@ class StagedModel:
 
     def describe(self) -> str:
         """One line per step."""
-        return "\n".join([f"{len(self.steps)} steps:", *(f"  {d}" for d, _ in self.steps)])
+        count = f"{len(self.steps)} step{'s' if len(self.steps) != 1 else ''}"
+        return "\n".join([f"{count}:", *(f"  {d}" for d, _ in self.steps)])
 
     def output_type(self, k: int) -> tuple[tuple[int, ...], np.dtype[Any]]:
         """The shape and dtype output k has for this compiled signature."""
@@ -246,7 +251,7 @@ def compile_staged(
                 shape = types[names[0]][0]
                 ins: list[Any] = [shape, *(constants.get(n) for n in names[1:])]
                 constants.update(zip(node.output, _host_eval(node, a, ins, opset), strict=False))
-            elif op == "Identity" and runtime and group is not None and names[0] in group.local:
+            elif op == "Identity" and runtime and group is not None and group.makes(names[0]):
                 group.local[node.output[0]] = group.local[names[0]]  # an alias in the plan
                 group.produced.append(node.output[0])
                 types[node.output[0]] = types[names[0]]
@@ -259,8 +264,11 @@ def compile_staged(
                 host = [None if not n else constants[n] for n in names]
                 constants.update(zip(node.output, _host_eval(node, a, host, opset), strict=False))
             elif op in INDEXED_OPS:
-                flush(i)
-                steps.append(_indexed_step(node, a, names, constants, types, device))
+                if group is None:
+                    group = _GraphGroup(device, opset, ints, number)
+                if not group.add_indexed(node, a, names, constants, types):
+                    flush(i)
+                    steps.append(_indexed_step(node, a, names, constants, types, device))
             elif op in ARITHMETIC_OPS:
                 flush(i)
                 steps.append(_arith_step(node, a, names, constants, types, device, opset))
@@ -401,6 +409,92 @@ def _arith_step(
     return f"{node.op_type} -> {node.output[0]} (integer arithmetic on the arrays' device)", step
 
 
+FUSED_OPS = ("Gather", "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND")
+_MAX_RANK = 8
+
+Form = Callable[[Graph, list[GraphTensor]], GraphTensor]
+
+
+def _indexed_form(
+    op: str, a: dict[str, Any], shapes: list[tuple[int, ...]], shape: tuple[int, ...]
+) -> Form | None:
+    """How an indexed node of these operand shapes (ONNX's checks passed) becomes graph
+    nodes: operands right-aligned to one rank, DirectML's operator, its result; None where
+    the form does not fit a graph node."""
+    x, i = shapes[0], shapes[1]
+    r, q = len(x), len(i)
+
+    def padded(g: Graph, t: GraphTensor, rank: int) -> GraphTensor:
+        sizes = (1,) * (rank - len(t.sizes)) + t.sizes
+        return t if sizes == t.sizes else g.reinterpret(t, sizes, packed_strides(sizes))
+
+    def out_desc(t: GraphTensor, sizes: tuple[int, ...], rank: int) -> BufferTensorDesc:
+        return BufferTensorDesc(t.desc.data_type, (1,) * (rank - len(sizes)) + sizes)
+
+    if op == "Gather":
+        ax = axis_of(int(a.get("axis", 0)), r, op)
+        rank = r + q - 1
+        if rank > _MAX_RANK:
+            return None
+        return lambda g, t: g.gather(padded(g, t[0], rank), padded(g, t[1], rank), ax + rank - r, q)
+    if op == "GatherElements":
+        ax = axis_of(int(a.get("axis", 0)), r, op)
+        window = tuple(x[d] if d == ax else n for d, n in enumerate(i))
+
+        def elements(g: Graph, t: list[GraphTensor]) -> GraphTensor:
+            data = t[0] if window == x else g.slice(t[0], [0] * r, window, [1] * r)
+            return g.gather_elements(data, t[1], ax)
+
+        return elements
+    if op == "GatherND":
+        b = int(a.get("batch_dims", 0))
+        rank = max(r, q, len(shape))
+        if rank > _MAX_RANK:
+            return None
+
+        def nd(g: Graph, t: list[GraphTensor]) -> GraphTensor:
+            xs = [padded(g, t[0], rank), padded(g, t[1], rank)]
+            o = out_desc(t[0], shape, rank)
+            desc = (
+                GatherNd1Desc(xs[0].desc, xs[1].desc, o, r, q, b)
+                if b
+                else GatherNdDesc(xs[0].desc, xs[1].desc, o, r, q)
+            )
+            return g.operator(desc, xs)[0]
+
+        return nd
+    if op in ("Scatter", "ScatterElements"):
+        if i != x:
+            return None  # fewer indices than data: a step (a copy, then the window)
+        ax = axis_of(int(a.get("axis", 0)), r, op)
+        return lambda g, t: g.scatter_elements(t[0], t[1], t[2], ax)
+    u = len(shapes[2])
+    rank = max(r, q, u)
+    if rank > _MAX_RANK:
+        return None
+
+    def scatter_nd(g: Graph, t: list[GraphTensor]) -> GraphTensor:
+        xs = [padded(g, v, rank) for v in t]
+        o = out_desc(t[0], x, rank)
+        return g.operator(ScatterNdDesc(xs[0].desc, xs[1].desc, xs[2].desc, o, r, q), xs)[0]
+
+    return scatter_nd
+
+
+def _fits(
+    form: Form, operands: list[tuple[tuple[int, ...], np.dtype[Any]]], device: Device
+) -> bool:
+    """Whether the form's nodes validate for operands of these types at the device's level
+    (an operator's table may lack a type its functional call carries in another)."""
+    scratch = Graph(device.feature_level)
+    try:
+        tensors = [_tensor(graph_value(scratch, shape, dtype, "x")) for shape, dtype in operands]
+        form(scratch, tensors)
+    except (DmlError, ModelError):
+        return False
+    return True
+
+
 class _GraphGroup:
     """Consecutive data-movement nodes lowered into one Graph, compiled into one plan when a
     step that needs run-time values (or the end) comes: the values later steps read are its
@@ -419,13 +513,14 @@ class _GraphGroup:
         self.produced: list[str] = []
         self.ops: list[str] = []
 
-    def add(
-        self, node: Any, a: dict[str, Any], names: list[str], constants: dict[str, Any],
-        types: dict[str, Any],
-    ) -> None:  # fmt: skip
-        data_names = [
-            n for k, n in enumerate(names) if n and k not in _PARAMETERS.get(node.op_type, ())
-        ]
+    def makes(self, name: str) -> bool:
+        """Whether the group's plan writes this value (not one of its inputs)."""
+        return name in self.local and name not in self.feeds
+
+    def _enter(
+        self, data_names: list[str], constants: dict[str, Any], types: dict[str, Any]
+    ) -> None:
+        """Values read by the group's nodes that no node of it made: inputs of its graph."""
         for n in data_names:
             if n in self.local:
                 continue
@@ -440,6 +535,15 @@ class _GraphGroup:
             self.dtypes[n] = dtype
             if not isinstance(self.local[n], _Empty):
                 self.feeds.append(n)
+
+    def add(
+        self, node: Any, a: dict[str, Any], names: list[str], constants: dict[str, Any],
+        types: dict[str, Any],
+    ) -> None:  # fmt: skip
+        data_names = [
+            n for k, n in enumerate(names) if n and k not in _PARAMETERS.get(node.op_type, ())
+        ]
+        self._enter(data_names, constants, types)
         x = self.local[names[0]]
         dtype = self.dtypes[names[0]]
         lowered = _lower(
@@ -451,6 +555,47 @@ class _GraphGroup:
             self.dtypes[name] = dtype
             self.produced.append(name)
         self.ops.append(node.op_type)
+
+    def add_indexed(
+        self, node: Any, a: dict[str, Any], names: list[str], constants: dict[str, Any],
+        types: dict[str, Any],
+    ) -> bool:  # fmt: skip
+        """A Gather, GatherElements, GatherND, ScatterElements or ScatterND node lowered into
+        the group's graph, its indices read only where the plan runs (True); False where its
+        form stays a step of its own (0-D or empty operands, a scatter on a window of its
+        data, more than 8 dimensions), with nothing added."""
+        op = node.op_type
+        if op not in FUSED_OPS:
+            return False
+
+        def type_of(n: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
+            if n in self.local:
+                return _shape(self.local[n]), self.dtypes[n]
+            if n in constants:
+                host = np.asarray(constants[n])
+                return tuple(host.shape), host.dtype
+            return types[n]  # type: ignore[no-any-return]
+
+        spec = indexed_node(node, a, type_of, constants.get, self.device.feature_level)
+        operands = [type_of(n) for n in names if n]
+        shapes = [shape for shape, _ in operands]
+        if any(not shape or 0 in shape for shape in [*shapes, spec.shape]):
+            return False
+        if operands[1][1] not in (np.dtype(np.int32), np.dtype(np.int64)):
+            return False
+        form = _indexed_form(op, a, shapes, spec.shape)
+        if form is None or not _fits(form, operands, self.device):
+            return False
+        self._enter([n for n in names if n], constants, types)
+        made = form(self.g, [_tensor(self.local[n]) for n in names if n])
+        out = _reshaped(self.g, made, spec.shape, spec.dtype)
+        name = node.output[0]
+        types[name] = (spec.shape, spec.dtype)
+        self.local[name] = out
+        self.dtypes[name] = spec.dtype
+        self.produced.append(name)
+        self.ops.append(op)
+        return True
 
     def step(self, needed: set[str], types: dict[str, Any]) -> tuple[str, Step] | None:
         """The group's one plan, writing the values in `needed` (None if it writes none)."""
@@ -490,4 +635,6 @@ class _GraphGroup:
                 env[n] = results[k] if k >= 0 else new_array(backend, template, shape, dtype)
 
         what = " + ".join(self.ops)
-        return f"{what} -> {', '.join(names)} (one plan)", run
+        mids = len(self.g.intermediates(tensors)) if tensors else 0
+        passes = "one pass" if not mids else f"one plan of {mids + 1} passes"
+        return f"{what} -> {', '.join(names)} ({passes})", run
