@@ -315,3 +315,19 @@ def test_indexed_nodes_fuse_with_their_neighbours(backend: str) -> None:
     np.put_along_axis(se, values["ise"], values["v"], axis=0)
     for g, w in zip(got, [ge, gn, np.concatenate([sn, sn]), se], strict=True):
         np.testing.assert_array_equal(to_host(g), w)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")
+def test_gpu_arrays_pick_the_device_or_are_refused_by_name() -> None:
+    from dmlops.errors import BindingError
+
+    table = np.arange(80, dtype=np.float32).reshape(10, 8)
+    ids = np.array([[1, 2, 3], [4, 5, 6]])
+    model = _gather_transpose_slice()
+    feed = {"table": to_device("cuda", table), "ids": to_device("cuda", ids)}
+    (y,) = dml_onnx.run(model, feed)  # no device given: the arrays' GPU
+    assert type(y) is type(feed["table"])
+    session = dml_onnx.InferenceSession(model, dmlops.Device())  # the CPU
+    with pytest.raises(BindingError, match="is not host memory"):
+        session.run(None, feed)

@@ -23,9 +23,12 @@ from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .._files import DEFAULT_MAX_FILE_BYTES, read_bounded
 from ..device import Device
 from ..errors import ModelError
+from ..functional import backend_of
 from ..tensor import FeatureLevel
 from .loading import load
 from .lowering import GRAPH_OPS, INDEXED_OPS, CompiledModel
@@ -106,10 +109,15 @@ def run(
 ) -> list[Any]:
     """Run an ONNX model once: its outputs for these inputs (a mapping by name, or a list
     in the graph's order). Sessions are cached by the model's content (or the ModelProto
-    object) and the device's backend and feature level.
+    object) and the device's backend and feature level; without a device the model runs
+    where its input arrays are (CuPy or torch CUDA arrays: on their GPU).
 
     `model` is a ModelProto, its bytes, or the path of a regular file of at most
     max_file_bytes."""
+    if device is None:  # where the arrays are, as a functional call runs
+        given = list(inputs.values()) if isinstance(inputs, Mapping) else list(inputs)
+        arrays = [a for a in given if hasattr(a, "shape") and not isinstance(a, np.generic)]
+        device = Device(backend=backend_of(arrays).name)
     session = _session(model, device, max_file_bytes)
     return session.run(None, _feed(session, inputs))
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from .._files import DEFAULT_MAX_FILE_BYTES
 from ..device import Device
-from ..errors import ModelError
+from ..errors import BindingError, ModelError
 from ..tensor import FeatureLevel
 from .loading import load
 from .lowering import _PARAMETERS, CompiledModel, host_array
@@ -317,7 +317,13 @@ def _placed(backend: Any, a: Any) -> Any:
         host = host if host.flags.c_contiguous else host.copy()  # (0-D arrays stay 0-D)
         return host if backend.name == "numpy" else backend.upload(host)
     if backend.name == "numpy":
-        arr = backend.as_array(a)
+        try:
+            arr = backend.as_array(a)
+        except (TypeError, ValueError, RuntimeError):
+            raise BindingError(
+                f"an input of type {type(a).__name__} is not host memory, and the session runs "
+                "on the CPU: give the session a Device of the arrays' backend"
+            ) from None
         return arr if arr.flags.c_contiguous else arr.copy()
     contiguous = getattr(a, "is_contiguous", None)  # torch
     if contiguous is not None:
