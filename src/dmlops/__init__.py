@@ -124,5 +124,16 @@ __all__ = [
     "tile",
 ]
 
+from . import picture as _picture  # noqa: F401 - installs the notebook view of descriptors
+from .functional import route_torch_through as _route
+
+
+def _load_torch_ops() -> object:
+    from . import torch_ops
+
+    return torch_ops
+
+
+_route(_load_torch_ops)
 if "torch" in _sys.modules:  # torch is already there: register the torch operators now
-    from . import torch_ops as _torch_ops  # noqa: F401
+    _load_torch_ops()

@@ -9,6 +9,7 @@ from typing import Any
 from .backends import Backend, Executor, get_backend
 from .errors import BindingError
 from .ops import OperatorDesc
+from .ops._base import html_view
 from .overlap import describe, find_overlaps, owners_apart
 from .plan import Plan
 from .tensor import BufferTensorDesc, FeatureLevel
@@ -30,9 +31,7 @@ class CompiledOperator:
 
     def _repr_html_(self) -> str:
         """Notebook view: the descriptor's picture or table at the device's level, and the plan."""
-        from .picture import repr_html
-
-        return repr_html(self.desc, self.device.feature_level) + self.plan._repr_html_()
+        return html_view(self.desc, self.device.feature_level) + self.plan._repr_html_()
 
     def __init__(self, device: Device, desc: OperatorDesc, plan: Plan) -> None:
         self.device = device

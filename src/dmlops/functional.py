@@ -772,14 +772,23 @@ def padding(
 
 
 _TORCH_OPS: Any = None  # dmlops.torch_ops, once torch is imported
+# how to load it: the package wires this in (dmlops/__init__.py), so that this module never
+# imports the torch operators built on it
+_TORCH_LOADER: list[Callable[[], Any]] = []
+
+
+def route_torch_through(loader: Callable[[], Any]) -> None:
+    """Name the loader of the torch operators that calls on torch tensors needing autograd,
+    tracing or the CPU go through (called once, by the package)."""
+    _TORCH_LOADER[:] = [loader]
 
 
 def _torch_ops() -> Any:
     global _TORCH_OPS
     if _TORCH_OPS is None:
-        from . import torch_ops
-
-        _TORCH_OPS = torch_ops
+        if not _TORCH_LOADER:
+            raise DmlError("the torch operators are not wired in: import dmlops, the package")
+        _TORCH_OPS = _TORCH_LOADER[0]()
     return _TORCH_OPS
 
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from .errors import DmlError
 from .ops import JoinDesc, OperatorDesc, SliceDesc, SliceGradDesc, SplitDesc
+from .ops._base import set_html_view
 from .ops.slice1 import WindowDesc
 from .tensor import BufferTensorDesc, FeatureLevel
 
@@ -387,3 +388,6 @@ def repr_html(desc: OperatorDesc, feature_level: FeatureLevel | int | str | None
         return f"<div>{svg(desc, feature_level)}</div>{table}"
     except DmlError:  # no matplotlib
         return table
+
+
+set_html_view(repr_html)

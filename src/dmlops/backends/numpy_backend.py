@@ -15,7 +15,7 @@ import numpy as np
 from ..elements import numpy_to_torch, torch_to_numpy
 from ..errors import BindingError
 from ..plan import Plan, StridedCopy
-from . import no_queue
+from .base import no_queue
 from .numpy_indexed import IndexedStep
 
 __all__ = ["NumpyBackend"]

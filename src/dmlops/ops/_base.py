@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Sequence
+import html
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..errors import InvalidDescriptorError, UnsupportedFeatureLevelError
@@ -250,9 +251,7 @@ class OperatorDesc(abc.ABC):
 
     def _repr_html_(self) -> str:
         """Notebook view: the picture (small tensors) or field table, with the verdict at 4_1."""
-        from ..picture import repr_html
-
-        return repr_html(self)
+        return html_view(self)
 
     def __eq__(self, other: object) -> bool:
         return type(self) is type(other) and self._field_items() == other._field_items()
@@ -281,3 +280,19 @@ class UnaryDesc(OperatorDesc):
 def uint_list(values: object, field: str) -> tuple[int, ...]:
     """Normalise an integer array field (range checks come in validate)."""
     return int_tuple(values, field)  # type: ignore[arg-type]
+
+
+HtmlView = Callable[[OperatorDesc, "FeatureLevel | int | str | None"], str]
+_HTML_VIEW: list[HtmlView] = []  # dmlops.picture installs the notebook view on import
+
+
+def set_html_view(view: HtmlView) -> None:
+    """Install the notebook view of descriptors (dmlops.picture does, on import)."""
+    _HTML_VIEW[:] = [view]
+
+
+def html_view(desc: OperatorDesc, feature_level: FeatureLevel | int | str | None = None) -> str:
+    """A descriptor's notebook view: the installed one, else its repr."""
+    if not _HTML_VIEW:
+        return f"<pre>{html.escape(repr(desc))}</pre>"
+    return _HTML_VIEW[0](desc, feature_level)

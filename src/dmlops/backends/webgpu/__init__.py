@@ -22,8 +22,8 @@ import numpy as np
 
 from ...errors import BindingError, DmlError
 from ...plan import Plan, StridedCopy, array_byte_span, fill_reads
-from .. import no_queue
 from .._address_cache import AddressCache
+from ..base import no_queue
 from .indexed import indexed_dispatches
 from .memory import Flat, Memory, WebGpuArray
 from .native import NativeEncoder, native_encoder

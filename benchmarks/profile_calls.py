@@ -1,0 +1,81 @@
+"""Where a warm functional call spends its host time on the GPU: per-call cost of the
+indexed calls (and slice1, join) against torch, then cProfile's top functions per call."""
+
+from __future__ import annotations
+
+import cProfile
+import pstats
+import sys
+import time
+
+import torch
+
+import dmlops
+
+
+def per_call(fn, n: int = 1000) -> float:  # type: ignore[no-untyped-def]
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        torch.cuda.synchronize()
+        best = min(best, (time.perf_counter() - t) / n * 1e6)
+    return best
+
+
+def main() -> None:
+    dev = "cuda"
+    g = torch.Generator(device="cpu").manual_seed(0)
+    x = torch.randn(1000, 64, generator=g).to(dev)
+    idx = torch.randint(0, 1000, (32,), generator=g).to(dev)
+    cache = torch.zeros(4096, 64, device=dev)
+    rows = torch.randperm(4096, generator=g)[:32].to(dev)
+    upd = torch.randn(32, 64, generator=g).to(dev)
+    ie = torch.randint(0, 64, (1000, 8), generator=g).to(dev)
+    seed = torch.arange(16, dtype=torch.float32, device=dev).reshape(1, 1, 4, 4)
+    parts = [torch.randn(16, 64, generator=g).to(dev) for _ in range(64)]
+    joined = torch.empty(1024, 64, device=dev)
+    rows2 = rows.reshape(32, 1)
+    cases = {
+        "gather": (
+            lambda: dmlops.gather(x, idx, 0),
+            lambda: torch.index_select(x, 0, idx),
+        ),
+        "scatter_nd out=": (
+            lambda: dmlops.scatter_nd(cache, rows2, upd, out=cache),
+            lambda: cache.index_copy_(0, rows, upd),
+        ),
+        "gather_elements": (
+            lambda: dmlops.gather_elements(x, ie, 1),
+            lambda: torch.gather(x, 1, ie),
+        ),
+        "slice1 seed": (
+            lambda: dmlops.slice1(seed, [0, 0, 0, 1], [1, 1, 4, 3], [1, 1, -2, 2]),
+            lambda: seed[:, :, 0:4:2, 1:4:2].flip(2).contiguous(),
+        ),
+        "join 64": (
+            lambda: dmlops.join(parts, 0, out=joined),
+            lambda: torch.cat(parts, 0, out=joined),
+        ),
+    }
+    print(f"{'call':18s} {'dmlops us':>10s} {'torch us':>10s}")
+    for name, (ours, theirs) in cases.items():
+        print(f"{name:18s} {per_call(ours):10.1f} {per_call(theirs):10.1f}", flush=True)
+    for name in sys.argv[1:] or ["gather", "scatter_nd out=", "slice1 seed"]:
+        fn = cases[name][0]
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(2000):
+            fn()
+        torch.cuda.synchronize()
+        prof.disable()
+        print(f"\n== {name}: top functions (2000 calls)")
+        pstats.Stats(prof).sort_stats("tottime").print_stats(22)
+
+
+if __name__ == "__main__":
+    main()
