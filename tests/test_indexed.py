@@ -410,6 +410,18 @@ def test_duplicate_scatter_targets_the_later_wins(backend: str) -> None:
     upd = np.arange(12, dtype=np.float16).reshape(4, 3)
     got = to_host(dmlops.scatter_nd(*(to_device(backend, a) for a in (cache, rows, upd))))
     assert got[5].tolist() == [9, 10, 11] and got[2].tolist() == [3, 4, 5]
+    # few rows (on a GPU: one launch, each row looking for a later one to its slot), by
+    # element and by whole rows of many chunks
+    for n, width in ((1000, 1), (300, 512)):
+        rng = np.random.default_rng(n)
+        cache = np.zeros((40, width), F32)
+        rows = rng.integers(-40, 40, (n, 1))
+        upd = rng.standard_normal((n, width), dtype=F32)
+        got = to_host(dmlops.scatter_nd(*(to_device(backend, a) for a in (cache, rows, upd))))
+        want = cache.copy()
+        for r, u in zip(rows[:, 0], upd, strict=True):
+            want[r] = u  # in index order: the later wins
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("backend", INDEXED_BACKENDS)

@@ -1,5 +1,6 @@
-"""Indexed copies (indexed.py) on the GPU: one launch per copy (two for a scatter whose
-targets may meet: a winner pass picks the last row in index order), on the call's stream.
+"""Indexed copies (indexed.py) on the GPU: one launch per copy (a scatter whose targets may
+meet: of more than SCAN_ROWS rows, two, a winner pass picking the last row in index order
+first), on the call's stream.
 
 A first call made while its stream is captured into a CUDA graph prepares in relaxed
 capture mode: its meta table goes up with an asynchronous copy on that stream (a node of
@@ -24,6 +25,9 @@ __all__ = ["IndexedLaunch"]
 _TYPES = {"INT32": 0, "INT64": 1, "UINT32": 2, "UINT64": 3}
 _THREADS = 256
 _PREPARED = 16  # address tuples whose launches each copy keeps packed
+# a scatter of at most this many rows finds its winners in its one launch (each row looks
+# for a later one to its slot) instead of a winner table, its clearing and a winner pass
+SCAN_ROWS = 1024
 
 
 class IndexedLaunch:
@@ -132,7 +136,8 @@ class IndexedLaunch:
         chunks = self.row * self.size // chunk if chunk != self.size else self.row
         meta = self.meta.copy()
         meta[3], meta[4] = chunk, chunks
-        wants_winner = bool(c.scatter and c.slot_count)
+        scan = bool(c.scatter and c.slot_count) and self.rows <= SCAN_ROWS
+        wants_winner = bool(c.scatter and c.slot_count) and not scan
         if captured:
             table: Any = _Raw(cp, meta, stream)
             winner: Any = _Raw(cp, np.empty(c.slot_count, np.int32), None) if wants_winner else None
@@ -163,11 +168,16 @@ class IndexedLaunch:
                     pack(meta_ptr, np.uint64(index), winner_ptr, rows),
                 )
             )
-        fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed")
         lanes = 32 if chunks >= 32 else 1
         grid = max(1, min(65535 * 8, -(-self.rows * lanes // _THREADS)))
-        args = (meta_ptr, np.uint64(src), np.uint64(dst), np.uint64(index), winner_ptr, rows)
-        launches.append((kernels.function_handle(fn), grid, pack(*args)))
+        ends = (meta_ptr, np.uint64(src), np.uint64(dst), np.uint64(index))
+        if scan:
+            fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed_scan")
+            params = pack(*ends, rows)
+        else:
+            fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed")
+            params = pack(*ends, winner_ptr, rows)
+        launches.append((kernels.function_handle(fn), grid, params))
         return winner, launches, keep
 
 

@@ -10,7 +10,8 @@
 //   then per axis t: size, stride, slot stride
 // Gathers clamp each index into its axis (reads stay inside the input); scatters drop a row
 // whose index is out of range, and a row whose slot a row later in index order also writes
-// (the winner table holds, per slot, the latest order that writes it).
+// (the winner table holds, per slot, the latest order that writes it; for a few rows,
+// dmlops_indexed_scan instead has each row look for a later one to its slot: one launch).
 typedef unsigned char u8;
 
 __device__ __forceinline__ long long read_index(const u8* base, long long at, int type, bool* huge)
@@ -113,7 +114,7 @@ __device__ __forceinline__ void move_chunk(const u8* from, u8* to, long long chu
     }
 }
 
-template <typename I>
+template <typename I, bool SCAN>
 __device__ void indexed(const long long* __restrict__ meta, const u8* src_base, u8* dst_base,
     const u8* idx, const int* winner, I rows)
 {
@@ -131,6 +132,16 @@ __device__ void indexed(const long long* __restrict__ meta, const u8* src_base, 
         long long s, d, slot, order;
         if (!locate<I>(meta, idx, m, &s, &d, &slot, &order)) continue;
         if (winner != nullptr && winner[slot] != (int)order) continue;
+        if (SCAN) {  // dropped where a row later in index order writes the same slot
+            bool later = false;
+            for (I k = lane; k < rows && !later; k += lanes) {
+                long long s2, d2, slot2, order2;
+                later = k != m && locate<I>(meta, idx, k, &s2, &d2, &slot2, &order2)
+                    && slot2 == slot && order2 > order;
+            }
+            if (warp_rows) later = __any_sync(0xffffffffu, later);
+            if (later) continue;
+        }
         for (long long c = lane; c < chunks; c += lanes) {
             if (by_element) {  // element by element along the row, any strides
                 move_chunk(src_base + (s + c * meta[14]) * es, dst_base + (d + c * meta[15]) * es, es);
@@ -148,6 +159,13 @@ extern "C" __global__ void dmlops_indexed(const long long* __restrict__ meta,
     const u8* s = (const u8*)source;
     u8* d = (u8*)target;
     const u8* x = (const u8*)index;
-    if (rows < 0x7fffffffLL) indexed<int>(meta, s, d, x, winner, (int)rows);
-    else indexed<long long>(meta, s, d, x, winner, rows);
+    if (rows < 0x7fffffffLL) indexed<int, false>(meta, s, d, x, winner, (int)rows);
+    else indexed<long long, false>(meta, s, d, x, winner, rows);
+}
+
+extern "C" __global__ void dmlops_indexed_scan(const long long* __restrict__ meta,
+    unsigned long long source, unsigned long long target, unsigned long long index,
+    long long rows)
+{
+    indexed<int, true>(meta, (const u8*)source, (u8*)target, (const u8*)index, nullptr, (int)rows);
 }
