@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -71,7 +72,7 @@ def test_the_generator_is_deterministic_for_a_seed(tmp_path: Path) -> None:
 
 
 def test_the_vectors_cover_operators_dtypes_ranks_and_layouts(tmp_path: Path) -> None:
-    generate(tmp_path, 400, seed=5)
+    generate(tmp_path, 600, seed=5)
     ops, dtypes, ranks = set(), set(), set()
     negative = strided = offset = partial = 0
     for m in _index(tmp_path):
@@ -94,8 +95,9 @@ def test_the_vectors_cover_operators_dtypes_ranks_and_layouts(tmp_path: Path) ->
             most = [1 + (w - 1) // abs(s) for w, s in zip(windows, strides, strict=True)]
             partial += desc["OutputTensor"]["Sizes"] != most
     names = (
-        "SLICE", "SLICE1", "SLICE_GRAD", "SPLIT", "JOIN", "TILE", "PADDING1", "GATHER_ELEMENTS",
-        "SCATTER_ELEMENTS", "ONE_HOT",
+        "SLICE", "SLICE1", "SLICE_GRAD", "SPLIT", "JOIN", "TILE", "PADDING1", "GATHER",
+        "GATHER_ELEMENTS", "GATHER_ND", "SCATTER_ELEMENTS", "SCATTER_ND", "ONE_HOT",
+        "REVERSE_SUBSEQUENCES",
     )  # the newest level's  # fmt: skip
     assert ops == {f"DML_OPERATOR_{o}" for o in names}
     assert dtypes == {dt.name for dt in DataType if dt is not DataType.UNKNOWN}
@@ -240,3 +242,94 @@ def test_indexed_vectors_match_a_naive_reference(tmp_path: Path, level: str) -> 
         assert [float(v) for v in got] == [float(v) for v in want]
         checked += 1
     assert checked >= 25
+
+
+def _naive_tuples(model: dict[str, object]) -> list[float]:
+    """GATHER / GATHER_ND / SCATTER_ND / REVERSE_SUBSEQUENCES of a model, element by element
+    from its JSON (every tensor of one rank; an ND operator's counts are that rank)."""
+    import itertools
+
+    resources = model["resources"]
+    (dispatchable,) = model["dispatchables"].values()  # type: ignore[attr-defined]
+    desc, kind = dispatchable["desc"], dispatchable["type"]
+
+    def at(t: dict[str, list[int]], c: Sequence[int]) -> int:
+        sizes = t["Sizes"]
+        strides = t.get("Strides")
+        if strides is None:
+            strides, step = [], 1
+            for n in reversed(sizes):
+                strides.insert(0, step)
+                step *= n
+        return sum(i * s for i, s in zip(c, strides, strict=True))
+
+    def every(t: dict[str, list[int]]) -> list[tuple[int, ...]]:
+        return list(itertools.product(*(range(k) for k in t["Sizes"])))
+
+    def value(name: str, t: dict[str, list[int]], c: Sequence[int]) -> float:
+        return resources[name]["initialValues"][at(t, c)]  # type: ignore[index, no-any-return]
+
+    x_t, out_t = desc["InputTensor"], desc["OutputTensor"]
+    sizes = x_t["Sizes"]
+    rank = len(sizes)
+    out = [7] * resources["out0"]["initialValues"]["valueCount"]  # type: ignore[index]
+    if kind == "DML_OPERATOR_REVERSE_SUBSEQUENCES":
+        axis, l_t = desc["Axis"], desc["SequenceLengthsTensor"]
+        for c in every(out_t):
+            length = value("in1", l_t, [0 if d == axis else v for d, v in enumerate(c)])
+            p = c[axis]
+            src = [length - 1 - p if d == axis and p < length else v for d, v in enumerate(c)]
+            out[at(out_t, c)] = value("in0", x_t, src)
+        return out
+    i_t = desc["IndicesTensor"]
+    isz = i_t["Sizes"]
+    if kind == "DML_OPERATOR_GATHER":
+        axis = desc["Axis"]
+        for c in every(out_t):
+            k = int(value("in1", i_t, [0] * (rank - 1) + [c[axis]])) % sizes[axis]
+            out[at(out_t, c)] = value("in0", x_t, [k if d == axis else v for d, v in enumerate(c)])
+        return out
+    k = isz[-1]  # the tuple's length; tuples are numbered by the indices' other dimensions
+    tuples = list(itertools.product(*(range(n) for n in isz[:-1])))
+
+    def target(j: tuple[int, ...]) -> list[int]:
+        return [int(value("in1", i_t, [*j, t])) % sizes[t] for t in range(k)]
+
+    if kind == "DML_OPERATOR_GATHER_ND":  # out = the tuples' sub-blocks, right-aligned
+        blocks = list(itertools.product(*(range(n) for n in sizes[k:])))
+        flat = [value("in0", x_t, target(j) + list(b)) for j in tuples for b in blocks]
+        for n, c in enumerate(every(out_t)):
+            out[at(out_t, c)] = flat[n]
+        return out
+    for c in every(out_t):  # SCATTER_ND: the input, then each tuple's block of updates
+        out[at(out_t, c)] = value("in0", x_t, c)
+    u_t = desc["UpdatesTensor"]
+    blocks = list(itertools.product(*(range(n) for n in sizes[k:])))
+    rows = [value("in2", u_t, c) for c in every(u_t)]
+    for n, (j, b) in enumerate(itertools.product(tuples, blocks)):
+        out[at(out_t, target(j) + list(b))] = rows[n]
+    return out
+
+
+@pytest.mark.parametrize("level", [None, "3_0", "2_1"])
+def test_gather_nd_scatter_nd_gather_and_reverse_vectors_match_a_naive_reference(
+    tmp_path: Path, level: str
+) -> None:
+    ops = ["gather", "gather_nd", "scatter_nd", "reverse_subsequences"]
+    index = generate(tmp_path, 60, seed=4, operators=ops, feature_level=level,
+                     invalid_fraction=0.2)  # fmt: skip
+    checked = set()
+    for m in index:
+        model = json.loads((tmp_path / str(m["model"])).read_text())
+        expected = json.loads((tmp_path / str(m["expected"])).read_text())
+        if not m["valid"]:
+            assert expected["error"].startswith(
+                ("GATHER.", "GATHER_ND.", "SCATTER_ND.", "REVERSE_SUBSEQUENCES.")
+            )
+            continue
+        want = _naive_tuples(model)
+        got = expected["printout"][0].split(": ", 1)[1].split(", ")
+        assert [float(v) for v in got] == [float(v) for v in want], m["model"]
+        (dispatchable,) = model["dispatchables"].values()
+        checked.add(dispatchable["type"])
+    assert len(checked) == 4

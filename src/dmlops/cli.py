@@ -503,8 +503,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--operators",
         default=None,
         help="comma-separated operators (default: every one of slice, slice1, slice_grad, split, "
-        "join, tile, padding1, gather_elements, scatter_elements, one_hot that the feature "
-        "level has)",
+        "join, tile, padding1, gather, gather_elements, gather_nd, scatter_elements, "
+        "scatter_nd, one_hot, reverse_subsequences that the feature level has)",
     )
     gen.add_argument("--feature-level", default=None, help="feature level (default: the newest)")
     gen.add_argument(

@@ -1,15 +1,16 @@
 """Test vectors for DirectML backend authors: random DxDispatch model files and their answers.
 
 `generate` writes DxDispatch-style JSON models of random SLICE, SLICE1, SLICE_GRAD, SPLIT,
-JOIN, TILE, PADDING1, GATHER_ELEMENTS, SCATTER_ELEMENTS and ONE_HOT descriptors (their data
+JOIN, TILE, PADDING1, GATHER, GATHER_ELEMENTS, GATHER_ND, SCATTER_ELEMENTS, SCATTER_ND,
+ONE_HOT and REVERSE_SUBSEQUENCES descriptors (their data
 types, ranks 1-8, packed, padded and permuted
 tensor strides, offsets, negative strides, partial SLICE1 outputs), a sidecar
 per model with the expected printout of every output resource (valid models)
 or the rule the descriptor breaks (invalid ones), and an index. Element values
 are small integers or quarters, which DxDispatch's printout shows exactly; index tensors
 hold indices inside their axis (negative ones from DML_FEATURE_LEVEL_3_0, where the index
-types are signed), and a scatter's indices never name one element twice (DirectML leaves
-that order undefined).
+types are signed), a scatter's indices never name one element twice (DirectML leaves
+that order undefined), and sequence lengths lie in [0, the axis' size].
 `check` compares a printout with a sidecar, element by element.
 """
 
@@ -28,12 +29,16 @@ import numpy as np
 from .device import Device
 from .errors import DmlError
 from .ops import (
+    GatherDesc,
     GatherElementsDesc,
+    GatherNdDesc,
     JoinDesc,
     OneHotDesc,
     OperatorDesc,
     Padding1Desc,
+    ReverseSubsequencesDesc,
     ScatterElementsDesc,
+    ScatterNdDesc,
     Slice1Desc,
     SliceDesc,
     SliceGradDesc,
@@ -45,8 +50,9 @@ from .tensor import BufferTensorDesc, DataType, FeatureLevel, packed_strides
 __all__ = ["generate", "check", "OPERATORS"]
 
 OPERATORS = (
-    "slice", "slice1", "slice_grad", "split", "join", "tile", "padding1", "gather_elements",
-    "scatter_elements", "one_hot",
+    "slice", "slice1", "slice_grad", "split", "join", "tile", "padding1", "gather",
+    "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "one_hot",
+    "reverse_subsequences",
 )  # fmt: skip
 _CLASSES: dict[str, type[OperatorDesc]] = {
     "slice": SliceDesc,
@@ -56,9 +62,13 @@ _CLASSES: dict[str, type[OperatorDesc]] = {
     "join": JoinDesc,
     "tile": TileDesc,
     "padding1": Padding1Desc,
+    "gather": GatherDesc,
     "gather_elements": GatherElementsDesc,
+    "gather_nd": GatherNdDesc,
     "scatter_elements": ScatterElementsDesc,
+    "scatter_nd": ScatterNdDesc,
     "one_hot": OneHotDesc,
+    "reverse_subsequences": ReverseSubsequencesDesc,
 }
 _MAX_ELEMENTS = 256
 _SENTINEL = 7  # what an output element holds until the operator writes it
@@ -158,6 +168,8 @@ def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> Oper
         )
     if op in ("gather_elements", "scatter_elements"):
         return _elements_desc(rng, op, dt, sizes, level)
+    if op in ("gather", "gather_nd", "scatter_nd", "reverse_subsequences"):
+        return _indexed_desc(rng, op, dt, sizes, level)
     if op == "one_hot":
         axis = int(rng.integers(0, len(sizes)))
         picks = [1 if d == axis else n for d, n in enumerate(sizes)]
@@ -208,12 +220,64 @@ def _elements_desc(
     return ScatterElementsDesc(data, index, updates, _tensor(rng, dt, sizes, True), axis)
 
 
+def _aligned(sizes: Sequence[int], rank: int) -> list[int]:
+    """Sizes right-aligned into `rank` dimensions (leading ones added or dropped)."""
+    sizes = list(sizes)
+    while len(sizes) > rank and sizes[0] == 1:
+        sizes.pop(0)
+    return [1] * (rank - len(sizes)) + sizes
+
+
+def _indexed_desc(
+    rng: np.random.Generator, op: str, dt: DataType, sizes: list[int], level: FeatureLevel
+) -> OperatorDesc:
+    """GATHER (one index dimension), GATHER_ND, SCATTER_ND (index tuples of a random length,
+    a scatter's tuples distinct) or REVERSE_SUBSEQUENCES over `sizes`."""
+    rank = len(sizes)
+    data = _tensor(rng, dt, sizes, False)
+    itype = _index_type(level)
+    if op == "reverse_subsequences":
+        axis = int(rng.integers(0, rank))
+        lengths = [1 if d == axis else n for d, n in enumerate(sizes)]
+        return ReverseSubsequencesDesc(
+            data, _tensor(rng, DataType.UINT32, lengths, False), _tensor(rng, dt, sizes, True), axis
+        )
+    if op == "gather":
+        axis = int(rng.integers(0, rank))
+        picks = int(rng.integers(1, 5))
+        index = _tensor(rng, itype, [1] * (rank - 1) + [picks], False)
+        out = [picks if d == axis else n for d, n in enumerate(sizes)]
+        return GatherDesc(data, index, _tensor(rng, dt, out, True), axis, 1)
+    k = int(rng.integers(1, rank + 1))  # the tuple's length
+    count = int(rng.integers(1, 5)) if rank > 1 else 1  # rank 1: one tuple of one index
+    if op == "scatter_nd":
+        count = min(count, math.prod(sizes[:k]))
+    index_sizes = _aligned([count, k], rank)
+    index = _tensor(rng, itype, index_sizes, True)  # never broadcast: each tuple its own
+    if op == "gather_nd":
+        out = _aligned(GatherNdDesc.output_sizes_for(sizes, index_sizes, 0), rank)
+        return GatherNdDesc(data, index, _tensor(rng, dt, out, True), rank, rank)
+    updates = _aligned(ScatterNdDesc.updates_sizes_for(sizes, index_sizes), rank)
+    return ScatterNdDesc(
+        data, index, _tensor(rng, dt, updates, False), _tensor(rng, dt, sizes, True), rank, rank
+    )
+
+
+def _coordinates_at(t: BufferTensorDesc, span: int) -> tuple[np.ndarray[Any, Any], Any]:
+    """Every coordinate of tensor t (rows) and the element each lies at."""
+    coords = np.indices(t.sizes).reshape(len(t.sizes), -1).T
+    at = coords @ np.array(t.effective_strides, np.int64)
+    return coords, at
+
+
 def _index_values(rng: np.random.Generator, desc: OperatorDesc) -> list[int] | None:
     """The indices an indexed descriptor's IndicesTensor holds (its whole span), or None."""
     if isinstance(desc, OneHotDesc):  # positions along the axis (an index past it sets none)
         t = desc.indices_tensor
         span = max(1, math.ceil(t.total_tensor_size_in_bytes / t.data_type.element_size))
         return [int(v) for v in rng.integers(0, desc.output_tensor.sizes[desc.axis], span)]
+    if isinstance(desc, (GatherDesc, GatherNdDesc, ScatterNdDesc, ReverseSubsequencesDesc)):
+        return _tuple_values(rng, desc)
     if not isinstance(desc, (GatherElementsDesc, ScatterElementsDesc)):
         return None
     t, axis = desc.indices_tensor, desc.axis
@@ -232,6 +296,40 @@ def _index_values(rng: np.random.Generator, desc: OperatorDesc) -> list[int] | N
         strides = t.effective_strides
         at = sum(np.indices(sizes)[d] * strides[d] for d in range(len(sizes)))
         values[at.reshape(-1)] = chosen.reshape(-1)
+    return [int(v) for v in values]
+
+
+def _tuple_values(
+    rng: np.random.Generator,
+    desc: GatherDesc | GatherNdDesc | ScatterNdDesc | ReverseSubsequencesDesc,
+) -> list[int]:
+    """Indices of GATHER (positions along Axis), GATHER_ND / SCATTER_ND (each tuple inside
+    the input; a scatter's tuples distinct) or REVERSE_SUBSEQUENCES (lengths in [0, size])."""
+    if isinstance(desc, ReverseSubsequencesDesc):
+        t = desc.sequence_lengths_tensor
+        top = desc.input_tensor.sizes[desc.axis]
+    else:
+        t = desc.indices_tensor
+    span = max(1, math.ceil(t.total_tensor_size_in_bytes / t.data_type.element_size))
+    values = np.zeros(span, np.int64)
+    coords, at = _coordinates_at(t, span)
+    signed = t.data_type.numpy_dtype.kind == "i"
+    if isinstance(desc, ReverseSubsequencesDesc):
+        values[at] = rng.integers(0, top + 1, len(at))
+        return [int(v) for v in values]
+    sizes = desc.input_tensor.sizes
+    if isinstance(desc, GatherDesc):
+        bounds = np.full(len(at), sizes[desc.axis])
+    else:
+        bounds = np.array(sizes)[coords[:, -1]]  # the tuple's position picks the axis
+    picked = (rng.random(len(at)) * bounds).astype(np.int64)
+    if isinstance(desc, ScatterNdDesc):  # distinct tuples: the rows of a permutation
+        k = t.sizes[-1]
+        cells = np.array(np.unravel_index(rng.permutation(math.prod(sizes[:k])), sizes[:k])).T
+        picked = cells[coords[:, -2] if len(t.sizes) > 1 else 0, coords[:, -1]]
+    if signed:
+        picked = np.where(rng.random(len(at)) < 0.5, picked - bounds, picked)
+    values[at] = picked
     return [int(v) for v in values]
 
 
@@ -334,6 +432,22 @@ def _broken(rng: np.random.Generator, desc: OperatorDesc) -> OperatorDesc:
         grown = [n + (k == d.axis) for k, n in enumerate(d.indices_tensor.sizes)]
         wide = BufferTensorDesc(d.indices_tensor.data_type, grown)  # Sizes[Axis] must be 1
         return OneHotDesc(wide, d.values_tensor, d.output_tensor, d.axis)
+    if isinstance(d, GatherDesc):  # an axis past the rank
+        rank = d.input_tensor.dimension_count
+        return GatherDesc(d.input_tensor, d.indices_tensor, d.output_tensor, rank, 1)
+    if isinstance(d, ReverseSubsequencesDesc):  # lengths of another type
+        lengths = BufferTensorDesc(DataType.FLOAT32, d.sequence_lengths_tensor.sizes)
+        return ReverseSubsequencesDesc(d.input_tensor, lengths, d.output_tensor, d.axis)
+    if isinstance(d, GatherNdDesc):  # indices of a float type
+        wrong = BufferTensorDesc(DataType.FLOAT32, d.indices_tensor.sizes)
+        n = d.input_tensor.dimension_count
+        return GatherNdDesc(d.input_tensor, wrong, d.output_tensor, n, n)
+    if isinstance(d, ScatterNdDesc):  # updates one element too wide
+        wider = list(d.updates_tensor.sizes)
+        wider[-1] += 1
+        updates = BufferTensorDesc(d.updates_tensor.data_type, wider)
+        n = d.input_tensor.dimension_count
+        return ScatterNdDesc(d.input_tensor, d.indices_tensor, updates, d.output_tensor, n, n)
     if isinstance(d, (GatherElementsDesc, ScatterElementsDesc)):
         rank = d.input_tensor.dimension_count
         if rng.random() < 0.5:  # an axis past the rank
