@@ -13,7 +13,7 @@ pytest.importorskip("matplotlib")
 
 import matplotlib.pyplot as plt
 
-from dmlops import Device
+from dmlops import Device, DmlError
 from dmlops.cli import main
 from dmlops.ops import JoinDesc, Slice1Desc, SliceDesc, SplitDesc
 from dmlops.picture import MAX_CELLS, draw, html_table, repr_html, svg
@@ -147,3 +147,49 @@ def test_explain_plot_draws_an_invalid_descriptor_too(tmp_path: Path) -> None:
     with contextlib.redirect_stdout(buf):
         assert main([*args, "--strides", "1", "--plot", str(tmp_path / "bad.png")]) == 1
     assert "INVALID" in buf.getvalue() and (tmp_path / "bad.png").stat().st_size > 1000
+
+
+def test_indexed_operators_are_drawn_from_their_index_values(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from dmlops.cli import main
+
+    path = tmp_path / "gather.png"
+    args = ["explain", "gather", "--input-sizes", "4,3", "--indices-sizes", "1,2"]
+    assert main([*args, "--indices", "3,-4", "--plot", str(path)]) == 0
+    assert path.stat().st_size > 1000
+    assert main([*args, "--plot", str(path)]) == 1  # no values: refused by name
+
+
+def test_element_sources_of_indexed_operators_follow_the_values(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from dmlops.cli import main
+    from dmlops.ops import OneHotDesc, ReverseSubsequencesDesc
+    from dmlops.sources import element_sources
+
+    args = ["explain", "scatter_nd", "--input-sizes", "4,2", "--indices-sizes", "2,1"]
+    assert main([*args, "--indices", "3,0"]) == 0
+    text = capsys.readouterr().out
+    assert "Output[3,1] = Updates[0,1]" in text and "Output[0,0] = Updates[1,0]" in text
+    assert "Output[1,0] = Input[1,0]" in text
+    i32, f32 = DataType.INT32, DataType.FLOAT32
+    hot = OneHotDesc(
+        BufferTensorDesc(i32, (2, 1)),
+        BufferTensorDesc(f32, (1, 2)),
+        BufferTensorDesc(f32, (2, 3)),
+        1,
+    )
+    found = element_sources(hot, {0: np.array([[2], [-1]])})
+    assert found[(0, (0, 2))] == (1, (0, 1)) and found[(0, (0, 0))] == (1, (0, 0))
+    assert found[(0, (1, 2))] == (1, (0, 1))  # -1: the last position
+    rev = ReverseSubsequencesDesc(
+        BufferTensorDesc(f32, (1, 1, 3, 2)),
+        BufferTensorDesc(DataType.UINT32, (1, 1, 1, 2)),
+        BufferTensorDesc(f32, (1, 1, 3, 2)),
+        2,
+    )
+    found = element_sources(rev, {1: np.array([3, 1]).reshape(1, 1, 1, 2)})
+    assert found[(0, (0, 0, 0, 0))] == (0, (0, 0, 2, 0))
+    assert found[(0, (0, 0, 0, 1))] == (0, (0, 0, 0, 1))
+    with pytest.raises(DmlError, match="depends on the values of its IndicesTensor"):
+        element_sources(hot)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import itertools
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,9 +14,15 @@ from .device import Device
 from .errors import DmlError
 from .ops import (
     DepthToSpace1Desc,
+    GatherDesc,
+    GatherElementsDesc,
+    GatherNd1Desc,
+    GatherNdDesc,
     JoinDesc,
     OperatorDesc,
     Padding1Desc,
+    ScatterElementsDesc,
+    ScatterNdDesc,
     Slice1Desc,
     SliceDesc,
     SliceGradDesc,
@@ -25,6 +30,7 @@ from .ops import (
     SplitDesc,
     TileDesc,
 )
+from .sources import element_sources
 from .tensor import BufferTensorDesc, DataType, FeatureLevel
 
 __all__ = ["main", "format_tensor", "format_desc"]
@@ -61,24 +67,16 @@ def format_desc(desc: OperatorDesc) -> str:
     return "\n".join(lines)
 
 
-def element_mapping(desc: OperatorDesc) -> list[str]:
-    """'Output[c] = Input[i]' lines for every output element."""
-    ins = [n for n, _ in desc.input_fields()]
-    outs = [n for n, _ in desc.output_fields()]
+def element_mapping(desc: OperatorDesc, indices: dict[int, Any] | None = None) -> list[str]:
+    """'Output[c] = Input[i]' lines for every output element written (an indexed operator's
+    from its index values, `indices[k]` for its index input k)."""
+    ins = [n.removesuffix("Tensor") for n, _ in desc.input_fields()]
+    outs = [n.removesuffix("Tensor") for n, _ in desc.output_fields()]
     lines = []
-    for lc in desc.logical_copies():
-        for c in itertools.product(*(range(n) for n in lc.shape)):
-            dst_step = lc.dst_step or (1,) * len(c)
-            dst = [a + k * b for a, k, b in zip(lc.dst_start, dst_step, c, strict=True)]
-            src = [a + k * b for a, k, b in zip(lc.src_start, lc.src_step, c, strict=True)]
-            out_name = outs[lc.dst].removesuffix("Tensor")
-            if lc.src < 0:
-                lines.append(f"{out_name}[{','.join(map(str, dst))}] = {desc.fill_text(lc.src)}")
-                continue
-            in_name = ins[lc.src].removesuffix("Tensor")
-            lines.append(
-                f"{out_name}[{','.join(map(str, dst))}] = {in_name}[{','.join(map(str, src))}]"
-            )
+    for (o, dst), (i, src) in element_sources(desc, indices).items():
+        where = f"{outs[o]}[{','.join(map(str, dst))}]"
+        what = desc.fill_text(i) if i < 0 else f"{ins[i]}[{','.join(map(str, src))}]"
+        lines.append(f"{where} = {what}")
     return sorted(lines, key=lambda s: s.split(" = ")[0])
 
 
@@ -120,9 +118,68 @@ def _ints(text: str) -> list[int]:
         ) from None
 
 
+_INDEXED = ("gather", "gather_elements", "gather_nd", "scatter_elements", "scatter_nd")
+
+
+def _right_aligned(sizes: Sequence[int], rank: int) -> list[int]:
+    sizes = list(sizes)
+    while len(sizes) > rank and sizes[0] == 1:
+        sizes.pop(0)
+    return [1] * (rank - len(sizes)) + sizes
+
+
+def _indexed_desc(args: argparse.Namespace, dt: DataType) -> OperatorDesc:
+    """An indexed descriptor from --input-sizes, --indices-sizes (the data's rank: DirectML
+    right-aligns every tensor) and --axis / --index-dimensions / --batch-dims."""
+    op = args.operator
+    if args.input_sizes is None or len(args.input_sizes) != 1 or args.indices_sizes is None:
+        raise DmlError(f"{op.upper()}: give --input-sizes once, --indices-sizes and --indices")
+    x = BufferTensorDesc(dt, args.input_sizes[0])
+    rank = len(x.sizes)
+    index = BufferTensorDesc(DataType.parse(args.index_type), args.indices_sizes)
+    if op == "gather":
+        dims = args.index_dimensions
+        if dims is None:
+            dims = rank - next((d for d, n in enumerate(index.sizes) if n != 1), rank)
+        full = GatherDesc.output_sizes_for(x.sizes, index.sizes, args.axis, dims)
+        out = BufferTensorDesc(dt, _right_aligned(full, rank))
+        return GatherDesc(x, index, out, args.axis, dims)
+    if op == "gather_elements":
+        return GatherElementsDesc(x, index, BufferTensorDesc(dt, index.sizes), args.axis)
+    if op == "gather_nd":
+        full = GatherNd1Desc.output_sizes_for(x.sizes, index.sizes, args.batch_dims)
+        out = BufferTensorDesc(dt, _right_aligned(full, rank))
+        if args.batch_dims:
+            return GatherNd1Desc(x, index, out, rank, rank, args.batch_dims)
+        return GatherNdDesc(x, index, out, rank, rank)
+    if op == "scatter_elements":
+        updates = BufferTensorDesc(dt, index.sizes)
+        return ScatterElementsDesc(x, index, updates, BufferTensorDesc(dt, x.sizes), args.axis)
+    sizes = _right_aligned(ScatterNdDesc.updates_sizes_for(x.sizes, index.sizes), rank)
+    updates = BufferTensorDesc(dt, sizes)
+    return ScatterNdDesc(x, index, updates, BufferTensorDesc(dt, x.sizes), rank, rank)
+
+
+def _index_values(args: argparse.Namespace, desc: OperatorDesc) -> dict[int, Any]:
+    """The --indices values, as the index input of `desc` (empty for other operators)."""
+    if desc.INDEX_FIELD is None:
+        return {}
+    names = [n for n, _ in desc.input_fields()]
+    k = names.index(desc.INDEX_FIELD)
+    t = desc.input_fields()[k][1]
+    if args.indices is None or len(args.indices) != t.element_count:
+        raise DmlError(
+            f"{desc.OPERATOR}: give --indices, {t.element_count} values (row-major) for "
+            f"{desc.INDEX_FIELD} {list(t.sizes)}"
+        )
+    return {k: np.array(args.indices, t.data_type.numpy_dtype).reshape(t.sizes)}
+
+
 def _explain_desc(args: argparse.Namespace) -> OperatorDesc:
     dt = DataType.parse(args.data_type)
     op = args.operator
+    if op in _INDEXED:
+        return _indexed_desc(args, dt)
     if op in ("slice", "slice1"):
         if args.input_sizes is None or len(args.input_sizes) != 1:
             raise DmlError(f"{op.upper()}: give --input-sizes once")
@@ -204,6 +261,7 @@ _OPERATORS = (
     "padding1",
     "depth_to_space1",
     "space_to_depth1",
+    *_INDEXED,
 )
 
 
@@ -263,12 +321,20 @@ def _run_explain_onnx(
     return 0
 
 
-def _plot(desc: OperatorDesc, path: str, level: FeatureLevel) -> None:
+def _plot(
+    desc: OperatorDesc, path: str, level: FeatureLevel, indices: dict[int, Any]
+) -> None:
     from .picture import draw
 
     if Path(path).suffix.lower() not in (".png", ".svg", ".pdf"):
         raise DmlError(f"explain --plot: {path!r} must end in .png, .svg or .pdf")
-    draw(desc, path, level)
+    values = None
+    if indices:  # cells show each data element's logical index, the indices their values
+        values = [
+            indices.get(k, np.arange(t.element_count).reshape(t.sizes))
+            for k, (_, t) in enumerate(desc.input_fields())
+        ]
+    draw(desc, path, level, values)
     print(f"picture written to {path}")
 
 
@@ -283,9 +349,11 @@ def _run_explain(args: argparse.Namespace) -> int:
     desc = None
     try:
         desc = _explain_desc(args)
+        indices = _index_values(args, desc)
         if args.plot:
-            _plot(desc, args.plot, level)
+            _plot(desc, args.plot, level, indices)
         desc.validate(level)
+        element_sources(desc, indices)  # indices out of range: refused here, by name
     except DmlError as e:
         print(f"INVALID at {level.dml_name}: {e}")
         return 1
@@ -298,7 +366,7 @@ def _run_explain(args: argparse.Namespace) -> int:
     print(desc.lower().describe())
     total = sum(t.element_count for _, t in desc.output_fields())
     if total <= _MAPPING_LIMIT:
-        print("\n".join(element_mapping(desc)))
+        print("\n".join(element_mapping(desc, indices)))
     else:
         print(f"({total} output elements: mapping shown for at most {_MAPPING_LIMIT})")
     return 0
@@ -419,8 +487,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     xp.add_argument(
         "operator",
-        help="slice, slice1, split, join, depth_to_space1 or space_to_depth1; or the path of "
-        "an ONNX model (.onnx) to show the whole model compiled as one graph",
+        help="slice, slice1, slice_grad, split, join, tile, padding1, depth_to_space1, "
+        "space_to_depth1, gather, gather_elements, gather_nd, scatter_elements or scatter_nd; "
+        "or the path of an ONNX model (.onnx) to show the whole model compiled",
     )
     xp.add_argument(
         "--input-shape",
@@ -463,7 +532,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="SLICE1 output sizes (default MaxCopiedElements); SLICE_GRAD OutputGradientTensor "
         "sizes (required)",
     )
-    xp.add_argument("--axis", type=int, default=0, help="SPLIT/JOIN Axis")
+    xp.add_argument("--axis", type=int, default=0, help="SPLIT/JOIN/GATHER/... Axis")
+    xp.add_argument(
+        "--indices-sizes", type=_ints, default=None, help="GATHER/SCATTER IndicesTensor sizes"
+    )
+    xp.add_argument(
+        "--indices",
+        type=_ints,
+        default=None,
+        help="GATHER/SCATTER index values, row-major (which source element lands where)",
+    )
+    xp.add_argument(
+        "--index-type", default="INT32", help="GATHER/SCATTER IndicesTensor type (default INT32)"
+    )
+    xp.add_argument(
+        "--index-dimensions",
+        type=int,
+        default=None,
+        help="GATHER IndexDimensions (default: the indices' sizes after their leading ones)",
+    )
+    xp.add_argument("--batch-dims", type=int, default=0, help="GATHER_ND1 BatchDimensionCount")
     xp.add_argument("--repeats", type=_ints, default=[], help="TILE Repeats")
     xp.add_argument("--start-padding", type=_ints, default=[], help="PADDING1 StartPadding")
     xp.add_argument("--end-padding", type=_ints, default=[], help="PADDING1 EndPadding")

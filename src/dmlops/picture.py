@@ -26,6 +26,7 @@ from .errors import DmlError
 from .ops import JoinDesc, OperatorDesc, SliceDesc, SliceGradDesc, SplitDesc
 from .ops._base import set_html_view
 from .ops.slice1 import WindowDesc
+from .sources import element_sources
 from .tensor import BufferTensorDesc, FeatureLevel
 
 if TYPE_CHECKING:
@@ -59,19 +60,6 @@ def _verdict(desc: OperatorDesc, level: FeatureLevel) -> str | None:
     except DmlError as e:
         return str(e)
     return None
-
-
-def _mapping(desc: OperatorDesc) -> dict[tuple[int, tuple[int, ...]], tuple[int, tuple[int, ...]]]:
-    """(output, output coord) -> (input, input coord) for every copied element; elements set to
-    set to a constant map to (fill source, ())."""
-    found: dict[tuple[int, tuple[int, ...]], tuple[int, tuple[int, ...]]] = {}
-    for c in desc.logical_copies():
-        dst_step = c.dst_step or (1,) * len(c.shape)
-        for idx in np.ndindex(*c.shape):
-            src = tuple(s + k * t for s, k, t in zip(c.src_start, idx, c.src_step, strict=True))
-            dst = tuple(s + k * t for s, k, t in zip(c.dst_start, idx, dst_step, strict=True))
-            found[(c.dst, dst)] = (c.src, ()) if c.src < 0 else (c.src, src)
-    return found
 
 
 def _grid(sizes: Sequence[int]) -> tuple[list[tuple[int, ...]], int, int]:
@@ -140,7 +128,8 @@ def draw(
     """A matplotlib Figure of the operator; saved to path (PNG, SVG, PDF by extension) if given.
 
     Cells show the logical element index, or the element of `values` (one array per input,
-    shaped as the input tensor) when given.
+    shaped as the input tensor) when given; an indexed operator is drawn from the values of
+    its index input (which source element lands where) and needs them.
     """
     plt = _pyplot()
     level = FeatureLevel.parse(feature_level)
@@ -177,8 +166,9 @@ def _draw_cells(
         v = np.asarray(values[k]).reshape(inputs[k].sizes)[coord]
         return f"{v:g}" if isinstance(v, np.floating) else str(v)
 
+    known = {} if values is None else dict(enumerate(values))
     try:
-        mapping = {} if error else _mapping(desc)
+        mapping = {} if error else element_sources(desc, known)
     except (DmlError, IndexError, ValueError):
         mapping = {}
     order: dict[tuple[int, tuple[int, ...]], tuple[int, int]] = {}
