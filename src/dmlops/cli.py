@@ -321,9 +321,7 @@ def _run_explain_onnx(
     return 0
 
 
-def _plot(
-    desc: OperatorDesc, path: str, level: FeatureLevel, indices: dict[int, Any]
-) -> None:
+def _plot(desc: OperatorDesc, path: str, level: FeatureLevel, indices: dict[int, Any]) -> None:
     from .picture import draw
 
     if Path(path).suffix.lower() not in (".png", ".svg", ".pdf"):

@@ -2,14 +2,14 @@
 meet: of more than SCAN_ROWS rows, two, a winner pass picking the last row in index order
 first), on the call's stream.
 
-A first call made while its stream is captured into a CUDA graph prepares in relaxed
-capture mode: its meta table goes up with an asynchronous copy on that stream (a node of
-the graph, so every replay writes it before the launch reads it), into memory that is
-never freed (the graph may replay at any time) and that no later call shares."""
+Each launch carries its copy's meta table as a kernel parameter (the kernel reads it from
+the constant bank), so nothing is uploaded and a CUDA graph captures it with the launch. A
+first call made while its stream is captured prepares in relaxed capture mode; a winner
+table it needs lies in memory that is never freed (the graph may replay at any time) and
+that no later call shares."""
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -23,6 +23,7 @@ from .launch import is_capturing, relaxed_capture
 __all__ = ["IndexedLaunch"]
 
 _TYPES = {"INT32": 0, "INT64": 1, "UINT32": 2, "UINT64": 3}
+META_WORDS = 112  # the kernel's Meta parameter: int64 words (kernels/indexed.cu)
 _THREADS = 256
 _PREPARED = 16  # address tuples whose launches each copy keeps packed
 # a scatter of at most this many rows finds its winners in its one launch (each row looks
@@ -75,8 +76,10 @@ class IndexedLaunch:
             ]
         for axis in copy.axes:
             head += [axis.size, axis.stride, axis.slot_stride]
-        self.meta = np.array(head, dtype=np.int64)
-        self.tables: dict[tuple[int, int], Any] = {}
+        if len(head) > META_WORDS:
+            raise ValueError(f"an indexed copy of {cut} dimensions does not fit a launch")
+        self.meta = np.zeros(META_WORDS, dtype=np.int64)
+        self.meta[: len(head)] = head
         self.prepared: dict[tuple[int, ...], Any] = {}
         self.captured: list[Any] = []  # preparations a CUDA graph replays: kept for good
 
@@ -129,8 +132,9 @@ class IndexedLaunch:
         index: int,
         captured: bool = False,
     ) -> tuple[Any, list[tuple[int, int, int]], list[Any]]:
-        """The meta table, winner table and packed kernel parameters for these addresses
-        (`captured`: for a stream being captured into a graph, in memory of their own)."""
+        """The winner table and packed kernel parameters (the meta table among them) for
+        these addresses (`captured`: for a stream being captured into a graph, the winner
+        table in memory of its own)."""
         c = self.copy
         chunk = self._chunk(src, dst)
         chunks = self.row * self.size // chunk if chunk != self.size else self.row
@@ -139,23 +143,18 @@ class IndexedLaunch:
         scan = bool(c.scatter and c.slot_count) and self.rows <= SCAN_ROWS
         wants_winner = bool(c.scatter and c.slot_count) and not scan
         if captured:
-            table: Any = _Raw(cp, meta, stream)
-            winner: Any = _Raw(cp, np.empty(c.slot_count, np.int32), None) if wants_winner else None
+            winner: Any = _Raw(cp, np.empty(c.slot_count, np.int32)) if wants_winner else None
         else:
-            table = self.tables.get((device, chunk))
-            if table is None:
-                table = self.tables[(device, chunk)] = cp.asarray(meta)
             winner = cp.empty(c.slot_count, dtype=cp.int32) if wants_winner else None
-        keep: list[Any] = [table, winner]
+        keep: list[Any] = [meta, winner]
         launches = []
 
         def pack(*values: Any) -> int:
-            arrays = [np.array([v], dtype=type(v)) for v in values]
+            arrays = [v if isinstance(v, np.ndarray) else np.array([v], type(v)) for v in values]
             params = np.array([a.ctypes.data for a in arrays], np.uint64)
             keep.append((arrays, params))
             return int(params.ctypes.data)
 
-        meta_ptr = np.uint64(table.data.ptr)
         winner_ptr = np.uint64(0 if winner is None else winner.data.ptr)
         rows = np.int64(self.rows)
         if winner is not None:
@@ -165,12 +164,12 @@ class IndexedLaunch:
                 (
                     kernels.function_handle(fn),
                     grid,
-                    pack(meta_ptr, np.uint64(index), winner_ptr, rows),
+                    pack(meta, np.uint64(index), winner_ptr, rows),
                 )
             )
         lanes = 32 if chunks >= 32 else 1
         grid = max(1, min(65535 * 8, -(-self.rows * lanes // _THREADS)))
-        ends = (meta_ptr, np.uint64(src), np.uint64(dst), np.uint64(index))
+        ends = (meta, np.uint64(src), np.uint64(dst), np.uint64(index))
         if scan:
             fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed_scan")
             params = pack(*ends, rows)
@@ -182,15 +181,9 @@ class IndexedLaunch:
 
 
 class _Raw:
-    """Device memory that is never freed (a captured graph may read it at any replay), with
-    CuPy's `data.ptr` and `nbytes`; `host` is copied in on `stream` where one is given."""
+    """Device memory that is never freed (a captured graph may use it at any replay), with
+    CuPy's `data.ptr` and `nbytes`."""
 
-    def __init__(self, cp: Any, host: np.ndarray[Any, Any], stream: int | None) -> None:
-        runtime = cp.cuda.runtime
+    def __init__(self, cp: Any, host: np.ndarray[Any, Any]) -> None:
         self.nbytes = int(host.nbytes)
-        self.data = SimpleNamespace(ptr=int(runtime.malloc(max(self.nbytes, 1))))
-        if stream is not None:
-            staging = int(runtime.hostAlloc(max(self.nbytes, 1), 0))  # read at every replay
-            ctypes.memmove(staging, host.ctypes.data, self.nbytes)
-            kind = runtime.memcpyHostToDevice
-            runtime.memcpyAsync(self.data.ptr, staging, self.nbytes, kind, stream)
+        self.data = SimpleNamespace(ptr=int(cp.cuda.runtime.malloc(max(self.nbytes, 1))))

@@ -1,6 +1,7 @@
 // Indexed copies (gather / scatter). A row is the last dimension when the index does not
 // change along it, else one element; a warp moves a long row in wide chunks, a thread a
-// short one. The meta table (int64):
+// short one. The meta table travels as a kernel parameter (__grid_constant__: read from
+// the constant bank, the same for every thread; no device memory, nothing to upload):
 //   [0] rank  [1] axes  [2] row length (elements)  [3] chunk bytes  [4] chunks per row
 //   [5] scatter  [6] index type (0 int32, 1 int64, 2 uint32, 3 uint64)  [7] negative indices
 //   [8] out of range: 0 drop (scatters; gathers clamp), 1 skip, 2 clamp (WebNN)  [9] element size  [10] tuple stride  [11] src offset (elements)
@@ -13,6 +14,9 @@
 // (the winner table holds, per slot, the latest order that writes it; for a few rows,
 // dmlops_indexed_scan instead has each row look for a later one to its slot: one launch).
 typedef unsigned char u8;
+
+#define META_WORDS 112
+struct Meta { long long v[META_WORDS]; };
 
 __device__ __forceinline__ long long read_index(const u8* base, long long at, int type, bool* huge)
 {
@@ -93,9 +97,10 @@ __device__ void winner_pass(const long long* __restrict__ meta, const u8* idx, i
     }
 }
 
-extern "C" __global__ void dmlops_indexed_winner(const long long* __restrict__ meta,
+extern "C" __global__ void dmlops_indexed_winner(const __grid_constant__ Meta table,
     unsigned long long index, int* winner, long long rows)
 {
+    const long long* meta = table.v;
     if (rows < 0x7fffffffLL) winner_pass<int>(meta, (const u8*)index, winner, (int)rows);
     else winner_pass<long long>(meta, (const u8*)index, winner, rows);
 }
@@ -167,10 +172,11 @@ __device__ void indexed(const long long* __restrict__ meta, const u8* src_base, 
     }
 }
 
-extern "C" __global__ void dmlops_indexed(const long long* __restrict__ meta,
+extern "C" __global__ void dmlops_indexed(const __grid_constant__ Meta table,
     unsigned long long source, unsigned long long target, unsigned long long index,
     const int* winner, long long rows)
 {
+    const long long* meta = table.v;
     const u8* s = (const u8*)source;
     u8* d = (u8*)target;
     const u8* x = (const u8*)index;
@@ -178,9 +184,10 @@ extern "C" __global__ void dmlops_indexed(const long long* __restrict__ meta,
     else indexed<long long, false>(meta, s, d, x, winner, rows);
 }
 
-extern "C" __global__ void dmlops_indexed_scan(const long long* __restrict__ meta,
+extern "C" __global__ void dmlops_indexed_scan(const __grid_constant__ Meta table,
     unsigned long long source, unsigned long long target, unsigned long long index,
     long long rows)
 {
+    const long long* meta = table.v;
     indexed<int, true>(meta, (const u8*)source, (u8*)target, (const u8*)index, nullptr, (int)rows);
 }
