@@ -829,3 +829,41 @@ def test_validate_indices_names_the_first_bad_index_on_every_backend(backend: st
     u32 = to_device(backend, np.array([2, 10], np.uint32))
     with pytest.raises(dmlops.IndexOutOfRangeError, match="element 1 is 10"):
         dmlops.gather(table, u32, validate_indices=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")
+def test_cuda_wide_offset_kernel_agrees_with_the_lean_one(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Launches whose offsets all fit an int take the lean 32-bit kernel; the 64-bit one
+    (forced here) moves the same bits."""
+    from dmlops.backends.cuda import indexed as cuda_indexed
+
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((6, 40), dtype=F32)
+    ids = rng.integers(-6, 6, 9)
+    along = rng.integers(-40, 40, (6, 7))
+    cache = np.zeros((16, 40), F32)
+    slots = rng.permutation(16)[:5].reshape(5, 1)
+    rows = rng.standard_normal((5, 40), dtype=F32)
+    calls = [
+        lambda: dmlops.gather(*(to_device("cuda", a) for a in (x, ids))),
+        lambda: dmlops.gather_elements(*(to_device("cuda", a) for a in (x, along)), 1),
+        lambda: dmlops.scatter_nd(*(to_device("cuda", a) for a in (cache, slots, rows))),
+    ]
+    dmlops.functional.clear_cache()
+    lean = [to_host(f()) for f in calls]
+    real = cuda_indexed.IndexedLaunch.__init__
+
+    def wide(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        real(self, *args, **kwargs)
+        self.lean_reach = False
+
+    monkeypatch.setattr(cuda_indexed.IndexedLaunch, "__init__", wide)
+    dmlops.functional.clear_cache()
+    try:
+        wide_results = [to_host(f()) for f in calls]
+    finally:
+        dmlops.functional.clear_cache()
+    for a, b in zip(lean, wide_results, strict=True):
+        assert a.tobytes() == b.tobytes()
+    assert lean[0].tobytes() == np.take(x, ids, axis=0).tobytes()

@@ -76,6 +76,20 @@ class IndexedLaunch:
             ]
         for axis in copy.axes:
             head += [axis.size, axis.stride, axis.slot_stride]
+        # every element offset of the launch fits an int: the lean kernel's 32-bit arithmetic
+        reach = [
+            copy.src_offset // element_size,
+            copy.dst_offset // element_size,
+            copy.index_offset // isize,
+        ]
+        for n, *strides in zip(
+            copy.shape, copy.src_strides, copy.dst_strides, copy.index_strides, strict=True
+        ):
+            reach = [r + (n - 1) * abs(t) for r, t in zip(reach, strides, strict=True)]
+        side = 0 if not copy.scatter else 1
+        reach[side] += sum((a.size - 1) * abs(a.stride) for a in copy.axes)
+        reach[2] += (len(copy.axes) - 1) * abs(copy.tuple_stride)
+        self.lean_reach = max(reach) < 2**31 - 1 and walk.count < 2**31 - 1
         if len(head) > META_WORDS:
             raise ValueError(f"an indexed copy of {cut} dimensions does not fit a launch")
         self.meta = np.zeros(META_WORDS, dtype=np.int64)
@@ -173,6 +187,9 @@ class IndexedLaunch:
         if scan:
             fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed_scan")
             params = pack(*ends, rows)
+        elif winner is None and self.lean_reach and not (c.scatter and c.slot_count):
+            fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed_lean")
+            params = pack(*ends, np.int32(self.rows))
         else:
             fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed")
             params = pack(*ends, winner_ptr, rows)

@@ -33,39 +33,45 @@ __device__ __forceinline__ long long read_index(const u8* base, long long at, in
     }
 }
 
-// the row's source and destination element offsets, slot and order; false: row dropped
-template <typename I>
+// the row's source and destination element offsets, slot and order; false: row dropped.
+// O: the offsets' type (int where every offset of the launch fits); SLOTS: slot and order
+// wanted (scatters whose targets may meet)
+template <typename I, typename O, bool SLOTS>
 __device__ __forceinline__ bool locate(const long long* __restrict__ meta, const u8* idx,
-    I m, long long* src, long long* dst, long long* slot, long long* order)
+    I m, O* src, O* dst, long long* slot, long long* order)
 {
     const int rank = (int)meta[0];
     const int axes = (int)meta[1];
-    long long s = meta[11], d = meta[12], x = meta[13], l = 0, o = 0, p = 0;
+    O s = (O)meta[11], d = (O)meta[12], x = (O)meta[13];
+    long long l = 0, o = 0;
+    O p = 0;
     const int reverse = (int)meta[16];
     const long long* dims = meta + 17;
     for (int k = rank - 1; k >= 0; --k) {
         const I n = (I)dims[6 * k];
         const I q = m / n;
-        const long long c = (long long)(m - q * n);
+        const O c = (O)(m - q * n);
         m = q;
         if (k == reverse) p = c;
-        s += c * dims[6 * k + 1];
-        d += c * dims[6 * k + 2];
-        x += c * dims[6 * k + 3];
-        l += c * dims[6 * k + 4];
-        o += c * dims[6 * k + 5];
+        s += c * (O)dims[6 * k + 1];
+        d += c * (O)dims[6 * k + 2];
+        x += c * (O)dims[6 * k + 3];
+        if (SLOTS) {
+            l += c * dims[6 * k + 4];
+            o += c * dims[6 * k + 5];
+        }
     }
     const long long* ax = dims + 6 * rank;
     const bool scatter = meta[5] != 0;
-    long long moved = 0;
+    O moved = 0;
     for (int t = 0; t < axes; ++t) {
         const long long size = ax[3 * t];
         bool huge;
-        long long k = read_index(idx, x + t * meta[10], (int)meta[6], &huge);
+        long long k = read_index(idx, (long long)x + t * meta[10], (int)meta[6], &huge);
         if (reverse >= 0) {  // a length L, clamped into [0, size]: p < L reads L - 1 - p
             const long long length = huge || k > size ? size : (k < 0 ? 0 : k);
             k = p < length ? length - 1 - p : p;
-            moved += k * ax[3 * t + 1];
+            moved += (O)k * (O)ax[3 * t + 1];
             continue;
         }
         if (meta[8] == 2) {  // clamped into [-size, size - 1] first (WebNN)
@@ -77,8 +83,8 @@ __device__ __forceinline__ bool locate(const long long* __restrict__ meta, const
             if (scatter) return false;
             k = huge || k >= size ? size - 1 : 0;  // gathers read inside the input
         }
-        moved += k * ax[3 * t + 1];
-        l += k * ax[3 * t + 2];
+        moved += (O)k * (O)ax[3 * t + 1];
+        if (SLOTS) l += k * ax[3 * t + 2];
     }
     if (scatter) d += moved; else s += moved;
     *src = s;
@@ -93,7 +99,8 @@ __device__ void winner_pass(const long long* __restrict__ meta, const u8* idx, i
 {
     for (I m = blockIdx.x * (I)blockDim.x + threadIdx.x; m < rows; m += (I)gridDim.x * blockDim.x) {
         long long s, d, slot, order;
-        if (locate<I>(meta, idx, m, &s, &d, &slot, &order)) atomicMax(winner + slot, (int)order);
+        if (locate<I, long long, true>(meta, idx, m, &s, &d, &slot, &order))
+            atomicMax(winner + slot, (int)order);
     }
 }
 
@@ -119,7 +126,7 @@ __device__ __forceinline__ void move_chunk(const u8* from, u8* to, long long chu
     }
 }
 
-template <typename I, bool SCAN>
+template <typename I, typename O, bool SCAN, bool SLOTS>
 __device__ void indexed(const long long* __restrict__ meta, const u8* src_base, u8* dst_base,
     const u8* idx, const int* winner, I rows)
 {
@@ -134,22 +141,24 @@ __device__ void indexed(const long long* __restrict__ meta, const u8* src_base, 
     const I first = (blockIdx.x * (I)blockDim.x + threadIdx.x) / lanes;
     const I step = (I)gridDim.x * blockDim.x / lanes;
     for (I m = first; m < rows; m += step) {
-        long long s, d, slot, order;
-        if (!locate<I>(meta, idx, m, &s, &d, &slot, &order)) continue;
-        if (winner != nullptr && winner[slot] != (int)order) continue;
+        O s, d;
+        long long slot, order;
+        if (!locate<I, O, SLOTS>(meta, idx, m, &s, &d, &slot, &order)) continue;
+        if (SLOTS && winner != nullptr && winner[slot] != (int)order) continue;
         if (SCAN) {  // dropped where a row later in index order writes the same slot
             bool later = false;
             for (I k = lane; k < rows && !later; k += lanes) {
-                long long s2, d2, slot2, order2;
-                later = k != m && locate<I>(meta, idx, k, &s2, &d2, &slot2, &order2)
+                O s2, d2;
+                long long slot2, order2;
+                later = k != m && locate<I, O, SLOTS>(meta, idx, k, &s2, &d2, &slot2, &order2)
                     && slot2 == slot && order2 > order;
             }
             if (warp_rows) later = __any_sync(0xffffffffu, later);
             if (later) continue;
         }
         if (chunk == 16 && !by_element) {  // 16-byte rows: four loads in flight per lane
-            const uint4* from = (const uint4*)(src_base + s * es);
-            uint4* to = (uint4*)(dst_base + d * es);
+            const uint4* from = (const uint4*)(src_base + (long long)s * es);
+            uint4* to = (uint4*)(dst_base + (long long)d * es);
             long long c = lane;
             for (; c + 3 * lanes < chunks; c += 4 * lanes) {
                 const uint4 a = __ldcs(from + c), b = __ldcs(from + c + lanes);
@@ -164,9 +173,11 @@ __device__ void indexed(const long long* __restrict__ meta, const u8* src_base, 
         }
         for (long long c = lane; c < chunks; c += lanes) {
             if (by_element) {  // element by element along the row, any strides
-                move_chunk(src_base + (s + c * meta[14]) * es, dst_base + (d + c * meta[15]) * es, es);
+                const long long from = (long long)s + c * meta[14], to = (long long)d + c * meta[15];
+                move_chunk(src_base + from * es, dst_base + to * es, es);
             } else {  // a contiguous row in wide chunks
-                move_chunk(src_base + s * es + c * chunk, dst_base + d * es + c * chunk, chunk);
+                move_chunk(src_base + (long long)s * es + c * chunk,
+                    dst_base + (long long)d * es + c * chunk, chunk);
             }
         }
     }
@@ -180,8 +191,17 @@ extern "C" __global__ void dmlops_indexed(const __grid_constant__ Meta table,
     const u8* s = (const u8*)source;
     u8* d = (u8*)target;
     const u8* x = (const u8*)index;
-    if (rows < 0x7fffffffLL) indexed<int, false>(meta, s, d, x, winner, (int)rows);
-    else indexed<long long, false>(meta, s, d, x, winner, rows);
+    if (rows < 0x7fffffffLL) indexed<int, long long, false, true>(meta, s, d, x, winner, (int)rows);
+    else indexed<long long, long long, false, true>(meta, s, d, x, winner, rows);
+}
+
+// every offset of the launch fits an int, and no slots are wanted (gathers; scatters whose
+// targets never meet): 32-bit offset arithmetic
+extern "C" __global__ void dmlops_indexed_lean(const __grid_constant__ Meta table,
+    unsigned long long source, unsigned long long target, unsigned long long index, int rows)
+{
+    indexed<int, int, false, false>(table.v, (const u8*)source, (u8*)target,
+        (const u8*)index, nullptr, rows);
 }
 
 extern "C" __global__ void dmlops_indexed_scan(const __grid_constant__ Meta table,
@@ -189,5 +209,6 @@ extern "C" __global__ void dmlops_indexed_scan(const __grid_constant__ Meta tabl
     long long rows)
 {
     const long long* meta = table.v;
-    indexed<int, true>(meta, (const u8*)source, (u8*)target, (const u8*)index, nullptr, (int)rows);
+    indexed<int, long long, true, true>(meta, (const u8*)source, (u8*)target, (const u8*)index,
+        nullptr, (int)rows);
 }
