@@ -507,6 +507,12 @@ def _indexed_cases(torch):  # type: ignore[no-untyped-def]
     def want_cache():  # type: ignore[no-untyped-def]
         return expected_cache.index_copy(0, slots.reshape(-1), updates)
 
+    # more rows than one launch resolves: a winner table, cleared before each replay
+    big = torch.zeros((4096, 4), device="cuda")
+    big_slots = torch.randperm(4096, device="cuda")[:1500].reshape(1500, 1)
+    big_updates = torch.zeros((1500, 4), device="cuda")
+    expected_big = big.clone()
+
     return [
         ([table], lambda: dmlops.gather(table, ids, 0, out=rows), lambda: rows,
          lambda: table.index_select(0, ids)),
@@ -514,10 +520,13 @@ def _indexed_cases(torch):  # type: ignore[no-untyped-def]
          want_cache),
         ([x], lambda: dmlops.gather_elements(x, along, 1, out=picked), lambda: picked,
          lambda: torch.gather(x, 1, along)),
+        ([big_updates], lambda: dmlops.scatter_nd(big, big_slots, big_updates, out=big),
+         lambda: big,
+         lambda: expected_big.index_copy(0, big_slots.reshape(-1), big_updates)),
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize("case", range(3))
+@pytest.mark.parametrize("case", range(4))
 def test_indexed_calls_on_a_side_stream_and_in_graph_capture(case: int) -> None:
     torch = _torch()
     inputs, run, result, want = _indexed_cases(torch)[case]

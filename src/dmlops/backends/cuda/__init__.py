@@ -320,7 +320,7 @@ class CudaBackend:
         device, stream = queue
         with self._on(device):
             for launch in launches:
-                launch.launch(cp, ins, outs, stream)
+                launch.launch(cp, device, ins, outs, stream)
 
     def executor(self, plan: Plan) -> _CudaExecutor:
         return _CudaExecutor(self, plan)

@@ -111,24 +111,27 @@ class IndexedLaunch:
                 return chunk
         return size
 
-    def launch(self, cp: Any, ins: Sequence[int], outs: Sequence[int], stream: int) -> None:
-        """Run on the current device, on `stream` (launches prepared once per addresses)."""
+    def launch(
+        self, cp: Any, device: int, ins: Sequence[int], outs: Sequence[int], stream: int
+    ) -> None:
+        """Run on `device` (current), on `stream` (launches prepared once per addresses)."""
         if self.rows == 0:
             return
         c = self.copy
-        device = cp.cuda.runtime.getDevice()
         key = (device, stream, ins[c.src], outs[c.dst], ins[c.index])
         prepared = self.prepared.get(key)
-        if is_capturing(cp, stream):
-            if prepared is None:  # a launch of its own, its table written by the graph
+        # a prepared launch that owns no device memory is the same under graph capture (its
+        # meta table travels in its parameters): only the others ask whether it is one
+        if prepared is None or prepared[0] is not None:
+            if is_capturing(cp, stream):  # a launch of its own: a graph may replay it any time
                 with relaxed_capture():
                     prepared = self._prepare(cp, *key, captured=True)
                 self.captured.append(prepared)
-        elif prepared is None:
-            prepared = self._prepare(cp, *key)
-            if len(self.prepared) >= _PREPARED:
-                self.prepared.pop(next(iter(self.prepared)))
-            self.prepared[key] = prepared
+            elif prepared is None:
+                prepared = self._prepare(cp, *key)
+                if len(self.prepared) >= _PREPARED:
+                    self.prepared.pop(next(iter(self.prepared)))
+                self.prepared[key] = prepared
         launch = cp.cuda.driver.launchKernel
         winner, launches = prepared[0], prepared[1]
         if winner is not None:
