@@ -235,3 +235,46 @@ def test_many_tiles_and_every_thread_step_are_exact(dtype: Any) -> None:
     ):
         _same(dmlops.slice1(x, *window), dmlops.slice1(host, *window))
     _same(dmlops.slice1(x.T, [0, 0], [1001, 300], [1, 1]), np.ascontiguousarray(host.T))
+
+
+def test_large_arrays_reuse_pooled_buffers() -> None:
+    """An array too large for an arena gets a buffer of its own; dropped, the buffer waits in
+    a bounded pool for the next array of its rounded size (no new buffer to zero), and a
+    reused array computes as a fresh one."""
+    import gc
+
+    from dmlops import webgpu
+    from dmlops.backends.webgpu import WebGpuBackend
+    from dmlops.backends.webgpu import memory as webgpu_memory
+
+    memory = WebGpuBackend.instance().memory
+    memory.trim()
+    big = memory.arena_bytes // 4 + 4096
+    first = memory.allocate(big)
+    buffer, base = first.buffer, first.base
+    del first
+    gc.collect()
+    assert memory.pooled_bytes >= big
+    again = memory.allocate(big + 100)  # rounds to the same size
+    assert again.buffer is buffer and again.base == base
+    assert memory.pooled_bytes == 0
+    del again
+    gc.collect()
+    # a pool over its bound destroys its oldest buffers
+    held = webgpu_memory.POOL_BYTES
+    try:
+        webgpu_memory.POOL_BYTES = big  # room for one
+        blocks = [memory.allocate(big) for _ in range(2)]
+        del blocks
+        gc.collect()
+        assert memory.pooled_bytes <= big
+    finally:
+        webgpu_memory.POOL_BYTES = held
+        memory.trim()
+    n = big // 4 + 1
+    x = np.arange(n, dtype=np.uint32)
+    for _ in range(2):  # the second result lands in the first's pooled buffer
+        y = dmlops.slice(webgpu.asarray(x), [1], [n - 1], [1])
+        np.testing.assert_array_equal(y.numpy(), x[1:])
+        del y
+        gc.collect()

@@ -1,10 +1,13 @@
 """WebGPU memory: arrays suballocated from large arena buffers, and host transfers.
 
 An arena is one storage buffer; arrays up to a quarter of its size are first-fit blocks
-in it (256-byte aligned), larger ones get a buffer of their own. Many arrays thus share a
-buffer, which lets one dispatch read or write all of them (WGSL has no pointers, and a
-dispatch binds a handful of buffers). Each buffer carries a synthetic base address, far
-from every other buffer's, so the overlap checks can compare byte ranges.
+in it (256-byte aligned), larger ones get a buffer of their own, which goes back to a
+bounded pool when the array is dropped, so the next array of its (rounded) size takes it
+instead of a new buffer (a new buffer costs its allocation and WebGPU's zeroing of every
+byte). Many arrays thus share a buffer, which lets one dispatch read or write all of them
+(WGSL has no pointers, and a dispatch binds a handful of buffers). Each buffer carries a
+synthetic base address, far from every other buffer's, so the overlap checks can compare
+byte ranges. Arrays are not zeroed: `empty` holds whatever its memory held.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 __all__ = ["Memory", "WebGpuArray", "Flat", "Block"]
 
 ALIGN = 256
+POOL_BYTES = 1 << 30  # dropped buffers of their own kept for reuse, at most this many bytes
 _ADDRESS_SPACING = 1 << 40
 _bases = itertools.count(1)
 
@@ -45,7 +49,7 @@ class Block:
         self.base = base
         self.offset = offset
         self.nbytes = nbytes
-        weakref.finalize(self, memory.release, buffer, offset, nbytes)
+        weakref.finalize(self, memory.release, buffer, offset, nbytes, base)
 
 
 class _Arena:
@@ -85,6 +89,9 @@ class Memory:
         self.max_binding = max_binding
         self.arenas: dict[int, _Arena] = {}
         self.lock = threading.Lock()
+        # buffers of their own, dropped, by size: (buffer, base), oldest first
+        self.pool: dict[int, list[tuple[Any, int]]] = {}
+        self.pooled_bytes = 0
 
     def allocate(self, nbytes: int) -> Block:
         """A block of at least `nbytes` bytes (a multiple of 4, at least 4)."""
@@ -97,6 +104,13 @@ class Memory:
                 f"binding ({self.max_binding} bytes)"
             )
         if size > self.arena_bytes // 4:
+            size = min(_rounded(size), self.max_binding)
+            with self.lock:
+                kept = self.pool.get(size)
+                if kept:
+                    buffer, base = kept.pop(0)
+                    self.pooled_bytes -= size
+                    return Block(self, buffer, base, 0, size)
             buffer = self.device.create_buffer(size=size, usage=self.usage)
             return Block(self, buffer, next(_bases) * _ADDRESS_SPACING, 0, size)
         with self.lock:
@@ -110,14 +124,42 @@ class Memory:
             assert offset is not None
             return Block(self, arena.buffer, arena.base, offset, size)
 
-    def release(self, buffer: Any, offset: int, nbytes: int) -> None:
-        """Return a block: into its arena, or its own buffer destroyed."""
+    def release(self, buffer: Any, offset: int, nbytes: int, base: int = 0) -> None:
+        """Return a block: into its arena, or its own buffer into the pool (the pool's
+        oldest buffers destroyed to keep it under POOL_BYTES)."""
+        doomed = []
         with self.lock:
             arena = self.arenas.get(id(buffer))
             if arena is not None and arena.buffer is buffer:
                 arena.give(offset, nbytes)
                 return
-        buffer.destroy()
+            if nbytes <= POOL_BYTES:
+                self.pool.setdefault(nbytes, []).append((buffer, base))
+                self.pooled_bytes += nbytes
+                while self.pooled_bytes > POOL_BYTES:
+                    size = next(k for k, v in self.pool.items() if v)
+                    doomed.append(self.pool[size].pop(0)[0])
+                    self.pooled_bytes -= size
+            else:
+                doomed.append(buffer)
+        for gone in doomed:
+            gone.destroy()
+
+    def trim(self) -> None:
+        """Destroy every pooled buffer."""
+        with self.lock:
+            doomed = [b for kept in self.pool.values() for b, _ in kept]
+            self.pool.clear()
+            self.pooled_bytes = 0
+        for gone in doomed:
+            gone.destroy()
+
+
+def _rounded(nbytes: int) -> int:
+    """A size of its own buffer: up to the next eighth of a power of two (at most 12.5 %
+    more), so arrays of nearby sizes share pooled buffers."""
+    step = max(ALIGN, (1 << max(0, nbytes.bit_length() - 1)) // 8)
+    return -(-nbytes // step) * step
 
 
 def _packed(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
