@@ -216,16 +216,25 @@ class NumpyBackend:
     def _chunks(
         self, dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], parts: int
     ) -> list[tuple[Any, Any]]:
-        axis = int(np.argmax(dst.shape))
-        n = dst.shape[axis]
-        parts = min(parts, n)
-        bounds = [n * i // parts for i in range(parts + 1)]
-        index = [slice(None)] * dst.ndim
-        out = []
-        for a, b in itertools.pairwise(bounds):
-            index[axis] = slice(a, b)
-            out.append((dst[tuple(index)], src[tuple(index)]))
-        return out
+        """The copy cut into about `parts` bands, outermost dimensions first (each band a
+        run of whole rows where there are enough rows, else of row pieces): every band
+        stays long runs of memory, never narrow column strips."""
+        pieces = [(dst, src)]
+        for axis in range(dst.ndim):
+            if len(pieces) >= parts:
+                break
+            want = -(-parts // len(pieces))
+            cut = []
+            for d, s in pieces:
+                n = d.shape[axis]
+                k = min(want, n)
+                bounds = [n * i // k for i in range(k + 1)]
+                index = [slice(None)] * d.ndim
+                for a, b in itertools.pairwise(bounds):
+                    index[axis] = slice(a, b)
+                    cut.append((d[tuple(index)], s[tuple(index)]))
+            pieces = cut
+        return pieces
 
     def _is_parallel(self, plan: Plan) -> bool:
         """Large plans of large copies go to the pool (small copies hold the GIL)."""
