@@ -61,17 +61,20 @@ def main() -> None:
         session = ort.InferenceSession(
             model.SerializeToString(), options, providers=["CPUExecutionProvider"]
         )
-        cells.append(best(lambda: session.run(None, arrays)))
+        cells.append(best(lambda s=session, x=arrays: s.run(None, x)))
         nbytes = sum(
             int(np.prod(s)) * 4
             for s in (compiled.output_type(k)[0] for k in range(len(compiled.outputs)))
         )
         a, b = np.empty(nbytes // 4, np.float32), np.ones(nbytes // 4, np.float32)
-        cells.append(best(lambda: np.copyto(a, b)))
+        cells.append(best(lambda a=a, b=b: np.copyto(a, b)))
         bands = np.array_split(np.arange(a.size), cores)
 
-        def all_cores() -> None:
-            list(pool.map(lambda r: np.copyto(a[r[0] : r[-1] + 1], b[r[0] : r[-1] + 1]), bands))
+        def band(r: np.ndarray, a: np.ndarray = a, b: np.ndarray = b) -> None:
+            np.copyto(a[r[0] : r[-1] + 1], b[r[0] : r[-1] + 1])
+
+        def all_cores(bands: list[np.ndarray] = bands) -> None:
+            list(pool.map(band, bands))
 
         cells.append(best(all_cores))
         print(
