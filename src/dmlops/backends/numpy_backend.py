@@ -21,8 +21,12 @@ from .numpy_indexed import IndexedStep
 __all__ = ["NumpyBackend"]
 
 _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-_PARALLEL_BYTES = 4 << 20
-_CHUNKS_PER_THREAD = 4
+# a thread per this many bytes written, up to the core count: Python threads pay tens of
+# microseconds to start a band, so on the 16-core host of the H100 machine an 8 MiB copy ran
+# fastest on 4 threads (432 µs; one: 777 µs; sixteen: 1.1 ms) and 64 MiB on all 16
+# (`benchmarks/threads_probe.py`)
+_BYTES_PER_THREAD = 2 << 20
+_PARALLEL_BYTES = 2 * _BYTES_PER_THREAD
 _MIN_CHUNK = 256 << 10
 
 
@@ -265,7 +269,7 @@ class NumpyBackend:
 
             return run_serial
         # band k of every copy forms batch k: the threads sweep the buffers in step
-        bands = max(1, min(self.threads * _CHUNKS_PER_THREAD, plan.bytes_written // _MIN_CHUNK))
+        bands = max(1, min(self.threads, plan.bytes_written // _BYTES_PER_THREAD))
         cut = [self._chunks(dst, src, bands) for dst, src in pairs]
         batches = [[c[k] for c in cut if k < len(c)] for k in range(max(len(c) for c in cut))]
         if self._pool is None:
