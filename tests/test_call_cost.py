@@ -162,3 +162,21 @@ def test_lists_still_work_without_a_signature() -> None:
     assert dmlops.slice1([1, 2, 3], [0], [3], [-1]).tolist() == [3, 2, 1]
     out = np.zeros(3, np.int64)
     assert dmlops.slice1(np.array([1, 2, 3]), [0], [3], [-1], out=out) is out
+
+
+def test_the_call_cache_evicts_the_least_recently_used() -> None:
+    """Hits take no lock and move a key at most once between two puts; eviction still
+    drops the signature used longest ago."""
+    from dmlops.functional import _LRU
+
+    cache = _LRU(2)
+    a, b, c = object(), object(), object()
+    cache.put("a", a)  # type: ignore[arg-type]
+    cache.put("b", b)  # type: ignore[arg-type]
+    assert cache.get("a") is a  # now the most recent
+    assert cache.get("a") is a
+    cache.put("c", c)  # type: ignore[arg-type]
+    assert cache.get("b") is None and cache.get("a") is a and cache.get("c") is c
+    assert len(cache) == 2
+    cache.clear()
+    assert cache.get("a") is None and len(cache) == 0

@@ -66,24 +66,32 @@ class _LRU:
     def __init__(self, size: int) -> None:
         self.size = size
         self._items: OrderedDict[Hashable, _Call] = OrderedDict()
+        self._hits: dict[Hashable, int] = {}  # the put count when each key was last moved
+        self._clock = 0  # puts so far
         self._lock = threading.Lock()
 
     def get(self, key: Hashable) -> _Call | None:
-        with self._lock:
-            call = self._items.get(key)
-            if call is not None:
-                self._items.move_to_end(key)
-            return call
+        call = self._items.get(key)  # a dict read is atomic: hits take no lock
+        if call is not None and self._hits.get(key, 0) != self._clock:
+            with self._lock:  # refresh its place at most once per put
+                if key in self._items:
+                    self._items.move_to_end(key)
+                    self._hits[key] = self._clock
+        return call
 
     def put(self, key: Hashable, call: _Call) -> None:
         with self._lock:
+            self._clock += 1
             self._items[key] = call
+            self._hits[key] = self._clock
             while len(self._items) > self.size:
-                self._items.popitem(last=False)
+                gone, _ = self._items.popitem(last=False)
+                self._hits.pop(gone, None)
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._hits.clear()
 
     def __len__(self) -> int:
         return len(self._items)
