@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import functional
+from .backends.numpy_backend import NumpyBackend
 from .device import CompiledOperator, Device
 from .elements import word_element
 from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
@@ -185,7 +186,10 @@ class _ChunkDesc:
 
 @functools.lru_cache(maxsize=8)
 def _device(backend: str, level: FeatureLevel) -> Device:
-    return Device(level, backend=backend)
+    device = Device(level, backend=backend)
+    if backend == "numpy":  # dask spreads the tasks over the cores: each copies on its own
+        device.backend = NumpyBackend.serial()
+    return device
 
 
 def _chunk_task(plan: Plan, desc: _ChunkDesc, level: FeatureLevel, *blocks: Any) -> Any:

@@ -15,6 +15,7 @@ import numpy as np
 from ..elements import numpy_to_torch, torch_to_numpy
 from ..errors import BindingError
 from ..plan import Plan, StridedCopy
+from . import compiled
 from .base import no_queue
 from .numpy_indexed import IndexedStep
 
@@ -28,6 +29,7 @@ _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _BYTES_PER_THREAD = 2 << 20
 _PARALLEL_BYTES = 2 * _BYTES_PER_THREAD
 _MIN_CHUNK = 256 << 10
+_COMPILED_BYTES = 256 << 10  # a copy at least this large runs compiled (numba) where it can
 
 
 class _Span:
@@ -101,6 +103,7 @@ class NumpyBackend:
 
     name = "numpy"
     _instance: NumpyBackend | None = None
+    _serial: NumpyBackend | None = None
 
     def __init__(self, threads: int | None = None) -> None:
         self.threads = threads or max(1, os.cpu_count() or 1)
@@ -112,6 +115,16 @@ class NumpyBackend:
         if cls._instance is None:
             cls._instance = cls()
         return cls._instance
+
+    @classmethod
+    def serial(cls) -> NumpyBackend:
+        """A shared backend that copies on the calling thread only (no pool, no compiled
+        kernels), for callers that spread their own calls over the cores, as dask does."""
+        found: NumpyBackend | None = getattr(cls, "_serial", None)
+        if found is None:
+            found = cls(threads=1)
+            cls._serial = found
+        return found
 
     def as_array(self, obj: Any) -> np.ndarray[Any, Any]:
         if type(obj).__module__.startswith("torch"):
@@ -296,6 +309,23 @@ class _NumpyExecutor:
         # one element of each fill, bound after the inputs (read with strides 0)
         self.fills = [np.frombuffer(b, np.uint8) for b in plan.fill_buffers(plan.fill_width)]
         self.copies = [NumpyCopy.of(c, plan.element_size) for c in plan.copies]
+        # copies large enough run as compiled kernels on every core, where numba is there
+        self.compiled: list[compiled.CompiledCopy] = []
+        if backend.threads > 1 and compiled.available():
+            kept = []
+            for c in self.copies:
+                made = None
+                if int(np.prod(c.shape)) * c.dtype.itemsize >= _COMPILED_BYTES:
+                    made = compiled.plan_copy(
+                        c.shape, c.dtype, c.src, c.src_offset, c.src_strides, c.dst,
+                        c.dst_offset, c.dst_strides, backend.threads,
+                    )  # fmt: skip
+                if made is None:
+                    kept.append(c)
+                else:
+                    self.compiled.append(made)
+            self.copies = kept
+            self.parallel = self.parallel and not self.compiled
         self.steps = [IndexedStep(c, plan.element_size) for c in plan.indexed]
         # a plan that is one gather numpy.take does whole (it checks before it writes)
         lone = len(self.steps) == 1 and not self.copies and not self.fills
@@ -329,12 +359,14 @@ class _NumpyExecutor:
             view = np.ndarray
             for shape, dtype, si, so, ss, di, do, ds in self.recipe:
                 view(shape, dtype, outs[di], do, ds)[...] = view(shape, dtype, ins[si], so, ss)
+            for made in self.compiled:
+                compiled.run_copy(made, ins, outs)
         for step, moved in zip(self.steps, rows, strict=True):
             step.run(ins, outs, moved)
 
     def bound(self, ins: Sequence[Any], outs: Sequence[Any]) -> Callable[..., None]:
         """Views built once; the returned call copies through them."""
-        if self.steps:
+        if self.steps or self.compiled:
             return lambda queue=None: self(ins, outs)
         if self.fills:
             ins = [*ins, *self.fills]

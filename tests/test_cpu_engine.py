@@ -1,0 +1,126 @@
+"""The CPU engine's compiled copies (numba, where installed) move the same bits as the numpy
+engine and as element-by-element loops: every element size, strides of any sign, padded
+and permuted layouts, long rows cut across the threads, constant fills."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dmlops import BufferTensorDesc, DataType
+from dmlops.backends import compiled
+from dmlops.backends import numpy_backend as nb
+from dmlops.ops import JoinDesc, Padding1Desc, Slice1Desc
+from reference import apply_to_buffers, slice1_mapping
+from strategies import layouts
+
+SIZES = {1: DataType.UINT8, 2: DataType.FLOAT16, 4: DataType.FLOAT32, 8: DataType.INT64}
+
+
+@pytest.fixture(autouse=True)
+def every_copy_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every copy runs compiled, however small (the engine's size threshold is speed, not
+    correctness)."""
+    if not compiled.available():
+        pytest.skip("the compiled engine is off")
+    monkeypatch.setattr(nb, "_COMPILED_BYTES", 0)
+    monkeypatch.setattr(compiled, "_PIECE", 64)  # cut rows into pieces even when small
+
+
+def _run(desc: Any, ins: list[np.ndarray[Any, Any]], threads: int) -> list[np.ndarray[Any, Any]]:
+    """Execute the desc's plan on byte buffers with an engine of `threads` threads (1: numpy)."""
+    backend = nb.NumpyBackend(threads=threads)
+    executor = backend.executor(desc.lower())
+    assert bool(executor.compiled) == (threads > 1)
+    outs = [np.full(t.total_tensor_size_in_bytes, 0xAB, np.uint8) for _, t in desc.output_fields()]
+    executor(ins, outs)
+    return outs
+
+
+def _inputs(desc: Any, seed: int) -> list[np.ndarray[Any, Any]]:
+    rng = np.random.default_rng(seed)
+    return [
+        rng.integers(0, 256, t.total_tensor_size_in_bytes, dtype=np.uint8)
+        for _, t in desc.input_fields()
+    ]
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_compiled_slice1_matches_numpy_and_element_loops(data: st.DataObject) -> None:
+    size = data.draw(st.sampled_from(sorted(SIZES)))
+    dt = SIZES[size]
+    rank = data.draw(st.integers(1, 4))
+    sizes = [data.draw(st.integers(1, 6)) for _ in range(rank)]
+    offsets = [data.draw(st.integers(0, n - 1)) for n in sizes]
+    windows = [data.draw(st.integers(1, n - o)) for n, o in zip(sizes, offsets, strict=True)]
+    steps = [data.draw(st.sampled_from([1, 2, 3, -1, -2])) for _ in sizes]
+    out_sizes = [-(-w // abs(s)) for w, s in zip(windows, steps, strict=True)]
+    in_desc = BufferTensorDesc(dt, sizes, data.draw(layouts(sizes, False)))
+    out_desc = BufferTensorDesc(dt, out_sizes, data.draw(layouts(out_sizes, True)))
+    desc = Slice1Desc(in_desc, out_desc, offsets, windows, steps)
+    desc.validate()
+    ins = _inputs(desc, data.draw(st.integers(0, 99)))
+    fast = _run(desc, ins, 4)
+    slow = _run(desc, ins, 1)
+    assert fast[0].tobytes() == slow[0].tobytes()
+    want = [np.full_like(slow[0], 0xAB)]
+    mapping = slice1_mapping(offsets, windows, steps, out_sizes)
+    apply_to_buffers(
+        mapping,
+        size,
+        [bytearray(ins[0])],
+        [in_desc.effective_strides],
+        want,
+        [out_desc.effective_strides],
+    )
+    assert fast[0].tobytes() == bytes(want[0])
+
+
+@pytest.mark.parametrize("size", sorted(SIZES))
+def test_long_rows_cut_across_threads_and_joins(size: int) -> None:
+    """A KV-cache append: few rows, each long (cut into pieces), and short rows beside."""
+    dt = SIZES[size]
+    past = BufferTensorDesc(dt, (1, 3, 37, 16))
+    new = BufferTensorDesc(dt, (1, 3, 1, 16))
+    desc = JoinDesc([past, new], BufferTensorDesc(dt, (1, 3, 38, 16)), 2)
+    ins = _inputs(desc, size)
+    fast, slow = _run(desc, ins, 3), _run(desc, ins, 1)
+    assert fast[0].tobytes() == slow[0].tobytes()
+    p = ins[0].view(f"u{size}").reshape(1, 3, 37, 16)
+    n = ins[1].view(f"u{size}").reshape(1, 3, 1, 16)
+    assert fast[0].tobytes() == np.concatenate([p, n], 2).tobytes()
+
+
+def test_constant_padding_fills_from_the_compiled_engine() -> None:
+    x = BufferTensorDesc(DataType.FLOAT32, (5, 7))
+    desc = Padding1Desc(
+        x, BufferTensorDesc(DataType.FLOAT32, (8, 12)), "CONSTANT", None, -1.5, (1, 2), (2, 3)
+    )
+    ins = _inputs(desc, 3)
+    fast, slow = _run(desc, ins, 2), _run(desc, ins, 1)
+    assert fast[0].tobytes() == slow[0].tobytes()
+    got = fast[0].view(np.float32).reshape(8, 12)
+    assert (got[0] == -1.5).all() and (got[:, -1] == -1.5).all()
+    assert got[1:6, 2:9].tobytes() == ins[0].tobytes()
+
+
+def test_engine_switch_and_serial_backends() -> None:
+    """DMLOPS_CPU_ENGINE=numpy (or set_enabled) turns it off; a serial backend never uses it."""
+    desc = JoinDesc(
+        [BufferTensorDesc(DataType.FLOAT32, (4, 4))] * 2,
+        BufferTensorDesc(DataType.FLOAT32, (8, 4)),
+        0,
+    )
+    assert nb.NumpyBackend(threads=2).executor(desc.lower()).compiled
+    assert not nb.NumpyBackend.serial().executor(desc.lower()).compiled
+    compiled.set_enabled(False)
+    try:
+        assert not compiled.available()
+        assert not nb.NumpyBackend(threads=2).executor(desc.lower()).compiled
+    finally:
+        compiled.set_enabled(True)
