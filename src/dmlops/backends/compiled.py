@@ -121,12 +121,14 @@ def _spread(
     outer = int(np.prod(shape)) if shape else 1
     if outer >= 4 * threads or run * unit < 2 * _PIECE:
         return shape, dst, src, run
-    piece = max(1, _PIECE // unit)
-    while run % piece:  # a divisor of the run, so every piece is whole
-        piece -= 1
-    if piece == 1 or piece == run:
+    pieces = -(-run * unit // _PIECE)  # about _PIECE bytes each, a divisor of the run
+    most = 2 * pieces + 64
+    while run % pieces and pieces < most:
+        pieces += 1
+    piece = run // pieces
+    if run % pieces or pieces == 1 or piece == 1:
         return shape, dst, src, run
-    return [*shape, run // piece], [*dst, piece], [*src, piece], piece
+    return [*shape, pieces], [*dst, piece * unit], [*src, piece * unit], piece
 
 
 def plan_copy(
@@ -143,6 +145,11 @@ def plan_copy(
     """The compiled form of a numpy copy (byte offsets and byte strides; `dtype` an
     unsigned element or one void run per innermost row), or None where it has none."""
     size = dtype.itemsize
+    if dtype.kind != "V" and shape and src_strides[-1] == size and dst_strides[-1] == size:
+        # a contiguous innermost run on both sides: rows of bytes (one memcpy each)
+        shape, size = shape[:-1], shape[-1] * size
+        src_strides, dst_strides = src_strides[:-1], dst_strides[:-1]
+        dtype = np.dtype(f"V{size}")
     if dtype.kind == "V":  # rows of `size` bytes over `shape`
         spread = _spread(list(shape), list(dst_strides), list(src_strides), size, 1, threads)
         sh, ds, ss, run = spread
@@ -159,9 +166,6 @@ def plan_copy(
     ds = [t // size for t in dst_strides]
     ss = [t // size for t in src_strides]
     sh = list(shape)
-    if ds[-1] == 1 and ss[-1] == 1:  # contiguous innermost on both sides: spread it
-        outer, ds_o, ss_o, run = _spread(sh[:-1], ds[:-1], ss[:-1], sh[-1], size, threads)
-        sh, ds, ss = [*outer, run], [*ds_o, 1], [*ss_o, 1]
     return CompiledCopy(
         rows=False, size=size, src=src, dst=dst, src_offset=src_offset // size,
         dst_offset=dst_offset // size, shape=np.array(sh, np.int64),
