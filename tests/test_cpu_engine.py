@@ -124,3 +124,19 @@ def test_engine_switch_and_serial_backends() -> None:
         assert not nb.NumpyBackend(threads=2).executor(desc.lower()).compiled
     finally:
         compiled.set_enabled(True)
+
+
+def test_small_calls_never_import_numba() -> None:
+    """Importing numba costs a fraction of a second: only a plan with a large copy does."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np, dmlops\n"
+        "dmlops.slice1(np.arange(16.).reshape(1, 1, 4, 4), [0, 0, 0, 1], [1, 1, 4, 3],"
+        " [1, 1, -2, 2])\n"
+        "dmlops.join([np.zeros((64, 64))] * 3, 0)\n"
+        "print('numba' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

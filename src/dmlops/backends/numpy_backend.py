@@ -311,11 +311,13 @@ class _NumpyExecutor:
         self.copies = [NumpyCopy.of(c, plan.element_size) for c in plan.copies]
         # copies large enough run as compiled kernels on every core, where numba is there
         self.compiled: list[compiled.CompiledCopy] = []
-        if backend.threads > 1 and compiled.available():
+        big = [int(np.prod(c.shape)) * c.dtype.itemsize >= _COMPILED_BYTES for c in self.copies]
+        # (numba is imported only when a plan has a copy this large)
+        if backend.threads > 1 and any(big) and compiled.available():
             kept = []
-            for c in self.copies:
+            for c, large in zip(self.copies, big, strict=True):
                 made = None
-                if int(np.prod(c.shape)) * c.dtype.itemsize >= _COMPILED_BYTES:
+                if large:
                     made = compiled.plan_copy(
                         c.shape, c.dtype, c.src, c.src_offset, c.src_strides, c.dst,
                         c.dst_offset, c.dst_strides, backend.threads,
