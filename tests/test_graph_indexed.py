@@ -285,3 +285,20 @@ def test_random_gather_chains_match_element_loops(data: st.DataObject) -> None:
     _one_pass(g, [cut])
     _, (got,) = _run(g, [cut], [x, idx])
     np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+def test_a_reshaped_scatter_result_is_still_one_pass(backend: str) -> None:
+    """A plain reshape of a scatter's output keeps its bytes: written in place, no copy."""
+    x = np.arange(24, dtype=np.float32).reshape(1, 4, 6)
+    idx = np.array([[[2], [0]]], np.int64)  # [1, 2, 1]
+    upd = -np.arange(12, dtype=np.float32).reshape(1, 2, 6)
+    g = Graph()
+    xi, ii, ui = g.input(x), g.input(idx), g.input(upd)
+    written = g.scatter_nd(g.reinterpret(xi, [4, 6]), g.reinterpret(ii, [2, 1]),
+                           g.reinterpret(ui, [2, 6]))  # fmt: skip
+    flat = g.reinterpret(written, [24])
+    assert g.intermediates([flat]) == []
+    _, (got,) = _run(g, [flat], [x, idx, upd], backend)
+    want = x.reshape(4, 6).copy()
+    want[2], want[0] = upd[0, 0], upd[0, 1]
+    np.testing.assert_array_equal(got, want.reshape(-1))

@@ -821,6 +821,11 @@ class Graph:
             )
         reshape = new.strides is None or new.strides == packed_strides(new.sizes)
         reshape = reshape and math.prod(new.sizes) == math.prod(x.sizes)
+        if reshape and x.index in self._overlays:  # indexed writes: their bytes, reshaped
+            self._node("REINTERPRET", name, None)
+            t = self._add(self._packed(x, new.sizes), k, [])
+            self._reshapes[t.index] = x.index
+            return t
         base = self._reshapes.get(x.index)
         if base is not None and reshape:  # a reshape of a deferred reshape: deferred too
             self._node("REINTERPRET", name, None)
