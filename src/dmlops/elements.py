@@ -10,6 +10,7 @@ table does not take at the feature level, is carried by an unsigned type of its 
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,9 +68,25 @@ class Element:
         return self.data_type if self.data_type is not None else self.carrier
 
 
+_KNOWN: dict[Any, Element] = {}  # dtypes seen (numpy and torch dtypes are hashable)
+
+
 def element_of(dtype: Any) -> Element:
     """The element of a numpy dtype (ml_dtypes' bfloat16 and float8 included) or a torch
     dtype; DmlError for types whose elements are not plain bits of 1, 2, 4, 8 or 16 bytes."""
+    try:
+        found = _KNOWN.get(dtype)
+    except TypeError:  # an unhashable argument: looked at below
+        found = None
+    if found is not None:
+        return found
+    element = _element_of(dtype)
+    with contextlib.suppress(TypeError):
+        _KNOWN[dtype] = element
+    return element
+
+
+def _element_of(dtype: Any) -> Element:
     name = str(dtype).removeprefix("torch.")
     if type(dtype).__module__ == "torch":
         size = int(dtype.itemsize)

@@ -333,6 +333,10 @@ class _NumpyExecutor:
         lone = len(self.steps) == 1 and not self.copies and not self.fills
         self.take = self.steps[0] if lone and self.steps[0].take_recipe is not None else None
         self.put = self.steps[0] if lone and self.steps[0].put_recipe is not None else None
+        # one scatter of whole rows after strided copies (a scatter not in place): its rows
+        # checked first, then the copies, then one fancy assignment
+        after = len(self.steps) == 1 and self.steps[0].put_recipe is not None
+        self.put_after = self.steps[0] if after and self.put is None else None
         self.recipe = [
             (
                 c.shape,
@@ -354,17 +358,27 @@ class _NumpyExecutor:
             return  # a lone in-place scatter of distinct rows: one assignment
         if self.fills:
             ins = [*ins, *self.fills]
+        if self.put_after is not None:
+            index = self.put_after.put_index(ins)  # checked before any write
+            if index is not None:
+                self._copy(ins, outs)
+                self.put_after.put_rows(ins, outs, index)
+                return
         rows = [step.prepare(ins) for step in self.steps]  # indices checked before any write
-        if self.parallel:
-            self.backend._parallel(self.plan, ins, outs)()
-        else:
-            view = np.ndarray
-            for shape, dtype, si, so, ss, di, do, ds in self.recipe:
-                view(shape, dtype, outs[di], do, ds)[...] = view(shape, dtype, ins[si], so, ss)
-            for made in self.compiled:
-                compiled.run_copy(made, ins, outs)
+        self._copy(ins, outs)
         for step, moved in zip(self.steps, rows, strict=True):
             step.run(ins, outs, moved)
+
+    def _copy(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
+        """The plan's strided copies (fills bound after the inputs)."""
+        if self.parallel:
+            self.backend._parallel(self.plan, ins, outs)()
+            return
+        view = np.ndarray
+        for shape, dtype, si, so, ss, di, do, ds in self.recipe:
+            view(shape, dtype, outs[di], do, ds)[...] = view(shape, dtype, ins[si], so, ss)
+        for made in self.compiled:
+            compiled.run_copy(made, ins, outs)
 
     def bound(self, ins: Sequence[Any], outs: Sequence[Any]) -> Callable[..., None]:
         """Views built once; the returned call copies through them."""

@@ -135,27 +135,44 @@ class IndexedStep:
         """Run a scatter as one fancy assignment where every index is in range and no two
         rows meet (numpy does not say which of two writes to one row wins); False, with
         nothing written, otherwise: `prepare` then raises or picks the winners."""
+        index = self.put_index(ins)
+        if index is None:
+            return False
+        self.put_rows(ins, outs, index)
+        return True
+
+    def put_index(self, ins: Any) -> Any:
+        """The scatter's row numbers where every index is in range and no two rows meet (the
+        check, before anything is written); None otherwise."""
         assert self.put_recipe is not None
-        (shape, offset, strides), itype, ioffset, size = self.put_recipe
-        c = self.copy
-        src, dst = ins[c.src], outs[c.dst]
-        kind = _kind(src, dst, self.size)
-        index = _view(ins[c.index], self.outer, itype, ioffset, self.index_strides).reshape(-1)
+        _, itype, ioffset, size = self.put_recipe
+        index = _view(ins[self.copy.index], self.outer, itype, ioffset, self.index_strides)
+        index = index.reshape(-1)
         if index.size == 0:
-            return True
+            return index
         ordered = np.sort(index)  # range and repeats in one pass
         low, high = ordered[0], ordered[-1]
         if low < -size or high >= size:
-            return False
+            return None
         if low < 0:
             index = np.where(index < 0, index + size, index)
             ordered = np.sort(index)
         if index.size > 1 and (ordered[1:] == ordered[:-1]).any():
-            return False
+            return None
+        return index
+
+    def put_rows(self, ins: Any, outs: Any, index: Any) -> None:
+        """The fancy assignment of `put_index`'s rows."""
+        if index.size == 0:
+            return
+        assert self.put_recipe is not None
+        (shape, offset, strides), _, _, _ = self.put_recipe
+        c = self.copy
+        src, dst = ins[c.src], outs[c.dst]
+        kind = _kind(src, dst, self.size)
         u_shape, u_offset, u_strides = self.plain_view
         rows = _view(src, u_shape, kind, u_offset, u_strides).reshape(-1, self.row)
         _view(dst, shape, kind, offset, strides)[index] = rows
-        return True
 
     def _take_recipe(self) -> tuple[Any, ...] | None:
         """A gather's source table, index type and offset (or None)."""
