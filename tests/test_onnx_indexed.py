@@ -331,3 +331,26 @@ def test_gpu_arrays_pick_the_device_or_are_refused_by_name() -> None:
     session = dml_onnx.InferenceSession(model, dmlops.Device())  # the CPU
     with pytest.raises(BindingError, match="is not host memory"):
         session.run(None, feed)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_one_hot_joins_the_plan_around_it(backend: str) -> None:
+    i64 = TensorProto.INT64
+    nodes = [
+        helper.make_node("Constant", [], ["depth"], value=helper.make_tensor("", i64, [1], [5])),
+        helper.make_node("OneHot", ["ids", "depth", "vals"], ["hot"], axis=1),  # [3, 5, 2]
+        helper.make_node("Transpose", ["hot"], ["y"], perm=[2, 0, 1]),  # [2, 3, 5]
+    ]
+    model = _indexed_model(nodes, [("ids", i64, [3, 2]), ("vals", TensorProto.FLOAT, [2])], ["y"])
+    ids = np.array([[0, 4], [-1, 7], [2, -6]])
+    vals = np.array([0.5, -2.0], np.float32)
+    compiled = dml_onnx.compile(model, {"ids": ids, "vals": vals})
+    # one step; the transpose reads the one-hot result from a buffer of its own (2 passes)
+    assert compiled.describe() == "1 step:\n  OneHot + Transpose -> y (one plan of 2 passes)"
+    (y,) = dml_onnx.run(model, {"ids": to_device(backend, ids), "vals": to_device(backend, vals)})
+    hot = np.full((3, 5, 2), 0.5, np.float32)
+    for r, c in np.ndindex(3, 2):
+        k = ids[r, c] + 5 if ids[r, c] < 0 else ids[r, c]
+        if 0 <= k < 5:
+            hot[r, k, c] = -2.0
+    np.testing.assert_array_equal(to_host(y), hot.transpose(2, 0, 1))

@@ -18,7 +18,7 @@ from .. import functional_indexed as fi
 from ..device import Device
 from ..errors import DmlError, ModelError
 from ..graph import Graph, GraphTensor
-from ..ops import GatherNd1Desc, GatherNdDesc, ScatterNdDesc
+from ..ops import GatherNd1Desc, GatherNdDesc, OneHotDesc, ScatterNdDesc
 from ..tensor import BufferTensorDesc, packed_strides
 from .indexed import indexed_node
 from .lowering import (
@@ -409,7 +409,9 @@ def _arith_step(
     return f"{node.op_type} -> {node.output[0]} (integer arithmetic on the arrays' device)", step
 
 
-FUSED_OPS = ("Gather", "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND")
+FUSED_OPS = (
+    "Gather", "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND", "OneHot",
+)  # fmt: skip
 _MAX_RANK = 8
 
 Form = Callable[[Graph, list[GraphTensor]], GraphTensor]
@@ -431,6 +433,20 @@ def _indexed_form(
     def out_desc(t: GraphTensor, sizes: tuple[int, ...], rank: int) -> BufferTensorDesc:
         return BufferTensorDesc(t.desc.data_type, (1,) * (rank - len(sizes)) + sizes)
 
+    if op == "OneHot":  # shapes: the indices', the values' ([off, on])
+        rank = len(shape)
+        ax = axis_of(int(a.get("axis", -1)), rank, op)
+        if rank > _MAX_RANK:
+            return None
+
+        def hot(g: Graph, t: list[GraphTensor]) -> GraphTensor:
+            picks = tuple(1 if d == ax else n for d, n in enumerate(shape))
+            index = g.reinterpret(t[0], picks, packed_strides(picks))
+            pair = padded(g, t[1], rank)
+            out = BufferTensorDesc(t[1].desc.data_type, shape)
+            return g.operator(OneHotDesc(index.desc, pair.desc, out, ax), [index, pair])[0]
+
+        return hot
     if op == "Gather":
         ax = axis_of(int(a.get("axis", 0)), r, op)
         rank = r + q - 1
@@ -560,8 +576,8 @@ class _GraphGroup:
         self, node: Any, a: dict[str, Any], names: list[str], constants: dict[str, Any],
         types: dict[str, Any],
     ) -> bool:  # fmt: skip
-        """A Gather, GatherElements, GatherND, ScatterElements or ScatterND node lowered into
-        the group's graph, its indices read only where the plan runs (True); False where its
+        """A Gather, GatherElements, GatherND, ScatterElements, ScatterND or OneHot node lowered
+        into the group's graph, its indices read only where the plan runs (True); False where its
         form stays a step of its own (0-D or empty operands, a scatter on a window of its
         data, more than 8 dimensions), with nothing added."""
         op = node.op_type
@@ -577,17 +593,20 @@ class _GraphGroup:
             return types[n]  # type: ignore[no-any-return]
 
         spec = indexed_node(node, a, type_of, constants.get, self.device.feature_level)
-        operands = [type_of(n) for n in names if n]
+        # the data the plan reads (OneHot's depth is a constant of the form, not data)
+        data = [names[0], names[2]] if op == "OneHot" else [n for n in names if n]
+        operands = [type_of(n) for n in data]
         shapes = [shape for shape, _ in operands]
         if any(not shape or 0 in shape for shape in [*shapes, spec.shape]):
             return False
-        if operands[1][1] not in (np.dtype(np.int32), np.dtype(np.int64)):
+        index_type = operands[0 if op == "OneHot" else 1][1]
+        if index_type not in (np.dtype(np.int32), np.dtype(np.int64)):
             return False
         form = _indexed_form(op, a, shapes, spec.shape)
         if form is None or not _fits(form, operands, self.device):
             return False
-        self._enter([n for n in names if n], constants, types)
-        made = form(self.g, [_tensor(self.local[n]) for n in names if n])
+        self._enter(data, constants, types)
+        made = form(self.g, [_tensor(self.local[n]) for n in data])
         out = _reshaped(self.g, made, spec.shape, spec.dtype)
         name = node.output[0]
         types[name] = (spec.shape, spec.dtype)
