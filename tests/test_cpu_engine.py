@@ -140,3 +140,17 @@ def test_small_calls_never_import_numba() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("engine", [True, False])
+def test_the_bench_all_cores_copy_ceiling_copies(engine: bool) -> None:
+    from dmlops.bench.common import all_cores_copy
+
+    src = np.arange(3 << 18, dtype=np.uint32)  # 3 MiB
+    dst = np.zeros_like(src)
+    compiled.set_enabled(engine)
+    try:
+        all_cores_copy(dst, src)()
+    finally:
+        compiled.set_enabled(True)
+    assert np.array_equal(dst, src)

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Fn", "Result", "have", "median_cpu", "median_gpu", "gpu_present", "format_table"]
+__all__ = [
+    "Fn", "Result", "have", "median_cpu", "median_gpu", "gpu_present", "format_table",
+    "all_cores_copy", "ALL_CORES",
+]  # fmt: skip
+
+ALL_CORES = "copy ceiling, all cores"
 
 Fn = Callable[[], Any]
 
@@ -144,3 +150,30 @@ def format_table(results: list[Result]) -> str:
             )
     notes = [f"- {r.case}, {name}: {text}" for r in results for name, text in r.details.items()]
     return "\n".join(lines + (["", *notes] if notes else []))
+
+
+def all_cores_copy(dst: Any, src: Any) -> Fn:
+    """A copy of contiguous array `src` into `dst` on every core: the compiled engine's
+    (numba) where it is there, else np.copyto in one band per core on a thread pool (numpy
+    releases the GIL while it copies) — the CPU's multi-threaded copy ceiling for a row."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    from ..backends import compiled
+
+    d, s = dst.reshape(-1).view(np.uint8), src.reshape(-1).view(np.uint8)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    if compiled.available():
+        made = compiled.plan_copy((), np.dtype(f"V{s.size}"), 0, 0, (), 0, 0, (), cores)
+        assert made is not None
+        return lambda: compiled.run_copy(made, [s], [d])
+    pool = ThreadPoolExecutor(cores)
+    bounds = [s.size * k // cores for k in range(cores + 1)]
+    bands = [(d[a:b], s[a:b]) for a, b in itertools.pairwise(bounds) if b > a]
+
+    def band(pair: tuple[Any, Any]) -> None:
+        np.copyto(*pair)
+
+    return lambda: list(pool.map(band, bands))

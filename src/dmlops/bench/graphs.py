@@ -20,7 +20,7 @@ import numpy as np
 
 import dmlops
 
-from .common import Result, have, median_cpu
+from .common import ALL_CORES, Result, all_cores_copy, have, median_cpu
 
 __all__ = ["run", "PATTERNS"]
 
@@ -354,6 +354,7 @@ def _bench_cpu(p: Pattern, reps: int) -> Result:
     src = np.ones(out_bytes // 4, np.float32)
     dst = np.empty_like(src)
     res.times["np.copyto ceiling"] = median_cpu(lambda: np.copyto(dst, src), reps)
+    res.times[ALL_CORES] = median_cpu(all_cores_copy(dst, src), reps)
     res.times["dmlops op by op"] = median_cpu(lambda: p.op_by_op(ins), reps)
     res.times["numpy"] = median_cpu(
         lambda: [np.ascontiguousarray(w) for w in p.reference(np, ins)], reps
