@@ -31,11 +31,15 @@ def every_copy_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(compiled, "_PIECE", 64)  # cut rows into pieces even when small
 
 
-def _run(desc: Any, ins: list[np.ndarray[Any, Any]], threads: int) -> list[np.ndarray[Any, Any]]:
+def _run(
+    desc: Any, ins: list[np.ndarray[Any, Any]], threads: int, table: bool = True
+) -> list[np.ndarray[Any, Any]]:
     """Execute the desc's plan on byte buffers with an engine of `threads` threads (1: numpy)."""
     backend = nb.NumpyBackend(threads=threads)
     executor = backend.executor(desc.lower())
     assert bool(executor.compiled) == (threads > 1)
+    if not table:
+        executor.runs = None  # each copy its own kernel call
     outs = [np.full(t.total_tensor_size_in_bytes, 0xAB, np.uint8) for _, t in desc.output_fields()]
     executor(ins, outs)
     return outs
@@ -68,6 +72,7 @@ def test_compiled_slice1_matches_numpy_and_element_loops(data: st.DataObject) ->
     fast = _run(desc, ins, 4)
     slow = _run(desc, ins, 1)
     assert fast[0].tobytes() == slow[0].tobytes()
+    assert _run(desc, ins, 2, table=False)[0].tobytes() == slow[0].tobytes()
     want = [np.full_like(slow[0], 0xAB)]
     mapping = slice1_mapping(offsets, windows, steps, out_sizes)
     apply_to_buffers(
@@ -91,6 +96,8 @@ def test_long_rows_cut_across_threads_and_joins(size: int) -> None:
     ins = _inputs(desc, size)
     fast, slow = _run(desc, ins, 3), _run(desc, ins, 1)
     assert fast[0].tobytes() == slow[0].tobytes()
+    # the runs of both copies went as one table (one parallel region)
+    assert nb.NumpyBackend(threads=3).executor(desc.lower()).runs is not None
     p = ins[0].view(f"u{size}").reshape(1, 3, 37, 16)
     n = ins[1].view(f"u{size}").reshape(1, 3, 1, 16)
     assert fast[0].tobytes() == np.concatenate([p, n], 2).tobytes()

@@ -93,7 +93,41 @@ def _kernels() -> tuple[Any, Any] | None:
             for j in range(n):
                 dst[d + j * ds] = src[s + j * ss]
 
+    from numba.core import types
+    from numba.extending import intrinsic
+
+    def pointer(kind: Any) -> Any:
+        @intrinsic
+        def at(typingctx, address):  # type: ignore[no-untyped-def]
+            sig = types.CPointer(kind)(types.int64)
+
+            def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+                return builder.inttoptr(args[0], context.get_value_type(types.CPointer(kind)))
+
+            return sig, codegen
+
+        return at
+
+    word_at, byte_at = pointer(types.uint64), pointer(types.uint8)
+
+    @numba.njit(parallel=True, nogil=True, cache=True)
+    def runs(dst, src, count, wide):  # type: ignore[no-untyped-def]
+        # run i: count[i] words (8 bytes, or 1 where not `wide`) from address src[i] to dst[i]
+        for i in numba.prange(dst.size):
+            n = count[i]
+            if wide:
+                to = numba.carray(word_at(dst[i]), (n,))
+                fro = numba.carray(word_at(src[i]), (n,))
+                for j in range(n):
+                    to[j] = fro[j]
+            else:
+                tb = numba.carray(byte_at(dst[i]), (n,))
+                fb = numba.carray(byte_at(src[i]), (n,))
+                for j in range(n):
+                    tb[j] = fb[j]
+
     _STATE["kernels"] = (rows, elements)
+    _STATE["runs"] = runs
     return rows, elements
 
 
@@ -196,3 +230,56 @@ def run_copy(copy: CompiledCopy, ins: Any, outs: Any) -> None:
         else:
             elements(dst, src, copy.dst_offset, copy.src_offset, copy.shape, copy.dst_strides,
                      copy.src_strides)  # fmt: skip
+
+
+_MOST_RUNS = 4096  # plans of up to this many contiguous runs go as one table: one region
+
+
+@dataclass(frozen=True)
+class RunTable:
+    """Contiguous runs of several copies (bytes), moved in one parallel region by address:
+    per run its source and destination binding and byte offset, and its length."""
+
+    src: np.ndarray[Any, Any]
+    src_offset: np.ndarray[Any, Any]
+    dst: np.ndarray[Any, Any]
+    dst_offset: np.ndarray[Any, Any]
+    count: np.ndarray[Any, Any]  # words (8 bytes where `wide`, else bytes)
+    wide: bool
+
+
+def run_table(copies: list[CompiledCopy]) -> RunTable | None:
+    """The runs of these row copies as one table, or None where they are too many."""
+    total = sum(int(np.prod(c.shape)) for c in copies)
+    if not copies or any(not c.rows for c in copies) or total > _MOST_RUNS:
+        return None
+    src, src_off, dst, dst_off, count = [], [], [], [], []
+    for c in copies:
+        grid = np.indices(tuple(int(n) for n in c.shape)).reshape(len(c.shape), -1).T
+        src_off.append(c.src_offset + grid @ c.src_strides)
+        dst_off.append(c.dst_offset + grid @ c.dst_strides)
+        n = len(grid)
+        src.append(np.full(n, c.src, np.int64))
+        dst.append(np.full(n, c.dst, np.int64))
+        count.append(np.full(n, c.size, np.int64))
+    table = [np.concatenate(v).astype(np.int64) for v in (src, src_off, dst, dst_off, count)]
+    wide = all(int((v % 8).max(initial=0)) == 0 for v in table[1::2] + table[4:])
+    if wide:
+        table[4] = table[4] // 8
+    return RunTable(table[0], table[1], table[2], table[3], table[4], wide)
+
+
+def run_runs(table: RunTable, ins: Any, outs: Any) -> bool:
+    """Move the table's runs between the bound buffers (their base addresses read now);
+    False, with nothing moved, where a wide table meets a buffer not 8-byte aligned."""
+    _kernels()
+    runs = _STATE["runs"]
+    src_base = np.array([np.asarray(b).ctypes.data for b in ins], np.int64)
+    dst_base = np.array([np.asarray(b).ctypes.data for b in outs], np.int64)
+    if table.wide and ((src_base % 8).any() or (dst_base % 8).any()):
+        return False
+    src = src_base[table.src] + table.src_offset
+    dst = dst_base[table.dst] + table.dst_offset
+    with _LOCK:
+        runs(dst, src, table.count, table.wide)
+    return True

@@ -328,6 +328,8 @@ class _NumpyExecutor:
                     self.compiled.append(made)
             self.copies = kept
             self.parallel = self.parallel and not self.compiled
+        # the compiled copies' contiguous runs as one table (one parallel region), where few
+        self.runs = compiled.run_table(self.compiled) if self.compiled else None
         self.steps = [IndexedStep(c, plan.element_size) for c in plan.indexed]
         # a plan that is one gather numpy.take does whole (it checks before it writes)
         lone = len(self.steps) == 1 and not self.copies and not self.fills
@@ -377,6 +379,8 @@ class _NumpyExecutor:
         view = np.ndarray
         for shape, dtype, si, so, ss, di, do, ds in self.recipe:
             view(shape, dtype, outs[di], do, ds)[...] = view(shape, dtype, ins[si], so, ss)
+        if self.runs is not None and compiled.run_runs(self.runs, ins, outs):
+            return
         for made in self.compiled:
             compiled.run_copy(made, ins, outs)
 
