@@ -172,6 +172,18 @@ def test_check_cli_exits_1_on_a_mismatch(tmp_path: Path) -> None:
     assert rc == 1 and "printed 4, expected 3" in text
 
 
+def _element_at(t: dict[str, list[int]], c: Sequence[int]) -> int:
+    """The element a coordinate of a model's tensor lies at (its Strides, else packed)."""
+    sizes = t["Sizes"]
+    strides = t.get("Strides")
+    if strides is None:
+        strides, step = [], 1
+        for n in reversed(sizes):
+            strides.insert(0, step)
+            step *= n
+    return sum(i * s for i, s in zip(c, strides, strict=True))
+
+
 def _naive_elements(model: dict[str, object]) -> list[float]:
     """GATHER_ELEMENTS / SCATTER_ELEMENTS of a model, element by element from its JSON."""
     import itertools
@@ -180,15 +192,7 @@ def _naive_elements(model: dict[str, object]) -> list[float]:
     (dispatchable,) = model["dispatchables"].values()  # type: ignore[attr-defined]
     desc = dispatchable["desc"]
 
-    def at(t: dict[str, list[int]], c: tuple[int, ...]) -> int:
-        sizes = t["Sizes"]
-        strides = t.get("Strides")
-        if strides is None:
-            strides, step = [], 1
-            for n in reversed(sizes):
-                strides.insert(0, step)
-                step *= n
-        return sum(i * s for i, s in zip(c, strides, strict=True))
+    at = _element_at
 
     out_t = desc["OutputTensor"]
     out = [7] * resources["out0"]["initialValues"]["valueCount"]  # type: ignore[index]
@@ -253,15 +257,7 @@ def _naive_tuples(model: dict[str, object]) -> list[float]:
     (dispatchable,) = model["dispatchables"].values()  # type: ignore[attr-defined]
     desc, kind = dispatchable["desc"], dispatchable["type"]
 
-    def at(t: dict[str, list[int]], c: Sequence[int]) -> int:
-        sizes = t["Sizes"]
-        strides = t.get("Strides")
-        if strides is None:
-            strides, step = [], 1
-            for n in reversed(sizes):
-                strides.insert(0, step)
-                step *= n
-        return sum(i * s for i, s in zip(c, strides, strict=True))
+    at = _element_at
 
     def every(t: dict[str, list[int]]) -> list[tuple[int, ...]]:
         return list(itertools.product(*(range(k) for k in t["Sizes"])))

@@ -30,6 +30,7 @@ from .ops import (
     SplitDesc,
     TileDesc,
 )
+from .ops._indexed import right_aligned
 from .sources import element_sources
 from .tensor import BufferTensorDesc, DataType, FeatureLevel
 
@@ -121,13 +122,6 @@ def _ints(text: str) -> list[int]:
 _INDEXED = ("gather", "gather_elements", "gather_nd", "scatter_elements", "scatter_nd")
 
 
-def _right_aligned(sizes: Sequence[int], rank: int) -> list[int]:
-    sizes = list(sizes)
-    while len(sizes) > rank and sizes[0] == 1:
-        sizes.pop(0)
-    return [1] * (rank - len(sizes)) + sizes
-
-
 def _indexed_desc(args: argparse.Namespace, dt: DataType) -> OperatorDesc:
     """An indexed descriptor from --input-sizes, --indices-sizes (the data's rank: DirectML
     right-aligns every tensor) and --axis / --index-dimensions / --batch-dims."""
@@ -142,20 +136,21 @@ def _indexed_desc(args: argparse.Namespace, dt: DataType) -> OperatorDesc:
         if dims is None:
             dims = rank - next((d for d, n in enumerate(index.sizes) if n != 1), rank)
         full = GatherDesc.output_sizes_for(x.sizes, index.sizes, args.axis, dims)
-        out = BufferTensorDesc(dt, _right_aligned(full, rank))
+        out = BufferTensorDesc(dt, right_aligned("GATHER", "OutputTensor", full, rank, "it"))
         return GatherDesc(x, index, out, args.axis, dims)
     if op == "gather_elements":
         return GatherElementsDesc(x, index, BufferTensorDesc(dt, index.sizes), args.axis)
     if op == "gather_nd":
         full = GatherNd1Desc.output_sizes_for(x.sizes, index.sizes, args.batch_dims)
-        out = BufferTensorDesc(dt, _right_aligned(full, rank))
+        out = BufferTensorDesc(dt, right_aligned("GATHER_ND", "OutputTensor", full, rank, "it"))
         if args.batch_dims:
             return GatherNd1Desc(x, index, out, rank, rank, args.batch_dims)
         return GatherNdDesc(x, index, out, rank, rank)
     if op == "scatter_elements":
         updates = BufferTensorDesc(dt, index.sizes)
         return ScatterElementsDesc(x, index, updates, BufferTensorDesc(dt, x.sizes), args.axis)
-    sizes = _right_aligned(ScatterNdDesc.updates_sizes_for(x.sizes, index.sizes), rank)
+    full = ScatterNdDesc.updates_sizes_for(x.sizes, index.sizes)
+    sizes = right_aligned("SCATTER_ND", "UpdatesTensor", full, rank, "it")
     updates = BufferTensorDesc(dt, sizes)
     return ScatterNdDesc(x, index, updates, BufferTensorDesc(dt, x.sizes), rank, rank)
 

@@ -45,6 +45,7 @@ from .ops import (
     SplitDesc,
     TileDesc,
 )
+from .ops._indexed import right_aligned
 from .tensor import BufferTensorDesc, DataType, FeatureLevel, packed_strides
 
 __all__ = ["generate", "check", "OPERATORS"]
@@ -220,14 +221,6 @@ def _elements_desc(
     return ScatterElementsDesc(data, index, updates, _tensor(rng, dt, sizes, True), axis)
 
 
-def _aligned(sizes: Sequence[int], rank: int) -> list[int]:
-    """Sizes right-aligned into `rank` dimensions (leading ones added or dropped)."""
-    sizes = list(sizes)
-    while len(sizes) > rank and sizes[0] == 1:
-        sizes.pop(0)
-    return [1] * (rank - len(sizes)) + sizes
-
-
 def _indexed_desc(
     rng: np.random.Generator, op: str, dt: DataType, sizes: list[int], level: FeatureLevel
 ) -> OperatorDesc:
@@ -252,12 +245,14 @@ def _indexed_desc(
     count = int(rng.integers(1, 5)) if rank > 1 else 1  # rank 1: one tuple of one index
     if op == "scatter_nd":
         count = min(count, math.prod(sizes[:k]))
-    index_sizes = _aligned([count, k], rank)
+    index_sizes = right_aligned("GATHER_ND", "IndicesTensor", [count, k], rank, "it")
     index = _tensor(rng, itype, index_sizes, True)  # never broadcast: each tuple its own
     if op == "gather_nd":
-        out = _aligned(GatherNdDesc.output_sizes_for(sizes, index_sizes, 0), rank)
-        return GatherNdDesc(data, index, _tensor(rng, dt, out, True), rank, rank)
-    updates = _aligned(ScatterNdDesc.updates_sizes_for(sizes, index_sizes), rank)
+        full = GatherNdDesc.output_sizes_for(sizes, index_sizes, 0)
+        gathered = right_aligned("GATHER_ND", "OutputTensor", full, rank, "it")
+        return GatherNdDesc(data, index, _tensor(rng, dt, gathered, True), rank, rank)
+    full = ScatterNdDesc.updates_sizes_for(sizes, index_sizes)
+    updates = right_aligned("SCATTER_ND", "UpdatesTensor", full, rank, "it")
     return ScatterNdDesc(
         data, index, _tensor(rng, dt, updates, False), _tensor(rng, dt, sizes, True), rank, rank
     )
