@@ -41,7 +41,7 @@ from .ops import (
     SplitDesc,
     TileDesc,
 )
-from .ops._indexed import IndexedDesc
+from .ops._indexed import IndexedDesc, right_aligned
 from .plan import ElementCopy, Layout, Plan, build_plan, with_indexed
 from .tensor import BufferTensorDesc, FeatureLevel, int_tuple, packed_strides
 
@@ -693,7 +693,7 @@ class Graph:
             lead = next((d for d, n in enumerate(indices.sizes) if n != 1), rank)
             index_dimensions = rank - lead
         full = GatherDesc.output_sizes_for(x.sizes, indices.sizes, axis, index_dimensions)
-        out = full[len(full) - rank :] if len(full) >= rank else (1,) * (rank - len(full)) + full
+        out = right_aligned("GATHER", "OutputTensor", full, rank, "the output")
         desc = GatherDesc(
             x.desc, indices.desc, self._packed(x, out), int(axis), int(index_dimensions)
         )
@@ -721,7 +721,7 @@ class Graph:
         self._check(indices)
         rank = len(x.sizes)
         full = GatherNd1Desc.output_sizes_for(x.sizes, indices.sizes, batch_dimension_count)
-        out = full[len(full) - rank :] if len(full) >= rank else (1,) * (rank - len(full)) + full
+        out = right_aligned("GATHER_ND1", "OutputTensor", full, rank, "the output")
         desc = GatherNd1Desc(
             x.desc, indices.desc, self._packed(x, out), rank, rank, int(batch_dimension_count)
         )

@@ -9,10 +9,12 @@ costs tens of microseconds, so numpy with a thread pool moved an 8.4 MB KV-cache
 machine that installs dmlops; numba ships as binary wheels. Without numba the numpy engine
 runs every copy (the fallback, and the reference the tests hold this one to).
 
-Two kernels, both parallel over the outer dimensions of one copy: `rows` moves contiguous
+Two kernels are parallel over the outer dimensions of one copy: `rows` moves contiguous
 runs of bytes (a copy whose innermost dimension is contiguous on both sides), `elements`
 moves elements of 1, 2, 4 or 8 bytes at any strides. A copy with too few outer rows to
-share has its rows cut into pieces first, so one long row still spreads over the cores.
+share has its rows cut into pieces first, so one long row still spreads over the cores. A
+third, `runs`, moves the runs of all of a plan's row copies (up to _MOST_RUNS) by address in
+one parallel region (`run_table`).
 Calls are serialised (numba's default thread pool takes one parallel region at a time).
 """
 

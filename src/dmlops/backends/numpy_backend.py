@@ -334,11 +334,11 @@ class _NumpyExecutor:
         # a plan that is one gather numpy.take does whole (it checks before it writes)
         lone = len(self.steps) == 1 and not self.copies and not self.fills
         self.take = self.steps[0] if lone and self.steps[0].take_recipe is not None else None
-        self.put = self.steps[0] if lone and self.steps[0].put_recipe is not None else None
-        # one scatter of whole rows after strided copies (a scatter not in place): its rows
-        # checked first, then the copies, then one fancy assignment
-        after = len(self.steps) == 1 and self.steps[0].put_recipe is not None
-        self.put_after = self.steps[0] if after and self.put is None else None
+        # a plan whose one indexed copy scatters whole rows (in place, or after the strided
+        # copies of its data): its rows checked first, then the copies, then one fancy
+        # assignment (repeated rows or a bad index take the general path, which names it)
+        one = len(self.steps) == 1 and self.steps[0].put_recipe is not None
+        self.put = self.steps[0] if one else None
         self.recipe = [
             (
                 c.shape,
@@ -356,15 +356,13 @@ class _NumpyExecutor:
     def __call__(self, ins: Sequence[Any], outs: Sequence[Any], queue: Any = None) -> None:
         if self.take is not None and self.take.take(ins, outs):
             return  # a lone gather: one numpy.take
-        if self.put is not None and self.put.put(ins, outs):
-            return  # a lone in-place scatter of distinct rows: one assignment
         if self.fills:
             ins = [*ins, *self.fills]
-        if self.put_after is not None:
-            index = self.put_after.put_index(ins)  # checked before any write
+        if self.put is not None:
+            index = self.put.put_index(ins)  # checked before any write
             if index is not None:
                 self._copy(ins, outs)
-                self.put_after.put_rows(ins, outs, index)
+                self.put.put_rows(ins, outs, index)
                 return
         rows = [step.prepare(ins) for step in self.steps]  # indices checked before any write
         self._copy(ins, outs)

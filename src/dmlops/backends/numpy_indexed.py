@@ -131,16 +131,6 @@ class IndexedStep:
         c = self.copy
         return table, c.index_type.numpy_dtype, c.index_offset, c.axes[0].size
 
-    def put(self, ins: Any, outs: Any) -> bool:
-        """Run a scatter as one fancy assignment where every index is in range and no two
-        rows meet (numpy does not say which of two writes to one row wins); False, with
-        nothing written, otherwise: `prepare` then raises or picks the winners."""
-        index = self.put_index(ins)
-        if index is None:
-            return False
-        self.put_rows(ins, outs, index)
-        return True
-
     def put_index(self, ins: Any) -> Any:
         """The scatter's row numbers where every index is in range and no two rows meet (the
         check, before anything is written); None otherwise."""
