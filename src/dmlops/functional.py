@@ -14,6 +14,7 @@ so the result is the one numpy gives.
 from __future__ import annotations
 
 import builtins
+import pickle
 import sys
 import threading
 from collections import OrderedDict
@@ -65,33 +66,34 @@ class _LRU:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._items: OrderedDict[Hashable, _Call] = OrderedDict()
-        self._hits: dict[Hashable, int] = {}  # the put count when each key was last moved
+        # each key's call and the put count when it was last moved: one lookup per hit
+        self._items: OrderedDict[Hashable, list[Any]] = OrderedDict()
         self._clock = 0  # puts so far
         self._lock = threading.Lock()
 
     def get(self, key: Hashable) -> _Call | None:
-        call = self._items.get(key)  # a dict read is atomic: hits take no lock
-        if call is not None and self._hits.get(key, 0) != self._clock:
+        entry = self._items.get(key)  # a dict read is atomic: hits take no lock
+        if entry is None:
+            return None
+        if entry[1] != self._clock:
             with self._lock:  # refresh its place at most once per put
                 if key in self._items:
                     self._items.move_to_end(key)
-                    self._hits[key] = self._clock
+                    entry[1] = self._clock
+        call: _Call = entry[0]
         return call
 
     def put(self, key: Hashable, call: _Call) -> None:
         with self._lock:
             self._clock += 1
-            self._items[key] = call
-            self._hits[key] = self._clock
+            self._items[key] = [call, self._clock]
+            self._items.move_to_end(key)
             while len(self._items) > self.size:
-                gone, _ = self._items.popitem(last=False)
-                self._hits.pop(gone, None)
+                self._items.popitem(last=False)
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
-            self._hits.clear()
 
     def __len__(self) -> int:
         return len(self._items)
@@ -120,25 +122,17 @@ def _numpy_key(a: Any) -> Hashable:
 _ARRAY_KEYS: dict[type, Callable[[Any], Hashable]] = {np.ndarray: _numpy_key}
 
 
-_PLAIN = frozenset({int, type(None)})
 _UNKEYABLE = object()
 
 
 def _fields_key(*fields: Any) -> Hashable:
-    """Integer-list fields as one key; element types join it unless all are plain ints."""
-    parts: list[Any] = []
-    for f in fields:
-        if f is None or type(f) is int:
-            parts.append(f)
-        elif type(f) is list or type(f) is tuple:
-            parts += f
-            parts.append(None)
-        else:
-            return _UNKEYABLE
-    key = tuple(parts)
-    if set(map(type, key)) <= _PLAIN:
-        return key
-    return (key, tuple(map(type, key)))
+    """An operator's fields as one key: their values with their types (pickled), so that
+    1.0 or True never finds the call compiled for 1 and skips the check that refuses it."""
+    try:
+        return pickle.dumps(fields, pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError, ValueError, RecursionError):
+        # an argument that does not pickle: always compiled
+        return _UNKEYABLE
 
 
 def _signature(
@@ -147,27 +141,33 @@ def _signature(
     """The call's cache key, or None where an argument cannot be keyed (always compiled)."""
     if fields is _UNKEYABLE:
         return None
-    try:
-        hash(level)
-    except TypeError:
-        return None
+    if level is not None:
+        try:
+            hash(level)
+        except TypeError:
+            return None
     parts: list[Hashable] = [op, fields, level]
+    append = parts.append
     keys = _ARRAY_KEYS
+    ndarray = np.ndarray
     for a in ins:
+        if type(a) is ndarray:  # inline: many-array calls key each array
+            append((a.dtype, a.shape, a.strides))
+            continue
         f = keys.get(type(a))
         key = None if f is None else f(a)
         if key is None:  # no key function, or one that declines (a CPU torch tensor)
             return None
-        parts.append(key)
+        append(key)
     for o in outs:
         if o is None:
-            parts.append(None)
+            append(None)
             continue
         f = keys.get(type(o))
         key = None if f is None else f(o)
         if key is None:
             return None
-        parts.append(key)
+        append(key)
     return tuple(parts)
 
 
@@ -361,10 +361,31 @@ class _Call:
         # inputs the plan reads (an in-place scatter's own input is not read): only these
         # can meet a caller's output
         self.read = [k for k, (lo, hi) in enumerate(plan.input_spans) if hi > lo]
+        self.select: list[int] | None = None
+        # contiguous arrays in, every output new: nothing to flatten, nothing can overlap
+        self.fresh = self.direct and not self.any_given
+        self.new_shapes = list(new_shapes)
+        self.one_shape = new_shapes[0] if len(new_shapes) == 1 else None
+
+    def reading(self, select: list[int]) -> _Call:
+        """This call, reading only inputs `select` of those it is given."""
+        self.select = select
+        self.fresh = False
+        return self
 
     def __call__(
         self, ins: Sequence[Any], outs: Sequence[Any], restage: Callable[[list[Any]], list[Any]]
     ) -> list[Any]:
+        if self.fresh:
+            new_like, like = self.backend.new_like, ins[self.like]
+            if self.one_shape is not None:
+                results = [new_like(like, self.one_shape)]
+            else:
+                results = [new_like(like, shape) for shape in self.new_shapes]
+            self.run(ins, results, self.queue(None))
+            return results
+        if self.select is not None:  # the inputs the call reads (a join's non-empty pieces)
+            ins = [ins[k] for k in self.select]
         results = self._allocated(ins, outs)
         if self.direct:
             in_flats, out_flats = ins, results
@@ -583,20 +604,27 @@ def _dispatch(
         if key is None:  # the build may have taught _ARRAY_KEYS a GPU array type
             key = _signature(op, fields, level, ins, outs)
         if key is None:
-            # arrays without a signature (lists, foreign arrays) run as the backend's own
-            as_array = call.backend.as_array
-            results = call(
-                [as_array(x) for x in ins],
-                [None if o is None else as_array(o) for o in outs],
-                lambda staged: _dispatch(op, fields, level, staged, outs, build),
-            )
-            in_library = call.backend.in_library_of
-            return [
-                in_library(r, ins[0]) if o is None else o
-                for r, o in zip(results, outs, strict=True)
-            ]
+            return _unkeyed(call, ins, outs, lambda i, o: _dispatch(op, fields, level, i, o, build))
         _CACHE.put(key, call)
     return call(ins, outs, lambda staged: _dispatch(op, fields, level, staged, outs, build))
+
+
+def _unkeyed(
+    call: _Call,
+    ins: list[Any],
+    outs: list[Any],
+    again: Callable[[list[Any], list[Any]], list[Any]],
+) -> list[Any]:
+    """Run arrays without a signature (lists, foreign arrays) as the backend's own; `again`
+    dispatches the call anew (on staged inputs)."""
+    as_array = call.backend.as_array
+    results = call(
+        [as_array(x) for x in ins],
+        [None if o is None else as_array(o) for o in outs],
+        lambda staged: again(staged, outs),
+    )
+    in_library = call.backend.in_library_of
+    return [in_library(r, ins[0]) if o is None else o for r, o in zip(results, outs, strict=True)]
 
 
 def _shape(x: Any) -> tuple[int, ...]:
@@ -801,6 +829,11 @@ def _torch_ops() -> Any:
 
 
 def _torch_wanted(arrays: Sequence[Any]) -> bool:
+    for a in arrays:
+        if type(a) is not np.ndarray:
+            break
+    else:
+        return False  # numpy arrays only
     if _TORCH_OPS is None and "torch" not in sys.modules:
         return False
     return bool(_torch_ops().wanted(arrays))
@@ -1053,12 +1086,15 @@ def join(
     if out is None and device is None and _torch_wanted(list(xs)):
         t = _torch_ops()
         return t.join_op(list(xs), int(axis), t.level_name(feature_level))
-    xs = list(xs)
-    full = [x for x in xs if 0 not in _shape(x)]
-    if full and len(full) < len(xs):  # empty pieces add nothing (numpy.concatenate, torch.cat)
-        xs = full
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
+        # empty pieces add nothing (numpy.concatenate, torch.cat): the call reads the others
+        full = [k for k, x in enumerate(ins) if 0 not in _shape(x)]
+        if full and len(full) < len(ins):
+            return build_full([ins[k] for k in full], outs).reading(full)
+        return build_full(ins, outs)
+
+    def build_full(ins: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of(ins if outs[0] is None else [*ins, outs[0]])
         arrays = [backend.describe(x) for x in ins]
         ax = int(axis)
@@ -1080,7 +1116,7 @@ def join(
             arrays[0].dtype if arrays else np.float32,
         )
 
-    return _dispatch("JOIN", _fields_key(axis), feature_level, xs, [out], build, device)[0]
+    return _dispatch("JOIN", _fields_key(axis), feature_level, list(xs), [out], build, device)[0]
 
 
 _SLICE = ("Offsets", "Sizes", "Strides")

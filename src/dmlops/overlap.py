@@ -165,17 +165,12 @@ def owners_apart(
 
     Distinct allocations cannot overlap, so no address needs to be read.
     """
-    out_owners = [owner(o) for o in outputs]
-    if any(o is None for o in out_owners):
+    out_owners = list(map(owner, outputs))
+    taken = set(map(id, out_owners))
+    if len(taken) < len(out_owners) or id(None) in taken:
         return False
-    taken = {id(o) for o in out_owners}
-    if len(taken) < len(out_owners):
-        return False
-    for x in inputs:
-        o = owner(x)
-        if o is None or id(o) in taken:
-            return False
-    return True
+    taken.add(id(None))
+    return taken.isdisjoint(map(id, map(owner, inputs)))
 
 
 def describe(overlap: Overlap, input_names: Sequence[str], output_names: Sequence[str]) -> str:

@@ -18,6 +18,7 @@ from ..plan import Plan, StridedCopy
 from . import compiled
 from .base import no_queue
 from .numpy_indexed import IndexedStep
+from .numpy_runs import SideBySide
 
 __all__ = ["NumpyBackend"]
 
@@ -209,7 +210,7 @@ class NumpyBackend:
                 if isinstance(template, np.ndarray)
                 else self.as_array(template).dtype
             )
-        return np.empty(shape, dtype=dtype)
+        return np.empty(shape, dtype)
 
     def upload(self, host: Any) -> np.ndarray[Any, Any]:
         return np.asarray(host)
@@ -353,7 +354,30 @@ class _NumpyExecutor:
             for c in self.copies
         ]
 
+        # many copies laying contiguous runs side by side: one numpy.concatenate
+        plain = not (self.steps or self.fills or self.compiled or self.parallel)
+        self.side_by_side = SideBySide.of(plan.copies, plan.element_size) if plain else None
+        self.one = self.recipe[0] if plain and len(self.recipe) == 1 else None
+        if self.side_by_side is not None:
+            self._run = self._side_by_side
+        elif plain:
+            self._run = self._copy
+        else:
+            self._run = self._general
+
     def __call__(self, ins: Sequence[Any], outs: Sequence[Any], queue: Any = None) -> None:
+        if self.one is not None:  # the commonest plan, in this frame
+            shape, dtype, si, so, ss, di, do, ds = self.one
+            view = np.ndarray
+            view(shape, dtype, outs[di], do, ds)[...] = view(shape, dtype, ins[si], so, ss)
+            return
+        self._run(ins, outs)
+
+    def _side_by_side(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
+        if not self.side_by_side(ins, outs):  # type: ignore[misc]
+            self._copy(ins, outs)
+
+    def _general(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
         if self.take is not None and self.take.take(ins, outs):
             return  # a lone gather: one numpy.take
         if self.fills:

@@ -22,6 +22,20 @@ def _elements(buffer: Any, dtype: Any) -> np.ndarray[Any, Any]:
     return flat
 
 
+_FEW = 64  # index counts checked as a Python list
+
+
+def _packed(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> bool:
+    """Whether byte `strides` lay `shape` out row-major and packed (size-1 dimensions take
+    any stride)."""
+    step = itemsize
+    for n, stride in zip(reversed(shape), reversed(strides), strict=True):
+        if n > 1 and stride != step:
+            return False
+        step *= n
+    return True
+
+
 def _view(
     buffer: Any, shape: tuple[int, ...], dtype: Any, offset: int, strides: tuple[int, ...]
 ) -> np.ndarray[Any, Any]:
@@ -97,6 +111,9 @@ class IndexedStep:
         )
         isize = copy.index_element_size
         self.index_strides = tuple(s * isize for s in copy.index_strides[:cut])
+        # the index tensor is its whole buffer, read in order from its start
+        self.index_count = int(np.prod(self.outer))
+        self.index_whole = copy.index_offset == 0 and _packed(self.outer, self.index_strides, isize)
         self.take_recipe = self._take_recipe()
         self.put_recipe = self._put_recipe()
 
@@ -136,10 +153,27 @@ class IndexedStep:
         check, before anything is written); None otherwise."""
         assert self.put_recipe is not None
         _, itype, ioffset, size = self.put_recipe
-        index = _view(ins[self.copy.index], self.outer, itype, ioffset, self.index_strides)
-        index = index.reshape(-1)
+        bound = ins[self.copy.index]
+        if (
+            self.index_whole
+            and type(bound) is np.ndarray
+            and bound.size == self.index_count
+            and bound.dtype == itype
+        ):
+            index = bound.ravel("K")  # the buffer in its order: bound arrays are contiguous
+        else:
+            index = _view(bound, self.outer, itype, ioffset, self.index_strides).reshape(-1)
         if index.size == 0:
             return index
+        if index.size <= _FEW:  # as Python ints: cheaper than sorting an array
+            values = index.tolist()
+            low = min(values)
+            if low < -size or max(values) >= size:
+                return None
+            if low < 0:
+                values = [v + size if v < 0 else v for v in values]
+                index = np.array(values, np.int64)
+            return index if len(set(values)) == len(values) else None
         ordered = np.sort(index)  # range and repeats in one pass
         low, high = ordered[0], ordered[-1]
         if low < -size or high >= size:
@@ -181,12 +215,11 @@ class IndexedStep:
         kind = _kind(src, dst, self.size)
         o_shape, o_offset, o_strides = self.plain_view
         try:  # out is buffered where mode is "raise": an IndexError leaves it untouched
-            np.take(
-                _view(src, shape, kind, offset, strides),
+            _view(src, shape, kind, offset, strides).take(
                 _view(ins[c.index], self.outer, itype, ioffset, self.index_strides),
-                axis=0,
-                out=_view(dst, o_shape, kind, o_offset, o_strides),
-                mode="raise",
+                0,
+                _view(dst, o_shape, kind, o_offset, o_strides),
+                "raise",
             )
         except IndexError:
             return False

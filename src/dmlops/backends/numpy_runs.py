@@ -1,0 +1,110 @@
+"""Plans whose copies lay contiguous runs side by side in one output: one numpy.concatenate.
+
+A join of many small arrays lowers to one copy per array; a strided view per copy costs more
+than the bytes it moves. When every copy reads one contiguous run (or R rows of one) and the
+copies' destinations abut in order, the runs are concatenated straight into the output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..plan import StridedCopy
+
+__all__ = ["SideBySide"]
+
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _rows(copy: StridedCopy) -> tuple[int, int, int] | None:
+    """(rows, row width, destination row stride) in elements, for a copy of contiguous rows
+    from a contiguous source; None for any other copy."""
+    shape, ss, ds = copy.shape, copy.src_strides, copy.dst_strides
+    if len(shape) == 1 and ss == (1,) and ds == (1,):
+        return 1, shape[0], 0
+    if len(shape) == 2 and ss == (shape[1], 1) and ds[1] == 1 and ds[0] >= shape[1]:
+        return shape[0], shape[1], ds[0]
+    return None
+
+
+class SideBySide:
+    """The runs of a plan's copies, in destination order, and the output region they fill."""
+
+    def __init__(
+        self,
+        dtype: np.dtype[Any],
+        runs: list[tuple[int, int, int]],
+        dst: int,
+        dst_offset: int,
+        rows: int,
+        row_stride: int,
+    ) -> None:
+        self.dtype = dtype
+        self.runs = runs  # (input, first element, elements per row)
+        self.dst = dst
+        self.rows = rows
+        width = sum(w for _, _, w in runs)
+        size = dtype.itemsize
+        self.shape = (width,) if rows == 1 else (rows, width)
+        self.dst_args = (
+            self.shape,
+            dst_offset,
+            (size,) if rows == 1 else (row_stride * size, size),
+        )
+
+    @classmethod
+    def of(cls, copies: Sequence[StridedCopy], element_size: int) -> SideBySide | None:
+        """The plan's copies as runs side by side, or None where they are not."""
+        if len(copies) < 2 or element_size not in _UNSIGNED:
+            return None
+        forms = [_rows(c) for c in copies]
+        if any(f is None for f in forms):
+            return None
+        order = sorted(range(len(copies)), key=lambda k: copies[k].dst_offset)
+        first = copies[order[0]]
+        rows, _, stride = forms[order[0]]  # type: ignore[misc]
+        at = first.dst_offset
+        runs = []
+        for k in order:
+            c, (r, w, s) = copies[k], forms[k]  # type: ignore[misc]
+            if c.dst != first.dst or r != rows or (rows > 1 and s != stride):
+                return None
+            if c.dst_offset != at or c.src_offset % element_size:
+                return None
+            runs.append((c.src, c.src_offset // element_size, w))
+            at += w * element_size
+        if rows > 1 and (at - first.dst_offset) // element_size > stride:
+            return None  # wider than a row: not one output region
+        return cls(
+            np.dtype(_UNSIGNED[element_size]), runs, first.dst, first.dst_offset, rows, stride
+        )
+
+    def __call__(self, ins: Sequence[Any], outs: Sequence[Any]) -> bool:
+        """Copy; False, with nothing written, where a bound buffer cannot be viewed whole."""
+        rows = self.rows
+        flats = [ins[src].ravel("K") for src, _, _ in self.runs]  # bound arrays are contiguous
+        # the arrays' own type where they share one of the element size (no view to make),
+        # else the unsigned type of that size: one type on both sides, so the bits move as
+        # they are
+        types = {f.dtype for f in flats}
+        dtype = types.pop() if len(types) == 1 else self.dtype
+        if dtype.itemsize != self.dtype.itemsize:
+            dtype = self.dtype
+        shape, offset, strides = self.dst_args
+        try:
+            dst = np.ndarray(shape, dtype, outs[self.dst], offset, strides)
+            sources = []
+            for flat, (_, first, width) in zip(flats, self.runs, strict=True):
+                if flat.dtype != dtype:
+                    flat = flat.view(dtype)
+                count = rows * width
+                if first or flat.size != count:
+                    flat = flat[first : first + count]
+                sources.append(flat if rows == 1 else flat.reshape(rows, width))
+        except (TypeError, ValueError):
+            return False
+        np.concatenate(sources, axis=int(rows > 1), out=dst)
+        return True
