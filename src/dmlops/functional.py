@@ -364,7 +364,7 @@ class _Call:
         self.select: list[int] | None = None
         # contiguous arrays in, every output new: nothing to flatten, nothing can overlap
         self.fresh = self.direct and not self.any_given
-        self.new_shapes = list(new_shapes)
+        self.new_shapes = [shape for shape in new_shapes if shape is not None]
         self.one_shape = new_shapes[0] if len(new_shapes) == 1 else None
 
     def reading(self, select: list[int]) -> _Call:
