@@ -18,6 +18,7 @@ from ..plan import Plan, StridedCopy
 from . import compiled
 from .base import no_queue
 from .numpy_indexed import IndexedStep
+from .numpy_map import ElementMap
 from .numpy_runs import SideBySide
 
 __all__ = ["NumpyBackend"]
@@ -358,8 +359,13 @@ class _NumpyExecutor:
         plain = not (self.steps or self.fills or self.compiled or self.parallel)
         self.side_by_side = SideBySide.of(plan.copies, plan.element_size) if plain else None
         self.one = self.recipe[0] if plain and len(self.recipe) == 1 else None
+        # many small copies reading few bindings: a table of each written element's source
+        mappable = self.side_by_side is None and not (self.steps or self.compiled or self.parallel)
+        self.element_map = ElementMap.of(plan) if mappable else None
         if self.side_by_side is not None:
             self._run = self._side_by_side
+        elif self.element_map is not None:
+            self._run = self._mapped
         elif plain:
             self._run = self._copy
         else:
@@ -375,6 +381,12 @@ class _NumpyExecutor:
 
     def _side_by_side(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
         if not self.side_by_side(ins, outs):  # type: ignore[misc]
+            self._copy(ins, outs)
+
+    def _mapped(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
+        if self.fills:
+            ins = [*ins, *self.fills]
+        if not self.element_map(ins, outs):  # type: ignore[misc]
             self._copy(ins, outs)
 
     def _general(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:

@@ -64,7 +64,7 @@ def _kind(src: Any, dst: Any, size: int) -> Any:
     return _UINT[size]
 
 
-def _affine(shape: tuple[int, ...], strides: tuple[int, ...], base: int) -> Any:
+def affine(shape: tuple[int, ...], strides: tuple[int, ...], base: int) -> Any:
     """base + sum(c * strides) over `shape`, as a broadcastable array (not materialised)."""
     out: Any = np.int64(base)
     for d, (n, s) in enumerate(zip(shape, strides, strict=True)):
@@ -99,7 +99,7 @@ class IndexedStep:
         )
         moving_strides = copy.src_strides if not copy.scatter else copy.dst_strides
         moving_offset = copy.src_offset if not copy.scatter else copy.dst_offset
-        self.moving = _affine(self.outer, moving_strides[:cut], moving_offset // element_size)
+        self.moving = affine(self.outer, moving_strides[:cut], moving_offset // element_size)
         # a gather whose every row starts at a multiple of the row length, rows contiguous
         starts = [copy.src_offset // element_size, *copy.src_strides[:cut]]
         starts += [a.stride for a in copy.axes]
