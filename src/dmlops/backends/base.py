@@ -33,6 +33,7 @@ class Backend(Protocol):
     """
 
     name: str
+    one_queue: bool  # every call runs on one queue: `placement` always gives None
 
     def as_array(self, obj: Any) -> Any:
         """`obj` as this backend's array type, without a copy where possible."""

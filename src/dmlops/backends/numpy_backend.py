@@ -104,6 +104,7 @@ class NumpyBackend:
     """Executes plans with np.copyto between strided views of the bound buffers."""
 
     name = "numpy"
+    one_queue = True
     _instance: NumpyBackend | None = None
     _serial: NumpyBackend | None = None
 

@@ -4,6 +4,8 @@ numpy.take (gathers) or fancy assignment (scatters)."""
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 import numpy as np
@@ -40,15 +42,17 @@ def _view(
     buffer: Any, shape: tuple[int, ...], dtype: Any, offset: int, strides: tuple[int, ...]
 ) -> np.ndarray[Any, Any]:
     """A strided view of a bound buffer: the array itself where it already is that view."""
-    if (
-        not offset
-        and type(buffer) is np.ndarray
-        and buffer.shape == shape
-        and buffer.strides == strides
-        and buffer.dtype == dtype
-    ):
-        same: np.ndarray[Any, Any] = buffer
-        return same
+    if not offset and type(buffer) is np.ndarray and buffer.dtype == dtype:
+        if buffer.shape == shape and buffer.strides == strides:
+            same: np.ndarray[Any, Any] = buffer
+            return same
+        # a whole C-ordered buffer seen in another shape: a reshape
+        if (
+            buffer.flags.c_contiguous
+            and buffer.size == math.prod(shape)
+            and _packed(shape, strides, buffer.itemsize)
+        ):
+            return buffer.reshape(shape)
     view: np.ndarray[Any, Any] = np.ndarray(
         shape, dtype, _elements(buffer, np.uint8), offset, strides
     )
@@ -287,7 +291,8 @@ class IndexedStep:
             starts = moved.reshape(-1)
             if chosen is not None:
                 starts = starts[chosen]
-            if len(starts) > 1:
+            distinct = len(starts) <= _FEW and len(set(starts.tolist())) == len(starts)
+            if len(starts) > 1 and not distinct:
                 _, last = np.unique(starts[::-1], return_index=True)
                 if len(last) != len(starts):
                     winners = np.sort(len(starts) - 1 - last)

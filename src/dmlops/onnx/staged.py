@@ -480,10 +480,26 @@ def _indexed_form(
 
         return nd
     if op in ("Scatter", "ScatterElements"):
-        if i != x:
-            return None  # fewer indices than data: a step (a copy, then the window)
         ax = axis_of(int(a.get("axis", 0)), r, op)
-        return lambda g, t: g.scatter_elements(t[0], t[1], t[2], ax)
+        window = tuple(x[d] if d == ax else n for d, n in enumerate(i))
+        if len(i) != r or any(w > n for w, n in zip(window, x, strict=True)):
+            return None
+
+        def scatter(g: Graph, t: list[GraphTensor]) -> GraphTensor:
+            if window == x:
+                return g.scatter_elements(t[0], t[1], t[2], ax)
+            # fewer indices than data: the scattered window at the origin, then the rest of
+            # the data joined on, one dimension at a time from the last
+            whole = g.scatter_elements(g.slice(t[0], [0] * r, window, [1] * r), t[1], t[2], ax)
+            for d in reversed(range(r)):
+                if window[d] < x[d]:
+                    at = [0] * r
+                    at[d] = window[d]
+                    sizes = [*window[:d], x[d] - window[d], *x[d + 1 :]]
+                    whole = g.join([whole, g.slice(t[0], at, sizes, [1] * r)], d)
+            return whole
+
+        return scatter
     u = len(shapes[2])
     rank = max(r, q, u)
     if rank > _MAX_RANK:
@@ -644,12 +660,20 @@ class _GraphGroup:
         feeds = Feeds(self.device, self.feeds, self.constants, scalars)
         backend = self.device.backend
 
+        host = backend.name == "numpy"
+        host_outs = [(shape, np.dtype(dtype)) for shape, dtype in outs]
+
         def run(env: dict[str, Any]) -> None:
             template = [next(iter(env.values()))] if env else []
             ins = feeds.arrays(env)
-            results = [new_array(backend, ins or template, sh, dt) for sh, dt in outs]
-            if op is not None:
-                op._run_fresh(ins, [r.reshape(-1) for r in results])  # all placed whole
+            if host:  # numpy binds any contiguous array whole, as it is
+                results = [np.empty(shape, dtype) for shape, dtype in host_outs]
+                if op is not None:
+                    op._run_fresh(ins, results)
+            else:
+                results = [new_array(backend, ins or template, sh, dt) for sh, dt in outs]
+                if op is not None:
+                    op._run_fresh(ins, [r.reshape(-1) for r in results])  # all placed whole
             for n, k, (shape, dtype) in zip(names, where, kinds, strict=True):
                 env[n] = results[k] if k >= 0 else new_array(backend, template, shape, dtype)
 

@@ -91,6 +91,7 @@ class CudaBackend:
     """Executes plans on the GPU that holds the arrays, on the caller's stream."""
 
     name = "cuda"
+    one_queue = False
     _instance: CudaBackend | None = None
 
     def __init__(self) -> None:

@@ -139,6 +139,7 @@ class WebGpuBackend:
     """Executes plans on a WebGPU adapter with one dispatch per kernel and buffer pair."""
 
     name = "webgpu"
+    one_queue = False
     _instance: WebGpuBackend | None = None
     adapter_name: str | None = None
 
