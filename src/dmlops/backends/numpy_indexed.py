@@ -5,7 +5,6 @@ numpy.take (gathers) or fancy assignment (scatters)."""
 from __future__ import annotations
 
 import math
-
 from typing import Any
 
 import numpy as np
