@@ -140,9 +140,11 @@ class CudaBackend:
         torch = torch_module()
         if torch is not None:
             # CPU tensors are the numpy backend's, bound through numpy views: no key
-            keys[torch.Tensor] = lambda t: (
-                (t.dtype, t.shape, t.stride(), t.device) if t.is_cuda else None
-            )
+            def torch_key(t: Any) -> Hashable:
+                ordinal = t.get_device()  # -1 on the CPU
+                return None if ordinal < 0 else (t.dtype, t.shape, t.stride(), ordinal)
+
+            keys[torch.Tensor] = torch_key
         return keys
 
     def placement(self, named: Sequence[tuple[str, Any]]) -> Callable[[Any], Queue]:
@@ -150,11 +152,11 @@ class CudaBackend:
 
     def _pointer(self, obj: Any) -> int:
         """Device address of an array's index 0."""
-        if isinstance(obj, self.cupy.ndarray):
-            return int(obj.data.ptr)
-        ptr = getattr(obj, "data_ptr", None)
+        ptr = getattr(obj, "data_ptr", None)  # torch: the commonest, asked first
         if ptr is not None:
             return int(ptr())
+        if isinstance(obj, self.cupy.ndarray):
+            return int(obj.data.ptr)
         cai = getattr(obj, "__cuda_array_interface__", None)
         if cai is not None:
             return int(cai["data"][0])
@@ -183,7 +185,7 @@ class CudaBackend:
 
     def flat_function(self, low: int, nbytes: int, contiguous: bool) -> Callable[[Any], Any]:
         pointer = self._pointer
-        return lambda arr: pointer(arr) + low
+        return pointer if low == 0 else lambda arr: pointer(arr) + low
 
     def owner(self, obj: Any) -> object | None:
         return None  # device addresses are cheap to read
