@@ -138,7 +138,10 @@ def _one_hot(
 
     def one_hot(ops: Sequence[Any]) -> Any:
         indices = ops[0]
-        if np.dtype(str(indices.dtype).replace("torch.", "")).kind not in "iu":
+        kind = getattr(indices.dtype, "kind", None)  # numpy and CuPy; torch's dtypes by name
+        if kind is None:
+            kind = np.dtype(str(indices.dtype).replace("torch.", "")).kind
+        if kind not in "iu":
             indices = fi.cast_in_library(indices, "int64")  # ONNX casts them
         return fi.one_hot(indices, depth, ops[2], ax, feature_level=level)
 
