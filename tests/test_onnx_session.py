@@ -195,3 +195,23 @@ def test_a_shufflenet_unit_runs_with_intermediates_and_explain_says_why(
     out = capsys.readouterr().out
     assert "in 3 passes" in out
     assert "copy added: intermediate 0 (node 5 reads the output of node 4 through a reshape" in out
+
+
+def test_sessions_run_from_many_threads_with_intermediates_of_their_own() -> None:
+    """A plan of three passes (two intermediates) run from 8 threads at once on inputs large
+    enough that numpy lets go of the GIL: each call gets the answer for its own input."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = DATA / "shufflenet_unit__torchscript_opset13.onnx"
+    session = dml_onnx.InferenceSession(str(path))
+    theirs = _ort(path)
+    rng = np.random.default_rng(0)
+    feeds = [{"in0": rng.standard_normal((4096, 8, 6, 6), dtype=np.float32)} for _ in range(8)]
+    want = [theirs.run(None, f)[0] for f in feeds]
+    compiled, _ = session.compiled_for(feeds[0])
+    assert len(compiled.operator.passes) == 3
+    with ThreadPoolExecutor(8) as pool:
+        for _ in range(3):
+            got = list(pool.map(lambda f: session.run(None, f)[0], feeds * 2))
+            for k, g in enumerate(got):
+                assert np.array_equal(g, want[k % 8])

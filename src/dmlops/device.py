@@ -227,9 +227,13 @@ class CompiledGraph:
             lines.append(op.plan.describe())
         return "\n".join(lines)
 
-    def _intermediates(self, inputs: Sequence[Any]) -> list[Any]:
+    def _intermediates(self, inputs: Sequence[Any], own: bool = False) -> list[Any]:
+        """The buffers between passes: kept per device for the Device API's calls, or, with
+        `own`, new ones for this call alone (sessions may run from many threads at once)."""
         backend = self.device.backend
         buffers = [b.buffer if isinstance(b, Binding) else b for b in inputs]
+        if own:
+            return [self._new(backend, n, buffers) for n in self._sizes]
         where = backend.placement([("InputTensors[0]", buffers[0])])(None) if buffers else None
         key = None if where is None else where[0]
         found = self._buffers.get(key)
@@ -257,7 +261,7 @@ class CompiledGraph:
         self.passes[-1].execute(ins, outputs, stream)
 
     def _run_fresh(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
-        mids = self._intermediates(inputs)
+        mids = self._intermediates(inputs, own=True)
         ins = [*inputs, *mids]
         for op, mid in zip(self.passes, mids, strict=False):
             op._run_fresh(ins, [mid])
