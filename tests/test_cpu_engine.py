@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import dmlops
 from dmlops import BufferTensorDesc, DataType
 from dmlops.backends import compiled
 from dmlops.backends import numpy_backend as nb
@@ -161,3 +162,28 @@ def test_the_bench_all_cores_copy_ceiling_copies(engine: bool) -> None:
     finally:
         compiled.set_enabled(True)
     assert np.array_equal(dst, src)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_fortran_ordered_arrays_in_and_out_of_compiled_copies(threads: int) -> None:
+    """A Fortran-ordered array is one contiguous buffer in its own memory order: compiled
+    copies read and write it there (a row-major flattening would copy it, and writes into
+    the copy would be lost)."""
+    rng = np.random.default_rng(5)
+    x = np.asfortranarray(rng.standard_normal((600, 500)))
+    parts = [rng.standard_normal((512, 300)), rng.standard_normal((512, 300))]
+    backend = nb.NumpyBackend(threads=threads)
+    before = nb.NumpyBackend._instance
+    nb.NumpyBackend._instance = backend
+    try:
+        dmlops.functional.clear_cache()
+        out = np.asfortranarray(np.zeros((1024, 300)))
+        dmlops.join(parts, 0, out=out)
+        assert np.array_equal(out, np.concatenate(parts))
+        assert np.array_equal(dmlops.slice1(x, [0, 0], [600, 500], [1, -1]), x[:, ::-1])
+        into = np.asfortranarray(np.zeros((600, 500)))
+        dmlops.slice1(np.ascontiguousarray(x), [0, 0], [600, 500], [1, 1], out=into)
+        assert np.array_equal(into, x)
+    finally:
+        nb.NumpyBackend._instance = before
+        dmlops.functional.clear_cache()

@@ -27,12 +27,13 @@ from typing import Any
 
 import numpy as np
 
+from .words import UNSIGNED, words
+
 __all__ = ["available", "CompiledCopy", "plan_copy", "run_copy", "set_enabled"]
 
 _LOCK = threading.Lock()
 _STATE: dict[str, Any] = {}  # "kernels": (rows, elements), "failed": bool, "enabled": bool
 _PIECE = 256 << 10  # a long row is cut into pieces of about this many bytes
-_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def set_enabled(enabled: bool) -> None:
@@ -194,7 +195,7 @@ def plan_copy(
             dst_offset=dst_offset, shape=np.array(sh or [1], np.int64),
             src_strides=np.array(ss or [0], np.int64), dst_strides=np.array(ds or [0], np.int64),
         )  # fmt: skip
-    if size not in _UINT or not shape:
+    if size not in UNSIGNED or not shape:
         return None
     moved = [src_offset, dst_offset, *src_strides, *dst_strides]
     if any(v % size for v in moved):
@@ -209,22 +210,13 @@ def plan_copy(
     )  # fmt: skip
 
 
-def _flat(buffer: Any, size: int) -> np.ndarray[Any, Any]:
-    """A bound buffer as a flat array of `size`-byte unsigned words."""
-    raw = buffer if isinstance(buffer, np.ndarray) else np.asarray(buffer)
-    flat = raw.reshape(-1).view(np.uint8)
-    if size == 1:
-        return flat
-    return flat[: flat.size - flat.size % size].view(_UINT[size])
-
-
 def run_copy(copy: CompiledCopy, ins: Any, outs: Any) -> None:
     """Run one compiled copy between the bound buffers."""
     found = _kernels()
     assert found is not None
     rows, elements = found
     unit = 1 if copy.rows else copy.size
-    src, dst = _flat(ins[copy.src], unit), _flat(outs[copy.dst], unit)
+    src, dst = words(ins[copy.src], unit), words(outs[copy.dst], unit)
     with _LOCK:
         if copy.rows:
             rows(dst, src, copy.dst_offset, copy.src_offset, copy.shape, copy.dst_strides,

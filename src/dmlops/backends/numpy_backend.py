@@ -20,10 +20,10 @@ from .base import no_queue
 from .numpy_indexed import IndexedStep
 from .numpy_map import ElementMap
 from .numpy_runs import SideBySide
+from .words import UNSIGNED
 
 __all__ = ["NumpyBackend"]
 
-_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 # a thread per this many bytes written, up to the core count: Python threads pay tens of
 # microseconds to start a band, so on the 16-core host of the H100 machine an 8 MiB copy ran
 # fastest on 4 threads (432 µs; one: 777 µs; sixteen: 1.1 ms) and 64 MiB on all 16
@@ -78,7 +78,7 @@ class NumpyCopy:
             dtype: np.dtype[Any] = np.dtype(f"V{row}")
             shape, ss, ds = shape[:-1], ss[:-1], ds[:-1]
         else:
-            dtype = np.dtype(_UNSIGNED[element_size])
+            dtype = np.dtype(UNSIGNED[element_size])
         return cls(
             shape,
             dtype,

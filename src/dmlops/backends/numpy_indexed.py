@@ -12,8 +12,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..errors import IndexOutOfRangeError
 from ..indexed import IndexedCopy, rows_of
-
-_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+from .words import UNSIGNED
 
 
 def _elements(buffer: Any, dtype: Any) -> np.ndarray[Any, Any]:
@@ -64,7 +63,7 @@ def _kind(src: Any, dst: Any, size: int) -> Any:
     dtype = getattr(src, "dtype", None)
     if dtype is not None and dtype == getattr(dst, "dtype", None) and dtype.itemsize == size:
         return dtype
-    return _UINT[size]
+    return UNSIGNED[size]
 
 
 def affine(shape: tuple[int, ...], strides: tuple[int, ...], base: int) -> Any:
@@ -301,7 +300,7 @@ class IndexedStep:
     def run(self, ins: Any, outs: Any, prepared: tuple[Any, Any]) -> None:
         """Move the prepared rows."""
         c = self.copy
-        kind = _UINT[self.size]
+        kind = UNSIGNED[self.size]
         moved, chosen = prepared
         shape, offset, strides = self.plain_view
         if not c.scatter:

@@ -15,10 +15,10 @@ import numpy as np
 
 from ..plan import Plan
 from .numpy_indexed import affine
+from .words import UNSIGNED, words
 
 __all__ = ["ElementMap"]
 
-_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 MOST_ELEMENTS = 1 << 14  # larger plans keep their strided views: the table would cost more
 FEWEST_COPIES = 3
 
@@ -55,7 +55,7 @@ class ElementMap:
             (best_only and len(copies) < FEWEST_COPIES)
             or not copies
             or plan.indexed
-            or size not in _UNSIGNED
+            or size not in UNSIGNED
             or (best_only and sum(c.element_count for c in copies) > MOST_ELEMENTS)
             or any(c.src_offset % size or c.dst_offset % size for c in copies)
         ):
@@ -78,14 +78,15 @@ class ElementMap:
         mapped = sum(700 + len(p.dst_index) * (0.9 if p.run else 1.9) for p in pairs)
         if best_only and mapped > 0.8 * views:
             return None
-        return cls(pairs, np.dtype(_UNSIGNED[size]))
+        return cls(pairs, np.dtype(UNSIGNED[size]))
 
     def __call__(self, ins: Sequence[Any], outs: Sequence[Any]) -> bool:
         """Run; False, with nothing written, where a bound buffer cannot be viewed as words."""
         dtype = self.dtype
         try:
-            flats_in = {p.src: _words(ins[p.src], dtype) for p in self.pairs}
-            flats_out = {p.dst: _words(outs[p.dst], dtype) for p in self.pairs}
+            size = dtype.itemsize
+            flats_in = {p.src: words(ins[p.src], size) for p in self.pairs}
+            flats_out = {p.dst: words(outs[p.dst], size) for p in self.pairs}
         except ValueError:
             return False
         for p in self.pairs:
@@ -97,16 +98,3 @@ class ElementMap:
             else:
                 dst[p.dst_index] = src.take(p.src_index)
         return True
-
-
-def _words(buffer: Any, dtype: np.dtype[Any]) -> Any:
-    """A bound buffer (a contiguous array) as one row of words of `dtype`, in memory order."""
-    flat = buffer.ravel("K")
-    if flat.base is None and flat is not buffer:
-        raise ValueError("not one contiguous buffer")  # ravel copied it
-    if flat.dtype != dtype:
-        if flat.dtype.itemsize == dtype.itemsize:
-            return flat.view(dtype)
-        flat = flat.view(np.uint8)  # ValueError where the bytes do not divide into words
-        return flat[: flat.size - flat.size % dtype.itemsize].view(dtype)
-    return flat

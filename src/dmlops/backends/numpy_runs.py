@@ -13,10 +13,9 @@ from typing import Any
 import numpy as np
 
 from ..plan import StridedCopy
+from .words import UNSIGNED
 
 __all__ = ["SideBySide"]
-
-_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def _rows(copy: StridedCopy) -> tuple[int, int, int] | None:
@@ -58,7 +57,7 @@ class SideBySide:
     @classmethod
     def of(cls, copies: Sequence[StridedCopy], element_size: int) -> SideBySide | None:
         """The plan's copies as runs side by side, or None where they are not."""
-        if len(copies) < 2 or element_size not in _UNSIGNED:
+        if len(copies) < 2 or element_size not in UNSIGNED:
             return None
         forms = [_rows(c) for c in copies]
         if any(f is None for f in forms):
@@ -79,7 +78,7 @@ class SideBySide:
         if rows > 1 and (at - first.dst_offset) // element_size > stride:
             return None  # wider than a row: not one output region
         return cls(
-            np.dtype(_UNSIGNED[element_size]), runs, first.dst, first.dst_offset, rows, stride
+            np.dtype(UNSIGNED[element_size]), runs, first.dst, first.dst_offset, rows, stride
         )
 
     def __call__(self, ins: Sequence[Any], outs: Sequence[Any]) -> bool:
