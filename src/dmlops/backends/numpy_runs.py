@@ -18,6 +18,9 @@ from .words import UNSIGNED
 __all__ = ["SideBySide"]
 
 
+_BUILTIN = "biufc"  # numpy's own numeric kinds: a same-type concatenate copies their bits
+
+
 def _rows(copy: StridedCopy) -> tuple[int, int, int] | None:
     """(rows, row width, destination row stride) in elements, for a copy of contiguous rows
     from a contiguous source; None for any other copy."""
@@ -90,8 +93,8 @@ class SideBySide:
         # they are
         types = {f.dtype for f in flats}
         dtype = types.pop() if len(types) == 1 else self.dtype
-        if dtype.itemsize != self.dtype.itemsize:
-            dtype = self.dtype
+        if dtype.itemsize != self.dtype.itemsize or dtype.kind not in _BUILTIN:
+            dtype = self.dtype  # (a plugin type, bfloat16 say, copies by its own rules)
         shape, offset, strides = self.dst_args
         try:
             dst = np.ndarray(shape, dtype, outs[self.dst], offset, strides)
