@@ -180,3 +180,18 @@ def test_the_call_cache_evicts_the_least_recently_used() -> None:
     assert len(cache) == 2
     cache.clear()
     assert cache.get("a") is None and len(cache) == 0
+
+
+def test_a_cached_call_never_serves_fields_of_another_type() -> None:
+    """1.0 and True equal 1, but DirectML's fields are integers: a call compiled for ints
+    must not answer a float or a bool where the uncached call refuses it; numpy's integers
+    are integers."""
+    from dmlops import DmlError
+
+    x = np.arange(16, dtype=np.float32).reshape(4, 4)
+    want = dmlops.slice1(x, [0, 1], [4, 2], [1, 1])
+    for bad in ([0.0, 1], [0, True]):
+        with pytest.raises(DmlError):
+            dmlops.slice1(x, bad, [4, 2], [1, 1])
+    got = dmlops.slice1(x, [np.int64(0), np.int32(1)], [4, 2], [1, 1])
+    assert np.array_equal(got, want)
