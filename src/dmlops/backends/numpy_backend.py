@@ -356,17 +356,16 @@ class _NumpyExecutor:
             for c in self.copies
         ]
 
-        # many copies laying contiguous runs side by side: one numpy.concatenate
-        plain = not (self.steps or self.fills or self.compiled or self.parallel)
-        self.side_by_side = SideBySide.of(plan.copies, plan.element_size) if plain else None
+        strided = not (self.steps or self.compiled or self.parallel)  # views on this thread
+        plain = strided and not self.fills
         self.one = self.recipe[0] if plain and len(self.recipe) == 1 else None
-        # many small copies reading few bindings: a table of each written element's source
-        mappable = self.side_by_side is None and not (self.steps or self.compiled or self.parallel)
-        self.element_map = ElementMap.of(plan) if mappable else None
-        if self.side_by_side is not None:
-            self._run = self._side_by_side
-        elif self.element_map is not None:
-            self._run = self._mapped
+        # many copies laying contiguous runs side by side: one numpy.concatenate; else many
+        # small copies reading few bindings: a table of each written element's source
+        self.side_by_side = SideBySide.of(plan.copies, plan.element_size) if plain else None
+        self.element_map = ElementMap.of(plan) if strided and self.side_by_side is None else None
+        self.shortcut = self.side_by_side or self.element_map
+        if self.shortcut is not None:
+            self._run = self._shortcut
         elif plain:
             self._run = self._copy
         else:
@@ -380,14 +379,12 @@ class _NumpyExecutor:
             return
         self._run(ins, outs)
 
-    def _side_by_side(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
-        if not self.side_by_side(ins, outs):  # type: ignore[misc]
-            self._copy(ins, outs)
-
-    def _mapped(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
+    def _shortcut(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
+        """The side-by-side or element-map run; the views where it declines (nothing
+        written)."""
         if self.fills:
             ins = [*ins, *self.fills]
-        if not self.element_map(ins, outs):  # type: ignore[misc]
+        if not self.shortcut(ins, outs):  # type: ignore[misc]
             self._copy(ins, outs)
 
     def _general(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:

@@ -25,17 +25,6 @@ def _elements(buffer: Any, dtype: Any) -> np.ndarray[Any, Any]:
 _FEW = 64  # index counts checked as a Python list
 
 
-def _packed(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> bool:
-    """Whether byte `strides` lay `shape` out row-major and packed (size-1 dimensions take
-    any stride)."""
-    step = itemsize
-    for n, stride in zip(reversed(shape), reversed(strides), strict=True):
-        if n > 1 and stride != step:
-            return False
-        step *= n
-    return True
-
-
 def _view(
     buffer: Any, shape: tuple[int, ...], dtype: Any, offset: int, strides: tuple[int, ...]
 ) -> np.ndarray[Any, Any]:
@@ -44,13 +33,11 @@ def _view(
         if buffer.shape == shape and buffer.strides == strides:
             same: np.ndarray[Any, Any] = buffer
             return same
-        # a whole C-ordered buffer seen in another shape: a reshape
-        if (
-            buffer.flags.c_contiguous
-            and buffer.size == math.prod(shape)
-            and _packed(shape, strides, buffer.itemsize)
-        ):
-            return buffer.reshape(shape)
+        # a whole C-ordered buffer seen in another shape: a reshape, where its strides agree
+        if buffer.flags.c_contiguous and buffer.size == math.prod(shape):
+            reshaped: np.ndarray[Any, Any] = buffer.reshape(shape)
+            if reshaped.strides == strides:
+                return reshaped
     view: np.ndarray[Any, Any] = np.ndarray(
         shape, dtype, _elements(buffer, np.uint8), offset, strides
     )
@@ -113,9 +100,6 @@ class IndexedStep:
         )
         isize = copy.index_element_size
         self.index_strides = tuple(s * isize for s in copy.index_strides[:cut])
-        # the index tensor is its whole buffer, read in order from its start
-        self.index_count = int(np.prod(self.outer))
-        self.index_whole = copy.index_offset == 0 and _packed(self.outer, self.index_strides, isize)
         self.take_recipe = self._take_recipe()
         self.put_recipe = self._put_recipe()
 
@@ -155,16 +139,8 @@ class IndexedStep:
         check, before anything is written); None otherwise."""
         assert self.put_recipe is not None
         _, itype, ioffset, size = self.put_recipe
-        bound = ins[self.copy.index]
-        if (
-            self.index_whole
-            and type(bound) is np.ndarray
-            and bound.size == self.index_count
-            and bound.dtype == itype
-        ):
-            index = bound.ravel("K")  # the buffer in its order: bound arrays are contiguous
-        else:
-            index = _view(bound, self.outer, itype, ioffset, self.index_strides).reshape(-1)
+        index = _view(ins[self.copy.index], self.outer, itype, ioffset, self.index_strides)
+        index = index.reshape(-1)
         if index.size == 0:
             return index
         if index.size <= _FEW:  # as Python ints: cheaper than sorting an array

@@ -41,9 +41,9 @@ class _Pair:
 class ElementMap:
     """A plan's copies as (source, destination) pairs of element index tables."""
 
-    def __init__(self, pairs: list[_Pair], dtype: np.dtype[Any]) -> None:
+    def __init__(self, pairs: list[_Pair], size: int) -> None:
         self.pairs = pairs
-        self.dtype = dtype
+        self.size = size  # bytes a word
 
     @classmethod
     def of(cls, plan: Plan, best_only: bool = True) -> ElementMap | None:
@@ -51,12 +51,12 @@ class ElementMap:
         (`best_only=False`: wherever a map can run the plan)."""
         size = plan.element_size
         copies = plan.copies
+        total = sum(c.element_count for c in copies)
         if (
-            (best_only and len(copies) < FEWEST_COPIES)
+            (best_only and (len(copies) < FEWEST_COPIES or total > MOST_ELEMENTS))
             or not copies
             or plan.indexed
             or size not in UNSIGNED
-            or (best_only and sum(c.element_count for c in copies) > MOST_ELEMENTS)
             or any(c.src_offset % size or c.dst_offset % size for c in copies)
         ):
             return None
@@ -74,17 +74,16 @@ class ElementMap:
             pairs.append(_Pair(src, dst, src_index[order], dst_index[order]))
         # nanoseconds, as measured on the development VM: a strided view pair per copy, or
         # a take (into a run of the output, or then scattered) per pair of bindings
-        views = 900 * len(copies) + 0.5 * sum(c.element_count for c in copies)
+        views = 900 * len(copies) + 0.5 * total
         mapped = sum(700 + len(p.dst_index) * (0.9 if p.run else 1.9) for p in pairs)
         if best_only and mapped > 0.8 * views:
             return None
-        return cls(pairs, np.dtype(UNSIGNED[size]))
+        return cls(pairs, size)
 
     def __call__(self, ins: Sequence[Any], outs: Sequence[Any]) -> bool:
         """Run; False, with nothing written, where a bound buffer cannot be viewed as words."""
-        dtype = self.dtype
+        size = self.size
         try:
-            size = dtype.itemsize
             flats_in = {p.src: words(ins[p.src], size) for p in self.pairs}
             flats_out = {p.dst: words(outs[p.dst], size) for p in self.pairs}
         except ValueError:

@@ -50,9 +50,9 @@ class SideBySide:
         self.rows = rows
         width = sum(w for _, _, w in runs)
         size = dtype.itemsize
-        self.shape = (width,) if rows == 1 else (rows, width)
+        # the output region: (shape, byte offset, byte strides)
         self.dst_args = (
-            self.shape,
+            (width,) if rows == 1 else (rows, width),
             dst_offset,
             (size,) if rows == 1 else (row_stride * size, size),
         )

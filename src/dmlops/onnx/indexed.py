@@ -15,7 +15,7 @@ import numpy as np
 from .. import functional_indexed as fi
 from ..errors import ModelError
 from ..tensor import FeatureLevel
-from .params import axis_of
+from .params import axis_of, is_integer_type
 
 __all__ = ["IndexedNode", "indexed_node"]
 
@@ -138,10 +138,7 @@ def _one_hot(
 
     def one_hot(ops: Sequence[Any]) -> Any:
         indices = ops[0]
-        kind = getattr(indices.dtype, "kind", None)  # numpy and CuPy; torch's dtypes by name
-        if kind is None:
-            kind = np.dtype(str(indices.dtype).replace("torch.", "")).kind
-        if kind not in "iu":
+        if not is_integer_type(indices.dtype):
             indices = fi.cast_in_library(indices, "int64")  # ONNX casts them
         return fi.one_hot(indices, depth, ops[2], ax, feature_level=level)
 

@@ -3,10 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
 
 from ..errors import ModelError
 
-__all__ = ["slice_window", "split_sizes", "axis_of"]
+__all__ = ["slice_window", "split_sizes", "axis_of", "is_integer_type"]
+
+
+def is_integer_type(dtype: Any) -> bool:
+    """Whether an array's dtype (numpy, CuPy or torch) is an integer type."""
+    kind = getattr(dtype, "kind", None)  # numpy and CuPy dtypes
+    if kind is not None:
+        return bool(kind in "iu")
+    try:
+        return np.dtype(str(dtype).removeprefix("torch.")).kind in "iu"
+    except TypeError:
+        return False
 
 
 def axis_of(axis: int, rank: int, op: str) -> int:

@@ -18,6 +18,7 @@ from ..errors import BindingError, ModelError
 from ..tensor import FeatureLevel
 from .loading import load
 from .lowering import _PARAMETERS, CompiledModel, host_array
+from .params import is_integer_type
 from .staged import StagedModel, compile_any
 
 __all__ = ["InferenceSession", "NodeArg", "IOBinding"]
@@ -208,7 +209,7 @@ class InferenceSession:
             if (
                 name in self._parameter_inputs
                 and math.prod(shape) <= SMALL_INTEGER_INPUT
-                and _is_integer(dtype)
+                and is_integer_type(dtype)
             ):
                 parts.append(tuple(host_array(v).ravel().tolist()))
         return tuple(parts)
@@ -298,16 +299,6 @@ def _inferred_outputs(model: Any) -> Any:
                         mine.dim_value = theirs.dim_value
         outputs.append(merged)
     return outputs
-
-
-def _is_integer(dtype: Any) -> bool:
-    kind = getattr(dtype, "kind", None)  # numpy and CuPy dtypes
-    if kind is not None:
-        return bool(kind in "iu")
-    try:
-        return np.dtype(str(dtype).removeprefix("torch.")).kind in "iu"
-    except TypeError:
-        return False
 
 
 def _placed(backend: Any, a: Any) -> Any:
