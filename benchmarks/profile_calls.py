@@ -40,6 +40,11 @@ def main() -> None:
     parts = [torch.randn(16, 64, generator=g).to(dev) for _ in range(64)]
     joined = torch.empty(1024, 64, device=dev)
     rows2 = rows.reshape(32, 1)
+    slots = (1 << 30) // (8 * 128 * 2)
+    kv = torch.zeros(slots, 8, 128, device=dev, dtype=torch.float16)
+    where = torch.randperm(slots, device=dev)[:4096]
+    column = where[:, None].contiguous()
+    kv_new = torch.randn(4096, 8, 128, device=dev, dtype=torch.float16)
     cases = {
         "gather": (
             lambda: dmlops.gather(x, idx, 0),
@@ -56,6 +61,10 @@ def main() -> None:
         "slice1 seed": (
             lambda: dmlops.slice1(seed, [0, 0, 0, 1], [1, 1, 4, 3], [1, 1, -2, 2]),
             lambda: seed[:, :, 0:4:2, 1:4:2].flip(2).contiguous(),
+        ),
+        "kv write": (
+            lambda: dmlops.scatter_nd(kv, column, kv_new, out=kv),
+            lambda: kv.index_copy_(0, where, kv_new),
         ),
         "join 64": (
             lambda: dmlops.join(parts, 0, out=joined),
@@ -74,7 +83,7 @@ def main() -> None:
         torch.cuda.synchronize()
         prof.disable()
         print(f"\n== {name}: top functions (2000 calls)")
-        pstats.Stats(prof).sort_stats("tottime").print_stats(22)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(28)
 
 
 if __name__ == "__main__":

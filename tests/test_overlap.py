@@ -222,3 +222,23 @@ def test_many_bindings_take_the_vectorised_path(backend: str) -> None:
         to_host(buf)[:200],
         np.concatenate([before[10 * k : 10 * k + 10] for k in range(19, -1, -1)]),
     )
+
+
+_SPAN = st.tuples(st.integers(0, 64), st.integers(0, 16), st.integers(0, 16)).map(
+    lambda t: (t[0], min(t[1], t[2]), max(t[1], t[2]))
+)
+
+
+@given(st.lists(_SPAN, max_size=4), st.lists(_SPAN, max_size=4))
+def test_spans_meet_is_any_shared_byte(reads, writes) -> None:  # type: ignore[no-untyped-def]
+    from dmlops.overlap import spans_meet
+
+    def cells(span):  # type: ignore[no-untyped-def]
+        at, lo, hi = span
+        return set(range(at + lo, at + hi))
+
+    written = [cells(w) for w in writes]
+    want = any(cells(r) & w for r in reads for w in written) or any(
+        written[i] & written[j] for i in range(len(written)) for j in range(i)
+    )
+    assert spans_meet(reads, writes) == want

@@ -39,7 +39,7 @@ from .ops import (
     SplitDesc,
     TileDesc,
 )
-from .overlap import find_overlaps, owners_apart
+from .overlap import find_overlaps, owners_apart, spans_meet
 from .plan import Layout, Plan, array_byte_span, in_units
 from .tensor import BufferTensorDesc, DataType, FeatureLevel, int_tuple, packed_strides
 
@@ -59,6 +59,7 @@ __all__ = [
 ]
 
 CACHE_SIZE = 1024
+_FEW_SPANS = 16  # bindings up to which a call's overlap test is a Python loop over spans
 
 
 class _LRU:
@@ -361,6 +362,13 @@ class _Call:
         # inputs the plan reads (an in-place scatter's own input is not read): only these
         # can meet a caller's output
         self.read = [k for k, (lo, hi) in enumerate(plan.input_spans) if hi > lo]
+        # the bytes each read input and each output spans, for a quick test before the exact
+        # one (few bindings only: many go straight to find_overlaps' vectorised test)
+        spans = [(k, *plan.input_spans[k]) for k in self.read]
+        writes = [(j, lo, hi) for j, (lo, hi) in enumerate(plan.output_spans) if hi > lo]
+        few = len(spans) + len(writes) <= _FEW_SPANS
+        self.read_spans = spans if few else None
+        self.write_spans = writes
         self.select: list[int] | None = None
         # contiguous arrays in, every output new: nothing to flatten, nothing can overlap
         self.fresh = self.direct and not self.any_given
@@ -395,7 +403,11 @@ class _Call:
                 o if f is None else f(o) for f, o in zip(self.out_flats, results, strict=True)
             ]
         read = ins if len(self.read) == len(ins) else [ins[k] for k in self.read]
-        if self.any_given and not owners_apart(self.backend.owner, read, results):
+        if (
+            self.any_given
+            and not owners_apart(self.backend.owner, read, results)
+            and self._spans_meet(in_flats, out_flats)
+        ):
             staged = self._stage(ins, in_flats, out_flats)
             if staged is not None:
                 return restage(staged)
@@ -409,6 +421,16 @@ class _Call:
         for k, shape in self.allocate:
             results[k] = new_like(ins[self.like], shape)
         return results
+
+    def _spans_meet(self, in_flats: Sequence[Any], out_flats: Sequence[Any]) -> bool:
+        """Whether any output's bytes may meet a read input's or another output's (False:
+        none can overlap; True: find_overlaps decides)."""
+        if self.read_spans is None:
+            return True
+        address = self.backend.address
+        reads = [(address(in_flats[k]), lo, hi) for k, lo, hi in self.read_spans]
+        writes = [(address(out_flats[j]), lo, hi) for j, lo, hi in self.write_spans]
+        return spans_meet(reads, writes)
 
     def _stage(
         self, ins: Sequence[Any], in_flats: Sequence[Any], out_flats: Sequence[Any]

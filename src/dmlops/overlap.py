@@ -118,6 +118,25 @@ def _pairs_large(
     return [(int(i), int(j)) for i, j in zip(*np.nonzero(hit), strict=True)]
 
 
+def spans_meet(
+    reads: Sequence[tuple[int, int, int]], writes: Sequence[tuple[int, int, int]]
+) -> bool:
+    """Whether any write span meets a read span or another write span; each span is an
+    address and the [low, high) byte range from it."""
+    written = [(at + lo, at + hi) for at, lo, hi in writes]
+    for at, lo, hi in reads:
+        low, high = at + lo, at + hi
+        for w_low, w_high in written:
+            if low < w_high and w_low < high:
+                return True
+    for j in range(1, len(written)):
+        low, high = written[j]
+        for w_low, w_high in written[:j]:
+            if low < w_high and w_low < high:
+                return True
+    return False
+
+
 def find_overlaps(
     plan: Plan,
     input_addresses: Sequence[int],

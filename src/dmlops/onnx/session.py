@@ -100,6 +100,7 @@ class InferenceSession:
         self._inputs = [_node_arg(v) for v in graph.input if v.name not in initialized]
         self._outputs = [_node_arg(v) for v in _inferred_outputs(self._model)]
         self._input_names = [i.name for i in self._inputs]
+        self._input_set = frozenset(self._input_names)
         self._parameter_inputs = parameter_inputs(self._model)
         self._output_index = {o.name: k for k, o in enumerate(self._outputs)}
         self._compiled: OrderedDict[Hashable, CompiledModel | StagedModel] = OrderedDict()
@@ -183,10 +184,10 @@ class InferenceSession:
             raise ModelError(f"ONNX model has no output named {e.args[0]!r}") from None
 
     def _placed(self, feed: Mapping[str, Any]) -> dict[str, Any]:
-        if not isinstance(feed, Mapping):
+        if type(feed) is not dict and not isinstance(feed, Mapping):
             raise ModelError("input_feed must map input names to arrays")
-        unknown = [n for n in feed if n not in self._input_names]
-        if unknown:
+        if not self._input_set.issuperset(feed):
+            unknown = [n for n in feed if n not in self._input_set]
             raise ModelError(
                 f"ONNX model has no input named {unknown[0]!r} (inputs: "
                 f"{', '.join(self._input_names)})"
@@ -303,6 +304,8 @@ def _inferred_outputs(model: Any) -> Any:
 
 def _placed(backend: Any, a: Any) -> Any:
     """The array on the device, contiguous (a graph binds whole buffers)."""
+    if type(a) is np.ndarray and backend.name == "numpy" and a.flags.c_contiguous:
+        return a  # the commonest feed, as it is
     if isinstance(a, (np.ndarray, np.generic, int, float, list, tuple)):  # host values
         host = np.asarray(a)
         host = host if host.flags.c_contiguous else host.copy()  # (0-D arrays stay 0-D)
