@@ -867,3 +867,47 @@ def test_cuda_wide_offset_kernel_agrees_with_the_lean_one(monkeypatch) -> None: 
     for a, b in zip(lean, wide_results, strict=True):
         assert a.tobytes() == b.tobytes()
     assert lean[0].tobytes() == np.take(x, ids, axis=0).tobytes()
+
+
+def _answer(call):  # type: ignore[no-untyped-def]
+    """A call's result bits, or its error's type and message."""
+    try:
+        return bits(np.asarray(call()))
+    except dmlops.DmlError as e:
+        return type(e).__name__, str(e)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_few_rows_read_as_python_ints_agree_with_the_array_path(data) -> None:  # type: ignore[no-untyped-def]
+    """Index counts up to numpy_indexed._FEW are checked and located as Python ints; the
+    same calls through the array path (the threshold at 0) give the same bits and errors:
+    negative and out-of-range indices, repeated targets (the later wins), one-hot misses."""
+    from dmlops import functional
+    from dmlops.backends import numpy_indexed
+
+    rows, cols = data.draw(st.integers(1, 6)), data.draw(st.integers(1, 6))
+    x = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols) - 3.5
+    itype = data.draw(st.sampled_from([np.int64, np.int32, np.uint32]))
+    low = 0 if itype is np.uint32 else -cols - 1
+    picks = data.draw(st.lists(st.integers(low, cols), min_size=rows, max_size=rows * 3))
+    k = len(picks) // rows
+    index = np.array(picks[: rows * k], itype).reshape(rows, k)
+    updates = np.arange(rows * k, dtype=np.float32).reshape(rows, k) + 100
+    sign = np.array([-0.0, np.nan], np.float32)
+    calls = [
+        lambda: dmlops.gather_elements(x, index, 1),
+        lambda: dmlops.scatter_elements(x, index, updates, 1),
+        lambda: dmlops.one_hot(index, cols, sign, -1),
+        lambda: dmlops.gather(x, index[0], 1),
+    ]
+    functional.clear_cache()
+    few = [_answer(c) for c in calls]
+    threshold = numpy_indexed._FEW
+    numpy_indexed._FEW = 0
+    functional.clear_cache()
+    try:
+        assert [_answer(c) for c in calls] == few
+    finally:
+        numpy_indexed._FEW = threshold
+        functional.clear_cache()

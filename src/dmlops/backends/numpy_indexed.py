@@ -101,6 +101,16 @@ class IndexedStep:
         isize = copy.index_element_size
         self.index_strides = tuple(s * isize for s in copy.index_strides[:cut])
         self.take_recipe = self._take_recipe()
+        # a few rows indexed along one axis: their base offsets as Python ints
+        few = (
+            0 < math.prod(self.outer) <= _FEW
+            and len(copy.axes) == 1
+            and copy.reverse_dim < 0
+            and not copy.clamp
+        )
+        self.few_rows: list[int] | None = (
+            np.broadcast_to(self.moving, self.outer).reshape(-1).tolist() if few else None
+        )
         self.put_recipe = self._put_recipe()
 
     def _table(self, scatter: bool) -> tuple[tuple[int, ...], int, tuple[int, ...]] | None:
@@ -214,6 +224,8 @@ class IndexedStep:
     def prepare(self, ins: Any) -> tuple[Any, Any]:
         """(element offsets on the indexed side, rows kept) of every row written."""
         c = self.copy
+        if self.few_rows is not None:
+            return self._prepare_few(self._index_values(ins, 0).ravel().tolist())
         moved = self.moving
         keep = None
         for t, axis in enumerate(c.axes):
@@ -272,6 +284,43 @@ class IndexedStep:
                     winners = np.sort(len(starts) - 1 - last)
                     chosen = winners if chosen is None else chosen[winners]
         return moved, chosen
+
+    def _prepare_few(self, values: list[int]) -> tuple[Any, Any]:
+        """`prepare` for a few rows along one axis, as Python ints."""
+        c = self.copy
+        axis = c.axes[0]
+        size, stride = axis.size, axis.stride
+        negative = c.negative_indices
+        kept: list[int] | None = None
+        moved = []
+        for m, (base, v) in enumerate(zip(self.few_rows, values, strict=True)):  # type: ignore[arg-type]
+            k = v + size if negative and v < 0 else v
+            if 0 <= k < size:
+                moved.append(base + k * stride)
+                if kept is not None:
+                    kept.append(m)
+                continue
+            if not c.skip_out_of_range:
+                first = np.unravel_index(m, self.outer)
+                at = sum(i * s for i, s in zip(first, c.index_strides, strict=False))
+                low = -size if negative else 0
+                raise IndexOutOfRangeError(
+                    f"{c.label}: the index at element {at} is {v}, outside [{low}, {size}) "
+                    "(nothing was written)"
+                )
+            if kept is None:
+                kept = list(range(m))
+            moved.append(base)  # a row not written: any offset inside the table
+        offsets = np.array(moved, np.int64).reshape(self.outer)
+        if not c.scatter:
+            return offsets, None
+        rows = range(len(moved)) if kept is None else kept
+        if c.slot_count:  # the later write in index order wins
+            last = {moved[m]: m for m in rows}
+            if len(last) < len(rows):
+                rows = sorted(last.values())
+                kept = rows
+        return offsets, None if kept is None else np.array(kept, np.int64)
 
     def run(self, ins: Any, outs: Any, prepared: tuple[Any, Any]) -> None:
         """Move the prepared rows."""
