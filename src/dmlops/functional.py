@@ -67,37 +67,38 @@ class _LRU:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        # each key's call and the put count when it was last moved: one lookup per hit
-        self._items: OrderedDict[Hashable, list[Any]] = OrderedDict()
-        self._clock = 0  # puts so far
+        # each key's call and the put count when it was last moved: one lookup per hit (read
+        # by _dispatch too)
+        self.items: OrderedDict[Hashable, list[Any]] = OrderedDict()
+        self.clock = 0  # puts so far
         self._lock = threading.Lock()
 
     def get(self, key: Hashable) -> _Call | None:
-        entry = self._items.get(key)  # a dict read is atomic: hits take no lock
+        entry = self.items.get(key)  # a dict read is atomic: hits take no lock
         if entry is None:
             return None
-        if entry[1] != self._clock:
+        if entry[1] != self.clock:
             with self._lock:  # refresh its place at most once per put
-                if key in self._items:
-                    self._items.move_to_end(key)
-                    entry[1] = self._clock
+                if key in self.items:
+                    self.items.move_to_end(key)
+                    entry[1] = self.clock
         call: _Call = entry[0]
         return call
 
     def put(self, key: Hashable, call: _Call) -> None:
         with self._lock:
-            self._clock += 1
-            self._items[key] = [call, self._clock]
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+            self.clock += 1
+            self.items[key] = [call, self.clock]
+            self.items.move_to_end(key)
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
 
     def clear(self) -> None:
         with self._lock:
-            self._items.clear()
+            self.items.clear()
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self.items)
 
 
 _CACHE = _LRU(CACHE_SIZE)
@@ -147,6 +148,9 @@ def _signature(
             hash(level)
         except TypeError:
             return None
+    if len(ins) == 1 and len(outs) == 1 and outs[0] is None and type(ins[0]) is np.ndarray:
+        a = ins[0]
+        return op, fields, level, (a.dtype, a.shape, a.strides), None
     parts: list[Hashable] = [op, fields, level]
     append = parts.append
     keys = _ARRAY_KEYS
@@ -620,7 +624,11 @@ def _dispatch(
     if device is not None:
         return _on_device(device, ins, outs, lambda i, o: _dispatch(op, fields, level, i, o, build))
     key = _signature(op, fields, level, ins, outs)
-    call = None if key is None else _CACHE.get(key)
+    entry = None if key is None else _CACHE.items.get(key)
+    if entry is not None and entry[1] == _CACHE.clock:  # a hit whose place is current
+        call: _Call | None = entry[0]
+    else:
+        call = None if key is None else _CACHE.get(key)
     if call is None:
         call = build(ins, outs)
         if key is None:  # the build may have taught _ARRAY_KEYS a GPU array type
