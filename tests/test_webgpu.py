@@ -79,9 +79,10 @@ def test_each_strategy_is_chosen_and_exact(dispatches: list[Any]) -> None:
         (np.float64, (64, 64), ([0, 1], [64, 31], [1, 3]), "u32"),
         (np.float16, (64, 63), ([0, 1], [64, 50], [1, 1]), "rows16+rows"),
         (np.int8, (64, 61), ([0, 3], [64, 57], [1, 1]), "rows16+rows"),
-        (np.int8, (64, 61), ([0, 3], [64, 13], [1, 1]), "rows"),  # shorter than a block
-        (np.int8, (64, 64), ([0, 0], [64, 64], [1, 2]), "bytes"),
-        (np.uint16, (64, 64), ([0, 1], [64, 61], [1, -3]), "bytes"),
+        (np.int8, (64, 61), ([0, 3], [64, 13], [1, 1]), "packed"),  # shorter than a block
+        (np.int8, (64, 64), ([0, 0], [64, 64], [1, 2]), "packed"),
+        (np.uint16, (64, 64), ([0, 1], [64, 61], [1, -3]), "packed"),
+        (np.float16, (64, 64), ([0, 1], [32, 31], [2, 2]), "packed"),
     ]
     for k, (dtype, shape, window, kernel) in enumerate(cases):
         host = _random(shape, dtype, k)
@@ -90,7 +91,15 @@ def test_each_strategy_is_chosen_and_exact(dispatches: list[Any]) -> None:
         got = dmlops.slice1(x, *window)
         _chosen(dispatches, kernel)
         _same(got, dmlops.slice1(host, *window))
-    for k, (dtype, kernel) in enumerate(((np.float32, "transpose4"), (np.int64, "transpose8"))):
+    for k, dtype in enumerate((np.int8, np.float16)):  # written at a stride: merged bytes
+        host = _random((1, 8, 6, 10), dtype, 50 + k)
+        dispatches.clear()
+        got = dmlops.depth_to_space(wg.asarray(host), 2)
+        _chosen(dispatches, "bytes")
+        _same(got, dmlops.depth_to_space(host, 2))
+    transposes = ((np.float32, "transpose4"), (np.int64, "transpose8"))
+    transposes += ((np.float16, "packed_transpose"), (np.int8, "packed_transpose"))
+    for k, (dtype, kernel) in enumerate(transposes):
         host = _random((70, 45), dtype, 100 + k)
         x = wg.asarray(host)
         dispatches.clear()
@@ -101,7 +110,7 @@ def test_each_strategy_is_chosen_and_exact(dispatches: list[Any]) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(
-    dtype=st.sampled_from([np.float32, np.uint32, np.float64, np.int64]),
+    dtype=st.sampled_from([np.float32, np.uint32, np.float64, np.int64, np.float16, np.int8]),
     shape=st.lists(st.integers(1, 70), min_size=2, max_size=4),
     data=st.data(),
     seed=st.integers(0, 2**31),
@@ -120,6 +129,31 @@ def test_permuted_views_are_bit_exact(
     xv = type(xv)(view.shape, xv.dtype, xv.block, xv._backend, xv.offset, view.strides)
     sizes = list(view.shape)
     _same(dmlops.slice1(xv, [0] * len(sizes), sizes, [1] * len(sizes)), np.ascontiguousarray(view))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    dtype=st.sampled_from([np.float16, np.uint16, np.int8, np.uint8]),
+    rows=st.integers(16, 150),
+    cols=st.integers(16, 90),
+    data=st.data(),
+    seed=st.integers(0, 2**31),
+)
+def test_windows_of_transposed_small_elements_are_bit_exact(
+    dtype: Any, rows: int, cols: int, data: st.DataObject, seed: int
+) -> None:
+    """Crops of x.T (odd row lengths and offsets: destination words shared between tiles
+    and rows), reversed along either axis, through the packed transpose."""
+    import dmlops.webgpu as wg
+
+    host = _random((rows, cols), dtype, seed)
+    c0, r0 = data.draw(st.integers(0, cols - 16)), data.draw(st.integers(0, rows - 16))
+    width = data.draw(st.integers(16, cols - c0))
+    height = data.draw(st.integers(16, rows - r0))
+    steps = [data.draw(st.sampled_from([1, -1])) for _ in range(2)]
+    args = ([c0, r0], [width, height], steps)
+    got = dmlops.slice1(wg.asarray(host).T, *args)
+    _same(got, dmlops.slice1(np.ascontiguousarray(host.T), *args))
 
 
 def test_256_way_split_is_one_dispatch_on_persistent_buffers(dispatches: list[Any]) -> None:

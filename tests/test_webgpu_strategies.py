@@ -44,18 +44,25 @@ def test_word_elements_and_small_word_rows_are_u32() -> None:
     assert p.kernel == "u32" and p.sizes == (1, 6)
 
 
-def test_misaligned_rows_are_blocks_and_edges_and_odd_strides_are_bytes() -> None:
+def test_misaligned_rows_are_blocks_and_edges_and_small_strided_elements_are_packed() -> None:
     blocks, edges = pieces_of(2, 2, 0, (4, 40), (41, 1), (40, 1))
     assert (
         blocks.kernel == "rows16" and blocks.sizes == (80 // 16, 4) and blocks.element_bytes == 80
     )
     assert blocks.src_strides == (0, 82) and blocks.dst_strides == (0, 80)
     assert edges.kernel == "rows" and edges.sizes == (8, 4)
-    assert [p.kernel for p in pieces_of(2, 2, 0, (4, 7), (9, 1), (7, 1))] == ["rows"]  # 14 bytes
+    # 14 bytes: shorter than a block, a destination word per invocation
+    (short,) = pieces_of(2, 2, 0, (4, 7), (9, 1), (7, 1))
+    assert short.kernel == "packed" and short.sizes == (14 // 4 + 2, 4)
+    assert short.extra == (7, 2) and short.src_strides == (0, 18)
     assert [p.kernel for p in pieces_of(4, 2, 0, (4, 8), (8, 1), (8, 1))] == ["rows16", "rows"]
     assert [p.kernel for p in pieces_of(4, 0, 16, (4, 8), (8, 1), (8, 1))] == ["vec4"]
-    assert piece_of(1, 0, 0, (4, 8), (16, 2), (8, 1)).kernel == "bytes"
-    assert piece_of(2, 2, 0, (8,), (-1,), (1,)).kernel == "bytes"  # backwards, unaligned
+    p = piece_of(1, 0, 0, (4, 8), (16, 2), (8, 1))
+    assert p.kernel == "packed" and p.extra == (8, 2) and p.sizes == (3, 4)
+    p = piece_of(2, 2, 0, (8,), (-1,), (1,))  # backwards, unaligned
+    assert p.kernel == "packed" and p.extra == (8, -2)
+    # written at a stride (DEPTH_TO_SPACE's copies): merged bytes
+    assert piece_of(2, 0, 0, (4, 8), (8, 1), (32, 2)).kernel == "bytes"
 
 
 def test_mixed_radix_steps_walk_by_threads() -> None:

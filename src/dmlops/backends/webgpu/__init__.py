@@ -1,7 +1,8 @@
 """WebGPU backend: plans executed by WGSL compute shaders through wgpu (Vulkan, Metal, D3D12).
 
 `strategies.py` gives each copy a kernel (vec4 rows, reversed vec4 rows, funnel-shifted
-rows and their edges, tiled transposes, u32 words, bytes merged atomically) by its layout
+rows and their edges, tiled transposes, u32 words, packed words of 1- and 2-byte elements,
+bytes merged atomically) by its layout
 and bound offsets; pieces of one kernel and dimension bucket between one pair of buffers
 form one table and one dispatch. Kernel sources are the `.wgsl` files in `kernels/`.
 Arrays live in arena buffers (`memory.py`), so many arrays share a binding. A binding's
@@ -76,6 +77,9 @@ def _shader(kernel: str, same_buffer: bool) -> str:
     """The WGSL module of a strategy: bindings, pieces.wgsl (and elements.wgsl), helpers,
     then the kernel."""
     pieces = _kernel_source("pieces.wgsl")
+    if kernel == "packed_transpose":
+        bindings = _BINDINGS[("bytes", same_buffer)]
+        return bindings + pieces + _kernel_source("packed_transpose.wgsl")
     if kernel.startswith("transpose"):
         word = "u32" if kernel == "transpose4" else "vec2<u32>"
         bindings = _BINDINGS[("word", same_buffer)].replace("REORDER", "")
@@ -83,6 +87,8 @@ def _shader(kernel: str, same_buffer: bool) -> str:
     pieces += _kernel_source("elements.wgsl")
     if kernel == "rows16":
         return _ROWS16_BINDINGS[same_buffer] + pieces + _kernel_source("rows16.wgsl")
+    if kernel == "packed":
+        return _BINDINGS[("bytes", same_buffer)] + pieces + _kernel_source("packed.wgsl")
     if kernel in ("bytes", "rows"):
         merge = _kernel_source("merge.wgsl")
         return _BINDINGS[("bytes", same_buffer)] + pieces + merge + _kernel_source(f"{kernel}.wgsl")

@@ -15,7 +15,14 @@ Every copy becomes a piece of one strategy, by layout and bound byte offsets:
 - `transpose4`, `transpose8`: 4- and 8-byte elements whose source and destination
   unit-stride axes differ (slices of transposed or permuted views): 32 x 32 tiles through
   workgroup memory (transpose.wgsl);
-- `bytes`: everything else (1- and 2-byte elements at other strides, misaligned
+- `packed`: 1- and 2-byte elements whose destination rows are contiguous, at any source
+  stride (strided slices, reversed or transposed reads): one invocation per destination
+  word gathers its elements and stores the word whole; only the words a row shares at
+  its ends are merged atomically (packed.wgsl);
+- `packed_transpose`: the same whose source's unit-stride axis is another (slices of
+  transposed views of float16 or int8 data): 64 x 32 tiles through workgroup memory,
+  written as whole destination words (packed_transpose.wgsl);
+- `bytes`: everything else (1- and 2-byte elements written at other strides, misaligned
   elements) through bytes.wgsl, which merges partial words atomically.
 
 Pieces of one strategy and dimension bucket (1, 2, 3, 4 or 8 dimensions; the pipeline is
@@ -57,13 +64,16 @@ MAX_GROUPS_X = 65535
 class Piece:
     """One copy in a kernel's units: offsets and strides in words (u32, vec4) or bytes."""
 
-    kernel: str  # "vec4", "vec4r1/2/4/8", "u32", "rows16", "rows", "transpose4/8" or "bytes"
+    # "vec4", "vec4r1/2/4/8", "u32", "rows16", "rows", "transpose4/8", "packed",
+    # "packed_transpose" or "bytes"
+    kernel: str
     src_offset: int
     dst_offset: int
     sizes: tuple[int, ...]  # innermost first
     src_strides: tuple[int, ...]
     dst_strides: tuple[int, ...]
     element_bytes: int
+    extra: tuple[int, int] = (0, 0)  # the table's pad0 and pad1 (packed: row length, stride)
 
     @property
     def count(self) -> int:
@@ -75,6 +85,9 @@ class Piece:
         if self.kernel.startswith("transpose"):
             rest = int(np.prod(self.sizes[2:], dtype=np.int64))
             return -(-self.sizes[0] // 32) * -(-self.sizes[1] // 32) * rest
+        if self.kernel == "packed_transpose":  # 64 x 32 tiles
+            rest = int(np.prod(self.sizes[2:], dtype=np.int64))
+            return -(-self.sizes[0] // 64) * -(-self.sizes[1] // 32) * rest
         return -(-self.count // TILE)
 
 
@@ -130,13 +143,14 @@ def pieces_of(
     sizes, src, dst = _layout(es, shape, src_strides, dst_strides)
     transposed = _transpose(
         es, src_byte, dst_byte, sizes, [s // es for s in src], [d // es for d in dst]
-    )
+    ) or _packed_transpose(es, src_byte, dst_byte, sizes, src, dst)
     if transposed is not None:
         return [transposed]
     single = piece_of(es, src_byte, dst_byte, shape, src_strides, dst_strides)
     length = sizes[0] * es
     contiguous = src[0] == es and dst[0] == es
-    if contiguous and (single.kernel == "bytes" or (single.kernel == "u32" and length >= 16)):
+    wide = length >= 16 and single.kernel in ("bytes", "packed", "u32")
+    if contiguous and (wide or single.kernel == "bytes"):
         outer = (tuple(sizes[1:]), tuple(src[1:]), tuple(dst[1:]))
         edges = Piece(
             "rows", src_byte, dst_byte, (8, *outer[0]), (0, *outer[1]), (0, *outer[2]), length
@@ -162,7 +176,9 @@ def piece_of(
     """The strategy and units of one strided copy at these absolute byte offsets."""
     es = element_size
     sizes, src, dst = _layout(es, shape, src_strides, dst_strides)
-    as_bytes = Piece("bytes", src_byte, dst_byte, tuple(sizes), tuple(src), tuple(dst), es)
+    as_bytes = _packed(es, src_byte, dst_byte, sizes, src, dst) or Piece(
+        "bytes", src_byte, dst_byte, tuple(sizes), tuple(src), tuple(dst), es
+    )
     reversed_rows = _reversed_rows(es, src_byte, dst_byte, sizes, src, dst)
     if reversed_rows is not None:
         return reversed_rows
@@ -187,6 +203,20 @@ def piece_of(
             (1, *(s // 4 for s in src[1:])), (1, *(d // 4 for d in dst[1:])), 16,
         )  # fmt: skip
     return Piece("u32", s_off, d_off, tuple(sizes), tuple(src), tuple(dst), 4)
+
+
+def _packed(
+    es: int, src_byte: int, dst_byte: int, sizes: list[int], src: list[int], dst: list[int]
+) -> Piece | None:
+    """Rows of 1- or 2-byte elements contiguous in the destination, any source stride: a
+    destination word per invocation (packed.wgsl); strides in bytes, innermost first."""
+    if es > 2 or dst[0] != es:
+        return None
+    words = (sizes[0] * es + 3) // 4 + 1  # a row touches at most this many words
+    return Piece(
+        "packed", src_byte, dst_byte, (words, *sizes[1:]), (0, *src[1:]), (0, *dst[1:]), es,
+        (sizes[0], src[0]),
+    )  # fmt: skip
 
 
 def _mixed_radix(value: int, sizes: Sequence[int]) -> list[int]:
@@ -222,6 +252,25 @@ def _transpose(
     )  # fmt: skip
 
 
+def _packed_transpose(
+    es: int, src_byte: int, dst_byte: int, sizes: list[int], src: list[int], dst: list[int]
+) -> Piece | None:
+    """A tiled transpose of 1- or 2-byte elements into contiguous destination rows, whole
+    destination words written (packed_transpose.wgsl; strides in bytes, innermost first)."""
+    if es > 2 or len(sizes) < 2 or dst[0] != es or abs(src[0]) == es:
+        return None
+    if sizes[0] < TRANSPOSE_MIN:
+        return None
+    inner = [j for j in range(1, len(sizes)) if abs(src[j]) == es and sizes[j] >= TRANSPOSE_MIN]
+    if not inner:
+        return None
+    order = [0, inner[0], *(k for k in range(1, len(sizes)) if k != inner[0])]
+    return Piece(
+        "packed_transpose", src_byte, dst_byte, tuple(int(sizes[k]) for k in order),
+        tuple(int(src[k]) for k in order), tuple(int(dst[k]) for k in order), es,
+    )  # fmt: skip
+
+
 def _reversed_rows(
     es: int, src_byte: int, dst_byte: int, sizes: list[int], src: list[int], dst: list[int]
 ) -> Piece | None:
@@ -244,6 +293,7 @@ def _table(pieces: list[Piece]) -> tuple[np.ndarray[Any, Any], int]:
     for row, p in zip(table, pieces, strict=True):
         n = len(p.sizes)
         row[:6] = (tiles, p.count, n, p.src_offset, p.dst_offset, p.element_bytes)
+        row[6:8] = np.array(p.extra, dtype=np.int64).astype(np.uint32)
         row[8 : 8 + n] = p.sizes
         row[16 : 16 + n] = np.array(p.src_strides, dtype=np.int64).astype(np.uint32)
         row[24 : 24 + n] = np.array(p.dst_strides, dtype=np.int64).astype(np.uint32)

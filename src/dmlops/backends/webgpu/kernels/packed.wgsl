@@ -1,0 +1,49 @@
+// 1- and 2-byte elements written a destination word at a time: rows whose destination is
+// contiguous (any source stride, negative included). One invocation owns one destination
+// word of a row, gathers the elements that land in it and stores the word whole; only the
+// up to two words a row shares with its neighbours at its ends are merged (merge.wgsl's
+// atomicAnd / atomicOr). A piece's dimension 0 counts the words a row can touch, with
+// strides 0 (the walk stays at the row's first byte); pad0 is the row's length in
+// elements, pad1 the source's inner stride in bytes (an i32 bit pattern); offsets are
+// bytes. The backend prepends the `src`/`dst` bindings and `load_src`, then pieces.wgsl
+// (whose entry point calls copy_at) and merge.wgsl.
+
+// `take` (1 or 2) source bytes from byte `at` on, in the low bits.
+fn source_bits(at: u32, take: u32) -> u32 {
+    let shift = (at & 3u) * 8u;
+    var v = load_src(at >> 2u) >> shift;
+    if (shift + take * 8u > 32u) {
+        v |= load_src((at >> 2u) + 1u) << (32u - shift);
+    }
+    return v & ((1u << (take * 8u)) - 1u);
+}
+
+fn copy_at(p: ptr<function, Piece>, w: ptr<function, Walk>) {
+    let d = (*w).dst;
+    let es = (*p).element_bytes;
+    let end = d + (*p).pad0 * es;
+    let word = (d >> 2u) + (*w).index[0];
+    let lo = max(word * 4u, d);
+    let hi = min(word * 4u + 4u, end);
+    if (lo >= hi) {
+        return;
+    }
+    let shift = es >> 1u;  // log2 of 1 or 2
+    let stride = (*p).pad1;
+    var value = 0u;
+    var b = lo;
+    while (b < hi) {
+        let k = (b - d) >> shift;  // the element, and the byte within it
+        let within = (b - d) - (k << shift);
+        let take = min(es - within, hi - b);
+        value |= source_bits((*w).src + k * stride + within, take) << ((b & 3u) * 8u);
+        b += take;
+    }
+    if (hi - lo == 4u) {
+        atomicStore(&dst[word], value);
+        return;
+    }
+    let mask = ((1u << ((hi - lo) * 8u)) - 1u) << ((lo & 3u) * 8u);
+    atomicAnd(&dst[word], ~mask);
+    atomicOr(&dst[word], value);
+}
