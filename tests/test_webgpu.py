@@ -78,7 +78,8 @@ def test_each_strategy_is_chosen_and_exact(dispatches: list[Any]) -> None:
         (np.float32, (64, 64), ([0, 0], [64, 32], [1, 2]), "u32"),
         (np.float64, (64, 64), ([0, 1], [64, 31], [1, 3]), "u32"),
         (np.float16, (64, 63), ([0, 1], [64, 50], [1, 1]), "rows16+rows"),
-        (np.int8, (64, 61), ([0, 3], [64, 57], [1, 1]), "rows16+rows"),
+        (np.int8, (64, 131), ([0, 3], [64, 125], [1, 1]), "rows16+rows"),
+        (np.int8, (64, 61), ([0, 3], [64, 57], [1, 1]), "packed"),  # short rows
         (np.int8, (64, 61), ([0, 3], [64, 13], [1, 1]), "packed"),  # shorter than a block
         (np.int8, (64, 64), ([0, 0], [64, 64], [1, 2]), "packed"),
         (np.uint16, (64, 64), ([0, 1], [64, 61], [1, -3]), "packed"),

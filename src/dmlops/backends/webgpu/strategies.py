@@ -9,7 +9,8 @@ Every copy becomes a piece of one strategy, by layout and bound byte offsets:
   short rows of small elements that are whole aligned words, where the rows below do
   not apply (strided.wgsl, Word = u32);
 - `rows16` + `rows`: other contiguous rows of 16 bytes or more (offsets or pitches not
-  16-byte aligned, any element size), and shorter ones that are not whole words: each
+  16-byte aligned; for 1- and 2-byte elements, 64 bytes or more), and shorter ones of
+  larger elements that are not whole words: each
   whole 16-byte destination block by one thread, funnel-shifted from five source words
   (rows16.wgsl); the up to eight edge words of each row merged atomically (rows.wgsl);
 - `transpose4`, `transpose8`: 4- and 8-byte elements whose source and destination
@@ -149,6 +150,8 @@ def pieces_of(
     single = piece_of(es, src_byte, dst_byte, shape, src_strides, dst_strides)
     length = sizes[0] * es
     contiguous = src[0] == es and dst[0] == es
+    if single.kernel == "packed" and length < PACKED_ROWS:
+        return [single]  # short rows of small elements: a word per invocation
     wide = length >= 16 and single.kernel in ("bytes", "packed", "u32")
     if contiguous and (wide or single.kernel == "bytes"):
         outer = (tuple(sizes[1:]), tuple(src[1:]), tuple(dst[1:]))
@@ -230,6 +233,7 @@ def _mixed_radix(value: int, sizes: Sequence[int]) -> list[int]:
     return digits
 
 
+PACKED_ROWS = 64  # contiguous rows of small elements shorter than this (bytes): packed
 TRANSPOSE_MIN = 16  # both unit-stride axes at least this long for a tiled transpose
 
 

@@ -30,6 +30,17 @@ fn copy_at(p: ptr<function, Piece>, w: ptr<function, Walk>) {
     }
     let shift = es >> 1u;  // log2 of 1 or 2
     let stride = (*p).pad1;
+    let first = (lo - d) >> shift;
+    if (hi - lo == 4u && (first << shift) == lo - d) {  // a whole word of whole elements
+        let at = (*w).src + first * stride;
+        var whole = source_bits(at, es) | (source_bits(at + stride, es) << (es * 8u));
+        if (es == 1u) {
+            whole |= (source_bits(at + 2u * stride, 1u) << 16u)
+                | (source_bits(at + 3u * stride, 1u) << 24u);
+        }
+        atomicStore(&dst[word], whole);
+        return;
+    }
     var value = 0u;
     var b = lo;
     while (b < hi) {

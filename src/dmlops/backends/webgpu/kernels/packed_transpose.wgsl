@@ -61,6 +61,33 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let i_end = min(i0 + TI, ni);
     let shift = es >> 1u;  // log2 of 1 or 2
     let lane = lid.y * 32u + lid.x;
+    let per_word = 4u >> shift;  // elements in a word
+    if (((d + i0 * es) & 3u) == 0u && (dj & 3u) == 0u) {  // every tile row starts a word
+        // thread (x, y): word x of rows y, y + 8, ...; words with elements past the row's
+        // end are merged
+        for (var jj = lid.y; jj < TJ; jj += 8u) {
+            let jr = j0 + jj;
+            let i = i0 + lid.x * per_word;
+            if (jr >= nj || lid.x * per_word >= TI || i >= i_end) {
+                continue;
+            }
+            let word = ((d + jr * dj + i0 * es) >> 2u) + lid.x;
+            let e = lid.x * per_word;
+            let n = min(per_word, i_end - i);
+            var value = 0u;
+            for (var m = 0u; m < n; m++) {
+                value |= tile[e + m][jj] << (m * es * 8u);
+            }
+            if (n == per_word) {
+                atomicStore(&dst[word], value);
+            } else {
+                let mask = (1u << (n * es * 8u)) - 1u;
+                atomicAnd(&dst[word], ~mask);
+                atomicOr(&dst[word], value);
+            }
+        }
+        return;
+    }
     for (var q = lane; q < 33u * TJ; q += 256u) {
         let jj = q / 33u;
         let jr = j0 + jj;
