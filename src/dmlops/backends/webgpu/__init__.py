@@ -69,6 +69,12 @@ fn load_src(i: u32) -> u32 { return src[i]; }
 fn load_src(i: u32) -> u32 { return dst[i >> 2u][i & 3u]; }
 """,
 }
+# the destination again, for plain stores of words no other invocation touches (the packed
+# kernels: an atomic store costs an atomic operation)
+_WHOLE_WORDS = """
+@group(0) @binding(4) var<storage, read_write> whole_words: array<u32>;
+"""
+_PLAIN_STORES = ("packed", "packed_transpose")
 # vec4r<element bytes>: the reorder.wgsl function that puts a backwards vector in order
 _REORDER = {1: "reverse_bytes", 2: "reverse_halves", 4: "reverse_words", 8: "reverse_pairs"}
 
@@ -78,17 +84,18 @@ def _shader(kernel: str, same_buffer: bool) -> str:
     then the kernel."""
     pieces = _kernel_source("pieces.wgsl")
     if kernel == "packed_transpose":
-        bindings = _BINDINGS[("bytes", same_buffer)]
+        bindings = _BINDINGS[("bytes", same_buffer)] + _WHOLE_WORDS
         return bindings + pieces + _kernel_source("packed_transpose.wgsl")
     if kernel.startswith("transpose"):
         word = "u32" if kernel == "transpose4" else "vec2<u32>"
         bindings = _BINDINGS[("word", same_buffer)].replace("REORDER", "")
         return f"alias Word = {word};\n" + bindings + pieces + _kernel_source("transpose.wgsl")
     pieces += _kernel_source("elements.wgsl")
+    if kernel == "packed":
+        bindings = _BINDINGS[("bytes", same_buffer)] + _WHOLE_WORDS
+        return bindings + pieces + _kernel_source("packed.wgsl")
     if kernel == "rows16":
         return _ROWS16_BINDINGS[same_buffer] + pieces + _kernel_source("rows16.wgsl")
-    if kernel == "packed":
-        return _BINDINGS[("bytes", same_buffer)] + pieces + _kernel_source("packed.wgsl")
     if kernel in ("bytes", "rows"):
         merge = _kernel_source("merge.wgsl")
         return _BINDINGS[("bytes", same_buffer)] + pieces + merge + _kernel_source(f"{kernel}.wgsl")
@@ -366,6 +373,8 @@ class WebGpuBackend:
             ]
             if not same:
                 entries.append({"binding": 0, "resource": {"buffer": buffers[g.src]}})
+            if g.kernel in _PLAIN_STORES:
+                entries.append({"binding": 4, "resource": {"buffer": buffers[g.dst]}})
             bind_group = device.create_bind_group(
                 layout=pipeline.get_bind_group_layout(0), entries=entries
             )

@@ -21,8 +21,8 @@ Every copy becomes a piece of one strategy, by layout and bound byte offsets:
   word gathers its elements and stores the word whole; only the words a row shares at
   its ends are merged atomically (packed.wgsl);
 - `packed_transpose`: the same whose source's unit-stride axis is another (slices of
-  transposed views of float16 or int8 data): 64 x 32 tiles through workgroup memory,
-  written as whole destination words (packed_transpose.wgsl);
+  transposed views of float16 or int8 data): tiles of 64 elements by 32 source words
+  through workgroup memory, written as whole destination words (packed_transpose.wgsl);
 - `bytes`: everything else (1- and 2-byte elements written at other strides, misaligned
   elements) through bytes.wgsl, which merges partial words atomically.
 
@@ -86,9 +86,10 @@ class Piece:
         if self.kernel.startswith("transpose"):
             rest = int(np.prod(self.sizes[2:], dtype=np.int64))
             return -(-self.sizes[0] // 32) * -(-self.sizes[1] // 32) * rest
-        if self.kernel == "packed_transpose":  # 64 x 32 tiles
+        if self.kernel == "packed_transpose":  # 64 elements x 32 source words
             rest = int(np.prod(self.sizes[2:], dtype=np.int64))
-            return -(-self.sizes[0] // 64) * -(-self.sizes[1] // 32) * rest
+            across = -(-self.sizes[1] // (32 * 4 // self.element_bytes))
+            return -(-self.sizes[0] // 64) * across * rest
         return -(-self.count // TILE)
 
 

@@ -5,8 +5,10 @@
 // atomicAnd / atomicOr). A piece's dimension 0 counts the words a row can touch, with
 // strides 0 (the walk stays at the row's first byte); pad0 is the row's length in
 // elements, pad1 the source's inner stride in bytes (an i32 bit pattern); offsets are
-// bytes. The backend prepends the `src`/`dst` bindings and `load_src`, then pieces.wgsl
-// (whose entry point calls copy_at) and merge.wgsl.
+// bytes. A whole word goes through `whole_words` (the destination bound again as plain
+// words: an atomic store would cost an atomic operation), a shared one through `dst`.
+// The backend prepends the `src`/`dst`/`whole_words` bindings and `load_src`, then
+// pieces.wgsl and elements.wgsl (whose entry point calls copy_at).
 
 // `take` (1 or 2) source bytes from byte `at` on, in the low bits.
 fn source_bits(at: u32, take: u32) -> u32 {
@@ -38,7 +40,7 @@ fn copy_at(p: ptr<function, Piece>, w: ptr<function, Walk>) {
             whole |= (source_bits(at + 2u * stride, 1u) << 16u)
                 | (source_bits(at + 3u * stride, 1u) << 24u);
         }
-        atomicStore(&dst[word], whole);
+        whole_words[word] = whole;
         return;
     }
     var value = 0u;
@@ -51,7 +53,7 @@ fn copy_at(p: ptr<function, Piece>, w: ptr<function, Walk>) {
         b += take;
     }
     if (hi - lo == 4u) {
-        atomicStore(&dst[word], value);
+        whole_words[word] = value;
         return;
     }
     let mask = ((1u << ((hi - lo) * 8u)) - 1u) << ((lo & 3u) * 8u);

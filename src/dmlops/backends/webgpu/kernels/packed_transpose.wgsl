@@ -1,16 +1,18 @@
 // Tiled transpose of 1- and 2-byte elements: copies whose destination rows are contiguous
 // (dimension 0) while the source's unit-stride axis is dimension 1 (slices of transposed
-// or permuted views). A workgroup moves one tile of 64 x 32 elements (64 along dimension
-// 0) for one index of the outer dimensions: it reads along dimension 1 (contiguous in the
-// source) into workgroup memory, then writes whole destination words, each gathering the
-// 2 or 4 elements it holds; only a word a tile shares with its neighbour or the row's
-// ends is merged atomically. Offsets and strides are bytes (i32 bit patterns). The backend
-// prepends the `src`/`dst` bindings (dst: atomic words) and `load_src`, then pieces.wgsl.
+// or permuted views). A workgroup moves one tile of 64 elements along dimension 0 by 32
+// source words along dimension 1 (64 two-byte or 128 one-byte elements) for one index of
+// the outer dimensions: it reads whole source words along dimension 1 (one load where the
+// rows are word-aligned and ascending, else element by element) into workgroup memory,
+// then writes whole destination words, each gathering the 2 or 4 elements it holds; only
+// a word a tile shares with its neighbour or the row's ends is merged atomically (through
+// `dst`; whole words through `whole_words`, the destination bound again as plain words).
+// Offsets and strides are bytes (i32 bit patterns). The backend prepends the
+// `src`/`dst`/`whole_words` bindings and `load_src`, then pieces.wgsl.
 
-const TI: u32 = 64u;  // tile extent along dimension 0 (destination rows)
-const TJ: u32 = 32u;  // along dimension 1 (source rows)
+const TI: u32 = 64u;  // tile extent along dimension 0 (destination rows), in elements
 
-var<workgroup> tile: array<array<u32, 33>, 64>;  // [i][j]: one element per u32
+var<workgroup> tile: array<array<u32, 33>, 64>;  // [i][j / per_word]: source words
 
 fn element_at(at: u32, es: u32) -> u32 {
     let shift = (at & 3u) * 8u;
@@ -29,13 +31,17 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
     let k = find_piece(t);
     let es = pieces[k].element_bytes;
+    let shift = es >> 1u;  // log2 of 1 or 2
+    let per_word = 4u >> shift;  // elements in a word
+    let bits = es * 8u;
+    let tj = 32u * per_word;  // tile extent along dimension 1, in elements
     let ni = pieces[k].sizes[0];
     let nj = pieces[k].sizes[1];
     let across = (ni + TI - 1u) / TI;
-    let down = (nj + TJ - 1u) / TJ;
+    let down = (nj + tj - 1u) / tj;
     let local = t - pieces[k].tile_start;
     let i0 = (local % across) * TI;
-    let j0 = ((local / across) % down) * TJ;
+    let j0 = ((local / across) % down) * tj;
     var outer = local / (across * down);
     var s = pieces[k].src_offset;
     var d = pieces[k].dst_offset;
@@ -49,46 +55,58 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let si = pieces[k].src_strides[0];
     let sj = pieces[k].src_strides[1];
     let dj = pieces[k].dst_strides[1];
-    let j = j0 + lid.x;
+    let whole_loads = sj == es && ((s + j0 * es) & 3u) == 0u && (si & 3u) == 0u;
+    let j = j0 + lid.x * per_word;  // the first element of this thread's source word
     for (var r = 0u; r < TI; r += 8u) {
         let i = i0 + lid.y + r;
         if (i < ni && j < nj) {
-            tile[lid.y + r][lid.x] = element_at(s + i * si + j * sj, es);
+            let at = s + i * si + j * sj;
+            var word = 0u;
+            if (whole_loads) {
+                word = load_src(at >> 2u);  // elements past the row's end are never written
+            } else {
+                for (var m = 0u; m < per_word; m++) {
+                    word |= element_at(at + m * sj, es) << (m * bits);
+                }
+            }
+            tile[lid.y + r][lid.x] = word;
         }
     }
     workgroupBarrier();
-    // destination row j: bytes [row + i0 * es, row + i_end * es) of this tile
     let i_end = min(i0 + TI, ni);
-    let shift = es >> 1u;  // log2 of 1 or 2
-    let lane = lid.y * 32u + lid.x;
-    let per_word = 4u >> shift;  // elements in a word
+    let emask = (1u << bits) - 1u;
     if (((d + i0 * es) & 3u) == 0u && (dj & 3u) == 0u) {  // every tile row starts a word
-        // thread (x, y): word x of rows y, y + 8, ...; words with elements past the row's
-        // end are merged
-        for (var jj = lid.y; jj < TJ; jj += 8u) {
+        // thread (x, y): word x of destination rows y, y + 8, ... (1-byte elements: 16
+        // words a row, two rows per pass)
+        let words = TI / per_word;
+        let x = lid.x % words;
+        for (var jj = lid.y * (32u / words) + lid.x / words; jj < tj; jj += 8u * (32u / words)) {
             let jr = j0 + jj;
-            let i = i0 + lid.x * per_word;
-            if (jr >= nj || lid.x * per_word >= TI || i >= i_end) {
+            let e = x * per_word;
+            if (jr >= nj || i0 + e >= i_end) {
                 continue;
             }
-            let word = ((d + jr * dj + i0 * es) >> 2u) + lid.x;
-            let e = lid.x * per_word;
-            let n = min(per_word, i_end - i);
+            let n = min(per_word, i_end - i0 - e);
+            let column = jj / per_word;
+            let lane = (jj % per_word) * bits;
             var value = 0u;
             for (var m = 0u; m < n; m++) {
-                value |= tile[e + m][jj] << (m * es * 8u);
+                value |= ((tile[e + m][column] >> lane) & emask) << (m * bits);
             }
+            let word = ((d + jr * dj + i0 * es) >> 2u) + x;
             if (n == per_word) {
-                atomicStore(&dst[word], value);
+                whole_words[word] = value;
             } else {
-                let mask = (1u << (n * es * 8u)) - 1u;
+                let mask = (1u << (n * bits)) - 1u;
                 atomicAnd(&dst[word], ~mask);
                 atomicOr(&dst[word], value);
             }
         }
         return;
     }
-    for (var q = lane; q < 33u * TJ; q += 256u) {
+    // rows at any byte: up to 33 words a row touches (64 elements of 1 or 2 bytes)
+    let lane_id = lid.y * 32u + lid.x;
+    for (var q = lane_id; q < 33u * tj; q += 256u) {
         let jj = q / 33u;
         let jr = j0 + jj;
         if (jr >= nj) {
@@ -103,18 +121,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         if (lo >= hi) {
             continue;
         }
+        let column = jj / per_word;
+        let lane = (jj % per_word) * bits;
         var value = 0u;
         var b = lo;
         while (b < hi) {
             let e = (b - row) >> shift;  // the element, and the byte within it
             let within = (b - row) - (e << shift);
             let take = min(es - within, hi - b);
-            let bits = (tile[e - i0][jj] >> (within * 8u)) & ((1u << (take * 8u)) - 1u);
-            value |= bits << ((b & 3u) * 8u);
+            let element = (tile[e - i0][column] >> lane) & emask;
+            value |= ((element >> (within * 8u)) & ((1u << (take * 8u)) - 1u)) << ((b & 3u) * 8u);
             b += take;
         }
         if (hi - lo == 4u) {
-            atomicStore(&dst[word], value);
+            whole_words[word] = value;
         } else {
             let mask = ((1u << ((hi - lo) * 8u)) - 1u) << ((lo & 3u) * 8u);
             atomicAnd(&dst[word], ~mask);
