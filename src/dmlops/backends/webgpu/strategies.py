@@ -217,8 +217,9 @@ def _packed(
     if es > 2 or dst[0] != es:
         return None
     words = (sizes[0] * es + 3) // 4 + 1  # a row touches at most this many words
+    pairs = -(-words // 2)  # an invocation moves two
     return Piece(
-        "packed", src_byte, dst_byte, (words, *sizes[1:]), (0, *src[1:]), (0, *dst[1:]), es,
+        "packed", src_byte, dst_byte, (pairs, *sizes[1:]), (0, *src[1:]), (0, *dst[1:]), es,
         (sizes[0], src[0]),
     )  # fmt: skip
 

@@ -1,12 +1,13 @@
-// 1- and 2-byte elements written a destination word at a time: rows whose destination is
-// contiguous (any source stride, negative included). One invocation owns one destination
-// word of a row, gathers the elements that land in it and stores the word whole; only the
-// up to two words a row shares with its neighbours at its ends are merged (merge.wgsl's
-// atomicAnd / atomicOr). A piece's dimension 0 counts the words a row can touch, with
-// strides 0 (the walk stays at the row's first byte); pad0 is the row's length in
-// elements, pad1 the source's inner stride in bytes (an i32 bit pattern); offsets are
-// bytes. A whole word goes through `whole_words` (the destination bound again as plain
-// words: an atomic store would cost an atomic operation), a shared one through `dst`.
+// 1- and 2-byte elements written whole destination words at a time: rows whose
+// destination is contiguous (any source stride, negative included). One invocation owns
+// two neighbouring destination words of a row, gathers the elements that land in them and
+// stores each word whole; only the up to two words a row shares with its neighbours at
+// its ends are merged (atomicAnd / atomicOr). A piece's dimension 0 counts the word pairs
+// a row can touch, with strides 0 (the walk stays at the row's first byte); pad0 is the
+// row's length in elements, pad1 the source's inner stride in bytes (an i32 bit
+// pattern); offsets are bytes. A whole word goes through `whole_words` (the destination
+// bound again as plain words: an atomic store would cost an atomic operation), a shared
+// one through `dst`.
 // The backend prepends the `src`/`dst`/`whole_words` bindings and `load_src`, then
 // pieces.wgsl and elements.wgsl (whose entry point calls copy_at).
 
@@ -20,15 +21,21 @@ fn source_bits(at: u32, take: u32) -> u32 {
     return v & ((1u << (take * 8u)) - 1u);
 }
 
-fn copy_at(p: ptr<function, Piece>, w: ptr<function, Walk>) {
+// A destination word, its value and the bytes of it the copy writes (mask 0: none).
+struct Packed {
+    word: u32,
+    value: u32,
+    mask: u32,
+}
+
+fn gather(p: ptr<function, Piece>, w: ptr<function, Walk>, word: u32) -> Packed {
     let d = (*w).dst;
     let es = (*p).element_bytes;
     let end = d + (*p).pad0 * es;
-    let word = (d >> 2u) + (*w).index[0];
     let lo = max(word * 4u, d);
     let hi = min(word * 4u + 4u, end);
     if (lo >= hi) {
-        return;
+        return Packed(word, 0u, 0u);
     }
     let shift = es >> 1u;  // log2 of 1 or 2
     let stride = (*p).pad1;
@@ -40,8 +47,7 @@ fn copy_at(p: ptr<function, Piece>, w: ptr<function, Walk>) {
             whole |= (source_bits(at + 2u * stride, 1u) << 16u)
                 | (source_bits(at + 3u * stride, 1u) << 24u);
         }
-        whole_words[word] = whole;
-        return;
+        return Packed(word, whole, 0xffffffffu);
     }
     var value = 0u;
     var b = lo;
@@ -53,10 +59,26 @@ fn copy_at(p: ptr<function, Piece>, w: ptr<function, Walk>) {
         b += take;
     }
     if (hi - lo == 4u) {
-        whole_words[word] = value;
-        return;
+        return Packed(word, value, 0xffffffffu);
     }
-    let mask = ((1u << ((hi - lo) * 8u)) - 1u) << ((lo & 3u) * 8u);
-    atomicAnd(&dst[word], ~mask);
-    atomicOr(&dst[word], value);
+    return Packed(word, value, ((1u << ((hi - lo) * 8u)) - 1u) << ((lo & 3u) * 8u));
+}
+
+fn put(m: Packed) {
+    if (m.mask == 0xffffffffu) {
+        whole_words[m.word] = m.value;
+    } else if (m.mask != 0u) {
+        atomicAnd(&dst[m.word], ~m.mask);
+        atomicOr(&dst[m.word], m.value);
+    }
+}
+
+// Two neighbouring destination words: both gathered (their loads in flight together),
+// then both stored.
+fn copy_at(p: ptr<function, Piece>, w: ptr<function, Walk>) {
+    let first = ((*w).dst >> 2u) + 2u * (*w).index[0];
+    let a = gather(p, w, first);
+    let b = gather(p, w, first + 1u);
+    put(a);
+    put(b);
 }

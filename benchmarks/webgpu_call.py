@@ -1,0 +1,56 @@
+"""Where a `device="webgpu"` call with numpy in and out spends its time: the seeds' 4x4
+SLICE1 whole, then its upload, its dispatch on WebGPU arrays (to completion) and its
+read-back alone (medians of single calls).
+
+    python benchmarks/webgpu_call.py
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+import dmlops
+import dmlops.webgpu as wg
+from dmlops.backends import get_backend
+
+WINDOW = ([0, 0, 0, 1], [1, 1, 4, 3], [1, 1, -2, 2])
+
+
+def median_us(fn: Callable[[], object], n: int = 300) -> float:
+    for _ in range(30):
+        fn()
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    times.sort()
+    return times[len(times) // 2] * 1e6
+
+
+def main() -> None:
+    backend = get_backend("webgpu")
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    on_device = wg.asarray(x)
+
+    def dispatch() -> None:
+        dmlops.slice1(on_device, *WINDOW)
+        backend.synchronize()
+
+    rows = {
+        "functional, numpy in and out": lambda: dmlops.slice1(x, *WINDOW, device="webgpu"),
+        "  upload": lambda: backend.upload(x),
+        "  dispatch (WebGPU arrays, to completion)": dispatch,
+        "  read-back": lambda: backend.download(on_device),
+    }
+    print(f"adapter: {backend.description}")
+    print("| step | median µs |\n|---|---:|")
+    for name, fn in rows.items():
+        print(f"| {name} | {median_us(fn):.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
