@@ -174,7 +174,7 @@ class WebGpuBackend:
         self.native = (
             None if os.environ.get("DMLOPS_WEBGPU_PUBLIC_API") else native_encoder(self.device)
         )
-        self._pipelines: dict[tuple[str, bool, int], Any] = {}
+        self._pipelines: dict[tuple[Any, ...], Any] = {}  # (kernel, aliasing, dims, element)
         self._lock = threading.Lock()
 
     @classmethod
@@ -318,15 +318,17 @@ class WebGpuBackend:
 
     # -- execution ---------------------------------------------------------------------
 
-    def pipeline(self, kernel: str, same_buffer: bool, dims: int = 8) -> Any:
-        """The compute pipeline of a strategy for pieces of `dims` dimensions, built once."""
-        key = (kernel, same_buffer, dims)
+    def pipeline(self, kernel: str, same_buffer: bool, dims: int = 8, element: int = 0) -> Any:
+        """The compute pipeline of a strategy for pieces of `dims` dimensions (and, for the
+        packed kernels, elements of `element` bytes), built once."""
+        key = (kernel, same_buffer, dims, element)
         pipeline = self._pipelines.get(key)
         if pipeline is None:
             module = self.device.create_shader_module(code=_shader(kernel, same_buffer))
+            constants = {"DIMS": dims, **({"ES": element} if element else {})}
             pipeline = self.device.create_compute_pipeline(
                 layout="auto",
-                compute={"module": module, "entry_point": "main", "constants": {"DIMS": dims}},
+                compute={"module": module, "entry_point": "main", "constants": constants},
             )
             with self._lock:
                 self._pipelines[key] = pipeline
@@ -359,7 +361,8 @@ class WebGpuBackend:
         dispatches = []
         for g in groups:
             same = g.src == g.dst
-            pipeline = self.pipeline(g.kernel, same, g.dims)
+            element = int(g.table[0, 5]) if g.kernel in _PLAIN_STORES else 0
+            pipeline = self.pipeline(g.kernel, same, g.dims, element)
             grid = g.grid
             table = device.create_buffer_with_data(data=g.table, usage=wgpu.BufferUsage.STORAGE)
             header = device.create_buffer_with_data(

@@ -177,7 +177,34 @@ def piece_of(
     src_strides: Sequence[int],
     dst_strides: Sequence[int],
 ) -> Piece:
-    """The strategy and units of one strided copy at these absolute byte offsets."""
+    """The strategy and units of one strided copy at these absolute byte offsets (word
+    kernels in pairs of elements along dimension 0)."""
+    piece = _piece_of(element_size, src_byte, dst_byte, shape, src_strides, dst_strides)
+    return _paired(piece) if piece.kernel in WORD_KERNELS else piece
+
+
+WORD_KERNELS = ("u32", "vec4", "vec4r1", "vec4r2", "vec4r4", "vec4r8")
+
+
+def _paired(piece: Piece) -> Piece:
+    """A word kernel's piece with dimension 0 in pairs: strides doubled, the element count
+    in pad0 (strided.wgsl moves element 2k and, where it exists, 2k + 1)."""
+    n = piece.sizes[0]
+    return Piece(
+        piece.kernel, piece.src_offset, piece.dst_offset, (-(-n // 2), *piece.sizes[1:]),
+        (2 * piece.src_strides[0], *piece.src_strides[1:]),
+        (2 * piece.dst_strides[0], *piece.dst_strides[1:]), piece.element_bytes, (n, 0),
+    )  # fmt: skip
+
+
+def _piece_of(
+    element_size: int,
+    src_byte: int,
+    dst_byte: int,
+    shape: Sequence[int],
+    src_strides: Sequence[int],
+    dst_strides: Sequence[int],
+) -> Piece:
     es = element_size
     sizes, src, dst = _layout(es, shape, src_strides, dst_strides)
     as_bytes = _packed(es, src_byte, dst_byte, sizes, src, dst) or Piece(

@@ -11,6 +11,9 @@
 // The backend prepends the `src`/`dst`/`whole_words` bindings and `load_src`, then
 // pieces.wgsl and elements.wgsl (whose entry point calls copy_at).
 
+// The element size in bytes (1 or 2): the pipeline is specialised to it.
+override ES: u32 = 2u;
+
 // `take` (1 or 2) source bytes from byte `at` on, in the low bits.
 fn source_bits(at: u32, take: u32) -> u32 {
     let shift = (at & 3u) * 8u;
@@ -30,7 +33,7 @@ struct Packed {
 
 fn gather(p: ptr<function, Piece>, w: ptr<function, Walk>, word: u32) -> Packed {
     let d = (*w).dst;
-    let es = (*p).element_bytes;
+    let es = ES;
     let end = d + (*p).pad0 * es;
     let lo = max(word * 4u, d);
     let hi = min(word * 4u + 4u, end);

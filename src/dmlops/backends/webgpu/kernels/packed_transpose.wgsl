@@ -10,6 +10,7 @@
 // Offsets and strides are bytes (i32 bit patterns). The backend prepends the
 // `src`/`dst`/`whole_words` bindings and `load_src`, then pieces.wgsl.
 
+override ES: u32 = 2u;  // the element size in bytes (1 or 2): the pipeline is specialised
 const TI: u32 = 64u;  // tile extent along dimension 0 (destination rows), in elements
 
 var<workgroup> tile: array<array<u32, 33>, 64>;  // [i][j / per_word]: source words
@@ -30,7 +31,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         return;
     }
     let k = find_piece(t);
-    let es = pieces[k].element_bytes;
+    let es = ES;
     let shift = es >> 1u;  // log2 of 1 or 2
     let per_word = 4u >> shift;  // elements in a word
     let bits = es * 8u;
