@@ -21,9 +21,9 @@ from dmlops.tensor import BufferTensorDesc, DataType
 def test_aligned_float32_rows_are_vec4() -> None:
     p = piece_of(4, 512, 0, (100, 768), (1024, 1), (768, 1))
     assert p.kernel == "vec4"
-    # 192 vectors a row, walked in pairs (strides doubled, the count in pad0)
-    assert p.sizes == (96, 100) and p.src_strides == (2, 256) and p.src_offset == 32
-    assert p.extra == (192, 0) and p.dst_strides == (2, 192)
+    # 192 vectors a row, folded in two (the first 96 walked, the count in pad0)
+    assert p.sizes == (96, 100) and p.src_strides == (1, 256) and p.src_offset == 32
+    assert p.extra == (192, 0) and p.dst_strides == (1, 192)
 
 
 def test_reversed_rows_are_reordered_vec4_per_element_size() -> None:
@@ -32,16 +32,16 @@ def test_reversed_rows_are_reordered_vec4_per_element_size() -> None:
         # a reversed row read from its last element: that element ends 16-byte aligned
         p = piece_of(es, (n - 1) * es, 0, (3, n), (n, -1), (n, 1))
         assert p.kernel == f"vec4r{es}"
-        assert p.src_strides[0] == -2 and p.src_offset == 3 and p.extra == (n * es // 16, 0)
+        assert p.src_strides[0] == -1 and p.src_offset == 3 and p.extra == (n * es // 16, 0)
 
 
 def test_word_elements_and_small_word_rows_are_u32() -> None:
     assert piece_of(4, 28, 0, (8, 8), (8, -1), (8, 1)).kernel == "vec4r4"
     assert piece_of(4, 32, 0, (8, 8), (8, -1), (8, 1)).kernel == "u32"  # ends unaligned
     p = piece_of(4, 4, 0, (8, 8), (8, 2), (8, 1))  # inner stride 2
-    assert p.kernel == "u32" and p.src_strides[0] == 4 and p.src_offset == 1
+    assert p.kernel == "u32" and p.src_strides[0] == 2 and p.src_offset == 1
     p = piece_of(8, 8, 0, (5,), (3,), (1,))  # float64: two words per element
-    assert p.kernel == "u32" and p.sizes == (1, 5) and p.src_strides == (2, 6)
+    assert p.kernel == "u32" and p.sizes == (1, 5) and p.src_strides == (1, 6)
     p = piece_of(2, 4, 8, (6, 2), (10, 1), (2, 1))  # fp16 pairs: whole words
     assert p.kernel == "u32" and p.sizes == (1, 6) and p.extra == (1, 0)
 

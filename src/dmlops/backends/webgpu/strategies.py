@@ -187,13 +187,13 @@ WORD_KERNELS = ("u32", "vec4", "vec4r1", "vec4r2", "vec4r4", "vec4r8")
 
 
 def _paired(piece: Piece) -> Piece:
-    """A word kernel's piece with dimension 0 in pairs: strides doubled, the element count
-    in pad0 (strided.wgsl moves element 2k and, where it exists, 2k + 1)."""
+    """A word kernel's piece with dimension 0 folded in two: its first half walked, the
+    element count in pad0 (strided.wgsl moves element k and, where it exists, k + h for
+    h = ceil(count / 2), so neighbouring invocations still read and write neighbours)."""
     n = piece.sizes[0]
     return Piece(
         piece.kernel, piece.src_offset, piece.dst_offset, (-(-n // 2), *piece.sizes[1:]),
-        (2 * piece.src_strides[0], *piece.src_strides[1:]),
-        (2 * piece.dst_strides[0], *piece.dst_strides[1:]), piece.element_bytes, (n, 0),
+        piece.src_strides, piece.dst_strides, piece.element_bytes, (n, 0),
     )  # fmt: skip
 
 

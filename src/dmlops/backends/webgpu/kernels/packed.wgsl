@@ -1,8 +1,8 @@
 // 1- and 2-byte elements written whole destination words at a time: rows whose
 // destination is contiguous (any source stride, negative included). One invocation owns
-// two neighbouring destination words of a row, gathers the elements that land in them and
-// stores each word whole; only the up to two words a row shares with its neighbours at
-// its ends are merged (atomicAnd / atomicOr). A piece's dimension 0 counts the word pairs
+// two destination words of a row (half a row apart), gathers the elements that land in
+// them and stores each word whole; only the up to two words a row shares with its
+// neighbours at its ends are merged (atomicAnd / atomicOr). A piece's dimension 0 counts half the words
 // a row can touch, with strides 0 (the walk stays at the row's first byte); pad0 is the
 // row's length in elements, pad1 the source's inner stride in bytes (an i32 bit
 // pattern); offsets are bytes. A whole word goes through `whole_words` (the destination
@@ -76,12 +76,13 @@ fn put(m: Packed) {
     }
 }
 
-// Two neighbouring destination words: both gathered (their loads in flight together),
-// then both stored.
+// Two destination words of a row, k and k + (the walked half of the row's words): both
+// gathered (their loads in flight together), then both stored; neighbouring invocations
+// move neighbouring words.
 fn copy_at(p: ptr<function, Piece>, w: ptr<function, Walk>) {
-    let first = ((*w).dst >> 2u) + 2u * (*w).index[0];
+    let first = ((*w).dst >> 2u) + (*w).index[0];
     let a = gather(p, w, first);
-    let b = gather(p, w, first + 1u);
+    let b = gather(p, w, first + (*p).sizes[0]);
     put(a);
     put(b);
 }
