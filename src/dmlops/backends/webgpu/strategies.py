@@ -162,7 +162,7 @@ def pieces_of(
         if length < 16:
             return [edges]
         blocks = Piece(
-            "rows16", src_byte, dst_byte, (length // 16, *outer[0]),
+            "rows16", src_byte, dst_byte, (-(-(length // 16) // 2), *outer[0]),
             (0, *outer[1]), (0, *outer[2]), length,
         )  # fmt: skip
         return [blocks, edges]
