@@ -48,9 +48,7 @@ def test_word_elements_and_small_word_rows_are_u32() -> None:
 
 def test_misaligned_rows_are_blocks_and_edges_and_small_strided_elements_are_packed() -> None:
     blocks, edges = pieces_of(2, 2, 0, (4, 40), (41, 1), (40, 1))  # 5 blocks, 3 invocations
-    assert (
-        blocks.kernel == "rows16" and blocks.sizes == (3, 4) and blocks.element_bytes == 80
-    )
+    assert blocks.kernel == "rows16" and blocks.sizes == (3, 4) and blocks.element_bytes == 80
     assert blocks.src_strides == (0, 82) and blocks.dst_strides == (0, 80)
     assert edges.kernel == "rows" and edges.sizes == (8, 4)
     # 14 bytes: shorter than a block, a destination word per invocation
