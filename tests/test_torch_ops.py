@@ -219,3 +219,89 @@ def test_core_imports_no_torch_and_registers_when_torch_came_first() -> None:
     code = "import torch, dmlops; print(hasattr(torch.ops.dmlops, 'slice_grad'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
+
+
+def _compiled_code(fn, *args):  # type: ignore[no-untyped-def]
+    """fn compiled by inductor: its results and the code inductor generated."""
+    from torch._inductor.utils import run_and_get_code
+
+    torch._dynamo.reset()
+    return run_and_get_code(torch.compile(fn, fullgraph=True), *args)
+
+
+FUSING = [
+    *[(name, ours, shapes) for name, ours, _, shapes in CASES],
+    ("split, every part", lambda t: dmlops.split(t, 2, [1, 3, 1]), [(2, 3, 5)]),
+    ("join on axis 0", lambda a, b: dmlops.join([b, a], 0), [(2, 3), (1, 3)]),
+    *[
+        (f"{op.__name__} {order}", lambda t, op=op, order=order: op(t, 2, order), [(2, 8, 4, 6)])
+        for op in (dmlops.depth_to_space, dmlops.space_to_depth)
+        for order in ("DCR", "CRD")
+    ],
+]
+
+
+@pytest.mark.parametrize(("name", "ours", "shapes"), FUSING, ids=[c[0] for c in FUSING])
+def test_inductor_sees_views_and_copies_not_extern_kernels(device: str, name, ours, shapes) -> None:  # type: ignore[no-untyped-def]
+    """Under torch.compile every operator is decomposed into aten views and copies from its
+    own logical copies: the same bits as eager, and no call to a dmlops kernel in the code."""
+    from dmlops import torch_ops
+
+    if not torch_ops.FUSES:
+        pytest.skip("this torch has no inductor decomposition table")
+    f32 = torch.float32  # DEPTH_TO_SPACE1 has no FLOAT64
+    xs = [_x(device, *s, dtype=f32, grad=False) for s in shapes]
+    got, code = _compiled_code(ours, *xs)
+    want = ours(*xs)
+    for g, w in zip(
+        got if isinstance(got, list) else [got], want if isinstance(want, list) else [want]
+    ):
+        assert g.shape == w.shape and torch.equal(g, w)
+    assert "dmlops" not in "\n".join(code)
+
+
+def test_a_focus_stem_compiles_to_as_many_kernels_as_torch_slicing(device: str) -> None:
+    """YOLOv5's Focus stem (four 2x2-strided slices joined on channels) written with dmlops
+    compiles to the same number of kernels as the same code written with torch slicing, and
+    its backward has no dmlops call either; gradients equal eager dmlops'."""
+    from dmlops import torch_ops
+
+    if not torch_ops.FUSES:
+        pytest.skip("this torch has no inductor decomposition table")
+
+    def ours(x):  # type: ignore[no-untyped-def]
+        n, c, h, w = x.shape
+        parts = [
+            dmlops.slice1(x, [0, 0, i, j], [n, c, h - i, w - j], [1, 1, 2, 2])
+            for i, j in ((0, 0), (1, 0), (0, 1), (1, 1))
+        ]
+        return dmlops.join(parts, 1)
+
+    def theirs(x):  # type: ignore[no-untyped-def]
+        return torch.cat(
+            [x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]], 1
+        )
+
+    x = _x(device, 2, 3, 16, 16, dtype=torch.float32, grad=False)
+    got, code = _compiled_code(ours, x)
+    _, torch_code = _compiled_code(theirs, x)
+    assert torch.equal(got, theirs(x))
+
+    def kernels(c: list[str]) -> int:
+        text = "\n".join(c)
+        return text.count("@triton.jit") + text.count("cpp_fused_") // 2
+
+    assert kernels(code) == kernels(torch_code) >= 1
+
+    def step(x):  # type: ignore[no-untyped-def]
+        return (ours(x) * 3).square().sum()
+
+    a = _x(device, 2, 3, 16, 16, dtype=torch.float32)
+    b = a.detach().clone().requires_grad_()
+    from torch._inductor.utils import run_and_get_code
+
+    torch._dynamo.reset()
+    _, grad_code = run_and_get_code(lambda t: torch.compile(step, fullgraph=True)(t).backward(), a)
+    step(b).backward()
+    assert torch.equal(a.grad, b.grad)
+    assert "dmlops" not in "\n".join(grad_code)

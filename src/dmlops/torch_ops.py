@@ -39,6 +39,7 @@ from .ops import (
     SplitDesc,
 )
 from .tensor import BufferTensorDesc, FeatureLevel
+from .torch_decompositions import assemble, register
 
 __all__ = ["wanted", "level_name", "order_name"]
 
@@ -176,69 +177,103 @@ def _like(t: Tensor, sizes: Sequence[int]) -> Tensor:
     return t.new_empty(tuple(int(n) for n in sizes))
 
 
-@slice_op.register_fake
-def _(x, offsets, sizes, strides, feature_level):  # type: ignore[no-untyped-def]
+def _slice_desc(x, offsets, sizes, strides, feature_level):  # type: ignore[no-untyped-def]
     d = _desc(x)
-    _checked(SliceDesc(d, d.resized(sizes), offsets, sizes, strides), feature_level)
-    return _like(x, sizes)
+    return _checked(SliceDesc(d, d.resized(sizes), offsets, sizes, strides), feature_level)
 
 
-@slice1_op.register_fake
-def _(x, window_offsets, window_sizes, window_strides, output_sizes, feature_level):  # type: ignore[no-untyped-def]
+def _slice1_desc(x, window_offsets, window_sizes, window_strides, output_sizes, feature_level):  # type: ignore[no-untyped-def]
     d = _desc(x)
     window = (window_offsets, window_sizes, window_strides)
     sizes = (
         Slice1Desc(d, d, *window).default_output_sizes() if output_sizes is None else output_sizes
     )
-    _checked(Slice1Desc(d, d.resized(sizes), *window), feature_level)
-    return _like(x, sizes)
+    return _checked(Slice1Desc(d, d.resized(sizes), *window), feature_level)
 
 
-@slice_grad_op.register_fake
-def _(g, output_sizes, window_offsets, window_sizes, window_strides, feature_level):  # type: ignore[no-untyped-def]
+def _slice_grad_desc(g, output_sizes, window_offsets, window_sizes, window_strides, feature_level):  # type: ignore[no-untyped-def]
     d = _desc(g)
     window = (window_offsets, window_sizes, window_strides)
-    _checked(SliceGradDesc(d, d.resized(output_sizes), *window), feature_level)
-    return _like(g, output_sizes)
+    return _checked(SliceGradDesc(d, d.resized(output_sizes), *window), feature_level)
 
 
 def _split_sizes(x: Tensor, axis: int, sizes: Sequence[int]) -> list[list[int]]:
     return [[p if d == axis else n for d, n in enumerate(x.shape)] for p in sizes]
 
 
-@split_op.register_fake
-def _(x, axis, sizes, feature_level):  # type: ignore[no-untyped-def]
+def _split_desc(x, axis, sizes, feature_level):  # type: ignore[no-untyped-def]
     d = _desc(x)
     shapes = _split_sizes(x, axis, sizes)
-    _checked(SplitDesc(d, [d.resized(s) for s in shapes], axis), feature_level)
-    return [_like(x, s) for s in shapes]
+    return _checked(SplitDesc(d, [d.resized(s) for s in shapes], axis), feature_level)
 
 
-@join_op.register_fake
-def _(xs, axis, feature_level):  # type: ignore[no-untyped-def]
+def _join_desc(xs, axis, feature_level):  # type: ignore[no-untyped-def]
     descs = [_desc(x) for x in xs]
     sizes = list(xs[0].shape)
     if 0 <= axis < len(sizes):
         sizes[axis] = sum(x.shape[axis] if x.dim() > axis else 0 for x in xs)
-    _checked(JoinDesc(descs, descs[0].resized(sizes), axis), feature_level)
-    return _like(xs[0], sizes)
+    return _checked(JoinDesc(descs, descs[0].resized(sizes), axis), feature_level)
 
 
-def _fake_depth_space(cls: Any, x: Tensor, block_size: int, order: str, level: str | None) -> Any:
+def _depth_space_desc(cls: Any, x: Tensor, block_size: int, order: str, level: str | None) -> Any:
     d = _desc(x)
     sizes = cls.output_sizes_for(d, block_size, order)
-    _checked(cls(d, d.resized(sizes), block_size, order), level)
-    return _like(x, sizes)
+    return _checked(cls(d, d.resized(sizes), block_size, order), level)
 
 
-@depth_to_space_op.register_fake
-def _(x, block_size, order, feature_level):  # type: ignore[no-untyped-def]
-    return _fake_depth_space(DepthToSpace1Desc, x, block_size, order, feature_level)
+def _d2s_desc(x, block_size, order, feature_level):  # type: ignore[no-untyped-def]
+    return _depth_space_desc(DepthToSpace1Desc, x, block_size, order, feature_level)
 
 
-@space_to_depth_op.register_fake
-def _(x, block_size, order, feature_level):  # type: ignore[no-untyped-def]
-    return _fake_depth_space(SpaceToDepth1Desc, x, block_size, order, feature_level)
+def _s2d_desc(x, block_size, order, feature_level):  # type: ignore[no-untyped-def]
+    return _depth_space_desc(SpaceToDepth1Desc, x, block_size, order, feature_level)
+
+
+def _outputs(desc: OperatorDesc) -> list[tuple[int, ...]]:
+    """The sizes of each output tensor of a validated descriptor."""
+    return [tuple(t.sizes) for _, t in desc.output_fields()]
+
+
+def _fake(make: Any, many: bool = False) -> Any:
+    """A fake implementation from a descriptor builder: the output's empty tensors."""
+
+    def fake(*args):  # type: ignore[no-untyped-def]
+        first = args[0][0] if isinstance(args[0], (list, tuple)) else args[0]
+        shapes = _outputs(make(*args))
+        return [_like(first, s) for s in shapes] if many else _like(first, shapes[0])
+
+    return fake
+
+
+def _decomposed(make: Any, many: bool = False) -> Any:
+    """An inductor decomposition from a descriptor builder: the outputs assembled from the
+    descriptor's logical copies as aten views and copies."""
+
+    def decomposition(*args):  # type: ignore[no-untyped-def]
+        inputs = list(args[0]) if isinstance(args[0], (list, tuple)) else [args[0]]
+        desc = make(*args)
+        copies = desc.logical_copies()
+        shapes = _outputs(desc)
+        outs = [assemble(inputs, copies, k, shape) for k, shape in enumerate(shapes)]
+        return outs if many else outs[0]
+
+    return decomposition
+
+
+_BUILDERS: list[tuple[Any, Any, bool]] = [
+    (slice_op, _slice_desc, False),
+    (slice1_op, _slice1_desc, False),
+    (slice_grad_op, _slice_grad_desc, False),
+    (split_op, _split_desc, True),
+    (join_op, _join_desc, False),
+    (depth_to_space_op, _d2s_desc, False),
+    (space_to_depth_op, _s2d_desc, False),
+]
+for _op, _make, _many in _BUILDERS:
+    _op.register_fake(_fake(_make, _many))
+
+# under torch.compile (inductor) the operators are views and copies that fuse
+FUSES = register({op._opoverload: _decomposed(make, many) for op, make, many in _BUILDERS})
 
 
 # -- autograd: DirectML's backward pairs -------------------------------------------------
