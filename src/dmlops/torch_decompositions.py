@@ -22,7 +22,7 @@ from torch import Tensor
 
 from .plan import ZERO, LogicalCopy
 
-__all__ = ["available", "register", "source_view", "assemble"]
+__all__ = ["available", "register", "source_view", "assemble", "depth_space"]
 
 _REGISTERED: list[Any] = []
 
@@ -128,6 +128,25 @@ def _tiling_axis(copies: Sequence[LogicalCopy], shape: Sequence[int]) -> int | N
             if at == shape[axis]:
                 return axis
     return None
+
+
+def depth_space(x: Tensor, block: int, column_row: bool, to_space: bool) -> Tensor:
+    """DEPTH_TO_SPACE1 (`to_space`) or SPACE_TO_DEPTH1 of a 4-D tensor as a reshape, a
+    permutation and one copy (what inductor handles best; the logical copies of these
+    operators interleave). `column_row`: DCR order (depth, column, row), else CRD."""
+    n, c, h, w = x.shape
+    b = block
+    if to_space:
+        deep = (n, b, b, c // (b * b), h, w) if column_row else (n, c // (b * b), b, b, h, w)
+        order = (0, 3, 4, 1, 5, 2) if column_row else (0, 1, 4, 2, 5, 3)
+        shape = (n, c // (b * b), h * b, w * b)
+        split = x.reshape(deep)
+    else:
+        split = x.reshape(n, c, h // b, b, w // b, b)
+        order = (0, 3, 5, 1, 2, 4) if column_row else (0, 1, 3, 5, 2, 4)
+        shape = (n, c * b * b, h // b, w // b)
+    moved = split.permute(order).clone(memory_format=torch.contiguous_format)
+    return moved.reshape(shape)
 
 
 def register(decompose: dict[Any, Callable[..., Any]]) -> bool:

@@ -39,7 +39,7 @@ from .ops import (
     SplitDesc,
 )
 from .tensor import BufferTensorDesc, FeatureLevel
-from .torch_decompositions import assemble, register
+from .torch_decompositions import assemble, depth_space, register
 
 __all__ = ["wanted", "level_name", "order_name"]
 
@@ -251,11 +251,27 @@ def _decomposed(make: Any, many: bool = False) -> Any:
 
     def decomposition(*args):  # type: ignore[no-untyped-def]
         inputs = list(args[0]) if isinstance(args[0], (list, tuple)) else [args[0]]
+        if not all(type(n) is int for t in inputs for n in t.shape):
+            return NotImplemented  # symbolic sizes (dynamic shapes): dmlops' kernel stays
         desc = make(*args)
         copies = desc.logical_copies()
         shapes = _outputs(desc)
         outs = [assemble(inputs, copies, k, shape) for k, shape in enumerate(shapes)]
         return outs if many else outs[0]
+
+    return decomposition
+
+
+def _depth_space_decomposed(make: Any, to_space: bool) -> Any:
+    """DEPTH_TO_SPACE1 / SPACE_TO_DEPTH1 for inductor: validated, then a reshape, a
+    permutation and a copy."""
+
+    def decomposition(x, block_size, order, feature_level):  # type: ignore[no-untyped-def]
+        if not all(type(n) is int for n in x.shape):
+            return NotImplemented
+        desc = make(x, block_size, order, feature_level)
+        column_row = desc.order is DepthSpaceOrder.DEPTH_COLUMN_ROW
+        return depth_space(x, desc.block_size, column_row, to_space)
 
     return decomposition
 
@@ -273,7 +289,10 @@ for _op, _make, _many in _BUILDERS:
     _op.register_fake(_fake(_make, _many))
 
 # under torch.compile (inductor) the operators are views and copies that fuse
-FUSES = register({op._opoverload: _decomposed(make, many) for op, make, many in _BUILDERS})
+_DECOMPOSED = {op._opoverload: _decomposed(make, many) for op, make, many in _BUILDERS}
+_DECOMPOSED[depth_to_space_op._opoverload] = _depth_space_decomposed(_d2s_desc, True)
+_DECOMPOSED[space_to_depth_op._opoverload] = _depth_space_decomposed(_s2d_desc, False)
+FUSES = register(_DECOMPOSED)
 
 
 # -- autograd: DirectML's backward pairs -------------------------------------------------
