@@ -85,7 +85,12 @@ def _shader(kernel: str, same_buffer: bool) -> str:
     pieces = _kernel_source("pieces.wgsl")
     if kernel == "packed_transpose":
         bindings = _BINDINGS[("bytes", same_buffer)] + _WHOLE_WORDS
-        return bindings + pieces + _kernel_source("packed_transpose.wgsl")
+        return (
+            bindings
+            + pieces
+            + _kernel_source("subword.wgsl")
+            + _kernel_source("packed_transpose.wgsl")
+        )
     if kernel.startswith("transpose"):
         word = "u32" if kernel == "transpose4" else "vec2<u32>"
         bindings = _BINDINGS[("word", same_buffer)].replace("REORDER", "")
@@ -93,7 +98,7 @@ def _shader(kernel: str, same_buffer: bool) -> str:
     pieces += _kernel_source("elements.wgsl")
     if kernel == "packed":
         bindings = _BINDINGS[("bytes", same_buffer)] + _WHOLE_WORDS
-        return bindings + pieces + _kernel_source("packed.wgsl")
+        return bindings + pieces + _kernel_source("subword.wgsl") + _kernel_source("packed.wgsl")
     if kernel == "rows16":
         return _ROWS16_BINDINGS[same_buffer] + pieces + _kernel_source("rows16.wgsl")
     if kernel in ("bytes", "rows"):

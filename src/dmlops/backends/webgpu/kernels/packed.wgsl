@@ -9,20 +9,10 @@
 // bound again as plain words: an atomic store would cost an atomic operation), a shared
 // one through `dst`.
 // The backend prepends the `src`/`dst`/`whole_words` bindings and `load_src`, then
-// pieces.wgsl and elements.wgsl (whose entry point calls copy_at).
+// pieces.wgsl, elements.wgsl (whose entry point calls copy_at) and subword.wgsl.
 
 // The element size in bytes (1 or 2): the pipeline is specialised to it.
 override ES: u32 = 2u;
-
-// `take` (1 or 2) source bytes from byte `at` on, in the low bits.
-fn source_bits(at: u32, take: u32) -> u32 {
-    let shift = (at & 3u) * 8u;
-    var v = load_src(at >> 2u) >> shift;
-    if (shift + take * 8u > 32u) {
-        v |= load_src((at >> 2u) + 1u) << (32u - shift);
-    }
-    return v & ((1u << (take * 8u)) - 1u);
-}
 
 // A destination word, its value and the bytes of it the copy writes (mask 0: none).
 struct Packed {

@@ -8,21 +8,12 @@
 // a word a tile shares with its neighbour or the row's ends is merged atomically (through
 // `dst`; whole words through `whole_words`, the destination bound again as plain words).
 // Offsets and strides are bytes (i32 bit patterns). The backend prepends the
-// `src`/`dst`/`whole_words` bindings and `load_src`, then pieces.wgsl.
+// `src`/`dst`/`whole_words` bindings and `load_src`, then pieces.wgsl and subword.wgsl.
 
 override ES: u32 = 2u;  // the element size in bytes (1 or 2): the pipeline is specialised
 const TI: u32 = 64u;  // tile extent along dimension 0 (destination rows), in elements
 
 var<workgroup> tile: array<array<u32, 33>, 64>;  // [i][j / per_word]: source words
-
-fn element_at(at: u32, es: u32) -> u32 {
-    let shift = (at & 3u) * 8u;
-    var v = load_src(at >> 2u) >> shift;
-    if (shift + es * 8u > 32u) {
-        v |= load_src((at >> 2u) + 1u) << (32u - shift);
-    }
-    return v & ((1u << (es * 8u)) - 1u);
-}
 
 @compute @workgroup_size(32, 8)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
@@ -38,21 +29,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let tj = 32u * per_word;  // tile extent along dimension 1, in elements
     let ni = pieces[k].sizes[0];
     let nj = pieces[k].sizes[1];
-    let across = (ni + TI - 1u) / TI;
-    let down = (nj + tj - 1u) / tj;
-    let local = t - pieces[k].tile_start;
-    let i0 = (local % across) * TI;
-    let j0 = ((local / across) % down) * tj;
-    var outer = local / (across * down);
-    var s = pieces[k].src_offset;
-    var d = pieces[k].dst_offset;
-    for (var x = 2u; x < DIMS; x++) {
-        let n = pieces[k].sizes[x];
-        let c = outer % n;
-        outer = outer / n;
-        s += c * pieces[k].src_strides[x];
-        d += c * pieces[k].dst_strides[x];
-    }
+    let at = tile_at(k, t, TI, tj);
+    let i0 = at.i0;
+    let j0 = at.j0;
+    let s = at.src;
+    let d = at.dst;
     let si = pieces[k].src_strides[0];
     let sj = pieces[k].src_strides[1];
     let dj = pieces[k].dst_strides[1];
@@ -67,7 +48,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
                 word = load_src(at >> 2u);  // elements past the row's end are never written
             } else {
                 for (var m = 0u; m < per_word; m++) {
-                    word |= element_at(at + m * sj, es) << (m * bits);
+                    word |= source_bits(at + m * sj, es) << (m * bits);
                 }
             }
             tile[lid.y + r][lid.x] = word;

@@ -96,3 +96,33 @@ fn walk_on(p: ptr<function, Piece>, w: ptr<function, Walk>) {
         (*w).dst += (c - old) * (*p).dst_strides[i];
     }
 }
+
+// Where tile `t` of piece `k` lies for the tiled kernels (transposes): its first index
+// along dimensions 0 and 1 (tiles of `ti` x `tj`) and the source and destination offsets
+// of its outer index.
+struct TileAt {
+    i0: u32,
+    j0: u32,
+    src: u32,
+    dst: u32,
+}
+
+fn tile_at(k: u32, t: u32, ti: u32, tj: u32) -> TileAt {
+    let across = (pieces[k].sizes[0] + ti - 1u) / ti;
+    let down = (pieces[k].sizes[1] + tj - 1u) / tj;
+    let local = t - pieces[k].tile_start;
+    var at: TileAt;
+    at.i0 = (local % across) * ti;
+    at.j0 = ((local / across) % down) * tj;
+    var outer = local / (across * down);
+    at.src = pieces[k].src_offset;
+    at.dst = pieces[k].dst_offset;
+    for (var x = 2u; x < DIMS; x++) {
+        let n = pieces[k].sizes[x];
+        let c = outer % n;
+        outer = outer / n;
+        at.src += c * pieces[k].src_strides[x];
+        at.dst += c * pieces[k].dst_strides[x];
+    }
+    return at;
+}

@@ -18,21 +18,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let k = find_piece(t);
     let ni = pieces[k].sizes[0];
     let nj = pieces[k].sizes[1];
-    let across = (ni + 31u) / 32u;
-    let down = (nj + 31u) / 32u;
-    let local = t - pieces[k].tile_start;
-    let i0 = (local % across) * 32u;
-    let j0 = ((local / across) % down) * 32u;
-    var outer = local / (across * down);
-    var s = pieces[k].src_offset;
-    var d = pieces[k].dst_offset;
-    for (var x = 2u; x < DIMS; x++) {
-        let n = pieces[k].sizes[x];
-        let c = outer % n;
-        outer = outer / n;
-        s += c * pieces[k].src_strides[x];
-        d += c * pieces[k].dst_strides[x];
-    }
+    let at = tile_at(k, t, 32u, 32u);
+    let i0 = at.i0;
+    let j0 = at.j0;
+    let s = at.src;
+    let d = at.dst;
     let si = pieces[k].src_strides[0];
     let sj = pieces[k].src_strides[1];
     let di = pieces[k].dst_strides[0];
