@@ -160,9 +160,15 @@ class CompiledModel:
         arrays: dict[int, Any] = {}
         if self.operator is not None:
             ins = self._feeds.arrays(values)
+            host = backend.name == "numpy"  # new host arrays are bound whole, as they are
             for k, shape, dtype in self._written:
-                arrays[k] = given[k] if k in given else new_array(backend, ins, shape, dtype)
-            flats = [_flat(a) for a in arrays.values()]
+                if k in given:
+                    arrays[k] = given[k]
+                elif host:
+                    arrays[k] = np.empty(shape, dtype)
+                else:
+                    arrays[k] = new_array(backend, ins, shape, dtype)
+            flats = list(arrays.values()) if host else [_flat(a) for a in arrays.values()]
             if given:  # the caller's arrays: checked above, and apart from the inputs
                 _check_apart(backend, ins, list(given.values()))
             # inputs placed whole and contiguous, outputs made for the graph or checked
