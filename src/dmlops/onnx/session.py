@@ -302,17 +302,28 @@ def _inferred_outputs(model: Any) -> Any:
     return outputs
 
 
+def _native(host: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """A host array in the machine's byte order (the same values)."""
+    return host if host.dtype.isnative else host.astype(host.dtype.newbyteorder("="))
+
+
 def _placed(backend: Any, a: Any) -> Any:
-    """The array on the device, contiguous (a graph binds whole buffers)."""
-    if type(a) is np.ndarray and backend.name == "numpy" and a.flags.c_contiguous:
+    """The array on the device, contiguous and in the machine's byte order (a graph binds
+    whole buffers and moves bytes; its outputs are in the machine's order)."""
+    if (
+        type(a) is np.ndarray
+        and backend.name == "numpy"
+        and a.flags.c_contiguous
+        and a.dtype.isnative
+    ):
         return a  # the commonest feed, as it is
     if isinstance(a, (np.ndarray, np.generic, int, float, list, tuple)):  # host values
-        host = np.asarray(a)
+        host = _native(np.asarray(a))
         host = host if host.flags.c_contiguous else host.copy()  # (0-D arrays stay 0-D)
         return host if backend.name == "numpy" else backend.upload(host)
     if backend.name == "numpy":
         try:
-            arr = backend.as_array(a)
+            arr = _native(backend.as_array(a))
         except (TypeError, ValueError, RuntimeError):
             raise BindingError(
                 f"an input of type {type(a).__name__} is not host memory, and the session runs "
