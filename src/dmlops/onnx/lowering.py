@@ -157,12 +157,14 @@ class CompiledModel:
         `into[k]` where given (C-contiguous, of the output's shape and dtype)."""
         backend = self.device.backend
         given = {k: self._checked_output(k, array) for k, array in (into or {}).items()}
+        # an array in the other byte order takes its output by value, after the run
+        by_value = {k: a for k, a in given.items() if not getattr(a.dtype, "isnative", True)}
         arrays: dict[int, Any] = {}
         if self.operator is not None:
             ins = self._feeds.arrays(values)
             host = backend.name == "numpy"  # new host arrays are bound whole, as they are
             for k, shape, dtype in self._written:
-                if k in given:
+                if k in given and k not in by_value:
                     arrays[k] = given[k]
                 elif host:
                     arrays[k] = np.empty(shape, dtype)
@@ -173,6 +175,9 @@ class CompiledModel:
                 _check_apart(backend, ins, list(given.values()))
             # inputs placed whole and contiguous, outputs made for the graph or checked
             self.operator._run_fresh(ins, flats)
+            for k, target in by_value.items():
+                target[...] = arrays[k]
+                arrays[k] = target
         if len(arrays) == len(self.outputs):
             return list(arrays.values())
         result = []
