@@ -378,6 +378,8 @@ class _Call:
         self.fresh = self.direct and not self.any_given
         self.new_shapes = [shape for shape in new_shapes if shape is not None]
         self.one_shape = new_shapes[0] if len(new_shapes) == 1 else None
+        one_new = self.fresh and self.one_shape is not None
+        self.produce = getattr(self.run, "produce", None) if one_new else None
 
     def reading(self, select: list[int]) -> _Call:
         """This call, reading only inputs `select` of those it is given."""
@@ -385,17 +387,25 @@ class _Call:
         self.fresh = False
         return self
 
+    def fresh_results(self, ins: Sequence[Any]) -> list[Any]:
+        """The call where it is `fresh`: new outputs like input `like`, then the run."""
+        new_like, like = self.backend.new_like, ins[self.like]
+        if self.produce is not None:  # the output made by the copy itself
+            made = self.produce(ins)
+            if made is not None and made.dtype == like.dtype:
+                return [made.reshape(self.one_shape)]
+        if self.one_shape is not None:
+            results = [new_like(like, self.one_shape)]
+        else:
+            results = [new_like(like, shape) for shape in self.new_shapes]
+        self.run(ins, results, self.queue(None))
+        return results
+
     def __call__(
         self, ins: Sequence[Any], outs: Sequence[Any], restage: Callable[[list[Any]], list[Any]]
     ) -> list[Any]:
         if self.fresh:
-            new_like, like = self.backend.new_like, ins[self.like]
-            if self.one_shape is not None:
-                results = [new_like(like, self.one_shape)]
-            else:
-                results = [new_like(like, shape) for shape in self.new_shapes]
-            self.run(ins, results, self.queue(None))
-            return results
+            return self.fresh_results(ins)
         if self.select is not None:  # the inputs the call reads (a join's non-empty pieces)
             ins = [ins[k] for k in self.select]
         results = self._allocated(ins, outs)
@@ -519,6 +529,7 @@ class _EmptyCall(_Call):
         self.like = like
         self.backend = backend
         self.allocate = [(k, shape) for k, shape in enumerate(new_shapes) if shape is not None]
+        self.fresh = False  # (its __call__ allocates)
 
     def __call__(
         self, ins: Sequence[Any], outs: Sequence[Any], restage: Callable[[list[Any]], list[Any]]
@@ -636,6 +647,8 @@ def _dispatch(
         if key is None:
             return _unkeyed(call, ins, outs, lambda i, o: _dispatch(op, fields, level, i, o, build))
         _CACHE.put(key, call)
+    if call.fresh:  # nothing can need restaging
+        return call.fresh_results(ins)
     return call(ins, outs, lambda staged: _dispatch(op, fields, level, staged, outs, build))
 
 
@@ -735,7 +748,7 @@ def _depth_space(
     out: Any = None,
     device: str | None = None,
 ) -> Any:
-    if out is None and device is None and _torch_wanted([x]):
+    if out is None and device is None and type(x) is not np.ndarray and _torch_wanted([x]):
         t = _torch_ops()
         op = t.depth_to_space_op if cls is DepthToSpace1Desc else t.space_to_depth_op
         return op(x, int(block_size), t.order_name(order), t.level_name(feature_level))
@@ -897,7 +910,7 @@ def slice(  # noqa: A001 - DirectML's operator name
     >>> dmlops.slice(x, [1, 0], [2, 2], [2, 3]).tolist()
     [[4.0, 7.0], [12.0, 15.0]]
     """
-    if out is None and device is None and _torch_wanted([x]):
+    if out is None and device is None and type(x) is not np.ndarray and _torch_wanted([x]):
         t = _torch_ops()
         lists = _named_lists("SLICE", _SLICE, (offsets, sizes, strides))
         return t.slice_op(x, *lists, t.level_name(feature_level))
@@ -937,7 +950,7 @@ def slice1(
     [[8, 10], [4, 6], [0, 2]]
     """
     window = (window_offsets, window_sizes, window_strides)
-    if out is None and device is None and _torch_wanted([x]):
+    if out is None and device is None and type(x) is not np.ndarray and _torch_wanted([x]):
         t = _torch_ops()
         lists = _named_lists("SLICE1", _WINDOW, window)
         sizes = _int_list(output_sizes, "SLICE1.OutputTensor.Sizes")
@@ -1007,7 +1020,12 @@ def slice_grad(
     [[1.0, 0.0, 2.0, 0.0]]
     """
     window = (window_offsets, window_sizes, window_strides)
-    if out is None and device is None and _torch_wanted([input_gradient]):
+    if (
+        out is None
+        and device is None
+        and type(input_gradient) is not np.ndarray
+        and _torch_wanted([input_gradient])
+    ):
         t = _torch_ops()
         lists = _named_lists("SLICE_GRAD", _WINDOW, window)
         sizes = _int_list(output_sizes, "SLICE_GRAD.OutputGradientTensor.Sizes")
@@ -1045,7 +1063,7 @@ def split(
     >>> a.tolist(), b.tolist()
     ([0, 1], [2, 3, 4])
     """
-    if outs is None and device is None and _torch_wanted([x]):
+    if outs is None and device is None and type(x) is not np.ndarray and _torch_wanted([x]):
         t = _torch_ops()
         pieces = _int_list(sizes, "SPLIT sizes")
         return t.split_op(x, int(axis), pieces, t.level_name(feature_level))  # type: ignore[no-any-return]

@@ -123,8 +123,10 @@ def spans_meet(
 ) -> bool:
     """Whether any write span meets a read span or another write span; each span is an
     address and the [low, high) byte range from it."""
-    written = [(at + lo, at + hi) for at, lo, hi in writes]
+    written = [(at + lo, at + hi) for at, lo, hi in writes if hi > lo]  # empty spans meet none
     for at, lo, hi in reads:
+        if hi <= lo:
+            continue
         low, high = at + lo, at + hi
         for w_low, w_high in written:
             if low < w_high and w_low < high:

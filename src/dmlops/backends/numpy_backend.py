@@ -302,6 +302,19 @@ class NumpyBackend:
         return run_parallel
 
 
+def _writes_whole(recipe: tuple[Any, ...], plan: Plan) -> bool:
+    """Whether a copy recipe writes all of the plan's one output, row-major from byte 0."""
+    shape, dtype, _, _, _, _, do, ds = recipe
+    if len(plan.output_spans) != 1 or do != 0:
+        return False
+    size = dtype.itemsize
+    c_order = []
+    for n in reversed(shape):
+        c_order.append(size)
+        size *= n
+    return tuple(reversed(c_order)) == tuple(ds) and plan.output_spans[0] == (0, size)
+
+
 class _NumpyExecutor:
     """A plan as numpy copies: shapes, dtypes and byte strides computed once."""
 
@@ -359,6 +372,9 @@ class _NumpyExecutor:
         strided = not (self.steps or self.compiled or self.parallel)  # views on this thread
         plain = strided and not self.fills
         self.one = self.recipe[0] if plain and len(self.recipe) == 1 else None
+        # that copy writing the whole of a lone output in row-major order: `produce` can make
+        # the output itself, a copy of the source's view
+        self.whole = self.one is not None and _writes_whole(self.one, plan)
         # many copies laying contiguous runs side by side: one numpy.concatenate; else many
         # small copies reading few bindings: a table of each written element's source
         self.side_by_side = SideBySide.of(plan.copies, plan.element_size) if plain else None
@@ -378,6 +394,20 @@ class _NumpyExecutor:
             view(shape, dtype, outs[di], do, ds)[...] = view(shape, dtype, ins[si], so, ss)
             return
         self._run(ins, outs)
+
+    def produce(self, ins: Sequence[Any]) -> np.ndarray[Any, Any] | None:
+        """The plan's lone output made as a new row-major array of the source's own numeric
+        type (its bits copied), in the copy's coalesced shape; None where the plan is not one
+        whole-output copy or the source's type is not numpy's own numeric one."""
+        if not self.whole:
+            return None
+        shape, dtype, si, so, ss = self.one[:5]  # type: ignore[index]
+        src = ins[si]
+        kind = getattr(src, "dtype", None)
+        if kind is None or kind.kind not in "biufc" or kind.itemsize != dtype.itemsize:
+            return None
+        made: np.ndarray[Any, Any] = np.ndarray(shape, kind, src, so, ss).copy()
+        return made
 
     def _shortcut(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
         """The side-by-side or element-map run; the views where it declines (nothing
