@@ -12,10 +12,16 @@ from typing import Any
 
 __all__ = [
     "Fn", "Result", "have", "median_cpu", "median_gpu", "gpu_present", "format_table",
-    "all_cores_copy", "ALL_CORES",
+    "all_cores_copy", "ALL_CORES", "DRAM_CEILING", "dram_copy_time",
 ]  # fmt: skip
 
 ALL_CORES = "copy ceiling, all cores"
+# the all-cores copy of buffers far larger than any cache, scaled to a case's bytes: what
+# the memory system moves, where ALL_CORES (the case's own bytes, copied again and again)
+# may be served from the caches
+DRAM_CEILING = "DRAM copy ceiling, all cores (derived)"
+_DRAM_BYTES = 512 << 20  # each of the two buffers
+_dram_seconds_per_byte: list[float] = []
 
 Fn = Callable[[], Any]
 
@@ -150,6 +156,20 @@ def format_table(results: list[Result]) -> str:
             )
     notes = [f"- {r.case}, {name}: {text}" for r in results for name, text in r.details.items()]
     return "\n".join(lines + (["", *notes] if notes else []))
+
+
+def dram_copy_time(out_bytes: int) -> float:
+    """Seconds an all-cores copy takes per `out_bytes` when its buffers live in DRAM: the
+    median of copying 512 MiB between two fresh buffers, measured once per process."""
+    if not _dram_seconds_per_byte:
+        import numpy as np
+
+        src = np.ones(_DRAM_BYTES, np.uint8)
+        dst = np.empty_like(src)
+        seconds = median_cpu(all_cores_copy(dst, src), 5)
+        _dram_seconds_per_byte.append(seconds / _DRAM_BYTES)
+        del src, dst
+    return _dram_seconds_per_byte[0] * out_bytes
 
 
 def all_cores_copy(dst: Any, src: Any) -> Fn:

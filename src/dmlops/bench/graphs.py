@@ -20,7 +20,15 @@ import numpy as np
 
 import dmlops
 
-from .common import ALL_CORES, Result, all_cores_copy, have, median_cpu
+from .common import (
+    ALL_CORES,
+    DRAM_CEILING,
+    Result,
+    all_cores_copy,
+    dram_copy_time,
+    have,
+    median_cpu,
+)
 
 __all__ = ["run", "PATTERNS"]
 
@@ -355,6 +363,7 @@ def _bench_cpu(p: Pattern, reps: int) -> Result:
     dst = np.empty_like(src)
     res.times["np.copyto ceiling"] = median_cpu(lambda: np.copyto(dst, src), reps)
     res.times[ALL_CORES] = median_cpu(all_cores_copy(dst, src), reps)
+    res.times[DRAM_CEILING] = dram_copy_time(out_bytes)
     res.times["dmlops op by op"] = median_cpu(lambda: p.op_by_op(ins), reps)
     res.times["numpy"] = median_cpu(
         lambda: [np.ascontiguousarray(w) for w in p.reference(np, ins)], reps

@@ -13,7 +13,17 @@ import numpy as np
 from ..device import Device
 from ..ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
 from ..tensor import BufferTensorDesc, DataType
-from .common import ALL_CORES, Fn, Result, all_cores_copy, have, median_cpu, median_gpu
+from .common import (
+    ALL_CORES,
+    DRAM_CEILING,
+    Fn,
+    Result,
+    all_cores_copy,
+    dram_copy_time,
+    have,
+    median_cpu,
+    median_gpu,
+)
 
 __all__ = ["run"]
 
@@ -212,6 +222,7 @@ def _bench_cpu(case: Case, reps: int) -> Result:
         dst = np.empty_like(src)
         res.times["np.copyto ceiling"] = median_cpu(lambda: np.copyto(dst, src), r)
         res.times[ALL_CORES] = median_cpu(all_cores_copy(dst, src), r)
+        res.times[DRAM_CEILING] = dram_copy_time(out_bytes)
     res.times["numpy"] = median_cpu(lambda: case.numpy_fn(xs, outs), r)
     if have("torch"):
         import torch
