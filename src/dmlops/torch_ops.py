@@ -234,11 +234,16 @@ def _outputs(desc: OperatorDesc) -> list[tuple[int, ...]]:
     return [tuple(t.sizes) for _, t in desc.output_fields()]
 
 
+def _tensor_inputs(args: Sequence[Any]) -> list[Tensor]:
+    """An operator's tensor inputs: its first argument, or the list that is (JOIN)."""
+    return list(args[0]) if isinstance(args[0], (list, tuple)) else [args[0]]
+
+
 def _fake(make: Any, many: bool = False) -> Any:
     """A fake implementation from a descriptor builder: the output's empty tensors."""
 
     def fake(*args):  # type: ignore[no-untyped-def]
-        first = args[0][0] if isinstance(args[0], (list, tuple)) else args[0]
+        first = _tensor_inputs(args)[0]
         shapes = _outputs(make(*args))
         return [_like(first, s) for s in shapes] if many else _like(first, shapes[0])
 
@@ -250,9 +255,7 @@ def _decomposed(make: Any, many: bool = False) -> Any:
     descriptor's logical copies as aten views and copies."""
 
     def decomposition(*args):  # type: ignore[no-untyped-def]
-        inputs = list(args[0]) if isinstance(args[0], (list, tuple)) else [args[0]]
-        if not all(type(n) is int for t in inputs for n in t.shape):
-            return NotImplemented  # symbolic sizes (dynamic shapes): dmlops' kernel stays
+        inputs = _tensor_inputs(args)
         desc = make(*args)
         copies = desc.logical_copies()
         shapes = _outputs(desc)
@@ -267,8 +270,6 @@ def _depth_space_decomposed(make: Any, to_space: bool) -> Any:
     permutation and a copy."""
 
     def decomposition(x, block_size, order, feature_level):  # type: ignore[no-untyped-def]
-        if not all(type(n) is int for n in x.shape):
-            return NotImplemented
         desc = make(x, block_size, order, feature_level)
         column_row = desc.order is DepthSpaceOrder.DEPTH_COLUMN_ROW
         return depth_space(x, desc.block_size, column_row, to_space)
@@ -288,8 +289,13 @@ _BUILDERS: list[tuple[Any, Any, bool]] = [
 for _op, _make, _many in _BUILDERS:
     _op.register_fake(_fake(_make, _many))
 
-# under torch.compile (inductor) the operators are views and copies that fuse
-_DECOMPOSED = {op._opoverload: _decomposed(make, many) for op, make, many in _BUILDERS}
+# under torch.compile (inductor) the operators are views and copies that fuse (DEPTH and
+# SPACE, whose logical copies interleave, as reshape and permute)
+_DECOMPOSED = {
+    op._opoverload: _decomposed(make, many)
+    for op, make, many in _BUILDERS
+    if op not in (depth_to_space_op, space_to_depth_op)
+}
 _DECOMPOSED[depth_to_space_op._opoverload] = _depth_space_decomposed(_d2s_desc, True)
 _DECOMPOSED[space_to_depth_op._opoverload] = _depth_space_decomposed(_s2d_desc, False)
 FUSES = register(_DECOMPOSED)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import itertools
 import statistics
@@ -21,7 +22,6 @@ ALL_CORES = "copy ceiling, all cores"
 # may be served from the caches
 DRAM_CEILING = "DRAM copy ceiling, all cores (derived)"
 _DRAM_BYTES = 512 << 20  # each of the two buffers
-_dram_seconds_per_byte: list[float] = []
 
 Fn = Callable[[], Any]
 
@@ -159,17 +159,19 @@ def format_table(results: list[Result]) -> str:
 
 
 def dram_copy_time(out_bytes: int) -> float:
-    """Seconds an all-cores copy takes per `out_bytes` when its buffers live in DRAM: the
-    median of copying 512 MiB between two fresh buffers, measured once per process."""
-    if not _dram_seconds_per_byte:
-        import numpy as np
+    """Seconds an all-cores copy takes per `out_bytes` when its buffers live in DRAM."""
+    return _dram_seconds_per_byte() * out_bytes
 
-        src = np.ones(_DRAM_BYTES, np.uint8)
-        dst = np.empty_like(src)
-        seconds = median_cpu(all_cores_copy(dst, src), 5)
-        _dram_seconds_per_byte.append(seconds / _DRAM_BYTES)
-        del src, dst
-    return _dram_seconds_per_byte[0] * out_bytes
+
+@functools.cache
+def _dram_seconds_per_byte() -> float:
+    """The median of copying 512 MiB between two fresh buffers on every core, per byte
+    (measured once per process)."""
+    import numpy as np
+
+    src = np.ones(_DRAM_BYTES, np.uint8)
+    dst = np.empty_like(src)
+    return median_cpu(all_cores_copy(dst, src), 5) / _DRAM_BYTES
 
 
 def all_cores_copy(dst: Any, src: Any) -> Fn:
