@@ -773,13 +773,11 @@ class Graph:
             )
         self._node("BROADCAST", name, None)
         wide = [d for d, (m, s) in enumerate(zip(x.sizes, sizes, strict=True)) if m != s]
-        stretched = [
-            _Piece(
+        stretched = [  # every read (a gathered piece's indices too) gets stride 0 there
+            p.rebuilt(
                 p.start,
                 tuple(sizes[d] if d in wide else c for d, c in enumerate(p.shape)),
-                p.src,
-                p.offset,
-                tuple(0 if d in wide else t for d, t in enumerate(p.strides)),
+                [(o, [0 if d in wide else t for d, t in enumerate(st)]) for o, st in p.reads()],
             )
             for p in pieces
         ]

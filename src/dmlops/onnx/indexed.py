@@ -15,7 +15,7 @@ import numpy as np
 from .. import functional_indexed as fi
 from ..errors import ModelError
 from ..tensor import FeatureLevel
-from .params import axis_of, is_integer_type
+from .params import axis_of
 
 __all__ = ["IndexedNode", "indexed_node"]
 
@@ -119,6 +119,9 @@ def indexed_node(
     )
 
 
+_ONE_HOT_INDICES = ("int32", "int64", "uint32", "uint64")  # ONE_HOT's own index types
+
+
 def _one_hot(
     names: list[str],
     attrs: dict[str, Any],
@@ -138,7 +141,7 @@ def _one_hot(
 
     def one_hot(ops: Sequence[Any]) -> Any:
         indices = ops[0]
-        if not is_integer_type(indices.dtype):
+        if str(indices.dtype).replace("torch.", "") not in _ONE_HOT_INDICES:
             indices = fi.cast_in_library(indices, "int64")  # ONNX casts them
         return fi.one_hot(indices, depth, ops[2], ax, feature_level=level)
 

@@ -486,6 +486,41 @@ def _reshaped(g: Graph, x: Value, shape: Sequence[int], dtype: np.dtype[Any]) ->
     return g.reinterpret(base, shape, packed_strides(shape))
 
 
+def _depth_space_views(
+    g: Graph, op: str, x: Value, b: int, mode: str, dtype: np.dtype[Any]
+) -> Value:
+    """DepthToSpace / SpaceToDepth as ONNX defines them: a reshape, a transpose, a reshape."""
+    shape = _shape(x)
+    if len(shape) != 4:
+        raise ModelError(f"{op}: input of rank {len(shape)}; {op} takes rank 4")
+    n, c, h, w = shape
+    if op == "DepthToSpace":
+        if c % (b * b):
+            raise ModelError(f"DepthToSpace: {c} channels are not a multiple of {b}x{b}")
+        if mode == "CRD":
+            split, perm = (n, c // (b * b), b, b, h, w), (0, 1, 4, 2, 5, 3)
+        else:
+            split, perm = (n, b, b, c // (b * b), h, w), (0, 3, 4, 1, 5, 2)
+        out = (n, c // (b * b), h * b, w * b)
+    else:
+        if h % b or w % b:
+            raise ModelError(f"SpaceToDepth: {h}x{w} is not a multiple of {b}x{b}")
+        split, perm, out = (
+            (n, c, h // b, b, w // b, b),
+            (0, 3, 5, 1, 2, 4),
+            (n, c * b * b, h // b, w // b),
+        )
+    if isinstance(x, _Empty) or 0 in out:
+        return _Empty(out, dtype)
+    packed = packed_strides(split)
+    moved = g.reinterpret(
+        _tensor(_reshaped(g, x, split, dtype)),
+        tuple(split[p] for p in perm),
+        [packed[p] for p in perm],
+    )
+    return _reshaped(g, moved, out, dtype)
+
+
 class NeedsRunTime(ModelError):
     """The model's data flow needs values at run time (indices, index arithmetic): it runs in
     steps (staged.py) rather than as one plan."""
@@ -629,6 +664,7 @@ def _compile_graph(
             and names[0] in values
             and names[1] in constants
             and (np.size(constants[names[1]]) <= _SLICED_GATHER)
+            and np.ndim(constants[names[1]]) <= 1
         ):
             try:
                 outs = [
@@ -1020,14 +1056,15 @@ def _lower(
         it = iter(shape)
         return [_reshaped(g, x, [1 if d in at else next(it) for d in range(out_rank)], dtype)]
     if op in ("DepthToSpace", "SpaceToDepth"):
-        if isinstance(x, _Empty):
-            raise ModelError(f"{op}: an empty input")
         b = int(a["blocksize"])
         mode = str(
             a.get("mode", b"DCR").decode()
             if isinstance(a.get("mode"), bytes)
             else a.get("mode", "DCR")
         )
+        if np.dtype(dtype).itemsize == 8 or isinstance(x, _Empty):
+            # DEPTH/SPACE's tables stop at 4-byte elements; DirectML has no empty tensors
+            return [_depth_space_views(g, op, x, b, mode, dtype)]
         if op == "DepthToSpace":
             return [g.depth_to_space(_tensor(x), b, mode, name=node.name or None)]
         return [g.space_to_depth(_tensor(x), b, mode, name=node.name or None)]

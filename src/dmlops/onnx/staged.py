@@ -651,8 +651,9 @@ class _GraphGroup:
                 where.append(len(tensors))
                 tensors.append(t)
         fed = [_tensor(self.local[f]) for f in self.feeds]
-        if any(t is f for t in tensors for f in fed):
-            raise ModelError("a graph input passed through unchanged is not a step's output")
+        # a step's input passed through unchanged (an Expand to its own shape, a Tile by ones)
+        # is written as a copy: a step's outputs are its own
+        tensors = [self.g.identity(t) if any(t is f for f in fed) else t for t in tensors]
         op = self.g.compile(tensors, self.device) if tensors else None
         kinds = [types[n] for n in names]
         outs = [next(kinds[j] for j, w in enumerate(where) if w == k) for k in range(len(tensors))]
