@@ -405,9 +405,34 @@ def _values_text(a: np.ndarray[Any, Any], limit: int = 64) -> str:
 
 
 def _run_gen_tests(args: argparse.Namespace) -> int:
+    ops = [o.strip() for o in args.operators.split(",") if o.strip()] if args.operators else None
+    if args.format == "onnx":
+        from .conformance.backend_tests import write_cases
+        from .conformance.onnx_cases import generate as onnx_cases
+
+        written = write_cases(
+            onnx_cases(args.seed, args.count, ops, args.invalid_fraction), args.outdir
+        )
+        valid = sum(1 for e in written if e["valid"] and "path" in e)
+        invalid = sum(1 for e in written if not e["valid"])
+        refused = len(written) - valid - invalid
+        print(
+            f"wrote {valid} valid ONNX backend tests to {Path(args.outdir) / 'valid'}, "
+            f"{invalid} invalid models to {Path(args.outdir) / 'invalid'}"
+            + (f" ({refused} valid models dmlops refused: see index.json)" if refused else "")
+        )
+        return 0
+    if args.format == "webnn":
+        from .conformance.webnn_cases import generate as webnn_cases
+        from .conformance.webnn_cases import write
+
+        found = webnn_cases(args.seed, args.count, ops)
+        files = write(found, args.outdir)
+        total = sum(len(t) for t in found.values())
+        print(f"wrote {total} WebNN cases in {len(files)} files to {args.outdir}")
+        return 0
     from .testvectors import generate
 
-    ops = [o.strip() for o in args.operators.split(",") if o.strip()] if args.operators else None
     index = generate(
         args.outdir,
         args.count,
@@ -421,6 +446,43 @@ def _run_gen_tests(args: argparse.Namespace) -> int:
     print(
         f"wrote {len(index)} models ({valid} valid, {len(index) - valid} invalid) to {args.outdir}"
     )
+    return 0
+
+
+def _run_conform(args: argparse.Namespace) -> int:
+    from .conformance.differential import OnnxRuntimeRunner, conform
+
+    runner = OnnxRuntimeRunner(args.provider or None)
+    ops = [o.strip() for o in args.operators.split(",") if o.strip()] if args.operators else None
+    report = conform(
+        runner,
+        args.count,
+        args.seed,
+        ops,
+        args.out,
+        shrink_findings=not args.no_shrink,
+        most_shrunk=args.most_shrunk,
+    )
+    print(
+        f"{report.runtime} against dmlops: {len(report.outcomes)} cases, seed {args.seed}, "
+        f"{report.seconds:.1f} s\n"
+    )
+    print(report.table())
+    refusals = report.refusals()
+    if refusals:
+        print("\nvalid models the runtime refused (operators-opset: data types):")
+        by_op: dict[str, list[str]] = {}
+        for (ops_opset, dtype), n in refusals.items():
+            by_op.setdefault(ops_opset, []).append(f"{dtype} x{n}")
+        for ops_opset, kinds in by_op.items():
+            print(f"  {ops_opset}: {', '.join(kinds)}")
+    if report.shrunk:
+        print("\nfindings (shrunk):")
+        for found, small, where in report.shrunk:
+            print(
+                f"  {small.verdict}: {small.case.name} (size {found.case.size} -> "
+                f"{small.case.size}) {small.detail}" + (f"\n    {where}" if where else "")
+            )
     return 0
 
 
@@ -578,14 +640,24 @@ def build_parser() -> argparse.ArgumentParser:
         "a seed.",
     )
     gen.add_argument("outdir", help="directory to write into")
+    gen.add_argument(
+        "--format",
+        choices=["dxdispatch", "onnx", "webnn"],
+        default="dxdispatch",
+        help="dxdispatch: DirectML descriptors as DxDispatch JSON models (default); onnx: "
+        "ONNX backend-test directories (OUTDIR/valid/test_*/model.onnx + test_data_set_0, "
+        "OUTDIR/invalid/ for models ONNX forbids); webnn: web-platform-tests-shaped WebNN "
+        "cases, one OPERATION.json each",
+    )
     gen.add_argument("--count", type=int, default=100, help="number of models (default 100)")
     gen.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     gen.add_argument(
         "--operators",
         default=None,
-        help="comma-separated operators (default: every one of slice, slice1, slice_grad, split, "
-        "join, tile, padding1, gather, gather_elements, gather_nd, scatter_elements, "
-        "scatter_nd, one_hot, reverse_subsequences that the feature level has)",
+        help="comma-separated operators (default: all). dxdispatch: slice, slice1, slice_grad, "
+        "split, join, tile, padding1, gather, gather_elements, gather_nd, scatter_elements, "
+        "scatter_nd, one_hot, reverse_subsequences (those the feature level has); onnx: ONNX op "
+        "types (Slice, Gather, ...); webnn: WebNN operations (slice, gatherND, ...)",
     )
     gen.add_argument("--feature-level", default=None, help="feature level (default: the newest)")
     gen.add_argument(
@@ -595,6 +667,33 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-bytes", type=int, default=1 << 20, help="largest tensor bytes in one model"
     )
     gen.set_defaults(func=_run_gen_tests)
+
+    conf = sub.add_parser(
+        "conform",
+        help="differential fuzz of an ONNX runtime against dmlops",
+        description="Generate COUNT random data-movement ONNX models (valid ones and ones ONNX "
+        "forbids), run each on RUNTIME and on dmlops, compare every output bit for bit, shrink "
+        "each finding (a disagreement, an invalid model the runtime answers, a valid model "
+        "dmlops refuses) to a smallest case that keeps it, write it as a backend-test "
+        "directory under --out, and print a table per operator. Findings are reported, not "
+        "failures: the exit status is 0 unless the run itself fails.",
+    )
+    conf.add_argument("runtime", choices=["onnxruntime"], help="the runtime to test")
+    conf.add_argument(
+        "--provider",
+        action="append",
+        default=[],
+        help="an execution provider (repeat; default CPUExecutionProvider)",
+    )
+    conf.add_argument("--count", type=int, default=2000, help="cases (default 2000)")
+    conf.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    conf.add_argument("--operators", default=None, help="comma-separated ONNX op types")
+    conf.add_argument("--out", default=None, help="write shrunk findings under this directory")
+    conf.add_argument("--no-shrink", action="store_true", help="report findings as generated")
+    conf.add_argument(
+        "--most-shrunk", type=int, default=20, help="shrink at most this many findings (20)"
+    )
+    conf.set_defaults(func=_run_conform)
 
     chk = sub.add_parser(
         "check",

@@ -789,6 +789,19 @@ class Graph:
             self._fills.append(value)
         return -1 - self._fills.index(value)
 
+    def filled(self, desc: BufferTensorDesc, value: bytes, name: str | None = None) -> GraphTensor:
+        """A tensor of desc's type and sizes whose every element is `value` (one element's
+        bytes): DML_OPERATOR_FILL_VALUE_CONSTANT, written as one fill piece."""
+        if len(value) != desc.data_type.element_size:
+            raise InvalidDescriptorError(
+                f"FILL_VALUE_CONSTANT: a value of {len(value)} bytes for elements of "
+                f"{desc.data_type.element_size}"
+            )
+        k = self._node("FILL_VALUE_CONSTANT", name, None)
+        rank = len(desc.sizes)
+        piece = _Piece((0,) * rank, desc.sizes, self._fill(value), 0, (0,) * rank)
+        return self._add(BufferTensorDesc(desc.data_type, desc.sizes), k, [piece])
+
     def identity(self, x: GraphTensor, name: str | None = None) -> GraphTensor:
         """DML_OPERATOR_ELEMENT_WISE_IDENTITY (no scale or bias): x, materialised packed."""
         pieces = self._own(x)

@@ -220,7 +220,7 @@ def conform(
     `most_shrunk` findings (one per operator and verdict first); with `out`, write each
     shrunk finding as a backend-test directory under OUT/VERDICT-WORDS/."""
     started = time.perf_counter()
-    report = Report(name or getattr(runtime, "name", "runtime"))
+    report = Report(name or str(getattr(runtime, "name", "runtime")))
     for k, r in enumerate(recipes(seed, count, operators)):
         for bump in range(8):
             case = make_case(dataclasses.replace(r, seed=r.seed + bump))

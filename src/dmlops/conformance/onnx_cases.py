@@ -237,7 +237,7 @@ def _split(b: _Builder, x: _Value) -> list[_Value] | None:
         )
         edges = [0, *cuts, d]
         sizes = [edges[i + 1] - edges[i] for i in range(len(edges) - 1)]
-    ins, attrs = [x.name], {"axis": axis}
+    ins, attrs = [x.name], dict[str, Any](axis=axis)
     if form == "sizes":
         if b.opset >= 13:
             ins.append(b.ints("split", sizes))
@@ -382,7 +382,8 @@ def _expand(b: _Builder, x: _Value) -> list[_Value]:
     ]
     given = lead + target
     out = b.node("Expand", [x.name, b.ints("shape", given)])
-    shape = tuple(lead) + tuple(max(d, t) for d, t in zip(x.shape, target, strict=True))
+    # numpy's broadcast: a 1 takes the other side's size (an empty axis stays empty)
+    shape = tuple(lead) + tuple(t if d == 1 else d for d, t in zip(x.shape, target, strict=True))
     return [_Value(out[0], shape, x.dtype)]
 
 

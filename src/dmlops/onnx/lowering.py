@@ -453,8 +453,12 @@ def _pad(
                 f"Pad: reflect pads {lo} and {hi} on axis {d} of size {n}: each must be at "
                 f"most {n - 1} (the size less one)"
             )
-    if 0 in out or isinstance(x, _Empty) or 0 in shape:
+    if 0 in out:
         return _Empty(out, dtype)
+    if isinstance(x, _Empty) or 0 in shape:  # only the constant is left (mode constant)
+        element = word_element(dtype, "Pad")
+        fill = encode(value, element_of(dtype), "Pad.constant_value")
+        return g.filled(BufferTensorDesc(element.described_as, out), fill, node.name or None)
     if isinstance(x, _Scalar):
         return x
     if any(crop_lo) or any(crop_hi):
