@@ -17,6 +17,7 @@ from conftest import BACKENDS, to_host
 
 pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
+import onnx  # noqa: E402
 from onnx import TensorProto as T  # noqa: E402
 from onnx import helper as h  # noqa: E402
 
@@ -392,3 +393,126 @@ def test_bad_input_is_refused_as_onnxruntime_refuses_it(backend: str) -> None:
     refused(pad([-2, 0, -2, 0], "edge"), {"x": x}, backend, "crop more than")
     agree(pad([1, 1, -1, 3], "reflect"), {"x": x}, backend)
     agree(pad([-1, 0, -2, 0], "constant"), {"x": x}, backend)  # cropped to nothing
+
+
+# ---- found by `dmlops conform onnxruntime` (the differential fuzzer), one test each ----
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("runtime_indices", [False, True])
+def test_expand_of_a_gathered_value_keeps_its_index_reads(
+    backend: str, runtime_indices: bool
+) -> None:
+    """GatherElements then Expand: the broadcast of a gathered piece read its data at
+    index 0 (its index reads were dropped)."""
+    nodes = [
+        h.make_node("GatherElements", ["x", "i"], ["g"], axis=-1),
+        h.make_node("Expand", ["g", "s"], ["e"]),
+    ]
+    i = np.array([[2], [0], [3]], np.int64)
+    inputs = [vi("x", T.FLOAT, [3, 5])]
+    inits = [ints("s", [2, 3, 4])]
+    feeds = {"x": values(np.float32, (3, 5))}
+    if runtime_indices:
+        inputs.append(vi("i", T.INT64, [3, 1]))
+        feeds["i"] = i
+    else:
+        inits.append(h.make_tensor("i", T.INT64, [3, 1], i.ravel().tolist()))
+    agree(model(nodes, inputs, ["e"], inits), feeds, backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("op", ["DepthToSpace", "SpaceToDepth"])
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+@pytest.mark.parametrize("kind", [(np.int64, T.INT64), (np.float64, T.DOUBLE)])
+def test_depth_space_of_8_byte_elements(backend: str, op: str, mode: str, kind: Any) -> None:
+    """DirectML's DEPTH_TO_SPACE1 tables stop at 4-byte elements; ONNX allows every type."""
+    dtype, onnx_type = kind
+    shape = (2, 8, 2, 3) if op == "DepthToSpace" else (2, 3, 4, 6)
+    attrs = {"blocksize": 2, **({"mode": mode} if op == "DepthToSpace" else {})}
+    if op == "SpaceToDepth" and mode == "CRD":
+        pytest.skip("SpaceToDepth has no mode")
+    from onnx.reference import ReferenceEvaluator  # onnxruntime has no int64 kernels here
+
+    node = h.make_node(op, ["x"], ["y"], **attrs)
+    m = model([node], [vi("x", onnx_type, list(shape))], ["y"])
+    x = values(dtype, shape)
+    (want,) = ReferenceEvaluator(m).run(None, {"x": x})
+    (got,) = dml_onnx.run(m, feed(backend, {"x": x}), on(backend))
+    assert to_host(got).dtype == want.dtype and to_host(got).tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_depth_to_space_of_an_empty_tensor(backend: str) -> None:
+    node = h.make_node("DepthToSpace", ["x"], ["y"], blocksize=2)
+    m = model([node], [vi("x", T.FLOAT, [0, 4, 2, 2])], ["y"])
+    (y,) = dml_onnx.run(m, feed(backend, {"x": np.zeros((0, 4, 2, 2), np.float32)}), on(backend))
+    assert to_host(y).shape == (0, 1, 4, 4)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", [(np.int8, T.INT8), (np.uint16, T.UINT16), (np.int16, T.INT16)])
+def test_one_hot_with_narrow_integer_indices(backend: str, kind: Any) -> None:
+    """ONNX takes indices of any numeric type; ONE_HOT's table takes 32- and 64-bit ones.
+    (onnxruntime has no kernel for these: checked against int64 indices.)"""
+    dtype, onnx_type = kind
+    idx = np.array([[0, 3], [2, 1]], dtype)
+    nodes = [h.make_node("OneHot", ["i", "d", "v"], ["y"], axis=1)]
+    inits = [ints("d", [4]), h.make_tensor("v", T.FLOAT, [2], [-1.0, 5.0])]
+    m = model(nodes, [vi("i", onnx_type, [2, 2])], ["y"], inits)
+    (got,) = dml_onnx.run(m, feed(backend, {"i": idx}), on(backend))
+    wide = model(nodes, [vi("i", T.INT64, [2, 2])], ["y"], inits)
+    assert to_host(got).tobytes() == agree(wide, {"i": idx.astype(np.int64)}, backend)[0].tobytes()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gather_at_constant_2d_indices(backend: str) -> None:
+    node = h.make_node("Gather", ["x", "i"], ["y"], axis=1)
+    inits = [h.make_tensor("i", T.INT64, [2, 2], [3, 0, 1, 3])]
+    m = model([node], [vi("x", T.FLOAT, [2, 4])], ["y"], inits, opset=1)
+    m.ir_version = 3
+    agree(m, {"x": values(np.float32, (2, 4))}, backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_step_input_passed_through_unchanged(backend: str) -> None:
+    """ScatterElements (a run-time step), then an Expand to the same shape: the step's
+    output was its own input."""
+    nodes = [
+        h.make_node("ScatterElements", ["x", "i", "u"], ["s"], axis=0),
+        h.make_node("Expand", ["s", "shape"], ["y"]),
+    ]
+    inputs = [vi("x", T.FLOAT, [3, 2]), vi("i", T.INT64, [1, 2]), vi("u", T.FLOAT, [1, 2])]
+    feeds = {
+        "x": values(np.float32, (3, 2)),
+        "i": np.array([[2, 0]], np.int64),
+        "u": values(np.float32, (1, 2), 1),
+    }
+    agree(model(nodes, inputs, ["y"], [ints("shape", [3, 2])]), feeds, backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", [(np.int64, T.INT64), (np.float16, T.FLOAT16), (np.bool_, T.BOOL)])
+def test_constant_pad_of_an_empty_tensor_is_the_constant(backend: str, kind: Any) -> None:
+    """A Slice that keeps nothing, then a constant Pad: the output was left unwritten."""
+    dtype, onnx_type = kind
+    nodes = [
+        h.make_node("Slice", ["x", "st", "en"], ["s"]),
+        h.make_node("Pad", ["s", "p", "v"], ["y"], mode="constant"),
+    ]
+    value = np.array(1 if dtype == np.bool_ else 5, dtype)
+    inits = [
+        ints("st", [1, 0]),
+        ints("en", [1, 2]),
+        ints("p", [1, 2, 2, 0]),
+        h.make_tensor(
+            "v", onnx_type, [], value.reshape(1).tolist() if dtype != np.float16 else [5.0]
+        ),
+    ]
+    if dtype == np.float16:
+        inits[-1] = onnx.numpy_helper.from_array(value, "v")
+    m = model(nodes, [vi("x", onnx_type, [3, 2])], ["y"], inits)
+    (y,) = agree(
+        m, {"x": values(dtype, (3, 2)) if dtype != np.bool_ else np.ones((3, 2), bool)}, backend
+    )
+    assert y.shape == (3, 4) and (y == value).all()
