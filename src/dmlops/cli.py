@@ -470,12 +470,18 @@ def _run_conform(args: argparse.Namespace) -> int:
     print(report.table())
     refusals = report.refusals()
     if refusals:
-        print("\nvalid models the runtime refused (operators-opset: data types):")
+        print("\nvalid models the runtime refused, single operators (operator-opset: data types):")
         by_op: dict[str, list[str]] = {}
+        chains = 0
         for (ops_opset, dtype), n in refusals.items():
-            by_op.setdefault(ops_opset, []).append(f"{dtype} x{n}")
+            if "+" in ops_opset:
+                chains += n
+                continue
+            by_op.setdefault(ops_opset, []).append(dtype if n == 1 else f"{dtype} x{n}")
         for ops_opset, kinds in by_op.items():
             print(f"  {ops_opset}: {', '.join(kinds)}")
+        if chains:
+            print(f"  and {chains} chains of operators")
     if report.shrunk:
         print("\nfindings (shrunk):")
         for found, small, where in report.shrunk:
