@@ -20,6 +20,7 @@ __all__ = [
     "OPERATORS",
     "CHAINABLE",
     "INVALID_RULES",
+    "DATA_RULES",
     "DATA_TYPES",
     "Recipe",
     "OnnxCase",
@@ -624,6 +625,11 @@ INVALID_RULES: dict[str, tuple[str, Callable[[_Builder], list[int]]]] = {
     "depth_to_space_channels": ("DepthToSpace", lambda b: [1, 3, b.dim(), b.dim()]),
     "scatter_nd_index_out_of_range": ("ScatterND", lambda b: [b.dim(), b.dim()]),
 }
+
+
+# rules broken only by index values: the CPU refuses them; a GPU, unless asked to validate
+# indices, clamps the reads and drops the writes (DirectML leaves them undefined)
+DATA_RULES = frozenset({"gather_index_out_of_range", "scatter_nd_index_out_of_range"})
 
 
 def _model(b: _Builder, inputs: list[_Value], outputs: list[_Value], valid: bool) -> Any:
