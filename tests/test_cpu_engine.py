@@ -187,3 +187,50 @@ def test_fortran_ordered_arrays_in_and_out_of_compiled_copies(threads: int) -> N
     finally:
         nb.NumpyBackend._instance = before
         dmlops.functional.clear_cache()
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_element_copies_of_a_plan_as_one_table(data: st.DataObject) -> None:
+    """A JOIN of inputs laid out with strides (transposed, padded): its element copies run
+    as one strided table, as one kernel call each, and as numpy copies: the same bits."""
+    size = data.draw(st.sampled_from(sorted(SIZES)))
+    dt = SIZES[size]
+    rank = data.draw(st.integers(1, 3))
+    axis = data.draw(st.integers(0, rank - 1))
+    base = [data.draw(st.integers(1, 5)) for _ in range(rank)]
+    ins_desc = []
+    for _ in range(data.draw(st.integers(2, 4))):
+        sizes = list(base)
+        sizes[axis] = data.draw(st.integers(1, 4))
+        ins_desc.append(BufferTensorDesc(dt, sizes, data.draw(layouts(sizes, False))))
+    out_sizes = list(base)
+    out_sizes[axis] = sum(d.sizes[axis] for d in ins_desc)
+    out_desc = BufferTensorDesc(dt, out_sizes, data.draw(layouts(out_sizes, True)))
+    desc = JoinDesc(ins_desc, out_desc, axis)
+    desc.validate()
+    ins = _inputs(desc, data.draw(st.integers(0, 99)))
+    slow = _run(desc, ins, 1)
+    assert _run(desc, ins, 4)[0].tobytes() == slow[0].tobytes()
+    assert _run(desc, ins, 2, table=False)[0].tobytes() == slow[0].tobytes()
+
+
+def test_a_focus_stem_runs_as_one_strided_table() -> None:
+    """Four stride-2 slices joined (YOLOv5's Focus): four element copies, one region."""
+    x = np.arange(2 * 3 * 8 * 8, dtype=np.float32).reshape(2, 3, 8, 8)
+    g = dmlops.Graph()
+    t = g.input(BufferTensorDesc(DataType.FLOAT32, x.shape))
+    parts = [
+        g.slice(t, [0, 0, r, c], [2, 3, 4, 4], [1, 1, 2, 2])
+        for r, c in ((0, 0), (1, 0), (0, 1), (1, 1))
+    ]
+    y = g.join(parts, 1)
+    plan = g.compile([y], dmlops.Device(backend="numpy")).plan
+    executor = nb.NumpyBackend(threads=4).executor(plan)
+    assert isinstance(executor.runs, compiled.StridedTable)
+    out = np.empty((2, 12, 4, 4), np.float32)
+    executor([x.reshape(-1).view(np.uint8)], [out.reshape(-1).view(np.uint8)])
+    want = np.concatenate(
+        [x[..., 0::2, 0::2], x[..., 1::2, 0::2], x[..., 0::2, 1::2], x[..., 1::2, 1::2]], 1
+    )
+    assert out.tobytes() == want.tobytes()

@@ -14,7 +14,9 @@ runs of bytes (a copy whose innermost dimension is contiguous on both sides), `e
 moves elements of 1, 2, 4 or 8 bytes at any strides. A copy with too few outer rows to
 share has its rows cut into pieces first, so one long row still spreads over the cores. A
 third, `runs`, moves the runs of all of a plan's row copies (up to _MOST_RUNS) by address in
-one parallel region (`run_table`).
+one parallel region (`run_table`); `strided` does the same for the rows of a plan's element
+copies of one element size (`strided_table`: a Focus stem's four stride-2 slices are one
+region, not four).
 Calls are serialised (numba's default thread pool takes one parallel region at a time).
 """
 
@@ -129,6 +131,27 @@ def _kernels() -> tuple[Any, Any] | None:
                 for j in range(n):
                     tb[j] = fb[j]
 
+    def strided_rows(at: Any) -> Any:
+        @numba.njit(parallel=True, nogil=True, cache=True)
+        def strided(dst, src, count, dst_step, src_step):  # type: ignore[no-untyped-def]
+            # row i: count[i] elements from address src[i] (every src_step[i]-th element) to
+            # dst[i] (every dst_step[i]-th); steps may be negative
+            for i in numba.prange(dst.size):
+                to = at(dst[i])
+                fro = at(src[i])
+                a = dst_step[i]
+                b = src_step[i]
+                for j in range(count[i]):
+                    to[j * a] = fro[j * b]
+
+        return strided
+
+    _STATE["strided"] = {
+        1: strided_rows(byte_at),
+        2: strided_rows(pointer(types.uint16)),
+        4: strided_rows(pointer(types.uint32)),
+        8: strided_rows(word_at),
+    }
     _STATE["kernels"] = (rows, elements)
     _STATE["runs"] = runs
     return rows, elements
@@ -150,6 +173,18 @@ class CompiledCopy:
     dst_strides: np.ndarray[Any, Any]
 
 
+def _pieces(count: int, unit: int) -> int:
+    """How many equal pieces of about _PIECE bytes to cut `count` units into (a divisor of
+    count near count * unit / _PIECE; 1 where none is near or a piece would be one unit)."""
+    pieces = -(-count * unit // _PIECE)
+    most = 2 * pieces + 64
+    while count % pieces and pieces < most:
+        pieces += 1
+    if count % pieces or count // pieces == 1:
+        return 1
+    return pieces
+
+
 def _spread(
     shape: list[int], dst: list[int], src: list[int], run: int, unit: int, threads: int
 ) -> tuple[list[int], list[int], list[int], int]:
@@ -158,13 +193,10 @@ def _spread(
     outer = int(np.prod(shape)) if shape else 1
     if outer >= 4 * threads or run * unit < 2 * _PIECE:
         return shape, dst, src, run
-    pieces = -(-run * unit // _PIECE)  # about _PIECE bytes each, a divisor of the run
-    most = 2 * pieces + 64
-    while run % pieces and pieces < most:
-        pieces += 1
-    piece = run // pieces
-    if run % pieces or pieces == 1 or piece == 1:
+    pieces = _pieces(run, unit)
+    if pieces == 1:
         return shape, dst, src, run
+    piece = run // pieces
     return [*shape, pieces], [*dst, piece * unit], [*src, piece * unit], piece
 
 
@@ -203,6 +235,16 @@ def plan_copy(
     ds = [t // size for t in dst_strides]
     ss = [t // size for t in src_strides]
     sh = list(shape)
+    outer = int(np.prod(sh[:-1])) if len(sh) > 1 else 1
+    if outer < 4 * threads and sh[-1] * size >= 2 * _PIECE:
+        # too few rows to share (a reversed whole array merges into one): cut the innermost
+        # dimension into pieces of about _PIECE bytes, a divisor of it
+        pieces = _pieces(sh[-1], size)
+        if pieces > 1:
+            piece = sh[-1] // pieces
+            sh = [*sh[:-1], pieces, piece]
+            ds = [*ds[:-1], piece * ds[-1], ds[-1]]
+            ss = [*ss[:-1], piece * ss[-1], ss[-1]]
     return CompiledCopy(
         rows=False, size=size, src=src, dst=dst, src_offset=src_offset // size,
         dst_offset=dst_offset // size, shape=np.array(sh, np.int64),
@@ -263,17 +305,71 @@ def run_table(copies: list[CompiledCopy]) -> RunTable | None:
     return RunTable(table[0], table[1], table[2], table[3], table[4], wide)
 
 
-def run_runs(table: RunTable, ins: Any, outs: Any) -> bool:
-    """Move the table's runs between the bound buffers (their base addresses read now);
-    False, with nothing moved, where a wide table meets a buffer not 8-byte aligned."""
+_MOST_ROWS = 1 << 16  # element copies of up to this many rows in all go as one table
+
+
+@dataclass(frozen=True)
+class StridedTable:
+    """The rows (innermost dimensions) of several element copies of one element size, moved
+    in one parallel region by address: per row its source and destination binding and byte
+    offset, its element count and its steps in elements."""
+
+    size: int
+    src: np.ndarray[Any, Any]
+    src_offset: np.ndarray[Any, Any]
+    dst: np.ndarray[Any, Any]
+    dst_offset: np.ndarray[Any, Any]
+    count: np.ndarray[Any, Any]
+    src_step: np.ndarray[Any, Any]
+    dst_step: np.ndarray[Any, Any]
+
+
+def strided_table(copies: list[CompiledCopy]) -> StridedTable | None:
+    """The rows of these element copies as one table, or None where some copy moves rows
+    of bytes, their element sizes differ, or the rows are too many."""
+    if len(copies) < 2 or any(c.rows for c in copies) or len({c.size for c in copies}) != 1:
+        return None
+    total = sum(int(np.prod(c.shape[:-1])) for c in copies)
+    if total > _MOST_ROWS:
+        return None
+    size = copies[0].size
+    parts: list[list[np.ndarray[Any, Any]]] = [[] for _ in range(7)]
+    for c in copies:
+        outer = tuple(int(n) for n in c.shape[:-1]) or (1,)
+        grid = np.indices(outer).reshape(len(outer), -1).T
+        src_strides = c.src_strides[:-1] if len(c.shape) > 1 else np.zeros(1, np.int64)
+        dst_strides = c.dst_strides[:-1] if len(c.shape) > 1 else np.zeros(1, np.int64)
+        n = len(grid)
+        for k, v in enumerate(
+            (
+                np.full(n, c.src),
+                (c.src_offset + grid @ src_strides) * size,
+                np.full(n, c.dst),
+                (c.dst_offset + grid @ dst_strides) * size,
+                np.full(n, c.shape[-1]),
+                np.full(n, c.src_strides[-1]),
+                np.full(n, c.dst_strides[-1]),
+            )
+        ):
+            parts[k].append(np.asarray(v, np.int64))
+    return StridedTable(size, *(np.concatenate(p) for p in parts))
+
+
+def run_runs(table: RunTable | StridedTable, ins: Any, outs: Any) -> bool:
+    """Move the table's runs (or strided rows) between the bound buffers (their base
+    addresses read now); False, with nothing moved, where a wide table meets a buffer not
+    8-byte aligned."""
     _kernels()
-    runs = _STATE["runs"]
     src_base = np.array([np.asarray(b).ctypes.data for b in ins], np.int64)
     dst_base = np.array([np.asarray(b).ctypes.data for b in outs], np.int64)
-    if table.wide and ((src_base % 8).any() or (dst_base % 8).any()):
-        return False
     src = src_base[table.src] + table.src_offset
     dst = dst_base[table.dst] + table.dst_offset
+    if isinstance(table, StridedTable):
+        with _LOCK:
+            _STATE["strided"][table.size](dst, src, table.count, table.dst_step, table.src_step)
+        return True
+    if table.wide and ((src_base % 8).any() or (dst_base % 8).any()):
+        return False
     with _LOCK:
-        runs(dst, src, table.count, table.wide)
+        _STATE["runs"](dst, src, table.count, table.wide)
     return True

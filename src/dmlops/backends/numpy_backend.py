@@ -345,7 +345,11 @@ class _NumpyExecutor:
             self.copies = kept
             self.parallel = self.parallel and not self.compiled
         # the compiled copies' contiguous runs as one table (one parallel region), where few
-        self.runs = compiled.run_table(self.compiled) if self.compiled else None
+        self.runs = (
+            compiled.run_table(self.compiled) or compiled.strided_table(self.compiled)
+            if self.compiled
+            else None
+        )
         self.steps = [IndexedStep(c, plan.element_size) for c in plan.indexed]
         # a plan that is one gather numpy.take does whole (it checks before it writes)
         lone = len(self.steps) == 1 and not self.copies and not self.fills
