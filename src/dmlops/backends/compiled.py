@@ -16,7 +16,7 @@ share has its rows cut into pieces first, so one long row still spreads over the
 third, `runs`, moves the runs of all of a plan's row copies (up to _MOST_RUNS) by address in
 one parallel region (`run_table`); `strided` does the same for the rows of a plan's element
 copies of one element size (`strided_table`: a Focus stem's four stride-2 slices are one
-region, not four).
+region, not four), through pointers, so no index wraps around and the loop vectorises.
 Calls are serialised (numba's default thread pool takes one parallel region at a time).
 """
 
@@ -133,12 +133,15 @@ def _kernels() -> tuple[Any, Any] | None:
 
     def strided_rows(at: Any) -> Any:
         @numba.njit(parallel=True, nogil=True, cache=True)
-        def strided(dst, src, count, dst_step, src_step):  # type: ignore[no-untyped-def]
-            # row i: count[i] elements from address src[i] (every src_step[i]-th element) to
-            # dst[i] (every dst_step[i]-th); steps may be negative
+        def strided(  # type: ignore[no-untyped-def]
+            dst_base, src_base, dst, dst_offset, src, src_offset, count, dst_step, src_step
+        ):
+            # row i: count[i] elements from binding src[i] at byte src_offset[i] (every
+            # src_step[i]-th element) to binding dst[i] at dst_offset[i] (every
+            # dst_step[i]-th); steps may be negative; addresses by pointer (no wraparound)
             for i in numba.prange(dst.size):
-                to = at(dst[i])
-                fro = at(src[i])
+                to = at(dst_base[dst[i]] + dst_offset[i])
+                fro = at(src_base[src[i]] + src_offset[i])
                 a = dst_step[i]
                 b = src_step[i]
                 for j in range(count[i]):
@@ -327,7 +330,7 @@ class StridedTable:
 def strided_table(copies: list[CompiledCopy]) -> StridedTable | None:
     """The rows of these element copies as one table, or None where some copy moves rows
     of bytes, their element sizes differ, or the rows are too many."""
-    if len(copies) < 2 or any(c.rows for c in copies) or len({c.size for c in copies}) != 1:
+    if not copies or any(c.rows for c in copies) or len({c.size for c in copies}) != 1:
         return None
     total = sum(int(np.prod(c.shape[:-1])) for c in copies)
     if total > _MOST_ROWS:
@@ -362,12 +365,15 @@ def run_runs(table: RunTable | StridedTable, ins: Any, outs: Any) -> bool:
     _kernels()
     src_base = np.array([np.asarray(b).ctypes.data for b in ins], np.int64)
     dst_base = np.array([np.asarray(b).ctypes.data for b in outs], np.int64)
-    src = src_base[table.src] + table.src_offset
-    dst = dst_base[table.dst] + table.dst_offset
     if isinstance(table, StridedTable):
         with _LOCK:
-            _STATE["strided"][table.size](dst, src, table.count, table.dst_step, table.src_step)
+            _STATE["strided"][table.size](
+                dst_base, src_base, table.dst, table.dst_offset, table.src, table.src_offset,
+                table.count, table.dst_step, table.src_step,
+            )  # fmt: skip
         return True
+    src = src_base[table.src] + table.src_offset
+    dst = dst_base[table.dst] + table.dst_offset
     if table.wide and ((src_base % 8).any() or (dst_base % 8).any()):
         return False
     with _LOCK:
