@@ -133,8 +133,9 @@ def _smaller(r: Recipe) -> list[Recipe]:
 
 
 def shrink(outcome: Outcome, runtime: Runner, attempts: int = 400) -> Outcome:
-    """A smallest case found with the outcome's verdict (its operator kept first): smaller
-    recipes are tried while one keeps the verdict and makes a smaller case."""
+    """A smallest case found with the outcome's verdict: smaller recipes (an operator of
+    the chain dropped, smaller caps) are tried while one keeps the verdict and makes a
+    smaller case."""
     best = outcome
     tried = 0
     improved = True
@@ -143,8 +144,6 @@ def shrink(outcome: Outcome, runtime: Runner, attempts: int = 400) -> Outcome:
         for candidate in _smaller(best.case.recipe):
             if tried >= attempts:
                 break
-            if candidate.operators[0] != outcome.case.recipe.operators[0]:
-                continue
             tried += 1
             case = make_case(candidate)
             if case is None or case.size >= best.case.size:
