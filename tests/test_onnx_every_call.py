@@ -516,3 +516,28 @@ def test_constant_pad_of_an_empty_tensor_is_the_constant(backend: str, kind: Any
         m, {"x": values(dtype, (3, 2)) if dtype != np.bool_ else np.ones((3, 2), bool)}, backend
     )
     assert y.shape == (3, 4) and (y == value).all()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_identity_of_a_gathered_value_then_more_movement(backend: str) -> None:
+    """Gather at run-time indices, Identity, Squeeze: the Identity's alias had no element
+    type in the plan (refused as a malformed node)."""
+    nodes = [
+        h.make_node("Gather", ["x", "i"], ["g"], axis=-1),
+        h.make_node("Identity", ["g"], ["d"]),
+        h.make_node("Squeeze", ["d", "ax"], ["y"]),
+    ]
+    inputs = [vi("x", T.UINT8, [3, 2]), vi("i", T.INT64, [1])]
+    feeds = {"x": values(np.uint8, (3, 2)), "i": np.array([1], np.int64)}
+    agree(model(nodes, inputs, ["y"], [ints("ax", [1])]), feeds, backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("rank", [6, 7])
+def test_reverse_sequence_of_any_rank(backend: str, rank: int) -> None:
+    """ONNX takes any rank from 2; REVERSE_SUBSEQUENCES at most 5 dimensions."""
+    shape = (3, 2, *([2] * (rank - 2)))
+    node = h.make_node("ReverseSequence", ["x", "n"], ["y"], batch_axis=1, time_axis=0)
+    m = model([node], [vi("x", T.FLOAT, list(shape)), vi("n", T.INT64, [2])], ["y"], opset=10)
+    m.ir_version = 5
+    agree(m, {"x": values(np.float32, shape), "n": np.array([3, 1], np.int64)}, backend)

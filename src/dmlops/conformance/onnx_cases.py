@@ -508,6 +508,48 @@ def _reverse_sequence(b: _Builder, x: _Value) -> list[_Value] | None:
     return [_Value(out[0], x.shape, x.dtype)]
 
 
+def _squeeze(b: _Builder, x: _Value) -> list[_Value] | None:
+    ones = [a for a, d in enumerate(x.shape) if d == 1]
+    if not ones:
+        return None
+    rank = len(x.shape)
+    axes = sorted(int(a) for a in b.rng.permutation(ones)[: int(b.rng.integers(1, len(ones) + 1))])
+    if b.rng.random() < 0.3:  # no axes: every 1 goes
+        axes, ins, attrs = ones, [x.name], {}
+    else:
+        named = [a - rank if b.opset >= 11 and b.rng.random() < 0.4 else a for a in axes]
+        ins = [x.name, b.ints("axes", named)] if b.opset >= 13 else [x.name]
+        attrs = {} if b.opset >= 13 else {"axes": named}
+    out = b.node("Squeeze", ins, **attrs)
+    return [_Value(out[0], tuple(d for a, d in enumerate(x.shape) if a not in axes), x.dtype)]
+
+
+def _unsqueeze(b: _Builder, x: _Value) -> list[_Value]:
+    new_rank = len(x.shape) + int(b.rng.integers(1, 3))
+    axes = sorted(int(a) for a in b.rng.permutation(new_rank)[: new_rank - len(x.shape)])
+    named = [a - new_rank if b.opset >= 11 and b.rng.random() < 0.4 else a for a in axes]
+    if b.opset >= 13:
+        out = b.node("Unsqueeze", [x.name, b.ints("axes", named)])
+    else:
+        out = b.node("Unsqueeze", [x.name], axes=named)
+    rest = iter(x.shape)
+    shape = tuple(1 if a in axes else next(rest) for a in range(new_rank))
+    return [_Value(out[0], shape, x.dtype)]
+
+
+def _flatten(b: _Builder, x: _Value) -> list[_Value]:
+    rank = len(x.shape)
+    axis = int(b.rng.integers(0, rank + 1))
+    named = axis - rank if b.opset >= 11 and axis < rank and b.rng.random() < 0.4 else axis
+    out = b.node("Flatten", [x.name], axis=named)
+    return [_Value(out[0], (math.prod(x.shape[:axis]), math.prod(x.shape[axis:])), x.dtype)]
+
+
+def _identity(b: _Builder, x: _Value) -> list[_Value]:
+    out = b.node("Identity", [x.name])
+    return [_Value(out[0], x.shape, x.dtype)]
+
+
 _Apply = Callable[[_Builder, _Value], "list[_Value] | None"]
 OPERATORS: dict[str, tuple[_Apply, tuple[int, ...]]] = {
     # op type: (how it applies, the opsets cases are drawn at)
@@ -528,6 +570,10 @@ OPERATORS: dict[str, tuple[_Apply, tuple[int, ...]]] = {
     "ScatterND": (_scatter_nd, (11, 13, 16, 18)),
     "OneHot": (_one_hot, (9, 11)),
     "ReverseSequence": (_reverse_sequence, (10,)),
+    "Squeeze": (_squeeze, (1, 11, 13, 21)),
+    "Unsqueeze": (_unsqueeze, (1, 11, 13, 21)),
+    "Flatten": (_flatten, (1, 9, 11, 13, 21)),
+    "Identity": (_identity, (1, 13, 16, 21)),
 }
 # operators a chain may apply to a value it made (OneHot starts from integers; it stays single)
 CHAINABLE = tuple(op for op in OPERATORS if op != "OneHot")

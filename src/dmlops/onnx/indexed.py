@@ -60,10 +60,15 @@ def indexed_node(
                 f"order, of an input of rank >= 2 (its shape is {list(xshape)})"
             )
         steps = xshape[t]
+        # the axes after time and batch move together: one axis (REVERSE_SUBSEQUENCES takes
+        # at most 5 dimensions; ONNX any rank from 2)
+        folded = (*xshape[:2], int(np.prod(xshape[2:]))) if rank > 3 else xshape
 
         def reverse(ops: Sequence[Any]) -> Any:
             _check_lengths(ops[1], steps)
-            return fi.reverse_subsequences(ops[0], ops[1], t, b, feature_level=level)
+            x = ops[0].reshape(folded) if folded != xshape else ops[0]
+            out = fi.reverse_subsequences(x, ops[1], t, b, feature_level=level)
+            return out.reshape(xshape) if folded != xshape else out
 
         return IndexedNode(xshape, xtype, "REVERSE_SUBSEQUENCES", reverse)
     if op == "Gather":

@@ -253,6 +253,7 @@ def compile_staged(
                 constants.update(zip(node.output, _host_eval(node, a, ins, opset), strict=False))
             elif op == "Identity" and runtime and group is not None and group.makes(names[0]):
                 group.local[node.output[0]] = group.local[names[0]]  # an alias in the plan
+                group.dtypes[node.output[0]] = group.dtypes[names[0]]
                 group.produced.append(node.output[0])
                 types[node.output[0]] = types[names[0]]
             elif op == "Identity" and runtime:
