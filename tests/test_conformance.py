@@ -89,10 +89,24 @@ def test_invalid_cases_are_refused_by_dmlops(cases: list[onnx_cases.OnnxCase]) -
 
 def test_answers_match_onnx_reference_evaluator(cases: list[onnx_cases.OnnxCase]) -> None:
     """dmlops' answers against onnx's own numpy reference, bit for bit (floats by value
-    where the reference computes through other types)."""
+    where the reference computes through other types). Where the reference differs,
+    onnxruntime must side with dmlops: the reference's Slice clamps a start before the axis
+    to -1 for negative steps, where ONNX clamps it to 0 (a finding, in the docs)."""
     from onnx.reference import ReferenceEvaluator
 
-    checked = 0
+    def same(want: list[Any], got: list[Any]) -> bool:
+        for w, g in zip(want, got, strict=True):
+            w = np.asarray(w)
+            if w.shape != g.shape:
+                return False
+            if g.dtype.kind == "f":
+                if not np.array_equal(w.astype(g.dtype), g, equal_nan=True):
+                    return False
+            elif bits(w.astype(g.dtype)) != bits(g):
+                return False
+        return True
+
+    checked = overruled = 0
     for c in cases:
         if not c.valid or c.outputs is None:
             continue
@@ -100,15 +114,14 @@ def test_answers_match_onnx_reference_evaluator(cases: list[onnx_cases.OnnxCase]
             want = ReferenceEvaluator(c.model).run(None, c.inputs)
         except Exception:  # noqa: BLE001 - the reference lacks some types and ops' forms
             continue
-        for w, got in zip(want, c.outputs, strict=True):
-            w = np.asarray(w)
-            assert w.shape == got.shape, c.name
-            if got.dtype.kind == "f":
-                np.testing.assert_array_equal(w.astype(got.dtype), got, err_msg=c.name)
-            else:
-                assert bits(w.astype(got.dtype)) == bits(got), c.name
         checked += 1
-    assert checked > 200
+        if same(want, c.outputs):
+            continue
+        assert any(n.op_type == "Slice" for n in c.model.graph.node), c.name
+        got = differential.OnnxRuntimeRunner()(c.model, c.inputs)
+        assert same(got, c.outputs), c.name
+        overruled += 1
+    assert checked > 200 and overruled < checked // 20
 
 
 def test_onnxruntime_agrees_wherever_both_answer(cases: list[onnx_cases.OnnxCase]) -> None:

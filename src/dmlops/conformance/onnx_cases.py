@@ -173,6 +173,18 @@ def _data(rng: np.random.Generator, shape: Sequence[int], dtype: np.dtype[Any]) 
 # ---- the operators: each takes the value it applies to and returns its result values ----
 
 
+def _slice_length(start: int, end: int, step: int, d: int) -> int:
+    """The length ONNX's Slice gives an axis of size d: negative starts and ends count from
+    the end, then clamp to [0, d] (positive steps) or start to [0, d - 1] and end to
+    [-1, d - 1] (negative steps; Python's slices clamp a start before the axis to -1)."""
+    start, end = start + d if start < 0 else start, end + d if end < 0 else end
+    if step > 0:
+        start, end = min(max(start, 0), d), min(max(end, 0), d)
+    else:
+        start, end = min(max(start, 0), d - 1), min(max(end, -1), d - 1)
+    return max(0, -(-(end - start) // step))
+
+
 def _slice(b: _Builder, x: _Value) -> list[_Value]:
     rank = len(x.shape)
     axes = [int(a) for a in b.rng.permutation(rank)[: int(b.rng.integers(1, rank + 1))]]
@@ -189,7 +201,7 @@ def _slice(b: _Builder, x: _Value) -> list[_Value]:
         starts.append(start)
         ends.append(end)
         steps.append(step)
-        shape[a] = len(range(*slice(start, end, step).indices(d)))
+        shape[a] = _slice_length(start, end, step, d)
     named = [a - rank if b.opset >= 10 and b.rng.random() < 0.3 else a for a in axes]
     if b.opset < 10:
         out = b.node("Slice", [x.name], starts=starts, ends=ends, axes=named)
