@@ -526,8 +526,9 @@ def _squeeze(b: _Builder, x: _Value) -> list[_Value] | None:
         return None
     rank = len(x.shape)
     axes = sorted(int(a) for a in b.rng.permutation(ones)[: int(b.rng.integers(1, len(ones) + 1))])
+    attrs: dict[str, Any]
     if b.rng.random() < 0.3:  # no axes: every 1 goes
-        axes, ins, attrs = ones, [x.name], {}
+        axes, ins, attrs = ones, [x.name], dict[str, Any]()
     else:
         named = [a - rank if b.opset >= 11 and b.rng.random() < 0.4 else a for a in axes]
         ins = [x.name, b.ints("axes", named)] if b.opset >= 13 else [x.name]

@@ -1,0 +1,205 @@
+"""A block of dmlops graph nodes as one torch autograd function: the forward is the graph's
+one compiled plan, the backward one compiled plan too — each gradient byte written once.
+
+`Block(build)` takes a function that adds nodes to a `dmlops.Graph` (`build(g, *inputs) ->
+outputs`, inputs and outputs `GraphTensor`s). Called on torch tensors, it compiles the graph
+for their shapes and type (cached), runs it, and records one autograd node. Its backward is
+the forward plan read backwards: every forward copy becomes a copy from the output's
+gradient to the input's gradient (a SLICE_GRAD of all the slices at once, a JOIN's gradient
+split, a transpose's transposed back), constants written by the forward (pads) have no
+gradient, and input elements the forward never read get zeros. That needs the forward to read
+each input element at most once (slices, splits, joins, transposes, depth/space, constant
+pads, KV-cache appends); a block that reads some element twice (a tile, a broadcast, an edge
+pad) is refused when its backward is first compiled, naming the input. Where the gradient
+elements are all written by the copies (the Focus stem's four slices partition their input),
+no zero fill runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from .device import CompiledOperator, Device
+from .elements import element_of, torch_to_numpy
+from .errors import InvalidDescriptorError
+from .graph import Graph, GraphTensor
+from .plan import Plan, StridedCopy, is_injective
+from .tensor import BufferTensorDesc, FeatureLevel
+
+__all__ = ["Block", "backward_plan"]
+
+
+class _Fields:
+    """What a backward pass binds: the outputs' gradients in, the inputs' gradients out."""
+
+    OPERATOR = "BLOCK_BACKWARD"
+    operator_type = "DML_GRAPH"
+
+    def __init__(self, ins: Sequence[BufferTensorDesc], outs: Sequence[BufferTensorDesc]) -> None:
+        self._ins, self._outs = list(ins), list(outs)
+
+    def input_fields(self) -> list[tuple[str, BufferTensorDesc]]:
+        return [(f"OutputGradients[{k}]", d) for k, d in enumerate(self._ins)]
+
+    def output_fields(self) -> list[tuple[str, BufferTensorDesc]]:
+        return [(f"InputGradients[{k}]", d) for k, d in enumerate(self._outs)]
+
+
+def backward_plan(forward: Plan, input_bytes: Sequence[int]) -> tuple[Plan, list[bool]]:
+    """The forward plan read backwards (output gradients in, input gradients out), and per
+    input (of `input_bytes` bytes) whether some of its elements are never read (their
+    gradient must start at zero). InvalidDescriptorError where the forward reads an element
+    of an input twice, or reads through indices (gathers)."""
+    if forward.indexed:
+        raise InvalidDescriptorError("a block with gathers or scatters has no one-pass backward")
+    size = forward.element_size
+    reads = [np.zeros(n // size, np.uint8) for n in input_bytes]
+    back: list[StridedCopy] = []
+    for c in forward.copies:
+        if c.src < 0:
+            continue  # a constant (a pad's fill): no gradient flows to it
+        if not is_injective(c.shape, c.src_strides):
+            raise InvalidDescriptorError(
+                f"block input {c.src}: the forward reads some of its elements more than once "
+                "(a tile, a broadcast, an edge or reflect pad): the gradient would be a sum"
+            )
+        marks = np.lib.stride_tricks.as_strided(
+            reads[c.src][c.src_offset // size :],
+            c.shape,
+            tuple(t * reads[c.src].itemsize for t in c.src_strides),
+        )
+        marks += 1
+        back.append(StridedCopy(c.dst, c.dst_offset, c.dst_strides, c.src, c.src_offset,
+                                c.src_strides, c.shape))  # fmt: skip
+    for k, r in enumerate(reads):
+        if r.size and r.max() > 1:
+            raise InvalidDescriptorError(
+                f"block input {k}: two copies of the forward read the same elements: the "
+                "gradient would be a sum"
+            )
+    plan = Plan(
+        size,
+        tuple(back),
+        forward.output_spans,
+        forward.input_spans,
+    )
+    return plan, [bool(r.size) and not bool(r.all()) for r in reads]
+
+
+class _Compiled:
+    """A block compiled for one list of input shapes and one element type."""
+
+    def __init__(
+        self, build: Callable[..., Any], shapes: list[tuple[int, ...]], dtype: torch.dtype,
+        device: Device,
+    ) -> None:  # fmt: skip
+        element = element_of(torch_to_numpy(torch.empty(0, dtype=dtype)).dtype)
+        if element.data_type is None:
+            raise InvalidDescriptorError(f"Block: {dtype} has no DirectML data type")
+        self.descs = [BufferTensorDesc(element.data_type, s) for s in shapes]
+        g = Graph(device.feature_level)
+        inputs = [g.input(d) for d in self.descs]
+        made = build(g, *inputs)
+        outputs = [made] if isinstance(made, GraphTensor) else list(made)
+        self.forward = g.compile(outputs, device)
+        if not isinstance(self.forward, CompiledOperator):
+            raise InvalidDescriptorError(
+                "Block: the graph needs an intermediate buffer (a view that does not line up "
+                "with its pieces); its backward would not be one pass"
+            )
+        self.out_shapes = [tuple(t.sizes) for t in outputs]
+        self.device = device
+        self._backward: tuple[CompiledOperator, list[bool]] | None = None
+
+    def backward(self) -> tuple[CompiledOperator, list[bool]]:
+        if self._backward is None:
+            plan, zeroed = backward_plan(
+                self.forward.plan, [d.total_tensor_size_in_bytes for d in self.descs]
+            )
+            out_descs = [d for _, d in self.forward.desc.output_fields()]
+            op = CompiledOperator(self.device, _Fields(out_descs, self.descs), plan)  # type: ignore[arg-type]
+            self._backward = (op, zeroed)
+        return self._backward
+
+
+def _memory(t: Tensor) -> Any:
+    """What a backend binds: a numpy view of a CPU tensor, a CUDA tensor itself."""
+    return torch_to_numpy(t) if t.device.type == "cpu" else t
+
+
+class _Function(torch.autograd.Function):  # type: ignore[misc]
+    @staticmethod
+    def forward(ctx: Any, compiled: _Compiled, *xs: Tensor) -> tuple[Tensor, ...]:
+        ctx.compiled = compiled
+        like = xs[0]
+        outs = [torch.empty(s, dtype=like.dtype, device=like.device) for s in compiled.out_shapes]
+        ins = [x.detach().contiguous() for x in xs]
+        compiled.forward._run_fresh([_memory(x) for x in ins], [_memory(o) for o in outs])
+        ctx.mark_non_differentiable(*[o for o in outs if not o.is_floating_point()])
+        return tuple(outs)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Tensor) -> tuple[Any, ...]:
+        compiled: _Compiled = ctx.compiled
+        op, zeroed = compiled.backward()
+        like = next(g for g in grads if g is not None)
+        gs = [
+            torch.zeros(s, dtype=like.dtype, device=like.device) if g is None else g.contiguous()
+            for g, s in zip(grads, compiled.out_shapes, strict=True)
+        ]
+        outs = [
+            (torch.zeros if z else torch.empty)(d.sizes, dtype=like.dtype, device=like.device)
+            for d, z in zip(compiled.descs, zeroed, strict=True)
+        ]
+        op._run_fresh([_memory(g) for g in gs], [_memory(o) for o in outs])
+        return (None, *outs)
+
+
+class Block:
+    """A function of dmlops graph nodes, run on torch tensors as one plan forward and one
+    plan backward.
+
+    >>> import torch, dmlops
+    >>> from dmlops.torch_block import Block
+    >>> focus = Block(lambda g, x: g.join([g.slice(x, [0, 0, r, c], [1, 1, 2, 2], [1, 1, 2, 2])
+    ...                                    for r, c in ((0, 0), (1, 0), (0, 1), (1, 1))], 1))
+    >>> x = torch.arange(16.0).reshape(1, 1, 4, 4).requires_grad_()
+    >>> (y,) = focus(x)
+    >>> y.shape
+    torch.Size([1, 4, 2, 2])
+    >>> y.sum().backward(); bool((x.grad == 1).all())
+    True
+    """
+
+    def __init__(
+        self,
+        build: Callable[..., GraphTensor | Sequence[GraphTensor]],
+        feature_level: FeatureLevel | int | str | None = None,
+    ) -> None:
+        self.build = build
+        self.feature_level = feature_level
+        self._compiled: dict[Any, _Compiled] = {}
+
+    def __call__(self, *xs: Tensor) -> tuple[Tensor, ...]:
+        if not xs or not all(isinstance(x, Tensor) for x in xs):
+            raise InvalidDescriptorError("Block: call it on torch tensors")
+        dtypes = {x.dtype for x in xs}
+        places = {x.device for x in xs}
+        if len(dtypes) != 1 or len(places) != 1:
+            raise InvalidDescriptorError(
+                f"Block: inputs of one type on one device, not {sorted(map(str, dtypes))} on "
+                f"{sorted(map(str, places))}"
+            )
+        key = (tuple(tuple(x.shape) for x in xs), xs[0].dtype, xs[0].device)
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            backend = "numpy" if xs[0].device.type == "cpu" else "cuda"
+            device = Device(self.feature_level, backend=backend)
+            compiled = _Compiled(self.build, list(key[0]), xs[0].dtype, device)
+            self._compiled[key] = compiled
+        return tuple(_Function.apply(compiled, *xs))

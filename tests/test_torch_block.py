@@ -1,0 +1,173 @@
+"""A block of graph nodes as one torch autograd function: forward and backward each one
+plan, gradients bit-identical to torch's own slicing, joins, splits and depth/space."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import dmlops  # noqa: E402
+from conftest import HAS_CUDA  # noqa: E402
+from dmlops.errors import InvalidDescriptorError  # noqa: E402
+from dmlops.torch_block import Block, backward_plan  # noqa: E402
+
+DEVICES = [
+    "cpu",
+    pytest.param(
+        "cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")]
+    ),
+]
+WINDOWS = ((0, 0), (1, 0), (0, 1), (1, 1))
+
+
+def focus(g: Any, x: Any) -> Any:
+    n, c, h, w = x.sizes
+    return g.join(
+        [g.slice(x, [0, 0, r, s], [n, c, h // 2, w // 2], [1, 1, 2, 2]) for r, s in WINDOWS], 1
+    )
+
+
+def focus_torch(x: Any) -> Any:
+    return torch.cat([x[..., r::2, s::2] for r, s in WINDOWS], 1)
+
+
+def _grads(fn: Any, x: Any, seed: int = 0) -> tuple[Any, Any]:
+    x = x.detach().clone().requires_grad_()
+    out = fn(x)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    total = sum((o * torch.randn(o.shape, generator=gen).to(o.device, o.dtype)).sum() for o in outs)
+    total.backward()
+    return [o.detach() for o in outs], x.grad
+
+
+def _same(a: Any, b: Any) -> None:
+    assert a.shape == b.shape and a.dtype == b.dtype
+    assert a.cpu().numpy().tobytes() == b.cpu().numpy().tobytes()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+def test_focus_stem_forward_and_backward(device: str, dtype: str) -> None:
+    x = torch.randn(2, 3, 8, 6, dtype=getattr(torch, dtype), device=device)
+    ours, gx = _grads(Block(focus), x)
+    theirs, tx = _grads(focus_torch, x)
+    _same(ours[0], theirs[0])
+    _same(gx, tx)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_qkv_split_heads_and_kv_append(device: str) -> None:
+    """Split into three, a head reshape + transpose of each, a join along time with a past."""
+    b, t, h, d = 2, 5, 3, 4
+
+    def build(g: Any, x: Any, past_k: Any, past_v: Any) -> Any:
+        q, k, v = g.split(x, 2, [h * d] * 3)
+        heads = [g.reinterpret(y, (b, h, t, d), (t * h * d, d, h * d, 1)) for y in (q, k, v)]
+        return [heads[0], g.join([past_k, heads[1]], 2), g.join([past_v, heads[2]], 2)]
+
+    def theirs(x: Any, past_k: Any, past_v: Any) -> Any:
+        q, k, v = (y.reshape(b, t, h, d).transpose(1, 2) for y in x.split(h * d, 2))
+        return [q.contiguous(), torch.cat([past_k, k], 2), torch.cat([past_v, v], 2)]
+
+    ins = [
+        torch.randn(b, t, 3 * h * d, device=device).requires_grad_(),
+        torch.randn(b, h, 7, d, device=device).requires_grad_(),
+        torch.randn(b, h, 7, d, device=device).requires_grad_(),
+    ]
+    outs = Block(build)(*ins)
+    want = theirs(*ins)
+    weights = [torch.randn(o.shape, device=device) for o in want]
+    sum((o * w).sum() for o, w in zip(outs, weights, strict=True)).backward()
+    ours = [x.grad.clone() for x in ins]
+    for x in ins:
+        x.grad = None
+    sum((o * w).sum() for o, w in zip(want, weights, strict=True)).backward()
+    for o, w in zip(outs, want, strict=True):
+        _same(o.detach(), w.detach())
+    for mine, x in zip(ours, ins, strict=True):
+        _same(mine, x.grad)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pixel_unshuffle_as_space_to_depth(device: str) -> None:
+    x = torch.randn(2, 3, 4, 6, device=device)
+    block = Block(lambda g, x: [g.space_to_depth(x, 2, "COLUMN_ROW_DEPTH")])
+    (y,), gx = _grads(block, x)
+    (want,), tx = _grads(lambda x: torch.nn.functional.pixel_unshuffle(x, 2), x)
+    assert y.shape == (2, 12, 2, 3)
+    _same(y, want)
+    _same(gx, tx)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_unread_elements_and_constants_get_no_gradient(device: str) -> None:
+    """A slice reading part of its input, then a constant pad: the unread elements' gradient
+    is zero, the pad's constants take none."""
+    x = torch.randn(4, 6, device=device)
+
+    def build(g: Any, x: Any) -> Any:
+        part = g.slice(x, [1, 0], [2, 3], [1, 2])
+        return g.padding(part, [1, 0], [0, 2], "CONSTANT", 7.0)
+
+    (y,), gx = _grads(Block(build), x)
+    (want,), tx = _grads(
+        lambda x: torch.nn.functional.pad(x[1:3, 0::2], (0, 2, 1, 0), value=7.0), x
+    )
+    _same(y, want)
+    _same(gx, tx)
+    assert (gx[0] == 0).all() and (gx[:, 1::2] == 0).all()
+
+
+def test_a_block_reading_an_element_twice_refuses_its_backward() -> None:
+    x = torch.randn(2, 3, requires_grad=True)
+    (y,) = Block(lambda g, x: [g.tile(x, [2, 1])])(x)
+    _same(y.detach(), x.detach().repeat(2, 1))
+    with pytest.raises(InvalidDescriptorError, match=r"more than once|same elements"):
+        y.sum().backward()
+
+
+def test_two_slices_reading_the_same_elements_refuse_their_backward() -> None:
+    x = torch.randn(4, 4, requires_grad=True)
+    block = Block(
+        lambda g, x: [g.slice(x, [0, 0], [2, 4], [1, 1]), g.slice(x, [1, 0], [2, 4], [1, 1])]
+    )
+    a, b = block(x)
+    with pytest.raises(InvalidDescriptorError, match="same elements"):
+        (a.sum() + b.sum()).backward()
+
+
+def test_the_backward_plan_is_one_pass_without_fills() -> None:
+    g = dmlops.Graph()
+    x = g.input(dmlops.BufferTensorDesc("FLOAT32", (1, 3, 8, 8)))
+    forward = g.compile([focus(g, x)]).plan
+    plan, zeroed = backward_plan(forward, [3 * 8 * 8 * 4])
+    assert zeroed == [False]  # the four slices partition the input: no zero fill
+    assert len(plan.copies) == len(forward.copies) and not plan.fills
+    assert {c.src for c in plan.copies} == {0} and {c.dst for c in plan.copies} == {0}
+
+
+def test_blocks_are_compiled_once_per_shape_and_refuse_mixed_inputs() -> None:
+    block = Block(focus)
+    for _ in range(3):
+        block(torch.zeros(1, 1, 4, 4))
+    block(torch.zeros(1, 2, 4, 4))
+    assert len(block._compiled) == 2
+    with pytest.raises(InvalidDescriptorError, match="one type"):
+        Block(lambda g, a, b: [g.join([a, b], 0)])(
+            torch.zeros(2), torch.zeros(2, dtype=torch.float64)
+        )
+    with pytest.raises(InvalidDescriptorError, match="torch tensors"):
+        block(np.zeros((1, 1, 4, 4), np.float32))
+
+
+def test_second_order_is_not_claimed() -> None:
+    """The backward is not itself differentiable through the block (create_graph)."""
+    x = torch.randn(1, 1, 4, 4, requires_grad=True)
+    (y,) = Block(focus)(x)
+    (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+    assert not g.requires_grad
