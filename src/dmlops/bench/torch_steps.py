@@ -4,7 +4,8 @@ blocks with dmlops' operators inside torch programs.
 Blocks: a YOLOv5 Focus stem (four stride-2 slices, channel concat), a QKV split with the
 head transpose, pixel unshuffle, a KV-cache append, and a slice of a transposed view. Each
 step runs the block and backpropagates a fixed gradient. Contenders: dmlops' operators
-under torch.compile, the same eagerly, torch.compile of torch's own code, and torch eager;
+under torch.compile, the same eagerly, the block as one `dmlops.torch_block.Block` (one plan
+forward, one backward), torch.compile of torch's own code, and torch eager;
 the copy ceiling is a device-to-device copy of the bytes the step writes (forward output
 plus input gradient). Also timed: the first call of each (compilation included).
 """
@@ -29,12 +30,24 @@ REFERENCE = "torch.compile"
 
 @dataclass(frozen=True)
 class Block:
-    """A block as dmlops code and as torch code, with its input shapes (on the GPU)."""
+    """A block as dmlops code, as torch code and as a dmlops graph (`dmlops.torch_block`:
+    one plan forward, one backward), with its input shapes (on the GPU)."""
 
     name: str
     shapes: list[tuple[int, ...]]
     ours: Callable[..., Any]
     theirs: Callable[..., Any]
+    graph: Callable[..., Any]
+
+
+_WINDOWS = ((0, 0), (1, 0), (0, 1), (1, 1))
+
+
+def _focus_graph(g: Any, x: Any) -> Any:
+    n, c, h, w = x.sizes
+    return g.join(
+        [g.slice(x, [0, 0, a, b], [n, c, h // 2, w // 2], [1, 1, 2, 2]) for a, b in _WINDOWS], 1
+    )
 
 
 def _focus_ours(x: Any) -> Any:
@@ -63,6 +76,13 @@ def _qkv_ours(x: Any) -> Any:
     return [p.squeeze(0) for p in dmlops.split(view, 0, [1, 1, 1])]
 
 
+def _qkv_graph(g: Any, x: Any) -> Any:
+    b, t, _ = x.sizes
+    h, d = _HEADS, _HEAD_DIM
+    parts = g.split(x, 2, [h * d] * 3)
+    return [g.reinterpret(p, (b, h, t, d), (t * h * d, d, h * d, 1)) for p in parts]
+
+
 def _qkv_theirs(x: Any) -> Any:
     b, t, _ = x.shape
     q, k, v = x.split(_HEADS * _HEAD_DIM, 2)
@@ -73,6 +93,10 @@ def _unshuffle_ours(x: Any) -> Any:
     return dmlops.space_to_depth(x, 2, "CRD")
 
 
+def _unshuffle_graph(g: Any, x: Any) -> Any:
+    return g.space_to_depth(x, 2, "COLUMN_ROW_DEPTH")
+
+
 def _unshuffle_theirs(x: Any) -> Any:
     import torch
 
@@ -81,6 +105,10 @@ def _unshuffle_theirs(x: Any) -> Any:
 
 def _append_ours(past: Any, new: Any) -> Any:
     return dmlops.join([past, new], 2)
+
+
+def _append_graph(g: Any, past: Any, new: Any) -> Any:
+    return g.join([past, new], 2)
 
 
 def _append_theirs(past: Any, new: Any) -> Any:
@@ -94,16 +122,46 @@ def _transposed_ours(x: Any) -> Any:
     return dmlops.slice1(x.transpose(1, 2), [0, 0, 1], [n, w, h - 1], [1, 1, 2])
 
 
+def _transposed_graph(g: Any, x: Any) -> Any:
+    n, h, w = x.sizes
+    view = g.reinterpret(x, (n, w, h), (h * w, 1, w))
+    return g.slice1(view, [0, 0, 1], [n, w, h - 1], [1, 1, 2])
+
+
 def _transposed_theirs(x: Any) -> Any:
     return x.transpose(1, 2)[:, :, 1::2].contiguous()
 
 
 BLOCKS = [
-    Block("Focus stem", [(16, 3, 640, 640)], _focus_ours, _focus_theirs),
-    Block("QKV split + heads", [(16, 1024, 3 * _HEADS * _HEAD_DIM)], _qkv_ours, _qkv_theirs),
-    Block("pixel unshuffle", [(16, 64, 256, 256)], _unshuffle_ours, _unshuffle_theirs),
-    Block("KV-cache append", [(32, 32, 1023, 128), (32, 32, 1, 128)], _append_ours, _append_theirs),
-    Block("slice of transposed view", [(64, 1024, 2048)], _transposed_ours, _transposed_theirs),
+    Block("Focus stem", [(16, 3, 640, 640)], _focus_ours, _focus_theirs, _focus_graph),
+    Block(
+        "QKV split + heads",
+        [(16, 1024, 3 * _HEADS * _HEAD_DIM)],
+        _qkv_ours,
+        _qkv_theirs,
+        _qkv_graph,
+    ),
+    Block(
+        "pixel unshuffle",
+        [(16, 64, 256, 256)],
+        _unshuffle_ours,
+        _unshuffle_theirs,
+        _unshuffle_graph,
+    ),
+    Block(
+        "KV-cache append",
+        [(32, 32, 1023, 128), (32, 32, 1, 128)],
+        _append_ours,
+        _append_theirs,
+        _append_graph,
+    ),
+    Block(
+        "slice of transposed view",
+        [(64, 1024, 2048)],
+        _transposed_ours,
+        _transposed_theirs,
+        _transposed_graph,
+    ),
 ]
 
 
@@ -136,8 +194,11 @@ def _time_block(torch: Any, block: Block, reps: int) -> list[Result]:
     written = sum(o.numel() * o.element_size() for o in outs)
     written += sum(i.numel() * i.element_size() for i in inputs)
     del outs
+    from dmlops.torch_block import Block as GraphBlock
+
     contenders = {  # dmlops eager first: its first call includes loading its kernels
         "dmlops eager": block.ours,
+        "dmlops Block (eager)": GraphBlock(block.graph),
         "dmlops + torch.compile": torch.compile(block.ours, fullgraph=True),
         "torch.compile": torch.compile(block.theirs),
         "torch eager": block.theirs,
