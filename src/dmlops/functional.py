@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .backends import Backend, get_backend
-from .elements import Element, element_of, encode
+from .elements import Element, element_of, encode, numpy_dtype
 from .errors import BindingError, DmlError, InvalidDescriptorError, UnsupportedFeatureLevelError
 from .ops import (
     DepthToSpace1Desc,
@@ -379,7 +379,12 @@ class _Call:
         self.new_shapes = [shape for shape in new_shapes if shape is not None]
         self.one_shape = new_shapes[0] if len(new_shapes) == 1 else None
         one_new = self.fresh and self.one_shape is not None
-        self.produce = getattr(self.run, "produce", None) if one_new else None
+        producer = getattr(self.run, "producer", None) if one_new else None
+        self.produce = (
+            None
+            if producer is None
+            else producer(self.one_shape, numpy_dtype(inputs[like].element))
+        )
 
     def reading(self, select: list[int]) -> _Call:
         """This call, reading only inputs `select` of those it is given."""
@@ -391,9 +396,7 @@ class _Call:
         """The call where it is `fresh`: new outputs like input `like`, then the run."""
         new_like, like = self.backend.new_like, ins[self.like]
         if self.produce is not None:  # the output made by the copy itself
-            made = self.produce(ins)
-            if made is not None and made.dtype == like.dtype:
-                return [made.reshape(self.one_shape)]
+            return [self.produce(ins)]
         if self.one_shape is not None:
             results = [new_like(like, self.one_shape)]
         else:
@@ -690,8 +693,6 @@ def _empty_like(x: Any, shape: tuple[int, ...]) -> Any:
 def _filled(x: Any, value: Any, rank: int) -> Any:
     """An array of x's library, type and device holding one element, `value`, in `rank`
     dimensions of size 1."""
-    from .elements import numpy_dtype
-
     backend = backend_of([x])
     element = element_of(_dtype_of(backend, x))
     dtype = numpy_dtype(element)

@@ -302,6 +302,31 @@ class NumpyBackend:
         return run_parallel
 
 
+def _strides_in(
+    shape: Sequence[int], coalesced: Sequence[int], strides: Sequence[int]
+) -> tuple[int, ...] | None:
+    """The source's byte strides for each dimension of a row-major output `shape` whose
+    coalesced form (size-1 dimensions dropped, neighbours merged in order) is `coalesced`
+    with source strides `strides`; None where `shape` does not refine it."""
+    out = [0] * len(shape)
+    k, inner = len(coalesced) - 1, 1
+    for i in range(len(shape) - 1, -1, -1):
+        n = shape[i]
+        if n == 1:
+            continue
+        if k < 0:
+            return None
+        out[i] = strides[k] * inner
+        inner *= n
+        if inner == coalesced[k]:
+            k, inner = k - 1, 1
+        elif coalesced[k] % inner:
+            return None
+    while k >= 0 and coalesced[k] == 1:
+        k -= 1
+    return tuple(out) if k < 0 and inner == 1 else None
+
+
 def _writes_whole(recipe: tuple[Any, ...], plan: Plan) -> bool:
     """Whether a copy recipe writes all of the plan's one output, row-major from byte 0."""
     shape, dtype, _, _, _, _, do, ds = recipe
@@ -376,7 +401,7 @@ class _NumpyExecutor:
         strided = not (self.steps or self.compiled or self.parallel)  # views on this thread
         plain = strided and not self.fills
         self.one = self.recipe[0] if plain and len(self.recipe) == 1 else None
-        # that copy writing the whole of a lone output in row-major order: `produce` can make
+        # that copy writing the whole of a lone output in row-major order: `producer` can make
         # the output itself, a copy of the source's view
         self.whole = self.one is not None and _writes_whole(self.one, plan)
         # many copies laying contiguous runs side by side: one numpy.concatenate; else many
@@ -399,19 +424,29 @@ class _NumpyExecutor:
             return
         self._run(ins, outs)
 
-    def produce(self, ins: Sequence[Any]) -> np.ndarray[Any, Any] | None:
-        """The plan's lone output made as a new row-major array of the source's own numeric
-        type (its bits copied), in the copy's coalesced shape; None where the plan is not one
-        whole-output copy or the source's type is not numpy's own numeric one."""
-        if not self.whole:
+    def producer(
+        self, shape: tuple[int, ...], dtype: np.dtype[Any] | None
+    ) -> Callable[[Sequence[Any]], np.ndarray[Any, Any]] | None:
+        """The plan's lone output of `shape` made as a new row-major array of the source's
+        numeric type `dtype` (its bits copied: one view of the source in the output's own
+        shape, copied), or None where the plan is not one whole-output copy or the type is
+        not numpy's own numeric one. The call's signature fixes the type, so every check
+        is made here, once."""
+        if not self.whole or dtype is None:
             return None
-        shape, dtype, si, so, ss = self.one[:5]  # type: ignore[index]
-        src = ins[si]
-        kind = getattr(src, "dtype", None)
-        if kind is None or kind.kind not in "biufc" or kind.itemsize != dtype.itemsize:
+        coalesced, word, si, so, ss = self.one[:5]  # type: ignore[index]
+        if dtype.kind not in "biufc" or dtype.itemsize != word.itemsize:
             return None
-        made: np.ndarray[Any, Any] = np.ndarray(shape, kind, src, so, ss).copy()
-        return made
+        strides = _strides_in(shape, coalesced, ss)
+        if strides is None:
+            return None
+        view = np.ndarray
+
+        def make(ins: Sequence[Any]) -> np.ndarray[Any, Any]:
+            made: np.ndarray[Any, Any] = view(shape, dtype, ins[si], so, strides).copy()
+            return made
+
+        return make
 
     def _shortcut(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
         """The side-by-side or element-map run; the views where it declines (nothing
