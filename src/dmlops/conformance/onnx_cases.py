@@ -25,6 +25,7 @@ __all__ = [
     "Recipe",
     "OnnxCase",
     "make_case",
+    "drawn",
     "generate",
     "recipes",
 ]
@@ -824,11 +825,15 @@ def generate(
 ) -> list[OnnxCase]:
     """Up to `count` cases with dmlops' answers, deterministic for a seed (a recipe whose
     operators cannot apply in a row to the shapes it drew is redrawn with the next seed)."""
-    cases = []
-    for r in recipes(seed, count, operators, invalid_fraction, chain_fraction):
-        for bump in range(8):
-            case = make_case(replace(r, seed=r.seed + bump))
-            if case is not None:
-                cases.append(case)
-                break
-    return cases
+    made = (drawn(r) for r in recipes(seed, count, operators, invalid_fraction, chain_fraction))
+    return [case for case in made if case is not None]
+
+
+def drawn(recipe: Recipe, tries: int = 8) -> OnnxCase | None:
+    """The recipe's case, or, where its operators cannot apply in a row to the shapes its
+    seed draws, the first of the next seeds' that can (None after `tries` seeds)."""
+    for bump in range(tries):
+        case = make_case(replace(recipe, seed=recipe.seed + bump))
+        if case is not None:
+            return case
+    return None
