@@ -47,7 +47,8 @@ def _grads(fn: Any, x: Any, seed: int = 0) -> tuple[Any, Any]:
 
 def _same(a: Any, b: Any) -> None:
     assert a.shape == b.shape and a.dtype == b.dtype
-    assert a.cpu().numpy().tobytes() == b.cpu().numpy().tobytes()
+    bits = [t.detach().cpu().contiguous().reshape(-1).view(torch.uint8) for t in (a, b)]
+    assert torch.equal(*bits)  # bit for bit: NaN payloads and -0.0 too
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -171,3 +172,24 @@ def test_second_order_is_not_claimed() -> None:
     (y,) = Block(focus)(x)
     (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
     assert not g.requires_grad
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "bool", "int32", "int8"])
+def test_any_element_type_moves_and_bfloat16_differentiates(dtype: str) -> None:
+    """Types DirectML lacks (bfloat16, bool) move as words of their size; integer and bool
+    outputs take no gradient."""
+    kind = getattr(torch, dtype)
+    x = (torch.arange(48) % 7).reshape(2, 1, 4, 6).to(kind)
+    if kind.is_floating_point:
+        x.requires_grad_()
+    (y,) = Block(focus)(x)
+    _same(y.detach(), focus_torch(x.detach()))
+    assert y.requires_grad == kind.is_floating_point
+    if kind.is_floating_point:
+        y.backward(torch.ones_like(y))
+        assert bool((x.grad == 1).all())
+
+
+def test_empty_inputs_are_refused_by_name() -> None:
+    with pytest.raises(InvalidDescriptorError, match="Sizes"):
+        Block(lambda g, x: [g.slice(x, [0, 0], [1, 1], [1, 1])])(torch.zeros(0, 3))

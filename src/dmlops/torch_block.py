@@ -98,10 +98,9 @@ class _Compiled:
         self, build: Callable[..., Any], shapes: list[tuple[int, ...]], dtype: torch.dtype,
         device: Device,
     ) -> None:  # fmt: skip
+        # types DirectML lacks (bfloat16, bool) move as unsigned words of their size
         element = element_of(torch_to_numpy(torch.empty(0, dtype=dtype)).dtype)
-        if element.data_type is None:
-            raise InvalidDescriptorError(f"Block: {dtype} has no DirectML data type")
-        self.descs = [BufferTensorDesc(element.data_type, s) for s in shapes]
+        self.descs = [BufferTensorDesc(element.described_as, s) for s in shapes]
         g = Graph(device.feature_level)
         inputs = [g.input(d) for d in self.descs]
         made = build(g, *inputs)
