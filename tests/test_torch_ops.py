@@ -4,6 +4,9 @@ graphs through torch.compile(mode="reduce-overhead"). Skipped without torch."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -22,6 +25,20 @@ DEVICES = [
     ),
 ]
 SEED = ([0, 0, 0, 1], [1, 1, 4, 3], [1, 1, -2, 2])
+
+
+@pytest.fixture(autouse=True)
+def fresh_inductor_code() -> Iterator[None]:
+    """Inductor's on-disk caches key a graph before dmlops' decompositions apply: code
+    compiled by an older dmlops could be served to these tests (they read the code)."""
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+
+    with (
+        inductor_config.patch(fx_graph_cache=False),
+        functorch_config.patch(enable_autograd_cache=False),
+    ):
+        yield
 
 
 @pytest.fixture(params=DEVICES)
@@ -305,3 +322,46 @@ def test_a_focus_stem_compiles_to_as_many_kernels_as_torch_slicing(device: str) 
     step(b).backward()
     assert torch.equal(a.grad, b.grad)
     assert "torch.ops.dmlops" not in "\n".join(grad_code)
+
+
+def test_a_qkv_head_split_backward_writes_its_gradient_once(device: str) -> None:
+    """A split of a permuted view (QKV into heads): its gradient (a join read back through
+    the permutation) compiles to as many kernels as torch's split + transpose, and no
+    buffer beyond the gradient itself (a `cat` was a buffer of its own: written twice)."""
+    from torch._inductor.utils import run_and_get_code
+
+    from dmlops import torch_ops
+
+    if not torch_ops.FUSES:
+        pytest.skip("this torch has no inductor decomposition table")
+    heads, dim = 2, 4
+
+    def ours(x):  # type: ignore[no-untyped-def]
+        b, t, _ = x.shape
+        view = x.view(b, t, 3, heads, dim).permute(2, 0, 3, 1, 4)
+        return [p.squeeze(0) for p in dmlops.split(view, 0, [1, 1, 1])]
+
+    def theirs(x):  # type: ignore[no-untyped-def]
+        b, t, _ = x.shape
+        q, k, v = x.split(heads * dim, 2)
+        return [p.view(b, t, heads, dim).transpose(1, 2).contiguous() for p in (q, k, v)]
+
+    def backward_code(fn):  # type: ignore[no-untyped-def]
+        torch._dynamo.reset()
+        x = _x(device, 2, 5, 3 * heads * dim, dtype=torch.float32)
+        step = torch.compile(lambda x: sum((o * o).sum() for o in fn(x)), fullgraph=True)
+        _, code = run_and_get_code(lambda: step(x).backward())
+        return "\n".join(code), x.grad
+
+    ours_code, ours_grad = backward_code(ours)
+    theirs_code, theirs_grad = backward_code(theirs)
+    assert torch.equal(ours_grad, theirs_grad)
+
+    def kernels(text: str) -> int:
+        return text.count("@triton.jit") + text.count("cpp_fused_") // 2
+
+    def buffers(text: str) -> int:
+        return len(set(re.findall(r"\b(buf\d+) = empty_strided", text)))
+
+    assert kernels(ours_code) == kernels(theirs_code)
+    assert buffers(ours_code) <= buffers(theirs_code)

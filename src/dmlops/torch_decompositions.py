@@ -89,6 +89,8 @@ def assemble(
     axis = _tiling_axis(written, shape) if len(written) == len(mine) else None
     if axis is not None:
         parts = [source_view(inputs[c.src], c.src_start, c.src_step, c.shape) for c in written]
+        if len(parts) <= _POINTWISE_PARTS:
+            return _pointwise_join(parts, axis)
         return torch.cat(parts, axis)
     out = like.new_zeros(tuple(shape))
     for c in written:
@@ -99,6 +101,33 @@ def assemble(
             start[d] += step[d] * (c.shape[d] - 1)
             step[d] = -step[d]
         out = _box_scatter(out, box.flip(backwards) if backwards else box, start, step)
+    return out
+
+
+_POINTWISE_PARTS = 8  # joins of up to this many parts are one pointwise expression
+
+
+def _pointwise_join(parts: Sequence[Tensor], axis: int) -> Tensor:
+    """`torch.cat(parts, axis)` as one pointwise expression: each part padded to the whole
+    along `axis` and picked by position (a selection: the bits kept). Inductor fuses it with
+    what reads it; a `cat` is a buffer of its own, so a split's gradient read through a
+    permutation (a QKV head split's) was written twice."""
+    rank = parts[0].dim()
+    total = sum(int(p.shape[axis]) for p in parts)
+    where = [1] * rank
+    where[axis] = total
+    position = torch.arange(total, device=parts[0].device).view(where)
+    out: Tensor | None = None
+    at = 0
+    for p in parts:
+        n = int(p.shape[axis])
+        pad = [0] * (2 * rank)  # F.pad's order: the last dimension first
+        pad[2 * (rank - 1 - axis)] = at
+        pad[2 * (rank - 1 - axis) + 1] = total - at - n
+        padded = torch.nn.functional.pad(p, pad)
+        out = padded if out is None else torch.where(position >= at, padded, out)
+        at += n
+    assert out is not None
     return out
 
 
