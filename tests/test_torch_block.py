@@ -193,3 +193,24 @@ def test_any_element_type_moves_and_bfloat16_differentiates(dtype: str) -> None:
 def test_empty_inputs_are_refused_by_name() -> None:
     with pytest.raises(InvalidDescriptorError, match="Sizes"):
         Block(lambda g, x: [g.slice(x, [0, 0], [1, 1], [1, 1])])(torch.zeros(0, 3))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gradients_of_inputs_copied_whole_are_views(device: str) -> None:
+    """A KV-cache append: each input lands whole in the output, so its gradient is a view of
+    the output's gradient (no byte moved, as torch's own cat backward does); a Focus stem's
+    input gradient is written by the plan."""
+    past = torch.randn(2, 3, 5, 4, device=device, requires_grad=True)
+    new = torch.randn(2, 3, 1, 4, device=device, requires_grad=True)
+    (y,) = Block(lambda g, p, n: [g.join([p, n], 2)])(past, new)
+    grad = torch.randn(y.shape, device=device)
+    gp, gn = torch.autograd.grad(y, [past, new], grad)
+    _same(gp, grad[:, :, :5])
+    _same(gn, grad[:, :, 5:])
+    for g in (gp, gn):
+        assert g.untyped_storage().data_ptr() == grad.untyped_storage().data_ptr()
+    x = torch.randn(1, 2, 4, 4, device=device, requires_grad=True)
+    (f,) = Block(focus)(x)
+    (gx,) = torch.autograd.grad(f, [x], torch.ones_like(f))
+    assert gx.untyped_storage().data_ptr() != f.untyped_storage().data_ptr()
+    assert bool((gx == 1).all())

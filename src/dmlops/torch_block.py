@@ -17,6 +17,7 @@ no zero fill runs.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -29,7 +30,7 @@ from .elements import element_of, torch_to_numpy
 from .errors import InvalidDescriptorError
 from .graph import Graph, GraphTensor
 from .plan import Plan, StridedCopy, is_injective
-from .tensor import BufferTensorDesc, FeatureLevel
+from .tensor import BufferTensorDesc, FeatureLevel, packed_strides
 
 __all__ = ["Block", "backward_plan"]
 
@@ -113,17 +114,73 @@ class _Compiled:
             )
         self.out_shapes = [tuple(t.sizes) for t in outputs]
         self.device = device
-        self._backward: tuple[CompiledOperator, list[bool]] | None = None
+        self._backward: _Backward | None = None
 
-    def backward(self) -> tuple[CompiledOperator, list[bool]]:
+    def backward(self) -> _Backward:
         if self._backward is None:
             plan, zeroed = backward_plan(
                 self.forward.plan, [d.total_tensor_size_in_bytes for d in self.descs]
             )
-            out_descs = [d for _, d in self.forward.desc.output_fields()]
-            op = CompiledOperator(self.device, _Fields(out_descs, self.descs), plan)  # type: ignore[arg-type]
-            self._backward = (op, zeroed)
+            views: list[_View | None] = [None] * len(self.descs)
+            for k, d in enumerate(self.descs):
+                mine = [c for c in plan.copies if c.dst == k]
+                if (
+                    len(mine) == 1
+                    and not zeroed[k]
+                    and plan.element_size == d.data_type.element_size
+                ):
+                    views[k] = _view_of(mine[0], d.sizes, plan.element_size)
+            written = [k for k, v in enumerate(views) if v is None]
+            op = None
+            if written:  # the gradients that are not views: one plan writes them all
+                copies = tuple(
+                    dataclasses.replace(c, dst=written.index(c.dst))
+                    for c in plan.copies
+                    if views[c.dst] is None
+                )
+                spans = tuple(plan.output_spans[k] for k in written)
+                kept = Plan(plan.element_size, copies, plan.input_spans, spans)
+                out_descs = [d for _, d in self.forward.desc.output_fields()]
+                fields = _Fields(out_descs, [self.descs[k] for k in written])
+                op = CompiledOperator(self.device, fields, kept)  # type: ignore[arg-type]
+            self._backward = _Backward(op, zeroed, views, written)
         return self._backward
+
+
+@dataclasses.dataclass(frozen=True)
+class _View:
+    """An input's gradient as a view of one output's gradient: output, shape, element
+    strides and element offset (the forward copied that input whole into that output)."""
+
+    output: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int
+
+
+@dataclasses.dataclass(frozen=True)
+class _Backward:
+    """A block's backward: the plan writing the gradients that are not views (None where all
+    are), which start at zero, the views, and which inputs the plan writes, in its order."""
+
+    op: CompiledOperator | None
+    zeroed: list[bool]
+    views: list[_View | None]
+    written: list[int]
+
+
+def _view_of(copy: StridedCopy, sizes: Sequence[int], element_size: int) -> _View | None:
+    """The input gradient a backward copy writes, as a view of the output gradient it reads,
+    where the copy writes the whole input row-major from its first element."""
+    if copy.dst_offset or copy.src_offset % element_size:
+        return None
+    if int(np.prod(copy.shape)) != int(np.prod(sizes)):
+        return None
+    if tuple(copy.dst_strides) != tuple(packed_strides(copy.shape)):
+        return None
+    return _View(
+        copy.src, tuple(copy.shape), tuple(copy.src_strides), copy.src_offset // element_size
+    )
 
 
 def _memory(t: Tensor) -> Any:
@@ -145,18 +202,29 @@ class _Function(torch.autograd.Function):  # type: ignore[misc]
     @staticmethod
     def backward(ctx: Any, *grads: Tensor) -> tuple[Any, ...]:
         compiled: _Compiled = ctx.compiled
-        op, zeroed = compiled.backward()
+        back = compiled.backward()
         like = next(g for g in grads if g is not None)
         gs = [
             torch.zeros(s, dtype=like.dtype, device=like.device) if g is None else g.contiguous()
             for g, s in zip(grads, compiled.out_shapes, strict=True)
         ]
-        outs = [
-            (torch.zeros if z else torch.empty)(d.sizes, dtype=like.dtype, device=like.device)
-            for d, z in zip(compiled.descs, zeroed, strict=True)
-        ]
-        op._run_fresh([_memory(g) for g in gs], [_memory(o) for o in outs])
-        return (None, *outs)
+        results: list[Tensor | None] = [None] * len(compiled.descs)
+        for k, v in enumerate(back.views):  # a whole input copied into one output: a view
+            if v is not None:
+                g = gs[v.output]
+                view = torch.as_strided(g, v.shape, v.strides, g.storage_offset() + v.offset)
+                results[k] = view.reshape(compiled.descs[k].sizes)
+        if back.op is not None:
+            outs = [
+                (torch.zeros if back.zeroed[k] else torch.empty)(
+                    compiled.descs[k].sizes, dtype=like.dtype, device=like.device
+                )
+                for k in back.written
+            ]
+            back.op._run_fresh([_memory(g) for g in gs], [_memory(o) for o in outs])
+            for k, o in zip(back.written, outs, strict=True):
+                results[k] = o
+        return (None, *results)
 
 
 class Block:
