@@ -12,7 +12,8 @@ each input element at most once (slices, splits, joins, transposes, depth/space,
 pads, KV-cache appends); a block that reads some element twice (a tile, a broadcast, an edge
 pad) is refused when its backward is first compiled, naming the input. Where the gradient
 elements are all written by the copies (the Focus stem's four slices partition their input),
-no zero fill runs.
+no zero fill runs; an input the forward copies whole into one output (a KV-cache append's)
+gets a view of that output's gradient, as torch's own `cat` backward does: no byte moved.
 """
 
 from __future__ import annotations
