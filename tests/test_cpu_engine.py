@@ -234,3 +234,30 @@ def test_a_focus_stem_runs_as_one_strided_table() -> None:
         [x[..., 0::2, 0::2], x[..., 1::2, 0::2], x[..., 0::2, 1::2], x[..., 1::2, 1::2]], 1
     )
     assert out.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize(
+    ("dtype", "parts"), [(DataType.FLOAT32, [8, 8, 8]), (DataType.UINT8, [3, 4, 2])]
+)
+def test_splits_of_many_rows_run_as_one_rows_table(dtype: DataType, parts: list[int]) -> None:
+    """A split along the last axis of more rows than a table of runs takes: its parts share
+    one outer shape and go as one region (8-byte words, or bytes where rows are odd)."""
+    from dmlops.ops import SplitDesc
+
+    rows = 5000
+    desc = SplitDesc(
+        BufferTensorDesc(dtype, (rows, sum(parts))),
+        [BufferTensorDesc(dtype, (rows, p)) for p in parts],
+        1,
+    )
+    executor = nb.NumpyBackend(threads=3).executor(desc.lower())
+    assert isinstance(executor.runs, compiled.RowsTable)
+    assert executor.runs.wide == (dtype == DataType.FLOAT32)
+    ins = _inputs(desc, 7)
+    fast, slow = _run(desc, ins, 3), _run(desc, ins, 1)
+    assert [f.tobytes() for f in fast] == [s.tobytes() for s in slow]
+    size = 4 if dtype == DataType.FLOAT32 else 1
+    whole = ins[0].view(f"u{size}").reshape(rows, sum(parts))
+    cuts = np.cumsum(parts)[:-1]
+    for got, want in zip(fast, np.split(whole, cuts, axis=1), strict=True):
+        assert got.tobytes() == np.ascontiguousarray(want).tobytes()

@@ -16,7 +16,9 @@ share has its rows cut into pieces first, so one long row still spreads over the
 third, `runs`, moves the runs of all of a plan's row copies (up to _MOST_RUNS) by address in
 one parallel region (`run_table`); `strided` does the same for the rows of a plan's element
 copies of one element size (`strided_table`: a Focus stem's four stride-2 slices are one
-region, not four), through pointers, so no index wraps around and the loop vectorises.
+region, not four), through pointers, so no index wraps around and the loop vectorises;
+`rows_multi` moves row copies that share one outer shape (a split's or a join's parts, too
+many rows for a table of runs) in one region, each input row read once for all of them.
 Calls are serialised (numba's default thread pool takes one parallel region at a time).
 """
 
@@ -149,6 +151,37 @@ def _kernels() -> tuple[Any, Any] | None:
 
         return strided
 
+    @numba.njit(parallel=True, nogil=True, cache=True)
+    def rows_multi(dst, src, shape, dst_strides, src_strides, count, wide):  # type: ignore[no-untyped-def]
+        # every copy c moves count[c] words (8 bytes, or 1 where not `wide`) per row of the
+        # shared outer `shape`, from src[c] + row . src_strides[c] to dst[c] + row .
+        # dst_strides[c]: one parallel region, each input row read once for all copies
+        total = 1
+        for n in shape:
+            total *= n
+        for i in numba.prange(total):
+            for c in range(dst.size):
+                rest = i * 1
+                d = dst[c]
+                s = src[c]
+                for k in range(shape.size - 1, -1, -1):
+                    q = rest % shape[k]
+                    rest //= shape[k]
+                    d += q * dst_strides[c, k]
+                    s += q * src_strides[c, k]
+                n = count[c]
+                if wide:
+                    to = word_at(d)
+                    fro = word_at(s)
+                    for j in range(n):
+                        to[j] = fro[j]
+                else:
+                    tb = byte_at(d)
+                    fb = byte_at(s)
+                    for j in range(n):
+                        tb[j] = fb[j]
+
+    _STATE["rows_multi"] = rows_multi
     _STATE["strided"] = {
         1: strided_rows(byte_at),
         2: strided_rows(pointer(types.uint16)),
@@ -308,6 +341,43 @@ def run_table(copies: list[CompiledCopy]) -> RunTable | None:
     return RunTable(table[0], table[1], table[2], table[3], table[4], wide)
 
 
+@dataclass(frozen=True)
+class RowsTable:
+    """Row copies that share one outer shape (a split's or a join's parts), moved in one
+    parallel region: per copy its bindings, byte offsets, byte strides and row length."""
+
+    src: np.ndarray[Any, Any]
+    src_offset: np.ndarray[Any, Any]
+    dst: np.ndarray[Any, Any]
+    dst_offset: np.ndarray[Any, Any]
+    shape: np.ndarray[Any, Any]
+    src_strides: np.ndarray[Any, Any]  # (copies, dimensions)
+    dst_strides: np.ndarray[Any, Any]
+    count: np.ndarray[Any, Any]  # words per row (8 bytes where `wide`, else bytes)
+    wide: bool
+
+
+def rows_table(copies: list[CompiledCopy]) -> RowsTable | None:
+    """These row copies as one table, or None where they are fewer than two, not all rows,
+    or their outer shapes differ."""
+    if len(copies) < 2 or any(not c.rows for c in copies):
+        return None
+    shape = copies[0].shape
+    if any(c.shape.shape != shape.shape or (c.shape != shape).any() for c in copies):
+        return None
+    arrays = [
+        np.array([getattr(c, f) for c in copies], np.int64)
+        for f in ("src", "src_offset", "dst", "dst_offset", "size")
+    ]
+    src_strides = np.stack([c.src_strides for c in copies]).astype(np.int64)
+    dst_strides = np.stack([c.dst_strides for c in copies]).astype(np.int64)
+    moved = [arrays[1], arrays[3], arrays[4], src_strides, dst_strides]
+    wide = all(int((v % 8).max(initial=0)) == 0 for v in moved)
+    count = arrays[4] // 8 if wide else arrays[4]
+    return RowsTable(arrays[0], arrays[1], arrays[2], arrays[3], shape.astype(np.int64),
+                     src_strides, dst_strides, count, wide)  # fmt: skip
+
+
 _MOST_ROWS = 1 << 16  # element copies of up to this many rows in all go as one table
 
 
@@ -358,8 +428,8 @@ def strided_table(copies: list[CompiledCopy]) -> StridedTable | None:
     return StridedTable(size, *(np.concatenate(p) for p in parts))
 
 
-def run_runs(table: RunTable | StridedTable, ins: Any, outs: Any) -> bool:
-    """Move the table's runs (or strided rows) between the bound buffers (their base
+def run_runs(table: RunTable | RowsTable | StridedTable, ins: Any, outs: Any) -> bool:
+    """Move the table's runs (rows, strided rows) between the bound buffers (their base
     addresses read now); False, with nothing moved, where a wide table meets a buffer not
     8-byte aligned."""
     _kernels()
@@ -376,6 +446,13 @@ def run_runs(table: RunTable | StridedTable, ins: Any, outs: Any) -> bool:
     dst = dst_base[table.dst] + table.dst_offset
     if table.wide and ((src_base % 8).any() or (dst_base % 8).any()):
         return False
+    if isinstance(table, RowsTable):
+        with _LOCK:
+            _STATE["rows_multi"](
+                dst, src, table.shape, table.dst_strides, table.src_strides, table.count,
+                table.wide,
+            )  # fmt: skip
+        return True
     with _LOCK:
         _STATE["runs"](dst, src, table.count, table.wide)
     return True

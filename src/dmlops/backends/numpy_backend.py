@@ -371,7 +371,9 @@ class _NumpyExecutor:
             self.parallel = self.parallel and not self.compiled
         # the compiled copies' contiguous runs as one table (one parallel region), where few
         self.runs = (
-            compiled.run_table(self.compiled) or compiled.strided_table(self.compiled)
+            compiled.run_table(self.compiled)
+            or compiled.rows_table(self.compiled)
+            or compiled.strided_table(self.compiled)
             if self.compiled
             else None
         )
