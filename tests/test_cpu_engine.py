@@ -261,29 +261,3 @@ def test_splits_of_many_rows_run_as_one_rows_table(dtype: DataType, parts: list[
     cuts = np.cumsum(parts)[:-1]
     for got, want in zip(fast, np.split(whole, cuts, axis=1), strict=True):
         assert got.tobytes() == np.ascontiguousarray(want).tobytes()
-
-
-def test_bound_tables_read_their_addresses_once_and_fills_ride_along() -> None:
-    """A constant pad of a column-major input: its copies (the input's and the constant's)
-    are one strided table, bound once; dispatched again after the input changed, it writes
-    the new values and the constant."""
-    desc = Padding1Desc(
-        BufferTensorDesc(DataType.FLOAT32, (64, 33), (1, 64)),
-        BufferTensorDesc(DataType.FLOAT32, (66, 36)),
-        "CONSTANT",
-        None,
-        2.5,
-        [1, 1],
-        [1, 2],
-    )
-    op = dmlops.Device(backend="numpy").create_operator(desc)
-    op._executor = nb.NumpyBackend(threads=3).executor(desc.lower())
-    assert isinstance(op._executor.runs, compiled.StridedTable) and not op._executor.copies
-    x = np.asfortranarray(np.arange(64 * 33, dtype=np.float32).reshape(64, 33))
-    out = np.zeros((66, 36), np.float32)
-    table = op.bind([x.T.reshape(-1)], [out])
-    for shift in (0.0, 1000.0):
-        x += shift
-        table.dispatch()
-        want = np.pad(x, ((1, 1), (1, 2)), constant_values=2.5)
-        assert out.tobytes() == want.tobytes()

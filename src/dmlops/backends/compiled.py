@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -321,9 +320,8 @@ class RunTable:
     wide: bool
 
 
-def run_table(copies: list[CompiledCopy], threads: int = 1) -> RunTable | None:
-    """The runs of these row copies as one table (ordered for `threads`), or None where
-    they are too many."""
+def run_table(copies: list[CompiledCopy]) -> RunTable | None:
+    """The runs of these row copies as one table, or None where they are too many."""
     total = sum(int(np.prod(c.shape)) for c in copies)
     if not copies or any(not c.rows for c in copies) or total > _MOST_RUNS:
         return None
@@ -337,23 +335,10 @@ def run_table(copies: list[CompiledCopy], threads: int = 1) -> RunTable | None:
         dst.append(np.full(n, c.dst, np.int64))
         count.append(np.full(n, c.size, np.int64))
     table = [np.concatenate(v).astype(np.int64) for v in (src, src_off, dst, dst_off, count)]
-    order = balanced(table[4], threads)
-    table = [v[order] for v in table]
     wide = all(int((v % 8).max(initial=0)) == 0 for v in table[1::2] + table[4:])
     if wide:
         table[4] = table[4] // 8
     return RunTable(table[0], table[1], table[2], table[3], table[4], wide)
-
-
-def balanced(work: np.ndarray[Any, Any], threads: int) -> np.ndarray[Any, Any]:
-    """An order of the table's rows that gives each of `threads` contiguous blocks (a
-    static parallel loop's shares) about as much work: largest first, dealt round-robin
-    (a KV-cache append's long runs and short ones would otherwise fall to separate
-    threads)."""
-    largest = np.argsort(-work, kind="stable")
-    if threads <= 1 or len(work) <= 1:
-        return largest
-    return np.concatenate([largest[k::threads] for k in range(threads)])
 
 
 @dataclass(frozen=True)
@@ -412,7 +397,7 @@ class StridedTable:
     dst_step: np.ndarray[Any, Any]
 
 
-def strided_table(copies: list[CompiledCopy], threads: int = 1) -> StridedTable | None:
+def strided_table(copies: list[CompiledCopy]) -> StridedTable | None:
     """The rows of these element copies as one table, or None where some copy moves rows
     of bytes, their element sizes differ, or the rows are too many."""
     if not copies or any(c.rows for c in copies) or len({c.size for c in copies}) != 1:
@@ -440,51 +425,34 @@ def strided_table(copies: list[CompiledCopy], threads: int = 1) -> StridedTable 
             )
         ):
             parts[k].append(np.asarray(v, np.int64))
-    columns = [np.concatenate(p) for p in parts]
-    order = balanced(columns[4], threads)  # by element count
-    return StridedTable(size, *(v[order] for v in columns))
-
-
-def mover(
-    table: RunTable | RowsTable | StridedTable, ins: Any, outs: Any
-) -> Callable[[], None] | None:
-    """The table's move between these bound buffers, their addresses read once (a binding
-    table calls it again and again); None where a wide table meets a buffer not 8-byte
-    aligned."""
-    _kernels()
-    src_base = np.array([np.asarray(b).ctypes.data for b in ins], np.int64)
-    dst_base = np.array([np.asarray(b).ctypes.data for b in outs], np.int64)
-    if isinstance(table, StridedTable):
-        kernel = _STATE["strided"][table.size]
-        args: tuple[Any, ...] = (
-            dst_base, src_base, table.dst, table.dst_offset, table.src, table.src_offset,
-            table.count, table.dst_step, table.src_step,
-        )  # fmt: skip
-    else:
-        if table.wide and ((src_base % 8).any() or (dst_base % 8).any()):
-            return None
-        src = src_base[table.src] + table.src_offset
-        dst = dst_base[table.dst] + table.dst_offset
-        if isinstance(table, RowsTable):
-            kernel = _STATE["rows_multi"]
-            args = (dst, src, table.shape, table.dst_strides, table.src_strides, table.count,
-                    table.wide)  # fmt: skip
-        else:
-            kernel, args = _STATE["runs"], (dst, src, table.count, table.wide)
-
-    def move() -> None:
-        with _LOCK:
-            kernel(*args)
-
-    return move
+    return StridedTable(size, *(np.concatenate(p) for p in parts))
 
 
 def run_runs(table: RunTable | RowsTable | StridedTable, ins: Any, outs: Any) -> bool:
     """Move the table's runs (rows, strided rows) between the bound buffers (their base
     addresses read now); False, with nothing moved, where a wide table meets a buffer not
     8-byte aligned."""
-    move = mover(table, ins, outs)
-    if move is None:
+    _kernels()
+    src_base = np.array([np.asarray(b).ctypes.data for b in ins], np.int64)
+    dst_base = np.array([np.asarray(b).ctypes.data for b in outs], np.int64)
+    if isinstance(table, StridedTable):
+        with _LOCK:
+            _STATE["strided"][table.size](
+                dst_base, src_base, table.dst, table.dst_offset, table.src, table.src_offset,
+                table.count, table.dst_step, table.src_step,
+            )  # fmt: skip
+        return True
+    src = src_base[table.src] + table.src_offset
+    dst = dst_base[table.dst] + table.dst_offset
+    if table.wide and ((src_base % 8).any() or (dst_base % 8).any()):
         return False
-    move()
+    if isinstance(table, RowsTable):
+        with _LOCK:
+            _STATE["rows_multi"](
+                dst, src, table.shape, table.dst_strides, table.src_strides, table.count,
+                table.wide,
+            )  # fmt: skip
+        return True
+    with _LOCK:
+        _STATE["runs"](dst, src, table.count, table.wide)
     return True

@@ -327,16 +327,6 @@ def _strides_in(
     return tuple(out) if k < 0 and inner == 1 else None
 
 
-def _one_table(copies: list[compiled.CompiledCopy], threads: int) -> Any:
-    """The compiled copies as one table moved in one parallel region (their contiguous runs,
-    rows sharing one outer shape, or strided rows of one element size), or None."""
-    return (
-        compiled.run_table(copies, threads)
-        or compiled.rows_table(copies)
-        or compiled.strided_table(copies, threads)
-    )
-
-
 def _writes_whole(recipe: tuple[Any, ...], plan: Plan) -> bool:
     """Whether a copy recipe writes all of the plan's one output, row-major from byte 0."""
     shape, dtype, _, _, _, _, do, ds = recipe
@@ -364,29 +354,29 @@ class _NumpyExecutor:
         self.compiled: list[compiled.CompiledCopy] = []
         big = [int(np.prod(c.shape)) * c.dtype.itemsize >= _COMPILED_BYTES for c in self.copies]
         # (numba is imported only when a plan has a copy this large)
-        self.runs: Any = None
         if backend.threads > 1 and any(big) and compiled.available():
-            threads = backend.threads
-            every = [
-                compiled.plan_copy(c.shape, c.dtype, c.src, c.src_offset, c.src_strides, c.dst,
-                                   c.dst_offset, c.dst_strides, threads)
-                for c in self.copies
-            ]  # fmt: skip
-            whole = [m for m in every if m is not None]
-            table = _one_table(whole, threads) if len(whole) == len(every) else None
-            if table is not None:  # the small copies too: they ride in the same region
-                self.compiled, self.copies, self.runs = whole, [], table
-            else:
-                kept = []
-                for c, made, large in zip(self.copies, every, big, strict=True):
-                    if large and made is not None:
-                        self.compiled.append(made)
-                    else:
-                        kept.append(c)
-                self.copies = kept
-                # the compiled copies' runs as one table (one parallel region), where they form one
-                self.runs = _one_table(self.compiled, threads) if self.compiled else None
+            kept = []
+            for c, large in zip(self.copies, big, strict=True):
+                made = None
+                if large:
+                    made = compiled.plan_copy(
+                        c.shape, c.dtype, c.src, c.src_offset, c.src_strides, c.dst,
+                        c.dst_offset, c.dst_strides, backend.threads,
+                    )  # fmt: skip
+                if made is None:
+                    kept.append(c)
+                else:
+                    self.compiled.append(made)
+            self.copies = kept
             self.parallel = self.parallel and not self.compiled
+        # the compiled copies' contiguous runs as one table (one parallel region), where few
+        self.runs = (
+            compiled.run_table(self.compiled)
+            or compiled.rows_table(self.compiled)
+            or compiled.strided_table(self.compiled)
+            if self.compiled
+            else None
+        )
         self.steps = [IndexedStep(c, plan.element_size) for c in plan.indexed]
         # a plan that is one gather numpy.take does whole (it checks before it writes)
         lone = len(self.steps) == 1 and not self.copies and not self.fills
@@ -499,11 +489,6 @@ class _NumpyExecutor:
 
     def bound(self, ins: Sequence[Any], outs: Sequence[Any]) -> Callable[..., None]:
         """Views built once; the returned call copies through them."""
-        if self.compiled and self.runs is not None and not (self.steps or self.copies):
-            # the whole plan is one compiled table: its addresses read once, here
-            move = compiled.mover(self.runs, [*ins, *self.fills], outs)
-            if move is not None:
-                return lambda queue=None: move()
         if self.steps or self.compiled:
             return lambda queue=None: self(ins, outs)
         if self.fills:
