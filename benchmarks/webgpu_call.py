@@ -7,7 +7,6 @@ read-back alone (medians of single calls).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -15,20 +14,16 @@ import numpy as np
 import dmlops
 import dmlops.webgpu as wg
 from dmlops.backends import get_backend
+from dmlops.bench.common import median_cpu
 
 WINDOW = ([0, 0, 0, 1], [1, 1, 4, 3], [1, 1, -2, 2])
 
 
 def median_us(fn: Callable[[], object], n: int = 300) -> float:
+    """Median µs of `fn` after 30 warm-up calls (the bench's own median)."""
     for _ in range(30):
         fn()
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    times.sort()
-    return times[len(times) // 2] * 1e6
+    return median_cpu(fn, n) * 1e6
 
 
 def main() -> None:

@@ -42,6 +42,7 @@ from .ops import (
     TileDesc,
 )
 from .ops._indexed import IndexedDesc, right_aligned
+from .ops.depth_space import block_axes
 from .plan import ElementCopy, Layout, Plan, build_plan, with_indexed
 from .tensor import BufferTensorDesc, FeatureLevel, int_tuple, packed_strides
 
@@ -879,16 +880,8 @@ class Graph:
         """DEPTH_TO_SPACE1 / SPACE_TO_DEPTH1 as a split, a transpose and a merge of x's view."""
         pieces = self._own(x)
         k = self._node(kind, name, desc)
-        n, c, h, w = x.sizes
-        b = desc.block_size
         dcr = desc.order is DepthSpaceOrder.DEPTH_COLUMN_ROW
-        if kind == "DEPTH_TO_SPACE1":
-            co = c // (b * b)
-            six = (n, b, b, co, h, w) if dcr else (n, co, b, b, h, w)
-            perm = (0, 3, 4, 1, 5, 2) if dcr else (0, 1, 4, 2, 5, 3)
-        else:
-            six = (n, c, h // b, b, w // b, b)
-            perm = (0, 3, 5, 1, 2, 4) if dcr else (0, 1, 3, 5, 2, 4)
+        six, perm, _ = block_axes(x.sizes, desc.block_size, dcr, kind == "DEPTH_TO_SPACE1")
         split = _reinterpreted(pieces, x.sizes, six, packed_strides(six))
         moved = None if split is None else self._permuted(split, six, perm)
         if moved is None:  # split x copied whole into blocks instead

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from .ops.depth_space import block_axes
 from .plan import ZERO, LogicalCopy
 
 __all__ = ["available", "register", "source_view", "assemble", "depth_space"]
@@ -163,18 +164,8 @@ def depth_space(x: Tensor, block: int, column_row: bool, to_space: bool) -> Tens
     """DEPTH_TO_SPACE1 (`to_space`) or SPACE_TO_DEPTH1 of a 4-D tensor as a reshape, a
     permutation and one copy (what inductor handles best; the logical copies of these
     operators interleave). `column_row`: DCR order (depth, column, row), else CRD."""
-    n, c, h, w = x.shape
-    b = block
-    if to_space:
-        deep = (n, b, b, c // (b * b), h, w) if column_row else (n, c // (b * b), b, b, h, w)
-        order = (0, 3, 4, 1, 5, 2) if column_row else (0, 1, 4, 2, 5, 3)
-        shape = (n, c // (b * b), h * b, w * b)
-        split = x.reshape(deep)
-    else:
-        split = x.reshape(n, c, h // b, b, w // b, b)
-        order = (0, 3, 5, 1, 2, 4) if column_row else (0, 1, 3, 5, 2, 4)
-        shape = (n, c * b * b, h // b, w // b)
-    moved = split.permute(order).clone(memory_format=torch.contiguous_format)
+    six, order, shape = block_axes(tuple(x.shape), block, column_row, to_space)
+    moved = x.reshape(six).permute(order).clone(memory_format=torch.contiguous_format)
     return moved.reshape(shape)
 
 

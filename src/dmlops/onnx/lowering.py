@@ -21,6 +21,7 @@ from ..device import CompiledOperator, Device
 from ..elements import element_of, encode, numpy_dtype, unsigned_dtype, word_element
 from ..errors import DmlError, ModelError
 from ..graph import Graph, GraphTensor
+from ..ops.depth_space import block_axes
 from ..tensor import BufferTensorDesc, FeatureLevel, packed_strides
 from .indexed import indexed_node
 from .params import axis_of, slice_window, split_sizes
@@ -497,23 +498,13 @@ def _depth_space_views(
     shape = _shape(x)
     if len(shape) != 4:
         raise ModelError(f"{op}: input of rank {len(shape)}; {op} takes rank 4")
-    n, c, h, w = shape
-    if op == "DepthToSpace":
-        if c % (b * b):
-            raise ModelError(f"DepthToSpace: {c} channels are not a multiple of {b}x{b}")
-        if mode == "CRD":
-            split, perm = (n, c // (b * b), b, b, h, w), (0, 1, 4, 2, 5, 3)
-        else:
-            split, perm = (n, b, b, c // (b * b), h, w), (0, 3, 4, 1, 5, 2)
-        out = (n, c // (b * b), h * b, w * b)
-    else:
-        if h % b or w % b:
-            raise ModelError(f"SpaceToDepth: {h}x{w} is not a multiple of {b}x{b}")
-        split, perm, out = (
-            (n, c, h // b, b, w // b, b),
-            (0, 3, 5, 1, 2, 4),
-            (n, c * b * b, h // b, w // b),
-        )
+    _, c, h, w = shape
+    to_space = op == "DepthToSpace"
+    if to_space and c % (b * b):
+        raise ModelError(f"DepthToSpace: {c} channels are not a multiple of {b}x{b}")
+    if not to_space and (h % b or w % b):
+        raise ModelError(f"SpaceToDepth: {h}x{w} is not a multiple of {b}x{b}")
+    split, perm, out = block_axes(shape, b, mode != "CRD", to_space)
     if isinstance(x, _Empty) or 0 in out:
         return _Empty(out, dtype)
     packed = packed_strides(split)

@@ -15,7 +15,25 @@ from ..plan import LogicalCopy
 from ..tensor import BufferTensorDesc, FeatureLevel, check_uint, int_tuple, member_named
 from ._base import TYPES_8, SupportRow, UnaryDesc
 
-__all__ = ["DepthSpaceOrder", "DepthToSpace1Desc", "SpaceToDepth1Desc"]
+__all__ = ["DepthSpaceOrder", "DepthToSpace1Desc", "SpaceToDepth1Desc", "block_axes"]
+
+
+def block_axes(
+    sizes: tuple[int, ...], block: int, depth_column_row: bool, to_space: bool
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """DEPTH_TO_SPACE1 (`to_space`) or SPACE_TO_DEPTH1 of an [N, C, H, W] tensor as a view:
+    the six sizes it splits into, their order in the output, and the output's sizes (DCR
+    order where `depth_column_row`, else CRD)."""
+    n, c, h, w = sizes
+    b = block
+    if to_space:
+        co = c // (b * b)
+        six = (n, b, b, co, h, w) if depth_column_row else (n, co, b, b, h, w)
+        perm = (0, 3, 4, 1, 5, 2) if depth_column_row else (0, 1, 4, 2, 5, 3)
+        return six, perm, (n, co, h * b, w * b)
+    six = (n, c, h // b, b, w // b, b)
+    perm = (0, 3, 5, 1, 2, 4) if depth_column_row else (0, 1, 3, 5, 2, 4)
+    return six, perm, (n, c * b * b, h // b, w // b)
 
 
 class DepthSpaceOrder(enum.IntEnum):
