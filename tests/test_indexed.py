@@ -911,3 +911,101 @@ def test_few_rows_read_as_python_ints_agree_with_the_array_path(data) -> None:  
     finally:
         numpy_indexed._FEW = threshold
         functional.clear_cache()
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_offset_tables_agree_with_the_full_path(data) -> None:  # type: ignore[no-untyped-def]
+    """Index values turned into offsets by one numpy.take of a table (numpy_indexed's
+    `_OffsetTable`: strict, clamped, skipped, unsigned and narrow index types) give the same
+    bits and errors as the full path, and repeats are found alike by a set, by stamping and
+    by sorting."""
+    from dmlops import functional
+    from dmlops.backends import numpy_indexed
+
+    rows, cols = data.draw(st.integers(1, 5)), data.draw(st.integers(1, 70))
+    x = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols) - 3.5
+    itype = data.draw(
+        st.sampled_from([np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.uint64])
+    )
+    signed = np.dtype(itype).kind == "i"
+    low = max(-cols - 2, -128) if signed else 0
+    high = min(cols + 1, 127)
+    k = data.draw(st.integers(1, 4))
+    picks = data.draw(st.lists(st.integers(low, high), min_size=rows * k, max_size=rows * k))
+    index = np.array(picks, itype).reshape(rows, k)
+    updates = np.arange(rows * k, dtype=np.float32).reshape(rows, k) + 100
+    clamp = data.draw(st.booleans())
+    sign = np.array([-0.0, np.nan], np.float32)
+    calls = [
+        lambda: dmlops.gather_elements(x, index, 1, clamp_indices=clamp),
+        lambda: dmlops.scatter_elements(x, index, updates, 1, clamp_indices=clamp),
+        lambda: dmlops.scatter_elements(x.copy(), index, updates, 1, out=None),
+        lambda: dmlops.one_hot(index, cols, sign, -1),
+        lambda: dmlops.gather(x, index[0], 1, clamp_indices=clamp),
+        lambda: dmlops.gather_nd(x.T.copy(), index[:1].reshape(-1, 1), clamp_indices=clamp),
+    ]
+    functional.clear_cache()
+    fast = [_answer(c) for c in calls]
+    saved = numpy_indexed._OffsetTable.of, numpy_indexed._SET, numpy_indexed._STAMPED
+    try:
+        numpy_indexed._SET = 0  # repeats found by stamping
+        functional.clear_cache()
+        assert [_answer(c) for c in calls] == fast
+        numpy_indexed._STAMPED = 0  # by sorting
+        functional.clear_cache()
+        assert [_answer(c) for c in calls] == fast
+        numpy_indexed._OffsetTable.of = staticmethod(lambda copy: None)  # type: ignore[method-assign]
+        functional.clear_cache()
+        assert [_answer(c) for c in calls] == fast
+    finally:
+        numpy_indexed._OffsetTable.of, numpy_indexed._SET, numpy_indexed._STAMPED = saved
+        functional.clear_cache()
+
+
+@pytest.mark.parametrize("dtype", [">f4", ">i2", "<f8", ">c8"])
+def test_new_outputs_keep_the_inputs_byte_order(dtype: str) -> None:
+    """A new output made by the plan itself (a copy of a view, numpy.take) has the input's
+    own type, byte order included, and its values."""
+    x = (np.arange(12) - 4).astype(dtype).reshape(3, 4)
+    cases = [
+        (dmlops.slice1(x, [0, 1], [3, 3], [1, 2]), x[:, 1:4:2]),
+        (dmlops.gather(x, np.array([2, 0]), 0), x[[2, 0]]),
+        (
+            dmlops.gather_elements(x, np.array([[3, 0]] * 3), 1),
+            np.take_along_axis(x, np.array([[3, 0]] * 3), 1),
+        ),
+    ]
+    for ours, theirs in cases:
+        assert ours.dtype == theirs.dtype
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_signatures_from_raw_arguments_never_serve_another_call() -> None:
+    """Warm numpy calls find their compiled call from their raw arguments; a float axis, a
+    read-only output or updates that share the output's memory still take the full path
+    (refused, refused, staged first)."""
+    from dmlops import functional
+
+    functional.clear_cache()
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    idx = np.array([[1, 0]] * 3)
+    np.testing.assert_array_equal(dmlops.gather_elements(x, idx, 1), np.take_along_axis(x, idx, 1))
+    with pytest.raises(dmlops.DmlError):
+        dmlops.gather_elements(x, idx, 1.0)  # type: ignore[arg-type]
+    out = np.zeros((3, 2), np.float32)
+    dmlops.gather_elements(x, idx, 1, out=out)
+    frozen = np.zeros((3, 2), np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(dmlops.DmlError):
+        dmlops.gather_elements(x, idx, 1, out=frozen)
+    assert not frozen.any()
+    # updates read from the output itself: numpy's answer (they are read before any write)
+    cache = np.arange(8, dtype=np.float32).reshape(4, 2)
+    for _ in range(2):  # the second call finds the compiled call
+        target = cache.copy()
+        want = target.copy()
+        want[[3, 0]] = target[0:2].copy()
+        dmlops.scatter_nd(target, np.array([[3], [0]]), target[0:2], out=target)
+        np.testing.assert_array_equal(target, want)
+    functional.clear_cache()

@@ -340,6 +340,9 @@ class _Tensor:
 class _Call:
     """A validated, compiled call: allocate outputs, read addresses, run the plan."""
 
+    # the conventional shape of the one result, where it differs from the plan's padded one
+    result_shape: tuple[int, ...] | None = None
+
     def __init__(
         self,
         backend: Backend,
@@ -350,7 +353,10 @@ class _Call:
         new_shapes: Sequence[tuple[int, ...] | None],
         queue: Callable[[Any], Any],
         like: int = 0,
+        dtype: Any = None,
     ) -> None:
+        """`dtype`: the library's type of new outputs (a numpy one lets the plan make its
+        output itself)."""
         self.like = like  # the input whose library, device and dtype new outputs take
         self.backend = backend
         self.queue = queue
@@ -380,11 +386,8 @@ class _Call:
         self.one_shape = new_shapes[0] if len(new_shapes) == 1 else None
         one_new = self.fresh and self.one_shape is not None
         producer = getattr(self.run, "producer", None) if one_new else None
-        self.produce = (
-            None
-            if producer is None
-            else producer(self.one_shape, numpy_dtype(inputs[like].element))
-        )
+        made_as = dtype if isinstance(dtype, np.dtype) else None  # its byte order included
+        self.produce = None if producer is None else producer(self.one_shape, made_as)
 
     def reading(self, select: list[int]) -> _Call:
         """This call, reading only inputs `select` of those it is given."""
@@ -433,6 +436,8 @@ class _Call:
 
     def _allocated(self, ins: Sequence[Any], outs: Sequence[Any]) -> list[Any]:
         """The outputs: the given ones, and new arrays like input `like` for the others."""
+        if not self.allocate:
+            return outs if isinstance(outs, list) else list(outs)
         results = list(outs)
         new_like = self.backend.new_like
         for k, shape in self.allocate:
@@ -519,7 +524,7 @@ def _compile(
         plan = in_units(plan, 8)
     if edit is not None:
         plan = edit(plan)
-    return _Call(backend, desc, plan, in_t, out_t, new_shapes, queue, like)
+    return _Call(backend, desc, plan, in_t, out_t, new_shapes, queue, like, dtype)
 
 
 class _EmptyCall(_Call):
@@ -624,6 +629,57 @@ def _described(
     )
 
 
+_MISS = object()
+_PLAIN = (int, bool, str, type(None))
+
+
+def _quick_key(tag: tuple[Any, ...], ins: Sequence[Any], out: Any) -> Hashable | None:
+    """A call's signature from its raw arguments, before any shape work: `tag` (the
+    operator and its other arguments) and each numpy array's type, shape and strides; None
+    where an argument is not a plain int, bool, str or None (1.0 must not find the call of
+    1) or an array not a numpy one."""
+    for v in tag:
+        if type(v) not in _PLAIN:
+            return None
+    ndarray = np.ndarray
+    parts: list[Hashable] = [tag]
+    for a in ins:
+        if type(a) is not ndarray:
+            return None
+        parts.append((a.dtype, a.shape, a.strides))
+    if out is not None:
+        if type(out) is not ndarray:
+            return None
+        parts.append((out.dtype, out.shape, out.strides, out.flags.writeable, out is ins[0]))
+    return tuple(parts)
+
+
+def _restaged(staged: list[Any]) -> Any:
+    return _MISS
+
+
+def _cached_run(key: Hashable, ins: list[Any], out: Any) -> Any:
+    """The result of the call compiled for `key` on these arrays (`out` where given), or
+    `_MISS` where none is cached or the inputs must first be staged (nothing written)."""
+    entry = _CACHE.items.get(key)
+    if entry is None:
+        return _MISS
+    call = entry[0] if entry[1] == _CACHE.clock else _CACHE.get(key)
+    if call is None:
+        return _MISS
+    if call.fresh:
+        result = call.fresh_results(ins)[0]
+    else:
+        results = call(ins, [out], _restaged)
+        if results is _MISS:
+            return _MISS
+        result = results[0]
+    if out is not None:
+        return out
+    shape = call.result_shape
+    return result if shape is None or tuple(result.shape) == shape else result.reshape(shape)
+
+
 def _dispatch(
     op: str,
     fields: Hashable,
@@ -632,12 +688,15 @@ def _dispatch(
     outs: list[Any],
     build: Callable[[list[Any], list[Any]], _Call],
     device: str | None = None,
+    key: Hashable | None = None,
 ) -> list[Any]:
     """Run the call of this signature, compiling it first if it is new (on `device`, with
-    host arrays moved there and back, when one is named)."""
+    host arrays moved there and back, when one is named). `key`: the call's signature where
+    the caller made it (`_quick_key`)."""
     if device is not None:
         return _on_device(device, ins, outs, lambda i, o: _dispatch(op, fields, level, i, o, build))
-    key = _signature(op, fields, level, ins, outs)
+    if key is None:
+        key = _signature(op, fields, level, ins, outs)
     entry = None if key is None else _CACHE.items.get(key)
     if entry is not None and entry[1] == _CACHE.clock:  # a hit whose place is current
         call: _Call | None = entry[0]

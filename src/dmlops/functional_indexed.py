@@ -6,17 +6,21 @@ and results come back in the conventional shape."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
+import operator
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
 
 from .errors import DmlError, IndexOutOfRangeError
 from .functional import (
+    _MISS,
+    _cached_run,
     _Call,
     _compile,
     _dispatch,
     _dtype_of,
+    _quick_key,
     _Tensor,
     backend_of,
     join,
@@ -51,7 +55,16 @@ Level = FeatureLevel | int | str | None
 Planned = tuple[list[_Tensor], tuple[int, ...], Callable[..., OperatorDesc]]
 
 
+def _integer(value: Any, op: str, name: str) -> int:
+    """An integer argument as an int (numpy's integers too); anything else refused."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise DmlError(f"{op}: {name} {value!r} is not an integer") from None
+
+
 def _axis(axis: int, rank: int, op: str) -> int:
+    axis = _integer(axis, op, "axis")
     if not -rank <= axis < rank:
         raise DmlError(f"{op}: axis {axis} is outside [{-rank}, {rank})")
     return axis % rank
@@ -82,6 +95,17 @@ def _pad(t: _Tensor, rank: int) -> _Tensor:
     return t.with_ones(range(missing)) if missing > 0 else t
 
 
+def _quick(
+    tag: tuple[Any, ...], ins: list[Any], out: Any, device: str | None, validate: bool = False
+) -> tuple[Hashable | None, Any]:
+    """(the call's signature made from its raw arguments, its result where that signature is
+    compiled, else `_MISS`): numpy arrays only, no device named, no index check asked."""
+    if device is not None or validate:
+        return None, _MISS
+    key = _quick_key(tag, ins, out)
+    return key, (_MISS if key is None else _cached_run(key, ins, out))
+
+
 def _run(
     op: str,
     fields: Any,
@@ -94,11 +118,12 @@ def _run(
     in_place: bool | None = None,
     clamp: bool = False,
     window: tuple[int, ...] | None = None,
+    key: Hashable | None = None,
 ) -> Any:
     """Run one indexed operator: `plan_call(tensors, ranks)` pads the arrays' tensors
     and gives (inputs, padded output shape, make); `fields` ends with the result's shape.
     `window`: the operator reads the box of these sizes at the data's origin (and, in place,
-    writes the same box of the output)."""
+    writes the same box of the output); `key`: the call's `_quick_key`, if it has one."""
     shape = fields[-1]
     if in_place is not None and 0 in _shape_of(ins[1]) and 0 not in shape:
         return _unchanged(ins[0], out, level, device)  # a scatter of no updates
@@ -126,7 +151,7 @@ def _run(
             out_t = _Tensor.new(padded_shape, _dtype_of(backend, arrays[like]))
             new = [padded_shape]
         edit = _editor(bool(in_place), clamp)
-        return _compile(
+        call = _compile(
             backend,
             level,
             lambda i, o: make(i, o[0]),
@@ -138,8 +163,10 @@ def _run(
             like=like,
             edit=edit,
         )
+        call.result_shape = shape
+        return call
 
-    result = _dispatch(op, fields, level, ins, [out], build, device)[0]
+    result = _dispatch(op, fields, level, ins, [out], build, device, key)[0]
     if out is not None:
         return out
     return result.reshape(shape) if tuple(result.shape) != shape else result
@@ -271,6 +298,15 @@ def gather(
     >>> dmlops.gather(np.array([[1, 2], [3, 4], [5, 6]], np.float32), [2, 0]).tolist()
     [[5.0, 6.0], [1.0, 2.0]]
     """
+    key, done = _quick(
+        ("GATHER", axis, clamp_indices, feature_level),
+        [input, indices],
+        out,
+        device,
+        validate_indices,
+    )
+    if done is not _MISS:
+        return done
     indices = _array(indices, input)
     x_shape, i_shape = _shape_of(input), _shape_of(indices)
     a = _axis(axis, builtins.max(len(x_shape), 1), "GATHER")
@@ -299,6 +335,7 @@ def gather(
         device,
         plan_call,
         clamp=clamp_indices,
+        key=key,
     )
 
 
@@ -320,6 +357,15 @@ def gather_elements(
     >>> dmlops.gather_elements(x, np.array([[2, 0], [1, 1]]), 1).tolist()
     [[12, 10], [21, 21]]
     """
+    key, done = _quick(
+        ("GATHER_ELEMENTS", axis, clamp_indices, feature_level),
+        [input, indices],
+        out,
+        device,
+        validate_indices,
+    )
+    if done is not _MISS:
+        return done
     indices = _array(indices, input)
     shape = _shape_of(indices)
     a = _axis(axis, builtins.max(len(shape), 1), "GATHER_ELEMENTS")
@@ -344,6 +390,7 @@ def gather_elements(
         plan_call,
         clamp=clamp_indices,
         window=window,
+        key=key,
     )
 
 
@@ -366,11 +413,20 @@ def gather_nd(
     >>> dmlops.gather_nd(x, [[2], [0]]).tolist()
     [[4.0, 5.0], [0.0, 1.0]]
     """
+    key, done = _quick(
+        ("GATHER_ND", batch_dims, clamp_indices, feature_level),
+        [input, indices],
+        out,
+        device,
+        validate_indices,
+    )
+    if done is not _MISS:
+        return done
     indices = _array(indices, input)
     x_shape, i_shape = _shape_of(input), _shape_of(indices)
     if not i_shape:
         raise DmlError("GATHER_ND: indices need at least one dimension (the index tuple)")
-    b = batch_dims
+    b = _integer(batch_dims, "GATHER_ND", "batch_dims")
     shape = x_shape[:b] + i_shape[b:-1] + x_shape[b + i_shape[-1] :]
     if validate_indices and not clamp_indices:
         _validate("GATHER_ND", indices, x_shape[b : b + i_shape[-1]])
@@ -397,6 +453,7 @@ def gather_nd(
         device,
         plan_call,
         clamp=clamp_indices,
+        key=key,
     )
 
 
@@ -422,6 +479,15 @@ def scatter_elements(
     >>> dmlops.scatter_elements(x, [1, 3, 1], np.array([7, 8, 9], np.float32)).tolist()
     [0.0, 9.0, 0.0, 8.0, 0.0]
     """
+    key, done = _quick(
+        ("SCATTER_ELEMENTS", axis, clamp_indices, feature_level),
+        [input, indices, updates],
+        out,
+        device,
+        validate_indices,
+    )
+    if done is not _MISS:
+        return done
     indices = _array(indices, input)
     shape = _shape_of(input)
     a = _axis(axis, builtins.max(len(shape), 1), "SCATTER_ELEMENTS")
@@ -455,6 +521,7 @@ def scatter_elements(
         in_place=out is input,
         clamp=clamp_indices,
         window=window,
+        key=key,
     )
 
 
@@ -479,6 +546,15 @@ def scatter_nd(
     >>> cache[:, 0].tolist()
     [0.0, 1.0, 0.0, 1.0]
     """
+    key, done = _quick(
+        ("SCATTER_ND", clamp_indices, feature_level),
+        [input, indices, updates],
+        out,
+        device,
+        validate_indices,
+    )
+    if done is not _MISS:
+        return done
     indices = _array(indices, input)
     shape = _shape_of(input)
     if validate_indices and not clamp_indices and _shape_of(indices):
@@ -505,6 +581,7 @@ def scatter_nd(
         plan_call,
         in_place=out is input,
         clamp=clamp_indices,
+        key=key,
     )
 
 
@@ -525,10 +602,13 @@ def one_hot(
     >>> dmlops.one_hot(np.array([2, -1, 7]), 3, np.array([0, 5], np.int8)).tolist()
     [[0, 0, 5], [0, 0, 5], [0, 0, 0]]
     """
+    key, done = _quick(("ONE_HOT", depth, axis, feature_level), [indices, values], out, device)
+    if done is not _MISS:
+        return done
     indices = _array(indices, values)
     i_shape = _shape_of(indices)
     a = _axis(axis, len(i_shape) + 1, "ONE_HOT")
-    shape = (*i_shape[:a], int(depth), *i_shape[a:])
+    shape = (*i_shape[:a], _integer(depth, "ONE_HOT", "depth"), *i_shape[a:])
 
     def plan_call(tensors: list[_Tensor], ranks: list[int]) -> Planned:
         rank = len(shape)
@@ -542,7 +622,9 @@ def one_hot(
         return [index, vals], shape, make
 
     fields = ("one_hot", a, shape)
-    return _run("ONE_HOT", fields, [indices, values], out, feature_level, device, plan_call, like=1)
+    return _run(
+        "ONE_HOT", fields, [indices, values], out, feature_level, device, plan_call, like=1, key=key
+    )
 
 
 def numpy_or_cupy(array: Any, refusal: str) -> Any:
@@ -581,6 +663,11 @@ def cast_in_library(array: Any, dtype: str, low: int | None = None, high: int | 
 
 def _uint32_lengths(lengths: Any) -> Any:
     """Sequence lengths as UINT32 (DirectML's only type for them), negatives as 0."""
+    if type(lengths) is np.ndarray and lengths.dtype.kind in "iu":  # numpy's ufuncs directly
+        if lengths.dtype == np.uint32:
+            return lengths
+        low = np.maximum(lengths, 0) if lengths.dtype.kind == "i" else lengths
+        return (np.minimum(low, 2**32 - 1) if low.dtype.itemsize == 8 else low).astype(np.uint32)
     return cast_in_library(lengths, "uint32", 0, 2**32 - 1)
 
 
@@ -604,6 +691,11 @@ def reverse_subsequences(
     [[2.0, 1.0, 0.0, 3.0], [4.0, 5.0, 6.0, 7.0]]
     """
     lengths = _uint32_lengths(_array(lengths, input))
+    key, done = _quick(
+        ("REVERSE_SUBSEQUENCES", axis, batch_axis, feature_level), [input, lengths], out, device
+    )
+    if done is not _MISS:
+        return done
     shape = _shape_of(input)
     rank = len(shape)
     t = _axis(axis, builtins.max(rank, 1), "REVERSE_SUBSEQUENCES")
@@ -636,5 +728,12 @@ def reverse_subsequences(
 
     fields = ("reverse_subsequences", t, b, shape)
     return _run(
-        "REVERSE_SUBSEQUENCES", fields, [input, lengths], out, feature_level, device, plan_call
+        "REVERSE_SUBSEQUENCES",
+        fields,
+        [input, lengths],
+        out,
+        feature_level,
+        device,
+        plan_call,
+        key=key,
     )

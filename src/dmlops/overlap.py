@@ -186,6 +186,15 @@ def owners_apart(
 
     Distinct allocations cannot overlap, so no address needs to be read.
     """
+    if len(outputs) == 1:  # the common call: one output, its owner against each input's
+        mine = owner(outputs[0])
+        if mine is None:
+            return False
+        for x in inputs:
+            theirs = owner(x)
+            if theirs is None or theirs is mine:
+                return False
+        return True
     out_owners = list(map(owner, outputs))
     taken = set(map(id, out_owners))
     if len(taken) < len(out_owners) or id(None) in taken:

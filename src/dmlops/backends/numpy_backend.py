@@ -381,6 +381,7 @@ class _NumpyExecutor:
         # a plan that is one gather numpy.take does whole (it checks before it writes)
         lone = len(self.steps) == 1 and not self.copies and not self.fills
         self.take = self.steps[0] if lone and self.steps[0].take_recipe is not None else None
+        self.gather = self.steps[0] if lone and not plan.indexed[0].scatter else None
         # a plan whose one indexed copy scatters whole rows (in place, or after the strided
         # copies of its data): its rows checked first, then the copies, then one fancy
         # assignment (repeated rows or a bad index take the general path, which names it)
@@ -413,6 +414,8 @@ class _NumpyExecutor:
         self.shortcut = self.side_by_side or self.element_map
         if self.shortcut is not None:
             self._run = self._shortcut
+        elif self.put is not None and not (self.copies or self.fills or self.compiled):
+            self._run = self._put_only
         elif plain:
             self._run = self._copy
         else:
@@ -434,7 +437,11 @@ class _NumpyExecutor:
         shape, copied), or None where the plan is not one whole-output copy or the type is
         not numpy's own numeric one. The call's signature fixes the type, so every check
         is made here, once."""
-        if not self.whole or dtype is None:
+        if dtype is None or dtype.kind not in "biufc":
+            return None
+        if self.gather is not None:
+            return self._taker(shape, dtype)
+        if not self.whole:
             return None
         coalesced, word, si, so, ss = self.one[:5]  # type: ignore[index]
         if dtype.kind not in "biufc" or dtype.itemsize != word.itemsize:
@@ -447,6 +454,28 @@ class _NumpyExecutor:
         def make(ins: Sequence[Any]) -> np.ndarray[Any, Any]:
             made: np.ndarray[Any, Any] = view(shape, dtype, ins[si], so, strides).copy()
             return made
+
+        return make
+
+    def _taker(
+        self, shape: tuple[int, ...], dtype: np.dtype[Any]
+    ) -> Callable[[Sequence[Any]], np.ndarray[Any, Any]] | None:
+        """The lone gather's output made by numpy.take itself, where it writes the whole
+        output row-major; a bad index takes the general path, which names it."""
+        assert self.gather is not None
+        made = self.gather.taker(dtype, self.plan.output_spans[0])
+        if made is None:
+            return None
+        general = self._general
+
+        def make(ins: Sequence[Any]) -> np.ndarray[Any, Any]:
+            try:
+                result = made(ins)
+            except IndexError:  # numpy wrote nothing: the general path raises the error
+                out = np.empty(shape, dtype)
+                general(ins, [out])
+                return out
+            return result if result.shape == shape else result.reshape(shape)
 
         return make
 
@@ -473,6 +502,16 @@ class _NumpyExecutor:
         self._copy(ins, outs)
         for step, moved in zip(self.steps, rows, strict=True):
             step.run(ins, outs, moved)
+
+    def _put_only(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
+        """A plan that is one scatter of whole rows (in place): its rows checked, then one
+        fancy assignment; the general path where the check declines (it names the error)."""
+        assert self.put is not None
+        index = self.put.put_index(ins)
+        if index is None:
+            self._general(ins, outs)
+        else:
+            self.put.put_rows(ins, outs, index)
 
     def _copy(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
         """The plan's strided copies (fills bound after the inputs)."""

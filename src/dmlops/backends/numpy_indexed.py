@@ -5,6 +5,7 @@ numpy.take (gathers) or fancy assignment (scatters)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -64,6 +65,82 @@ def affine(shape: tuple[int, ...], strides: tuple[int, ...], base: int) -> Any:
     return out
 
 
+_SET = 256  # offsets up to which repeats are found by a Python set
+_STAMPED = 1 << 16  # destinations up to which repeats are found by stamping, not sorting
+
+
+def _distinct(starts: np.ndarray[Any, Any]) -> bool:
+    """Whether no two of these element offsets are equal."""
+    if len(starts) <= _SET:
+        return len(set(starts.tolist())) == len(starts)
+    low, high = int(starts.min()), int(starts.max())
+    if high - low >= _STAMPED:
+        return len(np.unique(starts)) == len(starts)
+    # each offset stamps its own position: a repeat loses one stamp
+    order = np.arange(len(starts))
+    stamp = np.empty(high - low + 1, np.intp)
+    shifted = starts - low
+    stamp[shifted] = order
+    return bool((stamp[shifted] == order).all())
+
+
+class _OffsetTable:
+    """An indexed copy's index values turned into element offsets along its one indexed
+    axis by one numpy.take of a table: an index in range, counted from the end where it is
+    negative and may be, finds its offset; one outside finds the clamped one (WebNN),
+    `MISSING` (a skipped row) or, where neither, makes the lookup decline so that `prepare`'s
+    full path names it."""
+
+    MISSING = np.iinfo(np.intp).min
+
+    def __init__(self, copy: IndexedCopy) -> None:
+        axis = copy.axes[0]
+        n, stride = axis.size, axis.stride
+        signed = copy.index_type.numpy_dtype.kind == "i"
+        along = np.arange(n, dtype=np.intp) * stride
+        self.strict = not (copy.clamp or copy.skip_out_of_range)
+        # strict, with negatives counted from the end: numpy.take(mode="raise") is the check
+        self.direct = along if self.strict and (copy.negative_indices or not signed) else None
+        if self.direct is not None and not signed:
+            self.direct = None if copy.index_type.name == "UINT64" else along
+        # else values shifted by n + 1 and clipped: [below -n, -n .. -1, 0 .. n-1, n and up]
+        low = along[0] if copy.clamp else self.MISSING
+        high = along[-1] if copy.clamp else self.MISSING
+        negatives = along if copy.negative_indices and signed else np.full(n, low, np.intp)
+        self.table = np.concatenate([[low], negatives, along, [high]]).astype(np.intp)
+        self.shift = n + 1
+        self.skip = copy.skip_out_of_range and not copy.clamp
+
+    @classmethod
+    def of(cls, copy: IndexedCopy) -> _OffsetTable | None:
+        """The table of a copy indexed along one axis by an index type numpy reads exactly
+        (clamped 64-bit unsigned values would wrap: they keep the full path); None else."""
+        if len(copy.axes) != 1 or copy.reverse_dim >= 0 or copy.axes[0].size == 0:
+            return None
+        if copy.clamp and copy.index_type.name == "UINT64":
+            return None
+        return cls(copy)
+
+    def look_up(self, raw: np.ndarray[Any, Any]) -> tuple[Any, Any] | None:
+        """(element offsets, rows kept or None for all) of these index values; None where
+        an index is out of range and must be named."""
+        if self.direct is not None:
+            try:
+                return self.direct.take(raw), None
+            except IndexError:
+                return None
+        wide = raw.astype(np.intp) if raw.dtype != np.intp else raw
+        found = self.table.take(wide + self.shift, mode="clip")
+        if self.table[0] != self.MISSING and self.table[-1] != self.MISSING:
+            return found, None  # clamped: every row written
+        missing = found == self.MISSING
+        if not missing.any():
+            return found, None
+        if not self.skip:
+            return None
+        return np.where(missing, 0, found), ~missing
+
+
 class IndexedStep:
     """One indexed copy, ready to run on bound buffers: `prepare` reads the indices and
     checks them (raising before any write), `run` moves the elements."""
@@ -112,6 +189,13 @@ class IndexedStep:
             np.broadcast_to(self.moving, self.outer).reshape(-1).tolist() if few else None
         )
         self.put_recipe = self._put_recipe()
+        self.offsets = _OffsetTable.of(copy)
+        # a reversal's positions along its reversed dimension, shaped to broadcast
+        self.positions: Any = None
+        if copy.reverse_dim >= 0:
+            at = [1] * len(self.outer)
+            at[copy.reverse_dim] = self.outer[copy.reverse_dim]
+            self.positions = np.arange(at[copy.reverse_dim], dtype=np.intp).reshape(at)
 
     def _table(self, scatter: bool) -> tuple[tuple[int, ...], int, tuple[int, ...]] | None:
         """For a gather (or scatter) of whole rows along one axis whose indexed side moves by
@@ -150,10 +234,10 @@ class IndexedStep:
         assert self.put_recipe is not None
         _, itype, ioffset, size = self.put_recipe
         index = _view(ins[self.copy.index], self.outer, itype, ioffset, self.index_strides)
-        index = index.reshape(-1)
+        index = index.ravel()
         if index.size == 0:
             return index
-        if index.size <= _FEW:  # as Python ints: cheaper than sorting an array
+        if index.size <= _FEW:  # as Python ints: cheaper than arrays
             values = index.tolist()
             low = min(values)
             if low < -size or max(values) >= size:
@@ -162,16 +246,12 @@ class IndexedStep:
                 values = [v + size if v < 0 else v for v in values]
                 index = np.array(values, np.int64)
             return index if len(set(values)) == len(values) else None
-        ordered = np.sort(index)  # range and repeats in one pass
-        low, high = ordered[0], ordered[-1]
+        low, high = int(index.min()), int(index.max())
         if low < -size or high >= size:
             return None
         if low < 0:
             index = np.where(index < 0, index + size, index)
-            ordered = np.sort(index)
-        if index.size > 1 and (ordered[1:] == ordered[:-1]).any():
-            return None
-        return index
+        return index if _distinct(index) else None
 
     def put_rows(self, ins: Any, outs: Any, index: Any) -> None:
         """The fancy assignment of `put_index`'s rows."""
@@ -183,7 +263,9 @@ class IndexedStep:
         src, dst = ins[c.src], outs[c.dst]
         kind = _kind(src, dst, self.size)
         u_shape, u_offset, u_strides = self.plain_view
-        rows = _view(src, u_shape, kind, u_offset, u_strides).reshape(-1, self.row)
+        rows = _view(src, u_shape, kind, u_offset, u_strides)
+        if len(u_shape) != 2:
+            rows = rows.reshape(-1, self.row)
         _view(dst, shape, kind, offset, strides)[index] = rows
 
     def _take_recipe(self) -> tuple[Any, ...] | None:
@@ -213,6 +295,47 @@ class IndexedStep:
             return False
         return True
 
+    def taker(
+        self, dtype: np.dtype[Any], output_span: tuple[int, int]
+    ) -> Callable[[Any], np.ndarray[Any, Any]] | None:
+        """The gather as a new (outer..., row) array of `dtype` (numpy's own type of the
+        element's size), where the plain side is the whole output row-major: one numpy.take
+        of the source's table view (whole rows) or of its elements at the prepared offsets
+        (single elements); None otherwise. An out-of-range index raises before anything is
+        made."""
+        c = self.copy
+        if c.scatter or dtype.itemsize != self.size:
+            return None
+        o_shape, o_offset, o_strides = self.plain_view
+        packed, step = [], self.size
+        for n in reversed(o_shape):
+            packed.append(step)
+            step *= n
+        if o_offset or tuple(reversed(packed)) != o_strides or output_span != (0, step):
+            return None
+        src, index, outer, index_strides = c.src, c.index, self.outer, self.index_strides
+        if self.take_recipe is None:
+            if self.row != 1:
+                return None
+            prepare = self.prepare
+
+            def elements(ins: Any) -> np.ndarray[Any, Any]:
+                moved, _ = prepare(ins)  # (a bad index raises here, named)
+                made: np.ndarray[Any, Any] = _elements(ins[src], dtype).take(moved)
+                return made
+
+            return elements
+        (shape, offset, strides), itype, ioffset = self.take_recipe
+
+        def make(ins: Any) -> np.ndarray[Any, Any]:
+            table = _view(ins[src], shape, dtype, offset, strides)
+            made: np.ndarray[Any, Any] = table.take(
+                _view(ins[index], outer, itype, ioffset, index_strides), 0
+            )
+            return made
+
+        return make
+
     def _index_values(self, ins: Any, t: int) -> np.ndarray[Any, Any]:
         c = self.copy
         dtype = c.index_type.numpy_dtype
@@ -224,6 +347,16 @@ class IndexedStep:
     def prepare(self, ins: Any) -> tuple[Any, Any]:
         """(element offsets on the indexed side, rows kept) of every row written."""
         c = self.copy
+        if self.offsets is not None:
+            raw = _view(ins[c.index], self.outer, c.index_type.numpy_dtype, c.index_offset,
+                        self.index_strides)  # fmt: skip
+            looked = self.offsets.look_up(raw)
+            if looked is not None:
+                along, keep = looked
+                moved = self.moving + along
+                if not c.scatter:
+                    return moved, None
+                return self._winners(moved, None if keep is None else np.flatnonzero(keep))
         if self.few_rows is not None:
             return self._prepare_few(self._index_values(ins, 0).ravel().tolist())
         moved = self.moving
@@ -233,11 +366,11 @@ class IndexedStep:
             if raw.size == 0:
                 continue
             if c.reverse_dim >= 0:  # a length: position p reads L - 1 - p below it
-                length = np.clip(raw.astype(np.int64), 0, axis.size)
-                n = self.outer[c.reverse_dim]
-                at = [1] * len(self.outer)
-                at[c.reverse_dim] = n
-                p = np.arange(n, dtype=np.int64).reshape(at)
+                if raw.dtype.kind == "u":  # (numpy's ufuncs: np.clip's checks cost more)
+                    length = np.minimum(raw, axis.size).astype(np.intp)
+                else:
+                    length = np.minimum(np.maximum(raw.astype(np.intp), 0), axis.size)
+                p = self.positions
                 moved = moved + np.where(p < length, length - 1 - p, p) * axis.stride
                 continue
             if c.clamp:
@@ -271,19 +404,20 @@ class IndexedStep:
             moved = np.broadcast_to(moved, self.outer)
         if not c.scatter:
             return moved, None
-        chosen: Any = None if keep is None else np.flatnonzero(keep)
-        if c.slot_count:
-            # the later write in index order wins: keep the last row to each destination
-            starts = moved.reshape(-1)
-            if chosen is not None:
-                starts = starts[chosen]
-            distinct = len(starts) <= _FEW and len(set(starts.tolist())) == len(starts)
-            if len(starts) > 1 and not distinct:
-                _, last = np.unique(starts[::-1], return_index=True)
-                if len(last) != len(starts):
-                    winners = np.sort(len(starts) - 1 - last)
-                    chosen = winners if chosen is None else chosen[winners]
-        return moved, chosen
+        return self._winners(moved, None if keep is None else np.flatnonzero(keep))
+
+    def _winners(self, moved: Any, chosen: Any) -> tuple[Any, Any]:
+        """A scatter's rows kept: of rows to one destination, the later in index order."""
+        if not self.copy.slot_count:
+            return moved, chosen
+        starts = moved.reshape(-1)
+        if chosen is not None:
+            starts = starts[chosen]
+        if len(starts) <= 1 or _distinct(starts):
+            return moved, chosen
+        _, last = np.unique(starts[::-1], return_index=True)
+        winners = np.sort(len(starts) - 1 - last)
+        return moved, winners if chosen is None else chosen[winners]
 
     def _prepare_few(self, values: list[int]) -> tuple[Any, Any]:
         """`prepare` for a few rows along one axis, as Python ints."""
