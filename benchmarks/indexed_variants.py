@@ -1,36 +1,47 @@
-"""Kernel variants of the indexed copy, timed on the bench's GPU workloads (8 calls back to
-back per sample): each variant rewrites kernels/indexed.cu's launch bounds in a scratch copy
-of the package, in a process of its own.
+"""Variants of the indexed kernels, timed on the bench's GPU indexed workloads (8 calls back
+to back per sample, median of 30): each variant rewrites text in a scratch copy of the
+package and runs in a process of its own, so every variant compiles its own kernels.
 
-    python benchmarks/indexed_variants.py
+    python benchmarks/indexed_variants.py [variant ...]
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-VARIANTS = {
-    "as is (80 registers)": "",
-    "launch bounds 256, 4 (64 registers)": "__launch_bounds__(256, 4) ",
-    "launch bounds 256, 6 (40 registers)": "__launch_bounds__(256, 6) ",
-    "launch bounds 256, 8 (32 registers)": "__launch_bounds__(256, 8) ",
+_INDEXED = "dmlops/backends/cuda/kernels/indexed.cu"
+_PY = "dmlops/backends/cuda/indexed.py"
+
+# name: [(file under src/, old text, new text), ...]
+VARIANTS: dict[str, list[tuple[str, str, str]]] = {
+    "as is": [],
+    "elements: 4 per thread": [(_PY, "_ELEMENTS_PER = 2", "_ELEMENTS_PER = 4")],
+    "rows: segments of 512 chunks": [
+        (_INDEXED, "#define SEGMENT 128", "#define SEGMENT 512"),
+        (_PY, "_SEGMENT = 128", "_SEGMENT = 512"),
+    ],
+    "rows: segments of 256 chunks": [
+        (_INDEXED, "#define SEGMENT 128", "#define SEGMENT 256"),
+        (_PY, "_SEGMENT = 128", "_SEGMENT = 256"),
+    ],
 }
-ENTRY = 'extern "C" __global__ void dmlops_indexed('
 
 CHILD = r"""
-import sys, torch
+import torch
 from dmlops.bench.indexed import _gpu_cases
 from dmlops.bench.common import median_gpu
 for case, make, ours, theirs in _gpu_cases(torch):
-    if "take_along" in case:
+    if "KV write" in case:
         continue
     inputs = make()
     t = median_gpu(lambda: ours(*inputs), 30, batch=8) * 1e6
-    print(f"  {case:60s} {t:8.1f} us", flush=True)
+    r = median_gpu(lambda: theirs(*inputs), 30, batch=8) * 1e6
+    print(f"  {case:60s} {t:8.1f} us   torch {r:8.1f} us", flush=True)
     del inputs
     torch.cuda.empty_cache()
 """
@@ -38,21 +49,18 @@ for case, make, ours, theirs in _gpu_cases(torch):
 
 def main() -> None:
     src = Path(__file__).resolve().parents[1] / "src"
-    for name, bounds in VARIANTS.items():
+    chosen = sys.argv[1:] or list(VARIANTS)
+    for name in chosen:
         with tempfile.TemporaryDirectory() as tmp:
             shutil.copytree(src / "dmlops", Path(tmp) / "dmlops")
-            cu = Path(tmp) / "dmlops/backends/cuda/kernels/indexed.cu"
-            text = cu.read_text()
-            assert ENTRY in text
-            cu.write_text(text.replace(ENTRY, ENTRY.replace("__global__ ", "__global__ " + bounds)))
+            for file, old, new in VARIANTS[name]:
+                path = Path(tmp) / file
+                text = path.read_text()
+                assert old in text, (name, file)
+                path.write_text(text.replace(old, new))
             print(name, flush=True)
-            subprocess.run([sys.executable, "-c", CHILD], env={"PYTHONPATH": tmp, **_env()})
-
-
-def _env() -> dict[str, str]:
-    import os
-
-    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+            subprocess.run([sys.executable, "-c", CHILD], env={"PYTHONPATH": tmp, **env})
 
 
 if __name__ == "__main__":

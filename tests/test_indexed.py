@@ -1009,3 +1009,69 @@ def test_signatures_from_raw_arguments_never_serve_another_call() -> None:
         dmlops.scatter_nd(target, np.array([[3], [0]]), target[0:2], out=target)
         np.testing.assert_array_equal(target, want)
     functional.clear_cache()
+
+
+@st.composite
+def long_rows_case(draw):  # type: ignore[no-untyped-def]
+    """Element gathers whose walk rows are long (the CUDA `elements` kernel's class): one or
+    two outer dimensions, rows of 32 to 300 indices, any data type, index type and view."""
+    rows = draw(st.integers(1, 3))
+    n = draw(st.integers(1, 40))
+    cols = draw(st.integers(32, 300))
+    dtype = draw(st.sampled_from([*DTYPES, np.float64]))
+    itype = draw(st.sampled_from(INDEX_DTYPES))
+    axis = draw(st.integers(0, 1))
+    xs = (rows, n) if axis == 1 else (n, rows)
+    x = _view(draw, _data(draw, xs, dtype))
+    ish = (rows, cols) if axis == 1 else (cols, rows)
+    idx = _view(draw, _indices(draw, ish, n, itype))
+    return x, idx, axis
+
+
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+@settings(max_examples=40, deadline=None)
+@given(case=long_rows_case(), clamp=st.booleans())
+def test_element_gathers_of_long_rows_match_reference(backend: str, case, clamp) -> None:  # type: ignore[no-untyped-def]
+    """take_along_axis-shaped gathers and gathers of scalars (one outer dimension), against
+    the naive references; with WebNN's clamp, out-of-range indices read the axis' ends."""
+    x, idx, axis = case
+    dev_x, dev_i = to_device(backend, x), to_device(backend, idx)
+    got = to_host(dmlops.gather_elements(dev_x, dev_i, axis, clamp_indices=clamp))
+    assert bits(got) == bits(ref_gather_elements(x, idx, axis))
+    flat = np.ascontiguousarray(x).reshape(-1)
+    picks = np.ascontiguousarray(idx).reshape(-1)
+    if picks.dtype.kind == "u":
+        picks = picks % flat.size
+    got = to_host(dmlops.gather(to_device(backend, flat), to_device(backend, picks)))
+    assert bits(got) == bits(ref_gather(flat, picks, 0))
+    if clamp:
+        wild = np.array([5 * x.shape[axis], -5 * x.shape[axis]] * 20, np.int64).reshape(-1, 1)
+        wild = np.repeat(wild, x.shape[1 - axis], 1) if axis == 0 else wild.T.repeat(x.shape[0], 0)
+        got = to_host(
+            dmlops.gather_elements(dev_x, to_device(backend, wild), axis, clamp_indices=True)
+        )
+        ends = np.where(wild > 0, x.shape[axis] - 1, 0)
+        assert bits(got) == bits(ref_gather_elements(x, ends, axis))
+
+
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+@pytest.mark.parametrize("chunks", [32, 100, 128, 129, 300, 700])
+def test_long_rows_in_segments_match_reference(backend: str, chunks: int) -> None:
+    """Rows of 32 to 700 sixteen-byte chunks (the CUDA kernel moves them a segment of 128
+    chunks per warp, the last one partial): gathers, and scatters with repeated targets
+    past the one-launch scan (the later wins), in place and not."""
+    rng = np.random.default_rng(chunks)
+    width = chunks * 8  # float16 elements
+    x = rng.standard_normal((40, width)).astype(np.float16)
+    x.view(np.uint16)[0, :3] = [0x7E01, 0x8000, 0xFC01]  # NaN payload, -0.0, signalling NaN
+    idx = rng.integers(-40, 40, 48)
+    got = to_host(dmlops.gather(to_device(backend, x), to_device(backend, idx)))
+    assert bits(got) == bits(ref_gather(x, idx, 0))
+    upd = rng.standard_normal((1100, width)).astype(np.float16)
+    slots = rng.integers(0, 40, (1100, 1))
+    want = ref_scatter_nd(x, slots, upd)
+    got = to_host(dmlops.scatter_nd(*(to_device(backend, a) for a in (x, slots, upd))))
+    assert bits(got) == bits(want)
+    cache = to_device(backend, x.copy())
+    dmlops.scatter_nd(cache, to_device(backend, slots), to_device(backend, upd), out=cache)
+    assert bits(to_host(cache)) == bits(want)

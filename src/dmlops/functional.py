@@ -635,22 +635,30 @@ _PLAIN = (int, bool, str, type(None))
 
 def _quick_key(tag: tuple[Any, ...], ins: Sequence[Any], out: Any) -> Hashable | None:
     """A call's signature from its raw arguments, before any shape work: `tag` (the
-    operator and its other arguments) and each numpy array's type, shape and strides; None
-    where an argument is not a plain int, bool, str or None (1.0 must not find the call of
-    1) or an array not a numpy one."""
+    operator and its other arguments) and each array's key (type, shape, strides; a GPU
+    array's device); None where an argument is not a plain int, bool, str or None (1.0 must
+    not find the call of 1) or an array has no key (lists, CPU torch tensors)."""
     for v in tag:
         if type(v) not in _PLAIN:
             return None
     ndarray = np.ndarray
+    keys = _ARRAY_KEYS
     parts: list[Hashable] = [tag]
     for a in ins:
-        if type(a) is not ndarray:
+        if type(a) is ndarray:
+            parts.append((a.dtype, a.shape, a.strides))
+            continue
+        f = keys.get(type(a))
+        key = None if f is None else f(a)
+        if key is None:
             return None
-        parts.append((a.dtype, a.shape, a.strides))
+        parts.append(key)
     if out is not None:
-        if type(out) is not ndarray:
+        f = keys.get(type(out))
+        key = None if f is None else f(out)
+        if key is None:
             return None
-        parts.append((out.dtype, out.shape, out.strides, out.flags.writeable, out is ins[0]))
+        parts.append((key, out is ins[0]))
     return tuple(parts)
 
 

@@ -25,6 +25,9 @@ __all__ = ["IndexedLaunch"]
 _TYPES = {"INT32": 0, "INT64": 1, "UINT32": 2, "UINT64": 3}
 META_WORDS = 112  # the kernel's Meta parameter: int64 words (kernels/indexed.cu)
 _THREADS = 256
+_SEGMENT = 128  # 16-byte chunks a warp moves per unit of a long row (kernels/indexed.cu)
+_ELEMENTS_PER = 2  # elements a thread of the elements kernel moves (kernels/elements.cu)
+_ELEMENT_COLS = 32  # walk rows at least this long take the elements kernel
 _PREPARED = 16  # address tuples whose launches each copy keeps packed
 # a scatter of at most this many rows finds its winners in its one launch (each row looks
 # for a later one to its slot) instead of a winner table, its clearing and a winner pass
@@ -90,12 +93,54 @@ class IndexedLaunch:
         reach[side] += sum((a.size - 1) * abs(a.stride) for a in copy.axes)
         reach[2] += (len(copy.axes) - 1) * abs(copy.tuple_stride)
         self.lean_reach = max(reach) < 2**31 - 1 and walk.count < 2**31 - 1
+        self.walk = self._element_walk(outer, cut) if self.lean_reach else None
         if len(head) > META_WORDS:
             raise ValueError(f"an indexed copy of {cut} dimensions does not fit a launch")
         self.meta = np.zeros(META_WORDS, dtype=np.int64)
         self.meta[: len(head)] = head
         self.prepared: dict[tuple[int, ...], Any] = {}
         self.captured: list[Any] = []  # preparations a CUDA graph replays: kept for good
+
+    def _element_walk(self, outer: tuple[int, ...], cut: int) -> np.ndarray[Any, Any] | None:
+        """The `elements` kernel's walk (kernels/elements.cu) for a gather of single elements
+        along one axis over at most two outer dimensions whose rows are long enough to fill
+        a warp; None otherwise (the general kernel)."""
+        c = self.copy
+        if (
+            c.scatter
+            or self.row != 1
+            or len(c.axes) != 1
+            or c.reverse_dim >= 0
+            or c.skip_out_of_range
+            or cut > 2
+            or self.size not in (1, 2, 4, 8)
+            or (outer[-1] if outer else 0) < _ELEMENT_COLS
+        ):
+            return None
+        isize = c.index_element_size
+        lead = 2 - cut  # a walk of one dimension: one row
+        rows = (1,) * lead + tuple(outer)
+        strides = [(0,) * lead + tuple(s[:cut]) for s in (c.src_strides, c.dst_strides)]
+        index = (0,) * lead + tuple(c.index_strides[:cut])
+        axis = c.axes[0]
+        flags = int(c.negative_indices) | (2 if c.clamp else 0)
+        walk = [
+            rows[0],
+            rows[1],
+            strides[0][0],
+            strides[0][1],
+            strides[1][0],
+            strides[1][1],
+            index[0],
+            index[1],
+            axis.size,
+            axis.stride,
+            c.src_offset // self.size,
+            c.dst_offset // self.size,
+            c.index_offset // isize,
+            flags,
+        ]
+        return np.array(walk + [0] * (16 - len(walk)), np.int32)
 
     def _chunk(self, src: int, dst: int) -> int:
         """The widest move (bytes) that every row start and the row length allow."""
@@ -136,8 +181,8 @@ class IndexedLaunch:
         winner, launches = prepared[0], prepared[1]
         if winner is not None:
             cp.cuda.runtime.memsetAsync(int(winner.data.ptr), 0xFF, winner.nbytes, stream)
-        for function, grid, params in launches:
-            launch(function, grid, 1, 1, _THREADS, 1, 1, 0, stream, params, 0)
+        for function, grid, threads, params in launches:
+            launch(function, grid[0], grid[1], 1, threads, 1, 1, 0, stream, params, 0)
 
     def _prepare(
         self,
@@ -148,11 +193,14 @@ class IndexedLaunch:
         dst: int,
         index: int,
         captured: bool = False,
-    ) -> tuple[Any, list[tuple[int, int, int]], list[Any]]:
+    ) -> tuple[Any, list[tuple[int, tuple[int, int], int, int]], list[Any]]:
         """The winner table and packed kernel parameters (the meta table among them) for
         these addresses (`captured`: for a stream being captured into a graph, the winner
         table in memory of its own)."""
         c = self.copy
+        if self.walk is not None and src % self.size == 0 and dst % self.size == 0:
+            launch, kept = self._elements_launch(cp, src, dst, index)
+            return None, [launch], kept
         chunk = self._chunk(src, dst)
         chunks = self.row * self.size // chunk if chunk != self.size else self.row
         meta = self.meta.copy()
@@ -180,12 +228,16 @@ class IndexedLaunch:
             launches.append(
                 (
                     kernels.function_handle(fn),
-                    grid,
+                    (grid, 1),
+                    _THREADS,
                     pack(meta, np.uint64(index), winner_ptr, rows),
                 )
             )
         lanes = 32 if chunks >= 32 else 1
-        grid = max(1, min(65535 * 8, -(-self.rows * lanes // _THREADS)))
+        warps = self.rows
+        if lanes == 32 and chunk == 16 and chunk != self.size and not scan:
+            warps = self.rows * -(-chunks // _SEGMENT)  # a warp per segment of a row
+        grid = max(1, min(65535 * 8, -(-warps * lanes // _THREADS)))
         ends = (meta, np.uint64(src), np.uint64(dst), np.uint64(index))
         if scan:
             fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed_scan")
@@ -196,8 +248,29 @@ class IndexedLaunch:
         else:
             fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed")
             params = pack(*ends, winner_ptr, rows)
-        launches.append((kernels.function_handle(fn), grid, params))
+        launches.append((kernels.function_handle(fn), (grid, 1), _THREADS, params))
         return winner, launches, keep
+
+    def _elements_launch(
+        self, cp: Any, src: int, dst: int, index: int
+    ) -> tuple[tuple[int, tuple[int, int], int, int], list[Any]]:
+        """The `elements` kernel's launch: a block of up to _THREADS threads spans
+        ELEMENTS_PER times its width of a walk row; rows along the grid's y."""
+        assert self.walk is not None
+        rows, cols = int(self.walk[0]), int(self.walk[1])
+        per = _ELEMENTS_PER
+        threads = min(_THREADS, (-(-cols // per) + 31) // 32 * 32)
+        grid = (-(-cols // (threads * per)), min(rows, 65535))
+        defines = (
+            ("INDEX", _TYPES[self.copy.index_type.name]),
+            ("ELEMENT", self.size),
+            ("ELEMENTS_PER", per),
+        )
+        fn = kernels.compiled(cp, "elements", defines)
+        pointers = [np.array([v], np.uint64) for v in (src, dst, index)]
+        params = np.array([self.walk.ctypes.data] + [a.ctypes.data for a in pointers], np.uint64)
+        launch = (kernels.function_handle(fn), grid, threads, int(params.ctypes.data))
+        return launch, [self.walk, pointers, params]  # (kept alive with the launch)
 
 
 class _Raw:

@@ -17,7 +17,12 @@ __all__ = [
     "blocks_per_multiprocessor",
 ]
 
-ENTRY = {"strided": "dmlops_strided", "rows": "dmlops_rows", "transpose": "dmlops_transpose"}
+ENTRY = {
+    "strided": "dmlops_strided",
+    "rows": "dmlops_rows",
+    "transpose": "dmlops_transpose",
+    "elements": "dmlops_indexed_elements",
+}
 _cache: dict[tuple[str, tuple[tuple[str, int], ...]], Any] = {}
 _lock = threading.Lock()
 

@@ -15,6 +15,9 @@
 // dmlops_indexed_scan instead has each row look for a later one to its slot: one launch).
 typedef unsigned char u8;
 
+// 16-byte chunks a warp moves per unit of work on long rows (four per lane)
+#define SEGMENT 128
+
 #define META_WORDS 112
 struct Meta { long long v[META_WORDS]; };
 
@@ -140,6 +143,34 @@ __device__ void indexed(const long long* __restrict__ meta, const u8* src_base, 
     const I lane = warp_rows ? (I)(threadIdx.x & 31) : 0;
     const I first = (blockIdx.x * (I)blockDim.x + threadIdx.x) / lanes;
     const I step = (I)gridDim.x * blockDim.x / lanes;
+    if (!SCAN && warp_rows && chunk == 16 && !by_element) {
+        // long 16-byte rows cut in segments of SEGMENT chunks, a warp per segment: work in
+        // pieces small enough that the launch's last blocks do not leave the chip idle
+        const long long segments = (chunks + SEGMENT - 1) / SEGMENT;
+        const long long units = (long long)rows * segments;
+        for (long long u = first; u < units; u += step) {
+            const I m = (I)(u / segments);
+            const long long segment = u - (long long)m * segments;
+            O s, d;
+            long long slot, order;
+            if (!locate<I, O, SLOTS>(meta, idx, m, &s, &d, &slot, &order)) continue;
+            if (SLOTS && winner != nullptr && winner[slot] != (int)order) continue;
+            const uint4* from = (const uint4*)(src_base + (long long)s * es);
+            uint4* to = (uint4*)(dst_base + (long long)d * es);
+            const long long end = min(chunks, (segment + 1) * SEGMENT);
+            long long c = segment * SEGMENT + lane;
+            for (; c + 3 * 32 < end; c += 4 * 32) {  // four loads in flight per lane
+                const uint4 a = __ldcs(from + c), b = __ldcs(from + c + 32);
+                const uint4 e = __ldcs(from + c + 64), f = __ldcs(from + c + 96);
+                to[c] = a;
+                to[c + 32] = b;
+                to[c + 64] = e;
+                to[c + 96] = f;
+            }
+            for (; c < end; c += 32) to[c] = __ldcs(from + c);
+        }
+        return;
+    }
     for (I m = first; m < rows; m += step) {
         O s, d;
         long long slot, order;
