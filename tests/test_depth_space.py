@@ -210,3 +210,29 @@ def test_in_a_graph_and_from_onnx(order: str) -> None:
     ):
         g.space_to_depth(xi, 2, order)
     assert z.sizes == x.shape
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.uint64])
+def test_a_graph_that_carries_types_takes_what_the_table_lacks(dtype) -> None:  # type: ignore[no-untyped-def]
+    """DEPTH_TO_SPACE1's table has no 8-byte types: a default graph refuses them as DirectML
+    would, naming the type; a graph built with carry_types (as the ONNX lowering builds
+    its graphs) validates the node with a carrier and moves whole elements, bit for bit."""
+    x = (np.arange(2 * 8 * 3 * 2) - 7).astype(dtype).reshape(2, 8, 3, 2)
+    x.view(np.uint64)[0, 0, 0, 0] = 0x7FF0000000000001  # a NaN payload
+    refusing = dmlops.Graph()
+    with pytest.raises(dmlops.DmlError, match=x.dtype.name.upper()):
+        refusing.depth_to_space(refusing.input(x), 2, "CRD")
+    g = dmlops.Graph(carry_types=True)
+    xi = g.input(x)
+    y = g.space_to_depth(g.depth_to_space(xi, 2, "CRD"), 2, "DCR")
+    op = g.compile([y])
+    out = np.empty((2, 8, 3, 2), dtype)
+    op.execute([x], [out.reshape(-1)])
+    n, c, h, w = x.shape
+    want = (
+        x.reshape(n, c // 4, 2, 2, h, w)
+        .transpose(0, 1, 4, 2, 5, 3)
+        .reshape(n, c // 4, h * 2, w * 2)
+    )
+    want = want.reshape(n, c // 4, h, 2, w, 2).transpose(0, 3, 5, 1, 2, 4).reshape(n, c, h, w)
+    assert out.view(np.uint64).tolist() == want.view(np.uint64).tolist()

@@ -599,25 +599,14 @@ def _described(
                 f"{first_name}.DataType {first.element.label}"
             )
     element = first.element
-    row = desc.support_row(level)
-    allowed = [desc._allowed_types(n, row) for n, _ in data]
-    if element.data_type is not None and all(element.data_type in a for a in allowed):
-        return desc
-    carrier = next(
-        (
-            c
-            for c in (DataType.UINT64, DataType.UINT32, DataType.UINT16, DataType.UINT8)
-            if c.element_size <= element.size and all(c in a for a in allowed)
-        ),
-        None,
-    )
+    carrier = desc.carrier(level, element.size, element.data_type)
     if carrier is None:
         if element.data_type is None:
             raise UnsupportedFeatureLevelError(
                 f"{desc.OPERATOR}.{first_name}.DataType is {element.name}: {desc.OPERATOR} "
                 f"takes no unsigned type of {element.size} bytes or less to carry it"
             )
-        return desc  # validation names the type the table lacks
+        return desc  # its own type, or validation names the type the table lacks
     carried = [id(t) for _, t in data]
     desc = make_desc(
         [t.carried_by(carrier).desc if id(t) in carried else t.desc for t in in_t],

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .elements import word_element
-from .errors import DmlError, InvalidDescriptorError
+from .errors import DmlError, InvalidDescriptorError, UnsupportedFeatureLevelError
 from .indexed import IndexedCopy
 from .ops import (
     DepthSpaceOrder,
@@ -302,10 +302,18 @@ class _StageDesc(GraphDesc):
 class Graph:
     """A DirectMLX-style graph builder of SLICE, SLICE1, SPLIT, JOIN, Reinterpret and Identity."""
 
-    def __init__(self, feature_level: FeatureLevel | int | str | None = None) -> None:
+    def __init__(
+        self, feature_level: FeatureLevel | int | str | None = None, *, carry_types: bool = False
+    ) -> None:
+        """`carry_types`: a node whose operator's table lacks its data type at this level is
+        validated with an unsigned carrier of a size dividing the element's, as the
+        functional API describes any array (the plan moves whole elements either way).
+        Off by default: a graph refuses what DirectML would; the ONNX lowering turns it
+        on."""
         self.feature_level = (
             FeatureLevel.newest() if feature_level is None else FeatureLevel.parse(feature_level)
         )
+        self.carry_types = carry_types
         self._inputs: list[GraphTensor] = []
         self._tensors: list[GraphTensor] = []
         self._pieces: list[list[_Piece]] = []
@@ -399,7 +407,7 @@ class Graph:
         k = len(self._nodes)
         if desc is not None:
             try:
-                desc.validate(self.feature_level)
+                self._as_validated(desc).validate(self.feature_level)
             except DmlError as e:
                 text = str(e)
                 prefix = f"{kind}."
@@ -409,6 +417,19 @@ class Graph:
                 ) from None
         self._nodes.append(_Node(kind, name, desc))
         return k
+
+    def _as_validated(self, desc: OperatorDesc) -> OperatorDesc:
+        """The descriptor validation sees: its data described by a carrier where the graph
+        carries types and the operator's table lacks theirs."""
+        data = desc.data_fields()
+        if not self.carry_types or not data:
+            return desc
+        own = data[0][1].data_type
+        try:
+            carrier = desc.carrier(self.feature_level, own.element_size, own)
+        except UnsupportedFeatureLevelError:  # an operator newer than the level: named there
+            return desc
+        return desc if carrier is None else desc.carried_as(carrier)
 
     @staticmethod
     def _packed(x: GraphTensor, sizes: Sequence[int]) -> BufferTensorDesc:

@@ -585,7 +585,7 @@ def _compile_graph(
     for name in parameter_names:
         if name not in constants and name in arrays:
             constants[name] = host_array(arrays[name])
-    g = Graph(device.feature_level)
+    g = Graph(device.feature_level, carry_types=True)
     values: dict[str, Value] = {}
     dtypes: dict[str, np.dtype[Any]] = {}  # each value's element type, as ONNX has it
     data_inputs: list[str] = []
@@ -1057,8 +1057,7 @@ def _lower(
             if isinstance(a.get("mode"), bytes)
             else a.get("mode", "DCR")
         )
-        if np.dtype(dtype).itemsize == 8 or isinstance(x, _Empty):
-            # DEPTH/SPACE's tables stop at 4-byte elements; DirectML has no empty tensors
+        if isinstance(x, _Empty):  # DirectML has no empty tensors
             return [_depth_space_views(g, op, x, b, mode, dtype)]
         if op == "DepthToSpace":
             return [g.depth_to_space(_tensor(x), b, mode, name=node.name or None)]

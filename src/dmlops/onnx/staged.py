@@ -519,7 +519,7 @@ def _fits(
 ) -> bool:
     """Whether the form's nodes validate for operands of these types at the device's level
     (an operator's table may lack a type its functional call carries in another)."""
-    scratch = Graph(device.feature_level)
+    scratch = Graph(device.feature_level, carry_types=True)
     try:
         tensors = [_tensor(graph_value(scratch, shape, dtype, "x")) for shape, dtype in operands]
         form(scratch, tensors)
@@ -538,7 +538,7 @@ class _GraphGroup:
         self.opset = opset
         self.ints = ints
         self.number = number
-        self.g = Graph(device.feature_level)
+        self.g = Graph(device.feature_level, carry_types=True)
         self.local: dict[str, Value] = {}
         self.dtypes: dict[str, np.dtype[Any]] = {}
         self.feeds: list[str] = []

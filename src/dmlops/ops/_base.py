@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import copy
 import html
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -174,6 +175,36 @@ class OperatorDesc(abc.ABC):
         has no name for or the operator's table lacks."""
         self._carried = (element_size, fill)
         return self
+
+    def carrier(
+        self, level: FeatureLevel | int | str, element_size: int, own: DataType | None
+    ) -> DataType | None:
+        """The unsigned type that describes this descriptor's data tensors at `level` where
+        its table lacks their own type `own` (None: a type DirectML has no name for) while
+        the plan moves whole elements of `element_size` bytes: the widest whose size
+        divides the element's and that every data field's table entry takes. None where the
+        table takes `own`, or no carrier fits (validation then names the type)."""
+        row = self.support_row(level)
+        allowed = [self._allowed_types(n, row) for n, _ in self.data_fields()]
+        if own is not None and all(own in a for a in allowed):
+            return None
+        for c in (DataType.UINT64, DataType.UINT32, DataType.UINT16, DataType.UINT8):
+            if element_size % c.element_size == 0 and all(c in a for a in allowed):
+                return c
+        return None
+
+    def carried_as(self, carrier: DataType) -> OperatorDesc:
+        """A copy of this descriptor whose data tensors are described as `carrier` (sizes
+        and strides kept), for validation: the same fields and rules, the carrier's table
+        entry."""
+        swap = {id(t): BufferTensorDesc(carrier, t.sizes, t.strides) for _, t in self.data_fields()}
+        made = copy.copy(self)
+        for attr, value in vars(self).items():
+            if id(value) in swap:
+                setattr(made, attr, swap[id(value)])
+            elif isinstance(value, (list, tuple)) and any(id(v) in swap for v in value):
+                setattr(made, attr, type(value)(swap.get(id(v), v) for v in value))
+        return made
 
     def data_fields(self) -> list[tuple[str, BufferTensorDesc]]:
         """The tensor fields holding the data the operator moves (not indices)."""
