@@ -187,3 +187,23 @@ def test_odd_offset_gathers_share_the_vector_kernel_through_a_phase() -> None:
     d = dict(groups[0].defines)
     assert d["GATHER"] == 2 and d["VW"] == 16
     assert sorted(set(groups[0].table[:, 4].tolist())) == [0, 1]  # the phases
+
+
+def test_a_pixel_unshuffle_writes_every_phase_of_its_loads() -> None:
+    """A graph's SPACE_TO_DEPTH1 is one copy with the column phase as an axis of unit source
+    stride: the gather kernel keeps all phases (the axis leaves the walk); a slice that
+    keeps one phase (strides 2x2) still picks its phase."""
+    import dmlops
+
+    x = np.zeros((2, 3, 64, 64), np.float32)
+    g = dmlops.Graph()
+    y = g.space_to_depth(g.input(x), 2)
+    plan = g.compile([y]).plan
+    ((kernel, d),) = [(k.kernel, dict(k.defines)) for k in group_copies(plan, (BASE,), (BASE * 4,))]
+    assert kernel == "strided" and d["PHASES"] == 1 and d["GATHER"] == 2 and d["VW"] == 16
+    assert d["RANK"] == len(plan.copies[0].shape) - 1
+    desc = SliceDesc(
+        BufferTensorDesc(F32, [64, 64]), BufferTensorDesc(F32, [32, 32]), [0, 0], [32, 32], [2, 2]
+    )
+    ((_, d),) = kernels_for(desc)
+    assert "PHASES" not in d

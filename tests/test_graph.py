@@ -287,3 +287,24 @@ def test_an_onnx_model_compiles_to_one_plan(tmp_path, capsys) -> None:  # type: 
     assert main(["explain", str(path)]) == 0
     out = capsys.readouterr().out
     assert "as one graph" in out and "plan: 4 strided copies" in out
+
+
+@pytest.mark.parametrize("block", [2, 3, 4])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.float64])
+def test_pixel_unshuffle_in_a_graph_keeps_every_phase(backend: str, block: int, dtype) -> None:  # type: ignore[no-untyped-def]
+    """A graph's SPACE_TO_DEPTH1 is one copy whose inner axis reads every block-th element
+    and whose column phase is an axis of its own (the CUDA kernel writes every phase of
+    each block it loads); bit for bit against the descriptor's own lowering."""
+    rng = np.random.default_rng(block)
+    w = 16 * block * 3
+    x = rng.integers(0, 255, (2, 3, 4 * block, w), dtype=np.uint8).view(np.int8).astype(dtype)
+    if dtype == np.float32:
+        x.view(np.uint32)[0, 0, 0, :2] = [0x7FC00001, 0x80000000]  # a NaN payload, -0.0
+    g = Graph(carry_types=True)  # (float64: the table's carrier)
+    y = g.space_to_depth(g.input(x), block, "CRD")
+    _, (got,) = _run(g, [y], [x], backend)
+    assert _bits(got).tolist() == _bits(dmlops.space_to_depth(x, block, "CRD")).tolist()
+    g = Graph(carry_types=True)
+    y = g.space_to_depth(g.slice1(g.input(x), [0, 0, 0, 0], list(x.shape), [1, 1, 1, 1]), block)
+    _, (got,) = _run(g, [y], [x], backend)
+    assert _bits(got).tolist() == _bits(dmlops.space_to_depth(x, block)).tolist()

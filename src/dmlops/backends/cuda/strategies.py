@@ -72,11 +72,31 @@ def _block(src: int, es: int, width: int, gather: int, reverse: bool) -> tuple[i
     return lowest - skew, skew // es
 
 
+def phase_axis(copy: StridedCopy) -> int | None:
+    """For a gather along the inner axis (source stride +2..+4) whose every phase the copy
+    also keeps, along another axis of unit source stride (a pixel unshuffle's column
+    phase): that axis, so one thread writes all the phases of the blocks it loads; else
+    None."""
+    shape, ss = copy.shape, copy.src_strides
+    gather = ss[-1]
+    if not 2 <= gather <= MAX_GATHER:
+        return None
+    for d in range(len(shape) - 1):
+        if ss[d] == 1 and shape[d] == gather:
+            return d
+    return None
+
+
 def _vector(copy: StridedCopy, src: int, dst: int, es: int) -> Choice | None:
     shape, ss, ds = copy.shape, copy.src_strides, copy.dst_strides
     if ds[-1] != 1 or not 1 <= abs(ss[-1]) <= MAX_GATHER:
         return None
     gather, reverse = abs(ss[-1]), ss[-1] < 0
+    p = phase_axis(copy)
+    if p is not None:
+        phases = _phases(copy, p, src, dst, es)
+        if phases is not None:
+            return phases
     for width in (16, 8, 4):
         if width <= es:
             break
@@ -95,6 +115,34 @@ def _vector(copy: StridedCopy, src: int, dst: int, es: int) -> Choice | None:
                 ("GATHER", gather),
                 ("REVERSE", int(reverse)),
                 ("RANK", len(shape)),
+            ),
+        )
+    return None
+
+
+def _phases(copy: StridedCopy, p: int, src: int, dst: int, es: int) -> Choice | None:
+    """The vector kernel keeping every phase of each block it loads (axis `p` dropped from
+    the walk: phase g goes g destination strides of `p` on), where vectors fit."""
+    shape, ss, ds = copy.shape, copy.src_strides, copy.dst_strides
+    gather = ss[-1]
+    for width in (16, 8, 4):
+        if width <= es:
+            break
+        v = width // es
+        if v < gather or shape[-1] % v:
+            continue
+        others = [s for d, s in enumerate(ss[:-1]) if d != p] + list(ds[:-1])
+        if any(s % v for s in others) or src % width or dst % width:
+            continue
+        return Choice(
+            "strided",
+            (
+                ("ES", es),
+                ("VW", width),
+                ("GATHER", gather),
+                ("REVERSE", 0),
+                ("RANK", len(shape) - 1),
+                ("PHASES", 1),
             ),
         )
     return None
@@ -154,11 +202,16 @@ def _strided_row(
     """(row, tiles, reach in elements) of one copy in the strided kernel of `rank` dimensions."""
     es, width, gather, reverse = defines["ES"], defines["VW"], defines["GATHER"], defines["REVERSE"]
     v = width // es
-    pad = rank - len(copy.shape)
-    shape = [1] * pad + [*copy.shape[:-1], copy.shape[-1] // v]
-    count = math.prod(shape)
+    walked, src_strides, dst_strides = list(copy.shape), list(copy.src_strides), list(copy.dst_strides)
     phase = 0
-    if v > 1:
+    p = phase_axis(copy) if defines.get("PHASES") else None
+    if p is not None:  # the phase axis leaves the walk; the row's phase holds its dst stride
+        phase = dst_strides[p]
+        del walked[p], src_strides[p], dst_strides[p]
+    pad = rank - len(walked)
+    shape = [1] * pad + [*walked[:-1], walked[-1] // v]
+    count = math.prod(shape)
+    if v > 1 and p is None:
         block = _block(src, es, width, gather, bool(reverse))
         assert block is not None  # _vector chose this width for these addresses
         src, phase = block
@@ -170,8 +223,8 @@ def _strided_row(
         first,
         phase,
         *shape,
-        *([0] * pad + list(copy.src_strides)),
-        *([0] * pad + list(copy.dst_strides)),
+        *([0] * pad + src_strides),
+        *([0] * pad + dst_strides),
         *magic,
         *shift,
     ]
@@ -222,7 +275,7 @@ def _transpose_row(
 
 
 def _strided_work(members: list[tuple[StridedCopy, int, int]], defines: dict[str, int]) -> int:
-    v = defines["VW"] // defines["ES"]
+    v = defines["VW"] // defines["ES"] * (defines["GATHER"] if defines.get("PHASES") else 1)
     return sum(math.prod(c.shape) // v for c, _, _ in members)
 
 
@@ -251,7 +304,8 @@ def group_copies(
             defines["PER_THREAD"] = max(
                 SMALL_PER_THREAD, defines["PER_THREAD"] // defines["GATHER"]
             )
-            defines["RANK"] = max(len(c.shape) for c, _, _ in members)
+            phases = defines.get("PHASES", 0)
+            defines["RANK"] = max(len(c.shape) - phases for c, _, _ in members)
             full_tiles = _strided_work(members, defines) // (THREADS * defines["PER_THREAD"])
             if full_tiles < SMALL_TILES_PER_SM * multiprocessors:
                 defines["PER_THREAD"] = SMALL_PER_THREAD

@@ -7,6 +7,8 @@
 //   VW       bytes per vector (ES: one element; 2..16: V = VW/ES elements)
 //   GATHER   |inner source stride| in vector mode (1: contiguous; 2..4: read every GATHER-th)
 //   REVERSE  vector mode reads the inner axis backwards
+//   PHASES   a gather that keeps every phase of each block it loads: phase g is written
+//            g times the row's phase field (a destination stride) on (the pixel unshuffle)
 //   IDX64    64-bit index arithmetic (else 32-bit with precomputed fast division)
 //
 // Row layout (long long): src, dst, vectors, first tile, phase, then per dimension:
@@ -16,6 +18,10 @@
 // a gather keeps elements phase, phase + GATHER, ... of each block it loads.
 
 #include "common.cuh"
+
+#ifndef PHASES
+#define PHASES 0
+#endif
 
 #define V (VW / ES)
 #define TILE (THREADS * PER_THREAD)
@@ -55,7 +61,8 @@ dmlops_strided(const long long* __restrict__ table, int pieces, long long tiles)
         u8* dst = (u8*)row[1];
         const IDX count = (IDX)row[2];
         const IDX first = (IDX)((t - row[3]) * TILE);
-        const int phase = (int)row[4];  // gathers: where the first kept element sits in a block
+        // gathers: where the first kept element sits in a block (PHASES: the phases' stride)
+        const long long phase = row[4];
         IDX shape[RANK], sstr[RANK], dstr[RANK];
         unsigned magic[RANK], shift[RANK];
         #pragma unroll
@@ -109,13 +116,22 @@ dmlops_strided(const long long* __restrict__ table, int pieces, long long tiles)
                 union { VT v[GATHER]; T e[V * GATHER]; } in;
                 #pragma unroll
                 for (int g = 0; g < GATHER; ++g) in.v[g] = buf[k][g];
+#if PHASES
+                #pragma unroll
+                for (int g = 0; g < GATHER; ++g) {
+                    Vec out;
+                    #pragma unroll
+                    for (int j = 0; j < V; ++j) out.e[j] = in.e[j * GATHER + g];
+                    *(VT*)(dst + ((long long)dofs[k] + g * phase) * ES) = out.v;
+                }
+#else
                 Vec out;
 #if GATHER == 1
                 #pragma unroll
                 for (int j = 0; j < V; ++j) out.e[j] = in.e[REVERSE ? V - 1 - j : j];
 #else
                 // the phase is uniform in a piece: one branch, constant register indices
-                switch (phase) {
+                switch ((int)phase) {
 #define DMLOPS_PICK(PH)                                                              \
                 case PH:                                                             \
                     _Pragma("unroll")                                                \
@@ -134,6 +150,7 @@ dmlops_strided(const long long* __restrict__ table, int pieces, long long tiles)
                 }
 #endif
                 *to = out.v;
+#endif
 #endif
             }
         }
