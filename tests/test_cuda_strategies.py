@@ -182,11 +182,17 @@ def test_odd_offset_gathers_share_the_vector_kernel_through_a_phase() -> None:
         for a, b in ((0, 0), (1, 0), (0, 1), (1, 1))
     ]
     plan = g.plan([g.join(parts, 1)])
+    assert len(plan.copies) == 1  # four slices on a lattice of offsets: one copy
     groups = group_copies(plan, (BASE,), (BASE * 4,))
     assert len(groups) == 1 and groups[0].kernel == "strided"
     d = dict(groups[0].defines)
-    assert d["GATHER"] == 2 and d["VW"] == 16
-    assert sorted(set(groups[0].table[:, 4].tolist())) == [0, 1]  # the phases
+    assert d["GATHER"] == 2 and d["VW"] == 16 and d["PHASES"] == 1  # every phase per load
+    # the odd phases alone (two slices of odd columns): the kernel starts at a phase
+    odd = [g.slice(x, [0, 0, a, 1], [1, 3, 32, 32], [1, 1, 2, 2]) for a in (0, 1)]
+    plan = g.plan(odd)
+    groups = group_copies(plan, (BASE,), (BASE * 4, BASE * 5))
+    assert len(groups) == 1 and "PHASES" not in dict(groups[0].defines)
+    assert set(groups[0].table[:, 4].tolist()) == {1}
 
 
 def test_a_pixel_unshuffle_writes_every_phase_of_its_loads() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dmlops
 from conftest import to_device, to_host
@@ -219,3 +221,65 @@ def test_injectivity() -> None:
     assert not is_injective([2, 2], [1, 1])
     assert not is_injective([2], [0])
     assert is_injective([1, 5], [0, 1])
+
+
+def _pairs(copies):  # type: ignore[no-untyped-def]
+    """Every (src, src element, dst, dst element) pair the copies visit, naively."""
+    import itertools
+
+    seen = []
+    for c in copies:
+        for at in itertools.product(*(range(n) for n in c.shape)):
+            s = c.src_offset + sum(i * t for i, t in zip(at, c.src_strides))
+            d = c.dst_offset + sum(i * t for i, t in zip(at, c.dst_strides))
+            seen.append((c.src, s, c.dst, d))
+    return sorted(seen)
+
+
+@settings(max_examples=120, deadline=None)
+@given(data=st.data())
+def test_copies_on_a_lattice_merge_into_one_visiting_the_same_pairs(data) -> None:  # type: ignore[no-untyped-def]
+    """merge_lattices: copies of one shape and strides whose offsets lie on a lattice of one
+    or two steps become one copy; any other set stays as it is; the pairs visited are the
+    same either way, in whatever order the copies are given."""
+    from dmlops.plan import ElementCopy, merge_lattices
+
+    shape = tuple(data.draw(st.lists(st.integers(1, 3), min_size=1, max_size=2)))
+    ss = tuple(data.draw(st.lists(st.integers(-4, 6), min_size=len(shape), max_size=len(shape))))
+    ds = tuple(data.draw(st.lists(st.integers(1, 6), min_size=len(shape), max_size=len(shape))))
+    a, b = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    outer = (data.draw(st.integers(-50, 50)), data.draw(st.integers(1, 60)))
+    inner = (data.draw(st.integers(-50, 50)), data.draw(st.integers(1, 60)))
+    offsets = [
+        (100 + i * outer[0] + j * inner[0], i * outer[1] + j * inner[1])
+        for i in range(a)
+        for j in range(b)
+    ]
+    if data.draw(st.booleans()):  # off the lattice
+        k = data.draw(st.integers(0, len(offsets) - 1))
+        offsets[k] = (offsets[k][0] + data.draw(st.integers(1, 5)), offsets[k][1])
+    copies = [ElementCopy(0, s, ss, 0, d, ds, shape) for s, d in offsets]
+    copies = data.draw(st.permutations(copies))
+    merged = merge_lattices(copies)
+    assert _pairs(merged) == _pairs(copies)
+    assert len(merged) <= len(copies)
+    perturbed = offsets != [
+        (100 + i * outer[0] + j * inner[0], i * outer[1] + j * inner[1])
+        for i in range(a)
+        for j in range(b)
+    ]
+    if not perturbed and outer[1] > (b - 1) * inner[1]:  # destination order is lattice order
+        assert len(merged) == 1
+
+
+def test_a_merge_never_makes_a_copy_of_more_than_eight_dimensions() -> None:
+    from dmlops.plan import ElementCopy, merge_lattices
+
+    shape = (2,) * 7
+    src = tuple(3**k for k in range(7, 0, -1))  # no two dimensions merge
+    dst = tuple(5**k for k in range(7, 0, -1))
+    copies = [
+        ElementCopy(0, i * 7 + j, src, 0, i * 10**7 + j, dst, shape) for i in (0, 1) for j in (0, 1)
+    ]
+    assert merge_lattices(copies) == copies  # 9 dimensions: left as four copies
+    assert len(merge_lattices(copies[:2])) == 1  # 8: one copy

@@ -89,7 +89,7 @@ def test_notebook_views_of_descriptors_operators_and_plans() -> None:
     assert desc._repr_html_().startswith("<div><svg") or "<svg" in desc._repr_html_()
     op = Device("4_1").create_operator(desc)
     html = op._repr_html_()
-    assert "<svg" in html and "strided copies" in html and "<td>" in html
+    assert "<svg" in html and "strided copy" in html and "<td>" in html
     bad = SliceDesc(_t(4), _t(2), [0], [2], [0])
     assert "INVALID at DML_FEATURE_LEVEL_6_4" in html_table(bad)
     assert "SLICE.Strides[0]" in bad._repr_html_()

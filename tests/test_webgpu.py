@@ -92,12 +92,21 @@ def test_each_strategy_is_chosen_and_exact(dispatches: list[Any]) -> None:
         got = dmlops.slice1(x, *window)
         _chosen(dispatches, kernel)
         _same(got, dmlops.slice1(host, *window))
-    for k, dtype in enumerate((np.int8, np.float16)):  # written at a stride: merged bytes
+    for k, dtype in enumerate((np.int8, np.float16)):
+        # the four block phases merged into one copy of contiguous destination rows
         host = _random((1, 8, 6, 10), dtype, 50 + k)
         dispatches.clear()
         got = dmlops.depth_to_space(wg.asarray(host), 2)
-        _chosen(dispatches, "bytes")
+        _chosen(dispatches, "packed")
         _same(got, dmlops.depth_to_space(host, 2))
+        # written at a stride (every other element of a given output): merged bytes
+        out = wg.asarray(np.zeros((6, 20), dtype))
+        dispatches.clear()
+        dmlops.slice1(wg.asarray(host[0, 0]), [0, 0], [6, 10], [1, 1], out=out[:, ::2])
+        _chosen(dispatches, "bytes")
+        want = np.zeros((6, 20), dtype)
+        want[:, ::2] = host[0, 0]
+        _same(out, want)
     transposes = ((np.float32, "transpose4"), (np.int64, "transpose8"))
     transposes += ((np.float16, "packed_transpose"), (np.int8, "packed_transpose"))
     for k, (dtype, kernel) in enumerate(transposes):

@@ -171,13 +171,17 @@ class Plan:
             for c in self.copies
         )
         return (
-            f"<div>plan: {len(self.copies)} strided copies of {self.element_size}-byte elements"
+            f"<div>plan: {self._counted()} of {self.element_size}-byte elements"
             f"<table>{head}{rows}</table></div>"
         )
 
+    def _counted(self) -> str:
+        n = len(self.copies)
+        return f"{n} strided {'copy' if n == 1 else 'copies'}"
+
     def describe(self) -> str:
         """One line per copy, for humans."""
-        lines = [f"plan: {len(self.copies)} strided copies of {self.element_size}-byte elements"]
+        lines = [f"plan: {self._counted()} of {self.element_size}-byte elements"]
         for c in self.copies:
             lines.append(
                 f"  {_source(c.src, 'input ')} @ byte {c.src_offset} "
@@ -341,6 +345,67 @@ class ElementCopy:
         )
 
 
+_LATTICE_MAX = 4096  # copies of one group a merge looks at
+_LATTICE_RANK = 8  # dimensions a merged copy may keep after coalescing
+
+
+def _lattice(group: Sequence[ElementCopy]) -> ElementCopy | None:
+    """One copy that visits what these copies visit (one source and destination binding,
+    one shape and strides; ordered by destination offset), where their offsets are a
+    lattice of at most two steps: copy k = i * b + j lies i outer steps and j inner steps
+    from the first. None where they are not."""
+    first = group[0]
+    n = len(group)
+    offsets = [(c.src_offset - first.src_offset, c.dst_offset - first.dst_offset) for c in group]
+    inner = offsets[1]
+    if inner[1] == 0:
+        return None
+    b = 1
+    while b < n and offsets[b] == (b * inner[0], b * inner[1]):
+        b += 1
+    if n % b:
+        return None
+    outer = offsets[b] if b < n else (0, 0)
+    for k, (s, d) in enumerate(offsets):
+        i, j = divmod(k, b)
+        if (s, d) != (i * outer[0] + j * inner[0], i * outer[1] + j * inner[1]):
+            return None
+    steps = ([(n // b, *outer)] if b < n else []) + [(b, *inner)]
+    return ElementCopy(
+        first.src,
+        first.src_offset,
+        (*(s for _, s, _ in steps), *first.src_strides),
+        first.dst,
+        first.dst_offset,
+        (*(d for _, _, d in steps), *first.dst_strides),
+        (*(m for m, _, _ in steps), *first.shape),
+    )
+
+
+def merge_lattices(copies: Sequence[ElementCopy]) -> list[ElementCopy]:
+    """The copies with each set that differs only by offsets lying on a lattice (the four
+    phases of a pixel unshuffle or a YOLO Focus stem, a descriptor's blocks) made one copy
+    of more dimensions, so kernels see the whole pattern (a gather's every phase)."""
+    groups: dict[tuple[Any, ...], list[ElementCopy]] = {}
+    for c in copies:
+        key = (c.src, c.dst, c.shape, c.src_strides, c.dst_strides)
+        groups.setdefault(key, []).append(c)
+    if len(groups) == len(copies):
+        return list(copies)
+    merged: list[ElementCopy] = []
+    for group in groups.values():
+        if len(group) < 2 or len(group) > _LATTICE_MAX or group[0].src < 0:
+            merged.extend(group)
+            continue
+        ordered = sorted(group, key=lambda c: c.dst_offset)
+        one = _lattice(ordered)
+        if one is not None:  # backends walk at most DirectML's 8 dimensions
+            rank = len(coalesce(one.shape, one.src_strides, one.dst_strides)[0])
+            one = one if rank <= _LATTICE_RANK else None
+        merged.extend(group if one is None else [one])
+    return merged
+
+
 def build_plan(
     element_size: int,
     copies: Sequence[ElementCopy],
@@ -348,7 +413,9 @@ def build_plan(
     outputs: int,
     fills: Sequence[bytes] = (),
 ) -> Plan:
-    """Coalesce element-space copies into a plan and record each binding's byte span."""
+    """Coalesce element-space copies into a plan (sets on a lattice merged first) and record
+    each binding's byte span."""
+    copies = merge_lattices(copies)
     strided: list[StridedCopy] = []
     unused = (1 << 63, 0)
     in_ext = [unused] * inputs

@@ -202,7 +202,11 @@ def _strided_row(
     """(row, tiles, reach in elements) of one copy in the strided kernel of `rank` dimensions."""
     es, width, gather, reverse = defines["ES"], defines["VW"], defines["GATHER"], defines["REVERSE"]
     v = width // es
-    walked, src_strides, dst_strides = list(copy.shape), list(copy.src_strides), list(copy.dst_strides)
+    walked, src_strides, dst_strides = (
+        list(copy.shape),
+        list(copy.src_strides),
+        list(copy.dst_strides),
+    )
     phase = 0
     p = phase_axis(copy) if defines.get("PHASES") else None
     if p is not None:  # the phase axis leaves the walk; the row's phase holds its dst stride
