@@ -196,10 +196,20 @@ def test_empty_inputs_are_refused_by_name() -> None:
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_gradients_of_inputs_copied_whole_are_views(device: str) -> None:
-    """A KV-cache append: each input lands whole in the output, so its gradient is a view of
-    the output's gradient (no byte moved, as torch's own cat backward does); a Focus stem's
-    input gradient is written by the plan."""
+def test_gradients_of_inputs_copied_whole_and_contiguous_are_views(device: str) -> None:
+    """A join along the outermost axis: each input lands whole and contiguous in the output,
+    so its gradient is a view of the output's gradient (no byte moved); a KV-cache append's
+    inputs land in strided boxes, so their gradients are written dense by the plan (a view
+    would be copied downstream anyway); a Focus stem's input gradient is written too."""
+    past = torch.randn(5, 3, 4, device=device, requires_grad=True)
+    new = torch.randn(1, 3, 4, device=device, requires_grad=True)
+    (y,) = Block(lambda g, p, n: [g.join([p, n], 0)])(past, new)
+    grad = torch.randn(y.shape, device=device)
+    gp, gn = torch.autograd.grad(y, [past, new], grad)
+    _same(gp, grad[:5])
+    _same(gn, grad[5:])
+    for g in (gp, gn):
+        assert g.untyped_storage().data_ptr() == grad.untyped_storage().data_ptr()
     past = torch.randn(2, 3, 5, 4, device=device, requires_grad=True)
     new = torch.randn(2, 3, 1, 4, device=device, requires_grad=True)
     (y,) = Block(lambda g, p, n: [g.join([p, n], 2)])(past, new)
@@ -208,7 +218,8 @@ def test_gradients_of_inputs_copied_whole_are_views(device: str) -> None:
     _same(gp, grad[:, :, :5])
     _same(gn, grad[:, :, 5:])
     for g in (gp, gn):
-        assert g.untyped_storage().data_ptr() == grad.untyped_storage().data_ptr()
+        assert g.is_contiguous()
+        assert g.untyped_storage().data_ptr() != grad.untyped_storage().data_ptr()
     x = torch.randn(1, 2, 4, 4, device=device, requires_grad=True)
     (f,) = Block(focus)(x)
     (gx,) = torch.autograd.grad(f, [x], torch.ones_like(f))

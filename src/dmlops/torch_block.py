@@ -12,8 +12,12 @@ each input element at most once (slices, splits, joins, transposes, depth/space,
 pads, KV-cache appends); a block that reads some element twice (a tile, a broadcast, an edge
 pad) is refused when its backward is first compiled, naming the input. Where the gradient
 elements are all written by the copies (the Focus stem's four slices partition their input),
-no zero fill runs; an input the forward copies whole into one output (a KV-cache append's)
-gets a view of that output's gradient, as torch's own `cat` backward does: no byte moved.
+no zero fill runs; an input the forward copies whole and contiguous into one output (a
+join along the outermost axis) gets a view of that output's gradient: no byte moved. One
+copied into a strided box of an output (a KV-cache append's past) is written by the plan
+instead: a strided view would be copied anyway (a leaf's gradient by torch's own clone,
+0.84 of the copy ceiling on the H100 against the plan's 0.95), and every consumer gets a
+dense gradient.
 """
 
 from __future__ import annotations
@@ -172,12 +176,14 @@ class _Backward:
 
 def _view_of(copy: StridedCopy, sizes: Sequence[int], element_size: int) -> _View | None:
     """The input gradient a backward copy writes, as a view of the output gradient it reads,
-    where the copy writes the whole input row-major from its first element."""
+    where the copy writes the whole input row-major from its first element and reads a
+    contiguous run of the output gradient (a dense view: nothing downstream copies it)."""
     if copy.dst_offset or copy.src_offset % element_size:
         return None
     if int(np.prod(copy.shape)) != int(np.prod(sizes)):
         return None
-    if tuple(copy.dst_strides) != tuple(packed_strides(copy.shape)):
+    packed = tuple(packed_strides(copy.shape))
+    if tuple(copy.dst_strides) != packed or tuple(copy.src_strides) != packed:
         return None
     return _View(
         copy.src, tuple(copy.shape), tuple(copy.src_strides), copy.src_offset // element_size
