@@ -213,3 +213,15 @@ def test_a_pixel_unshuffle_writes_every_phase_of_its_loads() -> None:
     )
     ((_, d),) = kernels_for(desc)
     assert "PHASES" not in d
+
+
+@pytest.mark.parametrize("dt, vw", [(F32, 16), (F16, 16), (I8, 16)])
+def test_depth_to_space_interleaves_vectors_of_each_phase_row(dt: DataType, vw: int) -> None:
+    import dmlops
+
+    g = dmlops.Graph()
+    y = g.depth_to_space(g.input(BufferTensorDesc(dt, [2, 64, 64, 64])), 2, "CRD")
+    plan = g.compile([y]).plan
+    ((kernel, d),) = [(k.kernel, dict(k.defines)) for k in group_copies(plan, (BASE,), (BASE * 4,))]
+    assert kernel == "strided" and d["INTERLEAVE"] == 2 and d["VW"] == vw
+    assert d["RANK"] == len(plan.copies[0].shape) - 1

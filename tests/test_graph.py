@@ -308,3 +308,26 @@ def test_pixel_unshuffle_in_a_graph_keeps_every_phase(backend: str, block: int, 
     y = g.space_to_depth(g.slice1(g.input(x), [0, 0, 0, 0], list(x.shape), [1, 1, 1, 1]), block)
     _, (got,) = _run(g, [y], [x], backend)
     assert _bits(got).tolist() == _bits(dmlops.space_to_depth(x, block)).tolist()
+
+
+@pytest.mark.parametrize("block", [2, 3, 4])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.float64])
+@pytest.mark.parametrize("order", ["DCR", "CRD"])
+def test_depth_to_space_in_a_graph_interleaves_its_phases(
+    backend: str, block, dtype, order
+) -> None:  # type: ignore[no-untyped-def]
+    """A graph's DEPTH_TO_SPACE1 is one copy whose destination's inner axis is the column
+    phase, read from block rows apart (the CUDA kernel loads a vector of each and stores them
+    interleaved); bit for bit against the descriptor's own lowering."""
+    rng = np.random.default_rng(block)
+    x = (
+        rng.integers(0, 255, (2, 2 * block * block, 3, 16 * 3), dtype=np.uint8)
+        .view(np.int8)
+        .astype(dtype)
+    )
+    if dtype == np.float16:
+        x.view(np.uint16)[0, 0, 0, :2] = [0x7E01, 0x8000]  # a NaN payload, -0.0
+    g = Graph(carry_types=True)
+    y = g.depth_to_space(g.input(x), block, order)
+    _, (got,) = _run(g, [y], [x], backend)
+    assert _bits(got).tolist() == _bits(dmlops.depth_to_space(x, block, order)).tolist()

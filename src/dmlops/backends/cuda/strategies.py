@@ -87,7 +87,50 @@ def phase_axis(copy: StridedCopy) -> int | None:
     return None
 
 
+def interleaved(copy: StridedCopy) -> int:
+    """G where the destination's inner axis (unit stride) is a phase of G = 2..4 elements read
+    G rows apart and the next axis is contiguous in the source and G apart in the
+    destination (a depth-to-space, a pixel unshuffle's gradient): the kernel loads a vector
+    of each phase row and stores them interleaved; else 0."""
+    shape, ss, ds = copy.shape, copy.src_strides, copy.dst_strides
+    if len(shape) < 2 or ds[-1] != 1 or not 2 <= shape[-1] <= MAX_GATHER:
+        return 0
+    g = shape[-1]
+    return g if ds[-2] == g and ss[-2] == 1 and ss[-1] != 0 else 0
+
+
+def _interleaving(copy: StridedCopy, src: int, dst: int, es: int) -> Choice | None:
+    """The vector kernel interleaving G phase rows, where vectors fit."""
+    g = interleaved(copy)
+    if not g:
+        return None
+    shape, ss, ds = copy.shape, copy.src_strides, copy.dst_strides
+    for width in (16, 8, 4):
+        if width <= es:
+            break
+        v = width // es
+        if shape[-2] % v or src % width or dst % width:
+            continue
+        if any(s % v for s in (*ss[:-2], ss[-1], *ds[:-2])):
+            continue
+        return Choice(
+            "strided",
+            (
+                ("ES", es),
+                ("VW", width),
+                ("GATHER", 1),
+                ("REVERSE", 0),
+                ("RANK", len(shape) - 1),
+                ("INTERLEAVE", g),
+            ),
+        )
+    return None
+
+
 def _vector(copy: StridedCopy, src: int, dst: int, es: int) -> Choice | None:
+    interleaving = _interleaving(copy, src, dst, es)
+    if interleaving is not None:
+        return interleaving
     shape, ss, ds = copy.shape, copy.src_strides, copy.dst_strides
     if ds[-1] != 1 or not 1 <= abs(ss[-1]) <= MAX_GATHER:
         return None
@@ -209,8 +252,12 @@ def _strided_row(
     )
     phase = 0
     p = phase_axis(copy) if defines.get("PHASES") else None
-    if p is not None:  # the phase axis leaves the walk; the row's phase holds its dst stride
+    if defines.get("INTERLEAVE"):  # the inner phase axis leaves the walk; its src stride kept
+        p = len(walked) - 1
+        phase = src_strides[p]
+    elif p is not None:  # the phase axis leaves the walk; the row's phase holds its dst stride
         phase = dst_strides[p]
+    if p is not None:
         del walked[p], src_strides[p], dst_strides[p]
     pad = rank - len(walked)
     shape = [1] * pad + [*walked[:-1], walked[-1] // v]
@@ -278,8 +325,14 @@ def _transpose_row(
     return row, tiles, reach
 
 
+def _loads(defines: dict[str, int]) -> int:
+    """Vectors a strided-kernel thread loads per vector position."""
+    return defines.get("INTERLEAVE") or defines["GATHER"]
+
+
 def _strided_work(members: list[tuple[StridedCopy, int, int]], defines: dict[str, int]) -> int:
-    v = defines["VW"] // defines["ES"] * (defines["GATHER"] if defines.get("PHASES") else 1)
+    phases = defines["GATHER"] if defines.get("PHASES") else defines.get("INTERLEAVE", 1)
+    v = defines["VW"] // defines["ES"] * phases
     return sum(math.prod(c.shape) // v for c, _, _ in members)
 
 
@@ -305,11 +358,9 @@ def group_copies(
         defines["PER_THREAD"] = PER_THREAD[choice.kernel]
         if choice.kernel == "strided":
             # a gather loads GATHER vectors per output vector: keep the loads in flight alike
-            defines["PER_THREAD"] = max(
-                SMALL_PER_THREAD, defines["PER_THREAD"] // defines["GATHER"]
-            )
-            phases = defines.get("PHASES", 0)
-            defines["RANK"] = max(len(c.shape) - phases for c, _, _ in members)
+            defines["PER_THREAD"] = max(SMALL_PER_THREAD, defines["PER_THREAD"] // _loads(defines))
+            dropped = int(bool(defines.get("PHASES") or defines.get("INTERLEAVE")))
+            defines["RANK"] = max(len(c.shape) - dropped for c, _, _ in members)
             full_tiles = _strided_work(members, defines) // (THREADS * defines["PER_THREAD"])
             if full_tiles < SMALL_TILES_PER_SM * multiprocessors:
                 defines["PER_THREAD"] = SMALL_PER_THREAD

@@ -9,6 +9,9 @@
 //   REVERSE  vector mode reads the inner axis backwards
 //   PHASES   a gather that keeps every phase of each block it loads: phase g is written
 //            g times the row's phase field (a destination stride) on (the pixel unshuffle)
+//   INTERLEAVE  G: the destination's inner axis is G phases read from G source rows (the
+//            row's phase field is their source stride): a vector of each row loaded, the
+//            G vectors stored interleaved (a depth-to-space)
 //   IDX64    64-bit index arithmetic (else 32-bit with precomputed fast division)
 //
 // Row layout (long long): src, dst, vectors, first tile, phase, then per dimension:
@@ -21,6 +24,14 @@
 
 #ifndef PHASES
 #define PHASES 0
+#endif
+#ifndef INTERLEAVE
+#define INTERLEAVE 0
+#endif
+#if INTERLEAVE
+#define LOADS INTERLEAVE
+#else
+#define LOADS GATHER
 #endif
 
 #define V (VW / ES)
@@ -74,7 +85,7 @@ dmlops_strided(const long long* __restrict__ table, int pieces, long long tiles)
             shift[d] = (unsigned)row[5 + 4 * RANK + d];
         }
         const IDX end = first + TILE < count ? first + TILE : count;
-        VT buf[PER_THREAD][GATHER];
+        VT buf[PER_THREAD][LOADS];
         IDX dofs[PER_THREAD];
         #pragma unroll
         for (int k = 0; k < PER_THREAD; ++k) {
@@ -93,15 +104,23 @@ dmlops_strided(const long long* __restrict__ table, int pieces, long long tiles)
                 }
 #if V == 1
                 so += inner * sstr[RANK - 1];
+#elif INTERLEAVE
+                so += inner * V;
 #elif REVERSE
                 so -= inner * (V * GATHER);
 #else
                 so += inner * (V * GATHER);
 #endif
                 dof += inner * V * dstr[RANK - 1];
+#if INTERLEAVE
+                #pragma unroll
+                for (int g = 0; g < INTERLEAVE; ++g)
+                    buf[k][g] = *(const VT*)(src + ((long long)so + g * phase) * ES);
+#else
                 const VT* from = (const VT*)(src + (long long)so * ES);
                 #pragma unroll
                 for (int g = 0; g < GATHER; ++g) buf[k][g] = from[g];
+#endif
                 dofs[k] = dof;
             }
         }
@@ -116,7 +135,21 @@ dmlops_strided(const long long* __restrict__ table, int pieces, long long tiles)
                 union { VT v[GATHER]; T e[V * GATHER]; } in;
                 #pragma unroll
                 for (int g = 0; g < GATHER; ++g) in.v[g] = buf[k][g];
-#if PHASES
+#if INTERLEAVE
+                union { VT v[INTERLEAVE]; T e[V * INTERLEAVE]; } rows;
+                #pragma unroll
+                for (int g = 0; g < INTERLEAVE; ++g) rows.v[g] = buf[k][g];
+                #pragma unroll
+                for (int q = 0; q < INTERLEAVE; ++q) {
+                    Vec out;
+                    #pragma unroll
+                    for (int t = 0; t < V; ++t) {
+                        const int e = q * V + t;  // element j * G + g of the block: row g's j
+                        out.e[t] = rows.e[(e % INTERLEAVE) * V + e / INTERLEAVE];
+                    }
+                    to[q] = out.v;
+                }
+#elif PHASES
                 #pragma unroll
                 for (int g = 0; g < GATHER; ++g) {
                     Vec out;
