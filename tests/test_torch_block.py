@@ -225,3 +225,22 @@ def test_gradients_of_inputs_copied_whole_and_contiguous_are_views(device: str) 
     (gx,) = torch.autograd.grad(f, [x], torch.ones_like(f))
     assert gx.untyped_storage().data_ptr() != f.untyped_storage().data_ptr()
     assert bool((gx == 1).all())
+
+
+def test_backward_copies_are_coalesced_for_the_kernels() -> None:
+    """The forward read backwards is coalesced anew (dimensions ordered by the gradient's
+    strides, positive, neighbours merged), as every backend's kernel choice expects: a pixel
+    unshuffle's gradient is one copy whose destination's inner axis is contiguous."""
+    from dmlops.plan import coalesce
+    from dmlops.torch_block import backward_plan
+
+    g = dmlops.Graph()
+    x = g.input(dmlops.BufferTensorDesc(dmlops.DataType.FLOAT32, [2, 8, 16, 16]))
+    y = g.space_to_depth(g.slice1(x, [0, 0, 0, 0], [2, 8, 16, 16], [1, 1, 1, -1]), 2)
+    forward = g.compile([y]).plan
+    plan, zeroed = backward_plan(forward, [2 * 8 * 16 * 16 * 4])
+    assert zeroed == [False]
+    for c in plan.copies:
+        again = coalesce(c.shape, c.src_strides, c.dst_strides)[:3]
+        assert again == (tuple(c.shape), tuple(c.src_strides), tuple(c.dst_strides))
+        assert c.dst_strides[-1] == 1 and all(s > 0 for s in c.dst_strides)

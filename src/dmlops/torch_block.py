@@ -34,7 +34,7 @@ from .device import CompiledOperator, Device
 from .elements import element_of, torch_to_numpy
 from .errors import InvalidDescriptorError
 from .graph import Graph, GraphTensor
-from .plan import Plan, StridedCopy, is_injective
+from .plan import Plan, StridedCopy, coalesce, is_injective
 from .tensor import BufferTensorDesc, FeatureLevel, packed_strides
 
 __all__ = ["Block", "backward_plan"]
@@ -80,8 +80,12 @@ def backward_plan(forward: Plan, input_bytes: Sequence[int]) -> tuple[Plan, list
             tuple(t * reads[c.src].itemsize for t in c.src_strides),
         )
         marks += 1
-        back.append(StridedCopy(c.dst, c.dst_offset, c.dst_strides, c.src, c.src_offset,
-                                c.src_strides, c.shape))  # fmt: skip
+        # read backwards, coalesced anew: ordered by the gradient's (the new destination's)
+        # strides, as kernels expect
+        shape, s_st, d_st, s_off, d_off = coalesce(
+            c.shape, c.dst_strides, c.src_strides, c.dst_offset // size, c.src_offset // size
+        )
+        back.append(StridedCopy(c.dst, s_off * size, s_st, c.src, d_off * size, d_st, shape))
     for k, r in enumerate(reads):
         if r.size and r.max() > 1:
             raise InvalidDescriptorError(
