@@ -72,6 +72,15 @@ def _block(src: int, es: int, width: int, gather: int, reverse: bool) -> tuple[i
     return lowest - skew, skew // es
 
 
+def _vector_choice(
+    es: int, width: int, gather: int, reverse: bool, rank: int, *mode: tuple[str, int]
+) -> Choice:
+    """The strided kernel in vector mode: element size, vector bytes, inner gather and
+    direction, walked rank, and a phase mode (PHASES or INTERLEAVE) where one applies."""
+    head = (("ES", es), ("VW", width), ("GATHER", gather), ("REVERSE", int(reverse)))
+    return Choice("strided", (*head, ("RANK", rank), *mode))
+
+
 def phase_axis(copy: StridedCopy) -> int | None:
     """For a gather along the inner axis (source stride +2..+4) whose every phase the copy
     also keeps, along another axis of unit source stride (a pixel unshuffle's column
@@ -113,17 +122,7 @@ def _interleaving(copy: StridedCopy, src: int, dst: int, es: int) -> Choice | No
             continue
         if any(s % v for s in (*ss[:-2], ss[-1], *ds[:-2])):
             continue
-        return Choice(
-            "strided",
-            (
-                ("ES", es),
-                ("VW", width),
-                ("GATHER", 1),
-                ("REVERSE", 0),
-                ("RANK", len(shape) - 1),
-                ("INTERLEAVE", g),
-            ),
-        )
+        return _vector_choice(es, width, 1, False, len(shape) - 1, ("INTERLEAVE", g))
     return None
 
 
@@ -150,16 +149,7 @@ def _vector(copy: StridedCopy, src: int, dst: int, es: int) -> Choice | None:
             continue
         if _block(src, es, width, gather, reverse) is None or dst % width:
             continue
-        return Choice(
-            "strided",
-            (
-                ("ES", es),
-                ("VW", width),
-                ("GATHER", gather),
-                ("REVERSE", int(reverse)),
-                ("RANK", len(shape)),
-            ),
-        )
+        return _vector_choice(es, width, gather, reverse, len(shape))
     return None
 
 
@@ -177,17 +167,7 @@ def _phases(copy: StridedCopy, p: int, src: int, dst: int, es: int) -> Choice | 
         others = [s for d, s in enumerate(ss[:-1]) if d != p] + list(ds[:-1])
         if any(s % v for s in others) or src % width or dst % width:
             continue
-        return Choice(
-            "strided",
-            (
-                ("ES", es),
-                ("VW", width),
-                ("GATHER", gather),
-                ("REVERSE", 0),
-                ("RANK", len(shape) - 1),
-                ("PHASES", 1),
-            ),
-        )
+        return _vector_choice(es, width, gather, False, len(shape) - 1, ("PHASES", 1))
     return None
 
 
