@@ -30,7 +30,7 @@ from .indexed import IndexedLaunch
 from .install import import_cupy
 from .launch import Prepared, is_capturing, relaxed_capture
 from .strategies import Group, group_copies
-from .streams import Queue, is_torch, queue_function, torch_module
+from .streams import Queue, current_stream_function, is_torch, queue_function, torch_module
 
 __all__ = ["CudaBackend"]
 
@@ -161,6 +161,34 @@ class CudaBackend:
         if cai is not None:
             return int(cai["data"][0])
         return int(self.as_array(obj).data.ptr)
+
+    def fresh_bindings(
+        self, inputs: Sequence[Any], outputs: Sequence[Any]
+    ) -> tuple[list[int], list[int], Queue] | None:
+        """Device pointers and queue of a call on buffers made for it, where every buffer is
+        a contiguous CUDA torch tensor on one GPU (what a torch Block binds): no views
+        described and no placement made per call. None otherwise (the general path, which
+        checks and names)."""
+        torch = torch_module()
+        if torch is None:
+            return None
+        device = -1
+        pointers = []
+        for t in (*inputs, *outputs):
+            if not isinstance(t, torch.Tensor) or not t.is_cuda or not t.is_contiguous():
+                return None
+            here = t.get_device()
+            if device < 0:
+                device = here
+            elif here != device:
+                return None
+            pointers.append(t.data_ptr())
+        n = len(inputs)
+        return (
+            pointers[:n],
+            pointers[n:],
+            (device, current_stream_function(self.cupy, True)(device)),
+        )
 
     def byte_view(self, obj: Any, writable: bool) -> tuple[int, int]:
         cp = self.cupy

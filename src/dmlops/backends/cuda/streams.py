@@ -12,7 +12,15 @@ from typing import Any
 
 from ...errors import BindingError, DmlError
 
-__all__ = ["Queue", "device_of", "is_torch", "queue_function", "stream_handle", "torch_module"]
+__all__ = [
+    "Queue",
+    "current_stream_function",
+    "device_of",
+    "is_torch",
+    "queue_function",
+    "stream_handle",
+    "torch_module",
+]
 
 Queue = tuple[int, int]
 
@@ -69,7 +77,7 @@ def stream_handle(stream: Any) -> int:
     )
 
 
-def _current_stream(cupy: Any, torch_arrays: bool) -> Callable[[int], int]:
+def current_stream_function(cupy: Any, torch_arrays: bool) -> Callable[[int], int]:
     """device -> the raw handle of the current stream of the arrays' library on it."""
     torch = torch_module() if torch_arrays else None
     if torch is not None:
@@ -97,7 +105,7 @@ def queue_function(cupy: Any, named: Sequence[tuple[str, Any]]) -> Callable[[Any
             )
     if device is None:
         device = int(cupy.cuda.runtime.getDevice())
-    current = _current_stream(cupy, any(is_torch(obj) for _, obj in named))
+    current = current_stream_function(cupy, any(is_torch(obj) for _, obj in named))
     ordinal = device
 
     def queue(stream: Any = None) -> Queue:
