@@ -244,3 +244,41 @@ def test_backward_copies_are_coalesced_for_the_kernels() -> None:
         again = coalesce(c.shape, c.src_strides, c.dst_strides)[:3]
         assert again == (tuple(c.shape), tuple(c.src_strides), tuple(c.dst_strides))
         assert c.dst_strides[-1] == 1 and all(s > 0 for s in c.dst_strides)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")
+def test_a_block_runs_on_the_current_stream_and_under_graph_capture() -> None:
+    """Forward and backward run on torch's current stream (a side stream here: work queued
+    behind a long kernel on it, nothing synchronised), and a CUDA graph captures a step and
+    replays it on new values."""
+    x = torch.randn(4, 3, 64, 64, device="cuda", requires_grad=True)
+    block = Block(focus)
+    (y,) = block(x)
+    y.backward(torch.ones_like(y))  # compile both plans outside the stream and the capture
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(10_000_000)  # the side stream busy: a launch elsewhere would race
+        x.grad = None
+        big = x * 2
+        (y,) = block(big)
+        (gx,) = torch.autograd.grad(y, [x], torch.ones_like(y))
+    torch.cuda.current_stream().wait_stream(side)
+    _same(y, focus_torch(x.detach() * 2))
+    _same(gx, torch.full_like(x, 2.0))
+    src = torch.randn(4, 3, 64, 64, device="cuda")
+    out = torch.empty(4, 12, 32, 32, device="cuda")
+    graph = torch.cuda.CUDAGraph()
+    capture = torch.cuda.Stream()
+    capture.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(capture):
+        block(src)  # warm on this stream
+        with torch.cuda.graph(graph, stream=capture):
+            (made,) = block(src)
+            out.copy_(made)
+    torch.cuda.current_stream().wait_stream(capture)
+    src.copy_(torch.randn_like(src))
+    graph.replay()
+    torch.cuda.synchronize()
+    _same(out, focus_torch(src))
