@@ -1075,3 +1075,20 @@ def test_long_rows_in_segments_match_reference(backend: str, chunks: int) -> Non
     cache = to_device(backend, x.copy())
     dmlops.scatter_nd(cache, to_device(backend, slots), to_device(backend, upd), out=cache)
     assert bits(to_host(cache)) == bits(want)
+
+
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+def test_clamped_indices_at_the_ends_of_their_types(backend: str) -> None:
+    """WebNN's clamp with the largest and smallest values each index type holds: the reads
+    land on the axis' ends (no value wraps past another)."""
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for itype in (np.int64, np.int32, np.uint64, np.uint32):
+        info = np.iinfo(itype)
+        idx = np.array([[info.max, info.min, 1]] * 3, itype)
+        got = to_host(
+            dmlops.gather_elements(
+                to_device(backend, x), to_device(backend, idx), 1, clamp_indices=True
+            )
+        )
+        want = np.take_along_axis(x, np.array([[3, 0, 1]] * 3), 1)  # (min: -n or 0 first)
+        assert bits(got) == bits(want), itype

@@ -98,9 +98,9 @@ class _OffsetTable:
         n, stride = axis.size, axis.stride
         signed = copy.index_type.numpy_dtype.kind == "i"
         along = np.arange(n, dtype=np.intp) * stride
-        self.strict = not (copy.clamp or copy.skip_out_of_range)
+        strict = not (copy.clamp or copy.skip_out_of_range)
         # strict, with negatives counted from the end: numpy.take(mode="raise") is the check
-        self.direct = along if self.strict and (copy.negative_indices or not signed) else None
+        self.direct = along if strict and (copy.negative_indices or not signed) else None
         if self.direct is not None and not signed:
             self.direct = None if copy.index_type.name == "UINT64" else along
         # else values shifted by n + 1 and clipped: [below -n, -n .. -1, 0 .. n-1, n and up]
@@ -109,6 +109,8 @@ class _OffsetTable:
         negatives = along if copy.negative_indices and signed else np.full(n, low, np.intp)
         self.table = np.concatenate([[low], negatives, along, [high]]).astype(np.intp)
         self.shift = n + 1
+        self.size = n
+        self.clamp = copy.clamp
         self.skip = copy.skip_out_of_range and not copy.clamp
 
     @classmethod
@@ -130,6 +132,8 @@ class _OffsetTable:
             except IndexError:
                 return None
         wide = raw.astype(np.intp) if raw.dtype != np.intp else raw
+        if self.clamp:  # (a value near the type's top would wrap past the shift)
+            wide = np.minimum(wide, self.size)
         found = self.table.take(wide + self.shift, mode="clip")
         if self.table[0] != self.MISSING and self.table[-1] != self.MISSING:
             return found, None  # clamped: every row written
@@ -373,7 +377,9 @@ class IndexedStep:
                 p = self.positions
                 moved = moved + np.where(p < length, length - 1 - p, p) * axis.stride
                 continue
-            if c.clamp:
+            if c.clamp and raw.dtype.kind == "u":  # (as int64 a 64-bit one could wrap)
+                raw = np.minimum(raw, axis.size - 1).astype(np.int64)
+            elif c.clamp:
                 low_bound = -axis.size if c.negative_indices else 0
                 raw = np.clip(raw.astype(np.int64), low_bound, axis.size - 1)
             low, high = raw.min(), raw.max()
