@@ -77,7 +77,7 @@ class _LRU:
         entry = self.items.get(key)  # a dict read is atomic: hits take no lock
         if entry is None:
             return None
-        if entry[1] != self.clock:
+        if entry[1] != self.clock:  # (a current place: one dict read, nothing refreshed)
             with self._lock:  # refresh its place at most once per put
                 if key in self.items:
                     self.items.move_to_end(key)
@@ -152,28 +152,39 @@ def _signature(
         a = ins[0]
         return op, fields, level, (a.dtype, a.shape, a.strides), None
     parts: list[Hashable] = [op, fields, level]
+    if not _keyed_inputs(parts, ins):
+        return None
+    for o in outs:
+        key = None if o is None else _output_key(o)
+        if key is None and o is not None:
+            return None
+        parts.append(key)
+    return tuple(parts)
+
+
+def _keyed_inputs(parts: list[Hashable], ins: Sequence[Any]) -> bool:
+    """Each input array's key appended to `parts` (numpy's inline: many-array calls key
+    each array); False where one has none (no key function, or one that declines: a CPU
+    torch tensor)."""
     append = parts.append
     keys = _ARRAY_KEYS
     ndarray = np.ndarray
     for a in ins:
-        if type(a) is ndarray:  # inline: many-array calls key each array
+        if type(a) is ndarray:
             append((a.dtype, a.shape, a.strides))
             continue
         f = keys.get(type(a))
         key = None if f is None else f(a)
-        if key is None:  # no key function, or one that declines (a CPU torch tensor)
-            return None
-        append(key)
-    for o in outs:
-        if o is None:
-            append(None)
-            continue
-        f = keys.get(type(o))
-        key = None if f is None else f(o)
         if key is None:
-            return None
+            return False
         append(key)
-    return tuple(parts)
+    return True
+
+
+def _output_key(o: Any) -> Hashable | None:
+    """A given output's key (a numpy one's writability included), or None."""
+    f = _ARRAY_KEYS.get(type(o))
+    return None if f is None else f(o)
 
 
 # -- arrays as tensors ----------------------------------------------------------------
@@ -630,21 +641,11 @@ def _quick_key(tag: tuple[Any, ...], ins: Sequence[Any], out: Any) -> Hashable |
     for v in tag:
         if type(v) not in _PLAIN:
             return None
-    ndarray = np.ndarray
-    keys = _ARRAY_KEYS
     parts: list[Hashable] = [tag]
-    for a in ins:
-        if type(a) is ndarray:
-            parts.append((a.dtype, a.shape, a.strides))
-            continue
-        f = keys.get(type(a))
-        key = None if f is None else f(a)
-        if key is None:
-            return None
-        parts.append(key)
+    if not _keyed_inputs(parts, ins):
+        return None
     if out is not None:
-        f = keys.get(type(out))
-        key = None if f is None else f(out)
+        key = _output_key(out)
         if key is None:
             return None
         parts.append((key, out is ins[0]))
@@ -658,10 +659,7 @@ def _restaged(staged: list[Any]) -> Any:
 def _cached_run(key: Hashable, ins: list[Any], out: Any) -> Any:
     """The result of the call compiled for `key` on these arrays (`out` where given), or
     `_MISS` where none is cached or the inputs must first be staged (nothing written)."""
-    entry = _CACHE.items.get(key)
-    if entry is None:
-        return _MISS
-    call = entry[0] if entry[1] == _CACHE.clock else _CACHE.get(key)
+    call = _CACHE.get(key)
     if call is None:
         return _MISS
     if call.fresh:
@@ -694,11 +692,7 @@ def _dispatch(
         return _on_device(device, ins, outs, lambda i, o: _dispatch(op, fields, level, i, o, build))
     if key is None:
         key = _signature(op, fields, level, ins, outs)
-    entry = None if key is None else _CACHE.items.get(key)
-    if entry is not None and entry[1] == _CACHE.clock:  # a hit whose place is current
-        call: _Call | None = entry[0]
-    else:
-        call = None if key is None else _CACHE.get(key)
+    call = None if key is None else _CACHE.get(key)
     if call is None:
         call = build(ins, outs)
         if key is None:  # the build may have taught _ARRAY_KEYS a GPU array type

@@ -444,7 +444,7 @@ class _NumpyExecutor:
         if not self.whole:
             return None
         coalesced, word, si, so, ss = self.one[:5]  # type: ignore[index]
-        if dtype.kind not in "biufc" or dtype.itemsize != word.itemsize:
+        if dtype.itemsize != word.itemsize:
             return None
         strides = _strides_in(shape, coalesced, ss)
         if strides is None:

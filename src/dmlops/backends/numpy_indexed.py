@@ -23,7 +23,7 @@ def _elements(buffer: Any, dtype: Any) -> np.ndarray[Any, Any]:
     return flat
 
 
-_FEW = 64  # index counts checked as a Python list
+_FEW = 64  # scattered row counts checked as a Python list
 
 
 def _view(
@@ -135,8 +135,8 @@ class _OffsetTable:
         if self.clamp:  # (a value near the type's top would wrap past the shift)
             wide = np.minimum(wide, self.size)
         found = self.table.take(wide + self.shift, mode="clip")
-        if self.table[0] != self.MISSING and self.table[-1] != self.MISSING:
-            return found, None  # clamped: every row written
+        if self.clamp:
+            return found, None  # every row written
         missing = found == self.MISSING
         if not missing.any():
             return found, None
@@ -182,16 +182,6 @@ class IndexedStep:
         isize = copy.index_element_size
         self.index_strides = tuple(s * isize for s in copy.index_strides[:cut])
         self.take_recipe = self._take_recipe()
-        # a few rows indexed along one axis: their base offsets as Python ints
-        few = (
-            0 < math.prod(self.outer) <= _FEW
-            and len(copy.axes) == 1
-            and copy.reverse_dim < 0
-            and not copy.clamp
-        )
-        self.few_rows: list[int] | None = (
-            np.broadcast_to(self.moving, self.outer).reshape(-1).tolist() if few else None
-        )
         self.put_recipe = self._put_recipe()
         self.offsets = _OffsetTable.of(copy)
         # a reversal's positions along its reversed dimension, shaped to broadcast
@@ -361,8 +351,6 @@ class IndexedStep:
                 if not c.scatter:
                     return moved, None
                 return self._winners(moved, None if keep is None else np.flatnonzero(keep))
-        if self.few_rows is not None:
-            return self._prepare_few(self._index_values(ins, 0).ravel().tolist())
         moved = self.moving
         keep = None
         for t, axis in enumerate(c.axes):
@@ -424,43 +412,6 @@ class IndexedStep:
         _, last = np.unique(starts[::-1], return_index=True)
         winners = np.sort(len(starts) - 1 - last)
         return moved, winners if chosen is None else chosen[winners]
-
-    def _prepare_few(self, values: list[int]) -> tuple[Any, Any]:
-        """`prepare` for a few rows along one axis, as Python ints."""
-        c = self.copy
-        axis = c.axes[0]
-        size, stride = axis.size, axis.stride
-        negative = c.negative_indices
-        kept: list[int] | None = None
-        moved = []
-        for m, (base, v) in enumerate(zip(self.few_rows, values, strict=True)):  # type: ignore[arg-type]
-            k = v + size if negative and v < 0 else v
-            if 0 <= k < size:
-                moved.append(base + k * stride)
-                if kept is not None:
-                    kept.append(m)
-                continue
-            if not c.skip_out_of_range:
-                first = np.unravel_index(m, self.outer)
-                at = sum(i * s for i, s in zip(first, c.index_strides, strict=False))
-                low = -size if negative else 0
-                raise IndexOutOfRangeError(
-                    f"{c.label}: the index at element {at} is {v}, outside [{low}, {size}) "
-                    "(nothing was written)"
-                )
-            if kept is None:
-                kept = list(range(m))
-            moved.append(base)  # a row not written: any offset inside the table
-        offsets = np.array(moved, np.int64).reshape(self.outer)
-        if not c.scatter:
-            return offsets, None
-        rows = range(len(moved)) if kept is None else kept
-        if c.slot_count:  # the later write in index order wins
-            last = {moved[m]: m for m in rows}
-            if len(last) < len(rows):
-                rows = sorted(last.values())
-                kept = rows
-        return offsets, None if kept is None else np.array(kept, np.int64)
 
     def run(self, ins: Any, outs: Any, prepared: tuple[Any, Any]) -> None:
         """Move the prepared rows."""
