@@ -1,8 +1,9 @@
-"""Variants of the indexed kernels, timed on the bench's GPU indexed workloads (8 calls back
-to back per sample, median of 30): each variant rewrites text in a scratch copy of the
-package and runs in a process of its own, so every variant compiles its own kernels.
+"""Text variants of the CUDA kernels, timed on the bench's GPU indexed workloads (8 calls
+back to back per sample, median of 30) or, with --layouts, on the layouts section's cases
+(fraction of the device copy): each variant rewrites text in a scratch copy of the package
+and runs in a process of its own, so every variant compiles its own kernels.
 
-    python benchmarks/indexed_variants.py [variant ...]
+    python benchmarks/indexed_variants.py [--layouts] [variant ...]
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ from pathlib import Path
 
 _INDEXED = "dmlops/backends/cuda/kernels/indexed.cu"
 _PY = "dmlops/backends/cuda/indexed.py"
+_ELEMENTS = "dmlops/backends/cuda/kernels/elements.cu"
+
+_LEAN = 'extern "C" __global__ void dmlops_indexed_lean('
+_LEAN_BOUNDS = 'extern "C" __global__ void __launch_bounds__(256, {}) dmlops_indexed_lean('
 
 # name: [(file under src/, old text, new text), ...]
 VARIANTS: dict[str, list[tuple[str, str, str]]] = {
@@ -29,6 +34,15 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
         (_INDEXED, "#define SEGMENT 128", "#define SEGMENT 256"),
         (_PY, "_SEGMENT = 128", "_SEGMENT = 256"),
     ],
+    "elements: streaming stores": [
+        (
+            _ELEMENTS,
+            "dst[v[11] + r * v[4] + c * v[5]] = e[j]",
+            "__stcs(dst + v[11] + r * v[4] + c * v[5], e[j])",
+        )
+    ],
+    "lean: launch bounds (256, 8)": [(_INDEXED, _LEAN, _LEAN_BOUNDS.format(8))],
+    "lean: launch bounds (256, 6)": [(_INDEXED, _LEAN, _LEAN_BOUNDS.format(6))],
 }
 
 CHILD = r"""
@@ -47,9 +61,22 @@ for case, make, ours, theirs in _gpu_cases(torch):
 """
 
 
+CHILD_LAYOUTS = """
+import sys
+sys.path.insert(0, {bench!r})
+import kernel_variants
+kernel_variants.main(defaults_only=True)
+"""
+
+
 def main() -> None:
     src = Path(__file__).resolve().parents[1] / "src"
-    chosen = sys.argv[1:] or list(VARIANTS)
+    args = sys.argv[1:]
+    child = CHILD
+    if "--layouts" in args:
+        args.remove("--layouts")
+        child = CHILD_LAYOUTS.format(bench=str(Path(__file__).resolve().parent))
+    chosen = args or list(VARIANTS)
     for name in chosen:
         with tempfile.TemporaryDirectory() as tmp:
             shutil.copytree(src / "dmlops", Path(tmp) / "dmlops")
@@ -60,7 +87,7 @@ def main() -> None:
                 path.write_text(text.replace(old, new))
             print(name, flush=True)
             env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-            subprocess.run([sys.executable, "-c", CHILD], env={"PYTHONPATH": tmp, **env})
+            subprocess.run([sys.executable, "-c", child], env={"PYTHONPATH": tmp, **env})
 
 
 if __name__ == "__main__":

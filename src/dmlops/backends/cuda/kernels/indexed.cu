@@ -162,12 +162,12 @@ __device__ void indexed(const long long* __restrict__ meta, const u8* src_base, 
             for (; c + 3 * 32 < end; c += 4 * 32) {  // four loads in flight per lane
                 const uint4 a = __ldcs(from + c), b = __ldcs(from + c + 32);
                 const uint4 e = __ldcs(from + c + 64), f = __ldcs(from + c + 96);
-                to[c] = a;
-                to[c + 32] = b;
-                to[c + 64] = e;
-                to[c + 96] = f;
+                __stcs(to + c, a);  // streaming stores: the rows are not read again here
+                __stcs(to + c + 32, b);
+                __stcs(to + c + 64, e);
+                __stcs(to + c + 96, f);
             }
-            for (; c < end; c += 32) to[c] = __ldcs(from + c);
+            for (; c < end; c += 32) __stcs(to + c, __ldcs(from + c));
         }
         return;
     }
@@ -194,12 +194,12 @@ __device__ void indexed(const long long* __restrict__ meta, const u8* src_base, 
             for (; c + 3 * lanes < chunks; c += 4 * lanes) {
                 const uint4 a = __ldcs(from + c), b = __ldcs(from + c + lanes);
                 const uint4 e = __ldcs(from + c + 2 * lanes), f = __ldcs(from + c + 3 * lanes);
-                to[c] = a;
-                to[c + lanes] = b;
-                to[c + 2 * lanes] = e;
-                to[c + 3 * lanes] = f;
+                __stcs(to + c, a);
+                __stcs(to + c + lanes, b);
+                __stcs(to + c + 2 * lanes, e);
+                __stcs(to + c + 3 * lanes, f);
             }
-            for (; c < chunks; c += lanes) to[c] = __ldcs(from + c);
+            for (; c < chunks; c += lanes) __stcs(to + c, __ldcs(from + c));
             continue;
         }
         for (long long c = lane; c < chunks; c += lanes) {

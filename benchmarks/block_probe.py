@@ -1,0 +1,110 @@
+"""Where a torch `Block` training step's time goes on the GPU, per bench block: the step as
+the bench times it (events around one step), the same with 8 steps queued back to back
+(the device's time where it exceeds the host's), the forward and backward plans alone on
+buffers made once (their kernels' time), the copy ceiling of each, and the host's time per
+step on tiny inputs (the Python and autograd work alone), against torch eager's.
+
+    python benchmarks/block_probe.py
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from dmlops.bench.common import median_gpu
+from dmlops.bench.torch_steps import BLOCKS, _step
+from dmlops.torch_block import Block
+
+TINY = {  # per block: inputs small enough that the host's time is the step's
+    "Focus stem": [(1, 3, 16, 16)],
+    "QKV split + heads": [(1, 16, 3072)],
+    "pixel unshuffle": [(1, 4, 16, 16)],
+    "KV-cache append": [(1, 2, 15, 128), (1, 2, 1, 128)],
+    "slice of transposed view": [(1, 32, 64)],
+}
+
+
+def _host_per_step(fn: Any, inputs: list[Any], grads: list[Any], n: int = 300) -> float:
+    def step() -> None:
+        for i in inputs:
+            i.grad = None
+        _step(fn, inputs, grads)
+
+    for _ in range(20):
+        step()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            step()
+        torch.cuda.synchronize()
+        best = min(best, (time.perf_counter() - t0) / n)
+    return best
+
+
+def _copy(nbytes: int) -> float:
+    a = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    b = torch.empty_like(a)
+    return median_gpu(lambda: b.copy_(a), 30, batch=8)
+
+
+def _probe(spec: Any) -> None:
+    inputs = [torch.randn(s, device="cuda", requires_grad=True) for s in spec.shapes]
+    outs = _step(spec.theirs, inputs, None)
+    grads = [torch.randn_like(o) for o in outs]
+    block = Block(spec.graph)
+
+    def step(fn: Any = block) -> None:
+        for i in inputs:
+            i.grad = None
+        _step(fn, inputs, grads)
+
+    one = median_gpu(step, 30)
+    queued = median_gpu(step, 30, batch=8)
+    theirs = median_gpu(lambda: step(spec.theirs), 30)
+    compiled = next(iter(block._compiled.values()))
+    fwd = compiled.forward
+    ins = [i.detach() for i in inputs]
+    fouts = [torch.empty(s, device="cuda") for s in compiled.out_shapes]
+    t_fwd = median_gpu(lambda: fwd._run_fresh(ins, fouts), 30, batch=8)
+    back = compiled.backward()
+    t_bwd = 0.0
+    op = back.op
+    if op is not None:
+        bouts = [torch.empty(compiled.descs[k].sizes, device="cuda") for k in back.written]
+        t_bwd = median_gpu(lambda: op._run_fresh(grads, bouts), 30, batch=8)
+    c_fwd = _copy(sum(o.numel() * 4 for o in fouts))
+    c_bwd = _copy(sum(i.numel() * 4 for i in inputs))
+    print(
+        f"{spec.name:26s} step {one * 1e6:7.1f} us (queued {queued * 1e6:7.1f}; torch eager "
+        f"{theirs * 1e6:7.1f})  fwd {t_fwd * 1e6:6.1f} us ({c_fwd / t_fwd:.2f} of copy)  "
+        f"bwd {t_bwd * 1e6:6.1f} us ({c_bwd / max(t_bwd, 1e-9):.2f} of copy)  "
+        f"views {[v is not None for v in back.views]} zeroed {back.zeroed}",
+        flush=True,
+    )
+
+
+def main() -> None:
+    for spec in BLOCKS:
+        _probe(spec)
+        torch.cuda.empty_cache()
+    for spec in BLOCKS:  # host time: tiny inputs
+        shapes = TINY[spec.name]
+        inputs = [torch.randn(s, device="cuda", requires_grad=True) for s in shapes]
+        outs = _step(spec.theirs, inputs, None)
+        grads = [torch.randn_like(o) for o in outs]
+        ours = _host_per_step(Block(spec.graph), inputs, grads)
+        theirs = _host_per_step(spec.theirs, inputs, grads)
+        print(
+            f"host {spec.name:26s} {shapes}: Block {ours * 1e6:6.1f} us, torch eager "
+            f"{theirs * 1e6:6.1f} us",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
