@@ -4,11 +4,12 @@ the bench times it (events around one step), the same with 8 steps queued back t
 buffers made once (their kernels' time), the copy ceiling of each, and the host's time per
 step on tiny inputs (the Python and autograd work alone), against torch eager's.
 
-    python benchmarks/block_probe.py
+    python benchmarks/block_probe.py [--profile BLOCK]
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
@@ -88,7 +89,28 @@ def _probe(spec: Any) -> None:
     )
 
 
+def _profile(name: str) -> None:
+    """cProfile's top functions over 500 tiny steps of one block's `Block`."""
+    import cProfile
+    import pstats
+
+    spec = next(b for b in BLOCKS if b.name == name)
+    inputs = [torch.randn(s, device="cuda", requires_grad=True) for s in TINY[name]]
+    grads = [torch.randn_like(o) for o in _step(spec.theirs, inputs, None)]
+    _host_per_step(Block(spec.graph), inputs, grads, 20)
+    block = Block(spec.graph)
+    _host_per_step(block, inputs, grads, 20)
+    prof = cProfile.Profile()
+    prof.enable()
+    _host_per_step(block, inputs, grads, 100)
+    prof.disable()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--profile"]:
+        _profile(sys.argv[2] if len(sys.argv) > 2 else "Focus stem")
+        return
     for spec in BLOCKS:
         _probe(spec)
         torch.cuda.empty_cache()

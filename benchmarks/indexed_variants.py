@@ -19,6 +19,30 @@ _INDEXED = "dmlops/backends/cuda/kernels/indexed.cu"
 _PY = "dmlops/backends/cuda/indexed.py"
 _ELEMENTS = "dmlops/backends/cuda/kernels/elements.cu"
 
+_SEG_LOOP = """            for (; c + 3 * 32 < end; c += 4 * 32) {  // four loads in flight per lane
+                const uint4 a = __ldcs(from + c), b = __ldcs(from + c + 32);
+                const uint4 e = __ldcs(from + c + 64), f = __ldcs(from + c + 96);
+                __stcs(to + c, a);  // streaming stores: the rows are not read again here
+                __stcs(to + c + 32, b);
+                __stcs(to + c + 64, e);
+                __stcs(to + c + 96, f);
+            }"""
+_SEG_EIGHT = """            for (; c + 7 * 32 < end; c += 8 * 32) {
+                uint4 v[8];
+#pragma unroll
+                for (int k = 0; k < 8; ++k) v[k] = LOAD(from + c + 32 * k);
+#pragma unroll
+                for (int k = 0; k < 8; ++k) __stcs(to + c + 32 * k, v[k]);
+            }"""
+_LOAD256 = """#define SEGMENT 128
+__device__ __forceinline__ uint4 load256(const uint4* p)
+{
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
+}"""
+
 _LEAN = 'extern "C" __global__ void dmlops_indexed_lean('
 _LEAN_BOUNDS = 'extern "C" __global__ void __launch_bounds__(256, {}) dmlops_indexed_lean('
 
@@ -40,6 +64,20 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
             "dst[v[11] + r * v[4] + c * v[5]] = e[j]",
             "__stcs(dst + v[11] + r * v[4] + c * v[5], e[j])",
         )
+    ],
+    "rows: 8 loads in flight, segments of 256": [
+        (_INDEXED, "#define SEGMENT 128", "#define SEGMENT 256"),
+        (_PY, "_SEGMENT = 128", "_SEGMENT = 256"),
+        (_INDEXED, _SEG_LOOP, _SEG_EIGHT.replace("LOAD", "__ldcs")),
+    ],
+    "rows: loads hinting 256-byte L2 fetches": [
+        (_INDEXED, _SEG_LOOP, _SEG_LOOP.replace("__ldcs(", "load256(")),
+        (_INDEXED, "#define SEGMENT 128", _LOAD256),
+    ],
+    "rows: 8 in flight, segments of 256, 256-byte L2 fetches": [
+        (_INDEXED, _SEG_LOOP, _SEG_EIGHT.replace("LOAD", "load256")),
+        (_INDEXED, "#define SEGMENT 128", _LOAD256.replace("SEGMENT 128", "SEGMENT 256")),
+        (_PY, "_SEGMENT = 128", "_SEGMENT = 256"),
     ],
     "lean: launch bounds (256, 8)": [(_INDEXED, _LEAN, _LEAN_BOUNDS.format(8))],
     "lean: launch bounds (256, 6)": [(_INDEXED, _LEAN, _LEAN_BOUNDS.format(6))],

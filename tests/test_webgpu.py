@@ -116,6 +116,15 @@ def test_each_strategy_is_chosen_and_exact(dispatches: list[Any]) -> None:
         got = dmlops.slice1(x.T, [1, 2], [40, 66], [1, -1])
         _chosen(dispatches, kernel)
         _same(got, dmlops.slice1(np.ascontiguousarray(host.T), [1, 2], [40, 66], [1, -1]))
+    for k, dtype in enumerate((np.float16, np.uint16)):
+        # even unit-stride axes and strides, word-aligned ends: 2 x 2 blocks of whole words
+        host = _random((70, 46), dtype, 110 + k)
+        x = wg.asarray(host)
+        for window in (([2, 2], [40, 66], [1, 1]), ([2, 2], [40, 64], [1, 2])):
+            dispatches.clear()
+            got = dmlops.slice1(x.T, *window)
+            _chosen(dispatches, "transpose2")
+            _same(got, dmlops.slice1(np.ascontiguousarray(host.T), *window))
 
 
 @settings(max_examples=40, deadline=None)

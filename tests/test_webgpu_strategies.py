@@ -65,6 +65,26 @@ def test_misaligned_rows_are_blocks_and_edges_and_small_strided_elements_are_pac
     assert piece_of(2, 0, 0, (4, 8), (8, 1), (32, 2)).kernel == "bytes"
 
 
+def test_two_byte_transposes_move_2x2_blocks_of_words_where_even_and_aligned() -> None:
+    # [40, 66] from x.T of a [70, 46] float16 array (source unit axis: dimension 0 here)
+    (p,) = pieces_of(2, 188, 0, (40, 66), (1, 46), (66, 1))
+    assert p.kernel == "transpose2"
+    # in blocks and words: 33 x 20 blocks; a block step is 2 source rows (46 words) along i
+    # and one word along j; the second rows are 23 words (source) and 33 (destination) on
+    assert p.sizes == (33, 20) and p.src_strides == (46, 1) and p.dst_strides == (1, 66)
+    assert p.src_offset == 47 and p.extra == (23, 33)
+    fallbacks = {
+        "odd destination rows": ((40, 65), (1, 46), (65, 1), 188),
+        "odd source rows": ((39, 66), (1, 46), (66, 1), 188),
+        "odd row pitch": ((40, 66), (1, 45), (66, 1), 188),
+        "start inside a word": ((40, 66), (1, 46), (66, 1), 190),
+        "source rows backwards": ((40, 66), (-1, 46), (66, 1), 188),
+    }
+    for why, (shape, src, dst, at) in fallbacks.items():
+        (q,) = pieces_of(2, at, 0, shape, src, dst)
+        assert q.kernel == "packed_transpose", why
+
+
 def test_mixed_radix_steps_walk_by_threads() -> None:
     sizes = (7, 5, 1000)
     digits = _mixed_radix(THREADS, sizes)

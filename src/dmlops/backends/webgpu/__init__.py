@@ -28,7 +28,7 @@ from ..base import no_queue
 from .indexed import indexed_dispatches
 from .memory import Flat, Memory, WebGpuArray
 from .native import NativeEncoder, native_encoder
-from .strategies import Group, group_copies
+from .strategies import TRANSPOSE_TILES, Group, group_copies
 
 __all__ = ["WebGpuBackend", "WebGpuArray", "NATIVE_BACKENDS"]
 
@@ -92,9 +92,13 @@ def _shader(kernel: str, same_buffer: bool) -> str:
             + _kernel_source("packed_transpose.wgsl")
         )
     if kernel.startswith("transpose"):
-        word = "u32" if kernel == "transpose4" else "vec2<u32>"
+        word = "vec2<u32>" if kernel == "transpose8" else "u32"
+        source = "transpose_pairs.wgsl" if kernel == "transpose2" else "transpose.wgsl"
+        ti, tj = TRANSPOSE_TILES[kernel]
+        code = _kernel_source(source).replace("TI: u32 = 32u", f"TI: u32 = {ti}u")
+        code = code.replace("TJ: u32 = 32u", f"TJ: u32 = {tj}u")
         bindings = _BINDINGS[("word", same_buffer)].replace("REORDER", "")
-        return f"alias Word = {word};\n" + bindings + pieces + _kernel_source("transpose.wgsl")
+        return f"alias Word = {word};\n" + bindings + pieces + code
     pieces += _kernel_source("elements.wgsl")
     if kernel == "packed":
         bindings = _BINDINGS[("bytes", same_buffer)] + _WHOLE_WORDS

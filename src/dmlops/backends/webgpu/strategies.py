@@ -16,6 +16,9 @@ Every copy becomes a piece of one strategy, by layout and bound byte offsets:
 - `transpose4`, `transpose8`: 4- and 8-byte elements whose source and destination
   unit-stride axes differ (slices of transposed or permuted views): 32 x 32 tiles through
   workgroup memory (transpose.wgsl);
+- `transpose2`: the same for 2-byte elements where both unit-stride axes are even and the
+  ends word-aligned: 32 x 32 tiles of 2 x 2 blocks, each two whole source words
+  transposed in registers into two whole destination words (transpose_pairs.wgsl);
 - `packed`: 1- and 2-byte elements whose destination rows are contiguous, at any source
   stride (strided slices, reversed or transposed reads): one invocation per destination
   word gathers its elements and stores the word whole; only the words a row shares at
@@ -44,6 +47,7 @@ from ...plan import Plan
 __all__ = [
     "THREADS",
     "TILE",
+    "TRANSPOSE_TILES",
     "DIM_BUCKETS",
     "dims_bucket",
     "MAX_DIMS",
@@ -59,13 +63,16 @@ TILE = 2048  # elements a workgroup moves (pieces.wgsl: THREADS * PER_THREAD)
 MAX_DIMS = 8
 ROW_WORDS = 40  # u32 words per table row (pieces.wgsl: struct Piece)
 MAX_GROUPS_X = 65535
+# a tiled transpose's tile per workgroup (along the destination's unit axis, along the
+# source's), in elements (transpose2: 2 x 2 blocks); multiples of 32 (transpose.wgsl)
+TRANSPOSE_TILES = {"transpose4": (32, 32), "transpose8": (32, 32), "transpose2": (32, 32)}
 
 
 @dataclass(frozen=True)
 class Piece:
     """One copy in a kernel's units: offsets and strides in words (u32, vec4) or bytes."""
 
-    # "vec4", "vec4r1/2/4/8", "u32", "rows16", "rows", "transpose4/8", "packed",
+    # "vec4", "vec4r1/2/4/8", "u32", "rows16", "rows", "transpose2/4/8", "packed",
     # "packed_transpose" or "bytes"
     kernel: str
     src_offset: int
@@ -85,7 +92,8 @@ class Piece:
         """Workgroups this piece needs: 32 x 32 tiles per outer index for transposes."""
         if self.kernel.startswith("transpose"):
             rest = int(np.prod(self.sizes[2:], dtype=np.int64))
-            return -(-self.sizes[0] // 32) * -(-self.sizes[1] // 32) * rest
+            ti, tj = TRANSPOSE_TILES[self.kernel]
+            return -(-self.sizes[0] // ti) * -(-self.sizes[1] // tj) * rest
         if self.kernel == "packed_transpose":  # 64 elements x 32 source words
             rest = int(np.prod(self.sizes[2:], dtype=np.int64))
             across = -(-self.sizes[1] // (32 * 4 // self.element_bytes))
@@ -143,9 +151,12 @@ def pieces_of(
     (`rows`)."""
     es = element_size
     sizes, src, dst = _layout(es, shape, src_strides, dst_strides)
-    transposed = _transpose(
-        es, src_byte, dst_byte, sizes, [s // es for s in src], [d // es for d in dst]
-    ) or _packed_transpose(es, src_byte, dst_byte, sizes, src, dst)
+    in_elements = [s // es for s in src], [d // es for d in dst]
+    transposed = (
+        _transpose(es, src_byte, dst_byte, sizes, *in_elements)
+        or _pair_transpose(es, src_byte, dst_byte, sizes, *in_elements)
+        or _packed_transpose(es, src_byte, dst_byte, sizes, src, dst)
+    )
     if transposed is not None:
         return [transposed]
     single = piece_of(es, src_byte, dst_byte, shape, src_strides, dst_strides)
@@ -282,6 +293,36 @@ def _transpose(
     return Piece(
         f"transpose{es}", src_byte // es, dst_byte // es, tuple(int(sizes[k]) for k in order),
         tuple(int(src[k]) for k in order), tuple(int(dst[k]) for k in order), es,
+    )  # fmt: skip
+
+
+def _pair_transpose(
+    es: int, src_byte: int, dst_byte: int, sizes: list[int], src: list[int], dst: list[int]
+) -> Piece | None:
+    """A tiled transpose of 2-byte elements in 2 x 2 blocks of whole words (kernel
+    transpose2, transpose_pairs.wgsl), where both unit-stride axes are even and ascending,
+    every other stride even and both ends word-aligned (strides in elements, innermost
+    first); the block's second rows go in the table's pad0 (source) and pad1 (destination)."""
+    if es != 2 or src_byte % 4 or dst_byte % 4 or len(sizes) < 2:
+        return None
+    if dst[0] != 1 or sizes[0] < TRANSPOSE_MIN or sizes[0] % 2:
+        return None
+    inner = [j for j in range(1, len(sizes)) if src[j] == 1 and sizes[j] >= TRANSPOSE_MIN]
+    if not inner or sizes[inner[0]] % 2:
+        return None
+    j = inner[0]
+    order = [0, j, *(k for k in range(1, len(sizes)) if k != j)]
+    if any(src[k] % 2 for k in order if k != j) or any(dst[k] % 2 for k in order[1:]):
+        return None
+    # in blocks and words: a block step along i is two source rows, along j two
+    # destination rows; along the others a step of 2n bytes is n / 2 words
+    block_sizes = (sizes[0] // 2, sizes[j] // 2, *(sizes[k] for k in order[2:]))
+    src_words = (src[0], 1, *(src[k] // 2 for k in order[2:]))
+    dst_words = (1, dst[j], *(dst[k] // 2 for k in order[2:]))
+    return Piece(
+        "transpose2", src_byte // 4, dst_byte // 4, tuple(int(n) for n in block_sizes),
+        tuple(int(s) for s in src_words), tuple(int(d) for d in dst_words), 4,
+        (src[0] // 2, dst[j] // 2),
     )  # fmt: skip
 
 
