@@ -164,6 +164,11 @@ def test_blocks_are_compiled_once_per_shape_and_refuse_mixed_inputs() -> None:
         )
     with pytest.raises(InvalidDescriptorError, match="torch tensors"):
         block(np.zeros((1, 1, 4, 4), np.float32))
+    # a warm block given a strided input of its shape reads it by value
+    wide = torch.arange(32.0).reshape(1, 1, 4, 8)[..., ::2]
+    (y,) = block(wide)
+    (want,) = block(wide.contiguous())
+    assert torch.equal(y, want) and not torch.equal(want, block(torch.zeros(1, 1, 4, 4))[0])
 
 
 def test_second_order_is_not_claimed() -> None:

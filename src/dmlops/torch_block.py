@@ -196,7 +196,7 @@ def _view_of(copy: StridedCopy, sizes: Sequence[int], element_size: int) -> _Vie
 
 def _memory(t: Tensor) -> Any:
     """What a backend binds: a numpy view of a CPU tensor, a CUDA tensor itself."""
-    return torch_to_numpy(t) if t.device.type == "cpu" else t
+    return torch_to_numpy(t) if t.is_cpu else t
 
 
 class _Function(torch.autograd.Function):  # type: ignore[misc]
@@ -204,8 +204,8 @@ class _Function(torch.autograd.Function):  # type: ignore[misc]
     def forward(ctx: Any, compiled: _Compiled, *xs: Tensor) -> tuple[Tensor, ...]:
         ctx.compiled = compiled
         like = xs[0]
-        outs = [torch.empty(s, dtype=like.dtype, device=like.device) for s in compiled.out_shapes]
-        ins = [x.detach().contiguous() for x in xs]
+        outs = [like.new_empty(s) for s in compiled.out_shapes]
+        ins = [x.contiguous() for x in xs]  # (autograd records nothing in a forward)
         compiled.forward._run_fresh([_memory(x) for x in ins], [_memory(o) for o in outs])
         ctx.mark_non_differentiable(*[o for o in outs if not o.is_floating_point()])
         return tuple(outs)
@@ -216,7 +216,7 @@ class _Function(torch.autograd.Function):  # type: ignore[misc]
         back = compiled.backward()
         like = next(g for g in grads if g is not None)
         gs = [
-            torch.zeros(s, dtype=like.dtype, device=like.device) if g is None else g.contiguous()
+            like.new_zeros(s) if g is None else g.contiguous()
             for g, s in zip(grads, compiled.out_shapes, strict=True)
         ]
         results: list[Tensor | None] = [None] * len(compiled.descs)
@@ -227,9 +227,7 @@ class _Function(torch.autograd.Function):  # type: ignore[misc]
                 results[k] = view.reshape(compiled.descs[k].sizes)
         if back.op is not None:
             outs = [
-                (torch.zeros if back.zeroed[k] else torch.empty)(
-                    compiled.descs[k].sizes, dtype=like.dtype, device=like.device
-                )
+                (like.new_zeros if back.zeroed[k] else like.new_empty)(compiled.descs[k].sizes)
                 for k in back.written
             ]
             back.op._run_fresh([_memory(g) for g in gs], [_memory(o) for o in outs])
@@ -262,8 +260,15 @@ class Block:
         self.build = build
         self.feature_level = feature_level
         self._compiled: dict[Any, _Compiled] = {}
+        self._warm: dict[Any, _Compiled] = {}  # by each input's (shape, dtype, device)
 
     def __call__(self, *xs: Tensor) -> tuple[Tensor, ...]:
+        try:  # a warm call: its inputs' shapes, types and devices find the compiled block
+            compiled = self._warm.get(tuple([(x.shape, x.dtype, x.device) for x in xs]))
+        except AttributeError:  # (not tensors: named below)
+            compiled = None
+        if compiled is not None:
+            return tuple(_Function.apply(compiled, *xs))
         if not xs or not all(isinstance(x, Tensor) for x in xs):
             raise InvalidDescriptorError("Block: call it on torch tensors")
         dtypes = {x.dtype for x in xs}
@@ -280,4 +285,5 @@ class Block:
             device = Device(self.feature_level, backend=backend)
             compiled = _Compiled(self.build, list(key[0]), xs[0].dtype, device)
             self._compiled[key] = compiled
+        self._warm[tuple([(x.shape, x.dtype, x.device) for x in xs])] = compiled
         return tuple(_Function.apply(compiled, *xs))
