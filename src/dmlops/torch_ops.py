@@ -364,7 +364,9 @@ def _setup_join(ctx, inputs, output):  # type: ignore[no-untyped-def]
 
 
 def _join_backward(ctx, grad):  # type: ignore[no-untyped-def]
-    return split_op(grad, ctx.axis, ctx.sizes, _backward_level(ctx.level, SplitDesc)), None, None
+    # SPLIT's pieces of the gradient, as views of it (as torch's cat gives them): no copy
+    # where the consumer takes a view, no kernel to compile under torch.compile
+    return list(torch.split(grad, ctx.sizes, ctx.axis)), None, None
 
 
 def _setup_depth_space(ctx, inputs, output):  # type: ignore[no-untyped-def]
