@@ -93,12 +93,12 @@ def _shader(kernel: str, same_buffer: bool) -> str:
         )
     if kernel.startswith("transpose"):
         word = "vec2<u32>" if kernel == "transpose8" else "u32"
-        source = "transpose_pairs.wgsl" if kernel == "transpose2" else "transpose.wgsl"
+        cells = "transpose_pairs.wgsl" if kernel == "transpose2" else "transpose_elements.wgsl"
         ti, tj = TRANSPOSE_TILES[kernel]
-        code = _kernel_source(source).replace("TI: u32 = 32u", f"TI: u32 = {ti}u")
+        code = _kernel_source("transpose.wgsl").replace("TI: u32 = 32u", f"TI: u32 = {ti}u")
         code = code.replace("TJ: u32 = 32u", f"TJ: u32 = {tj}u")
         bindings = _BINDINGS[("word", same_buffer)].replace("REORDER", "")
-        return f"alias Word = {word};\n" + bindings + pieces + code
+        return f"alias Word = {word};\n" + bindings + pieces + _kernel_source(cells) + code
     pieces += _kernel_source("elements.wgsl")
     if kernel == "packed":
         bindings = _BINDINGS[("bytes", same_buffer)] + _WHOLE_WORDS

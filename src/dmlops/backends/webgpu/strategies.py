@@ -18,7 +18,8 @@ Every copy becomes a piece of one strategy, by layout and bound byte offsets:
   workgroup memory (transpose.wgsl);
 - `transpose2`: the same for 2-byte elements where both unit-stride axes are even and the
   ends word-aligned: 32 x 32 tiles of 2 x 2 blocks, each two whole source words
-  transposed in registers into two whole destination words (transpose_pairs.wgsl);
+  transposed in registers into two whole destination words (transpose.wgsl's tiling,
+  the cells of transpose_pairs.wgsl);
 - `packed`: 1- and 2-byte elements whose destination rows are contiguous, at any source
   stride (strided slices, reversed or transposed reads): one invocation per destination
   word gathers its elements and stores the word whole; only the words a row shares at
@@ -299,10 +300,11 @@ def _transpose(
 def _pair_transpose(
     es: int, src_byte: int, dst_byte: int, sizes: list[int], src: list[int], dst: list[int]
 ) -> Piece | None:
-    """A tiled transpose of 2-byte elements in 2 x 2 blocks of whole words (kernel
-    transpose2, transpose_pairs.wgsl), where both unit-stride axes are even and ascending,
-    every other stride even and both ends word-aligned (strides in elements, innermost
-    first); the block's second rows go in the table's pad0 (source) and pad1 (destination)."""
+    """A tiled transpose of 2-byte elements in 2 x 2 blocks of whole words (transpose2:
+    transpose.wgsl with transpose_pairs.wgsl's cells), where both unit-stride axes are even
+    and ascending, every other stride even and both ends word-aligned (strides in elements,
+    innermost first); the block's second rows go in the table's pad0 (source) and pad1
+    (destination)."""
     if es != 2 or src_byte % 4 or dst_byte % 4 or len(sizes) < 2:
         return None
     if dst[0] != 1 or sizes[0] < TRANSPOSE_MIN or sizes[0] % 2:
