@@ -365,3 +365,31 @@ def test_a_qkv_head_split_backward_writes_its_gradient_once(device: str) -> None
 
     assert kernels(ours_code) == kernels(theirs_code)
     assert buffers(ours_code) <= buffers(theirs_code)
+
+
+def test_a_compiled_join_backward_has_the_kernels_of_cats(device: str) -> None:
+    """JOIN's gradient is views of the output gradient's pieces, as `cat`'s is: a compiled
+    KV-cache append's backward compiles no more kernels than torch's (a SPLIT copy of each
+    piece was a kernel of its own), with the same gradients."""
+    from torch._inductor.utils import run_and_get_code
+
+    from dmlops import torch_ops
+
+    if not torch_ops.FUSES:
+        pytest.skip("this torch has no inductor decomposition table")
+
+    def backward(join):  # type: ignore[no-untyped-def]
+        torch._dynamo.reset()
+        past = _x(device, 1, 2, 7, 8, dtype=torch.float32)
+        new = _x(device, 1, 2, 1, 8, dtype=torch.float32)
+        grad = _x(device, 1, 2, 8, 8, dtype=torch.float32, grad=False)
+        step = torch.compile(lambda a, b: join([a, b], 2), fullgraph=True)
+        _, code = run_and_get_code(lambda: step(past, new).backward(grad))
+        text = "\n".join(code)
+        kernels = text.count("@triton.jit") + text.count("cpp_fused_") // 2
+        return kernels, past.grad, new.grad
+
+    ours = backward(lambda xs, axis: dmlops.join(xs, axis))
+    theirs = backward(lambda xs, axis: torch.cat(xs, axis))
+    assert ours[0] == theirs[0]
+    assert torch.equal(ours[1], theirs[1]) and torch.equal(ours[2], theirs[2])
