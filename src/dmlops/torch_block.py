@@ -259,16 +259,21 @@ class Block:
     ) -> None:
         self.build = build
         self.feature_level = feature_level
-        self._compiled: dict[Any, _Compiled] = {}
-        self._warm: dict[Any, _Compiled] = {}  # by each input's (shape, dtype, device)
+        self._compiled: dict[Any, _Compiled] = {}  # by each input's (shape, dtype, device)
 
     def __call__(self, *xs: Tensor) -> tuple[Tensor, ...]:
-        try:  # a warm call: its inputs' shapes, types and devices find the compiled block
-            compiled = self._warm.get(tuple([(x.shape, x.dtype, x.device) for x in xs]))
+        try:  # each input's shape, type and device find the compiled block before any check
+            key = tuple([(x.shape, x.dtype, x.device) for x in xs])
+            compiled = self._compiled.get(key)
         except AttributeError:  # (not tensors: named below)
             compiled = None
-        if compiled is not None:
-            return tuple(_Function.apply(compiled, *xs))
+        if compiled is None:
+            compiled = self._compile(xs)
+            self._compiled[key] = compiled
+        return tuple(_Function.apply(compiled, *xs))
+
+    def _compile(self, xs: tuple[Tensor, ...]) -> _Compiled:
+        """The block compiled for these inputs, once they are checked."""
         if not xs or not all(isinstance(x, Tensor) for x in xs):
             raise InvalidDescriptorError("Block: call it on torch tensors")
         dtypes = {x.dtype for x in xs}
@@ -278,12 +283,6 @@ class Block:
                 f"Block: inputs of one type on one device, not {sorted(map(str, dtypes))} on "
                 f"{sorted(map(str, places))}"
             )
-        key = (tuple(tuple(x.shape) for x in xs), xs[0].dtype, xs[0].device)
-        compiled = self._compiled.get(key)
-        if compiled is None:
-            backend = "numpy" if xs[0].device.type == "cpu" else "cuda"
-            device = Device(self.feature_level, backend=backend)
-            compiled = _Compiled(self.build, list(key[0]), xs[0].dtype, device)
-            self._compiled[key] = compiled
-        self._warm[tuple([(x.shape, x.dtype, x.device) for x in xs])] = compiled
-        return tuple(_Function.apply(compiled, *xs))
+        backend = "numpy" if xs[0].device.type == "cpu" else "cuda"
+        device = Device(self.feature_level, backend=backend)
+        return _Compiled(self.build, [tuple(x.shape) for x in xs], xs[0].dtype, device)
