@@ -69,6 +69,42 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+# the numpy backend with its indexed copies compiled (numba) from a plan's first run; plain
+# "numpy" tests run them through numpy (a plan runs a few times before it compiles them)
+NUMPY_COMPILED = pytest.param(
+    "numpy-compiled",
+    marks=pytest.mark.skipif(
+        not __import__("dmlops.backends.compiled", fromlist=["available"]).available(),
+        reason="no numba: indexed copies are not compiled",
+    ),
+)
+
+
+def backend_name(backend: str) -> str:
+    """The backend a test backend names (numpy-compiled is the numpy backend)."""
+    return "numpy" if backend == "numpy-compiled" else backend
+
+
+@pytest.fixture(autouse=True)
+def _compiled_indexed(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """Under the "numpy-compiled" backend: indexed copies compiled from a plan's first run
+    (every call signature made afresh, before and after)."""
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is None or callspec.params.get("backend") != "numpy-compiled":
+        yield
+        return
+    import dmlops
+    from dmlops.backends import numpy_backend
+
+    dmlops.functional.clear_cache()
+    numpy_backend._WARM_RUNS = 1
+    try:
+        yield
+    finally:
+        numpy_backend._WARM_RUNS = 3
+        dmlops.functional.clear_cache()
+
+
 def to_device(backend: str, a: np.ndarray):  # type: ignore[no-untyped-def]
     if backend == "webgpu":
         import dmlops.webgpu
@@ -78,7 +114,7 @@ def to_device(backend: str, a: np.ndarray):  # type: ignore[no-untyped-def]
         import cupy
 
         return cupy.asarray(a)
-    return a
+    return a  # numpy, numpy-compiled
 
 
 def to_host(a):  # type: ignore[no-untyped-def]

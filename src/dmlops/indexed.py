@@ -125,16 +125,22 @@ class IndexedCopy:
 def coalesce_indexed(copy: IndexedCopy) -> IndexedCopy:
     """The same copy over the fewest dimensions: size-1 dimensions dropped, neighbours merged
     where every side (source, destination, index, slot) is contiguous across them (a
-    reversing copy keeps its dimensions: its position along one of them matters)."""
-    if copy.reverse_dim >= 0:
-        return copy
+    reversing copy's reversed dimension stays one of its own: positions along it matter)."""
     sides = [copy.src_strides, copy.dst_strides, copy.index_strides]
     if copy.scatter:
         sides.append(copy.slot_strides)
-    dims = [(n, tuple(s[i] for s in sides)) for i, n in enumerate(copy.shape) if n != 1]
+    reverse = copy.reverse_dim
+    dims = [
+        (n, tuple(s[i] for s in sides), i == reverse)
+        for i, n in enumerate(copy.shape)
+        if n != 1 or i == reverse
+    ]
     merged: list[tuple[int, tuple[int, ...]]] = []
-    for n, strides in dims:
-        if merged:
+    reverse_at = -1
+    for n, strides, reversed_dim in dims:
+        if reversed_dim:
+            reverse_at = len(merged)
+        elif merged and len(merged) - 1 != reverse_at:
             pn, ps = merged[-1]
             if all(p == s * n for p, s in zip(ps, strides, strict=True)):
                 merged[-1] = (pn * n, strides)
@@ -151,6 +157,7 @@ def coalesce_indexed(copy: IndexedCopy) -> IndexedCopy:
         dst_strides=tuple(columns[1]),
         index_strides=tuple(columns[2]),
         slot_strides=tuple(columns[3]) if copy.scatter else (),
+        reverse_dim=reverse_at,
     )
 
 
@@ -174,7 +181,7 @@ def rows_of(copy: IndexedCopy) -> Rows:
     """The rows of an indexed copy, and each outer dimension's weight in the index order
     (row-major over the dimensions the index tensor varies along: a later update wins)."""
     shape = copy.shape
-    whole = len(shape) > 1 and copy.index_strides[-1] == 0 and copy.reverse_dim < 0
+    whole = len(shape) > 1 and copy.index_strides[-1] == 0 and copy.reverse_dim < len(shape) - 1
     length = shape[-1] if whole else 1
     outer = tuple(shape[:-1]) if whole else tuple(shape)
     strides = (copy.src_strides[-1], copy.dst_strides[-1]) if whole else (1, 1)

@@ -17,6 +17,7 @@ from ..errors import BindingError
 from ..plan import Plan, StridedCopy
 from . import compiled
 from .base import no_queue
+from .compiled_indexed import CompiledIndexed
 from .numpy_indexed import IndexedStep
 from .numpy_map import ElementMap
 from .numpy_runs import SideBySide
@@ -31,6 +32,7 @@ __all__ = ["NumpyBackend"]
 _BYTES_PER_THREAD = 2 << 20
 _PARALLEL_BYTES = 2 * _BYTES_PER_THREAD
 _MIN_CHUNK = 256 << 10
+_WARM_RUNS = 3  # runs of a plan with indexed copies before they are compiled
 _COMPILED_BYTES = 256 << 10  # a copy at least this large runs compiled (numba) where it can
 
 
@@ -378,6 +380,14 @@ class _NumpyExecutor:
             else None
         )
         self.steps = [IndexedStep(c, plan.element_size) for c in plan.indexed]
+        # small indexed copies as one compiled pass each (numba), once the plan has run
+        # _WARM_RUNS times (a one-off call never imports numba)
+        self.kernels: list[CompiledIndexed] | None = None
+        self.one_kernel: CompiledIndexed | None = None
+        self.runs_to_compile = _WARM_RUNS if plan.indexed else -1
+        self.kernels_never_fail = all(
+            c.clamp or c.skip_out_of_range or c.reverse_dim >= 0 for c in plan.indexed
+        )
         # a plan that is one gather numpy.take does whole (it checks before it writes)
         lone = len(self.steps) == 1 and not self.copies and not self.fills
         self.take = self.steps[0] if lone and self.steps[0].take_recipe is not None else None
@@ -467,8 +477,13 @@ class _NumpyExecutor:
         if made is None:
             return None
         general = self._general
+        compiles = self.take is None  # (numpy.take of whole rows is as quick as the kernel)
 
         def make(ins: Sequence[Any]) -> np.ndarray[Any, Any]:
+            if compiles and (self.kernels is not None or self.runs_to_compile > 0):
+                out = np.empty(shape, dtype)  # compiled, or counting the runs until it is
+                general(ins, [out])
+                return out
             try:
                 result = made(ins)
             except IndexError:  # numpy wrote nothing: the general path raises the error
@@ -492,6 +507,12 @@ class _NumpyExecutor:
             return  # a lone gather: one numpy.take
         if self.fills:
             ins = [*ins, *self.fills]
+        if self.kernels is None and self.runs_to_compile > 0:
+            self.runs_to_compile -= 1
+            if not self.runs_to_compile:
+                self._compile_steps()
+        if self.kernels is not None and self._compiled_steps(ins, outs):
+            return
         if self.put is not None:
             index = self.put.put_index(ins)  # checked before any write
             if index is not None:
@@ -503,10 +524,43 @@ class _NumpyExecutor:
         for step, moved in zip(self.steps, rows, strict=True):
             step.run(ins, outs, moved)
 
+    def _compile_steps(self) -> None:
+        """The indexed copies as compiled kernels, where every one has one."""
+        plan = self.plan
+        kernels = [CompiledIndexed.of(c, plan.element_size) for c in plan.indexed]
+        if None in kernels:
+            return
+        self.kernels = kernels  # type: ignore[assignment]
+        if len(kernels) == 1 and not (self.copies or self.compiled):
+            self.one_kernel = kernels[0]
+
+    def _compiled_steps(self, ins: Sequence[Any], outs: Sequence[Any]) -> bool:
+        """The plan with its indexed copies compiled: every index checked, then the strided
+        copies, then the rows; False (nothing written) where an index is out of range (the
+        numpy path then names it)."""
+        if self.one_kernel is not None:
+            return self.one_kernel.run(ins, outs)
+        assert self.kernels is not None
+        if self.kernels_never_fail:  # (no index can be out of range: nothing to check first)
+            self._copy(ins, outs)
+            for kernel in self.kernels:
+                kernel.run(ins, outs)
+            return True
+        places = [kernel.locate(ins) for kernel in self.kernels]
+        if any(p is None for p in places):
+            return False
+        self._copy(ins, outs)
+        for kernel, found in zip(self.kernels, places, strict=True):
+            kernel.move(ins, outs, found)  # type: ignore[arg-type]
+        return True
+
     def _put_only(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
         """A plan that is one scatter of whole rows (in place): its rows checked, then one
         fancy assignment; the general path where the check declines (it names the error)."""
         assert self.put is not None
+        if self.one_kernel is not None or self.runs_to_compile > 0:
+            self._general(ins, outs)  # (counts the runs, compiles, runs compiled)
+            return
         index = self.put.put_index(ins)
         if index is None:
             self._general(ins, outs)

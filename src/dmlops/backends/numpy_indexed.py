@@ -145,6 +145,43 @@ class _OffsetTable:
         return np.where(missing, 0, found), ~missing
 
 
+class _Reversal:
+    """A reversing copy's offsets along its reversed axis by one numpy.take of a table whose
+    row L holds, per position p, where p reads from for length L (mode "clip" clamps L into
+    [0, size]), for axes short enough that the (size + 1) x size table stays small."""
+
+    LARGEST = 256
+
+    def __init__(self, copy: IndexedCopy, outer: tuple[int, ...], index_strides: Any) -> None:
+        axis = copy.axes[0]
+        n, dim = axis.size, copy.reverse_dim
+        length = np.arange(n + 1, dtype=np.intp)[:, None]
+        p = np.arange(n, dtype=np.intp)
+        self.table = np.where(p < length, length - 1 - p, p) * axis.stride
+        lengths = list(outer)
+        lengths[dim] = 1  # (the index does not move along the reversed dimension)
+        self.view = (tuple(lengths), copy.index_type.numpy_dtype, copy.index_offset,
+                     tuple(index_strides))  # fmt: skip
+        self.wide = copy.index_type.name == "UINT64"  # (numpy takes no uint64 positions)
+        self.dim = dim
+        self.size = n
+
+    @classmethod
+    def of(cls, copy: IndexedCopy, outer: tuple[int, ...], index_strides: Any) -> _Reversal | None:
+        if copy.reverse_dim < 0 or copy.axes[0].size > cls.LARGEST:
+            return None
+        return cls(copy, outer, index_strides)
+
+    def along(self, index: Any) -> Any:
+        """The offsets along the reversed axis, shaped as the outer rows."""
+        shape, dtype, offset, strides = self.view
+        raw = _view(index, shape, dtype, offset, strides)
+        if self.wide:
+            raw = np.minimum(raw, self.size).astype(np.intp)
+        found = self.table.take(raw, 0, mode="clip")  # (..., 1 at dim, ..., n)
+        return found.swapaxes(self.dim, -1)[..., 0]
+
+
 class IndexedStep:
     """One indexed copy, ready to run on bound buffers: `prepare` reads the indices and
     checks them (raising before any write), `run` moves the elements."""
@@ -186,6 +223,7 @@ class IndexedStep:
         self.offsets = _OffsetTable.of(copy)
         # a reversal's positions along its reversed dimension, shaped to broadcast
         self.positions: Any = None
+        self.reversal = _Reversal.of(copy, self.outer, self.index_strides)
         if copy.reverse_dim >= 0:
             at = [1] * len(self.outer)
             at[copy.reverse_dim] = self.outer[copy.reverse_dim]
@@ -309,16 +347,23 @@ class IndexedStep:
             return None
         src, index, outer, index_strides = c.src, c.index, self.outer, self.index_strides
         if self.take_recipe is None:
-            if self.row != 1:
+            if self.row != 1 and not self.tiled:
                 return None
-            prepare = self.prepare
+            prepare, row = self.prepare, self.row
 
             def elements(ins: Any) -> np.ndarray[Any, Any]:
                 moved, _ = prepare(ins)  # (a bad index raises here, named)
                 made: np.ndarray[Any, Any] = _elements(ins[src], dtype).take(moved)
                 return made
 
-            return elements
+            def rows(ins: Any) -> np.ndarray[Any, Any]:
+                moved, _ = prepare(ins)  # (a bad index raises here, named)
+                flat = _elements(ins[src], dtype)
+                table = flat[: len(flat) // row * row].reshape(-1, row)
+                made: np.ndarray[Any, Any] = table.take(moved // row, 0)
+                return made
+
+            return elements if row == 1 else rows
         (shape, offset, strides), itype, ioffset = self.take_recipe
 
         def make(ins: Any) -> np.ndarray[Any, Any]:
@@ -351,6 +396,8 @@ class IndexedStep:
                 if not c.scatter:
                     return moved, None
                 return self._winners(moved, None if keep is None else np.flatnonzero(keep))
+        if self.reversal is not None:
+            return self.moving + self.reversal.along(ins[c.index]), None
         moved = self.moving
         keep = None
         for t, axis in enumerate(c.axes):

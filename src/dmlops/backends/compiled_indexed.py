@@ -1,0 +1,128 @@
+"""Small indexed copies (indexed.py) as one compiled pass on the calling thread: a numba
+kernel reads every index, checks it and finds each row's place before it writes anything,
+then moves the rows in index order, so of two rows aimed at one place the later is what
+stays (DirectML's rule for scatters) with no winner search.
+
+Why: a small gather or scatter through numpy is ten or more ufunc calls of about a
+microsecond each (index view, range check, offset arithmetic, repeat search, fancy
+assignment), several times the cost of the strided path's call; the kernel's call costs
+about half a microsecond. Copies of more than `SMALL_BYTES` keep numpy's vectorised path
+(numpy_indexed.py), which is also where an index out of range is named: the kernel only
+says that one is.
+
+Index tensors are read as bytes, so one `locate` serves every index type and indexed
+operator (its `meta` table says which); `move` is compiled once per element size.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..indexed import IndexedCopy, rows_of
+from . import compiled
+from .words import UNSIGNED
+
+__all__ = ["CompiledIndexed", "SMALL_BYTES"]
+
+SMALL_BYTES = 256 << 10  # copies moving at most this many bytes run compiled
+_TYPES = {"INT32": (4, True), "INT64": (8, True), "UINT32": (4, False), "UINT64": (8, False)}
+_MODES = {"strict": 0, "skip": 1, "clamp": 2}  # (numba_indexed.py: its meta layout)
+_KERNELS: dict[str, Any] = {}
+
+
+def _kernels() -> Any:
+    """The numba kernels' module, imported on first use (None without numba)."""
+    if "module" not in _KERNELS:
+        try:
+            from . import numba_indexed
+        except ImportError:
+            numba_indexed = None  # type: ignore[assignment]
+        _KERNELS["module"] = numba_indexed
+    return _KERNELS["module"]
+
+
+def _flat(buffer: Any, dtype: Any) -> np.ndarray[Any, Any]:
+    """A bound buffer (an array of any type, or bytes) as a flat array of `dtype`."""
+    nbytes = buffer.nbytes if isinstance(buffer, np.ndarray) else len(buffer)
+    flat: np.ndarray[Any, Any] = np.ndarray((nbytes // dtype.itemsize,), dtype, buffer)
+    return flat
+
+
+_BYTE = np.dtype(np.uint8)
+
+
+class CompiledIndexed:
+    """One indexed copy as the compiled kernel runs it: `run` checks and moves in one call;
+    `locate` and `move` split it where the plan's strided copies go between."""
+
+    def __init__(self, copy: IndexedCopy, element_size: int) -> None:
+        walk = rows_of(copy)
+        cut = len(walk.outer)
+        size = element_size
+        isize, signed = _TYPES[copy.index_type.name]
+        mode = "clamp" if copy.clamp else ("skip" if copy.skip_out_of_range else "strict")
+        meta = [
+            cut,
+            len(copy.axes),
+            walk.length,
+            int(copy.scatter),
+            isize,
+            int(signed),
+            int(copy.negative_indices),
+            _MODES[mode],
+            copy.tuple_stride * isize,
+            copy.src_offset // size,
+            copy.dst_offset // size,
+            copy.index_offset,
+            *walk.strides,
+        ]
+        for d in range(cut):
+            meta += [walk.outer[d], copy.src_strides[d], copy.dst_strides[d]]
+            meta.append(copy.index_strides[d] * isize)
+        for axis in copy.axes:
+            meta += [axis.size, axis.stride]
+        meta.append(copy.reverse_dim)  # last: the reversed dimension, -1 for none
+        self.meta = np.array(meta, np.int64)
+        self.count = walk.count
+        self.kind = np.dtype(UNSIGNED[size])
+        self.src, self.dst, self.index = copy.src, copy.dst, copy.index
+
+    @classmethod
+    def of(cls, copy: IndexedCopy, element_size: int) -> CompiledIndexed | None:
+        """The compiled form of a copy small enough to gain from it, whose offsets are whole
+        elements, where numba is there and the compiled CPU engine is on; None otherwise."""
+        if math.prod(copy.shape) * element_size > SMALL_BYTES or not copy.axes:
+            return None
+        if copy.src_offset % element_size or copy.dst_offset % element_size:
+            return None
+        if not compiled.available() or _kernels() is None:
+            return None
+        return cls(copy, element_size)
+
+    def run(self, ins: Any, outs: Any) -> bool:
+        """Check every index, then move every row; False (nothing written) where an index
+        is out of range."""
+        kind = self.kind
+        ok: bool = _KERNELS["module"].run(
+            self.meta,
+            _flat(ins[self.src], kind),
+            _flat(outs[self.dst], kind),
+            _flat(ins[self.index], _BYTE),
+            self.count,
+        )
+        return ok
+
+    def locate(self, ins: Any) -> np.ndarray[Any, Any] | None:
+        """Every row's place (None where an index is out of range); nothing written."""
+        places = np.empty(self.count, np.int64)
+        found: bool = _KERNELS["module"].locate(self.meta, _flat(ins[self.index], _BYTE), places)
+        return places if found else None
+
+    def move(self, ins: Any, outs: Any, places: np.ndarray[Any, Any]) -> None:
+        """Move every row to (or from) its place."""
+        kind = self.kind
+        _KERNELS["module"].move(self.meta, _flat(ins[self.src], kind), _flat(outs[self.dst], kind),
+                        places)  # fmt: skip

@@ -1,0 +1,111 @@
+"""Small indexed copies compiled (backends/compiled_indexed.py): a plan compiles them once it
+has run a few times; the compiled pass checks every index before it writes, keeps the later
+of two rows aimed at one place, and agrees with numpy's path (and the naive references of
+test_indexed.py, which run under the "numpy-compiled" backend too)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import dmlops
+from dmlops.backends import compiled, numpy_backend
+from dmlops.errors import IndexOutOfRangeError
+
+pytestmark = pytest.mark.skipif(not compiled.available(), reason="no numba")
+
+
+def _executor_of(call):  # type: ignore[no-untyped-def]
+    """The numpy executor behind the last functional call compiled."""
+    (entry,) = list(dmlops.functional._CACHE.items.values())[-1:]
+    return entry[0].run
+
+
+@pytest.fixture
+def fresh():  # type: ignore[no-untyped-def]
+    dmlops.functional.clear_cache()
+    yield
+    dmlops.functional.clear_cache()
+
+
+def test_a_plan_compiles_its_indexed_copies_after_a_few_runs(fresh) -> None:  # type: ignore[no-untyped-def]
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    idx = np.array([[7, 0], [1, 1], [2, 6], [0, 0], [5, 4], [3, 3], [6, 2], [4, 7]])
+    want = np.take_along_axis(x, idx, 1)
+    for run in range(numpy_backend._WARM_RUNS + 1):
+        got = dmlops.gather_elements(x, idx, 1)
+        assert got.tobytes() == want.tobytes()
+        executor = _executor_of(got)
+        compiled_now = executor.kernels is not None
+        assert compiled_now == (run >= numpy_backend._WARM_RUNS - 1)
+
+
+def test_one_off_calls_never_import_numba() -> None:
+    code = (
+        "import sys, numpy as np, dmlops\n"
+        "x = np.arange(16.).reshape(4, 4)\n"
+        "dmlops.gather_elements(x, np.zeros((4, 2), np.int64), 1)\n"
+        "dmlops.scatter_elements(x, np.zeros((4, 1), np.int64), np.ones((4, 1)), 1, out=x)\n"
+        "dmlops.one_hot(np.array([1, 2]), 3, np.array([0., 1.]))\n"
+        "print('numba' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("backend", ["numpy-compiled"])
+def test_the_later_row_wins_and_a_bad_index_writes_nothing(backend: str) -> None:
+    x = np.zeros((4, 6), np.float32)
+    idx = np.array([[1, 1, 5], [0, 2, 0], [3, 3, 3], [-1, -6, 4]])
+    upd = np.arange(12, dtype=np.float32).reshape(4, 3) + 1
+    dmlops.scatter_elements(x, idx, upd, 1, out=x)
+    assert numpy_backend._WARM_RUNS == 1  # (this test's backend: compiled from the first run)
+    assert x.tolist() == [
+        [0, 2, 0, 0, 0, 3],
+        [6, 0, 5, 0, 0, 0],
+        [0, 0, 0, 9, 0, 0],
+        [11, 0, 0, 0, 12, 10],
+    ]
+    before = x.copy()
+    bad = idx.copy()
+    bad[2, 1] = 6
+    with pytest.raises(IndexOutOfRangeError, match=r"SCATTER_ELEMENTS.*is 6, outside \[-6, 6\)"):
+        dmlops.scatter_elements(x, bad, upd, 1, out=x)
+    assert x.tobytes() == before.tobytes()
+
+
+@pytest.mark.parametrize("backend", ["numpy-compiled"])
+@pytest.mark.parametrize("itype", [np.int32, np.uint32, np.int64, np.uint64])
+def test_every_index_type_and_negative_strides(backend: str, itype: type) -> None:
+    base = np.arange(40, dtype=np.float64).reshape(5, 8)
+    x = base[::-1, ::-2]  # negative strides on both axes
+    idx = np.array([[3, 0], [1, 2], [0, 0], [2, 3], [1, 1]], itype)
+    got = dmlops.gather_elements(x, idx, 1)
+    assert got.tobytes() == np.take_along_axis(x, idx.astype(np.int64), 1).tobytes()
+
+
+@pytest.mark.parametrize("backend", ["numpy-compiled"])
+def test_one_hot_reverse_and_scatter_nd_with_copies(backend: str) -> None:
+    labels = np.array([0, 3, -1, 7, 2])  # -1 counts from the end, 7 is out of range: no hot
+    got = dmlops.one_hot(labels, 4, np.array([-0.0, 1.5], np.float32))
+    want = np.full((5, 4), -0.0, np.float32)
+    for i, k in enumerate([0, 3, 3, None, 2]):
+        if k is not None:
+            want[i, k] = 1.5
+    assert got.tobytes() == want.tobytes()
+    seq = np.arange(24, dtype=np.int16).reshape(4, 3, 2)
+    lengths = np.array([4, 0, 2])
+    out = dmlops.reverse_subsequences(seq, lengths, 0, 1)
+    want_r = seq.copy()
+    for b, n in enumerate(lengths):
+        want_r[:n, b] = seq[:n, b][::-1]
+    assert out.tobytes() == want_r.tobytes()
+    data = np.arange(12, dtype=np.uint8).reshape(4, 3)
+    made = dmlops.scatter_nd(data, np.array([[2], [0], [2]]), np.full((3, 3), 99, np.uint8))
+    want_s = data.copy()
+    want_s[[2, 0]] = 99
+    assert made.tobytes() == want_s.tobytes()
+    assert data.tolist() == np.arange(12).reshape(4, 3).tolist()  # the input untouched
