@@ -109,3 +109,16 @@ def test_one_hot_reverse_and_scatter_nd_with_copies(backend: str) -> None:
     want_s[[2, 0]] = 99
     assert made.tobytes() == want_s.tobytes()
     assert data.tolist() == np.arange(12).reshape(4, 3).tolist()  # the input untouched
+
+
+@pytest.mark.parametrize("backend", ["numpy-compiled"])
+def test_a_new_output_with_a_bad_index_still_raises(backend: str) -> None:
+    """Into new outputs the strided copies run before the indices are checked (no one sees
+    those arrays): a bad index still raises, named, and the inputs stay as they were."""
+    data = np.arange(12, dtype=np.float32).reshape(4, 3)
+    upd = np.ones((2, 3), np.float32)
+    made = dmlops.scatter_nd(data, np.array([[3], [1]]), upd)
+    assert made[[1, 3]].tolist() == [[1.0] * 3] * 2
+    with pytest.raises(IndexOutOfRangeError, match=r"SCATTER_ND.*is 4, outside \[-4, 4\)"):
+        dmlops.scatter_nd(data, np.array([[3], [4]]), upd)
+    assert data.tolist() == np.arange(12, dtype=np.float32).reshape(4, 3).tolist()

@@ -399,6 +399,9 @@ class _Call:
         producer = getattr(self.run, "producer", None) if one_new else None
         made_as = dtype if isinstance(dtype, np.dtype) else None  # its byte order included
         self.produce = None if producer is None else producer(self.one_shape, made_as)
+        # a backend's run into new outputs that nothing else sees (it may write them before
+        # it finds an index out of range)
+        self.run_fresh = getattr(self.run, "run_fresh", None) if self.fresh else None
 
     def reading(self, select: list[int]) -> _Call:
         """This call, reading only inputs `select` of those it is given."""
@@ -415,7 +418,10 @@ class _Call:
             results = [new_like(like, self.one_shape)]
         else:
             results = [new_like(like, shape) for shape in self.new_shapes]
-        self.run(ins, results, self.queue(None))
+        if self.run_fresh is not None:
+            self.run_fresh(ins, results)
+        else:
+            self.run(ins, results, self.queue(None))
         return results
 
     def __call__(

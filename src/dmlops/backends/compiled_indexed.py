@@ -6,7 +6,8 @@ stays (DirectML's rule for scatters) with no winner search.
 Why: a small gather or scatter through numpy is ten or more ufunc calls of about a
 microsecond each (index view, range check, offset arithmetic, repeat search, fancy
 assignment), several times the cost of the strided path's call; the kernel's call costs
-about half a microsecond. Copies of more than `SMALL_BYTES` keep numpy's vectorised path
+about half a microsecond. Copies of more than `SMALL_BYTES` or `SMALL_ROWS` rows (where
+the kernel's index walk, a few nanoseconds a row, costs more) keep numpy's vectorised path
 (numpy_indexed.py), which is also where an index out of range is named: the kernel only
 says that one is.
 
@@ -25,9 +26,10 @@ from ..indexed import IndexedCopy, rows_of
 from . import compiled
 from .words import UNSIGNED
 
-__all__ = ["CompiledIndexed", "SMALL_BYTES"]
+__all__ = ["CompiledIndexed", "SMALL_BYTES", "SMALL_ROWS"]
 
 SMALL_BYTES = 256 << 10  # copies moving at most this many bytes run compiled
+SMALL_ROWS = 2048  # ... in at most this many rows
 _TYPES = {"INT32": (4, True), "INT64": (8, True), "UINT32": (4, False), "UINT64": (8, False)}
 _MODES = {"strict": 0, "skip": 1, "clamp": 2}  # (numba_indexed.py: its meta layout)
 _KERNELS: dict[str, Any] = {}
@@ -95,6 +97,8 @@ class CompiledIndexed:
         """The compiled form of a copy small enough to gain from it, whose offsets are whole
         elements, where numba is there and the compiled CPU engine is on; None otherwise."""
         if math.prod(copy.shape) * element_size > SMALL_BYTES or not copy.axes:
+            return None
+        if rows_of(copy).count > SMALL_ROWS:  # (numpy's vectorised index arithmetic wins)
             return None
         if copy.src_offset % element_size or copy.dst_offset % element_size:
             return None

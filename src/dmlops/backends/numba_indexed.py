@@ -27,19 +27,21 @@ _FAIL = _SKIP + 1  # an index out of range that is an error
 @numba.njit(nogil=True, cache=True, inline="always")
 def read(idx, at, nbytes, signed):
     # the index at byte `at` (little-endian); a 64-bit unsigned one past int64's
-    # top reads negative: the caller treats that as out of range
+    # top reads negative: the caller treats that as out of range. (Unsigned positions: no
+    # wraparound test per byte, so the byte loads combine into one.)
+    u = np.uint64(at)
     v = (
-        np.int64(idx[at])
-        | (np.int64(idx[at + 1]) << 8)
-        | (np.int64(idx[at + 2]) << 16)
-        | (np.int64(idx[at + 3]) << 24)
+        np.int64(idx[u])
+        | (np.int64(idx[u + np.uint64(1)]) << 8)
+        | (np.int64(idx[u + np.uint64(2)]) << 16)
+        | (np.int64(idx[u + np.uint64(3)]) << 24)
     )
     if nbytes == 8:
         v |= (
-            (np.int64(idx[at + 4]) << 32)
-            | (np.int64(idx[at + 5]) << 40)
-            | (np.int64(idx[at + 6]) << 48)
-            | (np.int64(idx[at + 7]) << 56)
+            (np.int64(idx[u + np.uint64(4)]) << 32)
+            | (np.int64(idx[u + np.uint64(5)]) << 40)
+            | (np.int64(idx[u + np.uint64(6)]) << 48)
+            | (np.int64(idx[u + np.uint64(7)]) << 56)
         )
     elif signed and v >= 2**31:
         v -= 2**32
@@ -98,9 +100,31 @@ def locate(meta, idx, places):
     x = meta[_INDEX]
     m = 0
     count = places.size
+    plain = axes == 1 and reverse < 0 and mode == 0  # the common case: a loop of its own
+    wrap = negative and signed
     while m < count:
+        if plain and nbytes == 8:  # (a loop per index size: each one's reads combine)
+            for i in range(inner):
+                v = read(idx, x + i * step, 8, signed)
+                if wrap and v < 0:
+                    v += size0
+                if v < 0 or v >= size0:  # (a 64-bit unsigned one past int64's top reads < 0)
+                    return False
+                places[m + i] = v * stride0
+            inner_done = True
+        elif plain:
+            for i in range(inner):
+                v = read(idx, x + i * step, 4, signed)
+                if wrap and v < 0:
+                    v += size0
+                if v < 0 or v >= size0:
+                    return False
+                places[m + i] = v * stride0
+            inner_done = True
+        else:
+            inner_done = False
         p = at[reverse] if reverse >= 0 else 0
-        for i in range(inner):
+        for i in range(0 if inner_done else inner):
             xi = x + i * step
             q = i if inner_reversed else p
             found = place(idx, xi, q, mode, signed, negative, scatter, reverse, size0,
@@ -147,7 +171,7 @@ def move(meta, src, dst, places):
     count = places.size
     while m < count:
         for i in range(inner):
-            shift = places[m + i]
+            shift = places[np.uint64(m + i)]
             if shift == _SKIP:
                 continue
             a = s + i * step_s
@@ -156,14 +180,15 @@ def move(meta, src, dst, places):
                 b += shift
             else:
                 a += shift
+            # (unsigned positions: no wraparound test per element)
             if row == 1:
-                dst[b] = src[a]
+                dst[np.uint64(b)] = src[np.uint64(a)]
             elif rs == 1 and rd == 1:
                 for j in range(row):
-                    dst[b + j] = src[a + j]
+                    dst[np.uint64(b + j)] = src[np.uint64(a + j)]
             else:
                 for j in range(row):
-                    dst[b + j * rd] = src[a + j * rs]
+                    dst[np.uint64(b + j * rd)] = src[np.uint64(a + j * rs)]
         m += inner
         k = rank - 2  # the next run of the last dimension
         while k >= 0:

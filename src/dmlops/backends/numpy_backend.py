@@ -524,6 +524,21 @@ class _NumpyExecutor:
         for step, moved in zip(self.steps, rows, strict=True):
             step.run(ins, outs, moved)
 
+    def run_fresh(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
+        """The plan into new outputs that nothing else sees: compiled indexed copies after
+        the strided ones, without checking every index first (a bad one is still raised,
+        by the general path, and the outputs are then dropped)."""
+        if self.kernels is None or self.one_kernel is not None:
+            self(ins, outs)
+            return
+        if self.fills:
+            ins = [*ins, *self.fills]
+        self._copy(ins, outs)
+        for kernel in self.kernels:
+            if not kernel.run(ins, outs):
+                self._general(ins, outs)  # (raises: names the index)
+                return
+
     def _compile_steps(self) -> None:
         """The indexed copies as compiled kernels, where every one has one."""
         plan = self.plan
