@@ -135,7 +135,8 @@ def test_engine_switch_and_serial_backends() -> None:
 
 
 def test_small_calls_never_import_numba() -> None:
-    """Importing numba costs a fraction of a second: only a plan with a large copy does."""
+    """Importing numba costs a fraction of a second: only a plan with a large copy does, or
+    one whose small indexed copies have run often enough to be compiled."""
     import subprocess
     import sys
 
@@ -144,6 +145,10 @@ def test_small_calls_never_import_numba() -> None:
         "dmlops.slice1(np.arange(16.).reshape(1, 1, 4, 4), [0, 0, 0, 1], [1, 1, 4, 3],"
         " [1, 1, -2, 2])\n"
         "dmlops.join([np.zeros((64, 64))] * 3, 0)\n"
+        "x = np.arange(16.).reshape(4, 4)\n"
+        "dmlops.gather_elements(x, np.zeros((4, 2), np.int64), 1)\n"
+        "dmlops.scatter_elements(x, np.zeros((4, 1), np.int64), np.ones((4, 1)), 1, out=x)\n"
+        "dmlops.one_hot(np.array([1, 2]), 3, np.array([0., 1.]))\n"
         "print('numba' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
