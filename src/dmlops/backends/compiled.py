@@ -305,6 +305,10 @@ def run_copy(copy: CompiledCopy, ins: Any, outs: Any) -> None:
 
 
 _MOST_RUNS = 4096  # plans of up to this many contiguous runs go as one table: one region
+# runs this long on average go as their copies' own kernels instead: the KV-cache append's
+# 32 runs of 256 KiB took 83-103 µs as a table against 64 µs so on the 16-core host
+# (onnxruntime 69-71 µs), 163-201 against 140-160 on the VM (benchmarks/kv_cpu_probe.py)
+_LONG_RUN = 64 << 10
 
 
 @dataclass(frozen=True)
@@ -321,9 +325,12 @@ class RunTable:
 
 
 def run_table(copies: list[CompiledCopy]) -> RunTable | None:
-    """The runs of these row copies as one table, or None where they are too many."""
+    """The runs of these row copies as one table, or None where they are too many, or so
+    long on average (_LONG_RUN) that each copy's own kernel moves them faster."""
     total = sum(int(np.prod(c.shape)) for c in copies)
     if not copies or any(not c.rows for c in copies) or total > _MOST_RUNS:
+        return None
+    if sum(int(np.prod(c.shape)) * c.size for c in copies) >= _LONG_RUN * total:
         return None
     src, src_off, dst, dst_off, count = [], [], [], [], []
     for c in copies:
