@@ -81,7 +81,11 @@ def test_each_strategy_is_chosen_and_exact(dispatches: list[Any]) -> None:
         (np.int8, (64, 131), ([0, 3], [64, 125], [1, 1]), "rows16+rows"),
         (np.int8, (64, 61), ([0, 3], [64, 57], [1, 1]), "packed"),  # short rows
         (np.int8, (64, 61), ([0, 3], [64, 13], [1, 1]), "packed"),  # shorter than a block
-        (np.int8, (64, 64), ([0, 0], [64, 64], [1, 2]), "packed"),
+        (np.int8, (64, 64), ([0, 0], [64, 64], [1, 2]), "pick1x2"),  # whole vectors
+        (np.int8, (64, 64), ([0, 0], [64, 64], [2, 4]), "pick1x4"),
+        (np.float16, (64, 64), ([0, 0], [64, 64], [2, 2]), "pick2x2"),
+        (np.float16, (64, 128), ([0, 0], [64, 128], [1, 4]), "pick2x4"),
+        (np.int8, (64, 64), ([0, 0], [64, 60], [1, 2]), "packed"),  # rows of 30 bytes
         (np.uint16, (64, 64), ([0, 1], [64, 61], [1, -3]), "packed"),
         (np.float16, (64, 64), ([0, 1], [32, 31], [2, 2]), "packed"),
     ]

@@ -85,6 +85,24 @@ def test_two_byte_transposes_move_2x2_blocks_of_words_where_even_and_aligned() -
         assert q.kernel == "packed_transpose", why
 
 
+def test_every_second_or_fourth_small_element_is_picked_from_whole_vectors() -> None:
+    # float16 x[::2, ::2] of [64, 256]: rows of 128 elements, 16 vectors each, every
+    # destination vector read from 2 source vectors; rows 2 source rows (64 vectors) apart
+    p = piece_of(2, 0, 32, (32, 128), (512, 2), (128, 1))
+    assert p.kernel == "pick2x2" and p.sizes == (16, 32)
+    assert p.src_strides == (2, 64) and p.dst_strides == (1, 16) and p.dst_offset == 2
+    assert piece_of(1, 16, 0, (4, 64), (256, 4), (64, 1)).kernel == "pick1x4"
+    fallbacks = {
+        "rows not whole vectors": ((4, 60), (256, 2), (60, 1), 0),
+        "source start inside a vector": ((4, 64), (256, 2), (64, 1), 2),
+        "source rows not whole vectors": ((4, 64), (132, 2), (64, 1), 0),
+        "stride 3": ((4, 64), (256, 3), (64, 1), 0),
+        "backwards": ((4, 64), (256, -2), (64, 1), 254),
+    }
+    for why, (shape, src, dst, at) in fallbacks.items():
+        assert piece_of(2, at, 0, shape, src, dst).kernel == "packed", why
+
+
 def test_mixed_radix_steps_walk_by_threads() -> None:
     sizes = (7, 5, 1000)
     digits = _mixed_radix(THREADS, sizes)

@@ -20,6 +20,9 @@ Every copy becomes a piece of one strategy, by layout and bound byte offsets:
   ends word-aligned: 32 x 32 tiles of 2 x 2 blocks, each two whole source words
   transposed in registers into two whole destination words (transpose.wgsl's tiling,
   the cells of transpose_pairs.wgsl);
+- `pick1x2`, `pick1x4`, `pick2x2`, `pick2x4`: every 2nd or 4th 1- or 2-byte element of
+  rows that are whole aligned 16-byte destination vectors (a float16 slice with stride 2):
+  an invocation reads the 2 or 4 source vectors and picks the elements out (pick.wgsl);
 - `packed`: 1- and 2-byte elements whose destination rows are contiguous, at any source
   stride (strided slices, reversed or transposed reads): one invocation per destination
   word gathers its elements and stores the word whole; only the words a row shares at
@@ -73,8 +76,8 @@ TRANSPOSE_TILES = {"transpose4": (32, 32), "transpose8": (32, 32), "transpose2":
 class Piece:
     """One copy in a kernel's units: offsets and strides in words (u32, vec4) or bytes."""
 
-    # "vec4", "vec4r1/2/4/8", "u32", "rows16", "rows", "transpose2/4/8", "packed",
-    # "packed_transpose" or "bytes"
+    # "vec4", "vec4r1/2/4/8", "u32", "rows16", "rows", "transpose2/4/8", "pick1x2/1x4/2x2/
+    # 2x4", "packed", "packed_transpose" or "bytes"
     kernel: str
     src_offset: int
     dst_offset: int
@@ -225,6 +228,9 @@ def _piece_of(
     reversed_rows = _reversed_rows(es, src_byte, dst_byte, sizes, src, dst)
     if reversed_rows is not None:
         return reversed_rows
+    picked = _picked(es, src_byte, dst_byte, sizes, src, dst)
+    if picked is not None:
+        return picked
     if es % 4 == 0:  # an element of several words gains an inner dimension of its words
         if es > 4:
             if len(sizes) >= MAX_DIMS:
@@ -359,6 +365,23 @@ def _reversed_rows(
     return Piece(
         f"vec4r{es}", (src_byte + es) // 16 - 1, dst_byte // 16, (sizes[0] * es // 16, *sizes[1:]),
         (-1, *(x // 16 for x in src[1:])), (1, *(x // 16 for x in dst[1:])), 16,
+    )  # fmt: skip
+
+
+def _picked(
+    es: int, src_byte: int, dst_byte: int, sizes: list[int], src: list[int], dst: list[int]
+) -> Piece | None:
+    """Every 2nd or 4th element of rows of 1- or 2-byte elements, written as whole 16-byte
+    vectors (kernel pick<es>x<stride>: each vector's elements picked from the source
+    vectors that hold them), where the rows are whole vectors at aligned offsets."""
+    if es > 2 or dst[0] != es or src[0] not in (2 * es, 4 * es) or (sizes[0] * es) % 16:
+        return None
+    if dst_byte % 16 or src_byte % 16 or any(x % 16 for x in src[1:] + dst[1:]):
+        return None
+    r = src[0] // es
+    return Piece(
+        f"pick{es}x{r}", src_byte // 16, dst_byte // 16, (sizes[0] * es // 16, *sizes[1:]),
+        (r, *(x // 16 for x in src[1:])), (1, *(x // 16 for x in dst[1:])), 16,
     )  # fmt: skip
 
 
