@@ -92,6 +92,9 @@ def test_every_second_or_fourth_small_element_is_picked_from_whole_vectors() -> 
     assert p.kernel == "pick2x2" and p.sizes == (16, 32)
     assert p.src_strides == (2, 64) and p.dst_strides == (1, 16) and p.dst_offset == 2
     assert piece_of(1, 16, 0, (4, 64), (256, 4), (64, 1)).kernel == "pick1x4"
+    assert piece_of(4, 0, 0, (4, 64), (256, 2), (64, 1)).kernel == "pick4x2"
+    assert piece_of(8, 0, 0, (4, 64), (256, 2), (64, 1)).kernel == "pick8x2"
+    assert piece_of(8, 0, 0, (4, 64), (256, 4), (64, 1)).kernel == "u32"  # (8 bytes: 2 only)
     fallbacks = {
         "rows not whole vectors": ((4, 60), (256, 2), (60, 1), 0),
         "source start inside a vector": ((4, 64), (256, 2), (64, 1), 2),

@@ -20,9 +20,10 @@ Every copy becomes a piece of one strategy, by layout and bound byte offsets:
   ends word-aligned: 32 x 32 tiles of 2 x 2 blocks, each two whole source words
   transposed in registers into two whole destination words (transpose.wgsl's tiling,
   the cells of transpose_pairs.wgsl);
-- `pick1x2`, `pick1x4`, `pick2x2`, `pick2x4`: every 2nd or 4th 1- or 2-byte element of
-  rows that are whole aligned 16-byte destination vectors (a float16 slice with stride 2):
-  an invocation reads the 2 or 4 source vectors and picks the elements out (pick.wgsl);
+- `pick<es>x<r>`: every 2nd or 4th element (r) of rows of 1-, 2- or 4-byte elements (es),
+  every 2nd of 8-byte ones, that are whole aligned 16-byte destination vectors (a float16
+  or float32 slice with stride 2): an invocation reads the r source vectors and picks the
+  elements out (pick.wgsl);
 - `packed`: 1- and 2-byte elements whose destination rows are contiguous, at any source
   stride (strided slices, reversed or transposed reads): one invocation per destination
   word gathers its elements and stores the word whole; only the words a row shares at
@@ -76,8 +77,8 @@ TRANSPOSE_TILES = {"transpose4": (32, 32), "transpose8": (32, 32), "transpose2":
 class Piece:
     """One copy in a kernel's units: offsets and strides in words (u32, vec4) or bytes."""
 
-    # "vec4", "vec4r1/2/4/8", "u32", "rows16", "rows", "transpose2/4/8", "pick1x2/1x4/2x2/
-    # 2x4", "packed", "packed_transpose" or "bytes"
+    # "vec4", "vec4r1/2/4/8", "u32", "rows16", "rows", "transpose2/4/8", "pick<es>x<2|4>",
+    # "packed", "packed_transpose" or "bytes"
     kernel: str
     src_offset: int
     dst_offset: int
@@ -371,10 +372,12 @@ def _reversed_rows(
 def _picked(
     es: int, src_byte: int, dst_byte: int, sizes: list[int], src: list[int], dst: list[int]
 ) -> Piece | None:
-    """Every 2nd or 4th element of rows of 1- or 2-byte elements, written as whole 16-byte
-    vectors (kernel pick<es>x<stride>: each vector's elements picked from the source
-    vectors that hold them), where the rows are whole vectors at aligned offsets."""
-    if es > 2 or dst[0] != es or src[0] not in (2 * es, 4 * es) or (sizes[0] * es) % 16:
+    """Every 2nd or 4th element of rows (of 1-, 2- or 4-byte elements; every 2nd of 8-byte
+    ones), written as whole 16-byte vectors (kernel pick<es>x<stride>: each vector's
+    elements picked from the source vectors that hold them), where the rows are whole
+    vectors at aligned offsets."""
+    strides = (2 * es,) if es == 8 else (2 * es, 4 * es)
+    if es > 8 or dst[0] != es or src[0] not in strides or (sizes[0] * es) % 16:
         return None
     if dst_byte % 16 or src_byte % 16 or any(x % 16 for x in src[1:] + dst[1:]):
         return None

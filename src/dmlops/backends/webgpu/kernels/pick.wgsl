@@ -1,5 +1,5 @@
-// Every R-th element of a row of 1- or 2-byte elements (R = 2 or 4: a slice with an inner
-// stride of 2 or 4), written whole 16-byte vectors: an invocation reads the R source
+// Every R-th element of a row (R = 2 or 4: a slice with an inner stride of 2 or 4; 1-, 2-
+// and 4-byte elements, and 8-byte ones at R = 2), written whole 16-byte vectors: an invocation reads the R source
 // vectors that hold one destination vector's elements and picks them out in registers
 // (constant lanes and shifts: no atomics, no partial words, no indexed local arrays).
 // Rows are whole destination vectors at 16-byte aligned offsets; units are vectors:
@@ -30,7 +30,11 @@ fn copy_at(p: ptr<function, Piece>, w: ptr<function, Walk>) {
     let a = load_src(s);
     let b = load_src(s + 1u);
     var out: vec4<u32>;
-    if (R == 2u) {
+    if (ES == 8u) {  // the first two words of each vector (R = 2)
+        out = vec4<u32>(a.x, a.y, b.x, b.y);
+    } else if (ES == 4u && R == 2u) {
+        out = vec4<u32>(a.x, a.z, b.x, b.z);
+    } else if (R == 2u) {
         if (ES == 2u) {  // elements 0, 2, 4, 6 of each vector: the low halves of its words
             out = vec4<u32>(halves(a.x, a.y), halves(a.z, a.w), halves(b.x, b.y), halves(b.z, b.w));
         } else {  // bytes 0 and 2 of each word
@@ -44,7 +48,9 @@ fn copy_at(p: ptr<function, Piece>, w: ptr<function, Walk>) {
     } else {
         let c = load_src(s + 2u);
         let d = load_src(s + 3u);
-        if (ES == 2u) {  // the low halves of every other word
+        if (ES == 4u) {
+            out = vec4<u32>(a.x, b.x, c.x, d.x);
+        } else if (ES == 2u) {  // the low halves of every other word
             out = vec4<u32>(halves(a.x, a.z), halves(b.x, b.z), halves(c.x, c.z), halves(d.x, d.z));
         } else {  // byte 0 of every word
             out = vec4<u32>(first_bytes(a), first_bytes(b), first_bytes(c), first_bytes(d));
