@@ -75,22 +75,23 @@ def test_each_strategy_is_chosen_and_exact(dispatches: list[Any]) -> None:
         (np.float16, (64, 64), ([0, 0], [64, 64], [1, -1]), "vec4r2"),
         (np.int8, (64, 64), ([0, 0], [64, 64], [1, -1]), "vec4r1"),
         (np.float64, (64, 64), ([0, 0], [64, 64], [1, -1]), "vec4r8"),
-        (np.float32, (64, 64), ([0, 0], [64, 32], [1, 2]), "pick4x2"),
-        (np.float32, (64, 64), ([0, 0], [64, 64], [1, 4]), "pick4x4"),
-        (np.float64, (64, 64), ([0, 0], [64, 64], [1, 2]), "pick8x2"),
+        (np.float32, (64, 64), ([0, 0], [64, 32], [1, 2]), "pick4x2p0"),
+        (np.float32, (64, 64), ([0, 0], [64, 64], [1, 4]), "pick4x4p0"),
+        (np.float64, (64, 64), ([0, 0], [64, 64], [1, 2]), "pick8x2p0"),
         (np.float32, (64, 64), ([0, 0], [64, 30], [1, 2]), "u32"),  # rows of 60 bytes
         (np.float64, (64, 64), ([0, 1], [64, 31], [1, 3]), "u32"),
         (np.float16, (64, 63), ([0, 1], [64, 50], [1, 1]), "rows16+rows"),
         (np.int8, (64, 131), ([0, 3], [64, 125], [1, 1]), "rows16+rows"),
         (np.int8, (64, 61), ([0, 3], [64, 57], [1, 1]), "packed"),  # short rows
         (np.int8, (64, 61), ([0, 3], [64, 13], [1, 1]), "packed"),  # shorter than a block
-        (np.int8, (64, 64), ([0, 0], [64, 64], [1, 2]), "pick1x2"),  # whole vectors
-        (np.int8, (64, 64), ([0, 0], [64, 64], [2, 4]), "pick1x4"),
-        (np.float16, (64, 64), ([0, 0], [64, 64], [2, 2]), "pick2x2"),
-        (np.float16, (64, 128), ([0, 0], [64, 128], [1, 4]), "pick2x4"),
+        (np.int8, (64, 64), ([0, 0], [64, 64], [1, 2]), "pick1x2p0"),  # whole vectors
+        (np.int8, (64, 64), ([0, 0], [64, 64], [2, 4]), "pick1x4p0"),
+        (np.float16, (64, 64), ([0, 0], [64, 64], [2, 2]), "pick2x2p0"),
+        (np.float16, (64, 128), ([0, 0], [64, 128], [1, 4]), "pick2x4p0"),
         (np.int8, (64, 64), ([0, 0], [64, 60], [1, 2]), "packed"),  # rows of 30 bytes
         (np.uint16, (64, 64), ([0, 1], [64, 61], [1, -3]), "packed"),
-        (np.float16, (64, 64), ([0, 1], [32, 31], [2, 2]), "packed"),
+        (np.float16, (64, 64), ([0, 1], [32, 29], [2, 2]), "packed"),  # rows of 30 bytes
+        (np.float16, (64, 64), ([0, 1], [32, 31], [2, 2]), "pick2x2p1"),
     ]
     for k, (dtype, shape, window, kernel) in enumerate(cases):
         host = _random(shape, dtype, k)
@@ -132,6 +133,29 @@ def test_each_strategy_is_chosen_and_exact(dispatches: list[Any]) -> None:
             got = dmlops.slice1(x.T, *window)
             _chosen(dispatches, "transpose2")
             _same(got, dmlops.slice1(np.ascontiguousarray(host.T), *window))
+
+
+def test_picked_rows_of_every_phase_and_direction_are_exact(dispatches: list[Any]) -> None:
+    """Every 2nd or 4th element, forwards and backwards, from every start in a group: the
+    pick kernels where the rows are whole vectors, the same bytes as numpy either way."""
+    import dmlops.webgpu as wg
+
+    picked = 0
+    for k, dtype in enumerate((np.int8, np.float16, np.float32, np.float64)):
+        es = np.dtype(dtype).itemsize
+        host = _random((8, 256 // es * 4), dtype, 200 + k)
+        x = wg.asarray(host)
+        cols = host.shape[1]
+        for step in (2, -2) if es == 8 else (2, -2, 4, -4):
+            width = 64 // es * abs(step)  # 64 output bytes a row: whole vectors
+            for start in range(abs(step) + 1):
+                first = start if step > 0 else cols - 1 - start
+                window = ([0, first if step > 0 else first - width + 1], [8, width], [1, step])
+                dispatches.clear()
+                got = dmlops.slice1(x, *window)
+                picked += any(g.kernel.startswith("pick") for g in dispatches)
+                _same(got, dmlops.slice1(host, *window))
+    assert picked >= 20  # (the starts a vector's lanes line up with)
 
 
 @settings(max_examples=40, deadline=None)

@@ -38,7 +38,7 @@ def test_reversed_rows_are_reordered_vec4_per_element_size() -> None:
 def test_word_elements_and_small_word_rows_are_u32() -> None:
     assert piece_of(4, 28, 0, (8, 8), (8, -1), (8, 1)).kernel == "vec4r4"
     assert piece_of(4, 32, 0, (8, 8), (8, -1), (8, 1)).kernel == "u32"  # ends unaligned
-    p = piece_of(4, 4, 0, (8, 8), (8, 2), (8, 1))  # inner stride 2
+    p = piece_of(4, 4, 0, (8, 6), (8, 2), (6, 1))  # inner stride 2, rows of 24 bytes
     assert p.kernel == "u32" and p.src_strides[0] == 2 and p.src_offset == 1
     p = piece_of(8, 8, 0, (5,), (3,), (1,))  # float64: two words per element
     assert p.kernel == "u32" and p.sizes == (1, 5) and p.src_strides == (1, 6)
@@ -89,18 +89,24 @@ def test_every_second_or_fourth_small_element_is_picked_from_whole_vectors() -> 
     # float16 x[::2, ::2] of [64, 256]: rows of 128 elements, 16 vectors each, every
     # destination vector read from 2 source vectors; rows 2 source rows (64 vectors) apart
     p = piece_of(2, 0, 32, (32, 128), (512, 2), (128, 1))
-    assert p.kernel == "pick2x2" and p.sizes == (16, 32)
+    assert p.kernel == "pick2x2p0" and p.sizes == (16, 32)
     assert p.src_strides == (2, 64) and p.dst_strides == (1, 16) and p.dst_offset == 2
-    assert piece_of(1, 16, 0, (4, 64), (256, 4), (64, 1)).kernel == "pick1x4"
-    assert piece_of(4, 0, 0, (4, 64), (256, 2), (64, 1)).kernel == "pick4x2"
-    assert piece_of(8, 0, 0, (4, 64), (256, 2), (64, 1)).kernel == "pick8x2"
+    assert piece_of(1, 16, 0, (4, 64), (256, 4), (64, 1)).kernel == "pick1x4p0"
+    assert piece_of(4, 0, 0, (4, 64), (256, 2), (64, 1)).kernel == "pick4x2p0"
+    assert piece_of(8, 0, 0, (4, 64), (256, 2), (64, 1)).kernel == "pick8x2p0"
     assert piece_of(8, 0, 0, (4, 64), (256, 4), (64, 1)).kernel == "u32"  # (8 bytes: 2 only)
+    # x[:, 1::2]: the second of each pair; x[:, ::-2] from the row's last element (byte
+    # 254 of 256): its vectors' lowest pick at byte 2, the second half of each word
+    assert piece_of(2, 2, 0, (4, 64), (256, 2), (64, 1)).kernel == "pick2x2p1"
+    back = piece_of(2, 254, 0, (4, 64), (256, -2), (64, 1))
+    assert back.kernel == "pick2x2p1r" and back.src_offset == 14 and back.src_strides[0] == -2
     fallbacks = {
         "rows not whole vectors": ((4, 60), (256, 2), (60, 1), 0),
-        "source start inside a vector": ((4, 64), (256, 2), (64, 1), 2),
+        "a start past the lanes of a first group": ((4, 64), (256, 2), (64, 1), 4),
         "source rows not whole vectors": ((4, 64), (132, 2), (64, 1), 0),
         "stride 3": ((4, 64), (256, 3), (64, 1), 0),
-        "backwards": ((4, 64), (256, -2), (64, 1), 254),
+        "backwards from the wrong phase": ((4, 64), (256, -2), (64, 1), 250),
+        "a start between elements": ((4, 64), (256, 2), (64, 1), 1),
     }
     for why, (shape, src, dst, at) in fallbacks.items():
         assert piece_of(2, at, 0, shape, src, dst).kernel == "packed", why

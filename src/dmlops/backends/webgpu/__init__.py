@@ -100,12 +100,16 @@ def _shader(kernel: str, same_buffer: bool) -> str:
         bindings = _BINDINGS[("word", same_buffer)].replace("REORDER", "")
         return f"alias Word = {word};\n" + bindings + pieces + _kernel_source(cells) + code
     pieces += _kernel_source("elements.wgsl")
-    if kernel.startswith("pick"):  # pick<element bytes>x<stride>
-        es, r = kernel[4:].split("x")
+    if kernel.startswith("pick"):  # pick<element bytes>x<stride>p<phase>[r: backwards]
+        es, rest = kernel[4:].split("x")
+        r, phase = rest.rstrip("r").split("p")
         code = _kernel_source("pick.wgsl").replace("ES: u32 = 2u", f"ES: u32 = {es}u")
         code = code.replace("R: u32 = 2u", f"R: u32 = {r}u")
+        code = code.replace("P: u32 = 0u", f"P: u32 = {phase}u")
+        code = code.replace("REVERSE: bool = false", f"REVERSE: bool = {str(rest.endswith('r')).lower()}")
         bindings = _BINDINGS[("word", same_buffer)].replace("REORDER", "")
-        return "alias Word = vec4<u32>;\n" + bindings + pieces + code
+        reorder = _kernel_source("reorder.wgsl")
+        return "alias Word = vec4<u32>;\n" + bindings + reorder + pieces + code
     if kernel == "packed":
         bindings = _BINDINGS[("bytes", same_buffer)] + _WHOLE_WORDS
         return bindings + pieces + _kernel_source("subword.wgsl") + _kernel_source("packed.wgsl")

@@ -20,10 +20,11 @@ Every copy becomes a piece of one strategy, by layout and bound byte offsets:
   ends word-aligned: 32 x 32 tiles of 2 x 2 blocks, each two whole source words
   transposed in registers into two whole destination words (transpose.wgsl's tiling,
   the cells of transpose_pairs.wgsl);
-- `pick<es>x<r>`: every 2nd or 4th element (r) of rows of 1-, 2- or 4-byte elements (es),
-  every 2nd of 8-byte ones, that are whole aligned 16-byte destination vectors (a float16
-  or float32 slice with stride 2): an invocation reads the r source vectors and picks the
-  elements out (pick.wgsl);
+- `pick<es>x<r>p<phase>[r]`: every 2nd or 4th element (r) of rows of 1-, 2- or 4-byte
+  elements (es), every 2nd of 8-byte ones, read forwards or backwards (`r`), where the
+  destination rows are whole aligned 16-byte vectors (a float16 or float32 slice with
+  stride +-2): an invocation reads the r source vectors and picks the elements at one
+  phase of each group out (pick.wgsl);
 - `packed`: 1- and 2-byte elements whose destination rows are contiguous, at any source
   stride (strided slices, reversed or transposed reads): one invocation per destination
   word gathers its elements and stores the word whole; only the words a row shares at
@@ -77,7 +78,7 @@ TRANSPOSE_TILES = {"transpose4": (32, 32), "transpose8": (32, 32), "transpose2":
 class Piece:
     """One copy in a kernel's units: offsets and strides in words (u32, vec4) or bytes."""
 
-    # "vec4", "vec4r1/2/4/8", "u32", "rows16", "rows", "transpose2/4/8", "pick<es>x<2|4>",
+    # "vec4", "vec4r1/2/4/8", "u32", "rows16", "rows", "transpose2/4/8", "pick<es>x<r>p<phase>[r]",
     # "packed", "packed_transpose" or "bytes"
     kernel: str
     src_offset: int
@@ -372,19 +373,27 @@ def _reversed_rows(
 def _picked(
     es: int, src_byte: int, dst_byte: int, sizes: list[int], src: list[int], dst: list[int]
 ) -> Piece | None:
-    """Every 2nd or 4th element of rows (of 1-, 2- or 4-byte elements; every 2nd of 8-byte
-    ones), written as whole 16-byte vectors (kernel pick<es>x<stride>: each vector's
-    elements picked from the source vectors that hold them), where the rows are whole
-    vectors at aligned offsets."""
-    strides = (2 * es,) if es == 8 else (2 * es, 4 * es)
-    if es > 8 or dst[0] != es or src[0] not in strides or (sizes[0] * es) % 16:
+    """Every 2nd or 4th element of rows, forwards or backwards (of 1-, 2- or 4-byte
+    elements; every 2nd of 8-byte ones), written as whole 16-byte vectors (kernel
+    pick<es>x<stride>p<phase>, `r` appended backwards: each vector's elements picked from
+    the source vectors that hold them), where the rows are whole vectors at aligned
+    offsets and the elements picked lie at one phase of each group."""
+    r = abs(src[0]) // es
+    if es > 8 or dst[0] != es or abs(src[0]) % es or r not in ((2,) if es == 8 else (2, 4)):
         return None
-    if dst_byte % 16 or src_byte % 16 or any(x % 16 for x in src[1:] + dst[1:]):
+    if (sizes[0] * es) % 16 or dst_byte % 16 or any(x % 16 for x in src[1:] + dst[1:]):
         return None
-    r = src[0] // es
+    backwards = src[0] < 0
+    per_vector = 16 // es  # elements of a destination vector
+    # the lowest element a destination vector picks, the first one's (backwards: its last)
+    low = src_byte - (per_vector - 1) * r * es if backwards else src_byte
+    phase, misaligned = divmod(low % 16, es)
+    if misaligned or phase >= r:
+        return None
     return Piece(
-        f"pick{es}x{r}", src_byte // 16, dst_byte // 16, (sizes[0] * es // 16, *sizes[1:]),
-        (r, *(x // 16 for x in src[1:])), (1, *(x // 16 for x in dst[1:])), 16,
+        f"pick{es}x{r}p{phase}{'r' if backwards else ''}", (low - phase * es) // 16,
+        dst_byte // 16, (sizes[0] * es // 16, *sizes[1:]),
+        (-r if backwards else r, *(x // 16 for x in src[1:])), (1, *(x // 16 for x in dst[1:])), 16,
     )  # fmt: skip
 
 
