@@ -106,7 +106,8 @@ def _shader(kernel: str, same_buffer: bool) -> str:
         code = _kernel_source("pick.wgsl").replace("ES: u32 = 2u", f"ES: u32 = {es}u")
         code = code.replace("R: u32 = 2u", f"R: u32 = {r}u")
         code = code.replace("P: u32 = 0u", f"P: u32 = {phase}u")
-        code = code.replace("REVERSE: bool = false", f"REVERSE: bool = {str(rest.endswith('r')).lower()}")
+        backwards = "true" if rest.endswith("r") else "false"
+        code = code.replace("REVERSE: bool = false", f"REVERSE: bool = {backwards}")
         bindings = _BINDINGS[("word", same_buffer)].replace("REORDER", "")
         reorder = _kernel_source("reorder.wgsl")
         return "alias Word = vec4<u32>;\n" + bindings + reorder + pieces + code
