@@ -85,7 +85,7 @@ def test_two_byte_transposes_move_2x2_blocks_of_words_where_even_and_aligned() -
         assert q.kernel == "packed_transpose", why
 
 
-def test_every_second_or_fourth_small_element_is_picked_from_whole_vectors() -> None:
+def test_every_second_third_or_fourth_element_is_picked_from_whole_vectors() -> None:
     # float16 x[::2, ::2] of [64, 256]: rows of 128 elements, 16 vectors each, every
     # destination vector read from 2 source vectors; rows 2 source rows (64 vectors) apart
     p = piece_of(2, 0, 32, (32, 128), (512, 2), (128, 1))
@@ -94,7 +94,8 @@ def test_every_second_or_fourth_small_element_is_picked_from_whole_vectors() -> 
     assert piece_of(1, 16, 0, (4, 64), (256, 4), (64, 1)).kernel == "pick1x4p0"
     assert piece_of(4, 0, 0, (4, 64), (256, 2), (64, 1)).kernel == "pick4x2p0"
     assert piece_of(8, 0, 0, (4, 64), (256, 2), (64, 1)).kernel == "pick8x2p0"
-    assert piece_of(8, 0, 0, (4, 64), (256, 4), (64, 1)).kernel == "u32"  # (8 bytes: 2 only)
+    assert piece_of(8, 0, 0, (4, 64), (256, 4), (64, 1)).kernel == "pick8x4p0"
+    assert piece_of(4, 8, 0, (4, 64), (256, 3), (64, 1)).kernel == "pick4x3p2"
     # x[:, 1::2]: the second of each pair; x[:, ::-2] from the row's last element (byte
     # 254 of 256): its vectors' lowest pick at byte 2, the second half of each word
     assert piece_of(2, 2, 0, (4, 64), (256, 2), (64, 1)).kernel == "pick2x2p1"
@@ -104,7 +105,7 @@ def test_every_second_or_fourth_small_element_is_picked_from_whole_vectors() -> 
         "rows not whole vectors": ((4, 60), (256, 2), (60, 1), 0),
         "a start past the lanes of a first group": ((4, 64), (256, 2), (64, 1), 4),
         "source rows not whole vectors": ((4, 64), (132, 2), (64, 1), 0),
-        "stride 3": ((4, 64), (256, 3), (64, 1), 0),
+        "stride 5": ((4, 64), (512, 5), (64, 1), 0),
         "backwards from the wrong phase": ((4, 64), (256, -2), (64, 1), 250),
         "a start between elements": ((4, 64), (256, 2), (64, 1), 1),
     }

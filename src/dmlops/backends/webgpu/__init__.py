@@ -28,6 +28,7 @@ from ..base import no_queue
 from .indexed import indexed_dispatches
 from .memory import Flat, Memory, WebGpuArray
 from .native import NativeEncoder, native_encoder
+from .pick import parse_pick, pick_body
 from .strategies import TRANSPOSE_TILES, Group, group_copies
 
 __all__ = ["WebGpuBackend", "WebGpuArray", "NATIVE_BACKENDS"]
@@ -101,13 +102,7 @@ def _shader(kernel: str, same_buffer: bool) -> str:
         return f"alias Word = {word};\n" + bindings + pieces + _kernel_source(cells) + code
     pieces += _kernel_source("elements.wgsl")
     if kernel.startswith("pick"):  # pick<element bytes>x<stride>p<phase>[r: backwards]
-        es, rest = kernel[4:].split("x")
-        r, phase = rest.rstrip("r").split("p")
-        code = _kernel_source("pick.wgsl").replace("ES: u32 = 2u", f"ES: u32 = {es}u")
-        code = code.replace("R: u32 = 2u", f"R: u32 = {r}u")
-        code = code.replace("P: u32 = 0u", f"P: u32 = {phase}u")
-        backwards = "true" if rest.endswith("r") else "false"
-        code = code.replace("REVERSE: bool = false", f"REVERSE: bool = {backwards}")
+        code = _kernel_source("pick.wgsl").replace("PICK_BODY", pick_body(*parse_pick(kernel)))
         bindings = _BINDINGS[("word", same_buffer)].replace("REORDER", "")
         reorder = _kernel_source("reorder.wgsl")
         return "alias Word = vec4<u32>;\n" + bindings + reorder + pieces + code

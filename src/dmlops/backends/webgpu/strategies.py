@@ -20,11 +20,11 @@ Every copy becomes a piece of one strategy, by layout and bound byte offsets:
   ends word-aligned: 32 x 32 tiles of 2 x 2 blocks, each two whole source words
   transposed in registers into two whole destination words (transpose.wgsl's tiling,
   the cells of transpose_pairs.wgsl);
-- `pick<es>x<r>p<phase>[r]`: every 2nd or 4th element (r) of rows of 1-, 2- or 4-byte
-  elements (es), every 2nd of 8-byte ones, read forwards or backwards (`r`), where the
-  destination rows are whole aligned 16-byte vectors (a float16 or float32 slice with
-  stride +-2): an invocation reads the r source vectors and picks the elements at one
-  phase of each group out (pick.wgsl);
+- `pick<es>x<r>p<phase>[r]`: every 2nd, 3rd or 4th element (r) of rows of 1-, 2-, 4- or
+  8-byte elements (es), read forwards or backwards (`r`), where the destination rows are
+  whole aligned 16-byte vectors (a float16 or float32 slice with stride +-2 or +-3): an
+  invocation reads the r source vectors and picks the elements at one phase of each
+  group out (pick.wgsl, its body written by pick.py);
 - `packed`: 1- and 2-byte elements whose destination rows are contiguous, at any source
   stride (strided slices, reversed or transposed reads): one invocation per destination
   word gathers its elements and stores the word whole; only the words a row shares at
@@ -373,13 +373,13 @@ def _reversed_rows(
 def _picked(
     es: int, src_byte: int, dst_byte: int, sizes: list[int], src: list[int], dst: list[int]
 ) -> Piece | None:
-    """Every 2nd or 4th element of rows, forwards or backwards (of 1-, 2- or 4-byte
-    elements; every 2nd of 8-byte ones), written as whole 16-byte vectors (kernel
+    """Every 2nd, 3rd or 4th element of rows of 1-, 2-, 4- or 8-byte elements, forwards or
+    backwards, written as whole 16-byte vectors (kernel
     pick<es>x<stride>p<phase>, `r` appended backwards: each vector's elements picked from
     the source vectors that hold them), where the rows are whole vectors at aligned
     offsets and the elements picked lie at one phase of each group."""
     r = abs(src[0]) // es
-    if es > 8 or dst[0] != es or abs(src[0]) % es or r not in ((2,) if es == 8 else (2, 4)):
+    if es > 8 or dst[0] != es or abs(src[0]) % es or r not in (2, 3, 4):
         return None
     if (sizes[0] * es) % 16 or dst_byte % 16 or any(x % 16 for x in src[1:] + dst[1:]):
         return None
