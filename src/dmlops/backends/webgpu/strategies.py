@@ -107,7 +107,7 @@ class Piece:
         return -(-self.count // TILE)
 
 
-DIM_BUCKETS = (1, 2, 3, 4, 8)  # pipelines are specialised to these dimension counts
+DIM_BUCKETS = (1, 2, 3, 4, 5, 6, 8)  # pipelines are specialised to these dimension counts
 
 
 def dims_bucket(ndim: int) -> int:
