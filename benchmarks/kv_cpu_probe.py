@@ -9,8 +9,6 @@ the same bytes; medians of 300 calls, same process.
 
 from __future__ import annotations
 
-import statistics
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -19,18 +17,13 @@ import dmlops
 from dmlops import BufferTensorDesc as B
 from dmlops import DataType as D
 from dmlops.backends import compiled, numpy_backend
-from dmlops.bench.common import all_cores_copy
+from dmlops.bench.common import all_cores_copy, median_cpu
 
 
 def median_us(fn: Callable[[], object], n: int = 300) -> float:
     for _ in range(30):
         fn()
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1e6
+    return median_cpu(fn, n) * 1e6
 
 
 def bound(cache: np.ndarray, new: np.ndarray, out: np.ndarray) -> Callable[[], None]:
