@@ -10,12 +10,11 @@ step on tiny inputs (the Python and autograd work alone), against torch eager's.
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
 import torch
 
-from dmlops.bench.common import median_gpu
+from dmlops.bench.common import best_per_call, median_gpu
 from dmlops.bench.torch_steps import BLOCKS, _step
 from dmlops.torch_block import Block
 
@@ -34,17 +33,7 @@ def _host_per_step(fn: Any, inputs: list[Any], grads: list[Any], n: int = 300) -
             i.grad = None
         _step(fn, inputs, grads)
 
-    for _ in range(20):
-        step()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            step()
-        torch.cuda.synchronize()
-        best = min(best, (time.perf_counter() - t0) / n)
-    return best
+    return best_per_call(step, n, torch.cuda.synchronize)
 
 
 def _copy(nbytes: int) -> float:

@@ -8,13 +8,13 @@ tiny indexed calls against torch (1,000 back-to-back calls, then one synchronize
 from __future__ import annotations
 
 import sys
-import time
 
 
 def call_costs() -> None:
     import torch
 
     import dmlops
+    from dmlops.bench.common import best_per_call
 
     dev = "cuda"
     x = torch.randn(1000, 64, device=dev)
@@ -39,19 +39,7 @@ def call_costs() -> None:
     ]  # fmt: skip
     print("| call | dmlops | torch | ratio |\n| --- | ---: | ---: | ---: |")
     for name, ours, theirs in cases:
-        per = []
-        for fn in (ours, theirs):
-            for _ in range(50):
-                fn()
-            torch.cuda.synchronize()
-            best = float("inf")
-            for _ in range(5):
-                t0 = time.perf_counter()
-                for _ in range(1000):
-                    fn()
-                torch.cuda.synchronize()
-                best = min(best, (time.perf_counter() - t0) / 1000)
-            per.append(best)
+        per = [best_per_call(fn, 1000, torch.cuda.synchronize, warm=50) for fn in (ours, theirs)]
         print(f"| {name} | {per[0] * 1e6:.1f} µs | {per[1] * 1e6:.1f} µs | {per[0] / per[1]:.2f} |")
 
 

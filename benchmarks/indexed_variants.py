@@ -19,14 +19,17 @@ _INDEXED = "dmlops/backends/cuda/kernels/indexed.cu"
 _PY = "dmlops/backends/cuda/indexed.py"
 _ELEMENTS = "dmlops/backends/cuda/kernels/elements.cu"
 
-_SEG_LOOP = """            for (; c + 3 * 32 < end; c += 4 * 32) {  // four loads in flight per lane
-                const uint4 a = __ldcs(from + c), b = __ldcs(from + c + 32);
-                const uint4 e = __ldcs(from + c + 64), f = __ldcs(from + c + 96);
-                __stcs(to + c, a);  // streaming stores: the rows are not read again here
-                __stcs(to + c + 32, b);
-                __stcs(to + c + 64, e);
-                __stcs(to + c + 96, f);
-            }"""
+_SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def _segment_loop() -> str:
+    """The rows kernel's loop over a warp's segment, as kernels/indexed.cu has it now."""
+    text = (_SRC / _INDEXED).read_text()
+    start = text.index("            for (; c + 3 * 32 < end;")
+    return text[start : text.index("\n            }", start) + len("\n            }")]
+
+
+_SEG_LOOP = _segment_loop()
 _SEG_EIGHT = """            for (; c + 7 * 32 < end; c += 8 * 32) {
                 uint4 v[8];
 #pragma unroll
@@ -108,7 +111,7 @@ kernel_variants.main(defaults_only=True)
 
 
 def main() -> None:
-    src = Path(__file__).resolve().parents[1] / "src"
+    src = _SRC
     args = sys.argv[1:]
     child = CHILD
     if "--layouts" in args:

@@ -6,25 +6,15 @@ from __future__ import annotations
 import cProfile
 import pstats
 import sys
-import time
 
 import torch
 
 import dmlops
+from dmlops.bench.common import best_per_call
 
 
 def per_call(fn, n: int = 1000) -> float:  # type: ignore[no-untyped-def]
-    for _ in range(20):
-        fn()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(5):
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        torch.cuda.synchronize()
-        best = min(best, (time.perf_counter() - t) / n * 1e6)
-    return best
+    return best_per_call(fn, n, torch.cuda.synchronize) * 1e6
 
 
 def main() -> None:

@@ -91,6 +91,22 @@ def median_cpu(fn: Fn, reps: int) -> float:
     return statistics.median(times)
 
 
+def best_per_call(fn: Fn, calls: int, sync: Fn, warm: int = 20, runs: int = 5) -> float:
+    """Host seconds per call: the best of `runs` runs of `calls` back-to-back calls of `fn`,
+    each run ended by `sync()` (a device synchronisation), after `warm` calls."""
+    for _ in range(warm):
+        fn()
+    sync()
+    best = float("inf")
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        sync()
+        best = min(best, (time.perf_counter() - t0) / calls)
+    return best
+
+
 def median_gpu(
     fn: Fn, reps: int, wall: bool = False, sync: Fn | None = None, batch: int = 1
 ) -> float:
