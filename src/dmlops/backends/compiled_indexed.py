@@ -30,7 +30,6 @@ __all__ = ["CompiledIndexed", "SMALL_BYTES", "SMALL_ROWS"]
 
 SMALL_BYTES = 256 << 10  # copies moving at most this many bytes run compiled
 SMALL_ROWS = 2048  # ... in at most this many rows
-_TYPES = {"INT32": (4, True), "INT64": (8, True), "UINT32": (4, False), "UINT64": (8, False)}
 _MODES = {"strict": 0, "skip": 1, "clamp": 2}  # (numba_indexed.py: its meta layout)
 _KERNELS: dict[str, Any] = {}
 
@@ -46,8 +45,9 @@ def _kernels() -> Any:
     return _KERNELS["module"]
 
 
-def _flat(buffer: Any, dtype: Any) -> np.ndarray[Any, Any]:
-    """A bound buffer (an array of any type, or bytes) as a flat array of `dtype`."""
+def _flat(buffer: Any, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    """A bound buffer (an array of any type, or bytes) as a flat array of `dtype`
+    (numpy_indexed._elements for a dtype object: no np.dtype call on this hot path)."""
     nbytes = buffer.nbytes if isinstance(buffer, np.ndarray) else len(buffer)
     flat: np.ndarray[Any, Any] = np.ndarray((nbytes // dtype.itemsize,), dtype, buffer)
     return flat
@@ -64,7 +64,8 @@ class CompiledIndexed:
         walk = rows_of(copy)
         cut = len(walk.outer)
         size = element_size
-        isize, signed = _TYPES[copy.index_type.name]
+        isize = copy.index_element_size
+        signed = copy.index_type.numpy_dtype.kind == "i"
         mode = "clamp" if copy.clamp else ("skip" if copy.skip_out_of_range else "strict")
         meta = [
             cut,
