@@ -248,6 +248,26 @@ def test_device_webgpu_takes_numpy_in_and_out() -> None:
     assert out.tobytes() == before.tobytes()  # a failed call writes nothing
 
 
+def test_read_backs_of_every_size_class_are_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read-backs go through a kept buffer per power-of-two size, or a buffer of their own
+    above STAGING_KEPT; any offset and size comes back whole, from several threads too."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import dmlops.backends.webgpu as webgpu_backend
+    import dmlops.webgpu as wg
+
+    monkeypatch.setattr(webgpu_backend, "STAGING_KEPT", 4096)  # small: both paths run
+    hosts = [_random((n,), np.uint8, n) for n in (1, 3, 255, 256, 257, 4095, 5000, 70001)]
+    arrays = [wg.asarray(h) for h in hosts]
+    for h, a in zip(hosts, arrays, strict=True):
+        for start in range(min(h.size, 5)):
+            _same(a[start:], h[start:])
+        _same(a[::-3], h[::-3])
+    with ThreadPoolExecutor(4) as pool:
+        for h, got in zip(hosts * 4, pool.map(lambda a: a.numpy(), arrays * 4), strict=True):
+            _same(got, h)
+
+
 def test_webgpu_arrays_index_like_numpy() -> None:
     import dmlops.webgpu as wg
 

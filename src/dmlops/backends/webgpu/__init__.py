@@ -13,6 +13,7 @@ The adapter is the high-performance one unless `DMLOPS_WEBGPU_ADAPTER` (or
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Callable, Hashable, Sequence
@@ -36,6 +37,7 @@ __all__ = ["WebGpuBackend", "WebGpuArray", "NATIVE_BACKENDS"]
 NATIVE_BACKENDS = ("Vulkan", "Metal", "D3D12")
 ARENA_BYTES = 256 << 20
 _TABLE_CACHE = 16
+STAGING_KEPT = 16 << 20  # read-back buffers up to this size are kept, one per power of two
 FILL_BYTES = 64 << 10  # each fill's buffer, read by the copies that write it
 
 # Bindings and `load_src` prepended to a kernel: (word kernel?, one buffer read and written)
@@ -191,6 +193,8 @@ class WebGpuBackend:
         )
         self._pipelines: dict[tuple[Any, ...], Any] = {}  # (kernel, aliasing, dims, element)
         self._lock = threading.Lock()
+        self._staging: dict[int, Any] = {}  # read-back buffers kept, by size
+        self._read_lock = threading.Lock()
 
     @classmethod
     def instance(cls) -> WebGpuBackend:
@@ -253,7 +257,7 @@ class WebGpuBackend:
     def empty(self, shape: tuple[int, ...], dtype: Any) -> WebGpuArray:
         """A new uninitialised array."""
         dtype = np.dtype(dtype)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = math.prod(shape) * dtype.itemsize
         return WebGpuArray(shape, dtype, self.memory.allocate(nbytes), self)
 
     def new_like(self, template: Any, shape: tuple[int, ...], dtype: Any = None) -> WebGpuArray:
@@ -286,7 +290,11 @@ class WebGpuBackend:
         data = a.reshape(-1).view(np.uint8)
         if data.size % 4:
             data = np.concatenate([data, np.zeros(4 - data.size % 4, np.uint8)])
-        if data.size:
+        if not data.size:
+            return out
+        if self.native is not None:
+            self.native.write(out.block.buffer, out.block.offset, data)
+        else:
             self.queue.write_buffer(out.block.buffer, out.block.offset, data)
         return out
 
@@ -301,7 +309,7 @@ class WebGpuBackend:
             start = a.block.offset + a.offset + low  # the lowest byte the array reaches
             first = start - start % 4
             n = -(-(start + span - first) // 4) * 4
-            raw = np.frombuffer(self.queue.read_buffer(a.block.buffer, first, n), np.uint8)
+            raw = self._read(a.block.buffer, first, n)
             at = start - first - low  # index 0
             one = raw[at : at + a.itemsize].view(a.dtype)
             result = np.lib.stride_tricks.as_strided(
@@ -311,6 +319,26 @@ class WebGpuBackend:
             return result
         out[...] = result
         return out
+
+    def _read(self, buffer: Any, offset: int, nbytes: int) -> np.ndarray[Any, Any]:
+        """`nbytes` bytes (a multiple of 4) from `offset` in `buffer`, after queued work:
+        through a kept read-back buffer of their power-of-two size class where wgpu-native
+        is reached directly, else through wgpu-py."""
+        if self.native is None:
+            return np.frombuffer(self.queue.read_buffer(buffer, offset, nbytes), np.uint8)
+        raw = np.empty(nbytes, np.uint8)
+        size = max(256, 1 << (nbytes - 1).bit_length())
+        with self._read_lock:
+            staging = self._staging.get(size)
+            if staging is None:
+                usage = self.wgpu.BufferUsage.COPY_DST | self.wgpu.BufferUsage.MAP_READ
+                staging = self.device.create_buffer(size=size, usage=usage)
+                if size <= STAGING_KEPT:
+                    self._staging[size] = staging
+            self.native.read(buffer, offset, staging, raw)
+        if size > STAGING_KEPT:
+            staging.destroy()
+        return raw
 
     def synchronize(self) -> None:
         """Wait until the queue's submitted work is done."""

@@ -16,12 +16,13 @@ import bisect
 import itertools
 import math
 import threading
-import weakref
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+
+from ...errors import DmlError
 
 __all__ = ["Memory", "WebGpuArray", "Flat", "Block"]
 
@@ -44,12 +45,20 @@ class Flat:
 class Block:
     """`nbytes` bytes at `offset` in `buffer`, returned to its memory when dropped."""
 
+    __slots__ = ("base", "buffer", "memory", "nbytes", "offset")
+
     def __init__(self, memory: Memory, buffer: Any, base: int, offset: int, nbytes: int) -> None:
+        self.memory = memory
         self.buffer = buffer
         self.base = base
         self.offset = offset
         self.nbytes = nbytes
-        weakref.finalize(self, memory.release, buffer, offset, nbytes, base)
+
+    def __del__(self) -> None:
+        try:  # noqa: SIM105 - a try costs less than contextlib.suppress on this path
+            self.memory.release(self.buffer, self.offset, self.nbytes, self.base)
+        except Exception:  # noqa: BLE001 - at interpreter exit the device may be gone
+            pass
 
 
 class _Arena:
@@ -95,8 +104,6 @@ class Memory:
 
     def allocate(self, nbytes: int) -> Block:
         """A block of at least `nbytes` bytes (a multiple of 4, at least 4)."""
-        from ...errors import DmlError
-
         size = max(4, -(-nbytes // ALIGN) * ALIGN)
         if size > self.max_binding:
             raise DmlError(

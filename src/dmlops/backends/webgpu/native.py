@@ -4,14 +4,17 @@ wgpu-py checks and wraps every call (descriptor structs, wrapper objects, error 
 which costs about 5 µs a call and 35 µs for an empty command buffer. A binding's
 dispatches are encoded once through wgpu-py, where any validation error is raised; after
 that the same commands, on the same pipelines and bind groups, are encoded with the C
-functions directly. Where wgpu-py's internals are not there, None is returned and the
-backend stays on the public API.
+functions directly. Host transfers go the same way: a write is one `wgpuQueueWriteBuffer`,
+a read one copy into a kept read-back buffer, mapped with one blocking poll. Where
+wgpu-py's internals are not there, None is returned and the backend stays on the public API.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 __all__ = ["NativeEncoder", "native_encoder"]
 
@@ -29,6 +32,14 @@ class NativeEncoder:
         self.encoder_desc = ffi.new("WGPUCommandEncoderDescriptor *")
         self.pass_desc = ffi.new("WGPUComputePassDescriptor *")
         self.buffer_desc = ffi.new("WGPUCommandBufferDescriptor *")
+
+        @ffi.callback("void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)")  # type: ignore[untyped-decorator]
+        def mapped(status: int, message: Any, state: Any, unused: Any) -> None:
+            ffi.cast("int *", state)[0] = status
+
+        self._mapped = mapped  # kept alive as long as the encoder
+        self.map_read = int(lib.WGPUMapMode_Read)
+        self.map_success = int(lib.WGPUMapAsyncStatus_Success)
 
     @staticmethod
     def steps(dispatches: Sequence[Any]) -> list[Step]:
@@ -50,6 +61,40 @@ class NativeEncoder:
         lib.wgpuQueueSubmit(self.queue, 1, self.ffi.new("WGPUCommandBuffer[1]", [commands]))
         lib.wgpuCommandBufferRelease(commands)
 
+    def write(self, buffer: Any, offset: int, data: np.ndarray[Any, Any]) -> None:
+        """Queue a write of `data` (C-contiguous, a multiple of 4 bytes) at `offset`."""
+        self.lib.wgpuQueueWriteBuffer(
+            self.queue, buffer._internal, offset, self.ffi.from_buffer(data), data.nbytes
+        )
+
+    def read(self, buffer: Any, offset: int, staging: Any, out: np.ndarray[Any, Any]) -> None:
+        """Copy `out.nbytes` bytes (a multiple of 4) from `offset` in `buffer` into `out`
+        through `staging` (a MAP_READ buffer at least that large), after queued work."""
+        lib, ffi, nbytes = self.lib, self.ffi, out.nbytes
+        encoder = lib.wgpuDeviceCreateCommandEncoder(self.device, self.encoder_desc)
+        lib.wgpuCommandEncoderCopyBufferToBuffer(
+            encoder, buffer._internal, offset, staging._internal, 0, nbytes
+        )
+        commands = lib.wgpuCommandEncoderFinish(encoder, self.buffer_desc)
+        lib.wgpuCommandEncoderRelease(encoder)
+        lib.wgpuQueueSubmit(self.queue, 1, ffi.new("WGPUCommandBuffer[1]", [commands]))
+        lib.wgpuCommandBufferRelease(commands)
+        state = ffi.new("int[1]")
+        info = ffi.new("WGPUBufferMapCallbackInfo *")
+        info.mode = lib.WGPUCallbackMode_AllowProcessEvents
+        info.callback = self._mapped
+        info.userdata1 = state
+        lib.wgpuBufferMapAsync(staging._internal, self.map_read, 0, nbytes, info[0])
+        while state[0] == 0:
+            lib.wgpuDevicePoll(self.device, True, ffi.NULL)
+        if state[0] != self.map_success:
+            raise RuntimeError(f"webgpu: mapping a read-back buffer failed (status {state[0]})")
+        try:
+            source = lib.wgpuBufferGetConstMappedRange(staging._internal, 0, nbytes)
+            ffi.memmove(ffi.from_buffer(out), source, nbytes)
+        finally:
+            lib.wgpuBufferUnmap(staging._internal)
+
     def wait(self) -> None:
         """Block until the device's submitted work is done."""
         self.lib.wgpuDevicePoll(self.device, True, self.ffi.NULL)
@@ -66,7 +111,8 @@ def native_encoder(device: Any) -> NativeEncoder | None:
             "wgpuComputePassEncoderDispatchWorkgroups", "wgpuComputePassEncoderEnd",
             "wgpuComputePassEncoderRelease", "wgpuCommandEncoderFinish",
             "wgpuCommandEncoderRelease", "wgpuQueueSubmit", "wgpuCommandBufferRelease",
-            "wgpuDevicePoll",
+            "wgpuDevicePoll", "wgpuQueueWriteBuffer", "wgpuCommandEncoderCopyBufferToBuffer",
+            "wgpuBufferMapAsync", "wgpuBufferGetConstMappedRange", "wgpuBufferUnmap",
         )  # fmt: skip
         if not all(hasattr(lib, n) for n in needed) or not hasattr(device, "_internal"):
             return None
