@@ -257,6 +257,7 @@ def test_read_backs_of_every_size_class_are_exact(monkeypatch: pytest.MonkeyPatc
     import dmlops.webgpu as wg
 
     monkeypatch.setattr(webgpu_backend, "STAGING_KEPT", 4096)  # small: both paths run
+    monkeypatch.setattr(webgpu_backend.WebGpuBackend.instance(), "_staging", {})
     hosts = [_random((n,), np.uint8, n) for n in (1, 3, 255, 256, 257, 4095, 5000, 70001)]
     arrays = [wg.asarray(h) for h in hosts]
     for h, a in zip(hosts, arrays, strict=True):

@@ -330,13 +330,14 @@ class WebGpuBackend:
         size = max(256, 1 << (nbytes - 1).bit_length())
         with self._read_lock:
             staging = self._staging.get(size)
+            kept = staging is not None or size <= STAGING_KEPT
             if staging is None:
                 usage = self.wgpu.BufferUsage.COPY_DST | self.wgpu.BufferUsage.MAP_READ
                 staging = self.device.create_buffer(size=size, usage=usage)
-                if size <= STAGING_KEPT:
+                if kept:
                     self._staging[size] = staging
             self.native.read(buffer, offset, staging, raw)
-        if size > STAGING_KEPT:
+        if not kept:
             staging.destroy()
         return raw
 
