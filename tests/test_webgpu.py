@@ -66,7 +66,22 @@ def _chosen(dispatches: list[Any], kernel: str) -> None:
     assert {g.kernel for g in dispatches} == set(kernel.split("+")), [g.kernel for g in dispatches]
 
 
-def test_each_strategy_is_chosen_and_exact(dispatches: list[Any]) -> None:
+@pytest.fixture(params=[0, 2, 1 << 20], ids=["few", "some", "many"])
+def workgroups(request: pytest.FixtureRequest) -> Any:
+    """The element-wise dispatches split into at least this many workgroups (0: as a CPU
+    adapter runs them, 1 << 20: one element per thread); a fresh call cache either way."""
+    from dmlops.backends.webgpu import WebGpuBackend
+
+    backend = WebGpuBackend.instance()
+    held = backend.workgroups_wanted
+    backend.workgroups_wanted = request.param
+    dmlops.functional.clear_cache()
+    yield request.param
+    backend.workgroups_wanted = held
+    dmlops.functional.clear_cache()
+
+
+def test_each_strategy_is_chosen_and_exact(dispatches: list[Any], workgroups: int) -> None:
     import dmlops.webgpu as wg
 
     cases = [  # (dtype, shape, window, kernel)
@@ -93,13 +108,19 @@ def test_each_strategy_is_chosen_and_exact(dispatches: list[Any]) -> None:
         (np.float16, (64, 64), ([0, 1], [32, 29], [2, 2]), "packed"),  # rows of 30 bytes
         (np.float16, (64, 64), ([0, 1], [32, 31], [2, 2]), "pick2x2p1"),
     ]
+    seen: set[int] = set()  # elements per thread of the element-wise dispatches
     for k, (dtype, shape, window, kernel) in enumerate(cases):
         host = _random(shape, dtype, k)
         x = wg.asarray(host)
         dispatches.clear()
         got = dmlops.slice1(x, *window)
         _chosen(dispatches, kernel)
+        seen |= {g.per_thread for g in dispatches if g.per_thread}
         _same(got, dmlops.slice1(host, *window))
+    if workgroups == 2:  # the small dispatches here: 1, 2 or 4 elements a thread
+        assert seen & {2, 4} and 8 not in seen, seen
+    else:
+        assert seen == ({8} if workgroups == 0 else {1}), seen
     for k, dtype in enumerate((np.int8, np.float16)):
         # the four block phases merged into one copy of contiguous destination rows
         host = _random((1, 8, 6, 10), dtype, 50 + k)

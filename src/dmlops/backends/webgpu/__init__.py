@@ -30,7 +30,7 @@ from .indexed import indexed_dispatches
 from .memory import Flat, Memory, WebGpuArray
 from .native import NativeEncoder, native_encoder
 from .pick import parse_pick, pick_body
-from .strategies import TRANSPOSE_TILES, Group, group_copies
+from .strategies import TRANSPOSE_TILES, WORKGROUPS_WANTED, Group, group_copies
 
 __all__ = ["WebGpuBackend", "WebGpuArray", "NATIVE_BACKENDS"]
 
@@ -191,7 +191,9 @@ class WebGpuBackend:
         self.native = (
             None if os.environ.get("DMLOPS_WEBGPU_PUBLIC_API") else native_encoder(self.device)
         )
-        self._pipelines: dict[tuple[Any, ...], Any] = {}  # (kernel, aliasing, dims, element)
+        self._pipelines: dict[tuple[Any, ...], Any] = {}  # (kernel, aliasing, dims, element, …)
+        cpu = self.adapter.info["adapter_type"] == "CPU"
+        self.workgroups_wanted = 0 if cpu else WORKGROUPS_WANTED
         self._lock = threading.Lock()
         self._staging: dict[int, Any] = {}  # read-back buffers kept, by size
         self._read_lock = threading.Lock()
@@ -362,14 +364,19 @@ class WebGpuBackend:
 
     # -- execution ---------------------------------------------------------------------
 
-    def pipeline(self, kernel: str, same_buffer: bool, dims: int = 8, element: int = 0) -> Any:
-        """The compute pipeline of a strategy for pieces of `dims` dimensions (and, for the
-        packed kernels, elements of `element` bytes), built once."""
-        key = (kernel, same_buffer, dims, element)
+    def pipeline(
+        self, kernel: str, same_buffer: bool, dims: int = 8, element: int = 0, per_thread: int = 0
+    ) -> Any:
+        """The compute pipeline of a strategy for pieces of `dims` dimensions (for the
+        packed kernels, elements of `element` bytes; for the element-wise ones,
+        `per_thread` elements a thread), built once."""
+        key = (kernel, same_buffer, dims, element, per_thread)
         pipeline = self._pipelines.get(key)
         if pipeline is None:
             module = self.device.create_shader_module(code=_shader(kernel, same_buffer))
             constants = {"DIMS": dims, **({"ES": element} if element else {})}
+            if per_thread:
+                constants["PER_THREAD"] = per_thread
             pipeline = self.device.create_compute_pipeline(
                 layout="auto",
                 compute={"module": module, "entry_point": "main", "constants": constants},
@@ -401,12 +408,13 @@ class WebGpuBackend:
             plan,
             [(index[f.base], f.offset) for f in ins],
             [(index[f.base], f.offset) for f in outs],
+            self.workgroups_wanted,
         )
         dispatches = []
         for g in groups:
             same = g.src == g.dst
             element = int(g.table[0, 5]) if g.kernel in _PLAIN_STORES else 0
-            pipeline = self.pipeline(g.kernel, same, g.dims, element)
+            pipeline = self.pipeline(g.kernel, same, g.dims, element, g.per_thread)
             grid = g.grid
             table = device.create_buffer_with_data(data=g.table, usage=wgpu.BufferUsage.STORAGE)
             header = device.create_buffer_with_data(

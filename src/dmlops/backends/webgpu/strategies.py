@@ -35,9 +35,12 @@ Every copy becomes a piece of one strategy, by layout and bound byte offsets:
 - `bytes`: everything else (1- and 2-byte elements written at other strides, misaligned
   elements) through bytes.wgsl, which merges partial words atomically.
 
-Pieces of one strategy and dimension bucket (1, 2, 3, 4 or 8 dimensions; the pipeline is
-specialised to it) that read one GPU buffer and write one GPU buffer form one table and one
-dispatch, so a 256-way SPLIT into arrays of one arena is one dispatch.
+Pieces of one strategy and dimension bucket (1, 2, 3, 4, 5, 6 or 8 dimensions; the pipeline
+is specialised to it) that read one GPU buffer and write one GPU buffer form one table and
+one dispatch, so a 256-way SPLIT into arrays of one arena is one dispatch. An element-wise
+dispatch moves 8 elements a thread, or on a GPU fewer (4, 2, 1) where that leaves it
+fewer than WORKGROUPS_WANTED workgroups: its loads are then spread over more threads in
+flight instead of waiting one after another in few.
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ from ...plan import Plan
 __all__ = [
     "THREADS",
     "TILE",
+    "PER_THREAD",
+    "WORKGROUPS_WANTED",
     "TRANSPOSE_TILES",
     "DIM_BUCKETS",
     "dims_bucket",
@@ -65,7 +70,13 @@ __all__ = [
 ]
 
 THREADS = 256  # pieces.wgsl: invocations per workgroup
-TILE = 2048  # elements a workgroup moves (pieces.wgsl: THREADS * PER_THREAD)
+TILE = 2048  # elements a workgroup moves at most (pieces.wgsl: THREADS * PER_THREAD)
+PER_THREAD = 8  # elements a thread moves at most (pieces.wgsl)
+# on a GPU, element-wise dispatches move fewer elements per thread until they have this
+# many workgroups (about 8 fit on each SM: 1,056 at once on an H100; 8,192 measured best
+# there, benchmarks/webgpu_workgroups.py); a CPU adapter (lavapipe) runs best with few
+# workgroups, so it asks for none
+WORKGROUPS_WANTED = 8192
 MAX_DIMS = 8
 ROW_WORDS = 40  # u32 words per table row (pieces.wgsl: struct Piece)
 MAX_GROUPS_X = 65535
@@ -94,8 +105,13 @@ class Piece:
         return int(np.prod(self.sizes, dtype=np.int64))
 
     @property
-    def tiles(self) -> int:
-        """Workgroups this piece needs: 32 x 32 tiles per outer index for transposes."""
+    def element_wise(self) -> bool:
+        """Whether its kernel moves elements THREADS apart (elements.wgsl), not tiles."""
+        return not self.kernel.startswith(("transpose", "packed_transpose"))
+
+    def tiles(self, per_thread: int = PER_THREAD) -> int:
+        """Workgroups this piece needs: 32 x 32 tiles per outer index for transposes,
+        THREADS * `per_thread` elements each for the element-wise kernels."""
         if self.kernel.startswith("transpose"):
             rest = int(np.prod(self.sizes[2:], dtype=np.int64))
             ti, tj = TRANSPOSE_TILES[self.kernel]
@@ -104,7 +120,7 @@ class Piece:
             rest = int(np.prod(self.sizes[2:], dtype=np.int64))
             across = -(-self.sizes[1] // (32 * 4 // self.element_bytes))
             return -(-self.sizes[0] // 64) * across * rest
-        return -(-self.count // TILE)
+        return -(-self.count // (THREADS * per_thread))
 
 
 DIM_BUCKETS = (1, 2, 3, 4, 5, 6, 8)  # pipelines are specialised to these dimension counts
@@ -126,6 +142,7 @@ class Group:
     table: np.ndarray[Any, Any]  # uint32 rows of ROW_WORDS
     tiles: int
     pieces: int
+    per_thread: int = 0  # elements per thread (element-wise kernels), 0 for tiled ones
 
     @property
     def grid(self) -> tuple[int, int]:
@@ -397,7 +414,18 @@ def _picked(
     )  # fmt: skip
 
 
-def _table(pieces: list[Piece]) -> tuple[np.ndarray[Any, Any], int]:
+def _per_thread(pieces: list[Piece], workgroups_wanted: int) -> int:
+    """Elements per thread for one dispatch of element-wise pieces: PER_THREAD, halved
+    while the dispatch would have fewer than `workgroups_wanted` workgroups (0: tiled)."""
+    if not pieces[0].element_wise:
+        return 0
+    per_thread = PER_THREAD
+    while per_thread > 1 and sum(p.tiles(per_thread) for p in pieces) < workgroups_wanted:
+        per_thread //= 2
+    return per_thread
+
+
+def _table(pieces: list[Piece], per_thread: int) -> tuple[np.ndarray[Any, Any], int]:
     table = np.zeros((len(pieces), ROW_WORDS), dtype=np.uint32)
     tiles = 0
     table[:, 8:16] = 1  # padding dimensions: size 1, stride 0
@@ -409,7 +437,7 @@ def _table(pieces: list[Piece]) -> tuple[np.ndarray[Any, Any], int]:
         row[16 : 16 + n] = np.array(p.src_strides, dtype=np.int64).astype(np.uint32)
         row[24 : 24 + n] = np.array(p.dst_strides, dtype=np.int64).astype(np.uint32)
         row[32 : 32 + n] = _mixed_radix(THREADS, p.sizes)
-        tiles += p.tiles
+        tiles += p.tiles(per_thread or PER_THREAD)
     return table, tiles
 
 
@@ -417,8 +445,11 @@ def group_copies(
     plan: Plan,
     inputs: Sequence[tuple[int, int]],
     outputs: Sequence[tuple[int, int]],
+    workgroups_wanted: int = 0,
 ) -> list[Group]:
-    """Dispatches for `plan` with each binding at (buffer index, byte offset in it)."""
+    """Dispatches for `plan` with each binding at (buffer index, byte offset in it); an
+    element-wise dispatch moves fewer elements per thread until it has `workgroups_wanted`
+    workgroups (WORKGROUPS_WANTED on a GPU)."""
     grouped: dict[tuple[str, int, int, int], list[Piece]] = {}
     for c in plan.copies:
         if c.element_count == 0:
@@ -437,6 +468,7 @@ def group_copies(
             grouped.setdefault(key, []).append(piece)
     groups = []
     for (kernel, dims, src, dst), pieces in grouped.items():
-        table, tiles = _table(pieces)
-        groups.append(Group(kernel, dims, src, dst, table, tiles, len(pieces)))
+        per_thread = _per_thread(pieces, workgroups_wanted)
+        table, tiles = _table(pieces, per_thread)
+        groups.append(Group(kernel, dims, src, dst, table, tiles, len(pieces), per_thread))
     return groups

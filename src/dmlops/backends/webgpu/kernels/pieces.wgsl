@@ -9,8 +9,10 @@
 // e + THREADS with one add and compare per dimension instead of divisions.
 
 const THREADS: u32 = 256u;
-const PER_THREAD: u32 = 8u;
-const TILE: u32 = 2048u;  // THREADS * PER_THREAD
+// Elements per thread of the element-wise kernels: the backend lowers it for small
+// dispatches, so that they still have workgroups enough to fill the GPU.
+override PER_THREAD: u32 = 8u;
+override TILE: u32 = THREADS * PER_THREAD;
 const MAX_DIMS: u32 = 8u;
 // Dimensions the walker visits: the pipeline sets it to its pieces' dimension count
 // (pieces with fewer are padded with size-1 dimensions), so its loops unroll fully.
