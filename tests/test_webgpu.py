@@ -204,7 +204,7 @@ def test_permuted_views_are_bit_exact(
 
 @settings(max_examples=40, deadline=None)
 @given(
-    dtype=st.sampled_from([np.float16, np.uint16, np.int8, np.uint8]),
+    dtype=st.sampled_from([np.float16, np.uint16, np.int8, np.uint8, np.float32, np.int32]),
     rows=st.integers(16, 150),
     cols=st.integers(16, 90),
     data=st.data(),
@@ -214,7 +214,8 @@ def test_windows_of_transposed_small_elements_are_bit_exact(
     dtype: Any, rows: int, cols: int, data: st.DataObject, seed: int
 ) -> None:
     """Crops of x.T (odd row lengths and offsets: destination words shared between tiles
-    and rows), reversed along either axis, through the packed transpose."""
+    and rows), reversed along either axis: through the packed transpose (1- and 2-byte
+    elements), the 2 x 2 block one (2-byte, even, ascending) or the element one."""
     import dmlops.webgpu as wg
 
     host = _random((rows, cols), dtype, seed)
