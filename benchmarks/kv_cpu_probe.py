@@ -1,8 +1,9 @@
 """The CPU KV-cache append (join along time of [1,32,511,128] and [1,32,1,128] fp32, the
 bench's graphs case): its runs as one table (one parallel region of word loops) or as its
 copies' own compiled kernels (the engine's choice for runs of 64 KiB or more), each with
-long runs cut into pieces of several sizes, against onnxruntime and the all-cores copy of
-the same bytes; medians of 300 calls, same process.
+long runs cut into pieces of several sizes, then the copy's own kernel on several thread
+counts, against onnxruntime and the all-cores copy of the same bytes; medians of 300 calls,
+same process.
 
     python benchmarks/kv_cpu_probe.py
 """
@@ -56,8 +57,22 @@ def main() -> None:
             rows[f"{label}, pieces of {piece >> 10} KiB"] = median_us(run)
             compiled.run_table, compiled.rows_table, compiled.strided_table = tables
     compiled._PIECE = 256 << 10
+    import numba
+
+    cores = numba.config.NUMBA_NUM_THREADS
+    for threads in sorted({2, 4, 8, 12, cores} & set(range(1, cores + 1))):
+        numba.set_num_threads(threads)
+        for piece in (256 << 10, 64 << 10):
+            compiled._PIECE = piece
+            rows[f"copy's own kernel on {threads} threads, pieces of {piece >> 10} KiB"] = (
+                median_us(bound(cache, new, out))
+            )
+    numba.set_num_threads(cores)
+    compiled._PIECE = 256 << 10
+    rows[f"(numba's threading layer: {numba.threading_layer()})"] = 0.0
     rows["np.concatenate(out=)"] = median_us(lambda: np.concatenate([cache, new], 2, out=out))
-    flat_src, flat_dst = np.empty_like(out), np.empty_like(out)
+    # (a source never written would read the kernel's shared zero page: no traffic)
+    flat_src, flat_dst = out.copy(), np.empty_like(out)
     rows["all-cores copy of the same bytes"] = median_us(all_cores_copy(flat_dst, flat_src))
     try:
         import onnx

@@ -206,6 +206,33 @@ def test_cpu_tensors_stay_torch_and_share_no_hidden_copy() -> None:
     assert torch.equal(parts[1], x.transpose(0, 2)[1:])
 
 
+def test_eager_calls_take_autograd_functions_and_traced_ones_the_operators(
+    device: str,
+) -> None:
+    """Eagerly a call that needs a gradient is an autograd Function of dmlops' own (not the
+    custom operator's slow dispatch), one that needs none has no graph at all, and traced
+    code sees the custom operators; the gradients are the same either way, unused SPLIT
+    outputs' included (zeros)."""
+    x = _x(device, 4, 6)
+    y = dmlops.slice1(x, [0, 1], [4, 5], [1, 2])
+    assert type(y.grad_fn).__name__ == "Slice1FunctionBackward"
+    parts = dmlops.split(x, 1, [2, 4])
+    assert type(parts[0].grad_fn).__name__ == "SplitFunctionBackward"
+    joined = dmlops.join([parts[1], x], 1)
+    assert type(joined.grad_fn).__name__ == "JoinFunctionBackward"
+    with torch.no_grad():
+        assert dmlops.slice1(x, [0, 1], [4, 5], [1, 2]).grad_fn is None
+    (joined.sum() * 2 + parts[1][:, :1].sum()).backward()
+    want = x.detach().clone().requires_grad_(True)
+    pieces = torch.split(want, [2, 4], 1)
+    (torch.cat([pieces[1], want], 1).sum() * 2 + pieces[1][:, :1].sum()).backward()
+    assert torch.equal(x.grad, want.grad)
+    traced = torch.fx.experimental.proxy_tensor.make_fx(  # (a dispatch mode is watching)
+        lambda t: dmlops.slice1(t, [0, 1], [4, 5], [1, 2])
+    )(x)
+    assert "dmlops.slice1" in traced.code
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
 def test_reduce_overhead_cuda_graphs_replay_with_new_data() -> None:

@@ -807,7 +807,7 @@ def _depth_space(
 ) -> Any:
     if out is None and device is None and type(x) is not np.ndarray and _torch_wanted([x]):
         t = _torch_ops()
-        op = t.depth_to_space_op if cls is DepthToSpace1Desc else t.space_to_depth_op
+        op = t.depth_to_space_call if cls is DepthToSpace1Desc else t.space_to_depth_call
         return op(x, int(block_size), t.order_name(order), t.level_name(feature_level))
 
     def shape_of(view: Any) -> tuple[int, ...]:
@@ -970,7 +970,7 @@ def slice(  # noqa: A001 - DirectML's operator name
     if out is None and device is None and type(x) is not np.ndarray and _torch_wanted([x]):
         t = _torch_ops()
         lists = _named_lists("SLICE", _SLICE, (offsets, sizes, strides))
-        return t.slice_op(x, *lists, t.level_name(feature_level))
+        return t.slice_call(x, *lists, t.level_name(feature_level))
 
     def make(i: BufferTensorDesc, o: BufferTensorDesc) -> OperatorDesc:
         return SliceDesc(i, o, offsets, int_tuple(sizes, "SLICE.Sizes"), strides)
@@ -1011,7 +1011,7 @@ def slice1(
         t = _torch_ops()
         lists = _named_lists("SLICE1", _WINDOW, window)
         sizes = _int_list(output_sizes, "SLICE1.OutputTensor.Sizes")
-        return t.slice1_op(x, *lists, sizes, t.level_name(feature_level))
+        return t.slice1_call(x, *lists, sizes, t.level_name(feature_level))
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
@@ -1086,7 +1086,7 @@ def slice_grad(
         t = _torch_ops()
         lists = _named_lists("SLICE_GRAD", _WINDOW, window)
         sizes = _int_list(output_sizes, "SLICE_GRAD.OutputGradientTensor.Sizes")
-        return t.slice_grad_op(input_gradient, sizes, *lists, t.level_name(feature_level))
+        return t.slice_grad_call(input_gradient, sizes, *lists, t.level_name(feature_level))
 
     shape = int_tuple(output_sizes, "SLICE_GRAD.OutputGradientTensor.Sizes")
 
@@ -1123,7 +1123,7 @@ def split(
     if outs is None and device is None and type(x) is not np.ndarray and _torch_wanted([x]):
         t = _torch_ops()
         pieces = _int_list(sizes, "SPLIT sizes")
-        return t.split_op(x, int(axis), pieces, t.level_name(feature_level))  # type: ignore[no-any-return]
+        return t.split_call(x, int(axis), pieces, t.level_name(feature_level))  # type: ignore[no-any-return]
     given = (
         [None] * (len(sizes) if isinstance(sizes, Sequence) else 0) if outs is None else list(outs)
     )
@@ -1190,7 +1190,7 @@ def join(
     """
     if out is None and device is None and _torch_wanted(list(xs)):
         t = _torch_ops()
-        return t.join_op(list(xs), int(axis), t.level_name(feature_level))
+        return t.join_call(list(xs), int(axis), t.level_name(feature_level))
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
         # empty pieces add nothing (numpy.concatenate, torch.cat): the call reads the others

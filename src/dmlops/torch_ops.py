@@ -90,12 +90,63 @@ def _run(call: Any, *tensors: Tensor) -> Any:
     return _back(result, dtype)
 
 
+def _slice(
+    x: Tensor, offsets: list[int], sizes: list[int], strides: list[int], feature_level: str | None
+) -> Tensor:
+    return _run(lambda a: F.slice(a, offsets, sizes, strides, feature_level=feature_level), x)
+
+
+def _slice1(
+    x: Tensor,
+    window_offsets: list[int],
+    window_sizes: list[int],
+    window_strides: list[int],
+    output_sizes: list[int] | None,
+    feature_level: str | None,
+) -> Tensor:
+    window = (window_offsets, window_sizes, window_strides)
+    return _run(lambda a: F.slice1(a, *window, output_sizes, feature_level=feature_level), x)
+
+
+def _slice_grad(
+    input_gradient: Tensor,
+    output_sizes: list[int],
+    window_offsets: list[int],
+    window_sizes: list[int],
+    window_strides: list[int],
+    feature_level: str | None,
+) -> Tensor:
+    window = (window_offsets, window_sizes, window_strides)
+    return _run(
+        lambda a: F.slice_grad(a, output_sizes, *window, feature_level=feature_level),
+        input_gradient,
+    )
+
+
+def _split(x: Tensor, axis: int, sizes: list[int], feature_level: str | None) -> list[Tensor]:
+    parts: list[Tensor] = _run(lambda a: F.split(a, axis, sizes, feature_level=feature_level), x)
+    return parts
+
+
+def _join(xs: list[Tensor], axis: int, feature_level: str | None) -> Tensor:
+    joined: Tensor = _run(lambda *a: F.join(list(a), axis, feature_level=feature_level), *xs)
+    return joined
+
+
+def _depth_to_space(x: Tensor, block_size: int, order: str, feature_level: str | None) -> Tensor:
+    return _run(lambda a: F.depth_to_space(a, block_size, order, feature_level=feature_level), x)
+
+
+def _space_to_depth(x: Tensor, block_size: int, order: str, feature_level: str | None) -> Tensor:
+    return _run(lambda a: F.space_to_depth(a, block_size, order, feature_level=feature_level), x)
+
+
 @torch.library.custom_op(f"{_LIB}::slice", mutates_args=())
 def slice_op(
     x: Tensor, offsets: list[int], sizes: list[int], strides: list[int], feature_level: str | None
 ) -> Tensor:
     """DML SLICE (see dmlops.slice)."""
-    return _run(lambda a: F.slice(a, offsets, sizes, strides, feature_level=feature_level), x)
+    return _slice(x, offsets, sizes, strides, feature_level)
 
 
 @torch.library.custom_op(f"{_LIB}::slice1", mutates_args=())
@@ -108,8 +159,7 @@ def slice1_op(
     feature_level: str | None,
 ) -> Tensor:
     """DML SLICE1 (see dmlops.slice1)."""
-    window = (window_offsets, window_sizes, window_strides)
-    return _run(lambda a: F.slice1(a, *window, output_sizes, feature_level=feature_level), x)
+    return _slice1(x, window_offsets, window_sizes, window_strides, output_sizes, feature_level)
 
 
 @torch.library.custom_op(f"{_LIB}::slice_grad", mutates_args=())
@@ -123,35 +173,31 @@ def slice_grad_op(
 ) -> Tensor:
     """DML SLICE_GRAD (see dmlops.slice_grad)."""
     window = (window_offsets, window_sizes, window_strides)
-    return _run(
-        lambda a: F.slice_grad(a, output_sizes, *window, feature_level=feature_level),
-        input_gradient,
-    )
+    return _slice_grad(input_gradient, output_sizes, *window, feature_level)
 
 
 @torch.library.custom_op(f"{_LIB}::split", mutates_args=())
 def split_op(x: Tensor, axis: int, sizes: list[int], feature_level: str | None) -> list[Tensor]:
     """DML SPLIT (see dmlops.split)."""
-    parts: list[Tensor] = _run(lambda a: F.split(a, axis, sizes, feature_level=feature_level), x)
-    return parts
+    return _split(x, axis, sizes, feature_level)
 
 
 @torch.library.custom_op(f"{_LIB}::join", mutates_args=())
 def join_op(xs: list[Tensor], axis: int, feature_level: str | None) -> Tensor:
     """DML JOIN (see dmlops.join)."""
-    return _run(lambda *a: F.join(list(a), axis, feature_level=feature_level), *xs)
+    return _join(xs, axis, feature_level)
 
 
 @torch.library.custom_op(f"{_LIB}::depth_to_space", mutates_args=())
 def depth_to_space_op(x: Tensor, block_size: int, order: str, feature_level: str | None) -> Tensor:
     """DML DEPTH_TO_SPACE1 (see dmlops.depth_to_space)."""
-    return _run(lambda a: F.depth_to_space(a, block_size, order, feature_level=feature_level), x)
+    return _depth_to_space(x, block_size, order, feature_level)
 
 
 @torch.library.custom_op(f"{_LIB}::space_to_depth", mutates_args=())
 def space_to_depth_op(x: Tensor, block_size: int, order: str, feature_level: str | None) -> Tensor:
     """DML SPACE_TO_DEPTH1 (see dmlops.space_to_depth)."""
-    return _run(lambda a: F.space_to_depth(a, block_size, order, feature_level=feature_level), x)
+    return _space_to_depth(x, block_size, order, feature_level)
 
 
 # -- fake implementations: DirectML's shape rules and validation, no data ---------------
@@ -322,13 +368,13 @@ def _slice_backward(ctx, grad):  # type: ignore[no-untyped-def]
     offsets, sizes, strides = ctx.fields
     window_sizes = [(n - 1) * s + 1 for n, s in zip(sizes, strides, strict=True)]
     level = _backward_level(ctx.level, SliceGradDesc)
-    g = slice_grad_op(grad, ctx.shape, offsets, window_sizes, strides, level)
+    g = slice_grad_call(grad, ctx.shape, offsets, window_sizes, strides, level)
     return g, None, None, None, None
 
 
 def _slice1_backward(ctx, grad):  # type: ignore[no-untyped-def]
     level = _backward_level(ctx.level, SliceGradDesc)
-    return slice_grad_op(grad, ctx.shape, *ctx.fields, level), None, None, None, None, None
+    return slice_grad_call(grad, ctx.shape, *ctx.fields, level), None, None, None, None, None
 
 
 def _setup_slice_grad(ctx, inputs, output):  # type: ignore[no-untyped-def]
@@ -340,7 +386,7 @@ def _setup_slice_grad(ctx, inputs, output):  # type: ignore[no-untyped-def]
 
 def _slice_grad_backward(ctx, grad):  # type: ignore[no-untyped-def]
     level = _backward_level(ctx.level, Slice1Desc)
-    return slice1_op(grad, *ctx.fields, ctx.shape, level), None, None, None, None, None
+    return slice1_call(grad, *ctx.fields, ctx.shape, level), None, None, None, None, None
 
 
 def _setup_split(ctx, inputs, output):  # type: ignore[no-untyped-def]
@@ -349,21 +395,21 @@ def _setup_split(ctx, inputs, output):  # type: ignore[no-untyped-def]
     ctx.like = [(o.shape, o.dtype, o.device) for o in output]
 
 
-def _split_backward(ctx, grads):  # type: ignore[no-untyped-def]
+def _split_backward(ctx: Any, grads: Sequence[Any]) -> tuple[Any, ...]:
     parts = [
         torch.zeros(shape, dtype=dtype, device=device) if g is None else g
         for g, (shape, dtype, device) in zip(grads, ctx.like, strict=True)
     ]
-    return join_op(parts, ctx.axis, _backward_level(ctx.level, JoinDesc)), None, None, None
+    return join_call(parts, ctx.axis, _backward_level(ctx.level, JoinDesc)), None, None, None
 
 
-def _setup_join(ctx, inputs, output):  # type: ignore[no-untyped-def]
+def _setup_join(ctx: Any, inputs: Sequence[Any], output: Any) -> None:
     xs, axis, level = inputs
     ctx.axis, ctx.level = axis, level
     ctx.sizes = [x.shape[axis] for x in xs]
 
 
-def _join_backward(ctx, grad):  # type: ignore[no-untyped-def]
+def _join_backward(ctx: Any, grad: Tensor) -> tuple[Any, ...]:
     # SPLIT's pieces of the gradient, as views of it (as torch's cat gives them): no copy
     # where the consumer takes a view, no kernel to compile under torch.compile
     return list(torch.split(grad, ctx.sizes, ctx.axis)), None, None
@@ -375,12 +421,12 @@ def _setup_depth_space(ctx, inputs, output):  # type: ignore[no-untyped-def]
 
 def _depth_to_space_backward(ctx, grad):  # type: ignore[no-untyped-def]
     level = _backward_level(ctx.level, SpaceToDepth1Desc)
-    return space_to_depth_op(grad, ctx.block_size, ctx.order, level), None, None, None
+    return space_to_depth_call(grad, ctx.block_size, ctx.order, level), None, None, None
 
 
 def _space_to_depth_backward(ctx, grad):  # type: ignore[no-untyped-def]
     level = _backward_level(ctx.level, DepthToSpace1Desc)
-    return depth_to_space_op(grad, ctx.block_size, ctx.order, level), None, None, None
+    return depth_to_space_call(grad, ctx.block_size, ctx.order, level), None, None, None
 
 
 slice_op.register_autograd(_slice_backward, setup_context=_setup_window)
@@ -390,6 +436,129 @@ split_op.register_autograd(_split_backward, setup_context=_setup_split)
 join_op.register_autograd(_join_backward, setup_context=_setup_join)
 depth_to_space_op.register_autograd(_depth_to_space_backward, setup_context=_setup_depth_space)
 space_to_depth_op.register_autograd(_space_to_depth_backward, setup_context=_setup_depth_space)
+
+
+# -- eager calls: a plain autograd Function, not the custom operator's dispatch ----------
+#
+# Eagerly, torch.library's custom operator costs 100-150 µs of Python per call (dispatch,
+# schema defaults, pytree, its dynamo guard): more than the kernels of a small step. On
+# plain tensors outside torch.compile the calls below take an autograd Function with the
+# same backward (or, with no gradient to track, the implementation itself); traced and
+# compiled code keeps the custom operator, which torch.compile and torch.export see.
+
+
+def _function(name: str, forward: Any, setup: Any, backward: Any) -> Any:
+    """An autograd Function of one operator: `forward(*args)` (a list result as a tuple),
+    `setup(ctx, args, output)` and `backward(ctx, *grads)`. (A Function with a separate
+    setup_context binds its arguments through inspect.signature on every call: 50 µs.)"""
+
+    def forward_(ctx: Any, *args: Any) -> Any:
+        result = forward(*args)
+        setup(ctx, args, result)
+        return tuple(result) if isinstance(result, list) else result
+
+    methods = {"forward": staticmethod(forward_), "backward": staticmethod(backward)}
+    return type(name, (torch.autograd.Function,), methods)
+
+
+def _context_checks() -> list[Any] | None:
+    """Calls that say "something is watching" (a jit trace, a dispatch or function mode such
+    as make_fx's, a functorch transform), or None where this torch lacks one of them."""
+    C = torch._C
+    functorch = getattr(C, "_functorch", None)
+    found = [
+        getattr(C, "_is_tracing", None),
+        getattr(C, "_len_torch_dispatch_stack", None),
+        getattr(C, "_len_torch_function_stack", None),
+        getattr(functorch, "peek_interpreter_stack", None),
+    ]
+    return None if None in found else found
+
+
+_WATCHING = _context_checks()
+
+
+def _plain_eager(tensors: Sequence[Any]) -> bool:
+    """Plain tensors in plain eager code: no compiler, tracer, mode or transform sees the
+    call (then it may bypass the custom operator)."""
+    if _WATCHING is None or torch.compiler.is_compiling():
+        return False
+    tracing, dispatch_modes, function_modes, transforms = _WATCHING
+    if tracing() or dispatch_modes() or function_modes() or transforms() is not None:
+        return False
+    return all(type(t) is Tensor for t in tensors)
+
+
+class _Operator:
+    """One operator three ways: its custom operator (traced or compiled code, tensor
+    subclasses), its autograd Function (plain tensors that need a gradient) and its
+    implementation (plain tensors that need none). `spread`: the Function takes the
+    tensor list (JOIN's) as its last arguments."""
+
+    def __init__(self, op: Any, function: Any, impl: Any, spread: bool = False) -> None:
+        self.op, self.function, self.impl, self.spread = op, function, impl, spread
+
+    def __call__(self, *args: Any) -> Any:
+        tensors = _tensor_inputs(args)
+        if not _plain_eager(tensors):
+            return self.op(*args)
+        if not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
+            return self.impl(*args)
+        if self.spread:
+            return self.function.apply(*args[1:], *args[0])
+        result = self.function.apply(*args)
+        return list(result) if isinstance(result, tuple) else result
+
+
+def _setup_join_spread(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+    _setup_join(ctx, (list(inputs[2:]), inputs[0], inputs[1]), output)
+
+
+def _join_backward_spread(ctx: Any, grad: Tensor) -> tuple[Any, ...]:
+    return (None, None, *_join_backward(ctx, grad)[0])
+
+
+slice_call = _Operator(
+    slice_op, _function("SliceFunction", _slice, _setup_window, _slice_backward), _slice
+)
+slice1_call = _Operator(
+    slice1_op, _function("Slice1Function", _slice1, _setup_window, _slice1_backward), _slice1
+)
+slice_grad_call = _Operator(
+    slice_grad_op,
+    _function("SliceGradFunction", _slice_grad, _setup_slice_grad, _slice_grad_backward),
+    _slice_grad,
+)
+split_call = _Operator(
+    split_op,
+    _function("SplitFunction", _split, _setup_split, lambda ctx, *g: _split_backward(ctx, g)),
+    _split,
+)
+join_call = _Operator(
+    join_op,
+    _function(
+        "JoinFunction",
+        lambda axis, level, *xs: _join(list(xs), axis, level),
+        _setup_join_spread,
+        _join_backward_spread,
+    ),
+    _join,
+    spread=True,
+)
+depth_to_space_call = _Operator(
+    depth_to_space_op,
+    _function(
+        "DepthToSpaceFunction", _depth_to_space, _setup_depth_space, _depth_to_space_backward
+    ),
+    _depth_to_space,
+)
+space_to_depth_call = _Operator(
+    space_to_depth_op,
+    _function(
+        "SpaceToDepthFunction", _space_to_depth, _setup_depth_space, _space_to_depth_backward
+    ),
+    _space_to_depth,
+)
 
 
 # -- torch.compile: the functional calls seen as the operators ---------------------------
