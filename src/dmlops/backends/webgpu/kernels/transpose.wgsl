@@ -12,10 +12,7 @@
 const TI: u32 = 32u;
 const TJ: u32 = 32u;
 
-// cell (i, j) lies at column j ^ (i % 32) of row i: the rows read along j and the columns
-// written along i both touch 32 distinct banks, with no padding (a tile of 16-byte cells
-// fills WebGPU's guaranteed 16 KiB of workgroup memory exactly)
-var<workgroup> tile: array<array<Cell, TJ>, TI>;
+var<workgroup> tile: array<array<Cell, TJ + 1u>, TI>;
 
 @compute @workgroup_size(32, 8)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
@@ -36,8 +33,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             let i = at.i0 + lid.y + r;
             let j = at.j0 + lid.x + c;
             if (i < ni && j < nj) {
-                let row = lid.y + r;
-                tile[row][(lid.x + c) ^ (row & 31u)] = load_cell(k, at.src + i * si + j * sj);
+                tile[lid.y + r][lid.x + c] = load_cell(k, at.src + i * si + j * sj);
             }
         }
     }
@@ -47,8 +43,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             let j = at.j0 + lid.y + r;
             let i = at.i0 + lid.x + c;
             if (i < ni && j < nj) {
-                let row = lid.x + c;
-                store_cell(k, at.dst + i * di + j * dj, tile[row][(lid.y + r) ^ (row & 31u)]);
+                store_cell(k, at.dst + i * di + j * dj, tile[lid.x + c][lid.y + r]);
             }
         }
     }
