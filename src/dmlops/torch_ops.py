@@ -93,6 +93,7 @@ def _run(call: Any, *tensors: Tensor) -> Any:
 def _slice(
     x: Tensor, offsets: list[int], sizes: list[int], strides: list[int], feature_level: str | None
 ) -> Tensor:
+    """DML SLICE (see dmlops.slice)."""
     return _run(lambda a: F.slice(a, offsets, sizes, strides, feature_level=feature_level), x)
 
 
@@ -104,6 +105,7 @@ def _slice1(
     output_sizes: list[int] | None,
     feature_level: str | None,
 ) -> Tensor:
+    """DML SLICE1 (see dmlops.slice1)."""
     window = (window_offsets, window_sizes, window_strides)
     return _run(lambda a: F.slice1(a, *window, output_sizes, feature_level=feature_level), x)
 
@@ -116,6 +118,7 @@ def _slice_grad(
     window_strides: list[int],
     feature_level: str | None,
 ) -> Tensor:
+    """DML SLICE_GRAD (see dmlops.slice_grad)."""
     window = (window_offsets, window_sizes, window_strides)
     return _run(
         lambda a: F.slice_grad(a, output_sizes, *window, feature_level=feature_level),
@@ -124,80 +127,39 @@ def _slice_grad(
 
 
 def _split(x: Tensor, axis: int, sizes: list[int], feature_level: str | None) -> list[Tensor]:
+    """DML SPLIT (see dmlops.split)."""
     parts: list[Tensor] = _run(lambda a: F.split(a, axis, sizes, feature_level=feature_level), x)
     return parts
 
 
 def _join(xs: list[Tensor], axis: int, feature_level: str | None) -> Tensor:
+    """DML JOIN (see dmlops.join)."""
     joined: Tensor = _run(lambda *a: F.join(list(a), axis, feature_level=feature_level), *xs)
     return joined
 
 
 def _depth_to_space(x: Tensor, block_size: int, order: str, feature_level: str | None) -> Tensor:
+    """DML DEPTH_TO_SPACE1 (see dmlops.depth_to_space)."""
     return _run(lambda a: F.depth_to_space(a, block_size, order, feature_level=feature_level), x)
 
 
 def _space_to_depth(x: Tensor, block_size: int, order: str, feature_level: str | None) -> Tensor:
+    """DML SPACE_TO_DEPTH1 (see dmlops.space_to_depth)."""
     return _run(lambda a: F.space_to_depth(a, block_size, order, feature_level=feature_level), x)
 
 
-@torch.library.custom_op(f"{_LIB}::slice", mutates_args=())
-def slice_op(
-    x: Tensor, offsets: list[int], sizes: list[int], strides: list[int], feature_level: str | None
-) -> Tensor:
-    """DML SLICE (see dmlops.slice)."""
-    return _slice(x, offsets, sizes, strides, feature_level)
+def _custom_op(name: str, impl: Any) -> Any:
+    """`impl` as the torch custom operator dmlops::<name> (its schema from its signature)."""
+    return torch.library.custom_op(f"{_LIB}::{name}", mutates_args=())(impl)
 
 
-@torch.library.custom_op(f"{_LIB}::slice1", mutates_args=())
-def slice1_op(
-    x: Tensor,
-    window_offsets: list[int],
-    window_sizes: list[int],
-    window_strides: list[int],
-    output_sizes: list[int] | None,
-    feature_level: str | None,
-) -> Tensor:
-    """DML SLICE1 (see dmlops.slice1)."""
-    return _slice1(x, window_offsets, window_sizes, window_strides, output_sizes, feature_level)
-
-
-@torch.library.custom_op(f"{_LIB}::slice_grad", mutates_args=())
-def slice_grad_op(
-    input_gradient: Tensor,
-    output_sizes: list[int],
-    window_offsets: list[int],
-    window_sizes: list[int],
-    window_strides: list[int],
-    feature_level: str | None,
-) -> Tensor:
-    """DML SLICE_GRAD (see dmlops.slice_grad)."""
-    window = (window_offsets, window_sizes, window_strides)
-    return _slice_grad(input_gradient, output_sizes, *window, feature_level)
-
-
-@torch.library.custom_op(f"{_LIB}::split", mutates_args=())
-def split_op(x: Tensor, axis: int, sizes: list[int], feature_level: str | None) -> list[Tensor]:
-    """DML SPLIT (see dmlops.split)."""
-    return _split(x, axis, sizes, feature_level)
-
-
-@torch.library.custom_op(f"{_LIB}::join", mutates_args=())
-def join_op(xs: list[Tensor], axis: int, feature_level: str | None) -> Tensor:
-    """DML JOIN (see dmlops.join)."""
-    return _join(xs, axis, feature_level)
-
-
-@torch.library.custom_op(f"{_LIB}::depth_to_space", mutates_args=())
-def depth_to_space_op(x: Tensor, block_size: int, order: str, feature_level: str | None) -> Tensor:
-    """DML DEPTH_TO_SPACE1 (see dmlops.depth_to_space)."""
-    return _depth_to_space(x, block_size, order, feature_level)
-
-
-@torch.library.custom_op(f"{_LIB}::space_to_depth", mutates_args=())
-def space_to_depth_op(x: Tensor, block_size: int, order: str, feature_level: str | None) -> Tensor:
-    """DML SPACE_TO_DEPTH1 (see dmlops.space_to_depth)."""
-    return _space_to_depth(x, block_size, order, feature_level)
+slice_op = _custom_op("slice", _slice)
+slice1_op = _custom_op("slice1", _slice1)
+slice_grad_op = _custom_op("slice_grad", _slice_grad)
+split_op = _custom_op("split", _split)
+join_op = _custom_op("join", _join)
+depth_to_space_op = _custom_op("depth_to_space", _depth_to_space)
+space_to_depth_op = _custom_op("space_to_depth", _space_to_depth)
 
 
 # -- fake implementations: DirectML's shape rules and validation, no data ---------------

@@ -25,7 +25,10 @@ from ..device import Device
 from ..ops import Slice1Desc, SplitDesc
 from .common import Fn, Result, gpu_present, have
 
-__all__ = ["operators", "layouts", "call_cost", "indexed"]
+__all__ = [
+    "operators", "layouts", "call_cost", "indexed", "layout_arrays", "bound_seconds",
+    "copy_seconds",
+]  # fmt: skip
 
 OURS = "dmlops webgpu (bound)"
 FUNCTIONAL = "dmlops webgpu (functional)"
@@ -170,29 +173,45 @@ def _functional_breakdown(res: Result, desc: Any, host: np.ndarray[Any, Any], re
     res.times["  readback"] = _batched(y.numpy, reps * 5, lambda: None, 1)
 
 
+def layout_arrays(case: Any) -> tuple[np.ndarray[Any, Any], Any, Any]:
+    """A layouts case's input as random host bytes, its WebGPU copy, and a WebGPU output."""
+    import dmlops.webgpu as wg
+
+    dtype = np.dtype(case.dtype)
+    count = math.prod(case.shape)
+    host = np.random.default_rng(0).integers(0, 255, count * dtype.itemsize, dtype=np.uint8)
+    host = host.view(dtype).reshape(case.shape)
+    out = wg.empty(case.desc.output_fields()[0][1].sizes, dtype)
+    return host, wg.asarray(host), out
+
+
+def bound_seconds(case: Any, host: Any, x: Any, out: Any, reps: int, label: str) -> float:
+    """Seconds per bound dispatch of a layouts case on WebGPU (checked bit-exact first)."""
+    backend = _backend()
+    table = Device(backend="webgpu").create_operator(case.desc).bind([x], [out])
+    table.dispatch()
+    _check([out], [case.view(host)], label)
+    return _batched(table.dispatch, reps, backend.synchronize)
+
+
+def copy_seconds(nbytes: int, reps: int) -> float:
+    """A device copy of `nbytes`: torch's where CUDA is present, else WebGPU's buffer copy."""
+    ceiling = Result("copy", "copy", "webgpu", nbytes, "x")
+    _ceilings(ceiling, nbytes, reps)
+    return ceiling.times.get("torch d2d copy") or ceiling.times["webgpu buffer copy"]
+
+
 def layouts(reps: int) -> list[Result]:
     """The layouts section's cases on WebGPU."""
-    import dmlops.webgpu as wg
 
     from . import layouts as section
 
-    backend = _backend()
     results = []
     for case in section.CASES:
-        rng = np.random.default_rng(0)
-        dtype = np.dtype(case.dtype)
-        count = math.prod(case.shape)
-        host = rng.integers(0, 255, count * dtype.itemsize, dtype=np.uint8).view(dtype)
-        host = host.reshape(case.shape)
-        x = wg.asarray(host)
-        out_t = case.desc.output_fields()[0][1]
-        out = wg.empty(out_t.sizes, dtype)
-        table = Device(backend="webgpu").create_operator(case.desc).bind([x], [out])
-        table.dispatch()
-        _check([out], [case.view(host)], case.name)
+        host, x, out = layout_arrays(case)
         name = f"{case.layout_class}: {case.name}"
         res = Result(section.SECTION, name, _device_name(), out.nbytes, OURS)
-        res.times[OURS] = _batched(table.dispatch, reps, backend.synchronize)
+        res.times[OURS] = bound_seconds(case, host, x, out, reps, case.name)
         _ceilings(res, out.nbytes, reps)
         _cuda_peer(res, case.desc, [host], reps)
         results.append(res)
