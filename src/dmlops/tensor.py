@@ -225,8 +225,16 @@ def calc_buffer_tensor_size(
     return (size + 3) & ~3
 
 
+_PLAIN_SEQUENCES = (list, tuple)
+_PLAIN_INT = {int}
+
+
 def int_tuple(values: Iterable[object] | None, field: str) -> tuple[int, ...]:
     """Normalise a sequence of integers; DmlError naming `field` otherwise."""
+    if type(values) in _PLAIN_SEQUENCES:  # the common case: plain ints, one pass in C
+        found = tuple(values)  # type: ignore[arg-type]
+        if set(map(type, found)) <= _PLAIN_INT:
+            return found  # type: ignore[return-value]
     if values is None:
         raise InvalidDescriptorError(f"{field} is missing")
     if isinstance(values, (str, bytes)):
