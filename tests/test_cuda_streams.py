@@ -440,6 +440,7 @@ def test_second_gpu_onnx_and_dask() -> None:
     onnx = pytest.importorskip("onnx")
     da = pytest.importorskip("dask.array")
     import cupy
+    import dask
     from onnx import TensorProto, helper
 
     import dmlops.dask
@@ -461,8 +462,16 @@ def test_second_gpu_onnx_and_dask() -> None:
     with cupy.cuda.Device(1):
         host = np.arange(8 * 12, dtype=np.float32).reshape(8, 12)
         arr = da.from_array(cupy.asarray(host), chunks=(4, 6), asarray=False)
-    out = dmlops.dask.slice1(arr, [0, 0], [8, 12], [-1, -1]).compute()  # tasks on GPU 0's threads
-    assert out.device.id == 1
+    result = dmlops.dask.slice1(arr, [0, 0], [8, 12], [-1, -1])
+    # each chunk's task runs on a dask thread whose current device is GPU 0: the chunks stay
+    # on GPU 1 (dask's own assembly of them in .compute() runs on its thread's current
+    # device, as CuPy's concatenate does, so the chunks are taken as they come)
+    chunks = dask.compute(*result.to_delayed().ravel())
+    assert {c.device.id for c in chunks} == {1}
+    with cupy.cuda.Device(1):
+        out = cupy.concatenate(
+            [cupy.concatenate(chunks[k : k + 2], axis=1) for k in range(0, len(chunks), 2)]
+        )
     np.testing.assert_array_equal(cupy.asnumpy(out), host[::-1, ::-1])
 
 
