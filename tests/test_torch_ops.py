@@ -233,6 +233,29 @@ def test_eager_calls_take_autograd_functions_and_traced_ones_the_operators(
     assert "dmlops.slice1" in traced.code
 
 
+def test_a_permuted_views_gradient_reaches_its_base_contiguous(device: str) -> None:
+    """A slice of x.transpose(1, 2): eagerly on CUDA its SLICE_GRAD is written in the
+    view's layout, so x.grad arrives contiguous (AccumulateGrad keeps it, no copy); the
+    values are torch's either way, double backward included."""
+    x = _x(device, 3, 5, 8)
+    y = dmlops.slice1(x.transpose(1, 2), [0, 0, 1], [3, 8, 4], [1, 1, 2])
+    g = torch.randn_like(y)
+    y.backward(g)
+    want = x.detach().clone().requires_grad_(True)
+    want.transpose(1, 2)[:, :, 1::2].backward(g)
+    assert torch.equal(x.grad, want.grad)
+    if device == "cuda":
+        assert x.grad.is_contiguous()
+    x.grad = None
+    (first,) = torch.autograd.grad(
+        dmlops.slice(x.permute(2, 0, 1), [1, 0, 0], [3, 3, 5], [2, 1, 1]).sum(),
+        x,
+        create_graph=True,
+    )
+    assert torch.equal(first, torch.zeros_like(first).index_fill_(2, torch.tensor([1, 3, 5],
+                       device=device), 1))  # fmt: skip
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
 def test_reduce_overhead_cuda_graphs_replay_with_new_data() -> None:

@@ -319,24 +319,52 @@ def _backward_level(feature_level: str | None, desc: type[OperatorDesc]) -> str 
     return feature_level
 
 
+def _permuted_layout(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether strides lay the elements out densely, each once, in another order than
+    row-major (a permutation of a contiguous layout: x.T, x.permute(...))."""
+    dims = sorted((s, n) for s, n in zip(strides, shape, strict=True) if n != 1)
+    step = 1
+    for s, n in dims:
+        if s != step:
+            return False
+        step *= n
+    packed = [s for s, n in zip(strides, shape, strict=True) if n != 1]
+    return packed != sorted(packed, reverse=True)
+
+
 def _setup_window(ctx, inputs, output):  # type: ignore[no-untyped-def]
     x, a, b, c, *_, level = inputs
     ctx.shape = list(x.shape)
     ctx.fields = (list(a), list(b), list(c))
     ctx.level = level
+    # a permuted view's gradient laid out as the view (see _window_gradient)
+    ctx.layout = x.stride() if _permuted_layout(x.shape, x.stride()) else None
+
+
+def _window_gradient(ctx: Any, grad: Tensor, window: Sequence[list[int]], level: Any) -> Any:
+    """SLICE_GRAD of a SLICE / SLICE1's output gradient. Where the forward read a permuted
+    view (x.transpose(1, 2)) of a CUDA tensor, in plain eager code with no graph to record,
+    the gradient is written in the view's own layout: autograd's view backward then hands
+    the base a contiguous gradient, which AccumulateGrad keeps instead of copying it."""
+    eager = ctx.layout is not None and grad.is_cuda and not torch.is_grad_enabled()
+    if eager and _plain_eager([grad]):
+        out = torch.empty_strided(ctx.shape, ctx.layout, dtype=grad.dtype, device=grad.device)
+        F.slice_grad(grad.detach(), ctx.shape, *window, feature_level=level, out=out)
+        return out
+    return slice_grad_call(grad, ctx.shape, *window, level)
 
 
 def _slice_backward(ctx, grad):  # type: ignore[no-untyped-def]
     offsets, sizes, strides = ctx.fields
     window_sizes = [(n - 1) * s + 1 for n, s in zip(sizes, strides, strict=True)]
     level = _backward_level(ctx.level, SliceGradDesc)
-    g = slice_grad_call(grad, ctx.shape, offsets, window_sizes, strides, level)
+    g = _window_gradient(ctx, grad, (offsets, window_sizes, strides), level)
     return g, None, None, None, None
 
 
 def _slice1_backward(ctx, grad):  # type: ignore[no-untyped-def]
     level = _backward_level(ctx.level, SliceGradDesc)
-    return slice_grad_call(grad, ctx.shape, *ctx.fields, level), None, None, None, None, None
+    return _window_gradient(ctx, grad, ctx.fields, level), None, None, None, None, None
 
 
 def _setup_slice_grad(ctx, inputs, output):  # type: ignore[no-untyped-def]
