@@ -222,6 +222,10 @@ def test_eager_calls_take_autograd_functions_and_traced_ones_the_operators(
     assert type(joined.grad_fn).__name__ == "JoinFunctionBackward"
     with torch.no_grad():
         assert dmlops.slice1(x, [0, 1], [4, 5], [1, 2]).grad_fn is None
+    weight = torch.nn.Parameter(x.detach().clone())  # a Parameter is as plain
+    assert type(dmlops.slice1(weight, [0, 1], [4, 5], [1, 2]).grad_fn).__name__ == (
+        "Slice1FunctionBackward"
+    )
     (joined.sum() * 2 + parts[1][:, :1].sum()).backward()
     want = x.detach().clone().requires_grad_(True)
     pieces = torch.split(want, [2, 4], 1)

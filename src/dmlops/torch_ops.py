@@ -476,7 +476,11 @@ def _plain_eager(tensors: Sequence[Any]) -> bool:
     tracing, dispatch_modes, function_modes, transforms = _WATCHING
     if tracing() or dispatch_modes() or function_modes() or transforms() is not None:
         return False
-    return all(type(t) is Tensor for t in tensors)
+    return all(type(t) in _PLAIN_TENSORS for t in tensors)
+
+
+# (a Parameter is a plain tensor to dispatch: its __torch_function__ is torch's own, disabled)
+_PLAIN_TENSORS = (Tensor, torch.nn.Parameter)
 
 
 class _Operator:
