@@ -337,8 +337,7 @@ def _setup_window(ctx, inputs, output):  # type: ignore[no-untyped-def]
     ctx.shape = list(x.shape)
     ctx.fields = (list(a), list(b), list(c))
     ctx.level = level
-    # a permuted view's gradient laid out as the view (see _window_gradient)
-    ctx.layout = x.stride() if _permuted_layout(x.shape, x.stride()) else None
+    ctx.strides = x.stride()  # a permuted view's gradient is laid out as it (_window_gradient)
 
 
 def _window_gradient(ctx: Any, grad: Tensor, window: Sequence[list[int]], level: Any) -> Any:
@@ -346,9 +345,9 @@ def _window_gradient(ctx: Any, grad: Tensor, window: Sequence[list[int]], level:
     view (x.transpose(1, 2)) of a CUDA tensor, in plain eager code with no graph to record,
     the gradient is written in the view's own layout: autograd's view backward then hands
     the base a contiguous gradient, which AccumulateGrad keeps instead of copying it."""
-    eager = ctx.layout is not None and grad.is_cuda and not torch.is_grad_enabled()
-    if eager and _plain_eager([grad]):
-        out = torch.empty_strided(ctx.shape, ctx.layout, dtype=grad.dtype, device=grad.device)
+    eager = grad.is_cuda and not torch.is_grad_enabled() and _plain_eager([grad])
+    if eager and _permuted_layout(ctx.shape, ctx.strides):
+        out = torch.empty_strided(ctx.shape, ctx.strides, dtype=grad.dtype, device=grad.device)
         F.slice_grad(grad.detach(), ctx.shape, *window, feature_level=level, out=out)
         return out
     return slice_grad_call(grad, ctx.shape, *window, level)
