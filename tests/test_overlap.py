@@ -202,7 +202,9 @@ def test_device_api_interleaved_strided_bindings_are_apart(backend: str) -> None
     np.testing.assert_array_equal(to_host(buf), [0, 6, 2, 4, 4, 2, 6, 0])
 
 
-def test_many_bindings_take_the_vectorised_path(backend: str) -> None:
+def test_many_bindings_are_checked_by_loop_or_vectorised(backend: str) -> None:
+    """Many outputs (or one output and more than 255 inputs) take the vectorised overlap
+    test; one output and fewer inputs a loop over their spans: both stage what meets."""
     host = np.arange(400, dtype=np.float32)
     buf = to_device(backend, host.copy())
     # 20 outputs, the first of which overlaps the input's tail
@@ -222,6 +224,10 @@ def test_many_bindings_take_the_vectorised_path(backend: str) -> None:
         to_host(buf)[:200],
         np.concatenate([before[10 * k : 10 * k + 10] for k in range(19, -1, -1)]),
     )
+    # 300 inputs of one element, the output overwriting them in reverse: vectorised
+    many = to_device(backend, host[:300].copy())
+    dmlops.join([many[k : k + 1] for k in range(299, -1, -1)], 0, out=many[:300])
+    np.testing.assert_array_equal(to_host(many), host[:300][::-1])
 
 
 _SPAN = st.tuples(st.integers(0, 64), st.integers(0, 16), st.integers(0, 16)).map(

@@ -59,7 +59,9 @@ __all__ = [
 ]
 
 CACHE_SIZE = 1024
-_FEW_SPANS = 16  # bindings up to which a call's overlap test is a Python loop over spans
+# span pairs up to which a call's overlap test is a Python loop (each write against every read
+# and every other write: a join of 64 arrays into one output is 65 pairs, not a numpy test)
+_FEW_SPAN_PAIRS = 256
 
 
 class _LRU:
@@ -387,7 +389,7 @@ class _Call:
         # one (few bindings only: many go straight to find_overlaps' vectorised test)
         spans = [(k, *plan.input_spans[k]) for k in self.read]
         writes = [(j, lo, hi) for j, (lo, hi) in enumerate(plan.output_spans) if hi > lo]
-        few = len(spans) + len(writes) <= _FEW_SPANS
+        few = len(writes) * (len(spans) + len(writes)) <= _FEW_SPAN_PAIRS
         self.read_spans = spans if few else None
         self.write_spans = writes
         self.select: list[int] | None = None
