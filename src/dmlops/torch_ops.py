@@ -418,13 +418,19 @@ def _space_to_depth_backward(ctx, grad):  # type: ignore[no-untyped-def]
     return depth_to_space_call(grad, ctx.block_size, ctx.order, level), None, None, None
 
 
-slice_op.register_autograd(_slice_backward, setup_context=_setup_window)
-slice1_op.register_autograd(_slice1_backward, setup_context=_setup_window)
-slice_grad_op.register_autograd(_slice_grad_backward, setup_context=_setup_slice_grad)
-split_op.register_autograd(_split_backward, setup_context=_setup_split)
-join_op.register_autograd(_join_backward, setup_context=_setup_join)
-depth_to_space_op.register_autograd(_depth_to_space_backward, setup_context=_setup_depth_space)
-space_to_depth_op.register_autograd(_space_to_depth_backward, setup_context=_setup_depth_space)
+# each operator's implementation, autograd context setup and backward: registered on the
+# custom operator here, and the same pair run by its eager autograd Function (_Operator)
+_AUTOGRAD: dict[Any, tuple[Any, Any, Any]] = {
+    slice_op: (_slice, _setup_window, _slice_backward),
+    slice1_op: (_slice1, _setup_window, _slice1_backward),
+    slice_grad_op: (_slice_grad, _setup_slice_grad, _slice_grad_backward),
+    split_op: (_split, _setup_split, _split_backward),
+    join_op: (_join, _setup_join, _join_backward),
+    depth_to_space_op: (_depth_to_space, _setup_depth_space, _depth_to_space_backward),
+    space_to_depth_op: (_space_to_depth, _setup_depth_space, _space_to_depth_backward),
+}
+for _op, (_, _setup, _backward) in _AUTOGRAD.items():
+    _op.register_autograd(_backward, setup_context=_setup)
 
 
 # -- eager calls: a plain autograd Function, not the custom operator's dispatch ----------
@@ -434,20 +440,6 @@ space_to_depth_op.register_autograd(_space_to_depth_backward, setup_context=_set
 # plain tensors outside torch.compile the calls below take an autograd Function with the
 # same backward (or, with no gradient to track, the implementation itself); traced and
 # compiled code keeps the custom operator, which torch.compile and torch.export see.
-
-
-def _function(name: str, forward: Any, setup: Any, backward: Any) -> Any:
-    """An autograd Function of one operator: `forward(*args)` (a list result as a tuple),
-    `setup(ctx, args, output)` and `backward(ctx, *grads)`. (A Function with a separate
-    setup_context binds its arguments through inspect.signature on every call: 50 µs.)"""
-
-    def forward_(ctx: Any, *args: Any) -> Any:
-        result = forward(*args)
-        setup(ctx, args, result)
-        return tuple(result) if isinstance(result, list) else result
-
-    methods = {"forward": staticmethod(forward_), "backward": staticmethod(backward)}
-    return type(name, (torch.autograd.Function,), methods)
 
 
 def _context_checks() -> list[Any] | None:
@@ -465,6 +457,8 @@ def _context_checks() -> list[Any] | None:
 
 
 _WATCHING = _context_checks()
+# (a Parameter is a plain tensor to dispatch: its __torch_function__ is torch's own, disabled)
+_PLAIN_TENSORS = (Tensor, torch.nn.Parameter)
 
 
 def _plain_eager(tensors: Sequence[Any]) -> bool:
@@ -478,18 +472,35 @@ def _plain_eager(tensors: Sequence[Any]) -> bool:
     return all(type(t) in _PLAIN_TENSORS for t in tensors)
 
 
-# (a Parameter is a plain tensor to dispatch: its __torch_function__ is torch's own, disabled)
-_PLAIN_TENSORS = (Tensor, torch.nn.Parameter)
-
-
 class _Operator:
     """One operator three ways: its custom operator (traced or compiled code, tensor
-    subclasses), its autograd Function (plain tensors that need a gradient) and its
-    implementation (plain tensors that need none). `spread`: the Function takes the
-    tensor list (JOIN's) as its last arguments."""
+    subclasses), an autograd Function running the operator's own implementation, context
+    setup and backward (plain tensors that need a gradient), and the implementation alone
+    (plain tensors that need none). `listed`: the operator's first argument is a tensor
+    list (JOIN's), which the Function takes as its last arguments, after the others."""
 
-    def __init__(self, op: Any, function: Any, impl: Any, spread: bool = False) -> None:
-        self.op, self.function, self.impl, self.spread = op, function, impl, spread
+    def __init__(self, op: Any, name: str, listed: bool = False) -> None:
+        impl, setup, backward = _AUTOGRAD[op]
+        self.op, self.impl, self.listed = op, impl, listed
+
+        def unspread(args: tuple[Any, ...]) -> tuple[Any, ...]:
+            return (list(args[2:]), *args[:2]) if listed else args
+
+        def forward(ctx: Any, *args: Any) -> Any:
+            args = unspread(args)
+            result = impl(*args)
+            setup(ctx, args, result)
+            ctx.many = isinstance(result, list)
+            return tuple(result) if ctx.many else result
+
+        def backward_(ctx: Any, *grads: Any) -> Any:
+            found = backward(ctx, grads if ctx.many else grads[0])
+            return (None, None, *found[0]) if listed else found
+
+        # (a Function with a separate setup_context binds its arguments through
+        # inspect.signature on every call: 50 µs)
+        methods = {"forward": staticmethod(forward), "backward": staticmethod(backward_)}
+        self.function: Any = type(f"{name}Function", (torch.autograd.Function,), methods)
 
     def __call__(self, *args: Any) -> Any:
         tensors = _tensor_inputs(args)
@@ -497,61 +508,19 @@ class _Operator:
             return self.op(*args)
         if not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
             return self.impl(*args)
-        if self.spread:
+        if self.listed:
             return self.function.apply(*args[1:], *args[0])
         result = self.function.apply(*args)
         return list(result) if isinstance(result, tuple) else result
 
 
-def _setup_join_spread(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
-    _setup_join(ctx, (list(inputs[2:]), inputs[0], inputs[1]), output)
-
-
-def _join_backward_spread(ctx: Any, grad: Tensor) -> tuple[Any, ...]:
-    return (None, None, *_join_backward(ctx, grad)[0])
-
-
-slice_call = _Operator(
-    slice_op, _function("SliceFunction", _slice, _setup_window, _slice_backward), _slice
-)
-slice1_call = _Operator(
-    slice1_op, _function("Slice1Function", _slice1, _setup_window, _slice1_backward), _slice1
-)
-slice_grad_call = _Operator(
-    slice_grad_op,
-    _function("SliceGradFunction", _slice_grad, _setup_slice_grad, _slice_grad_backward),
-    _slice_grad,
-)
-split_call = _Operator(
-    split_op,
-    _function("SplitFunction", _split, _setup_split, lambda ctx, *g: _split_backward(ctx, g)),
-    _split,
-)
-join_call = _Operator(
-    join_op,
-    _function(
-        "JoinFunction",
-        lambda axis, level, *xs: _join(list(xs), axis, level),
-        _setup_join_spread,
-        _join_backward_spread,
-    ),
-    _join,
-    spread=True,
-)
-depth_to_space_call = _Operator(
-    depth_to_space_op,
-    _function(
-        "DepthToSpaceFunction", _depth_to_space, _setup_depth_space, _depth_to_space_backward
-    ),
-    _depth_to_space,
-)
-space_to_depth_call = _Operator(
-    space_to_depth_op,
-    _function(
-        "SpaceToDepthFunction", _space_to_depth, _setup_depth_space, _space_to_depth_backward
-    ),
-    _space_to_depth,
-)
+slice_call = _Operator(slice_op, "Slice")
+slice1_call = _Operator(slice1_op, "Slice1")
+slice_grad_call = _Operator(slice_grad_op, "SliceGrad")
+split_call = _Operator(split_op, "Split")
+join_call = _Operator(join_op, "Join", listed=True)
+depth_to_space_call = _Operator(depth_to_space_op, "DepthToSpace")
+space_to_depth_call = _Operator(space_to_depth_op, "SpaceToDepth")
 
 
 # -- torch.compile: the functional calls seen as the operators ---------------------------
