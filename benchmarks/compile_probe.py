@@ -1,7 +1,10 @@
 """A bench block under torch.compile on the GPU, dmlops' operators against torch's own code:
 the generated kernels of each (names, and the code into a folder) and the step's median.
 
-    python benchmarks/compile_probe.py [BLOCK NAME] [OUTPUT FOLDER]
+    python benchmarks/compile_probe.py [BLOCK NAME | all] [OUTPUT FOLDER] [--cat]
+
+--cat: dmlops' JOIN decomposed as `torch.cat` whatever its parts (not one pointwise
+expression of up to eight parts).
 """
 
 from __future__ import annotations
@@ -14,13 +17,24 @@ import torch
 from torch._inductor.utils import run_and_get_code
 
 from dmlops.bench.common import median_gpu
-from dmlops.bench.torch_steps import BLOCKS, _step
+from dmlops.bench.torch_steps import BLOCKS, Block, _step
 
 
 def main() -> None:
-    name = sys.argv[1] if len(sys.argv) > 1 else "QKV split + heads"
-    folder = Path(sys.argv[2]) if len(sys.argv) > 2 else None
-    spec = next(b for b in BLOCKS if b.name == name)
+    args = [a for a in sys.argv[1:] if a != "--cat"]
+    if "--cat" in sys.argv:
+        from dmlops import torch_decompositions
+
+        torch_decompositions._POINTWISE_PARTS = 0
+    name = args[0] if args else "QKV split + heads"
+    folder = Path(args[1]) if len(args) > 1 else None
+    for spec in BLOCKS:
+        if name in ("all", spec.name):
+            print(f"== {spec.name}", flush=True)
+            probe(spec, folder / spec.name.replace(" ", "_") if folder else None)
+
+
+def probe(spec: Block, folder: Path | None) -> None:
     inputs = [torch.randn(s, device="cuda", requires_grad=True) for s in spec.shapes]
     outs = _step(spec.theirs, inputs, None)
     grads = [torch.randn_like(o) for o in outs]

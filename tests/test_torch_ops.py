@@ -4,10 +4,22 @@ graphs through torch.compile(mode="reduce-overhead"). Skipped without torch."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reference import (
+    apply_to_arrays,
+    join_mapping,
+    slice1_mapping,
+    slice_grad_mapping,
+    split_mapping,
+)
 
 torch = pytest.importorskip("torch")
 
@@ -25,6 +37,7 @@ DEVICES = [
     ),
 ]
 SEED = ([0, 0, 0, 1], [1, 1, 4, 3], [1, 1, -2, 2])
+SEED_3D = ([0, 0, 1], [2, 3, 4], [1, -1, 2])
 
 
 @pytest.fixture(autouse=True)
@@ -447,3 +460,144 @@ def test_a_compiled_join_backward_has_the_kernels_of_cats(device: str) -> None:
     theirs = backward(lambda xs, axis: torch.cat(xs, axis))
     assert ours[0] == theirs[0]
     assert torch.equal(ours[1], theirs[1]) and torch.equal(ours[2], theirs[2])
+
+
+# -- the decompositions themselves, against the naive references --------------------------
+
+
+@st.composite
+def _windows(draw):  # type: ignore[no-untyped-def]
+    """A SLICE1 window over a small tensor: (input sizes, offsets, sizes, strides)."""
+    rank = draw(st.integers(1, 4))
+    sizes = draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank))
+    offsets, window, strides = [], [], []
+    for n in sizes:
+        o = draw(st.integers(0, n - 1))
+        offsets.append(o)
+        window.append(draw(st.integers(1, n - o)))
+        strides.append(draw(st.sampled_from([-3, -2, -1, 1, 2, 3])))
+    return sizes, offsets, window, strides
+
+
+def _decomposed_outputs(name: str, args: list, pointwise: bool) -> list:  # type: ignore[type-arg]
+    """Operator `name`'s outputs as its torch.compile decomposition makes them, run eagerly."""
+    from dmlops import torch_decompositions, torch_ops
+
+    tensors = args[0] if isinstance(args[0], list) else [args[0]]
+    recipes = torch_ops._recipes(name, args, pointwise)
+    return [torch_decompositions.build(tensors, r) for r in recipes]
+
+
+def _numbered(*shape: int) -> torch.Tensor:
+    return torch.arange(1, math.prod(shape) + 1, dtype=torch.float32).reshape(shape)
+
+
+@given(window=_windows(), pointwise=st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_slice1_and_slice_grad_decompositions_match_the_naive_reference(
+    window, pointwise: bool
+) -> None:  # type: ignore[no-untyped-def]
+    """SLICE1 and SLICE_GRAD as views and copies (the recipes torch.compile builds) equal
+    the seed pages' element-by-element mappings, negative strides included."""
+    sizes, offsets, wsizes, strides = window
+    out_sizes = [-(-w // abs(s)) for w, s in zip(wsizes, strides)]
+    x = _numbered(*sizes)
+    (got,) = _decomposed_outputs("slice1", [x, offsets, wsizes, strides, None, None], pointwise)
+    want = np.zeros(out_sizes, np.float32)
+    apply_to_arrays(slice1_mapping(offsets, wsizes, strides, out_sizes), [x.numpy()], [want])
+    assert np.array_equal(got.numpy(), want)
+    g = _numbered(*out_sizes)
+    args = [g, sizes, offsets, wsizes, strides, None]
+    (grad,) = _decomposed_outputs("slice_grad", args, pointwise)
+    mapping, _ = slice_grad_mapping(offsets, wsizes, strides, out_sizes, sizes)
+    want_grad = np.zeros(sizes, np.float32)
+    apply_to_arrays(mapping, [g.numpy()], [want_grad])
+    assert np.array_equal(grad.numpy(), want_grad)
+
+
+@given(
+    rank=st.integers(1, 4),
+    parts=st.lists(st.integers(1, 3), min_size=1, max_size=10),
+    data=st.data(),
+    pointwise=st.booleans(),
+)
+@settings(max_examples=40, deadline=None)
+def test_join_and_split_decompositions_match_the_naive_reference(
+    rank: int, parts: list[int], data, pointwise: bool
+) -> None:  # type: ignore[no-untyped-def]
+    """JOIN (up to ten parts: pointwise or `cat`) and SPLIT as views and copies equal the
+    naive mappings."""
+    axis = data.draw(st.integers(0, rank - 1))
+    others = data.draw(st.lists(st.integers(1, 3), min_size=rank, max_size=rank))
+    shapes = [[p if d == axis else n for d, n in enumerate(others)] for p in parts]
+    xs = [_numbered(*s) + 100 * k for k, s in enumerate(shapes)]
+    (joined,) = _decomposed_outputs("join", [xs, axis, None], pointwise)
+    total = [sum(s[axis] for s in shapes) if d == axis else n for d, n in enumerate(others)]
+    want = np.zeros(total, np.float32)
+    apply_to_arrays(join_mapping(shapes, axis), [x.numpy() for x in xs], [want])
+    assert np.array_equal(joined.numpy(), want)
+    sizes = [s[axis] for s in shapes]
+    pieces = _decomposed_outputs("split", [joined, axis, sizes, None], pointwise)
+    wanted = [np.zeros(s, np.float32) for s in shapes]
+    apply_to_arrays(split_mapping(shapes, axis), [want], wanted)
+    assert all(np.array_equal(p.numpy(), w) for p, w in zip(pieces, wanted, strict=True))
+
+
+def _graph_ops(fn, *args, **compile_options) -> tuple[list, str]:  # type: ignore[no-untyped-def, type-arg]
+    """fn compiled with a backend that records dynamo's graph: the results and the graph."""
+    graphs = []
+
+    def record(gm, example_inputs):  # type: ignore[no-untyped-def]
+        graphs.append(gm.code)
+        return gm.forward
+
+    torch._dynamo.reset()
+    got = torch.compile(fn, backend=record, fullgraph=True, **compile_options)(*args)
+    return got, "\n".join(graphs)
+
+
+def test_compiled_calls_are_torchs_own_ops(device: str) -> None:
+    """Traced by dynamo, a functional call becomes the aten views and copies themselves
+    (torch's own graph: AOTAutograd and inductor treat it as torch code), with eager's bits;
+    symbolic sizes (dynamic=True) are specialised to their values, since DirectML's
+    descriptors have whole sizes."""
+
+    def block(x, y):  # type: ignore[no-untyped-def]
+        a, b = dmlops.split(x, 1, [1, 3])
+        return dmlops.join([dmlops.slice1(b, *SEED_3D), y], 2), a
+
+    f32 = torch.float32
+    x, y = _x(device, 2, 4, 5, dtype=f32, grad=False), _x(device, 2, 3, 1, dtype=f32, grad=False)
+    want = block(x, y)
+    for dynamic in (False, True):
+        got, graph = _graph_ops(block, x, y, dynamic=dynamic)
+        assert "dmlops" not in graph and "cat" in graph
+        assert all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
+    compiled = torch.compile(block, dynamic=True, fullgraph=True)
+    for t in (5, 9, 5):  # other sizes: recompiled under the size guards
+        x = _x(device, 2, 4, t, dtype=f32, grad=False)
+        got, want = compiled(x, y), block(x, y)
+        assert all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
+
+
+def test_compiled_operator_calls_are_decomposed_for_inductor(device: str) -> None:
+    """`torch.ops.dmlops.*` called directly (as in an exported program) reach inductor as
+    operators, which its decomposition table turns into views and copies: no extern call,
+    eager's bits, and DirectML's gradient through the operators' autograd."""
+    from dmlops import torch_ops
+
+    if not torch_ops.FUSES:
+        pytest.skip("this torch has no inductor decomposition table")
+    ops = torch.ops.dmlops
+
+    def block(x):  # type: ignore[no-untyped-def]
+        a, b = ops.split(x, 1, [1, 3], None)
+        window = ops.slice1(b, [0, 0, 1], [2, 3, 4], [1, -1, 2], None, None)
+        grad = ops.slice_grad(window, [2, 3, 5], [0, 0, 1], [2, 3, 4], [1, -1, 2], None)
+        return ops.join([a, grad], 1, None), ops.space_to_depth(x.unsqueeze(0), 1, "DCR", None)
+
+    x = _x(device, 2, 4, 5, dtype=torch.float32, grad=False)
+    got, code = _compiled_code(block, x)
+    want = block(x)
+    assert all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
+    assert "torch.ops.dmlops" not in "\n".join(code)

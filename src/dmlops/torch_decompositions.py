@@ -1,15 +1,15 @@
 """dmlops' torch operators as views and copies that torch.compile's inductor fuses.
 
-Eager calls of `torch.ops.dmlops.*` run dmlops' own kernels. Under `torch.compile` (the
-inductor backend) each operator is instead decomposed into aten views, `clone`, `cat` and
-`slice_scatter`, built from the operator's own lowering (its descriptor's
-`logical_copies()`), so inductor fuses them with the neighbouring slices, concatenations
-and pointwise work as it fuses torch's own; the descriptor is validated first, as the fake
-implementations do, so a bad one still raises `DmlError` when the program is traced. The
-backward operators (SLICE_GRAD, and SPLIT / JOIN / DEPTH / SPACE as each other's
-gradients) are decomposed the same way. Registered through inductor's decomposition
-table; where this torch has none (`available()` is False) the operators stay extern
-kernels.
+Each operator's descriptor, validated, is turned into *recipes* (`recipe_of`,
+`depth_space_recipe`): plain values saying how each output is made of views of the inputs
+(one indexing by slices, flips, broadcasts), copied, joined or written into zeros; `build`
+makes an output from its recipe with aten views, `clone`, `cat` and `slice_scatter`. The
+recipes come from the operator's own lowering (its descriptor's `logical_copies()`), so
+the decompositions cannot drift from the kernels. Two users: dynamo, which traces a
+functional call into the built ops (the recipe computed once, as a constant, from the
+sizes alone), and inductor's decomposition table, which decomposes `torch.ops.dmlops.*`
+where a graph holds them (exported programs, make_fx traces). Where this torch has no
+decomposition table (`available()` is False) the operators stay extern kernels there.
 """
 
 from __future__ import annotations
@@ -23,7 +23,13 @@ from torch import Tensor
 from .ops.depth_space import block_axes
 from .plan import ZERO, LogicalCopy
 
-__all__ = ["available", "register", "source_view", "assemble", "depth_space"]
+__all__ = [
+    "available",
+    "register",
+    "recipe_of",
+    "depth_space_recipe",
+    "build",
+]
 
 _REGISTERED: list[Any] = []
 
@@ -37,32 +43,51 @@ def available() -> bool:
     return True
 
 
-def source_view(
-    x: Tensor, start: Sequence[int], step: Sequence[int], shape: Sequence[int]
-) -> Tensor:
-    """x[start + step * c] for c over `shape`, as views of x (negative steps flipped, zero
-    steps broadcast)."""
-    view = x
-    flipped = []
+# A view of an input: (input, index by slices, dimensions then flipped, shape then expanded
+# to or None), all plain values, so dynamo can take a recipe as a constant.
+View = tuple[int, tuple[slice, ...], tuple[int, ...], "tuple[int, ...] | None"]
+# How one output is made: ("copy", view) a view copied; ("cat", axis, views, pointwise)
+# views joined; ("boxes", shape, ((view, start, step), ...)) boxes written into zeros at
+# start + step * c; ("blocks", six-dimensional shape, permutation, shape) DEPTH / SPACE.
+Recipe = tuple[Any, ...]
+
+
+def view_of(
+    x_shape: Sequence[int],
+    src: int,
+    start: Sequence[int],
+    step: Sequence[int],
+    shape: Sequence[int],
+) -> View:
+    """The view x[start + step * c] for c over `shape` of input `src` (sizes `x_shape`), as
+    torch code writes it: one indexing by slices, negative steps then flipped, zero steps
+    then broadcast."""
+    index: list[slice] = []
+    flipped, repeated = [], False
     for d, (s, t, n) in enumerate(zip(start, step, shape, strict=True)):
         if n == 0:
-            view = view.narrow(d, 0, 0)
+            index.append(slice(0, 0))
+        elif t == 0:
+            index.append(slice(s, s + 1))
+            repeated = True
         elif t > 0:
-            view = view.narrow(d, s, t * (n - 1) + 1)[(slice(None),) * d + (slice(None, None, t),)]
-        elif t < 0:
-            low = s + t * (n - 1)
-            view = view.narrow(d, low, s - low + 1)[(slice(None),) * d + (slice(None, None, -t),)]
-            flipped.append(d)
+            whole = s == 0 and t == 1 and n == x_shape[d]
+            index.append(slice(None) if whole else slice(s, s + t * (n - 1) + 1, t))
         else:
-            view = view.narrow(d, s, 1)
-            view = view.expand(*view.shape[:d], n, *view.shape[d + 1 :])
-    return view.flip(flipped) if flipped else view
+            index.append(slice(s + t * (n - 1), s + 1, -t))
+            flipped.append(d)
+    while index and index[-1] == slice(None):
+        index.pop()
+    return (src, tuple(index), tuple(flipped), tuple(shape) if repeated else None)
 
 
 def _box_scatter(
     out: Tensor, box: Tensor, start: Sequence[int], step: Sequence[int], d: int = 0
 ) -> Tensor:
-    """`out` with the box at start + step * c (steps >= 1) replaced by `box`."""
+    """`out` with the box at start + step * c (steps >= 1) replaced by `box` (dimensions the
+    box spans whole are not sliced)."""
+    while d < out.dim() and start[d] == 0 and step[d] == 1 and box.shape[d] == out.shape[d]:
+        d += 1
     if d == out.dim():
         return box
     n = box.shape[d]
@@ -72,36 +97,71 @@ def _box_scatter(
     return torch.slice_scatter(out, _box_scatter(inner, box, start, step, d + 1), d, s, end, t)
 
 
-def assemble(
-    inputs: Sequence[Tensor], copies: Sequence[LogicalCopy], dst: int, shape: Sequence[int]
-) -> Tensor:
-    """Output `dst` of an operator from its logical copies: one copy that fills the output
-    is its source view, copied; copies that tile the output along one axis in order are one
-    `cat`; others are written box by box into zeros (ZERO copies are the zeros)."""
+def recipe_of(
+    in_shapes: Sequence[Sequence[int]],
+    copies: Sequence[LogicalCopy],
+    dst: int,
+    shape: Sequence[int],
+    pointwise_joins: bool = True,
+) -> Recipe:
+    """How output `dst` is made from an operator's logical copies: one copy that fills the
+    output is its source view, copied; copies that tile the output along one axis in order
+    are one `cat` (or, `pointwise_joins`, one pointwise expression of up to eight parts: for
+    inductor, where the gradient is an operator of its own; `cat`'s is views); others are
+    boxes written into zeros (ZERO copies are the zeros)."""
     mine = [c for c in copies if c.dst == dst and 0 not in c.shape]
     written = [c for c in mine if c.src != ZERO]
-    like = inputs[0]
-    if len(written) == 1 and len(mine) == 1 and tuple(written[0].shape) == tuple(shape):
-        c = written[0]
-        if _forwards(c):
-            return source_view(inputs[c.src], c.src_start, c.src_step, c.shape).clone(
-                memory_format=torch.contiguous_format
-            )
+
+    def view(c: LogicalCopy) -> View:
+        return view_of(in_shapes[c.src], c.src, c.src_start, c.src_step, c.shape)
+
+    whole = len(written) == 1 and len(mine) == 1 and tuple(written[0].shape) == tuple(shape)
+    if whole and _forwards(written[0]):
+        return ("copy", view(written[0]))
     axis = _tiling_axis(written, shape) if len(written) == len(mine) else None
     if axis is not None:
-        parts = [source_view(inputs[c.src], c.src_start, c.src_step, c.shape) for c in written]
-        if len(parts) <= _POINTWISE_PARTS:
-            return _pointwise_join(parts, axis)
-        return torch.cat(parts, axis)
-    out = like.new_zeros(tuple(shape))
+        pointwise = pointwise_joins and len(written) <= _POINTWISE_PARTS
+        return ("cat", axis, tuple(view(c) for c in written), pointwise)
+    boxes = []
     for c in written:
-        box = source_view(inputs[c.src], c.src_start, c.src_step, c.shape)
+        src, index, flipped, expanded = view(c)
         start, step = list(c.dst_start), list(c.dst_step or (1,) * len(shape))
-        backwards = [d for d, t in enumerate(step) if t < 0]
-        for d in backwards:  # written backwards: the box flipped, written forwards
-            start[d] += step[d] * (c.shape[d] - 1)
-            step[d] = -step[d]
-        out = _box_scatter(out, box.flip(backwards) if backwards else box, start, step)
+        for d, t in enumerate(step):
+            if t < 0:  # written backwards: the box flipped, written forwards
+                start[d] += t * (c.shape[d] - 1)
+                step[d] = -t
+                flipped = tuple(sorted(set(flipped) ^ {d}))
+        boxes.append(((src, index, flipped, expanded), tuple(start), tuple(step)))
+    return ("boxes", tuple(shape), tuple(boxes))
+
+
+def build(inputs: Sequence[Tensor], recipe: Recipe) -> Tensor:
+    """An output's tensor from its recipe, as aten views and copies. (One function, views
+    taken inline: dynamo traces it whenever it traces a call, and each function it enters
+    costs it milliseconds.)"""
+    kind = recipe[0]
+    if kind == "blocks":
+        # (a reshape of the permuted view copies, and its result is no view of an
+        # intermediate, which AOTAutograd would regenerate on every call)
+        _, six, order, shape = recipe
+        return inputs[0].reshape(six).permute(order).reshape(shape)
+    views = (recipe[1],) if kind == "copy" else recipe[2]
+    parts = []
+    for src, index, flipped, expanded in views if kind != "boxes" else (v[0] for v in views):
+        x = inputs[src]
+        if index:
+            x = x[index]
+        if flipped:
+            x = x.flip(flipped)
+        parts.append(x.expand(expanded) if expanded is not None else x)
+    if kind == "copy":
+        return parts[0].clone(memory_format=torch.contiguous_format)
+    if kind == "cat":
+        axis, pointwise = recipe[1], recipe[3]
+        return _pointwise_join(parts, axis) if pointwise else torch.cat(parts, axis)
+    out = inputs[0].new_zeros(recipe[1])
+    for box, (_, start, step) in zip(parts, views, strict=True):
+        out = _box_scatter(out, box, start, step)
     return out
 
 
@@ -160,13 +220,14 @@ def _tiling_axis(copies: Sequence[LogicalCopy], shape: Sequence[int]) -> int | N
     return None
 
 
-def depth_space(x: Tensor, block: int, column_row: bool, to_space: bool) -> Tensor:
+def depth_space_recipe(
+    x_shape: Sequence[int], block: int, column_row: bool, to_space: bool
+) -> Recipe:
     """DEPTH_TO_SPACE1 (`to_space`) or SPACE_TO_DEPTH1 of a 4-D tensor as a reshape, a
     permutation and one copy (what inductor handles best; the logical copies of these
     operators interleave). `column_row`: DCR order (depth, column, row), else CRD."""
-    six, order, shape = block_axes(tuple(x.shape), block, column_row, to_space)
-    moved = x.reshape(six).permute(order).clone(memory_format=torch.contiguous_format)
-    return moved.reshape(shape)
+    six, order, shape = block_axes(tuple(x_shape), block, column_row, to_space)
+    return ("blocks", tuple(six), tuple(order), tuple(shape))
 
 
 def register(decompose: dict[Any, Callable[..., Any]]) -> bool:

@@ -11,14 +11,21 @@ DEPTH_TO_SPACE1 <-> SPACE_TO_DEPTH1.
 
 `dmlops.slice1(t, ...)` and the other functional calls route torch tensors here whenever
 autograd, tracing or a CPU tensor needs it (`wanted`); the eager implementations call them
-back with what never routes again (numpy views, detached CUDA tensors). `torch.compile`
-sees the functional calls as these operators through `torch.compiler.substitute_in_graph`.
+back with what never routes again (numpy views, detached CUDA tensors). Under
+`torch.compile` (`torch.compiler.substitute_in_graph`) a functional call is validated once,
+when dynamo traces it, and becomes the aten views and copies of its logical copies: the
+graph is what torch code would give, so AOTAutograd derives its backward and inductor fuses
+it as torch's own (`torch.export` keeps the operators; inductor decomposes them where a graph
+holds them).
 Importing this module registers everything; dmlops imports it when torch is imported first,
 and on the first functional call with a torch tensor otherwise.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,7 +46,7 @@ from .ops import (
     SplitDesc,
 )
 from .tensor import BufferTensorDesc, FeatureLevel
-from .torch_decompositions import assemble, depth_space, register
+from .torch_decompositions import Recipe, build, depth_space_recipe, recipe_of, register
 
 __all__ = ["wanted", "level_name", "order_name"]
 
@@ -165,6 +172,17 @@ space_to_depth_op = _custom_op("space_to_depth", _space_to_depth)
 # -- fake implementations: DirectML's shape rules and validation, no data ---------------
 
 
+@dataclasses.dataclass(frozen=True)
+class _Meta:
+    """What the descriptor builders read of a tensor: its sizes and data type."""
+
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+
 class _Packed(BufferTensorDesc):
     """A packed tensor desc that makes packed descs of its data type in other sizes."""
 
@@ -172,7 +190,7 @@ class _Packed(BufferTensorDesc):
         return BufferTensorDesc(self.data_type, tuple(sizes))
 
 
-def _desc(t: Tensor) -> _Packed:
+def _desc(t: Tensor | _Meta) -> _Packed:
     return _Packed(element_of(t.dtype).described_as, tuple(t.shape))
 
 
@@ -205,7 +223,7 @@ def _slice_grad_desc(g, output_sizes, window_offsets, window_sizes, window_strid
     return _checked(SliceGradDesc(d, d.resized(output_sizes), *window), feature_level)
 
 
-def _split_sizes(x: Tensor, axis: int, sizes: Sequence[int]) -> list[list[int]]:
+def _split_sizes(x: Tensor | _Meta, axis: int, sizes: Sequence[int]) -> list[list[int]]:
     return [[p if d == axis else n for d, n in enumerate(x.shape)] for p in sizes]
 
 
@@ -223,7 +241,9 @@ def _join_desc(xs, axis, feature_level):  # type: ignore[no-untyped-def]
     return _checked(JoinDesc(descs, descs[0].resized(sizes), axis), feature_level)
 
 
-def _depth_space_desc(cls: Any, x: Tensor, block_size: int, order: str, level: str | None) -> Any:
+def _depth_space_desc(
+    cls: Any, x: Tensor | _Meta, block_size: int, order: str, level: str | None
+) -> Any:
     d = _desc(x)
     sizes = cls.output_sizes_for(d, block_size, order)
     return _checked(cls(d, d.resized(sizes), block_size, order), level)
@@ -258,55 +278,116 @@ def _fake(make: Any, many: bool = False) -> Any:
     return fake
 
 
-def _decomposed(make: Any, many: bool = False) -> Any:
-    """An inductor decomposition from a descriptor builder: the outputs assembled from the
-    descriptor's logical copies as aten views and copies."""
+_BUILDERS: dict[str, tuple[Any, Any, bool]] = {  # name: operator, descriptor builder, many
+    "slice": (slice_op, _slice_desc, False),
+    "slice1": (slice1_op, _slice1_desc, False),
+    "slice_grad": (slice_grad_op, _slice_grad_desc, False),
+    "split": (split_op, _split_desc, True),
+    "join": (join_op, _join_desc, False),
+    "depth_to_space": (depth_to_space_op, _d2s_desc, False),
+    "space_to_depth": (space_to_depth_op, _s2d_desc, False),
+}
+for _op, _make, _many in _BUILDERS.values():
+    _op.register_fake(_fake(_make, _many))
+
+
+def _recipes(name: str, args: Sequence[Any], pointwise_joins: bool) -> tuple[Recipe, ...]:
+    """How each output of operator `name` on `args` (tensors, or their `_Meta`) is made of
+    views and copies, its descriptor validated first (`pointwise_joins`: see `recipe_of`)."""
+    desc = _BUILDERS[name][1](*args)
+    in_shapes = [tuple(t.shape) for t in _tensor_inputs(args)]
+    if name in ("depth_to_space", "space_to_depth"):
+        column_row = desc.order is DepthSpaceOrder.DEPTH_COLUMN_ROW
+        return (depth_space_recipe(in_shapes[0], desc.block_size, column_row, name[0] == "d"),)
+    copies = desc.logical_copies()
+    shapes = _outputs(desc)
+    return tuple(recipe_of(in_shapes, copies, k, s, pointwise_joins) for k, s in enumerate(shapes))
+
+
+def _decomposed(name: str) -> Any:
+    """The inductor decomposition of operator `name` (in graphs that hold the operator: an
+    exported program, make_fx's traces; its gradient is an operator of its own, so joins
+    may be pointwise)."""
+    many = _BUILDERS[name][2]
 
     def decomposition(*args):  # type: ignore[no-untyped-def]
-        inputs = _tensor_inputs(args)
-        desc = make(*args)
-        copies = desc.logical_copies()
-        shapes = _outputs(desc)
-        outs = [assemble(inputs, copies, k, shape) for k, shape in enumerate(shapes)]
+        outs = [build(_tensor_inputs(args), r) for r in _recipes(name, args, True)]
         return outs if many else outs[0]
 
     return decomposition
 
 
-def _depth_space_decomposed(make: Any, to_space: bool) -> Any:
-    """DEPTH_TO_SPACE1 / SPACE_TO_DEPTH1 for inductor: validated, then a reshape, a
-    permutation and a copy."""
-
-    def decomposition(x, block_size, order, feature_level):  # type: ignore[no-untyped-def]
-        desc = make(x, block_size, order, feature_level)
-        column_row = desc.order is DepthSpaceOrder.DEPTH_COLUMN_ROW
-        return depth_space(x, desc.block_size, column_row, to_space)
-
-    return decomposition
+FUSES = register({op._opoverload: _decomposed(name) for name, (op, _, _) in _BUILDERS.items()})
 
 
-_BUILDERS: list[tuple[Any, Any, bool]] = [
-    (slice_op, _slice_desc, False),
-    (slice1_op, _slice1_desc, False),
-    (slice_grad_op, _slice_grad_desc, False),
-    (split_op, _split_desc, True),
-    (join_op, _join_desc, False),
-    (depth_to_space_op, _d2s_desc, False),
-    (space_to_depth_op, _s2d_desc, False),
-]
-for _op, _make, _many in _BUILDERS:
-    _op.register_fake(_fake(_make, _many))
+def _fields(values: Sequence[int] | None) -> list[int] | None:
+    return None if values is None else [int(v) for v in values]
 
-# under torch.compile (inductor) the operators are views and copies that fuse (DEPTH and
-# SPACE, whose logical copies interleave, as reshape and permute)
-_DECOMPOSED = {
-    op._opoverload: _decomposed(make, many)
-    for op, make, many in _BUILDERS
-    if op not in (depth_to_space_op, space_to_depth_op)
+
+# each operator's functional arguments after its tensors, as its custom operator takes them
+_NORMALISED: dict[str, Any] = {
+    "slice": lambda o, n, s, level: (_fields(o), _fields(n), _fields(s), level_name(level)),
+    "slice1": lambda o, n, s, out, level: (
+        *(_fields(o), _fields(n), _fields(s), _fields(out)),
+        level_name(level),
+    ),
+    "slice_grad": lambda out, o, n, s, level: (
+        *(_fields(out), _fields(o), _fields(n), _fields(s)),
+        level_name(level),
+    ),
+    "split": lambda axis, sizes, level: (int(axis), _fields(sizes), level_name(level)),
+    "join": lambda axis, level: (int(axis), level_name(level)),
+    "depth_to_space": lambda b, order, level: (int(b), order_name(order), level_name(level)),
+    "space_to_depth": lambda b, order, level: (int(b), order_name(order), level_name(level)),
 }
-_DECOMPOSED[depth_to_space_op._opoverload] = _depth_space_decomposed(_d2s_desc, True)
-_DECOMPOSED[space_to_depth_op._opoverload] = _depth_space_decomposed(_s2d_desc, False)
-FUSES = register(_DECOMPOSED)
+
+
+def _frozen(value: Any) -> Any:
+    """A functional argument made hashable (sequences as tuples)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+@functools.lru_cache(maxsize=1024)
+def _known_recipes(
+    name: str, metas: tuple[_Meta, ...], rest: tuple[Any, ...]
+) -> tuple[Recipe, ...]:
+    tensors: Any = list(metas) if name == "join" else metas[0]
+    return _recipes(name, [tensors, *_NORMALISED[name](*rest)], False)
+
+
+@torch.compiler.assume_constant_result
+def _constant_recipes(name: str, shapes: Any, rest: Any) -> tuple[Recipe, ...]:
+    """Recipes from the sizes and types alone: dynamo calls this once, when it traces the
+    call, and keeps the result as a constant (a bad descriptor raises then)."""
+    metas = tuple(_Meta(tuple(int(n) for n in s), t) for s, t in shapes)
+    return _known_recipes(name, metas, _frozen(rest))
+
+
+def _specialised(shape: Any) -> list[int]:
+    return [operator.index(n) for n in shape]
+
+
+def _traced(name: str, tensors: list[Tensor], rest: tuple[Any, ...]) -> Any:
+    """A functional call (its tensors, then its other arguments as given) as dynamo traces
+    it: unless an export keeps the operators, the views and copies themselves (so the graph
+    holds torch's own aten ops, whose backward AOTAutograd derives as for torch code: joins
+    are `cat`, whose gradient is views). DirectML's descriptors have whole sizes: symbolic
+    ones (dynamic shapes) are specialised to their values (`operator.index`, which dynamo
+    evaluates under a guard). (Kept short: dynamo traces every
+    line of it.)"""
+    if torch.compiler.is_exporting():
+        return _BUILDERS[name][0](
+            tensors if name == "join" else tensors[0], *_NORMALISED[name](*rest)
+        )
+    shapes = [(t.shape, t.dtype) for t in tensors]
+    for t in tensors:
+        if t.numel().__class__ is not int:  # (dynamo calls a symbolic size an int)
+            shapes = [(_specialised(u.shape), u.dtype) for u in tensors]
+    recipes = _constant_recipes(name, shapes, rest)
+    outs = [build(tensors, r) for r in recipes]
+    return outs if name == "split" else outs[0]
 
 
 # -- autograd: DirectML's backward pairs -------------------------------------------------
@@ -531,44 +612,37 @@ def _polyfills() -> None:
     if substitute is None:
         return
 
-    def fields(values: Sequence[int] | None) -> list[int] | None:
-        return None if values is None else [int(v) for v in values]
-
     @substitute(F.slice, skip_signature_check=True)
     def _slice(x, offsets, sizes, strides, *, feature_level=None, out=None, device=None):  # type: ignore[no-untyped-def]
-        return slice_op(
-            x, fields(offsets), fields(sizes), fields(strides), level_name(feature_level)
-        )
+        return _traced("slice", [x], (offsets, sizes, strides, feature_level))
 
     @substitute(F.slice1, skip_signature_check=True)
     def _slice1(  # type: ignore[no-untyped-def]
         x, offsets, sizes, strides, output_sizes=None, *, feature_level=None, out=None, device=None
     ):
-        window = (fields(offsets), fields(sizes), fields(strides))
-        return slice1_op(x, *window, fields(output_sizes), level_name(feature_level))
+        return _traced("slice1", [x], (offsets, sizes, strides, output_sizes, feature_level))
 
     @substitute(F.slice_grad, skip_signature_check=True)
     def _slice_grad(  # type: ignore[no-untyped-def]
         g, output_sizes, offsets, sizes, strides, *, feature_level=None, out=None, device=None
     ):
-        window = (fields(offsets), fields(sizes), fields(strides))
-        return slice_grad_op(g, fields(output_sizes), *window, level_name(feature_level))
+        return _traced("slice_grad", [g], (output_sizes, offsets, sizes, strides, feature_level))
 
     @substitute(F.split, skip_signature_check=True)
     def _split(x, axis, sizes, *, feature_level=None, outs=None, device=None):  # type: ignore[no-untyped-def]
-        return split_op(x, int(axis), fields(sizes), level_name(feature_level))
+        return _traced("split", [x], (axis, sizes, feature_level))
 
     @substitute(F.join, skip_signature_check=True)
     def _join(xs, axis, *, feature_level=None, out=None, device=None):  # type: ignore[no-untyped-def]
-        return join_op(list(xs), int(axis), level_name(feature_level))
+        return _traced("join", list(xs), (axis, feature_level))
 
     @substitute(F.depth_to_space, skip_signature_check=True)
     def _d2s(x, block_size, order="DCR", *, feature_level=None, out=None, device=None):  # type: ignore[no-untyped-def]
-        return depth_to_space_op(x, int(block_size), order_name(order), level_name(feature_level))
+        return _traced("depth_to_space", [x], (block_size, order, feature_level))
 
     @substitute(F.space_to_depth, skip_signature_check=True)
     def _s2d(x, block_size, order="DCR", *, feature_level=None, out=None, device=None):  # type: ignore[no-untyped-def]
-        return space_to_depth_op(x, int(block_size), order_name(order), level_name(feature_level))
+        return _traced("space_to_depth", [x], (block_size, order, feature_level))
 
 
 _polyfills()
