@@ -377,7 +377,8 @@ def _traced(name: str, tensors: list[Tensor], rest: tuple[Any, ...]) -> Any:
     ones (dynamic shapes) are specialised to their values (`operator.index`, which dynamo
     evaluates under a guard). (Kept short: dynamo traces every
     line of it.)"""
-    if torch.compiler.is_exporting():
+    # (the flag itself: dynamo before torch 2.13 answers is_exporting() True when compiling)
+    if getattr(torch.compiler, "_is_exporting_flag", False):
         return _BUILDERS[name][0](
             tensors if name == "join" else tensors[0], *_NORMALISED[name](*rest)
         )

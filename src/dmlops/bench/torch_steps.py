@@ -7,7 +7,9 @@ step runs the block and backpropagates a fixed gradient. Contenders: dmlops' ope
 under torch.compile, the same eagerly, the block as one `dmlops.torch_block.Block` (one plan
 forward, one backward), torch.compile of torch's own code, and torch eager;
 the copy ceiling is a device-to-device copy of the bytes the step writes (forward output
-plus input gradient). Also timed: the first call of each (compilation included); the two
+plus input gradient). Steps are timed in five rounds of every contender in turn, the
+median of the rounds' medians reported (one host's Python speed drifts between minutes).
+Also timed: the first call of each (compilation included); the two
 torch.compile contenders' first calls each in a fresh process with empty inductor and Triton
 caches, after a small unrelated compile there (so neither pays the process' one-time
 compiler start, nor finds kernels the other compiled: dmlops' decompositions give the same
@@ -17,6 +19,7 @@ kernels as torch's own code, which a shared cache would hand to whichever runs s
 from __future__ import annotations
 
 import functools
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +33,7 @@ __all__ = ["run", "BLOCKS"]
 
 SECTION = "torch"
 REFERENCE = "torch.compile"
+_ROUNDS = 5  # rounds of every contender's median, the median of them reported
 
 
 @dataclass(frozen=True)
@@ -216,7 +220,7 @@ def _time_block(torch: Any, block: Block, reps: int) -> list[Result]:
             i.grad = None
         _step(fn, inputs, grads)
 
-    times: dict[str, float] = {}
+    samples: dict[str, list[float]] = {name: [] for name in contenders}
     first: dict[str, float] = {}
     for name, fn in contenders.items():
         torch.cuda.synchronize()
@@ -224,7 +228,10 @@ def _time_block(torch: Any, block: Block, reps: int) -> list[Result]:
         step(fn)
         torch.cuda.synchronize()
         first[name] = time.perf_counter() - t0
-        times[name] = median_gpu(functools.partial(step, fn), reps)
+    for _ in range(_ROUNDS):  # contenders in turn, so a drifting host favours none
+        for name, fn in contenders.items():
+            samples[name].append(median_gpu(functools.partial(step, fn), reps))
+    times = {name: statistics.median(s) for name, s in samples.items()}
     for name in _COMPILED:
         fresh = _first_call_fresh(BLOCKS.index(block), name)
         if fresh is not None:
