@@ -7,8 +7,9 @@ step runs the block and backpropagates a fixed gradient. Contenders: dmlops' ope
 under torch.compile, the same eagerly, the block as one `dmlops.torch_block.Block` (one plan
 forward, one backward), torch.compile of torch's own code, and torch eager;
 the copy ceiling is a device-to-device copy of the bytes the step writes (forward output
-plus input gradient). Steps are timed in five rounds of every contender in turn, the
-median of the rounds' medians reported (one host's Python speed drifts between minutes).
+plus input gradient). Steps are timed in five rounds of every contender in turn, each round
+starting with the next contender, the median of the rounds' medians reported (one host's
+Python speed drifts between minutes).
 Also timed: the first call of each (compilation included); the two
 torch.compile contenders' first calls each in a fresh process with empty inductor and Triton
 caches, after a small unrelated compile there (so neither pays the process' one-time
@@ -228,8 +229,9 @@ def _time_block(torch: Any, block: Block, reps: int) -> list[Result]:
         step(fn)
         torch.cuda.synchronize()
         first[name] = time.perf_counter() - t0
-    for _ in range(_ROUNDS):  # contenders in turn, so a drifting host favours none
-        for name, fn in contenders.items():
+    order = list(contenders.items())
+    for r in range(_ROUNDS):  # contenders in turn, each round starting one further along,
+        for name, fn in order[r:] + order[:r]:  # so neither drift nor the one before favours
             samples[name].append(median_gpu(functools.partial(step, fn), reps))
     times = {name: statistics.median(s) for name, s in samples.items()}
     for name in _COMPILED:
