@@ -746,11 +746,13 @@ def test_reverse_subsequences_rules() -> None:
 def test_reverse_subsequences_matches_reference(backend: str, data, shape) -> None:  # type: ignore[no-untyped-def]
     x = _view(data.draw, _data(data.draw, shape, data.draw(st.sampled_from(DTYPES))))
     axis, batch = data.draw(st.permutations(range(len(shape))))[:2]
-    itype = data.draw(st.sampled_from([np.uint32, np.int64]))
+    itype = data.draw(st.sampled_from([np.uint32, np.int64, np.uint64, np.int8, np.uint8]))
     n = shape[axis]
+    low = -3 if np.dtype(itype).kind == "i" else 0  # negatives reverse nothing
+    high = [n + 2, 2**40] if np.dtype(itype).itemsize == 8 else [n + 2]  # past 2**32 too
+    values = st.one_of(st.integers(low, n + 2), st.sampled_from(high))
     lengths = np.array(
-        data.draw(st.lists(st.integers(0, n + 2), min_size=shape[batch], max_size=shape[batch])),
-        itype,
+        data.draw(st.lists(values, min_size=shape[batch], max_size=shape[batch])), itype
     )
     if backend == "webgpu":
         lengths = lengths.astype(np.uint32)  # WebGPU arrays are cast nowhere: give UINT32

@@ -661,13 +661,19 @@ def cast_in_library(array: Any, dtype: str, low: int | None = None, high: int | 
     return array.astype(dtype)
 
 
+# the clip ufunc itself (np.clip wraps it in 5 µs of Python); numpy 1.x names its module core
+_clip: Any = (getattr(np, "_core", None) or np.core).umath.clip
+
+
 def _uint32_lengths(lengths: Any) -> Any:
     """Sequence lengths as UINT32 (DirectML's only type for them), negatives as 0."""
     if type(lengths) is np.ndarray and lengths.dtype.kind in "iu":  # numpy's ufuncs directly
         if lengths.dtype == np.uint32:
             return lengths
+        if lengths.dtype.itemsize == 8:  # (one ufunc: a small call's cost is its ufuncs)
+            return _clip(lengths, 0, 2**32 - 1).astype(np.uint32)
         low = np.maximum(lengths, 0) if lengths.dtype.kind == "i" else lengths
-        return (np.minimum(low, 2**32 - 1) if low.dtype.itemsize == 8 else low).astype(np.uint32)
+        return low.astype(np.uint32)
     return cast_in_library(lengths, "uint32", 0, 2**32 - 1)
 
 
