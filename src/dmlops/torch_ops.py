@@ -375,8 +375,7 @@ def _traced(name: str, tensors: list[Tensor], rest: tuple[Any, ...]) -> Any:
     holds torch's own aten ops, whose backward AOTAutograd derives as for torch code: joins
     are `cat`, whose gradient is views). DirectML's descriptors have whole sizes: symbolic
     ones (dynamic shapes) are specialised to their values (`operator.index`, which dynamo
-    evaluates under a guard). (Kept short: dynamo traces every
-    line of it.)"""
+    evaluates under a guard). Kept short: dynamo traces every line of it."""
     # (the flag itself: dynamo before torch 2.13 answers is_exporting() True when compiling)
     if getattr(torch.compiler, "_is_exporting_flag", False):
         return _BUILDERS[name][0](
