@@ -492,16 +492,20 @@ def _numbered(*shape: int) -> torch.Tensor:
     return torch.arange(1, math.prod(shape) + 1, dtype=torch.float32).reshape(shape)
 
 
-@given(window=_windows(), pointwise=st.booleans())
+@given(window=_windows(), pointwise=st.booleans(), data=st.data())
 @settings(max_examples=60, deadline=None)
 def test_slice1_and_slice_grad_decompositions_match_the_naive_reference(
-    window, pointwise: bool
+    window, pointwise: bool, data
 ) -> None:  # type: ignore[no-untyped-def]
     """SLICE1 and SLICE_GRAD as views and copies (the recipes torch.compile builds) equal
-    the seed pages' element-by-element mappings, negative strides included."""
+    the seed pages' element-by-element mappings, negative strides and permuted views (read
+    in their memory order) included."""
     sizes, offsets, wsizes, strides = window
     out_sizes = [-(-w // abs(s)) for w, s in zip(wsizes, strides)]
-    x = _numbered(*sizes)
+    memory = data.draw(st.permutations(range(len(sizes))))  # x's dimensions in memory
+    back = sorted(range(len(sizes)), key=lambda k: memory[k])
+    x = _numbered(*[sizes[d] for d in memory]).permute(back)
+    assert tuple(x.shape) == tuple(sizes)
     (got,) = _decomposed_outputs("slice1", [x, offsets, wsizes, strides, None, None], pointwise)
     want = np.zeros(out_sizes, np.float32)
     apply_to_arrays(slice1_mapping(offsets, wsizes, strides, out_sizes), [x.numpy()], [want])
@@ -601,3 +605,26 @@ def test_compiled_operator_calls_are_decomposed_for_inductor(device: str) -> Non
     want = block(x)
     assert all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
     assert "torch.ops.dmlops" not in "\n".join(code)
+
+
+def test_a_compiled_slice_of_a_permuted_view_hands_back_a_contiguous_gradient(
+    device: str,
+) -> None:
+    """Under torch.compile a slice of x.transpose(1, 2) reads the view in x's memory order,
+    so the compiled backward's gradient for x is a contiguous buffer (torch's own slicing
+    hands back a transposed one, which AccumulateGrad then copies), with torch's values."""
+    from torch._inductor.utils import run_and_get_code
+
+    def ours(x):  # type: ignore[no-untyped-def]
+        return dmlops.slice1(x.transpose(1, 2), [0, 0, 1], [2, 6, 7], [1, 1, 2])
+
+    torch._dynamo.reset()
+    x = _x(device, 2, 8, 6, dtype=torch.float32)
+    step = torch.compile(ours, fullgraph=True)
+    grad = _x(device, 2, 6, 4, dtype=torch.float32, grad=False)
+    _, code = run_and_get_code(lambda: step(x).backward(grad))
+    returned = [line for line in code[-1].splitlines() if line.strip().startswith("return (")]
+    assert returned and "reinterpret_tensor" not in returned[-1]
+    want = x.detach().clone().requires_grad_(True)
+    want.transpose(1, 2)[:, :, 1::2].backward(grad)
+    assert torch.equal(x.grad, want.grad) and x.grad.is_contiguous()

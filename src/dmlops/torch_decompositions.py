@@ -43,13 +43,30 @@ def available() -> bool:
     return True
 
 
-# A view of an input: (input, index by slices, dimensions then flipped, shape then expanded
-# to or None), all plain values, so dynamo can take a recipe as a constant.
-View = tuple[int, tuple[slice, ...], tuple[int, ...], "tuple[int, ...] | None"]
+# A view of an input: (input, its dimensions in memory order or None, index by slices and
+# dimensions then flipped (both in that order), the permutation back or None, shape then
+# expanded to or None), all plain values, so dynamo can take a recipe as a constant.
+View = tuple[
+    int,
+    "tuple[int, ...] | None",
+    tuple[slice, ...],
+    tuple[int, ...],
+    "tuple[int, ...] | None",
+    "tuple[int, ...] | None",
+]
 # How one output is made: ("copy", view) a view copied; ("cat", axis, views, pointwise)
 # views joined; ("boxes", shape, ((view, start, step), ...)) boxes written into zeros at
 # start + step * c; ("blocks", six-dimensional shape, permutation, shape) DEPTH / SPACE.
 Recipe = tuple[Any, ...]
+
+
+def memory_order(strides: Sequence[int] | None) -> tuple[int, ...] | None:
+    """A tensor's dimensions from the largest stride to the smallest, or None where they are
+    in that order already (or the strides are unknown)."""
+    if strides is None:
+        return None
+    order = tuple(sorted(range(len(strides)), key=lambda d: -strides[d]))
+    return None if order == tuple(range(len(strides))) else order
 
 
 def view_of(
@@ -58,13 +75,19 @@ def view_of(
     start: Sequence[int],
     step: Sequence[int],
     shape: Sequence[int],
+    x_strides: Sequence[int] | None = None,
 ) -> View:
     """The view x[start + step * c] for c over `shape` of input `src` (sizes `x_shape`), as
     torch code writes it: one indexing by slices, negative steps then flipped, zero steps
-    then broadcast."""
+    then broadcast. Where x is a permuted view (`x_strides` out of order), it is indexed in
+    its memory order and permuted back, so a gradient that autograd makes of it (zeros, then
+    the slice) is laid out as x's memory: the base's gradient arrives contiguous."""
+    order = memory_order(x_strides)
+    dims = order or tuple(range(len(shape)))
     index: list[slice] = []
     flipped, repeated = [], False
-    for d, (s, t, n) in enumerate(zip(start, step, shape, strict=True)):
+    for at, d in enumerate(dims):
+        s, t, n = start[d], step[d], shape[d]
         if n == 0:
             index.append(slice(0, 0))
         elif t == 0:
@@ -75,10 +98,13 @@ def view_of(
             index.append(slice(None) if whole else slice(s, s + t * (n - 1) + 1, t))
         else:
             index.append(slice(s + t * (n - 1), s + 1, -t))
-            flipped.append(d)
+            flipped.append(at)
     while index and index[-1] == slice(None):
         index.pop()
-    return (src, tuple(index), tuple(flipped), tuple(shape) if repeated else None)
+    back = tuple(sorted(range(len(dims)), key=lambda k: dims[k])) if order else None
+    if order and not index and not flipped:
+        order = back = None  # (a permutation there and back)
+    return (src, order, tuple(index), tuple(flipped), back, tuple(shape) if repeated else None)
 
 
 def _box_scatter(
@@ -103,17 +129,19 @@ def recipe_of(
     dst: int,
     shape: Sequence[int],
     pointwise_joins: bool = True,
+    in_strides: Sequence[Sequence[int] | None] | None = None,
 ) -> Recipe:
     """How output `dst` is made from an operator's logical copies: one copy that fills the
     output is its source view, copied; copies that tile the output along one axis in order
     are one `cat` (or, `pointwise_joins`, one pointwise expression of up to eight parts: for
     inductor, where the gradient is an operator of its own; `cat`'s is views); others are
-    boxes written into zeros (ZERO copies are the zeros)."""
+    boxes written into zeros (ZERO copies are the zeros). `in_strides`: see `view_of`."""
     mine = [c for c in copies if c.dst == dst and 0 not in c.shape]
     written = [c for c in mine if c.src != ZERO]
 
     def view(c: LogicalCopy) -> View:
-        return view_of(in_shapes[c.src], c.src, c.src_start, c.src_step, c.shape)
+        strides = in_strides[c.src] if in_strides is not None else None
+        return view_of(in_shapes[c.src], c.src, c.src_start, c.src_step, c.shape, strides)
 
     whole = len(written) == 1 and len(mine) == 1 and tuple(written[0].shape) == tuple(shape)
     if whole and _forwards(written[0]):
@@ -124,14 +152,15 @@ def recipe_of(
         return ("cat", axis, tuple(view(c) for c in written), pointwise)
     boxes = []
     for c in written:
-        src, index, flipped, expanded = view(c)
+        src, order, index, flipped, back, expanded = view(c)
         start, step = list(c.dst_start), list(c.dst_step or (1,) * len(shape))
         for d, t in enumerate(step):
             if t < 0:  # written backwards: the box flipped, written forwards
                 start[d] += t * (c.shape[d] - 1)
                 step[d] = -t
-                flipped = tuple(sorted(set(flipped) ^ {d}))
-        boxes.append(((src, index, flipped, expanded), tuple(start), tuple(step)))
+                at = order.index(d) if order else d  # (flips come before the way back)
+                flipped = tuple(sorted(set(flipped) ^ {at}))
+        boxes.append(((src, order, index, flipped, back, expanded), tuple(start), tuple(step)))
     return ("boxes", tuple(shape), tuple(boxes))
 
 
@@ -147,12 +176,18 @@ def build(inputs: Sequence[Tensor], recipe: Recipe) -> Tensor:
         return inputs[0].reshape(six).permute(order).reshape(shape)
     views = (recipe[1],) if kind == "copy" else recipe[2]
     parts = []
-    for src, index, flipped, expanded in views if kind != "boxes" else (v[0] for v in views):
+    for src, order, index, flipped, back, expanded in (
+        views if kind != "boxes" else (v[0] for v in views)
+    ):
         x = inputs[src]
+        if order is not None:
+            x = x.permute(order)
         if index:
             x = x[index]
         if flipped:
             x = x.flip(flipped)
+        if back is not None:
+            x = x.permute(back)
         parts.append(x.expand(expanded) if expanded is not None else x)
     if kind == "copy":
         return parts[0].clone(memory_format=torch.contiguous_format)

@@ -174,13 +174,18 @@ space_to_depth_op = _custom_op("space_to_depth", _space_to_depth)
 
 @dataclasses.dataclass(frozen=True)
 class _Meta:
-    """What the descriptor builders read of a tensor: its sizes and data type."""
+    """What the descriptor builders and recipes read of a tensor: its sizes, data type and
+    element strides."""
 
     shape: tuple[int, ...]
     dtype: torch.dtype
+    strides: tuple[int, ...]
 
     def dim(self) -> int:
         return len(self.shape)
+
+    def stride(self) -> tuple[int, ...]:
+        return self.strides
 
 
 class _Packed(BufferTensorDesc):
@@ -295,13 +300,18 @@ def _recipes(name: str, args: Sequence[Any], pointwise_joins: bool) -> tuple[Rec
     """How each output of operator `name` on `args` (tensors, or their `_Meta`) is made of
     views and copies, its descriptor validated first (`pointwise_joins`: see `recipe_of`)."""
     desc = _BUILDERS[name][1](*args)
-    in_shapes = [tuple(t.shape) for t in _tensor_inputs(args)]
+    tensors = _tensor_inputs(args)
+    in_shapes = [tuple(t.shape) for t in tensors]
+    in_strides = [tuple(t.stride()) for t in tensors]
     if name in ("depth_to_space", "space_to_depth"):
         column_row = desc.order is DepthSpaceOrder.DEPTH_COLUMN_ROW
         return (depth_space_recipe(in_shapes[0], desc.block_size, column_row, name[0] == "d"),)
     copies = desc.logical_copies()
     shapes = _outputs(desc)
-    return tuple(recipe_of(in_shapes, copies, k, s, pointwise_joins) for k, s in enumerate(shapes))
+    return tuple(
+        recipe_of(in_shapes, copies, k, s, pointwise_joins, in_strides)
+        for k, s in enumerate(shapes)
+    )
 
 
 def _decomposed(name: str) -> Any:
@@ -359,9 +369,11 @@ def _known_recipes(
 
 @torch.compiler.assume_constant_result
 def _constant_recipes(name: str, shapes: Any, rest: Any) -> tuple[Recipe, ...]:
-    """Recipes from the sizes and types alone: dynamo calls this once, when it traces the
+    """Recipes from the sizes, types and strides alone: dynamo calls this once, when it traces the
     call, and keeps the result as a constant (a bad descriptor raises then)."""
-    metas = tuple(_Meta(tuple(int(n) for n in s), t) for s, t in shapes)
+    metas = tuple(
+        _Meta(tuple(int(n) for n in s), t, tuple(int(n) for n in st)) for s, t, st in shapes
+    )
     return _known_recipes(name, metas, _frozen(rest))
 
 
@@ -381,10 +393,10 @@ def _traced(name: str, tensors: list[Tensor], rest: tuple[Any, ...]) -> Any:
         return _BUILDERS[name][0](
             tensors if name == "join" else tensors[0], *_NORMALISED[name](*rest)
         )
-    shapes = [(t.shape, t.dtype) for t in tensors]
+    shapes = [(t.shape, t.dtype, t.stride()) for t in tensors]
     for t in tensors:
         if t.numel().__class__ is not int:  # (dynamo calls a symbolic size an int)
-            shapes = [(_specialised(u.shape), u.dtype) for u in tensors]
+            shapes = [(_specialised(u.shape), u.dtype, _specialised(u.stride())) for u in tensors]
     recipes = _constant_recipes(name, shapes, rest)
     outs = [build(tensors, r) for r in recipes]
     return outs if name == "split" else outs[0]
