@@ -1,10 +1,7 @@
 """A bench block under torch.compile on the GPU, dmlops' operators against torch's own code:
 the generated kernels of each (names, and the code into a folder) and the step's median.
 
-    python benchmarks/compile_probe.py [BLOCK NAME | all] [OUTPUT FOLDER] [--cat]
-
---cat: dmlops' JOIN decomposed as `torch.cat` whatever its parts (not one pointwise
-expression of up to eight parts).
+    python benchmarks/compile_probe.py [BLOCK NAME | all] [OUTPUT FOLDER]
 """
 
 from __future__ import annotations
@@ -21,11 +18,7 @@ from dmlops.bench.torch_steps import BLOCKS, Block, _step
 
 
 def main() -> None:
-    args = [a for a in sys.argv[1:] if a != "--cat"]
-    if "--cat" in sys.argv:
-        from dmlops import torch_decompositions
-
-        torch_decompositions._POINTWISE_PARTS = 0
+    args = sys.argv[1:]
     name = args[0] if args else "QKV split + heads"
     folder = Path(args[1]) if len(args) > 1 else None
     for spec in BLOCKS:
