@@ -106,3 +106,17 @@ def test_a_new_output_with_a_bad_index_still_raises(backend: str) -> None:
     with pytest.raises(IndexOutOfRangeError, match=r"SCATTER_ND.*is 4, outside \[-4, 4\)"):
         dmlops.scatter_nd(data, np.array([[3], [4]]), upd)
     assert data.tolist() == np.arange(12, dtype=np.float32).reshape(4, 3).tolist()
+
+
+def test_bound_buffers_are_viewed_as_their_whole_elements() -> None:
+    """A bound buffer as the kernels' flat array: an array's own bytes (written through),
+    bytes read-only, and a length that is no multiple of the element cut to whole ones."""
+    from dmlops.backends.compiled_indexed import _flat
+
+    a = np.zeros((3, 3), np.float32)
+    flat = _flat(a, np.dtype(np.uint32))
+    flat[4] = 0x3F800000  # 1.0f
+    assert flat.shape == (9,) and a[1, 1] == 1.0
+    assert not _flat(b"abcd", np.dtype(np.uint8)).flags.writeable
+    odd = _flat(bytearray(b"\x01\x00\x02\x00\x03"), np.dtype(np.uint16))
+    assert odd.tolist() == [1, 2]

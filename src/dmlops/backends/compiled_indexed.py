@@ -48,8 +48,11 @@ def _kernels() -> Any:
 def _flat(buffer: Any, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
     """A bound buffer (an array of any type, or bytes) as a flat array of `dtype`
     (numpy_indexed._elements for a dtype object: no np.dtype call on this hot path)."""
-    nbytes = buffer.nbytes if isinstance(buffer, np.ndarray) else len(buffer)
-    flat: np.ndarray[Any, Any] = np.ndarray((nbytes // dtype.itemsize,), dtype, buffer)
+    try:  # (frombuffer: 0.27 µs against the constructor's 0.46, a third of a small call's)
+        flat: np.ndarray[Any, Any] = np.frombuffer(buffer, dtype)
+    except ValueError:  # a length that is no multiple of the element: its whole elements
+        nbytes = buffer.nbytes if isinstance(buffer, np.ndarray) else len(buffer)
+        flat = np.ndarray((nbytes // dtype.itemsize,), dtype, buffer)
     return flat
 
 
