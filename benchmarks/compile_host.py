@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
-from collections.abc import Callable
 from typing import Any
 
 import torch
 
+from dmlops.bench.common import best_per_call
 from dmlops.bench.torch_steps import BLOCKS, _step
 
 TINY = {
@@ -25,15 +24,6 @@ TINY = {
     "KV-cache append": [(1, 1, 3, 4), (1, 1, 1, 4)],
     "slice of transposed view": [(1, 4, 4)],
 }
-
-
-def per_call(fn: Callable[[], Any], sync: Callable[[], None], calls: int = 300) -> float:
-    """Seconds per call of `fn`, `calls` back to back then one synchronisation."""
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    sync()
-    return (time.perf_counter() - t0) / calls
 
 
 def main() -> None:
@@ -65,9 +55,10 @@ def main() -> None:
         forwards: dict[str, list[float]] = {"dmlops": [], "torch": []}
         for _ in range(rounds):
             for who, (step, c) in compiled.items():
-                steps[who].append(per_call(step, sync))
+                steps[who].append(best_per_call(step, 300, sync, warm=0, runs=1))
                 with torch.no_grad():
-                    forwards[who].append(per_call(lambda c=c, plain=plain: c(*plain), sync))
+                    forward = lambda c=c, plain=plain: c(*plain)  # noqa: E731
+                    forwards[who].append(best_per_call(forward, 300, sync, warm=0, runs=1))
         s = {w: statistics.median(v) * 1e6 for w, v in steps.items()}
         f = {w: statistics.median(v) * 1e6 for w, v in forwards.items()}
         print(

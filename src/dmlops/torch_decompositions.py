@@ -234,9 +234,7 @@ def _forwards(copy: LogicalCopy) -> bool:
 
 def _tiling_axis(copies: Sequence[LogicalCopy], shape: Sequence[int]) -> int | None:
     """The axis along which these copies, in order, lay whole slabs of `shape` end to end."""
-    if not copies or any(
-        c.dst_step is not None and any(s != 1 for s in c.dst_step) for c in copies
-    ):
+    if not copies or not all(_forwards(c) for c in copies):
         return None
     for axis in range(len(shape)):
         at = 0

@@ -403,6 +403,7 @@ def _traced(name: str, tensors: list[Tensor], rest: tuple[Any, ...]) -> Any:
     for t in tensors:
         if t.numel().__class__ is not int:  # (dynamo calls a symbolic size an int)
             shapes = [(_specialised(u.shape), u.dtype, _specialised(u.stride())) for u in tensors]
+            break
     recipes = _constant_recipes(name, shapes, rest)
     outs = [build(tensors, r) for r in recipes]
     return outs if name == "split" else outs[0]
