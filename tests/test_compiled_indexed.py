@@ -120,3 +120,47 @@ def test_bound_buffers_are_viewed_as_their_whole_elements() -> None:
     assert not _flat(b"abcd", np.dtype(np.uint8)).flags.writeable
     odd = _flat(bytearray(b"\x01\x00\x02\x00\x03"), np.dtype(np.uint16))
     assert odd.tolist() == [1, 2]
+
+
+@pytest.mark.parametrize("backend", ["numpy-compiled"])
+def test_the_plans_strided_copy_runs_in_the_kernel_call(backend: str) -> None:
+    """A plan of one strided copy and one indexed copy (a scatter's data, one-hot's fill) runs
+    both in one kernel call: data read through strides on every axis (the copy's odometer),
+    the rows after it, a bad index writing nothing."""
+    base = np.arange(6 * 10 * 4, dtype=np.float32).reshape(6, 10, 4)
+    data = base[::-1, 1::3, ::-2]  # [6, 3, 2], strided and reversed
+    idx = np.array([[5, 1], [0, 2], [5, 1]])
+    upd = -np.arange(1, 7, dtype=np.float32).reshape(3, 2)
+    made = dmlops.scatter_nd(data, idx, upd)
+    executor = _last_executor()
+    assert executor.one_kernel is not None and executor.one_kernel.copy is not None
+    want = data.copy()
+    for (a, b), row in zip(idx, upd, strict=True):
+        want[a, b] = row
+    assert made.tobytes() == want.tobytes()
+    bad = idx.copy()
+    bad[1, 0] = 6
+    with pytest.raises(IndexOutOfRangeError, match=r"SCATTER_ND.*is 6, outside \[-6, 6\)"):
+        dmlops.scatter_nd(data, bad, upd)
+    assert base.tobytes() == np.arange(240, dtype=np.float32).tobytes()
+    hot = dmlops.one_hot(np.array([[1, -1], [4, 0]]), 3, np.array([np.nan, -0.0], np.float32))
+    assert _last_executor().one_kernel.copy is not None  # the fill: a stride-0 read
+    want_h = np.full((2, 2, 3), np.nan, np.float32)
+    want_h[0, 0, 1] = want_h[0, 1, 2] = want_h[1, 1, 0] = -0.0
+    assert hot.tobytes() == want_h.tobytes()
+
+
+def test_lengths_become_uint32_alike_through_the_kernel_and_numpy() -> None:
+    """REVERSE_SUBSEQUENCES' 64-bit lengths as UINT32: negatives 0, past 2**32 - 1 clipped,
+    the same through the loaded kernel as through numpy's clip."""
+    from dmlops.backends import compiled_indexed
+    from dmlops.functional_indexed import _uint32_lengths
+
+    lengths = np.array([-(2**63), -1, 0, 3, 2**32 - 1, 2**32, 2**63 - 1], np.int64)
+    want = [0, 0, 0, 3, 2**32 - 1, 2**32 - 1, 2**32 - 1]
+    kernels = compiled_indexed._kernels()
+    assert kernels is not None and compiled_indexed.loaded_kernels() is kernels
+    made = _uint32_lengths(lengths)
+    assert made.dtype == np.uint32 and made.tolist() == want
+    assert kernels.uint32_lengths(lengths).tolist() == want
+    assert _uint32_lengths(lengths.reshape(7, 1)).reshape(-1).tolist() == want  # numpy's path

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .backends.compiled_indexed import loaded_kernels
 from .errors import DmlError, IndexOutOfRangeError
 from .functional import (
     _MISS,
@@ -665,9 +666,16 @@ def cast_in_library(array: Any, dtype: str, low: int | None = None, high: int | 
 _clip: Any = (getattr(np, "_core", None) or np.core).umath.clip
 
 
+_INT64 = np.dtype(np.int64)
+
+
 def _uint32_lengths(lengths: Any) -> Any:
     """Sequence lengths as UINT32 (DirectML's only type for them), negatives as 0."""
     if type(lengths) is np.ndarray and lengths.dtype.kind in "iu":  # numpy's ufuncs directly
+        if lengths.dtype is _INT64 and lengths.ndim == 1:
+            kernels = loaded_kernels()  # (where a plan loaded them: one kernel call)
+            if kernels is not None:
+                return kernels.uint32_lengths(lengths)
         if lengths.dtype == np.uint32:
             return lengths
         if lengths.dtype.itemsize == 8:  # (one ufunc: a small call's cost is its ufuncs)

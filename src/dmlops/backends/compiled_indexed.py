@@ -23,10 +23,11 @@ from typing import Any
 import numpy as np
 
 from ..indexed import IndexedCopy, rows_of
+from ..plan import StridedCopy
 from . import compiled
 from .words import UNSIGNED
 
-__all__ = ["CompiledIndexed", "SMALL_BYTES", "SMALL_ROWS"]
+__all__ = ["CompiledIndexed", "SMALL_BYTES", "SMALL_ROWS", "loaded_kernels"]
 
 SMALL_BYTES = 256 << 10  # copies moving at most this many bytes run compiled
 SMALL_ROWS = 2048  # ... in at most this many rows
@@ -43,6 +44,12 @@ def _kernels() -> Any:
             numba_indexed = None  # type: ignore[assignment]
         _KERNELS["module"] = numba_indexed
     return _KERNELS["module"]
+
+
+def loaded_kernels() -> Any:
+    """The numba kernels' module where a plan has already loaded it, else None (never
+    imports it)."""
+    return _KERNELS.get("module")
 
 
 def _flat(buffer: Any, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
@@ -110,18 +117,46 @@ class CompiledIndexed:
             return None
         return cls(copy, element_size)
 
+    copy: np.ndarray[Any, Any] | None = None  # the strided copy run first (`after`)
+    copy_src = copy_dst = 0
+
     def run(self, ins: Any, outs: Any) -> bool:
-        """Check every index, then move every row; False (nothing written) where an index
-        is out of range."""
-        kind = self.kind
-        ok: bool = _KERNELS["module"].run(
-            self.meta,
-            _flat(ins[self.src], kind),
-            _flat(outs[self.dst], kind),
-            _flat(ins[self.index], _BYTE),
-            self.count,
+        """Check every index, then (`after`) the strided copy, then move every row; False
+        (nothing written) where an index is out of range."""
+        kind, view = self.kind, np.frombuffer  # (inline: a call's cost is its few steps)
+        try:
+            src, dst = view(ins[self.src], kind), view(outs[self.dst], kind)
+            index = view(ins[self.index], _BYTE)
+            copied = None if self.copy is None else view(ins[self.copy_src], kind)
+        except ValueError:  # a length that is no multiple of the element
+            src, dst = _flat(ins[self.src], kind), _flat(outs[self.dst], kind)
+            index = _flat(ins[self.index], _BYTE)
+            copied = None if self.copy is None else _flat(ins[self.copy_src], kind)
+        kernels = _KERNELS["module"]
+        if copied is None:
+            ok: bool = kernels.run(self.meta, src, dst, index, self.count)
+            return ok
+        into = dst if self.copy_dst == self.dst else _flat(outs[self.copy_dst], kind)
+        done: bool = kernels.copy_run(
+            self.copy, copied, into, self.meta, src, dst, index, self.count
         )
-        return ok
+        return done
+
+    def after(self, copy: StridedCopy, element_size: int) -> CompiledIndexed | None:
+        """This copy run after the plan's one strided `copy`, both in one kernel call (its
+        offsets whole elements), as `run` calls it; None where they are not."""
+        if copy.src_offset % element_size or copy.dst_offset % element_size:
+            return None
+        if math.prod(copy.shape) * element_size > SMALL_BYTES:
+            return None
+        table = [len(copy.shape), copy.src_offset // element_size, copy.dst_offset // element_size]
+        for n, a, b in zip(copy.shape, copy.src_strides, copy.dst_strides, strict=True):
+            table += [n, a, b]
+        fused = CompiledIndexed.__new__(CompiledIndexed)
+        fused.__dict__.update(self.__dict__)
+        fused.copy = np.array(table, np.int64)
+        fused.copy_src, fused.copy_dst = copy.src, copy.dst
+        return fused
 
     def locate(self, ins: Any) -> np.ndarray[Any, Any] | None:
         """Every row's place (None where an index is out of range); nothing written."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["locate", "move", "run"]
+__all__ = ["copy_run", "locate", "move", "run", "uint32_lengths"]
 
 # meta (built by compiled_indexed.CompiledIndexed): a head of _HEAD words, then per outer
 # dimension (size, source and destination strides in elements, index stride in bytes), then
@@ -210,3 +210,63 @@ def run(meta, src, dst, idx, count):
         return False
     move(meta, src, dst, places)
     return True
+
+
+@numba.njit(nogil=True, cache=True)
+def strided(copy, src, dst):
+    # one strided copy: copy = [rank, source offset, destination offset, then per dimension
+    # its size, source stride and destination stride], all in elements; the last dimension
+    # a plain loop, an odometer over the rest
+    rank = copy[0]
+    s = copy[1]
+    d = copy[2]
+    last = 3 + 3 * (rank - 1)
+    inner = copy[last]
+    step_s = copy[last + 1]
+    step_d = copy[last + 2]
+    for k in range(rank):
+        if copy[3 + 3 * k] == 0:
+            return
+    at = np.zeros(rank, np.int64)
+    while True:
+        if step_s == 1 and step_d == 1:
+            for i in range(inner):
+                dst[np.uint64(d + i)] = src[np.uint64(s + i)]
+        else:
+            for i in range(inner):
+                dst[np.uint64(d + i * step_d)] = src[np.uint64(s + i * step_s)]
+        k = rank - 2
+        while k >= 0:
+            at[k] += 1
+            s += copy[3 + 3 * k + 1]
+            d += copy[3 + 3 * k + 2]
+            if at[k] < copy[3 + 3 * k]:
+                break
+            s -= at[k] * copy[3 + 3 * k + 1]
+            d -= at[k] * copy[3 + 3 * k + 2]
+            at[k] = 0
+            k -= 1
+        if k < 0:
+            return
+
+
+@numba.njit(nogil=True, cache=True)
+def copy_run(copy, copy_src, copy_dst, meta, src, dst, idx, count):
+    # every index checked, then the plan's one strided copy, then the rows: False (nothing
+    # written) where an index is out of range
+    places = np.empty(count, np.int64)
+    if not locate(meta, idx, places):
+        return False
+    strided(copy, copy_src, copy_dst)
+    move(meta, src, dst, places)
+    return True
+
+
+@numba.njit(nogil=True, cache=True)
+def uint32_lengths(lengths):
+    # 64-bit signed lengths as UINT32, clipped into [0, 2**32 - 1]
+    out = np.empty(lengths.size, np.uint32)
+    for i in range(lengths.size):
+        v = lengths[i]
+        out[i] = 0 if v < 0 else (4294967295 if v > 4294967295 else v)
+    return out

@@ -482,7 +482,9 @@ class _NumpyExecutor:
         def make(ins: Sequence[Any]) -> np.ndarray[Any, Any]:
             if compiles and (self.kernels is not None or self.runs_to_compile > 0):
                 out = np.empty(shape, dtype)  # compiled, or counting the runs until it is
-                general(ins, [out])
+                one = self.one_kernel
+                if one is None or not one.run(ins, [out]):
+                    general(ins, [out])  # (counts, compiles; or names a bad index)
                 return out
             try:
                 result = made(ins)
@@ -528,7 +530,10 @@ class _NumpyExecutor:
         """The plan into new outputs that nothing else sees: compiled indexed copies after
         the strided ones, without checking every index first (a bad one is still raised,
         by the general path, and the outputs are then dropped)."""
-        if self.kernels is None or self.one_kernel is not None:
+        one = self.one_kernel
+        if one is not None and not self.fills and one.run(ins, outs):
+            return  # (else the general path names the index out of range)
+        if self.kernels is None or one is not None:
             self(ins, outs)
             return
         if self.fills:
@@ -545,6 +550,9 @@ class _NumpyExecutor:
         self.kernels = kernels  # type: ignore[assignment]
         if len(kernels) == 1 and not (self.copies or self.compiled):
             self.one_kernel = kernels[0]
+        elif len(kernels) == 1 and len(plan.copies) == 1 and not (self.compiled or self.parallel):
+            # its one strided copy (a scatter's data, one-hot's fill) in the same kernel call
+            self.one_kernel = kernels[0].after(plan.copies[0], plan.element_size)  # type: ignore[union-attr]
 
     def _compiled_steps(self, ins: Sequence[Any], outs: Sequence[Any]) -> bool:
         """The plan with its indexed copies compiled: every index checked, then the strided
