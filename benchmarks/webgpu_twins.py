@@ -1,14 +1,16 @@
 """Each WebGPU layout in a small element type against its float32 twin (the same shape and
 window in float32, which moves twice or four times the bytes), on whatever adapter WebGPU
-picks (lavapipe on a machine without a GPU): bound dispatches, median of batches, and the
-time ratio small / float32 (above 1: the small type is slower than its twin).
+picks (lavapipe on a machine without a GPU): bound dispatches, median of batches, the three
+types timed in turn in each of several rounds and the median of the rounds reported, and
+the time ratio small / float32 (above 1: the small type is slower than its twin).
 
-    python benchmarks/webgpu_twins.py [--side 1024] [--reps 7]
+    python benchmarks/webgpu_twins.py [--side 1024] [--reps 7] [--rounds 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 from collections.abc import Callable
 from typing import Any
 
@@ -88,12 +90,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--side", type=int, default=1024)
     parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     print(f"adapter: {get_backend('webgpu').description}, side {args.side}")
     print("| layout | float32 | float16 | int8 | float16 / float32 | int8 / float32 |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, make in cases(args.side).items():
-        t32, t16, t8 = (time_case(make, d, args.reps) for d in (np.float32, np.float16, np.int8))
+        rounds = [
+            [time_case(make, d, args.reps) for d in (np.float32, np.float16, np.int8)]
+            for _ in range(args.rounds)
+        ]  # (in turn, round after round: lavapipe on a small VM drifts by ±40 % a minute)
+        t32, t16, t8 = (statistics.median(times) for times in zip(*rounds, strict=True))
         print(
             f"| {name} | {t32 * 1e6:.0f} µs | {t16 * 1e6:.0f} µs | {t8 * 1e6:.0f} µs | "
             f"{t16 / t32:.2f} | {t8 / t32:.2f} |",

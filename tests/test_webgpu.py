@@ -179,6 +179,36 @@ def test_picked_rows_of_every_phase_and_direction_are_exact(dispatches: list[Any
     assert picked >= 40  # (the starts a vector's lanes line up with)
 
 
+def test_rows_of_whole_words_are_picked_a_word_at_a_time(dispatches: list[Any]) -> None:
+    """1- and 2-byte rows that are whole words but not whole vectors (36 bytes): every
+    2nd, 3rd or 4th element from every start, both directions, by the word pick kernels
+    where a word's elements line up with the groups, the same bytes as numpy either way."""
+    import dmlops.webgpu as wg
+
+    picked = set()
+    for k, dtype in enumerate((np.int8, np.float16)):
+        es = np.dtype(dtype).itemsize
+        host = _random((6, 160 // es), dtype, 300 + k)
+        x = wg.asarray(host)
+        cols = host.shape[1]
+        for step in (2, -2, 3, -3, 4, -4):
+            width = 36 // es  # 36 output bytes a row: nine words, no whole vector
+            for start in range(abs(step) + 1):
+                first = start if step > 0 else cols - 1 - start
+                window = (
+                    [0, min(first, first - (width - 1) * -step)],
+                    [6, (width - 1) * abs(step) + 1],
+                    [1, step],
+                )
+                dispatches.clear()
+                got = dmlops.slice1(x, *window)
+                picked |= {g.kernel for g in dispatches if g.kernel.startswith("pickw")}
+                _same(got, dmlops.slice1(host, *window))
+    for es in (1, 2):
+        for step in (2, 3, 4):
+            assert {f"pickw{es}x{step}p0", f"pickw{es}x{step}p0r"} <= picked, (es, step)
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     dtype=st.sampled_from([np.float32, np.uint32, np.float64, np.int64, np.float16, np.int8]),

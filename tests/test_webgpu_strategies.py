@@ -57,8 +57,12 @@ def test_misaligned_rows_are_blocks_and_edges_and_small_strided_elements_are_pac
     assert short.extra == (7, 2) and short.src_strides == (0, 18)
     assert [p.kernel for p in pieces_of(4, 2, 0, (4, 8), (8, 1), (8, 1))] == ["rows16", "rows"]
     assert [p.kernel for p in pieces_of(4, 0, 16, (4, 8), (8, 1), (8, 1))] == ["vec4"]
+    p = piece_of(1, 0, 0, (4, 7), (16, 2), (7, 1))  # rows of 7 bytes: no whole words
+    assert p.kernel == "packed" and p.extra == (7, 2) and p.sizes == (2, 4)
+    # rows of two whole words: each word picked from two source words
     p = piece_of(1, 0, 0, (4, 8), (16, 2), (8, 1))
-    assert p.kernel == "packed" and p.extra == (8, 2) and p.sizes == (2, 4)
+    assert p.kernel == "pickw1x2p0" and p.sizes == (2, 4)
+    assert p.src_strides == (2, 4) and p.dst_strides == (1, 2) and p.element_bytes == 4
     p = piece_of(2, 2, 0, (8,), (-1,), (1,))  # backwards, unaligned
     assert p.kernel == "packed" and p.extra == (8, -2)
     # written at a stride (DEPTH_TO_SPACE's copies): merged bytes
@@ -101,16 +105,27 @@ def test_every_second_third_or_fourth_element_is_picked_from_whole_vectors() -> 
     assert piece_of(2, 2, 0, (4, 64), (256, 2), (64, 1)).kernel == "pick2x2p1"
     back = piece_of(2, 254, 0, (4, 64), (256, -2), (64, 1))
     assert back.kernel == "pick2x2p1r" and back.src_offset == 14 and back.src_strides[0] == -2
+    # where whole vectors do not line up but whole words do: a word at a time
+    words = {
+        "rows not whole vectors": ((4, 60), (256, 2), (60, 1), 0, "pickw2x2p0"),
+        "a start past the lanes of a first group": ((4, 64), (256, 2), (64, 1), 4, "pickw2x2p0"),
+        "source rows not whole vectors": ((4, 64), (132, 2), (64, 1), 0, "pickw2x2p0"),
+        "backwards from a vector's wrong phase": ((4, 64), (256, -2), (64, 1), 250, "pickw2x2p1r"),
+        "float16 stride 3, rows of 342": ((4, 342), (1024, 3), (342, 1), 0, "pickw2x3p0"),
+    }
+    for why, (shape, src, dst, at, kernel) in words.items():
+        assert piece_of(2, at, 0, shape, src, dst).kernel == kernel, why
+    back = piece_of(2, 250, 0, (4, 64), (256, -2), (64, 1))  # lowest pick at byte 246
+    assert back.src_offset == 61 and back.src_strides[0] == -2 and back.sizes == (32, 4)
     fallbacks = {
-        "rows not whole vectors": ((4, 60), (256, 2), (60, 1), 0),
-        "a start past the lanes of a first group": ((4, 64), (256, 2), (64, 1), 4),
-        "source rows not whole vectors": ((4, 64), (132, 2), (64, 1), 0),
+        "rows not whole words": ((4, 61), (256, 2), (61, 1), 0),
         "stride 5": ((4, 64), (512, 5), (64, 1), 0),
-        "backwards from the wrong phase": ((4, 64), (256, -2), (64, 1), 250),
         "a start between elements": ((4, 64), (256, 2), (64, 1), 1),
+        "source rows at odd elements": ((4, 64), (129, 2), (64, 1), 0),
     }
     for why, (shape, src, dst, at) in fallbacks.items():
         assert piece_of(2, at, 0, shape, src, dst).kernel == "packed", why
+    assert piece_of(4, 0, 0, (4, 15), (64, 2), (15, 1)).kernel == "u32"  # (no word picks)
 
 
 def test_mixed_radix_steps_walk_by_threads() -> None:

@@ -103,11 +103,13 @@ def _shader(kernel: str, same_buffer: bool) -> str:
         bindings = _BINDINGS[("word", same_buffer)].replace("REORDER", "")
         return f"alias Word = {word};\n" + bindings + pieces + _kernel_source(cells) + code
     pieces += _kernel_source("elements.wgsl")
-    if kernel.startswith("pick"):  # pick<element bytes>x<stride>p<phase>[r: backwards]
-        code = _kernel_source("pick.wgsl").replace("PICK_BODY", pick_body(*parse_pick(kernel)))
+    if kernel.startswith("pick"):  # pick[w]<element bytes>x<stride>p<phase>[r: backwards]
+        shape = parse_pick(kernel)
+        code = _kernel_source("pick.wgsl").replace("PICK_BODY", pick_body(*shape))
         bindings = _BINDINGS[("word", same_buffer)].replace("REORDER", "")
         reorder = _kernel_source("reorder.wgsl")
-        return "alias Word = vec4<u32>;\n" + bindings + reorder + pieces + code
+        word = "u32" if shape[-1] == 4 else "vec4<u32>"
+        return f"alias Word = {word};\n" + bindings + reorder + pieces + code
     if kernel == "packed":
         bindings = _BINDINGS[("bytes", same_buffer)] + _WHOLE_WORDS
         return bindings + pieces + _kernel_source("subword.wgsl") + _kernel_source("packed.wgsl")

@@ -25,6 +25,9 @@ Every copy becomes a piece of one strategy, by layout and bound byte offsets:
   whole aligned 16-byte vectors (a float16 or float32 slice with stride +-2 or +-3): an
   invocation reads the r source vectors and picks the elements at one phase of each
   group out (pick.wgsl, its body written by pick.py);
+- `pickw<es>x<r>p<phase>[r]`: the same a 4-byte word at a time, for 1- and 2-byte elements
+  whose destination rows are whole aligned words but not whole vectors (a float16 row of
+  342 elements): no atomics, where `packed` would gather element by element;
 - `packed`: 1- and 2-byte elements whose destination rows are contiguous, at any source
   stride (strided slices, reversed or transposed reads): one invocation per destination
   word gathers its elements and stores the word whole; only the words a row shares at
@@ -90,7 +93,7 @@ class Piece:
     """One copy in a kernel's units: offsets and strides in words (u32, vec4) or bytes."""
 
     # "vec4", "vec4r1/2/4/8", "u32", "rows16", "rows", "transpose2/4/8", "pick<es>x<r>p<phase>[r]",
-    # "packed", "packed_transpose" or "bytes"
+    # "pickw<es>x<r>p<phase>[r]", "packed", "packed_transpose" or "bytes"
     kernel: str
     src_offset: int
     dst_offset: int
@@ -391,27 +394,33 @@ def _picked(
     es: int, src_byte: int, dst_byte: int, sizes: list[int], src: list[int], dst: list[int]
 ) -> Piece | None:
     """Every 2nd, 3rd or 4th element of rows of 1-, 2-, 4- or 8-byte elements, forwards or
-    backwards, written as whole 16-byte vectors (kernel
-    pick<es>x<stride>p<phase>, `r` appended backwards: each vector's elements picked from
-    the source vectors that hold them), where the rows are whole vectors at aligned
-    offsets and the elements picked lie at one phase of each group."""
+    backwards, written as whole 16-byte vectors (kernel pick<es>x<stride>p<phase>, `r`
+    appended backwards: each vector's elements picked from the source vectors that hold
+    them), where the rows are whole vectors at aligned offsets and the elements picked lie
+    at one phase of each group; rows of 1- and 2-byte elements that are whole words but not
+    whole vectors the same way a word at a time (pickw<es>x<stride>p<phase>)."""
     r = abs(src[0]) // es
     if es > 8 or dst[0] != es or abs(src[0]) % es or r not in (2, 3, 4):
         return None
-    if (sizes[0] * es) % 16 or dst_byte % 16 or any(x % 16 for x in src[1:] + dst[1:]):
-        return None
-    backwards = src[0] < 0
-    per_vector = 16 // es  # elements of a destination vector
-    # the lowest element a destination vector picks, the first one's (backwards: its last)
-    low = src_byte - (per_vector - 1) * r * es if backwards else src_byte
-    phase, misaligned = divmod(low % 16, es)
-    if misaligned or phase >= r:
-        return None
-    return Piece(
-        f"pick{es}x{r}p{phase}{'r' if backwards else ''}", (low - phase * es) // 16,
-        dst_byte // 16, (sizes[0] * es // 16, *sizes[1:]),
-        (-r if backwards else r, *(x // 16 for x in src[1:])), (1, *(x // 16 for x in dst[1:])), 16,
-    )  # fmt: skip
+    for unit, name in ((16, "pick"), (4, "pickw")):
+        if unit == 4 and es > 2:  # (a word of 4- or 8-byte elements: the u32 kernel)
+            return None
+        if (sizes[0] * es) % unit or dst_byte % unit or any(x % unit for x in src[1:] + dst[1:]):
+            continue
+        backwards = src[0] < 0
+        per_unit = unit // es  # elements of a destination unit
+        # the lowest element a destination unit picks, the first one's (backwards: its last)
+        low = src_byte - (per_unit - 1) * r * es if backwards else src_byte
+        phase, misaligned = divmod(low % unit, es)
+        if misaligned or phase >= r:
+            continue
+        return Piece(
+            f"{name}{es}x{r}p{phase}{'r' if backwards else ''}", (low - phase * es) // unit,
+            dst_byte // unit, (sizes[0] * es // unit, *sizes[1:]),
+            (-r if backwards else r, *(x // unit for x in src[1:])),
+            (1, *(x // unit for x in dst[1:])), unit,
+        )  # fmt: skip
+    return None
 
 
 def _per_thread(pieces: list[Piece], workgroups_wanted: int) -> int:

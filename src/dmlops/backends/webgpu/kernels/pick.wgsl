@@ -1,5 +1,6 @@
 // Every R-th element of a row (a slice with an inner stride of +-2, +-3 or +-4), written
-// whole 16-byte vectors: an invocation reads the R source vectors that hold one
+// whole 16-byte vectors (or, the pickw kernels, whole 4-byte words: `Word` is then u32 and
+// "vector" below reads "word"): an invocation reads the R source vectors that hold one
 // destination vector's elements and picks them out in registers (no atomics, no partial
 // words). The elements picked are those P elements into each group of R (the phase of the
 // row's start); a backwards row reads its groups from the highest down and puts each

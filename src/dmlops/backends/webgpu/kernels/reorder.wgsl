@@ -20,3 +20,12 @@ fn reverse_bytes(v: vec4<u32>) -> vec4<u32> {
     return ((w & vec4<u32>(0xffu)) << vec4<u32>(24u)) | ((w & vec4<u32>(0xff00u)) << vec4<u32>(8u))
         | ((w >> vec4<u32>(8u)) & vec4<u32>(0xff00u)) | (w >> vec4<u32>(24u));
 }
+
+// The same for one word (the word pick kernels): its two halves, or its four bytes, swapped.
+fn reverse_word_halves(v: u32) -> u32 {
+    return (v << 16u) | (v >> 16u);
+}
+
+fn reverse_word_bytes(v: u32) -> u32 {
+    return ((v & 0xffu) << 24u) | ((v & 0xff00u) << 8u) | ((v >> 8u) & 0xff00u) | (v >> 24u);
+}
