@@ -401,6 +401,8 @@ class _Call:
         producer = getattr(self.run, "producer", None) if one_new else None
         made_as = dtype if isinstance(dtype, np.dtype) else None  # its byte order included
         self.produce = None if producer is None else producer(self.one_shape, made_as)
+        # a new numpy output made here (the key fixes the type): no call to the backend's
+        self.made_as = made_as if backend.name == "numpy" else None
         # a backend's run into new outputs that nothing else sees (it may write them before
         # it finds an index out of range)
         self.run_fresh = getattr(self.run, "run_fresh", None) if self.fresh else None
@@ -417,7 +419,12 @@ class _Call:
         if self.produce is not None:  # the output made by the copy itself
             return [self.produce(ins)]
         if self.one_shape is not None:
-            results = [new_like(like, self.one_shape)]
+            made_as = self.made_as
+            results = [
+                new_like(like, self.one_shape)
+                if made_as is None
+                else np.empty(self.one_shape, made_as)
+            ]
         else:
             results = [new_like(like, shape) for shape in self.new_shapes]
         if self.run_fresh is not None:
