@@ -152,6 +152,18 @@ def locate(meta, idx, places):
     return True
 
 
+@numba.njit(nogil=True, cache=True, inline="always")
+def _row(src, dst, a, b, n, step_a, step_b):
+    # n elements from src[a], step_a apart, to dst[b], step_b apart (unsigned positions:
+    # no wraparound test per element; unit steps a loop of their own, which vectorises)
+    if step_a == 1 and step_b == 1:
+        for j in range(n):
+            dst[np.uint64(b + j)] = src[np.uint64(a + j)]
+    else:
+        for j in range(n):
+            dst[np.uint64(b + j * step_b)] = src[np.uint64(a + j * step_a)]
+
+
 @numba.njit(nogil=True, cache=True)
 def move(meta, src, dst, places):
     # every row, in index order (src and dst: arrays of the element's own size)
@@ -180,15 +192,10 @@ def move(meta, src, dst, places):
                 b += shift
             else:
                 a += shift
-            # (unsigned positions: no wraparound test per element)
             if row == 1:
                 dst[np.uint64(b)] = src[np.uint64(a)]
-            elif rs == 1 and rd == 1:
-                for j in range(row):
-                    dst[np.uint64(b + j)] = src[np.uint64(a + j)]
             else:
-                for j in range(row):
-                    dst[np.uint64(b + j * rd)] = src[np.uint64(a + j * rs)]
+                _row(src, dst, a, b, row, rs, rd)
         m += inner
         k = rank - 2  # the next run of the last dimension
         while k >= 0:
@@ -229,12 +236,7 @@ def strided(copy, src, dst):
             return
     at = np.zeros(rank, np.int64)
     while True:
-        if step_s == 1 and step_d == 1:
-            for i in range(inner):
-                dst[np.uint64(d + i)] = src[np.uint64(s + i)]
-        else:
-            for i in range(inner):
-                dst[np.uint64(d + i * step_d)] = src[np.uint64(s + i * step_s)]
+        _row(src, dst, s, d, inner, step_s, step_d)
         k = rank - 2
         while k >= 0:
             at[k] += 1
