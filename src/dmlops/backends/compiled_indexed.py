@@ -18,6 +18,7 @@ operator (its `meta` table says which); `move` is compiled once per element size
 from __future__ import annotations
 
 import math
+from copy import copy as shallow_copy
 from typing import Any
 
 import numpy as np
@@ -123,20 +124,22 @@ class CompiledIndexed:
     def run(self, ins: Any, outs: Any) -> bool:
         """Check every index, then (`after`) the strided copy, then move every row; False
         (nothing written) where an index is out of range."""
-        kind, view = self.kind, np.frombuffer  # (inline: a call's cost is its few steps)
-        try:
-            src, dst = view(ins[self.src], kind), view(outs[self.dst], kind)
-            index = view(ins[self.index], _BYTE)
-            copied = None if self.copy is None else view(ins[self.copy_src], kind)
-        except ValueError:  # a length that is no multiple of the element
-            src, dst = _flat(ins[self.src], kind), _flat(outs[self.dst], kind)
-            index = _flat(ins[self.index], _BYTE)
-            copied = None if self.copy is None else _flat(ins[self.copy_src], kind)
+        try:  # (numpy.frombuffer inline: a call's cost is its few steps)
+            return self._run(np.frombuffer, ins, outs)
+        except ValueError:  # a buffer whose length is no multiple of the element
+            return self._run(_flat, ins, outs)
+
+    def _run(self, flat: Any, ins: Any, outs: Any) -> bool:
+        """`run` with each bound buffer viewed by `flat` (all views made before any write)."""
+        kind = self.kind
+        src, dst = flat(ins[self.src], kind), flat(outs[self.dst], kind)
+        index = flat(ins[self.index], _BYTE)
         kernels = _KERNELS["module"]
-        if copied is None:
+        if self.copy is None:
             ok: bool = kernels.run(self.meta, src, dst, index, self.count)
             return ok
-        into = dst if self.copy_dst == self.dst else _flat(outs[self.copy_dst], kind)
+        copied = flat(ins[self.copy_src], kind)
+        into = dst if self.copy_dst == self.dst else flat(outs[self.copy_dst], kind)
         done: bool = kernels.copy_run(
             self.copy, copied, into, self.meta, src, dst, index, self.count
         )
@@ -152,8 +155,7 @@ class CompiledIndexed:
         table = [len(copy.shape), copy.src_offset // element_size, copy.dst_offset // element_size]
         for n, a, b in zip(copy.shape, copy.src_strides, copy.dst_strides, strict=True):
             table += [n, a, b]
-        fused = CompiledIndexed.__new__(CompiledIndexed)
-        fused.__dict__.update(self.__dict__)
+        fused = shallow_copy(self)
         fused.copy = np.array(table, np.int64)
         fused.copy_src, fused.copy_dst = copy.src, copy.dst
         return fused
