@@ -171,12 +171,32 @@ def test_blocks_are_compiled_once_per_shape_and_refuse_mixed_inputs() -> None:
     assert torch.equal(y, want) and not torch.equal(want, block(torch.zeros(1, 1, 4, 4))[0])
 
 
-def test_second_order_is_not_claimed() -> None:
-    """The backward is not itself differentiable through the block (create_graph)."""
-    x = torch.randn(1, 1, 4, 4, requires_grad=True)
-    (y,) = Block(focus)(x)
-    (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
-    assert not g.requires_grad
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_second_order_is_torchs(device: str) -> None:
+    """With create_graph the backward is torch views and strided scatters of the output
+    gradient: differentiable, and bit-identical to torch's own second order (a reversed
+    window included)."""
+
+    def block(g: Any, x: Any, y: Any) -> Any:
+        return g.join([focus(g, x), g.slice1(y, [0, 0, 0, 0], [2, 3, 8, 9], [1, 1, -2, 3])], 1)
+
+    def theirs(x: Any, y: Any) -> Any:
+        return torch.cat([focus_torch(x), y.flip(2)[:, :, ::2, ::3]], 1)
+
+    gen = torch.Generator().manual_seed(2)
+    x, y = torch.randn(2, 3, 8, 6, generator=gen), torch.randn(2, 3, 8, 9, generator=gen)
+    wx, wy = torch.randn(2, 3, 8, 6, generator=gen), torch.randn(2, 3, 8, 9, generator=gen)
+    v0 = torch.randn(2, 15, 4, 3, generator=gen)
+    found = []
+    for fn in (lambda a, b: Block(block)(a, b)[0], theirs):
+        xs = [t.to(device).requires_grad_() for t in (x, y)]
+        v = v0.to(device).requires_grad_()
+        gx, gy = torch.autograd.grad(fn(*xs), xs, v, create_graph=True)
+        assert gx.requires_grad and gy.requires_grad
+        ((gx * wx.to(device)).sum() + (gy * wy.to(device)).sum()).backward()
+        found.append((gx.detach(), gy.detach(), v.grad))
+    for a, b in zip(*found, strict=True):
+        _same(a, b)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "bool", "int32", "int8"])

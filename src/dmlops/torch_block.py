@@ -23,6 +23,7 @@ dense gradient.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -152,7 +153,7 @@ class _Compiled:
                 out_descs = [d for _, d in self.forward.desc.output_fields()]
                 fields = _Fields(out_descs, [self.descs[k] for k in written])
                 op = CompiledOperator(self.device, fields, kept)  # type: ignore[arg-type]
-            self._backward = _Backward(op, zeroed, views, written)
+            self._backward = _Backward(op, zeroed, views, written, plan)
         return self._backward
 
 
@@ -170,12 +171,14 @@ class _View:
 @dataclasses.dataclass(frozen=True)
 class _Backward:
     """A block's backward: the plan writing the gradients that are not views (None where all
-    are), which start at zero, the views, and which inputs the plan writes, in its order."""
+    are), which start at zero, the views, which inputs the plan writes, in its order, and
+    the whole backward plan (read as torch views when a second order is asked for)."""
 
     op: CompiledOperator | None
     zeroed: list[bool]
     views: list[_View | None]
     written: list[int]
+    plan: Plan
 
 
 def _view_of(copy: StridedCopy, sizes: Sequence[int], element_size: int) -> _View | None:
@@ -192,6 +195,41 @@ def _view_of(copy: StridedCopy, sizes: Sequence[int], element_size: int) -> _Vie
     return _View(
         copy.src, tuple(copy.shape), tuple(copy.src_strides), copy.src_offset // element_size
     )
+
+
+def _strided(flat: Tensor, offset: int, strides: Sequence[int], shape: Sequence[int]) -> Tensor:
+    """The view of a flat tensor at element `offset` with these strides (negative ones as
+    flips of a view with positive ones)."""
+    flips = [d for d, s in enumerate(strides) if s < 0]
+    start = offset + sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s < 0)
+    view = flat.as_strided(
+        tuple(shape), tuple(abs(s) for s in strides), flat.storage_offset() + start
+    )
+    return view.flip(flips) if flips else view
+
+
+def _traced_gradients(plan: Plan, grads: Sequence[Tensor], descs: Sequence[Any]) -> list[Tensor]:
+    """The backward plan as torch's own views and strided scatters of the output gradients:
+    the same gradients, differentiable (a second order through the block)."""
+    size = grads[0].element_size()
+    if plan.element_size != size:
+        raise InvalidDescriptorError(
+            f"Block: a second order of a block moving {plan.element_size}-byte units of "
+            f"{size}-byte elements is not supported"
+        )
+    flats = [g.reshape(-1) for g in grads]
+    results = [grads[0].new_zeros(math.prod(d.sizes)) for d in descs]
+    for c in plan.copies:
+        shape, src, dst = list(c.shape), list(c.src_strides), list(c.dst_strides)
+        src_at, dst_at = c.src_offset // size, c.dst_offset // size
+        for d, n in enumerate(shape):  # the destination walked forwards
+            if dst[d] < 0:
+                dst_at += (n - 1) * dst[d]
+                src_at += (n - 1) * src[d]
+                dst[d], src[d] = -dst[d], -src[d]
+        piece = _strided(flats[c.src], src_at, src, shape)
+        results[c.dst] = torch.as_strided_scatter(results[c.dst], piece, shape, dst, dst_at)
+    return [r.reshape(d.sizes) for r, d in zip(results, descs, strict=True)]
 
 
 def _memory(t: Tensor) -> Any:
@@ -219,6 +257,8 @@ class _Function(torch.autograd.Function):  # type: ignore[misc]
             like.new_zeros(s) if g is None else g.contiguous()
             for g, s in zip(grads, compiled.out_shapes, strict=True)
         ]
+        if torch.is_grad_enabled():  # create_graph: a gradient that is itself differentiable
+            return (None, *_traced_gradients(back.plan, gs, compiled.descs))
         results: list[Tensor | None] = [None] * len(compiled.descs)
         for k, v in enumerate(back.views):  # a whole input copied into one output: a view
             if v is not None:
@@ -271,6 +311,14 @@ class Block:
             compiled = self._compile(xs)
             self._compiled[key] = compiled
         return tuple(_Function.apply(compiled, *xs))
+
+    def prepare(self, *xs: Tensor) -> None:
+        """Compile the block for inputs like `xs`, its backward too (so a block that reads an
+        element twice is refused now, not when its backward first runs)."""
+        key = tuple([(x.shape, x.dtype, x.device) for x in xs])
+        compiled = self._compiled.get(key) or self._compile(xs)
+        compiled.backward()
+        self._compiled[key] = compiled
 
     def _compile(self, xs: tuple[Tensor, ...]) -> _Compiled:
         """The block compiled for these inputs, once they are checked."""

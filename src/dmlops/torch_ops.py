@@ -33,6 +33,7 @@ import torch
 from torch import Tensor
 
 from . import functional as F
+from . import torch_chains
 from .elements import element_of, numpy_to_torch, torch_to_numpy
 from .ops import (
     DepthSpaceOrder,
@@ -579,9 +580,10 @@ class _Operator:
     (plain tensors that need none). `listed`: the operator's first argument is a tensor
     list (JOIN's), which the Function takes as its last arguments, after the others."""
 
-    def __init__(self, op: Any, name: str, listed: bool = False) -> None:
+    def __init__(self, op: Any, name: str, chain: str | None, listed: bool = False) -> None:
+        """`chain`: the operator's name in the chains it may join (`torch_chains`)."""
         impl, setup, backward = _AUTOGRAD[op]
-        self.op, self.impl, self.listed = op, impl, listed
+        self.op, self.impl, self.listed, self.chain = op, impl, listed, chain
 
         def unspread(args: tuple[Any, ...]) -> tuple[Any, ...]:
             return (list(args[2:]), *args[:2]) if listed else args
@@ -608,19 +610,26 @@ class _Operator:
             return self.op(*args)
         if not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
             return self.impl(*args)
+        if self.chain is None:
+            return self._function(args)
+        rest = tuple([tuple(a) if isinstance(a, list) else a for a in args[1:]])
+        return torch_chains.run(self.chain, tensors, rest, lambda: self._function(args))
+
+    def _function(self, args: tuple[Any, ...]) -> Any:
+        """The call as this operator's autograd Function."""
         if self.listed:
             return self.function.apply(*args[1:], *args[0])
         result = self.function.apply(*args)
         return list(result) if isinstance(result, tuple) else result
 
 
-slice_call = _Operator(slice_op, "Slice")
-slice1_call = _Operator(slice1_op, "Slice1")
-slice_grad_call = _Operator(slice_grad_op, "SliceGrad")
-split_call = _Operator(split_op, "Split")
-join_call = _Operator(join_op, "Join", listed=True)
-depth_to_space_call = _Operator(depth_to_space_op, "DepthToSpace")
-space_to_depth_call = _Operator(space_to_depth_op, "SpaceToDepth")
+slice_call = _Operator(slice_op, "Slice", "slice")
+slice1_call = _Operator(slice1_op, "Slice1", "slice1")
+slice_grad_call = _Operator(slice_grad_op, "SliceGrad", None)
+split_call = _Operator(split_op, "Split", "split")
+join_call = _Operator(join_op, "Join", "join", listed=True)
+depth_to_space_call = _Operator(depth_to_space_op, "DepthToSpace", "depth_to_space")
+space_to_depth_call = _Operator(space_to_depth_op, "SpaceToDepth", "space_to_depth")
 
 
 # -- torch.compile: the functional calls seen as the operators ---------------------------
