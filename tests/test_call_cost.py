@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import dmlops
-from conftest import to_device, to_host
+from conftest import HAS_CUDA, to_device, to_host
 from dmlops import DmlError, InvalidDescriptorError, functional
 from dmlops.backends import get_backend
 from dmlops.ops._base import OperatorDesc
@@ -195,3 +195,32 @@ def test_a_cached_call_never_serves_fields_of_another_type() -> None:
             dmlops.slice1(x, bad, [4, 2], [1, 1])
     got = dmlops.slice1(x, [np.int64(0), np.int32(1)], [4, 2], [1, 1])
     assert np.array_equal(got, want)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")
+def test_many_torch_tensors_are_keyed_at_once_as_one_by_one(validations: list[str]) -> None:
+    """A join of 16 CUDA tensors reads their keys in one pass: the same signature as each
+    tensor's own key, so a change in any one tensor's shape, strides or type compiles anew,
+    and a CPU tensor among them is refused as mixed memory."""
+    torch = pytest.importorskip("torch")
+    parts = [torch.full((2, 3), float(k), device="cuda") for k in range(16)]
+    expected = torch.cat(parts)
+    assert functional._keyed_inputs([], parts)
+    one_by_one: list[object] = []
+    for p in parts:
+        one_by_one.append(functional._ARRAY_KEYS[torch.Tensor](p))
+    at_once: list[object] = []
+    assert functional._keyed_inputs(at_once, parts)
+    assert at_once == one_by_one
+    for _ in range(3):
+        assert torch.equal(dmlops.join(parts, 0), expected)
+    assert validations == ["JOIN"]
+    changed = [*parts[:7], parts[7].t().contiguous().t(), *parts[8:]]  # other strides
+    assert torch.equal(dmlops.join(changed, 0), expected)
+    doubled = [*parts[:15], parts[15].double()]
+    with pytest.raises(DmlError):
+        dmlops.join(doubled, 0)
+    assert validations[:2] == ["JOIN", "JOIN"]
+    with pytest.raises(DmlError, match="host"):
+        dmlops.join([*parts[:15], parts[15].cpu()], 0)

@@ -124,6 +124,10 @@ def _numpy_key(a: Any) -> Hashable:
 
 
 _ARRAY_KEYS: dict[type, Callable[[Any], Hashable]] = {np.ndarray: _numpy_key}
+# for many arrays of one type, a function giving all their keys at once (each as the type's
+# own key function gives it), or None where one has none
+_MANY_KEYS: dict[type, Callable[[Sequence[Any]], list[Hashable] | None]] = {}
+_MANY = 8  # arrays in a call from which their keys are read at once
 
 
 _UNKEYABLE = object()
@@ -168,6 +172,15 @@ def _keyed_inputs(parts: list[Hashable], ins: Sequence[Any]) -> bool:
     """Each input array's key appended to `parts` (numpy's inline: many-array calls key
     each array); False where one has none (no key function, or one that declines: a CPU
     torch tensor)."""
+    if len(ins) >= _MANY and _MANY_KEYS:
+        kinds = set(map(type, ins))
+        many = _MANY_KEYS.get(kinds.pop()) if len(kinds) == 1 else None
+        if many is not None:
+            found = many(ins)
+            if found is None:
+                return False
+            parts.extend(found)
+            return True
     append = parts.append
     keys = _ARRAY_KEYS
     ndarray = np.ndarray
@@ -229,6 +242,9 @@ def backend_of(arrays: Sequence[Any]) -> Backend:
         raise BindingError(f"arrays mix {names} memory; put them on one device")
     backend = get_backend(kinds.pop() if kinds else "numpy")
     _ARRAY_KEYS.update(backend.array_keys())
+    many = getattr(backend, "many_array_keys", None)
+    if many is not None:
+        _MANY_KEYS.update(many())
     return backend
 
 
@@ -380,6 +396,13 @@ class _Call:
         self.in_flats = [flat(t.low, t.nbytes, t.contiguous) for t in inputs]
         self.out_flats = [flat(t.low, t.nbytes, t.contiguous) for t in outputs]
         self.direct = all(f is None for f in self.in_flats + self.out_flats)
+        # many inputs of one layout: their flat buffers read at once, where the backend can
+        first = self.in_flats[0] if len(self.in_flats) >= _MANY else None
+        batch = getattr(backend, "flats_at_once", None)
+        same = first is not None and all(f == first for f in self.in_flats)
+        self.in_flats_at_once = batch(first) if same and batch is not None else None
+        # flat buffers that are their own addresses (device pointers): none to read
+        self.flats_are_addresses = bool(getattr(backend, "flats_are_addresses", False))
         self.allocate = [(k, shape) for k, shape in enumerate(new_shapes) if shape is not None]
         self.any_given = len(self.allocate) < len(new_shapes)
         # inputs the plan reads (an in-place scatter's own input is not read): only these
@@ -444,7 +467,13 @@ class _Call:
         if self.direct:
             in_flats, out_flats = ins, results
         else:
-            in_flats = [x if f is None else f(x) for f, x in zip(self.in_flats, ins, strict=True)]
+            at_once = self.in_flats_at_once
+            if at_once is not None:
+                in_flats = at_once(ins)
+            else:
+                in_flats = [
+                    x if f is None else f(x) for f, x in zip(self.in_flats, ins, strict=True)
+                ]
             out_flats = [
                 o if f is None else f(o) for f, o in zip(self.out_flats, results, strict=True)
             ]
@@ -475,9 +504,13 @@ class _Call:
         none can overlap; True: find_overlaps decides)."""
         if self.read_spans is None:
             return True
-        address = self.backend.address
-        reads = [(address(in_flats[k]), lo, hi) for k, lo, hi in self.read_spans]
-        writes = [(address(out_flats[j]), lo, hi) for j, lo, hi in self.write_spans]
+        if self.flats_are_addresses:
+            reads = [(in_flats[k], lo, hi) for k, lo, hi in self.read_spans]
+            writes = [(out_flats[j], lo, hi) for j, lo, hi in self.write_spans]
+        else:
+            address = self.backend.address
+            reads = [(address(in_flats[k]), lo, hi) for k, lo, hi in self.read_spans]
+            writes = [(address(out_flats[j]), lo, hi) for j, lo, hi in self.write_spans]
         return spans_meet(reads, writes)
 
     def _stage(

@@ -15,6 +15,7 @@ asynchronously on that stream (`launch.py`); launches go through the driver.
 from __future__ import annotations
 
 import contextlib
+import operator
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
@@ -147,6 +148,50 @@ class CudaBackend:
             keys[torch.Tensor] = torch_key
         return keys
 
+    def many_array_keys(self) -> dict[type, Callable[[Sequence[Any]], list[Hashable] | None]]:
+        """Keys of many torch tensors at once (each as `array_keys`' gives it; None where one
+        is on the CPU): four passes of C calls instead of a Python call per tensor."""
+        torch = torch_module()
+        if torch is None:
+            return {}
+        tensor = torch.Tensor
+        dtype, shape = operator.attrgetter("dtype"), operator.attrgetter("shape")
+
+        def torch_keys(ts: Sequence[Any]) -> list[Hashable] | None:
+            ordinals = list(map(tensor.get_device, ts))
+            if min(ordinals) < 0:
+                return None
+            keys = zip(
+                map(dtype, ts), map(shape, ts), map(tensor.stride, ts), ordinals, strict=True
+            )
+            return list(keys)
+
+        return {tensor: torch_keys}
+
+    # flat buffers of this backend are device addresses (ints)
+    flats_are_addresses = True
+
+    def flats_at_once(
+        self, flat: Callable[[Any], Any]
+    ) -> Callable[[Sequence[Any]], list[Any]] | None:
+        """For `flat_function`'s function of arrays at offset 0, one that reads many arrays'
+        addresses at once (torch tensors' `data_ptr` in one pass of C calls)."""
+        if flat != self._pointer:
+            return None
+        torch = torch_module()
+        pointer = self._pointer
+        if torch is None:
+            return None
+        tensor = torch.Tensor
+        data_ptr = tensor.data_ptr
+
+        def addresses(arrays: Sequence[Any]) -> list[Any]:
+            if set(map(type, arrays)) == {tensor}:
+                return list(map(data_ptr, arrays))
+            return [pointer(a) for a in arrays]
+
+        return addresses
+
     def placement(self, named: Sequence[tuple[str, Any]]) -> Callable[[Any], Queue]:
         return queue_function(self.cupy, named)
 
@@ -228,14 +273,15 @@ class CudaBackend:
         return self.cupy.cuda.Device(ordinal)  # type: ignore[no-any-return]
 
     def new_like(self, template: Any, shape: tuple[int, ...], dtype: Any = None) -> Any:
+        torch = torch_module()  # torch first: the commonest, and its call the cheapest
+        if torch is not None and isinstance(template, torch.Tensor):
+            if dtype is None:
+                return template.new_empty(shape)
+            return template.new_empty(shape, dtype=getattr(torch, np.dtype(dtype).name))
         cp = self.cupy
         if isinstance(template, cp.ndarray):
             with self._on(template.data.device_id):
                 return cp.empty(shape, dtype=template.dtype if dtype is None else dtype)
-        torch = torch_module()
-        if torch is not None and isinstance(template, torch.Tensor):
-            kind = template.dtype if dtype is None else getattr(torch, np.dtype(dtype).name)
-            return torch.empty(shape, dtype=kind, device=template.device)
         arr = self.as_array(template)
         with self._on(arr.data.device_id):
             made = cp.empty(shape, dtype=arr.dtype if dtype is None else dtype)
@@ -349,7 +395,11 @@ class CudaBackend:
         """Launch indexed copies, in order, on the queue's stream with its device current."""
         cp = self.cupy
         device, stream = queue
-        with self._on(device):
+        if cp.cuda.runtime.getDevice() == device:
+            for launch in launches:
+                launch.launch(cp, device, ins, outs, stream)
+            return
+        with cp.cuda.Device(device):
             for launch in launches:
                 launch.launch(cp, device, ins, outs, stream)
 
