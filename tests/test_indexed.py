@@ -762,6 +762,23 @@ def test_reverse_subsequences_matches_reference(backend: str, data, shape) -> No
     assert bits(got) == bits(ref_reverse(x, lengths, axis, batch))
 
 
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+@pytest.mark.parametrize(
+    "itype", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
+)
+def test_reverse_subsequences_takes_lengths_of_every_integer_type(backend: str, itype) -> None:  # type: ignore[no-untyped-def]
+    """Lengths of any integer type, at its extremes, become UINT32 (negatives 0, past 2**32
+    clamped): no bound of the conversion may lie outside the type (CuPy refuses 2**32 - 1
+    for int8)."""
+    info = np.iinfo(itype)
+    lengths = np.array([info.min, 0, 2, info.max], itype)
+    x = np.arange(4 * 5, dtype=np.float32).reshape(5, 4)
+    if backend == "webgpu":
+        lengths = lengths.clip(0, 2**32 - 1).astype(np.uint32)
+    got = to_host(dmlops.reverse_subsequences(to_device(backend, x), to_device(backend, lengths)))
+    assert bits(got) == bits(ref_reverse(x, lengths, 0, 1))
+
+
 def test_index_tuples_read_backwards() -> None:
     """Index tuples from a view with a negative stride along the tuple: the plan's span of the
     index binding reaches below the tuple's first coordinate."""

@@ -652,14 +652,21 @@ def cast_in_library(array: Any, dtype: str, low: int | None = None, high: int | 
     if getattr(type(array), "__dmlops_backend__", None) == "webgpu":
         import dmlops.webgpu
 
-        host = array.numpy()
-        if low is not None or high is not None:
-            host = host.clip(low, high)
-        return dmlops.webgpu.asarray(host.astype(dtype))
+        return dmlops.webgpu.asarray(_clipped(array.numpy(), low, high).astype(dtype))
     array = numpy_or_cupy(array, f"a {type(array).__name__} of {array.dtype} here must be {dtype}")
-    if low is not None or high is not None:
-        array = array.clip(low, high)
-    return array.astype(dtype)
+    return _clipped(array, low, high).astype(dtype)
+
+
+def _clipped(array: Any, low: int | None, high: int | None) -> Any:
+    """A numpy or CuPy array clipped to [low, high], bounds its integer type holds anyway
+    left out (numpy and CuPy refuse a bound outside the type: 2**32 - 1 for int8)."""
+    if array.dtype.kind in "iu":
+        info = np.iinfo(array.dtype)
+        low = None if low is None or low <= info.min else low
+        high = None if high is None or high >= info.max else high
+    if low is None and high is None:
+        return array
+    return array.clip(low, high)
 
 
 # the clip ufunc itself (np.clip wraps it in 5 µs of Python); numpy 1.x names its module core
