@@ -693,6 +693,9 @@ def _quick_key(tag: tuple[Any, ...], ins: Sequence[Any], out: Any) -> Hashable |
     if not _keyed_inputs(parts, ins):
         return None
     if out is not None:
+        if out is ins[0] and type(out) is not np.ndarray:  # (in place: its key is read)
+            parts.append((parts[1], True))
+            return tuple(parts)
         key = _output_key(out)
         if key is None:
             return None
