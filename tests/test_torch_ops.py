@@ -391,6 +391,44 @@ def test_a_focus_stem_compiles_to_as_many_kernels_as_torch_slicing(device: str) 
     assert "torch.ops.dmlops" not in "\n".join(grad_code)
 
 
+def test_a_split_of_a_permuted_view_hands_its_base_a_contiguous_gradient(device: str) -> None:
+    """Eagerly on CUDA, the JOIN that is a head split's gradient is written in the permuted
+    view's layout: x.grad arrives contiguous (no AccumulateGrad copy), with torch's values,
+    and a second order still flows (create_graph takes the plain path)."""
+    x = _x(device, 2, 5, 24)
+    heads = dmlops.split(x.view(2, 5, 6, 4).permute(0, 2, 1, 3), 1, [2, 2, 2])
+    grads = [torch.randn_like(h) for h in heads]
+    torch.autograd.backward(heads, grads)
+    want = x.detach().clone().requires_grad_(True)
+    theirs = [p.view(2, 5, 2, 4).transpose(1, 2) for p in want.split(8, 2)]
+    torch.autograd.backward(theirs, grads)
+    assert torch.equal(x.grad, want.grad)
+    if device == "cuda":
+        assert x.grad.is_contiguous()
+    v = torch.randn(2, 2, 5, 4, device=device, requires_grad=True)
+    y = dmlops.split(x.view(2, 5, 6, 4).permute(0, 2, 1, 3), 1, [2, 2, 2])[1]
+    (gx,) = torch.autograd.grad(y, x, v, create_graph=True)
+    (gx * gx).sum().backward()
+    assert torch.equal(v.grad, 2 * v.detach())
+
+
+def test_a_join_of_leaves_gives_each_a_dense_gradient(device: str) -> None:
+    """A KV-cache append of two leaves: eagerly on CUDA their gradients are one SPLIT's dense
+    outputs (not strided views AccumulateGrad would copy); of non-leaves, views as torch's
+    cat gives them. The values are torch's either way."""
+    past, new = _x(device, 2, 3, 7, 4), _x(device, 2, 3, 1, 4)
+    y = dmlops.join([past, new], 2)
+    g = torch.randn_like(y)
+    y.backward(g)
+    assert torch.equal(past.grad, g[:, :, :7]) and torch.equal(new.grad, g[:, :, 7:])
+    assert past.grad.is_contiguous() and new.grad.is_contiguous()
+    a, b = past * 1, new * 1  # non-leaves: the pieces are views of the gradient
+    seen: list[torch.Tensor] = []
+    a.register_hook(seen.append)
+    dmlops.join([a, b], 2).backward(g)
+    assert torch.equal(seen[0], g[:, :, :7]) and not seen[0].is_contiguous()
+
+
 def test_a_qkv_head_split_backward_writes_its_gradient_once(device: str) -> None:
     """A split of a permuted view (QKV into heads): its gradient (a join read back through
     the permutation) compiles to as many kernels as torch's split + transpose, and no

@@ -441,13 +441,18 @@ def _setup_window(ctx, inputs, output):  # type: ignore[no-untyped-def]
     ctx.strides = x.stride()  # a permuted view's gradient is laid out as it (_window_gradient)
 
 
+def _eager_cuda(grad: Tensor) -> bool:
+    """A backward of plain eager code on a CUDA gradient, with no graph to record (no
+    create_graph): its gradients may be laid out as the consumer wants them."""
+    return grad.is_cuda and not torch.is_grad_enabled() and _plain_eager([grad])
+
+
 def _window_gradient(ctx: Any, grad: Tensor, window: Sequence[list[int]], level: Any) -> Any:
     """SLICE_GRAD of a SLICE / SLICE1's output gradient. Where the forward read a permuted
     view (x.transpose(1, 2)) of a CUDA tensor, in plain eager code with no graph to record,
     the gradient is written in the view's own layout: autograd's view backward then hands
     the base a contiguous gradient, which AccumulateGrad keeps instead of copying it."""
-    eager = grad.is_cuda and not torch.is_grad_enabled() and _plain_eager([grad])
-    if eager and _permuted_layout(ctx.shape, ctx.strides):
+    if _eager_cuda(grad) and _permuted_layout(ctx.shape, ctx.strides):
         out = torch.empty_strided(ctx.shape, ctx.strides, dtype=grad.dtype, device=grad.device)
         F.slice_grad(grad.detach(), ctx.shape, *window, feature_level=level, out=out)
         return out
@@ -480,29 +485,49 @@ def _slice_grad_backward(ctx, grad):  # type: ignore[no-untyped-def]
 
 
 def _setup_split(ctx, inputs, output):  # type: ignore[no-untyped-def]
-    _, axis, _, level = inputs
+    x, axis, _, level = inputs
     ctx.axis, ctx.level = axis, level
     ctx.like = [(o.shape, o.dtype, o.device) for o in output]
+    ctx.shape, ctx.strides = list(x.shape), x.stride()
 
 
 def _split_backward(ctx: Any, grads: Sequence[Any]) -> tuple[Any, ...]:
+    """JOIN of the parts' gradients. Where the forward split a permuted view of a CUDA
+    tensor (a QKV head split of x.view(...).permute(...)), eagerly, the join writes the
+    gradient in the view's own layout, so the base's gradient arrives contiguous and
+    AccumulateGrad keeps it instead of copying it (as for a window's, `_window_gradient`)."""
     parts = [
         torch.zeros(shape, dtype=dtype, device=device) if g is None else g
         for g, (shape, dtype, device) in zip(grads, ctx.like, strict=True)
     ]
-    return join_call(parts, ctx.axis, _backward_level(ctx.level, JoinDesc)), None, None, None
+    level = _backward_level(ctx.level, JoinDesc)
+    first = parts[0]
+    if _eager_cuda(first) and _permuted_layout(ctx.shape, ctx.strides):
+        out = torch.empty_strided(ctx.shape, ctx.strides, dtype=first.dtype, device=first.device)
+        F.join([p.detach() for p in parts], ctx.axis, feature_level=level, out=out)
+        return out, None, None, None
+    return join_call(parts, ctx.axis, level), None, None, None
 
 
 def _setup_join(ctx: Any, inputs: Sequence[Any], output: Any) -> None:
     xs, axis, level = inputs
     ctx.axis, ctx.level = axis, level
     ctx.sizes = [x.shape[axis] for x in xs]
+    # every input a leaf that takes a gradient: AccumulateGrad keeps only dense gradients
+    ctx.leaves = all(x.is_leaf and x.requires_grad for x in xs)
 
 
 def _join_backward(ctx: Any, grad: Tensor) -> tuple[Any, ...]:
-    # SPLIT's pieces of the gradient, as views of it (as torch's cat gives them): no copy
-    # where the consumer takes a view, no kernel to compile under torch.compile
-    return list(torch.split(grad, ctx.sizes, ctx.axis)), None, None
+    """SPLIT's pieces of the gradient, as views of it (as torch's cat gives them): no copy
+    where the consumer takes a view, no kernel to compile under torch.compile. Eagerly on
+    CUDA, where every input is a leaf and some piece is no dense view (a KV-cache append's
+    past), one SPLIT writes them all: AccumulateGrad would copy each such view anyway, at
+    a lower fraction of the copy ceiling than the split."""
+    views = list(torch.split(grad, ctx.sizes, ctx.axis))
+    if ctx.leaves and _eager_cuda(grad) and not all(v.is_contiguous() for v in views):
+        level = _backward_level(ctx.level, SplitDesc)
+        return F.split(grad.detach(), ctx.axis, ctx.sizes, feature_level=level), None, None
+    return views, None, None
 
 
 def _setup_depth_space(ctx, inputs, output):  # type: ignore[no-untyped-def]
