@@ -18,6 +18,7 @@ or feature levels, or reads a first input that is not contiguous. Such calls run
 from __future__ import annotations
 
 import contextlib
+import functools
 import weakref
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, NamedTuple
@@ -64,12 +65,19 @@ def _link_of(t: Tensor) -> _Link | None:
 _ONE_ROOT = (("root", 0),)
 
 
+@functools.lru_cache(maxsize=64)
+def _roots(n: int) -> tuple[tuple[str, int], ...]:
+    return tuple(("root", k) for k in range(n))
+
+
 def _compose(
     name: str, rest: tuple[Any, ...], tensors: Sequence[Tensor], links: Sequence[_Link | None]
 ) -> tuple[Hashable, list[Tensor], int]:
     """The chain's signature for this call, its first inputs, and its operator count."""
     if len(tensors) == 1 and links[0] is None:
         return (name, rest, _ONE_ROOT), list(tensors), 1
+    if not any(links) and len({id(t) for t in tensors}) == len(tensors):  # all first inputs
+        return (name, rest, _roots(len(tensors))), list(tensors), 1
     roots: list[Tensor] = []
     where: dict[int, int] = {}
     children: list[Hashable] = []
@@ -147,8 +155,8 @@ def _block(sig: Any, roots: Sequence[Tensor]) -> Block | None:
         block = Block(build, levels.pop())
         try:  # (an element read twice is refused here, not when the backward runs)
             block.prepare(*roots)
-        except (ValueError, TypeError):  # DmlError among them: the calls say why, unfused
-            block = None
+        except Exception:  # noqa: BLE001 - a chain that does not compile runs unfused
+            block = None  # (and the calls one by one say what is wrong, if anything is)
     if len(_BLOCKS) >= _CACHE_SIZE:
         _BLOCKS.pop(next(iter(_BLOCKS)))
     _BLOCKS[key] = block

@@ -80,7 +80,7 @@ def order_name(order: Any) -> str:
 
 
 def _host(t: Tensor) -> Any:
-    return torch_to_numpy(t) if t.device.type == "cpu" else t.detach()
+    return torch_to_numpy(t) if t.is_cpu else t.detach()
 
 
 def _back(result: Any, dtype: Any) -> Tensor:
