@@ -225,3 +225,74 @@ def test_depth_to_space_interleaves_vectors_of_each_phase_row(dt: DataType, vw: 
     ((kernel, d),) = [(k.kernel, dict(k.defines)) for k in group_copies(plan, (BASE,), (BASE * 4,))]
     assert kernel == "strided" and d["INTERLEAVE"] == 2 and d["VW"] == vw
     assert d["RANK"] == len(plan.copies[0].shape) - 1
+
+
+@pytest.mark.parametrize(
+    ("rows", "lanes", "slots", "way"),
+    [
+        (4096, 32, 524288, "table"),  # the in-place KV write: 264 blocks each locating
+        (1024, 32, 65536, "table"),  # every row: 31.6 µs; 1,024 rows 7.3 against 6.5
+        (256, 32, 65536, "shared"),  # 3.7 µs (a winner table 6.5, each row located 7.0)
+        (256, 1, 65536, "table"),  # a thread per short row reads 256 slots: 18.9 against 5.5
+        (32, 1, 65536, "shared"),
+        (6, 1, 32, "shared"),
+        (4097, 32, 100, "table"),
+        (1000, 1, 2**31, "scan"),  # slots past an int: no table of an int per slot
+        (1025, 1, 2**31, "table"),
+    ],
+)
+def test_scatters_find_their_winners_by_the_measured_cheapest_way(
+    rows: int, lanes: int, slots: int, way: str
+) -> None:
+    """Which launch resolves repeated scatter targets, by rows, lanes a row and slots (the
+    H100 timings in the comments are kernel time per call, from backends/cuda/indexed.py)."""
+    from dmlops.backends.cuda.indexed import winners_by
+
+    assert winners_by(True, rows, lanes, slots) == way
+    assert winners_by(False, rows, lanes, slots) == "none"
+
+
+@pytest.mark.parametrize(("rows", "width", "kernel"), [
+    (256, 512, "dmlops_indexed_scan_shared"),  # 2 KiB rows: a warp a row
+    (4096, 512, "dmlops_indexed"),  # after a winner pass
+    (1000, 4, "dmlops_indexed"),
+    (20, 4, "dmlops_indexed_scan_shared"),
+])  # fmt: skip
+def test_a_scatters_launches_follow_the_choice(
+    rows: int, width: int, kernel: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`IndexedLaunch._prepare` on a stand-in for CuPy: a shared-memory scan is one launch
+    over at most 264 blocks; a winner table adds its pass before the copy."""
+    from types import SimpleNamespace
+
+    from dmlops.backends.cuda import indexed as cuda_indexed
+    from dmlops.ops import ScatterNdDesc
+    from dmlops.plan import Layout
+    from dmlops.tensor import packed_strides
+
+    f32, i64 = DataType.FLOAT32, DataType.INT64
+    data = BufferTensorDesc(f32, (1000, width))
+    desc = ScatterNdDesc(
+        data, BufferTensorDesc(i64, (rows, 1)), BufferTensorDesc(f32, (rows, width)), data, 2, 2
+    )
+    shapes = [(1000, width), (rows, 1), (rows, width)]
+    plan = desc.lower(
+        [Layout(0, tuple(packed_strides(s))) for s in shapes],
+        [Layout(0, tuple(packed_strides((1000, width))))],
+    )
+    (copy,) = plan.indexed
+    launch = cuda_indexed.IndexedLaunch(copy, 4)
+    table = SimpleNamespace(data=SimpleNamespace(ptr=1 << 20), nbytes=4000)
+    fake = SimpleNamespace(empty=lambda n, dtype: table, int32=np.int32)
+    names: list[str] = []
+    kernels = cuda_indexed.kernels
+    monkeypatch.setattr(
+        kernels, "compiled_named", lambda cp, m, entry: names.append(entry) or entry
+    )
+    monkeypatch.setattr(kernels, "function_handle", lambda fn: fn)
+    winner, launches, _ = launch._prepare(fake, 0, 0, 1 << 30, 1 << 31, 1 << 29)
+    assert launches[-1][0] == kernel
+    assert (winner is not None) == (names[0] == "dmlops_indexed_winner")
+    assert len(launches) == (2 if winner is not None else 1)
+    if kernel.endswith("shared"):
+        assert launches[-1][1][0] <= 264

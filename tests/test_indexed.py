@@ -1098,6 +1098,28 @@ def test_long_rows_in_segments_match_reference(backend: str, chunks: int) -> Non
 
 
 @pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+@pytest.mark.parametrize("rows", [1000, 1025, 4096, 4097])
+@pytest.mark.parametrize("width", [3, 160])
+def test_scatters_with_repeated_targets_past_every_launch_size(
+    backend: str, rows: int, width: int
+) -> None:
+    """Scatters of 1,000 to 4,097 rows onto 300 targets (the later wins), rows of 3 and 160
+    float32 (a thread or a warp a row): on CUDA, the scan that locates every other row, the
+    scan over slots kept in shared memory (up to 4,096 rows) and the winner table (past it),
+    in place and not."""
+    rng = np.random.default_rng(rows + width)
+    x = rng.standard_normal((300, width)).astype(np.float32)
+    slots = rng.integers(0, 300, (rows, 1))
+    upd = rng.standard_normal((rows, width)).astype(np.float32)
+    want = ref_scatter_nd(x, slots, upd)
+    got = to_host(dmlops.scatter_nd(*(to_device(backend, a) for a in (x, slots, upd))))
+    assert bits(got) == bits(want)
+    cache = to_device(backend, x.copy())
+    dmlops.scatter_nd(cache, to_device(backend, slots), to_device(backend, upd), out=cache)
+    assert bits(to_host(cache)) == bits(want)
+
+
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
 def test_clamped_indices_at_the_ends_of_their_types(backend: str) -> None:
     """WebNN's clamp with the largest and smallest values each index type holds: the reads
     land on the axis' ends (no value wraps past another)."""

@@ -129,9 +129,13 @@ __device__ __forceinline__ void move_chunk(const u8* from, u8* to, long long chu
     }
 }
 
+// SCAN with `known` (dmlops_indexed_scan_shared): every row's slot (-1: dropped) and order,
+// found once per block in shared memory, against which a row looks for a later one
+struct Known { const int* slots; const int* orders; };
+
 template <typename I, typename O, bool SCAN, bool SLOTS>
 __device__ void indexed(const long long* __restrict__ meta, const u8* src_base, u8* dst_base,
-    const u8* idx, const int* winner, I rows)
+    const u8* idx, const int* winner, I rows, Known known = Known{nullptr, nullptr})
 {
     const long long chunks = meta[4];
     const long long chunk = meta[3];
@@ -178,7 +182,12 @@ __device__ void indexed(const long long* __restrict__ meta, const u8* src_base, 
         if (SLOTS && winner != nullptr && winner[slot] != (int)order) continue;
         if (SCAN) {  // dropped where a row later in index order writes the same slot
             bool later = false;
-            for (I k = lane; k < rows && !later; k += lanes) {
+            if (known.slots != nullptr) {
+                const int mine = (int)slot, when = (int)order;
+                for (I k = lane; k < rows && !later; k += lanes)
+                    later = known.slots[k] == mine && known.orders[k] > when;
+            }
+            for (I k = lane; known.slots == nullptr && k < rows && !later; k += lanes) {
                 O s2, d2;
                 long long slot2, order2;
                 later = k != m && locate<I, O, SLOTS>(meta, idx, k, &s2, &d2, &slot2, &order2)
@@ -242,4 +251,31 @@ extern "C" __global__ void dmlops_indexed_scan(const __grid_constant__ Meta tabl
     const long long* meta = table.v;
     indexed<int, long long, true, true>(meta, (const u8*)source, (u8*)target, (const u8*)index,
         nullptr, (int)rows);
+}
+
+// rows a block's shared memory holds the slots and orders of (two ints a row: 32 KiB)
+#define SHARED_SCAN_ROWS 4096
+
+// dmlops_indexed_scan for up to SHARED_SCAN_ROWS rows whose slots fit an int: each block
+// first finds every row's slot and order once, in shared memory, so a row's look for a
+// later one to its slot reads shared memory instead of locating every other row (one launch
+// where a winner table took three: its clearing, a winner pass and the copy)
+extern "C" __global__ void dmlops_indexed_scan_shared(const __grid_constant__ Meta table,
+    unsigned long long source, unsigned long long target, unsigned long long index,
+    long long rows)
+{
+    __shared__ int slots[SHARED_SCAN_ROWS];
+    __shared__ int orders[SHARED_SCAN_ROWS];
+    const long long* meta = table.v;
+    const int n = (int)rows;
+    for (int k = threadIdx.x; k < n; k += blockDim.x) {
+        long long s, d, slot, order;
+        const bool kept = locate<int, long long, true>(meta, (const u8*)index, k, &s, &d,
+            &slot, &order);
+        slots[k] = kept ? (int)slot : -1;
+        orders[k] = (int)order;
+    }
+    __syncthreads();
+    indexed<int, long long, true, true>(meta, (const u8*)source, (u8*)target,
+        (const u8*)index, nullptr, n, Known{slots, orders});
 }
