@@ -55,13 +55,12 @@ WEBGPU = pytest.param(
     "webgpu",
     marks=[pytest.mark.webgpu, pytest.mark.skipif(not HAS_WEBGPU, reason="no WebGPU adapter")],
 )
-BACKENDS = [
-    "numpy",
-    pytest.param(
-        "cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")]
-    ),
-    WEBGPU,
-]
+CUDA = pytest.param(
+    "cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")]
+)
+BACKENDS = ["numpy", CUDA, WEBGPU]
+# torch devices of the torch tests: the CPU, and CUDA where a GPU is
+TORCH_DEVICES = ["cpu", CUDA]
 
 
 @pytest.fixture(params=BACKENDS)

@@ -13,15 +13,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import dmlops  # noqa: E402
-from conftest import HAS_CUDA  # noqa: E402
+from conftest import HAS_CUDA, TORCH_DEVICES  # noqa: E402
 from dmlops import torch_chains  # noqa: E402
 
-DEVICES = [
-    "cpu",
-    pytest.param(
-        "cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")]
-    ),
-]
+DEVICES = TORCH_DEVICES
 WINDOWS = ((0, 0), (1, 0), (0, 1), (1, 1))
 BLOCK_NODE = "_FunctionBackward"  # a torch_block block's autograd node
 
