@@ -37,13 +37,12 @@ _ATTRIBUTE = "dmlops_link"
 class _Link(NamedTuple):
     """How a node's outputs were made: `sig` (the operator, its arguments, and its inputs as
     first inputs by index or as earlier links), the first inputs (weak) and their versions
-    then, each output's version after the call, the feature level, and how many operators."""
+    then, each output's version after the call, and how many operators."""
 
     sig: Hashable
     roots: tuple[weakref.ref[Tensor], ...]
     versions: tuple[int, ...]
     own: tuple[int, ...]
-    level: str | None
     nodes: int
 
 
@@ -124,7 +123,6 @@ _GRAPH: dict[str, Callable[[Any, list[Any], tuple[Any, ...]], list[Any]]] = {
     "depth_to_space": lambda g, xs, r: [g.depth_to_space(xs[0], r[0], r[1])],
     "space_to_depth": lambda g, xs, r: [g.space_to_depth(xs[0], r[0], r[1])],
 }
-OPERATORS = frozenset(_GRAPH)
 
 
 def _levels(sig: Any, found: set[Any]) -> set[Any]:
@@ -189,7 +187,6 @@ def run(
             tuple([weakref.ref(r) for r in roots]),
             tuple([r._version for r in roots]),
             tuple([o._version for o in outs]),
-            rest[-1],
             nodes,
         )
         with contextlib.suppress(AttributeError):  # (a node of torch's own: no chain)
