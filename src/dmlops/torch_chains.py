@@ -61,12 +61,12 @@ def _link_of(t: Tensor) -> _Link | None:
     return link
 
 
-_ONE_ROOT = (("root", 0),)
-
-
 @functools.lru_cache(maxsize=64)
 def _roots(n: int) -> tuple[tuple[str, int], ...]:
     return tuple(("root", k) for k in range(n))
+
+
+_ONE_ROOT = _roots(1)
 
 
 def _compose(

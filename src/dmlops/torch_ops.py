@@ -447,16 +447,29 @@ def _eager_cuda(grad: Tensor) -> bool:
     return grad.is_cuda and not torch.is_grad_enabled() and _plain_eager([grad])
 
 
+def _in_input_layout(ctx: Any, grad: Tensor, write: Any) -> Tensor | None:
+    """Where the forward read a permuted view (`ctx.shape`, `ctx.strides`) and the backward
+    runs eagerly on CUDA: the input's gradient in that view's own layout, written by
+    `write(out)` (autograd's view backward then hands the base a contiguous gradient, which
+    AccumulateGrad keeps instead of copying it); None elsewhere."""
+    if not (_eager_cuda(grad) and _permuted_layout(ctx.shape, ctx.strides)):
+        return None
+    out = torch.empty_strided(ctx.shape, ctx.strides, dtype=grad.dtype, device=grad.device)
+    write(out)
+    return out
+
+
 def _window_gradient(ctx: Any, grad: Tensor, window: Sequence[list[int]], level: Any) -> Any:
     """SLICE_GRAD of a SLICE / SLICE1's output gradient. Where the forward read a permuted
     view (x.transpose(1, 2)) of a CUDA tensor, in plain eager code with no graph to record,
     the gradient is written in the view's own layout: autograd's view backward then hands
     the base a contiguous gradient, which AccumulateGrad keeps instead of copying it."""
-    if _eager_cuda(grad) and _permuted_layout(ctx.shape, ctx.strides):
-        out = torch.empty_strided(ctx.shape, ctx.strides, dtype=grad.dtype, device=grad.device)
-        F.slice_grad(grad.detach(), ctx.shape, *window, feature_level=level, out=out)
-        return out
-    return slice_grad_call(grad, ctx.shape, *window, level)
+    laid_out = _in_input_layout(
+        ctx,
+        grad,
+        lambda out: F.slice_grad(grad.detach(), ctx.shape, *window, feature_level=level, out=out),
+    )
+    return slice_grad_call(grad, ctx.shape, *window, level) if laid_out is None else laid_out
 
 
 def _slice_backward(ctx, grad):  # type: ignore[no-untyped-def]
@@ -501,12 +514,13 @@ def _split_backward(ctx: Any, grads: Sequence[Any]) -> tuple[Any, ...]:
         for g, (shape, dtype, device) in zip(grads, ctx.like, strict=True)
     ]
     level = _backward_level(ctx.level, JoinDesc)
-    first = parts[0]
-    if _eager_cuda(first) and _permuted_layout(ctx.shape, ctx.strides):
-        out = torch.empty_strided(ctx.shape, ctx.strides, dtype=first.dtype, device=first.device)
-        F.join([p.detach() for p in parts], ctx.axis, feature_level=level, out=out)
-        return out, None, None, None
-    return join_call(parts, ctx.axis, level), None, None, None
+    laid_out = _in_input_layout(
+        ctx,
+        parts[0],
+        lambda out: F.join([p.detach() for p in parts], ctx.axis, feature_level=level, out=out),
+    )
+    joined = join_call(parts, ctx.axis, level) if laid_out is None else laid_out
+    return joined, None, None, None
 
 
 def _setup_join(ctx: Any, inputs: Sequence[Any], output: Any) -> None:

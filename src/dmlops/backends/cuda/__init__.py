@@ -395,11 +395,7 @@ class CudaBackend:
         """Launch indexed copies, in order, on the queue's stream with its device current."""
         cp = self.cupy
         device, stream = queue
-        if cp.cuda.runtime.getDevice() == device:
-            for launch in launches:
-                launch.launch(cp, device, ins, outs, stream)
-            return
-        with cp.cuda.Device(device):
+        with self._on(device):
             for launch in launches:
                 launch.launch(cp, device, ins, outs, stream)
 

@@ -48,6 +48,11 @@ SHARED_SCAN_LOCATES = 1 << 16
 SHARED_SCAN_LOOK = 32
 
 
+def _shared_scan_blocks(rows: int, lanes: int) -> int:
+    """The blocks of a shared-memory scan's launch of `rows` rows, `lanes` lanes a row."""
+    return min(_SHARED_SCAN_BLOCKS, -(-rows * lanes // _THREADS))
+
+
 def winners_by(meets: bool, rows: int, lanes: int, slot_count: int) -> str:
     """How a launch of `rows` rows (`lanes` lanes a row) finds which row writes each of
     `slot_count` slots, where its targets may meet: "shared" (a scan over every row's slot
@@ -55,7 +60,7 @@ def winners_by(meets: bool, rows: int, lanes: int, slot_count: int) -> str:
     "table" (a winner table, its clearing and a winner pass first), or "none"."""
     if not meets:
         return "none"
-    blocks = min(_SHARED_SCAN_BLOCKS, -(-rows * lanes // _THREADS))
+    blocks = _shared_scan_blocks(rows, lanes)
     if (
         rows <= SHARED_SCAN_ROWS
         and slot_count < 2**31
@@ -240,7 +245,6 @@ class IndexedLaunch:
         meta = self.meta.copy()
         meta[3], meta[4] = chunk, chunks
         lanes = 32 if chunks >= 32 else 1
-        blocks = min(_SHARED_SCAN_BLOCKS, -(-self.rows * lanes // _THREADS))
         way = winners_by(bool(c.scatter and c.slot_count), self.rows, lanes, c.slot_count)
         shared_scan, scan, wants_winner = way == "shared", way == "scan", way == "table"
         if captured:
@@ -277,7 +281,7 @@ class IndexedLaunch:
         if shared_scan:
             fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed_scan_shared")
             params = pack(*ends, rows)
-            grid = blocks
+            grid = _shared_scan_blocks(self.rows, lanes)
         elif scan:
             fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed_scan")
             params = pack(*ends, rows)
