@@ -2,12 +2,13 @@
 process: per model the best of 7 runs of N calls, then the median dmlops / onnxruntime time per
 kind of model (indexing, Pad / Tile / Expand, other data movement) and the slowest rows.
 
-    python benchmarks/exported_sessions.py
+    python benchmarks/exported_sessions.py [--all]   (--all: every model's row too)
 """
 
 from __future__ import annotations
 
 import statistics
+import sys
 import timeit
 from collections.abc import Callable
 from pathlib import Path
@@ -64,6 +65,10 @@ def main() -> None:
         ratios = [r for r, _ in found]
         slowest = max(found)[1]
         print(f"| {kind} | {len(found)} | {statistics.median(ratios):.2f} | {slowest} |")
+    if "--all" in sys.argv[1:]:
+        for kind, found in rows.items():
+            for ratio, row in sorted(found):
+                print(f"{kind:16s} {ratio:5.2f}  {row}")
 
 
 if __name__ == "__main__":

@@ -64,6 +64,10 @@ def _check_every_way(desc: Any, seed: int) -> None:
         assert run(ins, outs) in (None, True), name
         for got, expected in zip(outs, want, strict=True):
             assert got.tobytes() == bytes(expected), name
+    if mapped is not None:  # buffers that are not numpy arrays: viewed the general way
+        given = [bytearray(b"\xab" * n) for n in out_sizes]
+        assert mapped([*(bytes(b) for b in ins), *(bytes(f) for f in fills)], given)
+        assert given == want
 
 
 @st.composite

@@ -38,6 +38,7 @@ class CompiledOperator:
         self.desc = desc
         self.plan = plan
         self._executor: Executor | None = None
+        self._direct_executor: Executor | None = None  # where arrays are their own flats
         self._inputs = desc.input_fields()
         self._outputs = desc.output_fields()
         self._input_needs = [
@@ -133,11 +134,16 @@ class CompiledOperator:
     def _run_fresh(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
         """Run on whole buffers made for this operator's tensors, outputs newly allocated (so
         sizes are right and nothing overlaps): the binding checks are left out."""
+        direct = self._direct_executor
+        if direct is not None:  # contiguous arrays are their own flats
+            direct(inputs, outputs, None)
+            return
         backend = self.device.backend
         if self._executor is None:
             self._executor = backend.executor(self.plan)
         if backend.one_queue and backend.flat_function(0, 0, True) is None:
-            self._executor(inputs, outputs, None)  # contiguous arrays are their own flats
+            self._direct_executor = self._executor
+            self._executor(inputs, outputs, None)
             return
         fresh = getattr(backend, "fresh_bindings", None)  # (CUDA: torch tensors' pointers)
         made = None if fresh is None else fresh(inputs, outputs)

@@ -14,6 +14,7 @@ so the result is the one numpy gives.
 from __future__ import annotations
 
 import builtins
+import operator
 import pickle
 import sys
 import threading
@@ -128,6 +129,7 @@ _ARRAY_KEYS: dict[type, Callable[[Any], Hashable]] = {np.ndarray: _numpy_key}
 # own key function gives it), or None where one has none
 _MANY_KEYS: dict[type, Callable[[Sequence[Any]], list[Hashable] | None]] = {}
 _MANY = 8  # arrays in a call from which their keys are read at once
+_NUMPY_KEY = operator.attrgetter("dtype", "shape", "strides")  # a numpy array's key
 
 
 _UNKEYABLE = object()
@@ -181,9 +183,12 @@ def _keyed_inputs(parts: list[Hashable], ins: Sequence[Any]) -> bool:
                 return False
             parts.extend(found)
             return True
+    ndarray = np.ndarray
+    if len(ins) >= _MANY and all(type(a) is ndarray for a in ins):
+        parts.extend(map(_NUMPY_KEY, ins))  # (one C call an array)
+        return True
     append = parts.append
     keys = _ARRAY_KEYS
-    ndarray = np.ndarray
     for a in ins:
         if type(a) is ndarray:
             append((a.dtype, a.shape, a.strides))

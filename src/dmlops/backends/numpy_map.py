@@ -44,6 +44,21 @@ class ElementMap:
     def __init__(self, pairs: list[_Pair], size: int) -> None:
         self.pairs = pairs
         self.size = size  # bytes a word
+        self.kind = UNSIGNED[size]
+        # the bindings read and written, each viewed once a run; per pair (how, the
+        # positions of its source and destination among them, its tables)
+        self.sources = list(dict.fromkeys(p.src for p in pairs))
+        self.targets = list(dict.fromkeys(p.dst for p in pairs))
+        self.steps = [
+            (
+                _CONSTANT if p.constant else _RUN if p.run is not None else _SCATTERED,
+                self.sources.index(p.src),
+                self.targets.index(p.dst),
+                p.src_index[0] if p.constant else p.src_index,
+                p.dst_index if p.run is None else slice(*p.run),
+            )
+            for p in pairs
+        ]
 
     @classmethod
     def of(cls, plan: Plan, best_only: bool = True) -> ElementMap | None:
@@ -82,18 +97,39 @@ class ElementMap:
 
     def __call__(self, ins: Sequence[Any], outs: Sequence[Any]) -> bool:
         """Run; False, with nothing written, where a bound buffer cannot be viewed as words."""
+        try:  # (numpy.frombuffer first: a small call's cost is its few steps)
+            return self._run(_frombuffer, ins, outs)
+        except (ValueError, TypeError, BufferError):
+            pass
         size = self.size
         try:
-            flats_in = {p.src: words(ins[p.src], size) for p in self.pairs}
-            flats_out = {p.dst: words(outs[p.dst], size) for p in self.pairs}
+            return self._run(lambda buffer, _: words(buffer, size), ins, outs)
         except ValueError:
             return False
-        for p in self.pairs:
-            src, dst = flats_in[p.src], flats_out[p.dst]
-            if p.constant:
-                dst[p.dst_index] = src[p.src_index[0]]
-            elif p.run is not None:
-                src.take(p.src_index, 0, dst[p.run[0] : p.run[1]])
+
+    def _run(self, flat: Any, ins: Sequence[Any], outs: Sequence[Any]) -> bool:
+        """`__call__` with each bound buffer viewed by `flat` (every view made before any
+        write). The tables hold only elements of the buffers, so `take` and `put` need no
+        range check ("clip": numpy then neither checks nor buffers)."""
+        kind = self.kind
+        srcs = [flat(ins[k], kind) for k in self.sources]
+        dsts = [flat(outs[k], kind) for k in self.targets]
+        for how, a, b, src_index, dst_index in self.steps:
+            if how is _RUN:
+                srcs[a].take(src_index, 0, dsts[b][dst_index], "clip")
+            elif how is _CONSTANT:
+                dsts[b][dst_index] = srcs[a][src_index]
             else:
-                dst[p.dst_index] = src.take(p.src_index)
+                dsts[b].put(dst_index, srcs[a].take(src_index, 0, None, "clip"), "clip")
         return True
+
+
+_RUN, _CONSTANT, _SCATTERED = "run", "constant", "scattered"
+
+
+def _frombuffer(buffer: Any, kind: Any) -> np.ndarray[Any, Any]:
+    """A C-contiguous array's buffer as one row of `kind` (ValueError or BufferError where it
+    is not one, or its length is no multiple of the word)."""
+    if type(buffer) is not np.ndarray:
+        raise TypeError("not a numpy array")
+    return np.frombuffer(buffer, kind)

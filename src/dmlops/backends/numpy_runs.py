@@ -56,6 +56,12 @@ class SideBySide:
             dst_offset,
             (size,) if rows == 1 else (row_stride * size, size),
         )
+        # each run a whole input of one row: the inputs' flat views are the sources as they
+        # are where they hold exactly these counts of elements
+        self.sources = [src for src, _, _ in runs]
+        self.whole_counts = (
+            [w for _, _, w in runs] if rows == 1 and all(f == 0 for _, f, _ in runs) else None
+        )
 
     @classmethod
     def of(cls, copies: Sequence[StridedCopy], element_size: int) -> SideBySide | None:
@@ -87,15 +93,27 @@ class SideBySide:
     def __call__(self, ins: Sequence[Any], outs: Sequence[Any]) -> bool:
         """Copy; False, with nothing written, where a bound buffer cannot be viewed whole."""
         rows = self.rows
-        flats = [ins[src].ravel("K") for src, _, _ in self.runs]  # bound arrays are contiguous
+        flats = [ins[src].ravel("K") for src in self.sources]  # bound arrays are contiguous
         # the arrays' own type where they share one of the element size (no view to make),
         # else the unsigned type of that size: one type on both sides, so the bits move as
         # they are
         types = {f.dtype for f in flats}
-        dtype = types.pop() if len(types) == 1 else self.dtype
+        same = len(types) == 1
+        dtype = types.pop() if same else self.dtype
         if dtype.itemsize != self.dtype.itemsize or dtype.kind not in _BUILTIN:
-            dtype = self.dtype  # (a plugin type, bfloat16 say, copies by its own rules)
+            dtype, same = self.dtype, False  # (a plugin type, bfloat16 say: its own rules)
         shape, offset, strides = self.dst_args
+        whole = self.whole_counts
+        if whole is not None and [f.size for f in flats] == whole:
+            try:
+                dst = np.ndarray(shape, dtype, outs[self.dst], offset, strides)
+            except (TypeError, ValueError):
+                return False
+            if same:  # (the arrays' own type)
+                np.concatenate(flats, out=dst)
+            else:
+                np.concatenate([f.view(dtype) for f in flats], out=dst)
+            return True
         try:
             dst = np.ndarray(shape, dtype, outs[self.dst], offset, strides)
             sources = []
