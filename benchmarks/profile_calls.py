@@ -1,5 +1,8 @@
 """Where a warm functional call spends its host time on the GPU: per-call cost of the
-indexed calls (and slice1, join) against torch, then cProfile's top functions per call."""
+indexed calls (and slice1, join) against torch, then cProfile's top functions per call.
+
+    python benchmarks/profile_calls.py [CASE ...]   (--table-only: no profiles)
+"""
 
 from __future__ import annotations
 
@@ -64,6 +67,8 @@ def main() -> None:
     print(f"{'call':18s} {'dmlops us':>10s} {'torch us':>10s}")
     for name, (ours, theirs) in cases.items():
         print(f"{name:18s} {per_call(ours):10.1f} {per_call(theirs):10.1f}", flush=True)
+    if "--table-only" in sys.argv[1:]:
+        return
     for name in sys.argv[1:] or ["gather", "scatter_nd out=", "slice1 seed"]:
         fn = cases[name][0]
         prof = cProfile.Profile()

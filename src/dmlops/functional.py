@@ -434,6 +434,11 @@ class _Call:
         # a backend's run into new outputs that nothing else sees (it may write them before
         # it finds an index out of range)
         self.run_fresh = getattr(self.run, "run_fresh", None) if self.fresh else None
+        # where the backend reads the addresses of this call's arrays and makes its new
+        # outputs in C calls (torch CUDA tensors): asked at the first run, from its arrays
+        self.in_lows = [t.low for t in inputs]
+        self.out_lows = [t.low for t in outputs]
+        self.lean: Any = _UNASKED
 
     def reading(self, select: list[int]) -> _Call:
         """This call, reading only inputs `select` of those it is given."""
@@ -468,6 +473,11 @@ class _Call:
             return self.fresh_results(ins)
         if self.select is not None:  # the inputs the call reads (a join's non-empty pieces)
             ins = [ins[k] for k in self.select]
+        lean = self.lean
+        if lean is _UNASKED:
+            lean = self.lean = self._lean_bindings(ins, outs)
+        if lean is not None:
+            return self._lean_call(lean, ins, outs, restage)
         results = self._allocated(ins, outs)
         if self.direct:
             in_flats, out_flats = ins, results
@@ -488,6 +498,40 @@ class _Call:
             and not owners_apart(self.backend.owner, read, results)
             and self._spans_meet(in_flats, out_flats)
         ):
+            staged = self._stage(ins, in_flats, out_flats)
+            if staged is not None:
+                return restage(staged)
+        self.run(in_flats, out_flats, self.queue(None))
+        return results
+
+    def _lean_bindings(self, ins: Sequence[Any], outs: Sequence[Any]) -> Any:
+        """The backend's (input addresses, output addresses, new output) functions for arrays
+        like these, or None (the general path)."""
+        ask = getattr(self.backend, "lean_bindings", None)
+        if ask is None or not self.flats_are_addresses:
+            return None
+        given = [o for o in outs if o is not None]
+        return ask([*ins, *given], self.in_lows, self.out_lows)
+
+    def _lean_call(
+        self,
+        lean: Any,
+        ins: Sequence[Any],
+        outs: Sequence[Any],
+        restage: Callable[[list[Any]], list[Any]],
+    ) -> list[Any]:
+        """`__call__` on arrays whose addresses the backend reads at once (no per-array
+        flat buffers; an output's owner is never known, so given outputs take the span
+        test directly)."""
+        in_addresses, out_addresses, new_empty = lean
+        results = outs if isinstance(outs, list) else list(outs)
+        if self.allocate:
+            results = list(results)
+            template = ins[self.like]
+            for k, shape in self.allocate:
+                results[k] = new_empty(template, shape)
+        in_flats, out_flats = in_addresses(ins), out_addresses(results)
+        if self.any_given and self._spans_meet(in_flats, out_flats):
             staged = self._stage(ins, in_flats, out_flats)
             if staged is not None:
                 return restage(staged)
@@ -683,6 +727,7 @@ def _described(
 
 
 _MISS = object()
+_UNASKED = object()  # a call's lean bindings, before its first run asks the backend
 _PLAIN = (int, bool, str, type(None))
 
 
@@ -715,9 +760,12 @@ def _restaged(staged: list[Any]) -> Any:
 def _cached_run(key: Hashable, ins: list[Any], out: Any) -> Any:
     """The result of the call compiled for `key` on these arrays (`out` where given), or
     `_MISS` where none is cached or the inputs must first be staged (nothing written)."""
-    call = _CACHE.get(key)
-    if call is None:
+    entry = _CACHE.items.get(key)  # (the LRU's get, in this frame)
+    if entry is None:
         return _MISS
+    call: _Call = entry[0]
+    if entry[1] != _CACHE.clock:
+        _CACHE.get(key)  # refresh its place
     if call.fresh:
         result = call.fresh_results(ins)[0]
     else:

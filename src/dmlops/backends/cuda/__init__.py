@@ -192,6 +192,30 @@ class CudaBackend:
 
         return addresses
 
+    def lean_bindings(
+        self, arrays: Sequence[Any], in_lows: Sequence[int], out_lows: Sequence[int]
+    ) -> tuple[Callable[[Sequence[Any]], list[int]], ...] | None:
+        """For a call whose arrays are torch CUDA tensors (as `arrays`, which its signature
+        keeps so): functions giving its inputs' and outputs' addresses (`data_ptr` in one
+        pass of C calls, plus each binding's lowest byte) and making a new output like a
+        tensor; None for other arrays. No owner is known here, so a caller's output always
+        takes the overlap test."""
+        torch = torch_module()
+        if torch is None or not arrays:
+            return None
+        tensor = torch.Tensor
+        if any(type(a) is not tensor or a.get_device() < 0 for a in arrays):
+            return None
+        data_ptr = tensor.data_ptr
+
+        def addresses_at(lows: Sequence[int]) -> Callable[[Sequence[Any]], list[int]]:
+            if not any(lows):
+                return lambda ts: list(map(data_ptr, ts))
+            shifts = list(lows)
+            return lambda ts: [p + low for p, low in zip(map(data_ptr, ts), shifts, strict=True)]
+
+        return addresses_at(in_lows), addresses_at(out_lows), tensor.new_empty
+
     def placement(self, named: Sequence[tuple[str, Any]]) -> Callable[[Any], Queue]:
         return queue_function(self.cupy, named)
 
@@ -411,11 +435,20 @@ class _CudaExecutor:
         self.plan = plan
         self.cache: AddressCache[Prepared] = AddressCache(_TABLE_CACHE, backend.retire)
         self.indexed = [IndexedLaunch(c, plan.element_size) for c in plan.indexed]
+        # a plan of indexed copies only: launched as run_indexed does, without its frames
+        self.indexed_only = bool(self.indexed) and not plan.copies
 
     def __call__(self, ins: Sequence[int], outs: Sequence[int], queue: Queue | None = None) -> None:
         backend = self.backend
         if queue is None:
             queue = backend.default_queue()
+        if self.indexed_only:  # the commonest indexed call: its launches, in this frame
+            cp = backend.cupy
+            device, stream = queue
+            if device == cp.cuda.runtime.getDevice():
+                for launch in self.indexed:
+                    launch.launch(cp, device, ins, outs, stream)
+                return
         where = queue
         if self.plan.copies or not self.indexed:
             prepared = self.cache.get(
