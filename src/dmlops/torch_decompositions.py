@@ -32,6 +32,10 @@ __all__ = [
 ]
 
 _REGISTERED: list[Any] = []
+# what `build` reads, as globals of their own: dynamo guards each global a traced call reads
+# (a module's attribute read through the module is a guard on the module too)
+_CONTIGUOUS = torch.contiguous_format
+_cat = torch.cat
 
 
 def available() -> bool:
@@ -190,10 +194,10 @@ def build(inputs: Sequence[Tensor], recipe: Recipe) -> Tensor:
             x = x.permute(back)
         parts.append(x.expand(expanded) if expanded is not None else x)
     if kind == "copy":
-        return parts[0].clone(memory_format=torch.contiguous_format)
+        return parts[0].clone(memory_format=_CONTIGUOUS)
     if kind == "cat":
         axis, pointwise = recipe[1], recipe[3]
-        return _pointwise_join(parts, axis) if pointwise else torch.cat(parts, axis)
+        return _pointwise_join(parts, axis) if pointwise else _cat(parts, axis)
     out = inputs[0].new_zeros(recipe[1])
     for box, (_, start, step) in zip(parts, views, strict=True):
         out = _box_scatter(out, box, start, step)

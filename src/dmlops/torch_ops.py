@@ -388,6 +388,16 @@ def _specialised(shape: Any) -> list[int]:
     return [operator.index(n) for n in shape]
 
 
+class _NeverExporting:
+    _is_exporting_flag = False  # (a torch without the flag: no export to tell apart)
+
+
+# read by the traced call as a global of its own (dynamo guards each global it reads)
+_compiler: Any = (
+    torch.compiler if hasattr(torch.compiler, "_is_exporting_flag") else _NeverExporting
+)
+
+
 def _traced(name: str, tensors: list[Tensor], rest: tuple[Any, ...]) -> Any:
     """A functional call (its tensors, then its other arguments as given) as dynamo traces
     it: unless an export keeps the operators, the views and copies themselves (so the graph
@@ -396,7 +406,7 @@ def _traced(name: str, tensors: list[Tensor], rest: tuple[Any, ...]) -> Any:
     ones (dynamic shapes) are specialised to their values (`operator.index`, which dynamo
     evaluates under a guard). Kept short: dynamo traces every line of it."""
     # (the flag itself: dynamo before torch 2.13 answers is_exporting() True when compiling)
-    if getattr(torch.compiler, "_is_exporting_flag", False):
+    if _compiler._is_exporting_flag:
         return _BUILDERS[name][0](
             tensors if name == "join" else tensors[0], *_NORMALISED[name](*rest)
         )
@@ -701,7 +711,7 @@ def _polyfills() -> None:
 
     @substitute(F.join, skip_signature_check=True)
     def _join(xs, axis, *, feature_level=None, out=None, device=None):  # type: ignore[no-untyped-def]
-        return _traced("join", list(xs), (axis, feature_level))
+        return _traced("join", [*xs], (axis, feature_level))
 
     @substitute(F.depth_to_space, skip_signature_check=True)
     def _d2s(x, block_size, order="DCR", *, feature_level=None, out=None, device=None):  # type: ignore[no-untyped-def]
