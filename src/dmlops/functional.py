@@ -505,8 +505,8 @@ class _Call:
         return results
 
     def _lean_bindings(self, ins: Sequence[Any], outs: Sequence[Any]) -> Any:
-        """The backend's (input addresses, output addresses, new output) functions for arrays
-        like these, or None (the general path)."""
+        """The backend's (an array's address, a new output like an array) functions for
+        arrays like these, or None (the general path)."""
         ask = getattr(self.backend, "lean_bindings", None)
         if ask is None or not self.flats_are_addresses:
             return None
@@ -523,14 +523,14 @@ class _Call:
         """`__call__` on arrays whose addresses the backend reads at once (no per-array
         flat buffers; an output's owner is never known, so given outputs take the span
         test directly)."""
-        in_addresses, out_addresses, new_empty = lean
+        address, new_empty = lean
         results = outs if isinstance(outs, list) else list(outs)
         if self.allocate:
             results = list(results)
             template = ins[self.like]
             for k, shape in self.allocate:
                 results[k] = new_empty(template, shape)
-        in_flats, out_flats = in_addresses(ins), out_addresses(results)
+        in_flats, out_flats = list(map(address, ins)), list(map(address, results))
         if self.any_given and self._spans_meet(in_flats, out_flats):
             staged = self._stage(ins, in_flats, out_flats)
             if staged is not None:

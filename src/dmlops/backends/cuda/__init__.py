@@ -194,27 +194,19 @@ class CudaBackend:
 
     def lean_bindings(
         self, arrays: Sequence[Any], in_lows: Sequence[int], out_lows: Sequence[int]
-    ) -> tuple[Callable[[Sequence[Any]], list[int]], ...] | None:
+    ) -> tuple[Any, Any] | None:
         """For a call whose arrays are torch CUDA tensors (as `arrays`, which its signature
-        keeps so): functions giving its inputs' and outputs' addresses (`data_ptr` in one
-        pass of C calls, plus each binding's lowest byte) and making a new output like a
-        tensor; None for other arrays. No owner is known here, so a caller's output always
-        takes the overlap test."""
+        keeps so) and whose bindings start at their arrays' addresses (torch has no negative
+        strides): an array's address (`Tensor.data_ptr`, mapped over a call's arrays in one
+        pass of C calls) and `Tensor.new_empty`; None otherwise. No owner is known here, so
+        a caller's output always takes the overlap test."""
         torch = torch_module()
-        if torch is None or not arrays:
+        if torch is None or not arrays or any(in_lows) or any(out_lows):
             return None
         tensor = torch.Tensor
         if any(type(a) is not tensor or a.get_device() < 0 for a in arrays):
             return None
-        data_ptr = tensor.data_ptr
-
-        def addresses_at(lows: Sequence[int]) -> Callable[[Sequence[Any]], list[int]]:
-            if not any(lows):
-                return lambda ts: list(map(data_ptr, ts))
-            shifts = list(lows)
-            return lambda ts: [p + low for p, low in zip(map(data_ptr, ts), shifts, strict=True)]
-
-        return addresses_at(in_lows), addresses_at(out_lows), tensor.new_empty
+        return tensor.data_ptr, tensor.new_empty
 
     def placement(self, named: Sequence[tuple[str, Any]]) -> Callable[[Any], Queue]:
         return queue_function(self.cupy, named)
