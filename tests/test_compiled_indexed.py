@@ -150,17 +150,16 @@ def test_the_plans_strided_copy_runs_in_the_kernel_call(backend: str) -> None:
     assert hot.tobytes() == want_h.tobytes()
 
 
-def test_lengths_become_uint32_alike_through_the_kernel_and_numpy() -> None:
-    """REVERSE_SUBSEQUENCES' 64-bit lengths as UINT32: negatives 0, past 2**32 - 1 clipped,
-    the same through the loaded kernel as through numpy's clip."""
-    from dmlops.backends import compiled_indexed
-    from dmlops.functional_indexed import _uint32_lengths
+def test_lengths_of_other_types_become_uint32_through_numpy() -> None:
+    """REVERSE_SUBSEQUENCES' lengths that are not read as they are (types the kernels do not
+    read, the other byte order) become UINT32: negatives 0, past 2**32 - 1 clipped."""
+    from dmlops.functional_indexed import _read_as_is, _uint32_lengths
 
-    lengths = np.array([-(2**63), -1, 0, 3, 2**32 - 1, 2**32, 2**63 - 1], np.int64)
-    want = [0, 0, 0, 3, 2**32 - 1, 2**32 - 1, 2**32 - 1]
-    kernels = compiled_indexed._kernels()
-    assert kernels is not None and compiled_indexed.loaded_kernels() is kernels
+    lengths = np.array([-(2**63), -1, 0, 3, 2**32 - 1, 2**32, 2**63 - 1], ">i8")
+    assert _read_as_is(lengths) is None
     made = _uint32_lengths(lengths)
-    assert made.dtype == np.uint32 and made.tolist() == want
-    assert kernels.uint32_lengths(lengths).tolist() == want
-    assert _uint32_lengths(lengths.reshape(7, 1)).reshape(-1).tolist() == want  # numpy's path
+    assert made.dtype == np.uint32
+    assert made.tolist() == [0, 0, 0, 3, 2**32 - 1, 2**32 - 1, 2**32 - 1]
+    small = np.array([-128, -1, 0, 3, 127], np.int8)
+    assert _read_as_is(small) is None and _uint32_lengths(small).tolist() == [0, 0, 0, 3, 127]
+    assert _read_as_is(np.array([1], np.int64)) is not None

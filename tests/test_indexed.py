@@ -773,8 +773,6 @@ def test_reverse_subsequences_takes_lengths_of_every_integer_type(backend: str, 
     info = np.iinfo(itype)
     lengths = np.array([info.min, 0, 2, info.max], itype)
     x = np.arange(4 * 5, dtype=np.float32).reshape(5, 4)
-    if backend == "webgpu":
-        lengths = lengths.clip(0, 2**32 - 1).astype(np.uint32)
     got = to_host(dmlops.reverse_subsequences(to_device(backend, x), to_device(backend, lengths)))
     assert bits(got) == bits(ref_reverse(x, lengths, 0, 1))
 

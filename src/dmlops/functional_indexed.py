@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from .backends.compiled_indexed import loaded_kernels
 from .errors import DmlError, IndexOutOfRangeError
 from .functional import (
     _MISS,
@@ -38,7 +37,7 @@ from .ops import (
     ScatterNdDesc,
 )
 from .plan import Layout, Plan
-from .tensor import BufferTensorDesc, FeatureLevel
+from .tensor import BufferTensorDesc, DataType, FeatureLevel
 
 __all__ = [
     "gather",
@@ -120,6 +119,7 @@ def _run(
     clamp: bool = False,
     window: tuple[int, ...] | None = None,
     key: Hashable | None = None,
+    edit: Callable[[Plan], Plan] | None = None,
 ) -> Any:
     """Run one indexed operator: `plan_call(tensors, ranks)` pads the arrays' tensors
     and gives (inputs, padded output shape, make); `fields` ends with the result's shape.
@@ -151,7 +151,7 @@ def _run(
         else:
             out_t = _Tensor.new(padded_shape, _dtype_of(backend, arrays[like]))
             new = [padded_shape]
-        edit = _editor(bool(in_place), clamp)
+        edits = edit if edit is not None else _editor(bool(in_place), clamp)
         call = _compile(
             backend,
             level,
@@ -162,7 +162,7 @@ def _run(
             _dtype_of(backend, arrays[like]),
             tensors=(padded_in, [out_t]),
             like=like,
-            edit=edit,
+            edit=edits,
         )
         call.result_shape = shape
         return call
@@ -673,16 +673,9 @@ def _clipped(array: Any, low: int | None, high: int | None) -> Any:
 _clip: Any = (getattr(np, "_core", None) or np.core).umath.clip
 
 
-_INT64 = np.dtype(np.int64)
-
-
 def _uint32_lengths(lengths: Any) -> Any:
     """Sequence lengths as UINT32 (DirectML's only type for them), negatives as 0."""
     if type(lengths) is np.ndarray and lengths.dtype.kind in "iu":  # numpy's ufuncs directly
-        if lengths.dtype is _INT64 and lengths.ndim == 1:
-            kernels = loaded_kernels()  # (where a plan loaded them: one kernel call)
-            if kernels is not None:
-                return kernels.uint32_lengths(lengths)
         if lengths.dtype == np.uint32:
             return lengths
         if lengths.dtype.itemsize == 8:  # (one ufunc: a small call's cost is its ufuncs)
@@ -711,7 +704,10 @@ def reverse_subsequences(
     >>> dmlops.reverse_subsequences(x, np.array([3, 1]), axis=1, batch_axis=0).tolist()
     [[2.0, 1.0, 0.0, 3.0], [4.0, 5.0, 6.0, 7.0]]
     """
-    lengths = _uint32_lengths(_array(lengths, input))
+    lengths = _array(lengths, input)
+    own = _read_as_is(lengths)
+    if own is None:
+        lengths = _uint32_lengths(lengths)
     key, done = _quick(
         ("REVERSE_SUBSEQUENCES", axis, batch_axis, feature_level), [input, lengths], out, device
     )
@@ -738,7 +734,9 @@ def reverse_subsequences(
         sizes[lead + t] = 1
         strides = [0] * padded
         strides[lead + b] = given.layout.strides[0]
-        desc = BufferTensorDesc(given.desc.data_type, sizes, [abs(s) for s in strides])
+        # described as DirectML's UINT32 (the descriptor is validated so); lengths of
+        # another type the kernels read as they are (`_lengths_read_as`)
+        desc = BufferTensorDesc(DataType.UINT32, sizes, [abs(s) for s in strides])
         layout = Layout(given.layout.offset, tuple(strides))
         spread = _Tensor(desc, layout, given.low, given.nbytes, given.contiguous, given.writable)
 
@@ -757,4 +755,50 @@ def reverse_subsequences(
         device,
         plan_call,
         key=key,
+        edit=None if own is None or own is DataType.UINT32 else _lengths_read_as(own),
     )
+
+
+# lengths of these types are read as they are (every backend's kernels read 32- and 64-bit
+# indices, and a length is clamped into [0, the axis] either way, so a negative one is 0
+# and one past 2**32 - 1 the whole axis, as after DirectML's UINT32 conversion); others
+# are converted to UINT32 first
+_LENGTHS_AS_IS = {
+    "int32": DataType.INT32,
+    "int64": DataType.INT64,
+    "uint32": DataType.UINT32,
+    "uint64": DataType.UINT64,
+}
+
+
+_NUMPY_LENGTHS_AS_IS = {np.dtype(name): kind for name, kind in _LENGTHS_AS_IS.items()}
+
+
+def _read_as_is(lengths: Any) -> DataType | None:
+    """The type REVERSE_SUBSEQUENCES reads these lengths as, without converting them (None:
+    they are converted to UINT32). Numpy's, CuPy's and torch's type names alike; an array
+    in the other byte order is converted."""
+    dtype = getattr(lengths, "dtype", None)
+    if isinstance(dtype, np.dtype):  # numpy's and CuPy's (a dtype's name is slow to make)
+        return _NUMPY_LENGTHS_AS_IS.get(dtype)
+    return _LENGTHS_AS_IS.get(str(dtype).rsplit(".", 1)[-1])  # torch.int64, ...
+
+
+def _lengths_read_as(kind: DataType) -> Callable[[Plan], Plan]:
+    """The plan edit that reads the lengths, described as UINT32, as `kind` instead: the
+    indexed copy's index type and byte offset, and the lengths binding's byte span."""
+    import dataclasses
+
+    def edit(plan: Plan) -> Plan:
+        ratio = kind.element_size // DataType.UINT32.element_size
+        spans = list(plan.input_spans)
+        copies = []
+        for c in plan.indexed:
+            low, high = spans[c.index]
+            spans[c.index] = (low * ratio, high * ratio)
+            copies.append(
+                dataclasses.replace(c, index_type=kind, index_offset=c.index_offset * ratio)
+            )
+        return dataclasses.replace(plan, indexed=tuple(copies), input_spans=tuple(spans))
+
+    return edit

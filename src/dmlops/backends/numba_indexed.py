@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["copy_run", "locate", "move", "run", "uint32_lengths"]
+__all__ = ["copy_run", "locate", "move", "run"]
 
 # meta (built by compiled_indexed.CompiledIndexed): a head of _HEAD words, then per outer
 # dimension (size, source and destination strides in elements, index stride in bytes), then
@@ -262,13 +262,3 @@ def copy_run(copy, copy_src, copy_dst, meta, src, dst, idx, count):
     strided(copy, copy_src, copy_dst)
     move(meta, src, dst, places)
     return True
-
-
-@numba.njit(nogil=True, cache=True)
-def uint32_lengths(lengths):
-    # 64-bit signed lengths as UINT32, clipped into [0, 2**32 - 1]
-    out = np.empty(lengths.size, np.uint32)
-    for i in range(lengths.size):
-        v = lengths[i]
-        out[i] = 0 if v < 0 else (4294967295 if v > 4294967295 else v)
-    return out

@@ -76,7 +76,8 @@ fn locate(row: i32) -> Row {
         let read = read_index(x + t * info[8]);
         var k = read.x;
         if (reverse >= 0) {  // a length L, clamped into [0, size]: p < L reads L - 1 - p
-            let length = select(clamp(k, 0, size), size, read.y != 0);
+            // (one that is no index: past the axis, or, read from 64 bits, below -2**31)
+            let length = select(clamp(k, 0, size), select(size, 0, k < 0), read.y != 0);
             k = select(p, length - 1 - p, p < length);
             moved += k * info[axes_at + 3 * t + 1];
             continue;
