@@ -118,8 +118,9 @@ class CompiledIndexed:
             return None
         return cls(copy, element_size)
 
-    copy: np.ndarray[Any, Any] | None = None  # the strided copy run first (`after`)
-    copy_src = copy_dst = 0
+    # the strided copy run first (`after`): its table and the meta table, as one
+    copy: np.ndarray[Any, Any] | None = None
+    copy_src = 0
 
     def run(self, ins: Any, outs: Any) -> bool:
         """Check every index, then (`after`) the strided copy, then move every row; False
@@ -139,16 +140,14 @@ class CompiledIndexed:
             ok: bool = kernels.run(self.meta, src, dst, index, self.count)
             return ok
         copied = flat(ins[self.copy_src], kind)
-        into = dst if self.copy_dst == self.dst else flat(outs[self.copy_dst], kind)
-        done: bool = kernels.copy_run(
-            self.copy, copied, into, self.meta, src, dst, index, self.count
-        )
+        done: bool = kernels.copy_run(self.copy, copied, src, dst, index, self.count)
         return done
 
     def after(self, copy: StridedCopy, element_size: int) -> CompiledIndexed | None:
         """This copy run after the plan's one strided `copy`, both in one kernel call (its
-        offsets whole elements), as `run` calls it; None where they are not."""
-        if copy.src_offset % element_size or copy.dst_offset % element_size:
+        offsets whole elements, its output this copy's), as `run` calls it; None where they
+        are not."""
+        if copy.dst != self.dst or copy.src_offset % element_size or copy.dst_offset % element_size:
             return None
         if math.prod(copy.shape) * element_size > SMALL_BYTES:
             return None
@@ -156,8 +155,8 @@ class CompiledIndexed:
         for n, a, b in zip(copy.shape, copy.src_strides, copy.dst_strides, strict=True):
             table += [n, a, b]
         fused = shallow_copy(self)
-        fused.copy = np.array(table, np.int64)
-        fused.copy_src, fused.copy_dst = copy.src, copy.dst
+        fused.copy = np.array([len(table), *table, *self.meta], np.int64)  # (copy_run's)
+        fused.copy_src = copy.src
         return fused
 
     def locate(self, ins: Any) -> np.ndarray[Any, Any] | None:

@@ -253,12 +253,15 @@ def strided(copy, src, dst):
 
 
 @numba.njit(nogil=True, cache=True)
-def copy_run(copy, copy_src, copy_dst, meta, src, dst, idx, count):
-    # every index checked, then the plan's one strided copy, then the rows: False (nothing
-    # written) where an index is out of range
+def copy_run(table, copy_src, src, dst, idx, count):
+    # every index checked, then the plan's one strided copy (into the rows' output), then
+    # the rows: False (nothing written) where an index is out of range. table = [n, the
+    # copy's n words, then the meta table] (one array argument where two were)
+    n = table[0]
+    meta = table[1 + n :]
     places = np.empty(count, np.int64)
     if not locate(meta, idx, places):
         return False
-    strided(copy, copy_src, copy_dst)
+    strided(table[1 : 1 + n], copy_src, dst)
     move(meta, src, dst, places)
     return True
