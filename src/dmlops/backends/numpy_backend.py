@@ -553,6 +553,15 @@ class _NumpyExecutor:
         elif len(kernels) == 1 and len(plan.copies) == 1 and not (self.compiled or self.parallel):
             # its one strided copy (a scatter's data, one-hot's fill) in the same kernel call
             self.one_kernel = kernels[0].after(plan.copies[0], plan.element_size)  # type: ignore[union-attr]
+        if self.one_kernel is not None and not self.fills and self.take is None:
+            self._run = self._one_kernel_first  # (a warm scatter: the kernel, in few frames)
+
+    def _one_kernel_first(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
+        """The plan as its one compiled kernel; the general path where that finds an index
+        out of range (nothing written: the general path names it)."""
+        assert self.one_kernel is not None
+        if not self.one_kernel.run(ins, outs):
+            self._general(ins, outs)
 
     def _compiled_steps(self, ins: Sequence[Any], outs: Sequence[Any]) -> bool:
         """The plan with its indexed copies compiled: every index checked, then the strided
