@@ -17,8 +17,8 @@ or feature levels, or reads a first input that is not contiguous. Such calls run
 
 from __future__ import annotations
 
-import contextlib
 import functools
+import operator
 import weakref
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, NamedTuple
@@ -181,14 +181,19 @@ def run(
             sig, roots, nodes = _compose(name, rest, tensors, [None] * len(tensors))
     outs = result if isinstance(result, list) else [result]
     node = outs[0].grad_fn
-    if node is not None:
+    if node is not None:  # (map, not comprehensions: this runs on every eager call)
         link = _Link(
             sig,
-            tuple([weakref.ref(r) for r in roots]),
-            tuple([r._version for r in roots]),
-            tuple([o._version for o in outs]),
+            tuple(map(weakref.ref, roots)),
+            tuple(map(_VERSION, roots)),
+            tuple(map(_VERSION, outs)),
             nodes,
         )
-        with contextlib.suppress(AttributeError):  # (a node of torch's own: no chain)
+        try:  # noqa: SIM105 - (contextlib.suppress costs this hot path a context manager)
             setattr(node, _ATTRIBUTE, link)
+        except AttributeError:  # (a node of torch's own: no chain)
+            pass
     return result
+
+
+_VERSION = operator.attrgetter("_version")
