@@ -429,8 +429,9 @@ class _Call:
         producer = getattr(self.run, "producer", None) if one_new else None
         made_as = dtype if isinstance(dtype, np.dtype) else None  # its byte order included
         self.produce = None if producer is None else producer(self.one_shape, made_as)
-        # a new numpy output made here (the key fixes the type): no call to the backend's
-        self.made_as = made_as if backend.name == "numpy" else None
+        # the one new numpy output made here (the key fixes the type): no call to the backend's
+        one_numpy = backend.name == "numpy" and self.one_shape is not None
+        self.made_as = made_as if one_numpy else None
         # a backend's run into new outputs that nothing else sees (it may write them before
         # it finds an index out of range)
         self.run_fresh = getattr(self.run, "run_fresh", None) if self.fresh else None
@@ -448,20 +449,21 @@ class _Call:
 
     def fresh_results(self, ins: Sequence[Any]) -> list[Any]:
         """The call where it is `fresh`: new outputs like input `like`, then the run."""
-        new_like, like = self.backend.new_like, ins[self.like]
         if self.produce is not None:  # the output made by the copy itself
             return [self.produce(ins)]
-        if self.one_shape is not None:
-            made_as = self.made_as
+        made_as, one_shape = self.made_as, self.one_shape
+        if one_shape is not None:  # (a numpy one made here, of the type the key fixes)
             results = [
-                new_like(like, self.one_shape)
-                if made_as is None
-                else np.empty(self.one_shape, made_as)
+                np.empty(one_shape, made_as)
+                if made_as is not None
+                else self.backend.new_like(ins[self.like], one_shape)
             ]
         else:
+            new_like, like = self.backend.new_like, ins[self.like]
             results = [new_like(like, shape) for shape in self.new_shapes]
-        if self.run_fresh is not None:
-            self.run_fresh(ins, results)
+        run_fresh = self.run_fresh
+        if run_fresh is not None:
+            run_fresh(ins, results)
         else:
             self.run(ins, results, self.queue(None))
         return results
