@@ -410,14 +410,20 @@ def _traced(name: str, tensors: list[Tensor], rest: tuple[Any, ...]) -> Any:
         return _BUILDERS[name][0](
             tensors if name == "join" else tensors[0], *_NORMALISED[name](*rest)
         )
-    shapes = [(t.shape, t.dtype, t.stride()) for t in tensors]
+    # (loops, not comprehensions: before Python 3.12 dynamo enters each as a frame of its own)
+    shapes = []
     for t in tensors:
         if t.numel().__class__ is not int:  # (dynamo calls a symbolic size an int)
-            shapes = [(_specialised(u.shape), u.dtype, _specialised(u.stride())) for u in tensors]
-            break
+            shapes.append((_specialised(t.shape), t.dtype, _specialised(t.stride())))
+        else:
+            shapes.append((t.shape, t.dtype, t.stride()))
     recipes = _constant_recipes(name, shapes, rest)
-    outs = [build(tensors, r) for r in recipes]
-    return outs if name == "split" else outs[0]
+    if name != "split":
+        return build(tensors, recipes[0])
+    outs = []
+    for r in recipes:
+        outs.append(build(tensors, r))
+    return outs
 
 
 # -- autograd: DirectML's backward pairs -------------------------------------------------
