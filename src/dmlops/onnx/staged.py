@@ -141,18 +141,19 @@ def _on_webgpu(array: Any) -> bool:
     return getattr(type(array), "__dmlops_backend__", None) == "webgpu"
 
 
+_BINARY = {
+    "Add": "add", "Sub": "subtract", "Mul": "multiply", "Equal": "equal", "Less": "less",
+    "Greater": "greater", "And": "logical_and", "Or": "logical_or",
+}  # fmt: skip
+
+
 def _arith(xp: Any, node: Any, a: dict[str, Any], ins: list[Any]) -> Any:
     """One integer (or boolean) elementwise node, on the arrays' own device."""
-    import onnx
-
     op = node.op_type
     x = ins[0]
-    binary = {
-        "Add": xp.add, "Sub": xp.subtract, "Mul": xp.multiply, "Equal": xp.equal,
-        "Less": xp.less, "Greater": xp.greater, "And": xp.logical_and, "Or": xp.logical_or,
-    }  # fmt: skip
-    if op in binary:
-        return binary[op](x, ins[1])
+    binary = _BINARY.get(op)
+    if binary is not None:
+        return getattr(xp, binary)(x, ins[1])
     if op == "Div":  # ONNX integer division truncates toward zero
         q = xp.abs(x) // xp.abs(ins[1])
         return xp.where((x < 0) != (ins[1] < 0), -q, q).astype(x.dtype)
@@ -167,6 +168,8 @@ def _arith(xp: Any, node: Any, a: dict[str, Any], ins: list[Any]) -> Any:
     if op == "Where":
         return xp.where(x, ins[1], ins[2])
     if op == "Cast":
+        import onnx
+
         return x.astype(onnx.helper.tensor_dtype_to_np_dtype(int(a["to"])))
     if op in ("Min", "Max"):
         out = x
@@ -392,8 +395,16 @@ def _arith_step(
     probe = np.asarray(probe)
     types[node.output[0]] = (tuple(probe.shape), probe.dtype)
 
+    # the constants as host arrays, made once (a host run reads them as they are)
+    host = {n: np.asarray(constants[n]) for n in names if n and n not in types}
+    ndarray = np.ndarray
+
     def step(env: dict[str, Any]) -> None:
         first = next(env[n] for n in names if n in env)
+        if type(first) is ndarray:  # a host run: numpy on the arrays as they are
+            values = [None if not n else env[n] if n in env else host[n] for n in names]
+            env[node.output[0]] = _arith(np, node, a, values)
+            return
         xp = _xp(_as_xp(first))
         ins = [
             None if not n else _as_xp(env[n]) if n in env else xp.asarray(constants[n])
