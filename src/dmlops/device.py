@@ -6,6 +6,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .backends import Backend, Executor, get_backend
 from .errors import BindingError
 from .ops import OperatorDesc
@@ -246,6 +248,9 @@ class CompiledGraph:
         `own`, new ones for this call alone (sessions may run from many threads at once)."""
         backend = self.device.backend
         buffers = [b.buffer if isinstance(b, Binding) else b for b in inputs]
+        if own and buffers and type(buffers[0]) is np.ndarray and backend.name == "numpy":
+            dtype = buffers[0].dtype  # (the commonest: host arrays, made here directly)
+            return [np.empty(-(-n // dtype.itemsize), dtype) for n in self._sizes]
         if own:
             return [self._new(backend, n, buffers) for n in self._sizes]
         where = backend.placement([("InputTensors[0]", buffers[0])])(None) if buffers else None
@@ -257,8 +262,6 @@ class CompiledGraph:
 
     @staticmethod
     def _new(backend: Any, nbytes: int, like: Sequence[Any]) -> Any:
-        import numpy as np
-
         try:  # an array of the inputs' library and device, where they are arrays
             template = like[0]
             size = -(-nbytes // backend.describe(template).itemsize)
