@@ -98,6 +98,11 @@ class StagedModel:
         template = env[self.data_inputs[0]] if self.data_inputs else None
         for _, step in self.steps:
             step(env)
+        if not into:
+            try:  # (the commonest run: every output made by a step)
+                return [env[name] for name in self._names]
+            except KeyError:  # a constant output: made below
+                pass
         results = []
         for k, name in enumerate(self._names):
             if name in env:
@@ -676,19 +681,26 @@ class _GraphGroup:
         host = backend.name == "numpy"
         host_outs = [(shape, np.dtype(dtype)) for shape, dtype in outs]
 
+        written = [(n, k) for n, k in zip(names, where, strict=True) if k >= 0]
+        made = [(n, kind) for n, k, kind in zip(names, where, kinds, strict=True) if k < 0]
+
         def run(env: dict[str, Any]) -> None:
-            template = [next(iter(env.values()))] if env else []
             ins = feeds.arrays(env)
             if host:  # numpy binds any contiguous array whole, as it is
                 results = [np.empty(shape, dtype) for shape, dtype in host_outs]
                 if op is not None:
                     op._run_fresh(ins, results)
             else:
-                results = [new_array(backend, ins or template, sh, dt) for sh, dt in outs]
+                template = ins or ([next(iter(env.values()))] if env else [])
+                results = [new_array(backend, template, sh, dt) for sh, dt in outs]
                 if op is not None:
                     op._run_fresh(ins, [r.reshape(-1) for r in results])  # all placed whole
-            for n, k, (shape, dtype) in zip(names, where, kinds, strict=True):
-                env[n] = results[k] if k >= 0 else new_array(backend, template, shape, dtype)
+            for n, k in written:
+                env[n] = results[k]
+            if made:  # (empty outputs: new arrays beside the step's inputs)
+                template = [next(iter(env.values()))]
+                for n, (shape, dtype) in made:
+                    env[n] = new_array(backend, template, shape, dtype)
 
         what = " + ".join(self.ops)
         mids = len(self.g.intermediates(tensors)) if tensors else 0
