@@ -777,6 +777,22 @@ def test_reverse_subsequences_takes_lengths_of_every_integer_type(backend: str, 
     assert bits(got) == bits(ref_reverse(x, lengths, 0, 1))
 
 
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+@pytest.mark.parametrize("itype", [np.int32, np.int64, np.uint64])
+def test_lengths_read_as_they_are_from_views(backend: str, itype) -> None:  # type: ignore[no-untyped-def]
+    """32- and 64-bit lengths are read in their own type, not converted: views with steps
+    and reversed views of them, over 16-byte elements too (a plan moving words)."""
+    negative = -3 if np.iinfo(itype).min < 0 else 0
+    base = np.array([9, negative, 2, 7, 0, 1, 5, 4], itype)
+    for lengths in (base[::2], base[::-1][:4], base[1::2]):
+        for dtype in (np.float32, np.complex128):
+            x = (np.arange(5 * 4 * 3) * (1 + 1j)).astype(dtype).reshape(5, 4, 3)
+            got = to_host(
+                dmlops.reverse_subsequences(to_device(backend, x), to_device(backend, lengths))
+            )
+            assert bits(got) == bits(ref_reverse(x, lengths, 0, 1)), (lengths, dtype)
+
+
 def test_index_tuples_read_backwards() -> None:
     """Index tuples from a view with a negative stride along the tuple: the plan's span of the
     index binding reaches below the tuple's first coordinate."""

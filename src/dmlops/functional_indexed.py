@@ -792,13 +792,13 @@ def _lengths_read_as(kind: DataType) -> Callable[[Plan], Plan]:
     def edit(plan: Plan) -> Plan:
         ratio = kind.element_size // DataType.UINT32.element_size
         spans = list(plan.input_spans)
-        copies = []
-        for c in plan.indexed:
-            low, high = spans[c.index]
-            spans[c.index] = (low * ratio, high * ratio)
-            copies.append(
-                dataclasses.replace(c, index_type=kind, index_offset=c.index_offset * ratio)
-            )
-        return dataclasses.replace(plan, indexed=tuple(copies), input_spans=tuple(spans))
+        for k in {c.index for c in plan.indexed}:  # (each lengths binding once)
+            low, high = spans[k]
+            spans[k] = (low * ratio, high * ratio)
+        copies = tuple(
+            dataclasses.replace(c, index_type=kind, index_offset=c.index_offset * ratio)
+            for c in plan.indexed
+        )
+        return dataclasses.replace(plan, indexed=copies, input_spans=tuple(spans))
 
     return edit
