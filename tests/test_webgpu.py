@@ -99,6 +99,12 @@ def test_each_strategy_is_chosen_and_exact(dispatches: list[Any], workgroups: in
         (np.int8, (64, 131), ([0, 3], [64, 125], [1, 1]), "rows16+rows"),
         (np.int8, (64, 61), ([0, 3], [64, 57], [1, 1]), "packed"),  # short rows
         (np.int8, (64, 61), ([0, 3], [64, 13], [1, 1]), "packed"),  # shorter than a block
+        # short rows of whole destination words from inside source words: funnel-shifted
+        (np.float16, (64, 12), ([0, 1], [64, 10], [1, 1]), "funnel"),
+        (np.int8, (64, 61), ([0, 3], [64, 12], [1, 1]), "funnel"),  # every row's own phase
+        (np.uint16, (4, 5, 7, 12), ([1, 2, 3, 1], [3, 3, 4, 10], [1, 1, 1, 1]), "funnel"),
+        (np.int8, (64, 64), ([0, 1], [64, 60], [1, 1]), "funnel"),
+        (np.int8, (64, 131), ([0, 1], [64, 64], [1, 1]), "rows16+rows"),  # 64 bytes: blocks
         (np.int8, (64, 64), ([0, 0], [64, 64], [1, 2]), "pick1x2p0"),  # whole vectors
         (np.int8, (64, 64), ([0, 0], [64, 64], [2, 4]), "pick1x4p0"),
         (np.float16, (64, 64), ([0, 0], [64, 64], [2, 2]), "pick2x2p0"),

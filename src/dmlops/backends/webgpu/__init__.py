@@ -115,6 +115,9 @@ def _shader(kernel: str, same_buffer: bool) -> str:
         return bindings + pieces + _kernel_source("subword.wgsl") + _kernel_source("packed.wgsl")
     if kernel == "rows16":
         return _ROWS16_BINDINGS[same_buffer] + pieces + _kernel_source("rows16.wgsl")
+    if kernel == "funnel":
+        bindings = _BINDINGS[("word", same_buffer)].replace("REORDER", "")
+        return "alias Word = u32;\n" + bindings + pieces + _kernel_source("funnel.wgsl")
     if kernel in ("bytes", "rows"):
         merge = _kernel_source("merge.wgsl")
         return _BINDINGS[("bytes", same_buffer)] + pieces + merge + _kernel_source(f"{kernel}.wgsl")

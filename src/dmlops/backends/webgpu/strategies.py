@@ -28,6 +28,9 @@ Every copy becomes a piece of one strategy, by layout and bound byte offsets:
 - `pickw<es>x<r>p<phase>[r]`: the same a 4-byte word at a time, for 1- and 2-byte elements
   whose destination rows are whole aligned words but not whole vectors (a float16 row of
   342 elements): no atomics, where `packed` would gather element by element;
+- `funnel`: short contiguous rows (under 64 bytes) of 1- and 2-byte elements that are
+  whole aligned words in the destination but start inside a word in the source: each
+  destination word funnel-shifted from the two source words around it (funnel.wgsl);
 - `packed`: 1- and 2-byte elements whose destination rows are contiguous, at any source
   stride (strided slices, reversed or transposed reads): one invocation per destination
   word gathers its elements and stores the word whole; only the words a row shares at
@@ -93,7 +96,7 @@ class Piece:
     """One copy in a kernel's units: offsets and strides in words (u32, vec4) or bytes."""
 
     # "vec4", "vec4r1/2/4/8", "u32", "rows16", "rows", "transpose2/4/8", "pick<es>x<r>p<phase>[r]",
-    # "pickw<es>x<r>p<phase>[r]", "packed", "packed_transpose" or "bytes"
+    # "pickw<es>x<r>p<phase>[r]", "funnel", "packed", "packed_transpose" or "bytes"
     kernel: str
     src_offset: int
     dst_offset: int
@@ -264,6 +267,12 @@ def _piece_of(
     else:
         return as_bytes
     if src_byte % 4 or dst_byte % 4 or any(s % 4 for s in src) or any(d % 4 for d in dst):
+        aligned_dst = dst_byte % 4 == 0 and not any(d % 4 for d in dst)
+        if es < 4 and aligned_dst and sizes[0] * 4 < PACKED_ROWS:  # (short rows: see funnel)
+            return Piece(
+                "funnel", src_byte, dst_byte // 4, tuple(sizes), tuple(src),
+                tuple(d // 4 for d in dst), 4,
+            )  # fmt: skip
         return as_bytes
     s_off, d_off = src_byte // 4, dst_byte // 4
     src, dst = [s // 4 for s in src], [d // 4 for d in dst]
