@@ -248,9 +248,6 @@ class CompiledGraph:
         `own`, new ones for this call alone (sessions may run from many threads at once)."""
         backend = self.device.backend
         buffers = [b.buffer if isinstance(b, Binding) else b for b in inputs]
-        if own and buffers and type(buffers[0]) is np.ndarray and backend.name == "numpy":
-            dtype = buffers[0].dtype  # (the commonest: host arrays, made here directly)
-            return [np.empty(-(-n // dtype.itemsize), dtype) for n in self._sizes]
         if own:
             return [self._new(backend, n, buffers) for n in self._sizes]
         where = backend.placement([("InputTensors[0]", buffers[0])])(None) if buffers else None
@@ -262,6 +259,8 @@ class CompiledGraph:
 
     @staticmethod
     def _new(backend: Any, nbytes: int, like: Sequence[Any]) -> Any:
+        if like and type(like[0]) is np.ndarray and backend.name == "numpy":
+            return np.empty(-(-nbytes // like[0].dtype.itemsize), like[0].dtype)  # (host)
         try:  # an array of the inputs' library and device, where they are arrays
             template = like[0]
             size = -(-nbytes // backend.describe(template).itemsize)

@@ -127,9 +127,11 @@ def _numpy_key(a: Any) -> Hashable:
 _ARRAY_KEYS: dict[type, Callable[[Any], Hashable]] = {np.ndarray: _numpy_key}
 # for many arrays of one type, a function giving all their keys at once (each as the type's
 # own key function gives it), or None where one has none
-_MANY_KEYS: dict[type, Callable[[Sequence[Any]], list[Hashable] | None]] = {}
 _MANY = 8  # arrays in a call from which their keys are read at once
 _NUMPY_KEY = operator.attrgetter("dtype", "shape", "strides")  # a numpy array's key
+_MANY_KEYS: dict[type, Callable[[Sequence[Any]], list[Hashable] | None]] = {
+    np.ndarray: lambda arrays: list(map(_NUMPY_KEY, arrays))  # (one C call an array)
+}
 
 
 _UNKEYABLE = object()
@@ -174,7 +176,7 @@ def _keyed_inputs(parts: list[Hashable], ins: Sequence[Any]) -> bool:
     """Each input array's key appended to `parts` (numpy's inline: many-array calls key
     each array); False where one has none (no key function, or one that declines: a CPU
     torch tensor)."""
-    if len(ins) >= _MANY and _MANY_KEYS:
+    if len(ins) >= _MANY:
         kinds = set(map(type, ins))
         many = _MANY_KEYS.get(kinds.pop()) if len(kinds) == 1 else None
         if many is not None:
@@ -184,9 +186,6 @@ def _keyed_inputs(parts: list[Hashable], ins: Sequence[Any]) -> bool:
             parts.extend(found)
             return True
     ndarray = np.ndarray
-    if len(ins) >= _MANY and all(type(a) is ndarray for a in ins):
-        parts.extend(map(_NUMPY_KEY, ins))  # (one C call an array)
-        return True
     append = parts.append
     keys = _ARRAY_KEYS
     for a in ins:
@@ -401,11 +400,6 @@ class _Call:
         self.in_flats = [flat(t.low, t.nbytes, t.contiguous) for t in inputs]
         self.out_flats = [flat(t.low, t.nbytes, t.contiguous) for t in outputs]
         self.direct = all(f is None for f in self.in_flats + self.out_flats)
-        # many inputs of one layout: their flat buffers read at once, where the backend can
-        first = self.in_flats[0] if len(self.in_flats) >= _MANY else None
-        batch = getattr(backend, "flats_at_once", None)
-        same = first is not None and all(f == first for f in self.in_flats)
-        self.in_flats_at_once = batch(first) if same and batch is not None else None
         # flat buffers that are their own addresses (device pointers): none to read
         self.flats_are_addresses = bool(getattr(backend, "flats_are_addresses", False))
         self.allocate = [(k, shape) for k, shape in enumerate(new_shapes) if shape is not None]
@@ -484,13 +478,7 @@ class _Call:
         if self.direct:
             in_flats, out_flats = ins, results
         else:
-            at_once = self.in_flats_at_once
-            if at_once is not None:
-                in_flats = at_once(ins)
-            else:
-                in_flats = [
-                    x if f is None else f(x) for f, x in zip(self.in_flats, ins, strict=True)
-                ]
+            in_flats = [x if f is None else f(x) for f, x in zip(self.in_flats, ins, strict=True)]
             out_flats = [
                 o if f is None else f(o) for f, o in zip(self.out_flats, results, strict=True)
             ]

@@ -104,26 +104,19 @@ class SideBySide:
             dtype, same = self.dtype, False  # (a plugin type, bfloat16 say: its own rules)
         shape, offset, strides = self.dst_args
         whole = self.whole_counts
-        if whole is not None and [f.size for f in flats] == whole:
-            try:
-                dst = np.ndarray(shape, dtype, outs[self.dst], offset, strides)
-            except (TypeError, ValueError):
-                return False
-            if same:  # (the arrays' own type)
-                np.concatenate(flats, out=dst)
-            else:
-                np.concatenate([f.view(dtype) for f in flats], out=dst)
-            return True
         try:
             dst = np.ndarray(shape, dtype, outs[self.dst], offset, strides)
-            sources = []
-            for flat, (_, first, width) in zip(flats, self.runs, strict=True):
-                if flat.dtype != dtype:
-                    flat = flat.view(dtype)
-                count = rows * width
-                if first or flat.size != count:
-                    flat = flat[first : first + count]
-                sources.append(flat if rows == 1 else flat.reshape(rows, width))
+            if whole is not None and [f.size for f in flats] == whole:
+                sources = flats if same else [f.view(dtype) for f in flats]  # (as they are)
+            else:
+                sources = []
+                for flat, (_, first, width) in zip(flats, self.runs, strict=True):
+                    if flat.dtype != dtype:
+                        flat = flat.view(dtype)
+                    count = rows * width
+                    if first or flat.size != count:
+                        flat = flat[first : first + count]
+                    sources.append(flat if rows == 1 else flat.reshape(rows, width))
         except (TypeError, ValueError):
             return False
         np.concatenate(sources, axis=int(rows > 1), out=dst)

@@ -171,27 +171,6 @@ class CudaBackend:
     # flat buffers of this backend are device addresses (ints)
     flats_are_addresses = True
 
-    def flats_at_once(
-        self, flat: Callable[[Any], Any]
-    ) -> Callable[[Sequence[Any]], list[Any]] | None:
-        """For `flat_function`'s function of arrays at offset 0, one that reads many arrays'
-        addresses at once (torch tensors' `data_ptr` in one pass of C calls)."""
-        if flat != self._pointer:
-            return None
-        torch = torch_module()
-        pointer = self._pointer
-        if torch is None:
-            return None
-        tensor = torch.Tensor
-        data_ptr = tensor.data_ptr
-
-        def addresses(arrays: Sequence[Any]) -> list[Any]:
-            if set(map(type, arrays)) == {tensor}:
-                return list(map(data_ptr, arrays))
-            return [pointer(a) for a in arrays]
-
-        return addresses
-
     def lean_bindings(
         self, arrays: Sequence[Any], in_lows: Sequence[int], out_lows: Sequence[int]
     ) -> tuple[Any, Any] | None:
