@@ -636,3 +636,29 @@ def test_warm_torch_calls_stage_overlaps_and_follow_the_stream() -> None:
             got = dmlops.gather(src, ids, 0)
         side.synchronize()
         assert bool((got == 3.0).all())
+
+
+@pytest.mark.parametrize("graphed", [True, False])
+def test_warm_winner_table_scatters_replay_with_new_data(
+    graphed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scatter whose targets meet, of more rows than one launch resolves (a winner table
+    cleared before each call), called again and again on the same tensors with new updates
+    and new targets: each call's last row per target wins, as one CUDA graph replayed
+    (GRAPHED_WINNERS) or launched piece by piece."""
+    torch = _torch()
+    from dmlops.backends.cuda import indexed
+
+    monkeypatch.setattr(indexed, "GRAPHED_WINNERS", graphed)
+    g = torch.Generator(device="cpu").manual_seed(11)
+    cache = torch.zeros((4096, 8), device="cuda")
+    slots = torch.zeros((6000, 1), dtype=torch.int64, device="cuda")
+    updates = torch.zeros((6000, 8), device="cuda")
+    for step in range(4):
+        slots.copy_(torch.randint(0, 3000, (6000, 1), generator=g))  # duplicates
+        updates.copy_(torch.randn((6000, 8), generator=g) + step)
+        want, rows = cache.cpu().numpy().copy(), updates.cpu().numpy()
+        for row, slot in enumerate(slots.reshape(-1).tolist()):
+            want[slot] = rows[row]  # in order: the last row per slot wins
+        assert dmlops.scatter_nd(cache, slots, updates, out=cache) is cache
+        assert np.array_equal(cache.cpu().numpy(), want), step

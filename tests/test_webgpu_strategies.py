@@ -67,7 +67,8 @@ def test_misaligned_rows_are_blocks_and_edges_and_small_strided_elements_are_pac
     assert p.kernel == "packed" and p.extra == (8, -2)
     # short rows of whole destination words read from inside source words: funnel-shifted
     p = piece_of(2, 2, 0, (4, 10), (12, 1), (10, 1))
-    assert p.kernel == "funnel" and p.sizes == (5, 4) and p.src_strides == (4, 24)
+    assert p.kernel == "funnel" and p.sizes == (3, 4) and p.extra == (5, 0)  # (words paired)
+    assert p.src_strides == (4, 24)
     assert p.dst_strides == (1, 5) and p.src_offset == 2 and p.dst_offset == 0
     assert piece_of(2, 2, 2, (4, 10), (12, 1), (10, 1)).kernel == "packed"  # (unaligned out)
     assert piece_of(1, 1, 0, (4, 64), (65, 1), (64, 1)).kernel != "funnel"  # 64 bytes

@@ -375,6 +375,8 @@ class _Call:
 
     # the conventional shape of the one result, where it differs from the plan's padded one
     result_shape: tuple[int, ...] | None = None
+    # the whole warm call in one frame, where the lean bindings allow it (`_hot_call`)
+    hot: Callable[[list[Any], Any], Any] | None = None
 
     def __init__(
         self,
@@ -429,6 +431,7 @@ class _Call:
         # a backend's run into new outputs that nothing else sees (it may write them before
         # it finds an index out of range)
         self.run_fresh = getattr(self.run, "run_fresh", None) if self.fresh else None
+        self.fresh_owner: Any = self.run  # (whose `fresh_first` a backend with run_fresh has)
         # where the backend reads the addresses of this call's arrays and makes its new
         # outputs in C calls (torch CUDA tensors): asked at the first run, from its arrays
         self.in_lows = [t.low for t in inputs]
@@ -457,7 +460,9 @@ class _Call:
             results = [new_like(like, shape) for shape in self.new_shapes]
         run_fresh = self.run_fresh
         if run_fresh is not None:
-            run_fresh(ins, results)
+            first = self.fresh_owner.fresh_first  # (run_fresh's first try, made here)
+            if first is None or not first(ins, results):
+                run_fresh(ins, results)
         else:
             self.run(ins, results, self.queue(None))
         return results
@@ -472,6 +477,8 @@ class _Call:
         lean = self.lean
         if lean is _UNASKED:
             lean = self.lean = self._lean_bindings(ins, outs)
+            if lean is not None:
+                self.hot = self._hot_call(lean)
         if lean is not None:
             return self._lean_call(lean, ins, outs, restage)
         results = self._allocated(ins, outs)
@@ -502,6 +509,42 @@ class _Call:
             return None
         given = [o for o in outs if o is not None]
         return ask([*ins, *given], self.in_lows, self.out_lows)
+
+    def _hot_call(self, lean: Any) -> Callable[[list[Any], Any], Any] | None:
+        """A warm call of one output on arrays the lean bindings read, as one closure
+        `(inputs, out) -> result` (`_MISS` where a given output meets what the call reads:
+        the general path stages it); None where the call reads a selection of its inputs or
+        has several outputs, or many spans to test (the general path)."""
+        if self.select is not None or len(self.out_lows) != 1:
+            return None
+        address, new_empty = lean
+        run, queue, like = self.run, self.queue, self.like
+        if self.allocate:  # (its key says no output is given)
+            shape = self.allocate[0][1]
+            final = self.result_shape
+            reshape = final is not None and tuple(final) != tuple(shape)
+
+            def hot_new(ins: list[Any], out: Any) -> Any:
+                result = new_empty(ins[like], shape)
+                run(list(map(address, ins)), [address(result)], queue(None))
+                return result.reshape(final) if reshape else result
+
+            return hot_new
+        reads, writes = self.read_spans, self.write_spans
+        if reads is None:
+            return None
+
+        def hot_given(ins: list[Any], out: Any) -> Any:
+            flats = list(map(address, ins))
+            at = address(out)
+            if writes and spans_meet(
+                [(flats[k], lo, hi) for k, lo, hi in reads], [(at, lo, hi) for _, lo, hi in writes]
+            ):
+                return _MISS
+            run(flats, [at], queue(None))
+            return out
+
+        return hot_given
 
     def _lean_call(
         self,
@@ -721,52 +764,59 @@ _UNASKED = object()  # a call's lean bindings, before its first run asks the bac
 _PLAIN = (int, bool, str, type(None))
 
 
-def _quick_key(tag: tuple[Any, ...], ins: Sequence[Any], out: Any) -> Hashable | None:
-    """A call's signature from its raw arguments, before any shape work: `tag` (the
-    operator and its other arguments) and each array's key (type, shape, strides; a GPU
-    array's device); None where an argument is not a plain int, bool, str or None (1.0 must
-    not find the call of 1) or an array has no key (lists, CPU torch tensors)."""
+def _quick_run(
+    tag: tuple[Any, ...], ins: list[Any], out: Any, device: str | None, validate: bool = False
+) -> tuple[Hashable | None, Any]:
+    """(a call's signature from its raw arguments, before any shape work, its result where
+    that signature is compiled, else `_MISS`). The signature is `tag` (the operator and its
+    other arguments) and each array's key (type, shape, strides; a GPU array's device);
+    None where an argument is not a plain int, bool, str or None (1.0 must not find the
+    call of 1) or an array has no key (lists, CPU torch tensors). `_MISS` also where the
+    inputs must first be staged (nothing written). Neither where a device is named or an
+    index check asked (the call's general path)."""
+    if device is not None or validate:
+        return None, _MISS
     for v in tag:
         if type(v) not in _PLAIN:
-            return None
+            return None, _MISS
     parts: list[Hashable] = [tag]
     if not _keyed_inputs(parts, ins):
-        return None
+        return None, _MISS
     if out is not None:
         if out is ins[0] and type(out) is not np.ndarray:  # (in place: its key is read)
             parts.append((parts[1], True))
-            return tuple(parts)
-        key = _output_key(out)
-        if key is None:
-            return None
-        parts.append((key, out is ins[0]))
-    return tuple(parts)
-
-
-def _restaged(staged: list[Any]) -> Any:
-    return _MISS
-
-
-def _cached_run(key: Hashable, ins: list[Any], out: Any) -> Any:
-    """The result of the call compiled for `key` on these arrays (`out` where given), or
-    `_MISS` where none is cached or the inputs must first be staged (nothing written)."""
+        else:
+            o_key = _output_key(out)
+            if o_key is None:
+                return None, _MISS
+            parts.append((o_key, out is ins[0]))
+    key = tuple(parts)
     entry = _CACHE.items.get(key)  # (the LRU's get, in this frame)
     if entry is None:
-        return _MISS
+        return key, _MISS
     call: _Call = entry[0]
     if entry[1] != _CACHE.clock:
         _CACHE.get(key)  # refresh its place
+    hot = call.hot
+    if hot is not None:  # (a warm call on arrays whose addresses the backend reads at once)
+        return key, hot(ins, out)
     if call.fresh:
         result = call.fresh_results(ins)[0]
     else:
         results = call(ins, [out], _restaged)
         if results is _MISS:
-            return _MISS
+            return key, _MISS
         result = results[0]
     if out is not None:
-        return out
+        return key, out
     shape = call.result_shape
-    return result if shape is None or tuple(result.shape) == shape else result.reshape(shape)
+    if shape is None or tuple(result.shape) == shape:
+        return key, result
+    return key, result.reshape(shape)
+
+
+def _restaged(staged: list[Any]) -> Any:
+    return _MISS
 
 
 def _dispatch(
@@ -781,7 +831,7 @@ def _dispatch(
 ) -> list[Any]:
     """Run the call of this signature, compiling it first if it is new (on `device`, with
     host arrays moved there and back, when one is named). `key`: the call's signature where
-    the caller made it (`_quick_key`)."""
+    the caller made it (`_quick_run`)."""
     if device is not None:
         return _on_device(device, ins, outs, lambda i, o: _dispatch(op, fields, level, i, o, build))
     if key is None:

@@ -15,12 +15,11 @@ import numpy as np
 from .errors import DmlError, IndexOutOfRangeError
 from .functional import (
     _MISS,
-    _cached_run,
     _Call,
     _compile,
     _dispatch,
     _dtype_of,
-    _quick_key,
+    _quick_run,
     _Tensor,
     backend_of,
     join,
@@ -95,17 +94,6 @@ def _pad(t: _Tensor, rank: int) -> _Tensor:
     return t.with_ones(range(missing)) if missing > 0 else t
 
 
-def _quick(
-    tag: tuple[Any, ...], ins: list[Any], out: Any, device: str | None, validate: bool = False
-) -> tuple[Hashable | None, Any]:
-    """(the call's signature made from its raw arguments, its result where that signature is
-    compiled, else `_MISS`): numpy arrays only, no device named, no index check asked."""
-    if device is not None or validate:
-        return None, _MISS
-    key = _quick_key(tag, ins, out)
-    return key, (_MISS if key is None else _cached_run(key, ins, out))
-
-
 def _run(
     op: str,
     fields: Any,
@@ -124,7 +112,7 @@ def _run(
     """Run one indexed operator: `plan_call(tensors, ranks)` pads the arrays' tensors
     and gives (inputs, padded output shape, make); `fields` ends with the result's shape.
     `window`: the operator reads the box of these sizes at the data's origin (and, in place,
-    writes the same box of the output); `key`: the call's `_quick_key`, if it has one."""
+    writes the same box of the output); `key`: the call's `_quick_run` signature, if it has one."""
     shape = fields[-1]
     if in_place is not None and 0 in _shape_of(ins[1]) and 0 not in shape:
         return _unchanged(ins[0], out, level, device)  # a scatter of no updates
@@ -299,7 +287,7 @@ def gather(
     >>> dmlops.gather(np.array([[1, 2], [3, 4], [5, 6]], np.float32), [2, 0]).tolist()
     [[5.0, 6.0], [1.0, 2.0]]
     """
-    key, done = _quick(
+    key, done = _quick_run(
         ("GATHER", axis, clamp_indices, feature_level),
         [input, indices],
         out,
@@ -358,7 +346,7 @@ def gather_elements(
     >>> dmlops.gather_elements(x, np.array([[2, 0], [1, 1]]), 1).tolist()
     [[12, 10], [21, 21]]
     """
-    key, done = _quick(
+    key, done = _quick_run(
         ("GATHER_ELEMENTS", axis, clamp_indices, feature_level),
         [input, indices],
         out,
@@ -414,7 +402,7 @@ def gather_nd(
     >>> dmlops.gather_nd(x, [[2], [0]]).tolist()
     [[4.0, 5.0], [0.0, 1.0]]
     """
-    key, done = _quick(
+    key, done = _quick_run(
         ("GATHER_ND", batch_dims, clamp_indices, feature_level),
         [input, indices],
         out,
@@ -480,7 +468,7 @@ def scatter_elements(
     >>> dmlops.scatter_elements(x, [1, 3, 1], np.array([7, 8, 9], np.float32)).tolist()
     [0.0, 9.0, 0.0, 8.0, 0.0]
     """
-    key, done = _quick(
+    key, done = _quick_run(
         ("SCATTER_ELEMENTS", axis, clamp_indices, feature_level),
         [input, indices, updates],
         out,
@@ -547,7 +535,7 @@ def scatter_nd(
     >>> cache[:, 0].tolist()
     [0.0, 1.0, 0.0, 1.0]
     """
-    key, done = _quick(
+    key, done = _quick_run(
         ("SCATTER_ND", clamp_indices, feature_level),
         [input, indices, updates],
         out,
@@ -603,7 +591,7 @@ def one_hot(
     >>> dmlops.one_hot(np.array([2, -1, 7]), 3, np.array([0, 5], np.int8)).tolist()
     [[0, 0, 5], [0, 0, 5], [0, 0, 0]]
     """
-    key, done = _quick(("ONE_HOT", depth, axis, feature_level), [indices, values], out, device)
+    key, done = _quick_run(("ONE_HOT", depth, axis, feature_level), [indices, values], out, device)
     if done is not _MISS:
         return done
     indices = _array(indices, values)
@@ -708,7 +696,7 @@ def reverse_subsequences(
     own = _read_as_is(lengths)
     if own is None:
         lengths = _uint32_lengths(lengths)
-    key, done = _quick(
+    key, done = _quick_run(
         ("REVERSE_SUBSEQUENCES", axis, batch_axis, feature_level), [input, lengths], out, device
     )
     if done is not _MISS:

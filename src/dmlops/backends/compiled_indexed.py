@@ -125,21 +125,19 @@ class CompiledIndexed:
     def run(self, ins: Any, outs: Any) -> bool:
         """Check every index, then (`after`) the strided copy, then move every row; False
         (nothing written) where an index is out of range."""
-        try:  # (numpy.frombuffer inline: a call's cost is its few steps)
-            return self._run(np.frombuffer, ins, outs)
-        except ValueError:  # a buffer whose length is no multiple of the element
-            return self._run(_flat, ins, outs)
-
-    def _run(self, flat: Any, ins: Any, outs: Any) -> bool:
-        """`run` with each bound buffer viewed by `flat` (all views made before any write)."""
         kind = self.kind
-        src, dst = flat(ins[self.src], kind), flat(outs[self.dst], kind)
-        index = flat(ins[self.index], _BYTE)
+        for flat in (np.frombuffer, _flat):  # (numpy.frombuffer inline: a call is few steps)
+            try:
+                src, dst = flat(ins[self.src], kind), flat(outs[self.dst], kind)
+                index = flat(ins[self.index], _BYTE)
+                copied = None if self.copy is None else flat(ins[self.copy_src], kind)
+                break
+            except ValueError:  # a buffer whose length is no multiple of the element
+                continue
         kernels = _KERNELS["module"]
-        if self.copy is None:
+        if copied is None:
             ok: bool = kernels.run(self.meta, src, dst, index, self.count)
             return ok
-        copied = flat(ins[self.copy_src], kind)
         done: bool = kernels.copy_run(self.copy, copied, src, dst, index, self.count)
         return done
 

@@ -526,6 +526,11 @@ class _NumpyExecutor:
         for step, moved in zip(self.steps, rows, strict=True):
             step.run(ins, outs, moved)
 
+    # the plan's one compiled kernel, where it is that (`run_fresh`'s first try, which a
+    # caller may make itself): True where it ran, False (nothing written) where it found an
+    # index out of range
+    fresh_first: Callable[[Sequence[Any], Sequence[Any]], bool] | None = None
+
     def run_fresh(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
         """The plan into new outputs that nothing else sees: compiled indexed copies after
         the strided ones, without checking every index first (a bad one is still raised,
@@ -555,6 +560,8 @@ class _NumpyExecutor:
             self.one_kernel = kernels[0].after(plan.copies[0], plan.element_size)  # type: ignore[union-attr]
         if self.one_kernel is not None and not self.fills and self.take is None:
             self._run = self._one_kernel_first  # (a warm scatter: the kernel, in few frames)
+        if self.one_kernel is not None and not self.fills:
+            self.fresh_first = self.one_kernel.run
 
     def _one_kernel_first(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
         """The plan as its one compiled kernel; the general path where that finds an index

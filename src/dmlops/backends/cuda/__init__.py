@@ -418,7 +418,15 @@ class _CudaExecutor:
             device, stream = queue
             if device == cp.cuda.runtime.getDevice():
                 for launch in self.indexed:
-                    launch.launch(cp, device, ins, outs, stream)
+                    c = launch.copy
+                    key = (device, stream, ins[c.src], outs[c.dst], ins[c.index])
+                    ready = launch.ready.get(key)
+                    if ready is None:  # (first on these addresses, or more than launches)
+                        launch.launch(cp, device, ins, outs, stream)
+                        continue
+                    go = cp.cuda.driver.launchKernel
+                    for function, grid, threads, params in ready[1]:
+                        go(function, grid[0], grid[1], 1, threads, 1, 1, 0, stream, params, 0)
                 return
         where = queue
         if self.plan.copies or not self.indexed:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ...indexed import IndexedCopy, rows_of
 from . import kernels
-from .launch import is_capturing, relaxed_capture
+from .launch import Graphed, is_capturing, relaxed_capture
 
 __all__ = ["IndexedLaunch"]
 
@@ -29,6 +29,9 @@ _SEGMENT = 128  # 16-byte chunks a warp moves per unit of a long row (kernels/in
 _ELEMENTS_PER = 2  # elements a thread of the elements kernel moves (kernels/elements.cu)
 _ELEMENT_COLS = 32  # walk rows at least this long take the elements kernel
 _PREPARED = 16  # address tuples whose launches each copy keeps packed
+# a winner table's clearing and the two launches after it replayed as one CUDA graph (one
+# driver call a warm call instead of three); off: launched one by one
+GRAPHED_WINNERS = True
 # A scatter whose targets may meet finds which row writes each slot (`winners_by`): in its
 # one launch, each row looking for a later one to its slot, or with a winner table, its
 # clearing and a winner pass first. Slots past an int: rows that locate every other row, up
@@ -138,6 +141,12 @@ class IndexedLaunch:
         self.meta = np.zeros(META_WORDS, dtype=np.int64)
         self.meta[: len(head)] = head
         self.prepared: dict[tuple[int, ...], Any] = {}
+        # the prepared entries that are launches alone (no winner table to clear): what a
+        # warm call finds and launches at once (the entry, held while it launches, keeps its
+        # parameters alive)
+        self.ready: dict[tuple[int, ...], Any] = {}
+        # the graphs of prepared entries with a winner table (GRAPHED_WINNERS)
+        self.graphs: dict[tuple[int, ...], Graphed] = {}
         self.captured: list[Any] = []  # preparations a CUDA graph replays: kept for good
 
     def _element_walk(self, outer: tuple[int, ...], cut: int) -> np.ndarray[Any, Any] | None:
@@ -204,6 +213,7 @@ class IndexedLaunch:
         c = self.copy
         key = (device, stream, ins[c.src], outs[c.dst], ins[c.index])
         prepared = self.prepared.get(key)
+        captured = False
         # a prepared launch that owns no device memory is the same under graph capture (its
         # meta table travels in its parameters): only the others ask whether it is one
         if prepared is None or prepared[0] is not None:
@@ -211,15 +221,34 @@ class IndexedLaunch:
                 with relaxed_capture():
                     prepared = self._prepare(cp, *key, captured=True)
                 self.captured.append(prepared)
+                captured = True
             elif prepared is None:
                 prepared = self._prepare(cp, *key)
                 if len(self.prepared) >= _PREPARED:
-                    self.prepared.pop(next(iter(self.prepared)))
+                    oldest = next(iter(self.prepared))
+                    self.ready.pop(oldest, None)
+                    self.graphs.pop(oldest, None)
+                    self.prepared.pop(oldest)
                 self.prepared[key] = prepared
-        launch = cp.cuda.driver.launchKernel
+                if prepared[0] is None:
+                    self.ready[key] = prepared
+                elif GRAPHED_WINNERS:
+                    found = prepared
+                    self.graphs[key] = Graphed(cp, lambda s: self._enqueue(cp, found, s), found)
+        winner = prepared[0]
+        graph = None if winner is None or captured else self.graphs.get(key)
+        if graph is not None:
+            graph.launch(stream)
+        else:
+            self._enqueue(cp, prepared, stream)
+
+    @staticmethod
+    def _enqueue(cp: Any, prepared: Any, stream: int) -> None:
+        """A prepared entry's work on `stream`: its winner table cleared, its launches."""
         winner, launches = prepared[0], prepared[1]
         if winner is not None:
             cp.cuda.runtime.memsetAsync(int(winner.data.ptr), 0xFF, winner.nbytes, stream)
+        launch = cp.cuda.driver.launchKernel
         for function, grid, threads, params in launches:
             launch(function, grid[0], grid[1], 1, threads, 1, 1, 0, stream, params, 0)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ import numpy as np
 
 from .strategies import THREADS, Group
 
-__all__ = ["Prepared", "relaxed_capture", "is_capturing", "external_stream"]
+__all__ = ["Prepared", "Graphed", "relaxed_capture", "is_capturing", "external_stream"]
 
 _RELAXED = 2  # CU_STREAM_CAPTURE_MODE_RELAXED
 _driver: Any = None
@@ -45,6 +46,52 @@ class relaxed_capture:
 
     def __exit__(self, *exc: object) -> None:
         _libcuda().cuThreadExchangeStreamCaptureMode(ctypes.byref(self.mode))
+
+
+class Graphed:
+    """Stream work captured once into a CUDA graph (a winner table's clearing and the
+    launches after it): a warm call replays it with one driver call instead of one per
+    piece of work. The graph's kernel nodes keep copies of their parameters; `keep` holds
+    the memory they point at for the graph's life."""
+
+    def __init__(self, cupy: Any, work: Any, keep: Any) -> None:
+        """`work(stream)` enqueues the work on a raw stream handle; this device current."""
+        driver = _libcuda()
+        side = cupy.cuda.Stream(non_blocking=True)  # captured alone: nobody else's work
+        stream = ctypes.c_void_p(side.ptr)
+        _check(driver.cuStreamBeginCapture_v2(stream, _RELAXED), "cuStreamBeginCapture")
+        graph, runnable = ctypes.c_void_p(), ctypes.c_void_p()
+        try:
+            work(int(side.ptr))
+        finally:
+            _check(driver.cuStreamEndCapture(stream, ctypes.byref(graph)), "cuStreamEndCapture")
+        try:
+            flags = ctypes.c_ulonglong(0)
+            _check(
+                driver.cuGraphInstantiateWithFlags(ctypes.byref(runnable), graph, flags),
+                "cuGraphInstantiateWithFlags",
+            )
+        except BaseException:
+            driver.cuGraphDestroy(graph)
+            raise
+        self.keep = (keep, side)
+        self._runnable = runnable
+        self._launch = driver.cuGraphLaunch
+        weakref.finalize(self, _destroy_graph, driver, graph, runnable)
+
+    def launch(self, stream: int) -> None:
+        """Replay the work on `stream` (this device current)."""
+        _check(self._launch(self._runnable, ctypes.c_void_p(stream)), "cuGraphLaunch")
+
+
+def _check(status: int, call: str) -> None:
+    if status != 0:
+        raise RuntimeError(f"{call} failed with CUDA driver error {status}")
+
+
+def _destroy_graph(driver: Any, graph: Any, runnable: Any) -> None:
+    driver.cuGraphExecDestroy(runnable)
+    driver.cuGraphDestroy(graph)
 
 
 class _Handle:

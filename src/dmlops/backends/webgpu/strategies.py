@@ -223,7 +223,7 @@ def piece_of(
     return _paired(piece) if piece.kernel in WORD_KERNELS else piece
 
 
-WORD_KERNELS = ("u32", "vec4", "vec4r1", "vec4r2", "vec4r4", "vec4r8")
+WORD_KERNELS = ("u32", "vec4", "vec4r1", "vec4r2", "vec4r4", "vec4r8", "funnel")
 
 
 def _paired(piece: Piece) -> Piece:

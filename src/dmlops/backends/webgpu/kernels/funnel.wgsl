@@ -1,17 +1,31 @@
 // Short contiguous rows of 1- or 2-byte elements whose destination rows are whole aligned
 // words but whose source rows start inside a word (a slice that drops one 2-byte column):
 // each destination word is the two source words around its bytes, funnel-shifted: two
-// loads and a plain store, no per-element gathering and no atomics. Offsets and strides:
-// the source's in bytes, the destination's in words. The backend prepends `alias Word =
-// u32`, the bindings and `load_src`, then pieces.wgsl and elements.wgsl (whose entry point
-// calls copy_at).
+// loads and a plain store, no per-element gathering and no atomics. Dimension 0 is folded
+// in two as in strided.wgsl (its first half walked, the row's word count in pad0): an
+// invocation moves word k and word k + h (h = ceil(count / 2)), so a high-rank walk steps
+// once per two words. Offsets and strides: the source's in bytes, the destination's in
+// words. The backend prepends `alias Word = u32`, the bindings and `load_src`, then
+// pieces.wgsl and elements.wgsl (whose entry point calls copy_at).
+
+fn funnel_word(at: u32) -> u32 {
+    let shift = (at & 3u) * 8u;
+    let word = load_src(at >> 2u);
+    if (shift == 0u) {
+        return word;
+    }
+    return (word >> shift) | (load_src((at >> 2u) + 1u) << (32u - shift));
+}
 
 fn copy_at(p: ptr<function, Piece>, w: ptr<function, Walk>) {
-    let at = (*w).src;
-    let shift = (at & 3u) * 8u;
-    var word = load_src(at >> 2u);
-    if (shift != 0u) {
-        word = (word >> shift) | (load_src((at >> 2u) + 1u) << (32u - shift));
+    let n = (*p).pad0;
+    let h = (n + 1u) / 2u;
+    let a = funnel_word((*w).src);
+    if ((*w).index[0] + h < n) {  // the word half a row on
+        let b = funnel_word((*w).src + h * (*p).src_strides[0]);
+        dst[(*w).dst] = a;
+        dst[(*w).dst + h * (*p).dst_strides[0]] = b;
+        return;
     }
-    dst[(*w).dst] = word;
+    dst[(*w).dst] = a;
 }
