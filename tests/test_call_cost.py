@@ -206,7 +206,7 @@ def test_many_torch_tensors_are_keyed_at_once_as_one_by_one(validations: list[st
     torch = pytest.importorskip("torch")
     parts = [torch.full((2, 3), float(k), device="cuda") for k in range(16)]
     expected = torch.cat(parts)
-    dmlops.join(parts[:1], 0)  # (a first GPU call teaches the key functions of its arrays)
+    functional.backend_of(parts)  # (the backend's key functions learnt, as a first call does)
     assert functional._keyed_inputs([], parts)
     one_by_one: list[object] = []
     for p in parts:

@@ -77,7 +77,8 @@ class Graphed:
         self.keep = (keep, side)
         self._runnable = runnable
         self._launch = driver.cuGraphLaunch
-        weakref.finalize(self, _destroy_graph, driver, graph, runnable)
+        # (not at exit: the driver frees what the process held, its contexts perhaps first)
+        weakref.finalize(self, _destroy_graph, driver, graph, runnable).atexit = False
 
     def launch(self, stream: int) -> None:
         """Replay the work on `stream` (this device current)."""
