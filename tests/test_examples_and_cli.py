@@ -283,3 +283,53 @@ def test_a_merge_never_makes_a_copy_of_more_than_eight_dimensions() -> None:
     ]
     assert merge_lattices(copies) == copies  # 9 dimensions: left as four copies
     assert len(merge_lattices(copies[:2])) == 1  # 8: one copy
+
+
+@settings(max_examples=120, deadline=None)
+@given(data=st.data())
+def test_boxes_side_by_side_merge_into_one_visiting_the_same_pairs(data) -> None:  # type: ignore[no-untyped-def]
+    """merge_adjacent: a tensor cut into boxes along its dimensions (a graph's window and
+    the rest around it) and copied where each box was becomes one copy; the pairs visited
+    are the same, in whatever order the boxes are given, and a copy from another source
+    that meets them keeps them apart (its order against them would change)."""
+    from dmlops.plan import ElementCopy, merge_adjacent
+    from dmlops.tensor import packed_strides
+
+    shape = tuple(data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=3)))
+    strides = packed_strides(shape)
+    boxes = [((0,) * len(shape), shape)]
+    for _ in range(data.draw(st.integers(0, 3))):  # cut a box in two along one dimension
+        k = data.draw(st.integers(0, len(boxes) - 1))
+        start, size = boxes[k]
+        cuttable = [d for d, n in enumerate(size) if n > 1]
+        if not cuttable:
+            continue
+        d = data.draw(st.sampled_from(cuttable))
+        at = data.draw(st.integers(1, size[d] - 1))
+        first = (start, (*size[:d], at, *size[d + 1 :]))
+        second = (
+            (*start[:d], start[d] + at, *start[d + 1 :]),
+            (*size[:d], size[d] - at, *size[d + 1 :]),
+        )
+        boxes[k : k + 1] = [first, second]
+    shift = data.draw(st.integers(0, 7))  # the destination: the same layout, moved
+    copies = [
+        ElementCopy(
+            0,
+            sum(a * t for a, t in zip(start, strides)),
+            strides,
+            0,
+            shift + sum(a * t for a, t in zip(start, strides)),
+            strides,
+            size,
+        )
+        for start, size in boxes
+    ]
+    copies = data.draw(st.permutations(copies))
+    merged = merge_adjacent(copies)
+    assert _pairs(merged) == _pairs(copies)
+    if len(boxes) <= 2:  # (more boxes can lie so that no two continue each other)
+        assert len(merged) == 1
+    other = ElementCopy(1, 0, (1,), 0, shift, (1,), (1,))  # another source over the first
+    kept = merge_adjacent([*copies, other])
+    assert kept == [*copies, other] or len(copies) == 1

@@ -302,3 +302,88 @@ def test_a_reshaped_scatter_result_is_still_one_pass(backend: str) -> None:
     want = x.reshape(4, 6).copy()
     want[2], want[0] = upd[0, 0], upd[0, 1]
     np.testing.assert_array_equal(got, want.reshape(-1))
+
+
+def test_a_scatter_placed_whole_writes_where_it_lands(backend: str) -> None:
+    """ONNX ScatterElements with fewer index rows than data: the window scattered, then the
+    rest joined on. The join places the scattered window whole, so its indexed writes land
+    in the join's output directly: one pass, duplicates' later row winning as before."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((5, 7), dtype=np.float32)
+    idx = np.array([[6, 0], [2, 3], [2, 4]], np.int64)  # [3, 2]: a window of rows and columns
+    upd = rng.standard_normal((3, 2), dtype=np.float32)
+    g = Graph()
+    xi, ii, ui = g.input(x), g.input(idx), g.input(upd)
+    window = g.slice(xi, [0, 0], [3, 7], [1, 1])
+    written = g.scatter_elements(window, ii, ui, axis=1)
+    rows = g.join([written, g.slice(xi, [3, 0], [2, 7], [1, 1])], 0)
+    assert g.intermediates([rows]) == []
+    twice = g.join([rows, rows], 1)  # the joined result placed again, twice
+    assert g.intermediates([twice]) == []
+    tiled = g.tile(written, [2, 1])  # every repeat a whole placement
+    assert g.intermediates([tiled]) == []
+    _, (got, got_twice, got_tiled) = _run(g, [rows, twice, tiled], [x, idx, upd], backend)
+    want = x.copy()
+    want[:3] = naive_scatter_elements(x[:3], idx, upd, 1)
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+    np.testing.assert_array_equal(_bits(got_twice), _bits(np.concatenate([want, want], 1)))
+    np.testing.assert_array_equal(_bits(got_tiled), _bits(np.tile(want[:3], (2, 1))))
+
+
+def test_a_scatter_read_in_part_by_a_join_is_materialised(backend: str) -> None:
+    """A join that reads a scatter's output through a cut view (not whole) needs its
+    bytes first: one intermediate, and the same values."""
+    x = np.arange(24, dtype=np.int32).reshape(4, 6)
+    idx = np.array([[1], [0]], np.int64)
+    upd = -np.arange(12, dtype=np.int32).reshape(2, 6)
+    g = Graph()
+    xi, ii, ui = g.input(x), g.input(idx), g.input(upd)
+    written = g.scatter_nd(xi, ii, ui)
+    half = g.join([g.slice(written, [0, 0], [2, 6], [1, 1]), xi], 0)
+    assert len(g.intermediates([half])) == 1
+    _, (got,) = _run(g, [half], [x, idx, upd], backend)
+    want = x.copy()
+    want[1], want[0] = upd[0], upd[1]
+    np.testing.assert_array_equal(got, np.concatenate([want[:2], x], 0))
+
+
+def test_one_hot_and_reverse_placed_whole_are_one_pass(backend: str) -> None:
+    """Writes that fill their output (ONE_HOT's on-values over its fill, a reversal's
+    moved rows) placed whole by a join: one pass, each element written as alone."""
+    idx = np.array([[2], [0], [4]], np.int32)
+    values = np.array([0, 9], np.int32)
+    seq = np.arange(15, dtype=np.int32).reshape(1, 1, 5, 3)
+    lengths = np.array([3, 1, 5], np.uint32)
+    g = Graph()
+    ii, vi, si, li = g.input(idx), g.input(values), g.input(seq), g.input(lengths)
+    i32 = DataType.INT32
+    (hot,) = g.operator(
+        OneHotDesc(
+            BufferTensorDesc(i32, (3, 1)),
+            BufferTensorDesc(i32, (1, 2)),
+            BufferTensorDesc(i32, (3, 5)),
+            1,
+        ),
+        [ii, g.reinterpret(vi, [1, 2])],
+    )
+    (rev,) = g.operator(
+        ReverseSubsequencesDesc(
+            BufferTensorDesc(i32, (1, 1, 5, 3)),
+            BufferTensorDesc(DataType.UINT32, (1, 1, 1, 3)),
+            BufferTensorDesc(i32, (1, 1, 5, 3)),
+            2,
+        ),
+        [si, g.reinterpret(li, [1, 1, 1, 3])],
+    )
+    hots = g.join([hot, hot], 0)
+    revs = g.join([rev, si], 3)
+    assert g.intermediates([hots]) == [] and g.intermediates([revs]) == []
+    _, (got_hots, got_revs) = _run(g, [hots, revs], [idx, values, seq, lengths], backend)
+    want_hot = np.zeros((3, 5), np.int32)
+    for r, k in enumerate(idx[:, 0]):
+        want_hot[r, k] = 9
+    want_rev = seq.copy()
+    for col, n in enumerate(lengths):
+        want_rev[0, 0, :n, col] = seq[0, 0, :n, col][::-1]
+    np.testing.assert_array_equal(got_hots, np.concatenate([want_hot, want_hot], 0))
+    np.testing.assert_array_equal(got_revs, np.concatenate([want_rev, seq], 3))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .elements import word_element
@@ -43,7 +43,7 @@ from .ops import (
 )
 from .ops._indexed import IndexedDesc, right_aligned
 from .ops.depth_space import block_axes
-from .plan import ElementCopy, Layout, Plan, build_plan, with_indexed
+from .plan import ElementCopy, Layout, LogicalCopy, Plan, build_plan, with_indexed
 from .tensor import BufferTensorDesc, FeatureLevel, int_tuple, packed_strides
 
 __all__ = ["Graph", "GraphTensor", "GraphDesc"]
@@ -299,6 +299,33 @@ class _StageDesc(GraphDesc):
         ]
 
 
+@dataclass(frozen=True)
+class _Recipe:
+    """An indexed operator's writes into (a placement of) its output `j`: the copies its
+    descriptor gives for that output at element `start` of a packed tensor of the same rank,
+    each (copy number, source, index) with the graph sources they read."""
+
+    desc: IndexedDesc
+    layouts: tuple[Layout, ...]
+    j: int
+    made_of: tuple[tuple[int, int, int], ...]
+    start: tuple[int, ...]
+
+    def moved(self, by: Sequence[int]) -> _Recipe:
+        """The same writes with their tensor placed at element `by` of another."""
+        start = tuple(a + b for a, b in zip(self.start, by, strict=True))
+        return dataclasses.replace(self, start=start)
+
+    def copies(self, sizes: Sequence[int]) -> list[IndexedCopy]:
+        """The copies, their destination a packed tensor of `sizes`."""
+        strides = packed_strides(tuple(sizes))
+        outs = [Layout(0, packed_strides(t.sizes)) for _, t in self.desc.output_fields()]
+        at = sum(a * t for a, t in zip(self.start, strides, strict=True))
+        outs[self.j] = Layout(at, strides)
+        made = self.desc.indexed_copies(list(self.layouts), outs)
+        return [replace(made[n], src=src, index=index) for n, src, index in self.made_of]
+
+
 class Graph:
     """A DirectMLX-style graph builder of SLICE, SLICE1, SPLIT, JOIN, Reinterpret and Identity."""
 
@@ -331,6 +358,11 @@ class Graph:
         # gathers whose order does not map onto pieces), per tensor index; their sources and
         # indices name graph sources as pieces do, their destination the packed tensor
         self._overlays: dict[int, list[IndexedCopy]] = {}
+        # how each tensor's overlays are made again for another placement of its elements
+        # (a node that copies the whole tensor into its output: a JOIN's piece, a TILE's
+        # repeat), so the indexed writes land there directly instead of the tensor being
+        # materialised first
+        self._recipes: dict[int, list[_Recipe]] = {}
 
     # -- building ------------------------------------------------------------------------
 
@@ -478,11 +510,18 @@ class Graph:
     ) -> list[GraphTensor]:
         """Validate the node, then compose its copies with its inputs' pieces."""
         k = self._node(desc.OPERATOR, name, desc)
-        pieces = [self._own(x) for x in xs]
         outs = [t for _, t in desc.output_fields()]
+        copies = desc.logical_copies()
+        placed = set() if isinstance(desc, IndexedDesc) else self._placed(xs, copies, outs)
+        pieces = [self._pieces[x.index] if i in placed else self._own(x) for i, x in enumerate(xs)]
         made: list[list[_Piece]] = [[] for _ in outs]
+        forwarded: dict[int, list[_Recipe]] = {}
         fills = desc.fills()
-        for lc in desc.logical_copies():
+        for lc in copies:
+            if lc.src in placed:  # its indexed writes, made again where it is placed
+                forwarded.setdefault(lc.dst, []).extend(
+                    r.moved(lc.dst_start) for r in self._recipes[xs[lc.src].index]
+                )
             if lc.dst_step is not None and any(s != 1 for s in lc.dst_step):
                 raise InvalidDescriptorError(
                     f"node {k} ({desc.OPERATOR}): a copy stepping its destination does not "
@@ -496,16 +535,37 @@ class Graph:
                 piece = _through(p, lc.src_start, lc.src_step, lc.dst_start, lc.shape)
                 if piece is not None:
                     made[lc.dst].append(piece)
-        overlays: dict[int, list[IndexedCopy]] = {}
         if isinstance(desc, IndexedDesc):
-            overlays = self._indexed(desc, xs, pieces, made)
+            forwarded = self._indexed(desc, xs, pieces, made)
         results = []
         for j, (t, m) in enumerate(zip(outs, made, strict=True)):
             out = self._add(self._packed_desc(t), k, m)
-            if j in overlays:
-                self._overlays[out.index] = overlays[j]
+            if j in forwarded:
+                self._recipes[out.index] = forwarded[j]
+                self._overlays[out.index] = [c for r in forwarded[j] for c in r.copies(t.sizes)]
             results.append(out)
         return results
+
+    def _placed(
+        self, xs: Sequence[GraphTensor], copies: Sequence[LogicalCopy], outs: Sequence[Any]
+    ) -> set[int]:
+        """The inputs with indexed writes that every copy reading them places whole, at a
+        box of an output of their rank: their writes can be made there, not materialised."""
+        placed = set()
+        for i, x in enumerate(xs):
+            self._check(x)
+            if x.index not in self._recipes or x.index in self._reshapes:
+                continue
+            reads = [lc for lc in copies if lc.src == i]
+            if reads and all(
+                not any(lc.src_start)
+                and all(step == 1 for step in lc.src_step)
+                and lc.shape == x.sizes
+                and len(outs[lc.dst].sizes) == len(x.sizes)
+                for lc in reads
+            ):
+                placed.add(i)
+        return placed
 
     def _indexed(
         self,
@@ -513,11 +573,11 @@ class Graph:
         xs: Sequence[GraphTensor],
         pieces: list[list[_Piece]],
         made: list[list[_Piece]],
-    ) -> dict[int, list[IndexedCopy]]:
+    ) -> dict[int, list[_Recipe]]:
         """An indexed operator's index-driven copies over its inputs' buffers: a gather that
         fills its output in order becomes gathered pieces (which later nodes cut, step and
         move like any other); the rest (scatters, ONE_HOT, reversals) write after the output's
-        pieces. Returns those, per output."""
+        pieces. Returns how to make those, per output."""
         ins = [t for _, t in desc.input_fields()]
         outs = [t for _, t in desc.output_fields()]
         packed_out = [Layout(0, packed_strides(t.sizes)) for t in outs]
@@ -535,8 +595,8 @@ class Graph:
         ]
         fills = desc.fills()
         size = desc.element_size
-        overlays: dict[int, list[IndexedCopy]] = {}
-        for c in desc.indexed_copies(layouts, packed_out):
+        overlays: dict[int, list[tuple[int, int, int]]] = {}  # (copy number, src, index)
+        for number, c in enumerate(desc.indexed_copies(layouts, packed_out)):
             index = whole[c.index]
             src = whole[c.src].src if c.src >= 0 else self._fill(fills[-1 - c.src])
             out = outs[c.dst]
@@ -566,8 +626,12 @@ class Graph:
                 if gathered is not None:
                     made[c.dst].extend(gathered)
                     continue
-            overlays.setdefault(c.dst, []).append(dataclasses.replace(c, src=src, index=index.src))
-        return overlays
+            overlays.setdefault(c.dst, []).append((number, src, index.src))
+        rank = {j: len(t.sizes) for j, t in enumerate(outs)}
+        return {
+            j: [_Recipe(desc, tuple(layouts), j, tuple(made_of), (0,) * rank[j])]
+            for j, made_of in overlays.items()
+        }
 
     @staticmethod
     def _packed_desc(t: BufferTensorDesc) -> BufferTensorDesc:

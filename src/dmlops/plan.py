@@ -406,6 +406,79 @@ def merge_lattices(copies: Sequence[ElementCopy]) -> list[ElementCopy]:
     return merged
 
 
+_ADJACENT_MAX = 64  # copies of one source and destination tried for adjacent boxes
+
+
+def merge_adjacent(copies: Sequence[ElementCopy]) -> list[ElementCopy]:
+    """The copies with boxes that lie side by side along one dimension in both the source
+    and the destination, with the same strides, made one (the pieces of a tensor that a
+    graph cut and put back together where they were: a window and the rest around it).
+    Only copies whose destination no other copy's span meets, so no order between writes
+    changes."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for k, c in enumerate(copies):
+        if c.src >= 0:
+            groups.setdefault((c.src, c.dst), []).append(k)
+    if all(len(g) < 2 for g in groups.values()):
+        return list(copies)
+    spans = [span(c.dst_offset, c.shape, c.dst_strides) for c in copies]
+    replaced: dict[int, list[ElementCopy]] = {}
+    for members in groups.values():
+        if not 2 <= len(members) <= _ADJACENT_MAX:
+            continue
+        dst, mine = copies[members[0]].dst, set(members)
+        if any(
+            copies[o].dst == dst and spans[o][0] <= spans[k][1] and spans[k][0] <= spans[o][1]
+            for k in members
+            for o in range(len(copies))
+            if o not in mine
+        ):
+            continue
+        boxes = [copies[k] for k in members]
+        while _merge_one(boxes):  # as the boxes were cut, then in their fewest dimensions
+            pass
+        boxes = [_coalesced(b) for b in boxes]
+        while _merge_one(boxes):
+            pass
+        if len(boxes) < len(members):
+            replaced.update({k: [] for k in members})
+            replaced[members[0]] = boxes
+    return [m for k, c in enumerate(copies) for m in replaced.get(k, [c])]
+
+
+def _coalesced(c: ElementCopy) -> ElementCopy:
+    shape, s_st, d_st, s_off, d_off = coalesce(
+        c.shape, c.src_strides, c.dst_strides, c.src_offset, c.dst_offset
+    )
+    return ElementCopy(c.src, s_off, s_st, c.dst, d_off, d_st, shape)
+
+
+def _merge_one(boxes: list[ElementCopy]) -> bool:
+    """Merge one pair of boxes that continue each other along a dimension (in place);
+    False where no pair does."""
+    for i, a in enumerate(boxes):
+        for j, b in enumerate(boxes):
+            if i == j or a.src_strides != b.src_strides or a.dst_strides != b.dst_strides:
+                continue
+            if len(a.shape) != len(b.shape):
+                continue
+            for d in range(len(a.shape)):
+                if a.shape[:d] != b.shape[:d] or a.shape[d + 1 :] != b.shape[d + 1 :]:
+                    continue
+                if (
+                    b.src_offset == a.src_offset + a.shape[d] * a.src_strides[d]
+                    and b.dst_offset == a.dst_offset + a.shape[d] * a.dst_strides[d]
+                ):
+                    shape = (*a.shape[:d], a.shape[d] + b.shape[d], *a.shape[d + 1 :])
+                    boxes[i] = ElementCopy(
+                        a.src, a.src_offset, a.src_strides, a.dst, a.dst_offset,
+                        a.dst_strides, shape,
+                    )  # fmt: skip
+                    del boxes[j]
+                    return True
+    return False
+
+
 def build_plan(
     element_size: int,
     copies: Sequence[ElementCopy],
@@ -415,7 +488,7 @@ def build_plan(
 ) -> Plan:
     """Coalesce element-space copies into a plan (sets on a lattice merged first) and record
     each binding's byte span."""
-    copies = merge_lattices(copies)
+    copies = merge_lattices(merge_adjacent(copies))
     strided: list[StridedCopy] = []
     unused = (1 << 63, 0)
     in_ext = [unused] * inputs
