@@ -3,15 +3,15 @@ uint16 box, and 2-D rows of ten): the `funnel` kernel against `packed`, which ga
 destination word element by element, timed in turn in several rounds (bound dispatches,
 median of batches; medians of the rounds).
 
-    python benchmarks/webgpu_short_rows.py [--reps 10] [--rounds 5]
+    python benchmarks/webgpu_short_rows.py [REPS [ROUNDS]]   (10 and 5)
 """
 
 from __future__ import annotations
 
-import argparse
-import statistics
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -20,6 +20,7 @@ import dmlops.webgpu as wg
 from dmlops import BufferTensorDesc, DataType, Device, SliceDesc
 from dmlops.backends import get_backend
 from dmlops.backends.webgpu import strategies
+from dmlops.bench.common import medians_in_turn
 from dmlops.bench.webgpu import _batched
 
 CASES = {  # input shape, window start, window sizes
@@ -67,19 +68,13 @@ def time_case(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
+    reps, rounds = (int(a) for a in [*sys.argv[1:], "10", "5"][:2])
     print(f"adapter: {get_backend('webgpu').description}")
     print("| case | packed | funnel | funnel / packed |")
     print("|---|---:|---:|---:|")
     for name, (shape, start, sizes) in CASES.items():
-        rounds = [
-            [time_case(shape, start, sizes, how, args.reps) for how in ("packed", "funnel")]
-            for _ in range(args.rounds)
-        ]
-        packed, funnel = (statistics.median(t) for t in zip(*rounds, strict=True))
+        timers = [partial(time_case, shape, start, sizes, h, reps) for h in ("packed", "funnel")]
+        packed, funnel = medians_in_turn(timers, rounds)
         print(f"| {name} | {packed * 1e6:.1f} µs | {funnel * 1e6:.1f} µs | {funnel / packed:.2f} |")
 
 

@@ -10,8 +10,8 @@ the time ratio small / float32 (above 1: the small type is slower than its twin)
 from __future__ import annotations
 
 import argparse
-import statistics
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,7 @@ import numpy as np
 import dmlops.webgpu as wg
 from dmlops import BufferTensorDesc, DataType, Device, Slice1Desc, SliceDesc
 from dmlops.backends import get_backend
+from dmlops.bench.common import medians_in_turn
 from dmlops.bench.webgpu import _batched
 
 TYPES = {np.float16: DataType.FLOAT16, np.int8: DataType.INT8, np.float32: DataType.FLOAT32}
@@ -96,11 +97,10 @@ def main() -> None:
     print("| layout | float32 | float16 | int8 | float16 / float32 | int8 / float32 |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, make in cases(args.side).items():
-        rounds = [
-            [time_case(make, d, args.reps) for d in (np.float32, np.float16, np.int8)]
-            for _ in range(args.rounds)
-        ]  # (in turn, round after round: lavapipe on a small VM drifts by ±40 % a minute)
-        t32, t16, t8 = (statistics.median(times) for times in zip(*rounds, strict=True))
+        t32, t16, t8 = medians_in_turn(
+            [partial(time_case, make, d, args.reps) for d in (np.float32, np.float16, np.int8)],
+            args.rounds,
+        )
         print(
             f"| {name} | {t32 * 1e6:.0f} µs | {t16 * 1e6:.0f} µs | {t8 * 1e6:.0f} µs | "
             f"{t16 / t32:.2f} | {t8 / t32:.2f} |",

@@ -91,6 +91,14 @@ def median_cpu(fn: Fn, reps: int) -> float:
     return statistics.median(times)
 
 
+def medians_in_turn(timers: list[Callable[[], float]], rounds: int) -> list[float]:
+    """Each timer's median over `rounds` rounds, the timers run in turn within a round (a
+    machine whose speed drifts, as lavapipe on a small VM does by ±40 % a minute, then
+    shifts every contender alike)."""
+    runs = [[timer() for timer in timers] for _ in range(rounds)]
+    return [statistics.median(times) for times in zip(*runs, strict=True)]
+
+
 def best_per_call(fn: Fn, calls: int, sync: Fn, warm: int = 20, runs: int = 5) -> float:
     """Host seconds per call: the best of `runs` runs of `calls` back-to-back calls of `fn`,
     each run ended by `sync()` (a device synchronisation), after `warm` calls."""
