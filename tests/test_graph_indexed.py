@@ -171,44 +171,60 @@ def test_scatter_nd_into_a_padded_tensor(backend: str) -> None:
     np.testing.assert_array_equal(got, want)
 
 
-def test_one_hot_and_reverse_through_the_generic_node(backend: str) -> None:
-    idx = np.array([[2], [0], [5], [-1]], np.int32)  # 5 is out of range: no write
+def _one_hot_and_reverse(g: Graph, idx: np.ndarray, seq: np.ndarray, lengths: np.ndarray) -> tuple:  # type: ignore[type-arg]
+    """ONE_HOT of int32 `idx` ([rows, 1]) into depth 5 by values [0, 9], and
+    REVERSE_SUBSEQUENCES of `seq` ([n, c], along n) by [c] uint32 `lengths`, as generic
+    nodes on new graph inputs: (one-hot, reversed, the sequences' input, the arrays bound)."""
     values = np.array([0, 9], np.int32)
-    seq = np.arange(12, dtype=np.float32).reshape(4, 3)
-    lengths = np.array([3, 1, 0], np.uint32)
-    g = Graph()
-    ii, vi, si, li = g.input(idx), g.input(values), g.input(seq), g.input(lengths)
-    i32 = DataType.INT32
+    ii, vi, si, li = (g.input(a) for a in (idx, values, seq, lengths))
+    rows, (n, c) = idx.shape[0], seq.shape
+    i32, element = DataType.INT32, DataType.INT32 if seq.dtype == np.int32 else DataType.FLOAT32
     (hot,) = g.operator(
         OneHotDesc(
-            BufferTensorDesc(i32, (4, 1)),
+            BufferTensorDesc(i32, (rows, 1)),
             BufferTensorDesc(i32, (1, 2)),
-            BufferTensorDesc(i32, (4, 5)),
+            BufferTensorDesc(i32, (rows, 5)),
             1,
         ),
         [ii, g.reinterpret(vi, [1, 2])],
     )
     (rev,) = g.operator(
         ReverseSubsequencesDesc(
-            BufferTensorDesc(DataType.FLOAT32, (1, 1, 4, 3)),
-            BufferTensorDesc(DataType.UINT32, (1, 1, 1, 3)),
-            BufferTensorDesc(DataType.FLOAT32, (1, 1, 4, 3)),
+            BufferTensorDesc(element, (1, 1, n, c)),
+            BufferTensorDesc(DataType.UINT32, (1, 1, 1, c)),
+            BufferTensorDesc(element, (1, 1, n, c)),
             2,
         ),
-        [g.reinterpret(si, [1, 1, 4, 3]), g.reinterpret(li, [1, 1, 1, 3])],
+        [g.reinterpret(si, [1, 1, n, c]), g.reinterpret(li, [1, 1, 1, c])],
     )
-    _, (got_hot, got_rev) = _run(g, [hot, rev], [idx, values, seq, lengths], backend)
-    want_hot = np.zeros((4, 5), np.int32)
+    return hot, rev, si, [idx, values, seq, lengths]
+
+
+def _one_hot_and_reverse_wanted(
+    idx: np.ndarray, seq: np.ndarray, lengths: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """What `_one_hot_and_reverse` gives, element by element (on-value 9, off 0)."""
+    hot = np.zeros((idx.shape[0], 5), np.int32)
     for r, k in enumerate(idx[:, 0]):
         k = k + 5 if k < 0 else k
         if 0 <= k < 5:
-            want_hot[r, k] = 9
-    np.testing.assert_array_equal(got_hot, want_hot)
-    got_rev = got_rev.reshape(4, 3)
-    want_rev = seq.copy()
+            hot[r, k] = 9
+    rev = seq.copy()
     for col, n in enumerate(lengths):
-        want_rev[:n, col] = seq[:n, col][::-1]
-    np.testing.assert_array_equal(got_rev, want_rev)
+        rev[:n, col] = seq[:n, col][::-1]
+    return hot, rev
+
+
+def test_one_hot_and_reverse_through_the_generic_node(backend: str) -> None:
+    idx = np.array([[2], [0], [5], [-1]], np.int32)  # 5 is out of range: no write
+    seq = np.arange(12, dtype=np.float32).reshape(4, 3)
+    lengths = np.array([3, 1, 0], np.uint32)
+    g = Graph()
+    hot, rev, _, arrays = _one_hot_and_reverse(g, idx, seq, lengths)
+    _, (got_hot, got_rev) = _run(g, [hot, rev], arrays, backend)
+    want_hot, want_rev = _one_hot_and_reverse_wanted(idx, seq, lengths)
+    np.testing.assert_array_equal(got_hot, want_hot)
+    np.testing.assert_array_equal(got_rev.reshape(4, 3), want_rev)
 
 
 def test_out_of_range_index_raises_and_leaves_outputs_untouched() -> None:
@@ -351,39 +367,14 @@ def test_one_hot_and_reverse_placed_whole_are_one_pass(backend: str) -> None:
     """Writes that fill their output (ONE_HOT's on-values over its fill, a reversal's
     moved rows) placed whole by a join: one pass, each element written as alone."""
     idx = np.array([[2], [0], [4]], np.int32)
-    values = np.array([0, 9], np.int32)
-    seq = np.arange(15, dtype=np.int32).reshape(1, 1, 5, 3)
+    seq = np.arange(15, dtype=np.int32).reshape(5, 3)
     lengths = np.array([3, 1, 5], np.uint32)
     g = Graph()
-    ii, vi, si, li = g.input(idx), g.input(values), g.input(seq), g.input(lengths)
-    i32 = DataType.INT32
-    (hot,) = g.operator(
-        OneHotDesc(
-            BufferTensorDesc(i32, (3, 1)),
-            BufferTensorDesc(i32, (1, 2)),
-            BufferTensorDesc(i32, (3, 5)),
-            1,
-        ),
-        [ii, g.reinterpret(vi, [1, 2])],
-    )
-    (rev,) = g.operator(
-        ReverseSubsequencesDesc(
-            BufferTensorDesc(i32, (1, 1, 5, 3)),
-            BufferTensorDesc(DataType.UINT32, (1, 1, 1, 3)),
-            BufferTensorDesc(i32, (1, 1, 5, 3)),
-            2,
-        ),
-        [si, g.reinterpret(li, [1, 1, 1, 3])],
-    )
+    hot, rev, si, arrays = _one_hot_and_reverse(g, idx, seq, lengths)
     hots = g.join([hot, hot], 0)
-    revs = g.join([rev, si], 3)
+    revs = g.join([rev, g.reinterpret(si, [1, 1, 5, 3])], 3)
     assert g.intermediates([hots]) == [] and g.intermediates([revs]) == []
-    _, (got_hots, got_revs) = _run(g, [hots, revs], [idx, values, seq, lengths], backend)
-    want_hot = np.zeros((3, 5), np.int32)
-    for r, k in enumerate(idx[:, 0]):
-        want_hot[r, k] = 9
-    want_rev = seq.copy()
-    for col, n in enumerate(lengths):
-        want_rev[0, 0, :n, col] = seq[0, 0, :n, col][::-1]
+    _, (got_hots, got_revs) = _run(g, [hots, revs], arrays, backend)
+    want_hot, want_rev = _one_hot_and_reverse_wanted(idx, seq, lengths)
     np.testing.assert_array_equal(got_hots, np.concatenate([want_hot, want_hot], 0))
-    np.testing.assert_array_equal(got_revs, np.concatenate([want_rev, seq], 3))
+    np.testing.assert_array_equal(got_revs.reshape(5, 6), np.concatenate([want_rev, seq], 1))
