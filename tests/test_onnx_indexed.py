@@ -354,3 +354,46 @@ def test_one_hot_joins_the_plan_around_it(backend: str) -> None:
         if 0 <= k < 5:
             hot[r, k, c] = -2.0
     np.testing.assert_array_equal(to_host(y), hot.transpose(2, 0, 1))
+
+
+def _one_hot_by_equal(reshaped_out: bool) -> object:
+    """What the dynamo exporter writes for one_hot: Unsqueeze the labels, Equal against a
+    range, Cast; with `reshaped_out` the unsqueezed labels are a model output too."""
+    i64 = TensorProto.INT64
+    nodes = [
+        helper.make_node("Constant", [], ["axes"], value=helper.make_tensor("", i64, [1], [-1])),
+        helper.make_node(
+            "Constant", [], ["range"], value=helper.make_tensor("", i64, [5], list(range(5)))
+        ),
+        helper.make_node("Unsqueeze", ["labels", "axes"], ["u"]),
+        helper.make_node("Equal", ["u", "range"], ["eq"]),
+        helper.make_node("Cast", ["eq"], ["y"], to=TensorProto.INT64),
+    ]
+    outputs = [helper.make_tensor_value_info("y", i64, None)]
+    if reshaped_out:
+        outputs.append(helper.make_tensor_value_info("u", i64, None))
+    graph = helper.make_graph(
+        nodes, "one_hot", [helper.make_tensor_value_info("labels", i64, [2, 3])], outputs
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_reshape_between_steps_is_a_view_unless_it_is_an_output(backend: str) -> None:
+    """A step that only reshapes a value later steps read runs no plan (the array's own
+    reshape); one whose value the model returns stays a copy, so no output aliases an
+    input."""
+    labels = np.array([[0, 4, 2], [1, 1, 3]], np.int64)
+    want = (labels[..., None] == np.arange(5)).astype(np.int64)
+    for reshaped_out, how in ((False, "(a view)"), (True, "(one pass)")):
+        model = _one_hot_by_equal(reshaped_out)
+        compiled = dml_onnx.compile(model, {"labels": labels})
+        assert f"Unsqueeze -> u {how}" in compiled.describe()
+        session = dml_onnx.InferenceSession(model, dmlops.Device(backend=backend))
+        x = to_device(backend, labels.copy())
+        got = session.run(None, {"labels": x})
+        np.testing.assert_array_equal(to_host(got[0]), want)
+        if reshaped_out:
+            np.testing.assert_array_equal(to_host(got[1]), labels[..., None])
+            x[0, 0] = 3  # the returned value is the model's own, not a view of the input
+            assert int(to_host(got[1])[0, 0, 0]) == 0

@@ -238,7 +238,7 @@ def compile_staged(
         nonlocal group
         if group is not None:
             needed = (later[i - 1] if i > 0 else set()) | outputs_wanted
-            made = group.step(needed, types)
+            made = group.view_step(needed, outputs_wanted, types) or group.step(needed, types)
             if made is not None:
                 steps.append(made)
             group = None
@@ -425,6 +425,9 @@ def _arith_step(
 
     return f"{node.op_type} -> {node.output[0]} (integer arithmetic on the arrays' device)", step
 
+
+# nodes that only give a value another shape (a group of these alone can be a view)
+_RESHAPES = frozenset({"Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity"})
 
 FUSED_OPS = (
     "Gather", "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND", "OneHot",
@@ -648,6 +651,39 @@ class _GraphGroup:
         self.produced.append(name)
         self.ops.append(op)
         return True
+
+    def view_step(
+        self, needed: set[str], final: set[str], types: dict[str, Any]
+    ) -> tuple[str, Step] | None:
+        """A group that only reshapes a step's value into one that only later steps read
+        (no model output): the array's own reshape, a view where its library can make one
+        (a copy otherwise), no plan run; None for any other group."""
+        names = [n for n in self.produced if n in needed]
+        if (
+            len(names) != 1
+            or names[0] in final
+            or len(self.feeds) != 1
+            or self.constants
+            or not set(self.ops) <= _RESHAPES
+        ):
+            return None
+        name, feed = names[0], self.feeds[0]
+        shape = types[name][0]
+        if np.dtype(types[feed][1]) != np.dtype(types[name][1]):
+            return None
+
+        plan = self.step(needed, types)
+        assert plan is not None
+        copied = plan[1]
+
+        def run(env: dict[str, Any]) -> None:
+            reshape = getattr(env[feed], "reshape", None)
+            if reshape is None:  # (an array type without one: the group's plan)
+                copied(env)
+                return
+            env[name] = reshape(shape)
+
+        return f"{' + '.join(self.ops)} -> {name} (a view)", run
 
     def step(self, needed: set[str], types: dict[str, Any]) -> tuple[str, Step] | None:
         """The group's one plan, writing the values in `needed` (None if it writes none)."""
