@@ -10,6 +10,7 @@ that no later call shares."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -234,7 +235,9 @@ class IndexedLaunch:
                     self.ready[key] = prepared
                 elif GRAPHED_WINNERS:
                     found = prepared
-                    self.graphs[key] = Graphed(cp, lambda s: self._enqueue(cp, found, s), found)
+                    # (a driver that will not capture: launched one by one, as without)
+                    with contextlib.suppress(RuntimeError):
+                        self.graphs[key] = Graphed(cp, lambda s: self._enqueue(cp, found, s), found)
         winner = prepared[0]
         graph = None if winner is None or captured else self.graphs.get(key)
         if graph is not None:
