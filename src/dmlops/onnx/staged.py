@@ -614,8 +614,8 @@ class _GraphGroup:
     ) -> bool:  # fmt: skip
         """A Gather, GatherElements, GatherND, ScatterElements, ScatterND or OneHot node lowered
         into the group's graph, its indices read only where the plan runs (True); False where its
-        form stays a step of its own (0-D or empty operands, a scatter on a window of its
-        data, more than 8 dimensions), with nothing added."""
+        form stays a step of its own (0-D or empty operands, more than 8 dimensions, a type
+        its operator's table lacks), with nothing added."""
         op = node.op_type
         if op not in FUSED_OPS:
             return False
