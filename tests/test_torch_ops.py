@@ -197,6 +197,30 @@ def test_a_compiled_call_guards_its_own_globals_only(device: str) -> None:
         )
 
 
+def test_plain_slices_and_whole_joins_take_the_short_recipes() -> None:
+    """What dynamo traces at every compiled call is `build`: a plain slice copied and a join
+    of whole inputs take recipes of a few instructions ("slice", "join"); a flipped view
+    keeps the general "copy". Each builds what torch's own indexing gives."""
+    from dmlops.plan import LogicalCopy
+    from dmlops.torch_decompositions import build, recipe_of
+
+    x = torch.arange(48.0).reshape(2, 3, 8)
+    y = -torch.arange(16.0).reshape(2, 1, 8)
+    cut = [LogicalCopy(0, (0, 1, 2), (1, 1, 2), 0, (0, 0, 0), (2, 2, 3))]
+    r = recipe_of([x.shape], cut, 0, (2, 2, 3))
+    assert r[0] == "slice" and torch.equal(build([x], r), x[:, 1:3, 2::2])
+    flip = [LogicalCopy(0, (0, 0, 7), (1, 1, -1), 0, (0, 0, 0), (2, 3, 8))]
+    r = recipe_of([x.shape], flip, 0, (2, 3, 8))
+    assert r[0] == "copy" and torch.equal(build([x], r), x.flip(2))
+    both = [
+        LogicalCopy(0, (0, 0, 0), (1, 1, 1), 0, (0, 0, 0), (2, 3, 8)),
+        LogicalCopy(1, (0, 0, 0), (1, 1, 1), 0, (0, 3, 0), (2, 1, 8)),
+    ]
+    for pointwise in (False, True):
+        r = recipe_of([x.shape, y.shape], both, 0, (2, 4, 8), pointwise)
+        assert r[0] == "join" and torch.equal(build([x, y], r), torch.cat([x, y], 1))
+
+
 def test_compile_and_backward(device: str) -> None:
     torch._dynamo.reset()
 

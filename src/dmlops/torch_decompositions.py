@@ -58,9 +58,12 @@ View = tuple[
     "tuple[int, ...] | None",
     "tuple[int, ...] | None",
 ]
-# How one output is made: ("copy", view) a view copied; ("cat", axis, views, pointwise)
-# views joined; ("boxes", shape, ((view, start, step), ...)) boxes written into zeros at
-# start + step * c; ("blocks", six-dimensional shape, permutation, shape) DEPTH / SPACE.
+# How one output is made: ("copy", view) a view copied; ("slice", input, index) the
+# commonest copy, a plain indexing (no permutation, flip or broadcast) copied; ("cat", axis,
+# views, pointwise) views joined; ("join", axis, inputs, pointwise) whole inputs joined;
+# ("boxes", shape, ((view, start, step), ...)) boxes written into zeros at start + step * c;
+# ("blocks", six-dimensional shape, permutation, shape) DEPTH / SPACE. (The plain kinds
+# are what dynamo traces fastest: it traces `build` at every call it compiles.)
 Recipe = tuple[Any, ...]
 
 
@@ -149,11 +152,15 @@ def recipe_of(
 
     whole = len(written) == 1 and len(mine) == 1 and tuple(written[0].shape) == tuple(shape)
     if whole and _forwards(written[0]):
-        return ("copy", view(written[0]))
+        v = view(written[0])
+        return ("slice", v[0], v[2]) if _plain(v) else ("copy", v)
     axis = _tiling_axis(written, shape) if len(written) == len(mine) else None
     if axis is not None:
         pointwise = pointwise_joins and len(written) <= _POINTWISE_PARTS
-        return ("cat", axis, tuple(view(c) for c in written), pointwise)
+        views = tuple(view(c) for c in written)
+        if all(_plain(v) and not v[2] for v in views):
+            return ("join", axis, tuple(v[0] for v in views), pointwise)
+        return ("cat", axis, views, pointwise)
     boxes = []
     for c in written:
         src, order, index, flipped, back, expanded = view(c)
@@ -168,11 +175,23 @@ def recipe_of(
     return ("boxes", tuple(shape), tuple(boxes))
 
 
+def _plain(v: View) -> bool:
+    """Whether a view is an indexing alone (no permutation, flip or broadcast)."""
+    return v[1] is None and not v[3] and v[4] is None and v[5] is None
+
+
 def build(inputs: Sequence[Tensor], recipe: Recipe) -> Tensor:
     """An output's tensor from its recipe, as aten views and copies. (One function, views
     taken inline: dynamo traces it whenever it traces a call, and each function it enters
-    costs it milliseconds.)"""
+    costs it milliseconds; the plain kinds first, in few instructions.)"""
     kind = recipe[0]
+    if kind == "slice":
+        return inputs[recipe[1]][recipe[2]].clone(memory_format=_CONTIGUOUS)
+    if kind == "join":
+        parts = []
+        for src in recipe[2]:
+            parts.append(inputs[src])
+        return _pointwise_join(parts, recipe[1]) if recipe[3] else _cat(parts, recipe[1])
     if kind == "blocks":
         # (a reshape of the permuted view copies, and its result is no view of an
         # intermediate, which AOTAutograd would regenerate on every call)
