@@ -378,3 +378,51 @@ def test_one_hot_and_reverse_placed_whole_are_one_pass(backend: str) -> None:
     want_hot, want_rev = _one_hot_and_reverse_wanted(idx, seq, lengths)
     np.testing.assert_array_equal(got_hots, np.concatenate([want_hot, want_hot], 0))
     np.testing.assert_array_equal(got_revs.reshape(5, 6), np.concatenate([want_rev, seq], 1))
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_random_scatters_placed_whole_match_element_loops(data: st.DataObject) -> None:
+    """A scatter into a random window of a 2-D or 3-D tensor (duplicate targets included),
+    then placed whole by joins with the rest and with other tensors, tiled or not: one pass,
+    and every element as a loop over the steps writes it."""
+    rank = data.draw(st.integers(2, 3))
+    shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank)))
+    axis = data.draw(st.integers(0, rank - 1))
+    window = tuple(n if d == axis else data.draw(st.integers(1, n)) for d, n in enumerate(shape))
+    dtype = data.draw(st.sampled_from([np.uint8, np.float16, np.float32, np.int32]))
+    x = np.arange(int(np.prod(shape)), dtype=np.uint64).astype(dtype).reshape(shape)
+    n = shape[axis]
+    idx_shape = tuple(
+        data.draw(st.integers(1, n)) if d == axis else w for d, w in enumerate(window)
+    )
+    count = int(np.prod(idx_shape))
+    idx = np.array(
+        data.draw(st.lists(st.integers(-n, n - 1), min_size=count, max_size=count)), np.int64
+    ).reshape(idx_shape)
+    upd = (100 + np.arange(count)).astype(dtype).reshape(idx_shape)
+    g = Graph()
+    xi, ii, ui = g.input(x), g.input(idx), g.input(upd)
+    part = g.slice(xi, [0] * rank, list(window), [1] * rank)
+    out = g.scatter_elements(part, ii, ui, axis=axis)
+    want = x.copy()
+    region = tuple(slice(0, w) for w in window)
+    want[region] = naive_scatter_elements(x[region], idx, upd, axis)
+    for d in reversed(range(rank)):  # the rest of the data joined on, as ONNX lowers it
+        if window[d] < shape[d]:
+            at = [0] * rank
+            at[d] = window[d]
+            sizes = [*window[:d], shape[d] - window[d], *shape[d + 1 :]]
+            out = g.join([out, g.slice(xi, at, sizes, [1] * rank)], d)
+            window = (*window[:d], shape[d], *window[d + 1 :])
+    if data.draw(st.booleans()):  # placed again, after the data
+        along = data.draw(st.integers(0, rank - 1))
+        out = g.join([xi, out], along)
+        want = np.concatenate([x, want], along)
+    if data.draw(st.booleans()):  # each repeat a whole placement
+        repeats = [data.draw(st.integers(1, 2)) for _ in range(rank)]
+        out = g.tile(out, repeats)
+        want = np.tile(want, repeats)
+    assert g.intermediates([out]) == []
+    _, (got,) = _run(g, [out], [x, idx, upd])
+    np.testing.assert_array_equal(_bits(got), _bits(want))
