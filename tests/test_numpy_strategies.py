@@ -124,6 +124,18 @@ def test_a_join_of_many_pieces_is_one_concatenate() -> None:
         _check_every_way(desc, axis)
 
 
+def test_a_join_of_few_small_pieces_copies_each_by_its_views() -> None:
+    """A few small pieces (a KV-cache append's two): each copy's own views, which cost less
+    than one concatenate's setup; the side-by-side run would move the same bits."""
+    f32 = DataType.FLOAT32
+    parts = [BufferTensorDesc(f32, (2, 4, 16, 8)), BufferTensorDesc(f32, (2, 4, 1, 8))]
+    desc = JoinDesc(parts, BufferTensorDesc(f32, (2, 4, 17, 8)), 2)
+    plan = desc.lower()
+    executor = nb.NumpyBackend(threads=1).executor(plan)
+    assert executor.side_by_side is None and SideBySide.of(plan.copies, 4) is not None
+    _check_every_way(desc, 0)
+
+
 def test_small_tiles_and_pads_run_as_element_maps() -> None:
     x = BufferTensorDesc(DataType.FLOAT32, (2, 3, 6, 7))
     out = BufferTensorDesc(DataType.FLOAT32, (2, 3, 10, 11))
