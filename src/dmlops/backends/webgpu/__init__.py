@@ -117,9 +117,10 @@ def _shader(kernel: str, same_buffer: bool) -> str:
         return _ROWS16_BINDINGS[same_buffer] + pieces + _kernel_source("rows16.wgsl")
     if kernel == "funnel":
         bindings = _BINDINGS[("word", same_buffer)].replace("REORDER", "")
-        return "alias Word = u32;\n" + bindings + pieces + _kernel_source("funnel.wgsl")
+        funnel = _kernel_source("source_word.wgsl") + _kernel_source("funnel.wgsl")
+        return "alias Word = u32;\n" + bindings + pieces + funnel
     if kernel in ("bytes", "rows"):
-        merge = _kernel_source("merge.wgsl")
+        merge = _kernel_source("source_word.wgsl") + _kernel_source("merge.wgsl")
         return _BINDINGS[("bytes", same_buffer)] + pieces + merge + _kernel_source(f"{kernel}.wgsl")
     word = "u32" if kernel == "u32" else "vec4<u32>"
     reorder = _REORDER[int(kernel[5:])] if kernel.startswith("vec4r") else ""

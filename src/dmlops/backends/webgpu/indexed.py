@@ -73,7 +73,8 @@ def _pipelines(backend: Any, src_is_dst: bool, index_in: str) -> tuple[Any, Any]
         ]
     )
     shared = _source("indexed.wgsl")
-    elements = _bindings(src_is_dst, index_in) + _source("merge.wgsl") + shared
+    merge = _source("source_word.wgsl") + _source("merge.wgsl")
+    elements = _bindings(src_is_dst, index_in) + merge + shared
     elements += _source("indexed_elements.wgsl")
     rows = _bindings(src_is_dst, index_in, atomic=False) + shared + _source("indexed_rows.wgsl")
     pipeline_layout = device.create_pipeline_layout(bind_group_layouts=[layout])

@@ -6,23 +6,14 @@
 // invocation moves word k and word k + h (h = ceil(count / 2)), so a high-rank walk steps
 // once per two words. Offsets and strides: the source's in bytes, the destination's in
 // words. The backend prepends `alias Word = u32`, the bindings and `load_src`, then
-// pieces.wgsl and elements.wgsl (whose entry point calls copy_at).
-
-fn funnel_word(at: u32) -> u32 {
-    let shift = (at & 3u) * 8u;
-    let word = load_src(at >> 2u);
-    if (shift == 0u) {
-        return word;
-    }
-    return (word >> shift) | (load_src((at >> 2u) + 1u) << (32u - shift));
-}
+// pieces.wgsl, elements.wgsl (whose entry point calls copy_at) and source_word.wgsl.
 
 fn copy_at(p: ptr<function, Piece>, w: ptr<function, Walk>) {
     let n = (*p).pad0;
     let h = (n + 1u) / 2u;
-    let a = funnel_word((*w).src);
+    let a = source_word((*w).src);
     if ((*w).index[0] + h < n) {  // the word half a row on
-        let b = funnel_word((*w).src + h * (*p).src_strides[0]);
+        let b = source_word((*w).src + h * (*p).src_strides[0]);
         dst[(*w).dst] = a;
         dst[(*w).dst + h * (*p).dst_strides[0]] = b;
         return;

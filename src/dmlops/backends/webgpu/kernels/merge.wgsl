@@ -2,20 +2,10 @@
 // has no 8- or 16-bit types, so a destination word is written whole (atomicStore) when the
 // bytes cover it, else merged with atomicAnd then atomicOr: copies sharing a word change
 // disjoint bytes, so any order gives the same bits. `dst` is array<atomic<u32>>,
-// `load_src` reads u32 words; offsets are bytes.
+// `load_src` reads u32 words; offsets are bytes. The backend prepends source_word.wgsl.
 
 fn source_byte(at: u32) -> u32 {
     return (load_src(at >> 2u) >> ((at & 3u) * 8u)) & 0xffu;
-}
-
-// The four source bytes from `at` on: two aligned words and a funnel shift.
-fn source_word(at: u32) -> u32 {
-    let shift = (at & 3u) * 8u;
-    let low = load_src(at >> 2u);
-    if (shift == 0u) {
-        return low;
-    }
-    return (low >> shift) | (load_src((at >> 2u) + 1u) << (32u - shift));
 }
 
 // Write the bytes of [d, d + length) that fall in destination word `word`, byte b read
