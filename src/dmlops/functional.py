@@ -397,7 +397,8 @@ class _Call:
         self.queue = queue
         self.operator = desc.OPERATOR
         self.plan = plan
-        self.run = backend.executor(plan)
+        # (an Executor; typed Any: a backend's optional hooks are read off it)
+        self.run: Any = backend.executor(plan)
         flat = backend.flat_function
         self.in_flats = [flat(t.low, t.nbytes, t.contiguous) for t in inputs]
         self.out_flats = [flat(t.low, t.nbytes, t.contiguous) for t in outputs]
@@ -431,7 +432,6 @@ class _Call:
         # a backend's run into new outputs that nothing else sees (it may write them before
         # it finds an index out of range)
         self.run_fresh = getattr(self.run, "run_fresh", None) if self.fresh else None
-        self.fresh_owner: Any = self.run  # (whose `fresh_first` a backend with run_fresh has)
         # where the backend reads the addresses of this call's arrays and makes its new
         # outputs in C calls (torch CUDA tensors): asked at the first run, from its arrays
         self.in_lows = [t.low for t in inputs]
@@ -460,7 +460,7 @@ class _Call:
             results = [new_like(like, shape) for shape in self.new_shapes]
         run_fresh = self.run_fresh
         if run_fresh is not None:
-            first = self.fresh_owner.fresh_first  # (run_fresh's first try, made here)
+            first = self.run.fresh_first  # (a backend with run_fresh has it: its first try)
             if first is None or not first(ins, results):
                 run_fresh(ins, results)
         else:

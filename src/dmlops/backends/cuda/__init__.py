@@ -420,8 +420,8 @@ class _CudaExecutor:
                 for launch in self.indexed:
                     c = launch.copy
                     key = (device, stream, ins[c.src], outs[c.dst], ins[c.index])
-                    ready = launch.ready.get(key)
-                    if ready is None:  # (first on these addresses, or more than launches)
+                    ready = launch.prepared.get(key)
+                    if ready is None or ready[0] is not None:  # (new addresses, a winner table)
                         launch.launch(cp, device, ins, outs, stream)
                         continue
                     go = cp.cuda.driver.launchKernel

@@ -141,11 +141,10 @@ class IndexedLaunch:
             raise ValueError(f"an indexed copy of {cut} dimensions does not fit a launch")
         self.meta = np.zeros(META_WORDS, dtype=np.int64)
         self.meta[: len(head)] = head
+        # (winner table, launches, what they keep alive) per address tuple; an entry without
+        # a winner table is what a warm call finds and launches at once (held while it
+        # launches, it keeps its parameters alive)
         self.prepared: dict[tuple[int, ...], Any] = {}
-        # the prepared entries that are launches alone (no winner table to clear): what a
-        # warm call finds and launches at once (the entry, held while it launches, keeps its
-        # parameters alive)
-        self.ready: dict[tuple[int, ...], Any] = {}
         # the graphs of prepared entries with a winner table (GRAPHED_WINNERS)
         self.graphs: dict[tuple[int, ...], Graphed] = {}
         self.captured: list[Any] = []  # preparations a CUDA graph replays: kept for good
@@ -227,13 +226,10 @@ class IndexedLaunch:
                 prepared = self._prepare(cp, *key)
                 if len(self.prepared) >= _PREPARED:
                     oldest = next(iter(self.prepared))
-                    self.ready.pop(oldest, None)
                     self.graphs.pop(oldest, None)
                     self.prepared.pop(oldest)
                 self.prepared[key] = prepared
-                if prepared[0] is None:
-                    self.ready[key] = prepared
-                elif GRAPHED_WINNERS:
+                if prepared[0] is not None and GRAPHED_WINNERS:
                     found = prepared
                     # (a driver that will not capture: launched one by one, as without)
                     with contextlib.suppress(RuntimeError):
