@@ -22,6 +22,7 @@ def main() -> None:
                 took = _first_call_fresh(index, who)
                 if took is not None:
                     times.setdefault((index, who), []).append(took)
+                    print(f"  {BLOCKS[index].name}, {who}: {took:.2f} s", flush=True)
     print(f"| block | {_COMPILED[0]} | {_COMPILED[1]} | ratio |")
     print("| --- | ---: | ---: | ---: |")
     for index, block in enumerate(BLOCKS):

@@ -521,6 +521,21 @@ def _indexed_cases(torch):  # type: ignore[no-untyped-def]
     big_slots = torch.randperm(4096, device="cuda")[:1500].reshape(1500, 1)
     big_updates = torch.zeros((1500, 4), device="cuda")
     expected_big = big.clone()
+    # ... and targets that meet, rows a warp each: the copy frees the table's slots itself
+    wide = torch.zeros((4096, 256), device="cuda")
+    wide_slots = torch.randint(0, 1500, (5000, 1), device="cuda")
+    wide_updates = torch.zeros((5000, 256), device="cuda")
+    expected_wide = wide.clone()
+
+    def want_wide():  # type: ignore[no-untyped-def]
+        order = torch.arange(5000, device="cuda")
+        last = torch.full((4096,), -1, device="cuda").scatter_reduce(
+            0, wide_slots.reshape(-1), order, "amax"
+        )  # the last row to each slot wins
+        got = expected_wide.clone()
+        hit = last >= 0
+        got[hit] = wide_updates[last[hit]]
+        return got
 
     return [
         ([table], lambda: dmlops.gather(table, ids, 0, out=rows), lambda: rows,
@@ -532,10 +547,12 @@ def _indexed_cases(torch):  # type: ignore[no-untyped-def]
         ([big_updates], lambda: dmlops.scatter_nd(big, big_slots, big_updates, out=big),
          lambda: big,
          lambda: expected_big.index_copy(0, big_slots.reshape(-1), big_updates)),
+        ([wide_updates], lambda: dmlops.scatter_nd(wide, wide_slots, wide_updates, out=wide),
+         lambda: wide, want_wide),
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize("case", range(4))
+@pytest.mark.parametrize("case", range(5))
 def test_indexed_calls_on_a_side_stream_and_in_graph_capture(case: int) -> None:
     torch = _torch()
     inputs, run, result, want = _indexed_cases(torch)[case]
@@ -638,25 +655,29 @@ def test_warm_torch_calls_stage_overlaps_and_follow_the_stream() -> None:
         assert bool((got == 3.0).all())
 
 
+# rows of 32 bytes (a thread a row), 33 elements (a warp a row, element by element), 1 KiB
+# (a warp a row in 16-byte chunks) — each freeing its winning slots itself — and 4 KiB
+# (several warps a row: the table cleared before each call)
+@pytest.mark.parametrize("width", [8, 33, 256, 1024])
 @pytest.mark.parametrize("graphed", [True, False])
 def test_warm_winner_table_scatters_replay_with_new_data(
-    graphed: bool, monkeypatch: pytest.MonkeyPatch
+    graphed: bool, width: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A scatter whose targets meet, of more rows than one launch resolves (a winner table
-    cleared before each call), called again and again on the same tensors with new updates
-    and new targets: each call's last row per target wins, as one CUDA graph replayed
-    (GRAPHED_WINNERS) or launched piece by piece."""
+    """A scatter whose targets meet, of more rows than one launch resolves (a winner table),
+    called again and again on the same tensors with new updates and new targets: each
+    call's last row per target wins, as one CUDA graph replayed (GRAPHED_WINNERS) or
+    launched piece by piece, whether the table is cleared per call or by the copy."""
     torch = _torch()
     from dmlops.backends.cuda import indexed
 
     monkeypatch.setattr(indexed, "GRAPHED_WINNERS", graphed)
     g = torch.Generator(device="cpu").manual_seed(11)
-    cache = torch.zeros((4096, 8), device="cuda")
+    cache = torch.zeros((4096, width), device="cuda")
     slots = torch.zeros((6000, 1), dtype=torch.int64, device="cuda")
-    updates = torch.zeros((6000, 8), device="cuda")
+    updates = torch.zeros((6000, width), device="cuda")
     for step in range(4):
         slots.copy_(torch.randint(0, 3000, (6000, 1), generator=g))  # duplicates
-        updates.copy_(torch.randn((6000, 8), generator=g) + step)
+        updates.copy_(torch.randn((6000, width), generator=g) + step)
         want, rows = cache.cpu().numpy().copy(), updates.cpu().numpy()
         for row, slot in enumerate(slots.reshape(-1).tolist()):
             want[slot] = rows[row]  # in order: the last row per slot wins

@@ -141,7 +141,8 @@ class IndexedLaunch:
             raise ValueError(f"an indexed copy of {cut} dimensions does not fit a launch")
         self.meta = np.zeros(META_WORDS, dtype=np.int64)
         self.meta[: len(head)] = head
-        # (winner table, launches, what they keep alive) per address tuple; an entry without
+        # (winner table, launches, what they keep alive, whether each call clears the table)
+        # per address tuple; an entry without
         # a winner table is what a warm call finds and launches at once (held while it
         # launches, it keeps its parameters alive)
         self.prepared: dict[tuple[int, ...], Any] = {}
@@ -243,9 +244,10 @@ class IndexedLaunch:
 
     @staticmethod
     def _enqueue(cp: Any, prepared: Any, stream: int) -> None:
-        """A prepared entry's work on `stream`: its winner table cleared, its launches."""
+        """A prepared entry's work on `stream`: its winner table cleared (where its copy
+        does not free the slots itself), its launches."""
         winner, launches = prepared[0], prepared[1]
-        if winner is not None:
+        if winner is not None and prepared[3]:
             cp.cuda.runtime.memsetAsync(int(winner.data.ptr), 0xFF, winner.nbytes, stream)
         launch = cp.cuda.driver.launchKernel
         for function, grid, threads, params in launches:
@@ -260,14 +262,14 @@ class IndexedLaunch:
         dst: int,
         index: int,
         captured: bool = False,
-    ) -> tuple[Any, list[tuple[int, tuple[int, int], int, int]], list[Any]]:
-        """The winner table and packed kernel parameters (the meta table among them) for
-        these addresses (`captured`: for a stream being captured into a graph, the winner
-        table in memory of its own)."""
+    ) -> tuple[Any, list[tuple[int, tuple[int, int], int, int]], list[Any], bool]:
+        """The winner table, packed kernel parameters (the meta table among them) for these
+        addresses and whether each call clears the table (`captured`: for a stream being
+        captured into a graph, the winner table in memory of its own)."""
         c = self.copy
         if self.walk is not None and src % self.size == 0 and dst % self.size == 0:
             launch, kept = self._elements_launch(cp, src, dst, index)
-            return None, [launch], kept
+            return None, [launch], kept, False
         chunk = self._chunk(src, dst)
         chunks = self.row * self.size // chunk if chunk != self.size else self.row
         meta = self.meta.copy()
@@ -302,8 +304,15 @@ class IndexedLaunch:
                 )
             )
         warps = self.rows
+        segments = 1
         if lanes == 32 and chunk == 16 and chunk != self.size and not scan:
-            warps = self.rows * -(-chunks // _SEGMENT)  # a warp per segment of a row
+            segments = -(-chunks // _SEGMENT)
+            warps = self.rows * segments  # a warp per segment of a row
+        # one warp or thread moves each whole row: the copy frees its winning slots, so the
+        # table is cleared once here, not by every call (kernels/indexed.cu: free_slot)
+        clears_itself = winner is not None and segments == 1
+        if clears_itself:
+            cp.cuda.runtime.memsetAsync(int(winner.data.ptr), 0xFF, winner.nbytes, stream)
         grid = max(1, min(65535 * 8, -(-warps * lanes // _THREADS)))
         ends = (meta, np.uint64(src), np.uint64(dst), np.uint64(index))
         if shared_scan:
@@ -318,9 +327,9 @@ class IndexedLaunch:
             params = pack(*ends, np.int32(self.rows))
         else:
             fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed")
-            params = pack(*ends, winner_ptr, rows)
+            params = pack(*ends, winner_ptr, rows, np.int32(clears_itself))
         launches.append((kernels.function_handle(fn), (grid, 1), _THREADS, params))
-        return winner, launches, keep
+        return winner, launches, keep, winner is not None and not clears_itself
 
     def _elements_launch(
         self, cp: Any, src: int, dst: int, index: int

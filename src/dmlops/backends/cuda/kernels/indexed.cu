@@ -133,9 +133,23 @@ __device__ __forceinline__ void move_chunk(const u8* from, u8* to, long long chu
 // found once per block in shared memory, against which a row looks for a later one
 struct Known { const int* slots; const int* orders; };
 
+// a winning row's warp (or thread) marks its slot free again once it has moved the row
+// (`clears`): the table is clean for the next call without a clearing of its own. Only
+// where one warp or thread moves a whole row (the host asks for it only then), so that no
+// other part of the winning row still looks at the slot.
+__device__ __forceinline__ void free_slot(int* winner, long long slot, bool warp_rows)
+{
+    if (warp_rows) {
+        __syncwarp();
+        if ((threadIdx.x & 31) == 0) winner[slot] = -1;
+    } else {
+        winner[slot] = -1;
+    }
+}
+
 template <typename I, typename O, bool SCAN, bool SLOTS>
 __device__ void indexed(const long long* __restrict__ meta, const u8* src_base, u8* dst_base,
-    const u8* idx, const int* winner, I rows, Known known = Known{nullptr, nullptr})
+    const u8* idx, int* winner, I rows, Known known = Known{nullptr, nullptr}, bool clears = false)
 {
     const long long chunks = meta[4];
     const long long chunk = meta[3];
@@ -172,6 +186,7 @@ __device__ void indexed(const long long* __restrict__ meta, const u8* src_base, 
                 __stcs(to + c + 96, f);
             }
             for (; c < end; c += 32) __stcs(to + c, __ldcs(from + c));
+            if (SLOTS && clears && winner != nullptr) free_slot(winner, slot, true);
         }
         return;
     }
@@ -209,6 +224,7 @@ __device__ void indexed(const long long* __restrict__ meta, const u8* src_base, 
                 __stcs(to + c + 3 * lanes, f);
             }
             for (; c < chunks; c += lanes) __stcs(to + c, __ldcs(from + c));
+            if (SLOTS && clears && winner != nullptr) free_slot(winner, slot, warp_rows);
             continue;
         }
         for (long long c = lane; c < chunks; c += lanes) {
@@ -220,19 +236,24 @@ __device__ void indexed(const long long* __restrict__ meta, const u8* src_base, 
                     dst_base + (long long)d * es + c * chunk, chunk);
             }
         }
+        if (SLOTS && clears && winner != nullptr) free_slot(winner, slot, warp_rows);
     }
 }
 
+// `clears`: the winning rows free their slots (free_slot) and no call clears the table
 extern "C" __global__ void dmlops_indexed(const __grid_constant__ Meta table,
     unsigned long long source, unsigned long long target, unsigned long long index,
-    const int* winner, long long rows)
+    int* winner, long long rows, int clears)
 {
     const long long* meta = table.v;
     const u8* s = (const u8*)source;
     u8* d = (u8*)target;
     const u8* x = (const u8*)index;
-    if (rows < 0x7fffffffLL) indexed<int, long long, false, true>(meta, s, d, x, winner, (int)rows);
-    else indexed<long long, long long, false, true>(meta, s, d, x, winner, rows);
+    const Known none{nullptr, nullptr};
+    if (rows < 0x7fffffffLL)
+        indexed<int, long long, false, true>(meta, s, d, x, winner, (int)rows, none, clears != 0);
+    else
+        indexed<long long, long long, false, true>(meta, s, d, x, winner, rows, none, clears != 0);
 }
 
 // every offset of the launch fits an int, and no slots are wanted (gathers; scatters whose
