@@ -221,6 +221,35 @@ def test_plain_slices_and_whole_joins_take_the_short_recipes() -> None:
         assert r[0] == "join" and torch.equal(build([x, y], r), torch.cat([x, y], 1))
 
 
+def test_slice_views_written_as_torch_code_writes_them() -> None:
+    """A window's indexing leaves out the bounds that are the axis' own and writes leading
+    whole axes as one Ellipsis (what dynamo traces fastest), and still picks exactly the
+    window's elements: random windows against an element-by-element reference."""
+    from dmlops.torch_decompositions import view_of
+
+    x = torch.arange(4 * 5 * 9 * 7.0).reshape(4, 5, 9, 7)
+    assert view_of(x.shape, 0, (0, 0, 0, 1), (1, 1, 2, 2), (4, 5, 5, 3))[2] == (
+        Ellipsis,
+        slice(None, None, 2),
+        slice(1, None, 2),
+    )
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        start, step, shape = [], [], []
+        for n in x.shape:
+            t = int(rng.integers(1, 4))
+            s = int(rng.integers(0, n))
+            start.append(s)
+            step.append(t)
+            shape.append(int(rng.integers(1, (n - 1 - s) // t + 2)))
+        index = view_of(x.shape, 0, start, step, shape)[2]
+        got = x[index] if index else x
+        want = torch.empty(shape)
+        for c in np.ndindex(*shape):
+            want[c] = x[tuple(s + t * k for s, t, k in zip(start, step, c, strict=True))]
+        assert torch.equal(got, want), (start, step, shape, index)
+
+
 def test_compile_and_backward(device: str) -> None:
     torch._dynamo.reset()
 

@@ -91,7 +91,7 @@ def view_of(
     the slice) is laid out as x's memory: the base's gradient arrives contiguous."""
     order = memory_order(x_strides)
     dims = order or tuple(range(len(shape)))
-    index: list[slice] = []
+    index: list[Any] = []
     flipped, repeated = [], False
     for at, d in enumerate(dims):
         s, t, n = start[d], step[d], shape[d]
@@ -100,14 +100,20 @@ def view_of(
         elif t == 0:
             index.append(slice(s, s + 1))
             repeated = True
-        elif t > 0:
-            whole = s == 0 and t == 1 and n == x_shape[d]
-            index.append(slice(None) if whole else slice(s, s + t * (n - 1) + 1, t))
+        elif t > 0:  # (bounds left out where they are the axis' own, as torch code does)
+            first = None if s == 0 else s
+            end = None if s + t * n >= x_shape[d] else s + t * (n - 1) + 1
+            index.append(slice(first, end, None if t == 1 else t))
         else:
             index.append(slice(s + t * (n - 1), s + 1, -t))
             flipped.append(at)
     while index and index[-1] == slice(None):
         index.pop()
+    lead = 0
+    while lead < len(index) and index[lead] == slice(None):
+        lead += 1
+    if lead > 1:  # x[..., a:b] (dynamo traces fewer slices faster)
+        index[:lead] = [Ellipsis]
     back = tuple(sorted(range(len(dims)), key=lambda k: dims[k])) if order else None
     if order and not index and not flipped:
         order = back = None  # (a permutation there and back)
