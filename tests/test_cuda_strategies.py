@@ -254,15 +254,18 @@ def test_scatters_find_their_winners_by_the_measured_cheapest_way(
 
 @pytest.mark.parametrize(("rows", "width", "kernel"), [
     (256, 512, "dmlops_indexed_scan_shared"),  # 2 KiB rows: a warp a row
-    (4096, 512, "dmlops_indexed"),  # after a winner pass
-    (1000, 4, "dmlops_indexed"),
+    (4096, 512, "dmlops_indexed"),  # after a winner pass; a warp a row
+    (4096, 1024, "dmlops_indexed"),  # 4 KiB rows: two warps a row
+    (1000, 4, "dmlops_indexed"),  # a thread a row
     (20, 4, "dmlops_indexed_scan_shared"),
 ])  # fmt: skip
 def test_a_scatters_launches_follow_the_choice(
     rows: int, width: int, kernel: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`IndexedLaunch._prepare` on a stand-in for CuPy: a shared-memory scan is one launch
-    over at most 264 blocks; a winner table adds its pass before the copy."""
+    over at most 264 blocks; a winner table adds its pass before the copy, and is cleared
+    once, there, where one warp or thread moves each whole row (the copy frees its slots),
+    else by every call."""
     from types import SimpleNamespace
 
     from dmlops.backends.cuda import indexed as cuda_indexed
@@ -283,15 +286,21 @@ def test_a_scatters_launches_follow_the_choice(
     (copy,) = plan.indexed
     launch = cuda_indexed.IndexedLaunch(copy, 4)
     table = SimpleNamespace(data=SimpleNamespace(ptr=1 << 20), nbytes=4000)
-    fake = SimpleNamespace(empty=lambda n, dtype: table, int32=np.int32)
+    cleared: list[tuple[int, ...]] = []
+    runtime = SimpleNamespace(memsetAsync=lambda *a: cleared.append(a))
+    fake = SimpleNamespace(
+        empty=lambda n, dtype: table, int32=np.int32, cuda=SimpleNamespace(runtime=runtime)
+    )
     names: list[str] = []
     kernels = cuda_indexed.kernels
     monkeypatch.setattr(
         kernels, "compiled_named", lambda cp, m, entry: names.append(entry) or entry
     )
     monkeypatch.setattr(kernels, "function_handle", lambda fn: fn)
-    winner, launches, _ = launch._prepare(fake, 0, 0, 1 << 30, 1 << 31, 1 << 29)
+    winner, launches, _, each_call = launch._prepare(fake, 0, 0, 1 << 30, 1 << 31, 1 << 29)
     assert launches[-1][0] == kernel
+    assert each_call == (winner is not None and width * 4 > 2048)
+    assert len(cleared) == (winner is not None and not each_call)
     assert (winner is not None) == (names[0] == "dmlops_indexed_winner")
     assert len(launches) == (2 if winner is not None else 1)
     if kernel.endswith("shared"):

@@ -234,9 +234,14 @@ def test_slice_views_written_as_torch_code_writes_them() -> None:
         slice(1, None, 2),
     )
     rng = np.random.default_rng(5)
-    for _ in range(200):
+    for _ in range(400):
         start, step, shape = [], [], []
         for n in x.shape:
+            if rng.random() < 0.4:  # the whole axis
+                start.append(0)
+                step.append(1)
+                shape.append(n)
+                continue
             t = int(rng.integers(1, 4))
             s = int(rng.integers(0, n))
             start.append(s)

@@ -107,13 +107,13 @@ def view_of(
         else:
             index.append(slice(s + t * (n - 1), s + 1, -t))
             flipped.append(at)
-    while index and index[-1] == slice(None):
-        index.pop()
     lead = 0
     while lead < len(index) and index[lead] == slice(None):
         lead += 1
-    if lead > 1:  # x[..., a:b] (dynamo traces fewer slices faster)
-        index[:lead] = [Ellipsis]
+    if 1 < lead < len(index) and index[-1] != slice(None):
+        index[:lead] = [Ellipsis]  # x[..., a:b] (dynamo traces fewer slices faster)
+    while index and index[-1] == slice(None):
+        index.pop()
     back = tuple(sorted(range(len(dims)), key=lambda k: dims[k])) if order else None
     if order and not index and not flipped:
         order = back = None  # (a permutation there and back)
