@@ -397,3 +397,57 @@ def test_a_reshape_between_steps_is_a_view_unless_it_is_an_output(backend: str) 
             np.testing.assert_array_equal(to_host(got[1]), labels[..., None])
             x[0, 0] = 3  # the returned value is the model's own, not a view of the input
             assert int(to_host(got[1])[0, 0, 0]) == 0
+
+
+def _counted_gather_nd(column: np.ndarray, data_shape: list[int], rest_shape: list[int], b: int):  # type: ignore[no-untyped-def]
+    """GatherND(x, Concat(column, Unsqueeze(i - 1)), batch_dims=b): the exporters' form of
+    x[arange(n), i - 1] when `column` counts along the index's first non-batch axis."""
+    i64 = TensorProto.INT64
+    nodes = [
+        helper.make_node("Constant", [], ["one"], value=helper.make_tensor("", i64, [], [1])),
+        helper.make_node("Sub", ["i", "one"], ["less"]),
+        helper.make_node("Constant", [], ["last"], value=helper.make_tensor("", i64, [1], [-1])),
+        helper.make_node("Unsqueeze", ["less", "last"], ["u"]),
+        helper.make_node(
+            "Constant", [], ["column"],
+            value=helper.make_tensor("", i64, list(column.shape), column.ravel().tolist()),
+        ),
+        helper.make_node("Concat", ["column", "u"], ["index"], axis=-1),
+        helper.make_node("GatherND", ["x", "index"], ["y"], batch_dims=b),
+    ]  # fmt: skip
+    inputs = [("x", TensorProto.FLOAT, data_shape), ("i", i64, rest_shape)]
+    return _indexed_model(nodes, inputs, ["y"])
+
+
+# (the counting column, data shape, shape of i, batch_dims, whether it is read as a batch axis)
+_COUNTED = [
+    (np.arange(3).reshape(3, 1), [3, 6, 4], [3], 0, True),  # x[arange(3), i - 1]
+    (np.array([[2], [0], [1]]), [3, 6, 4], [3], 0, False),  # not counting
+    (np.arange(3).reshape(3, 1), [5, 6, 4], [3], 0, False),  # fewer rows than the data's
+    (np.repeat(np.arange(3)[:, None, None], 2, 1), [3, 6, 4], [3, 2], 0, True),  # [3, 2, 1]
+    (np.tile(np.arange(4)[None, :, None], (2, 1, 1)), [2, 4, 6], [2, 4], 1, True),  # batched
+    (np.tile(np.arange(2)[:, None, None], (1, 4, 1)), [2, 4, 6], [2, 4], 1, False),  # batch axis
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", range(len(_COUNTED)))
+def test_a_counting_index_column_is_a_batch_axis(backend: str, case: int) -> None:
+    """A GatherND whose index tuples begin with a constant column counting along the
+    index's first non-batch axis (and whose data has exactly that many entries there) reads
+    that axis as one more batch dimension: the Concat is neither written nor read back (one
+    pass). Any other column keeps the tuples as they are. Both against a naive reference."""
+    from test_indexed import ref_gather_nd
+
+    column, data_shape, rest_shape, b, batched = _COUNTED[case]
+    rng = np.random.default_rng(case)
+    x = rng.standard_normal(data_shape).astype(np.float32)
+    i = rng.integers(1, data_shape[b + 1] + 1, rest_shape).astype(np.int64)
+    model = _counted_gather_nd(column, data_shape, rest_shape, b)
+    compiled = dml_onnx.compile(model, {"x": x, "i": i})
+    passes = "(one pass)" if batched else "(one plan of 2 passes)"
+    assert f"Unsqueeze + Concat + GatherND -> y {passes}" in compiled.describe()
+    index = np.concatenate([column, (i - 1)[..., None]], -1)
+    session = dml_onnx.InferenceSession(model, dmlops.Device(backend=backend))
+    (y,) = session.run(None, {"x": to_device(backend, x), "i": to_device(backend, i)})
+    np.testing.assert_array_equal(to_host(y), ref_gather_nd(x, index, b))

@@ -10,6 +10,7 @@ Arithmetic on floating-point data is refused: dmlops moves data, it does not com
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -564,6 +565,8 @@ class _GraphGroup:
         self.constants: dict[str, np.ndarray[Any, Any]] = {}  # constants read as data
         self.produced: list[str] = []
         self.ops: list[str] = []
+        # Concat outputs of the group: their inputs and (non-negative) axis
+        self.concats: dict[str, tuple[list[str], int]] = {}
 
     def makes(self, name: str) -> bool:
         """Whether the group's plan writes this value (not one of its inputs)."""
@@ -607,6 +610,41 @@ class _GraphGroup:
             self.dtypes[name] = dtype
             self.produced.append(name)
         self.ops.append(node.op_type)
+        if node.op_type == "Concat":
+            rank = len(_shape(lowered[0]))
+            self.concats[node.output[0]] = (names, int(a.get("axis", 0)) % max(rank, 1))
+
+    def _batch_column(
+        self, names: list[str], a: dict[str, Any], constants: dict[str, Any], types: Any
+    ) -> tuple[list[str], dict[str, Any]] | None:
+        """A GatherND whose index tuples are a Concat, along their last axis, of a constant
+        column that counts along the index's first non-batch axis and one other value (the
+        exporters' x[arange(n), i]): the same gather as one more batch dimension over that
+        other value alone (its operands and attributes), so the Concat need not be written
+        and read back; None for any other."""
+        b = int(a.get("batch_dims", 0))
+        made = self.concats.get(names[1])
+        if made is None or len(made[0]) != 2:
+            return None
+        (column, rest), axis = made
+        index_shape = _shape(self.local[names[1]])
+        if axis != len(index_shape) - 1 or column not in constants or rest not in self.local:
+            return None
+        counts = np.asarray(constants[column])
+        data_shape = _shape(self.local[names[0]]) if names[0] in self.local else types[names[0]][0]
+        q = len(index_shape)
+        if (
+            b + 2 > q
+            or b + 1 >= len(data_shape)
+            or counts.shape != (*index_shape[:-1], 1)
+            or data_shape[b] != index_shape[b]
+            or counts.dtype.kind not in "iu"
+        ):
+            return None
+        along = np.arange(index_shape[b]).reshape([-1 if d == b else 1 for d in range(q - 1)])
+        if not np.array_equal(counts[..., 0], np.broadcast_to(along, index_shape[:-1])):
+            return None
+        return [names[0], rest], {**a, "batch_dims": b + 1}
 
     def add_indexed(
         self, node: Any, a: dict[str, Any], names: list[str], constants: dict[str, Any],
@@ -619,6 +657,20 @@ class _GraphGroup:
         op = node.op_type
         if op not in FUSED_OPS:
             return False
+        batched = self._batch_column(names, a, constants, types) if op == "GatherND" else None
+        if batched is not None:
+            named = SimpleNamespace(
+                op_type=op, input=batched[0], output=list(node.output), name=node.name
+            )
+            if self._add_indexed(named, batched[1], batched[0], constants, types):
+                return True
+        return self._add_indexed(node, a, names, constants, types)
+
+    def _add_indexed(
+        self, node: Any, a: dict[str, Any], names: list[str], constants: dict[str, Any],
+        types: dict[str, Any],
+    ) -> bool:  # fmt: skip
+        op = node.op_type
 
         def type_of(n: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
             if n in self.local:
