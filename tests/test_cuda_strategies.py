@@ -305,3 +305,69 @@ def test_a_scatters_launches_follow_the_choice(
     assert len(launches) == (2 if winner is not None else 1)
     if kernel.endswith("shared"):
         assert launches[-1][1][0] <= 264
+
+
+def test_an_interrupted_winner_scatter_leaves_no_table_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A scatter whose copy frees its winner table's slots, interrupted between its winner
+    pass and its copy (a KeyboardInterrupt between the two launches): its prepared table,
+    whose slots no copy freed, is dropped, so the next call clears a new one (stand-ins for
+    CuPy and the kernels)."""
+    from types import SimpleNamespace
+
+    from dmlops.backends.cuda import indexed as cuda_indexed
+    from dmlops.ops import ScatterNdDesc
+    from dmlops.plan import Layout
+    from dmlops.tensor import packed_strides
+
+    f32, i64 = DataType.FLOAT32, DataType.INT64
+    data = BufferTensorDesc(f32, (1000, 8))
+    rows = 6000
+    desc = ScatterNdDesc(
+        data, BufferTensorDesc(i64, (rows, 1)), BufferTensorDesc(f32, (rows, 8)), data, 2, 2
+    )
+    shapes = [(1000, 8), (rows, 1), (rows, 8)]
+    plan = desc.lower(
+        [Layout(0, tuple(packed_strides(s))) for s in shapes],
+        [Layout(0, tuple(packed_strides((1000, 8))))],
+    )
+    (copy,) = plan.indexed
+    launch = cuda_indexed.IndexedLaunch(copy, 4)
+    monkeypatch.setattr(cuda_indexed, "GRAPHED_WINNERS", False)
+    monkeypatch.setattr(cuda_indexed.kernels, "compiled_named", lambda cp, m, entry: entry)
+    monkeypatch.setattr(cuda_indexed.kernels, "function_handle", lambda fn: fn)
+    cleared: list[int] = []
+    launched: list[str] = []
+    interrupt = [False]
+
+    def launch_kernel(function: str, *rest: object) -> None:
+        if interrupt[0] and function == "dmlops_indexed":
+            raise KeyboardInterrupt
+        launched.append(function)
+
+    tables = iter(range(1, 100))
+    fake = SimpleNamespace(
+        empty=lambda n, dtype: SimpleNamespace(
+            data=SimpleNamespace(ptr=next(tables) << 20), nbytes=4 * n
+        ),
+        int32=np.int32,
+        cuda=SimpleNamespace(
+            runtime=SimpleNamespace(
+                memsetAsync=lambda ptr, *a: cleared.append(ptr),
+                streamIsCapturing=lambda stream: False,
+            ),
+            driver=SimpleNamespace(launchKernel=launch_kernel),
+        ),
+    )
+    ins, outs = [1 << 30, 1 << 29, 1 << 31], [1 << 30]
+    launch.launch(fake, 0, ins, outs, 0)
+    launch.launch(fake, 0, ins, outs, 0)  # warm: no clearing
+    assert cleared == [1 << 20]
+    assert launched == ["dmlops_indexed_winner", "dmlops_indexed"] * 2
+    interrupt[0] = True
+    with pytest.raises(KeyboardInterrupt):
+        launch.launch(fake, 0, ins, outs, 0)
+    interrupt[0] = False
+    launch.launch(fake, 0, ins, outs, 0)  # a new table, cleared
+    assert cleared == [1 << 20, 2 << 20]

@@ -239,8 +239,16 @@ class IndexedLaunch:
         graph = None if winner is None or captured else self.graphs.get(key)
         if graph is not None:
             graph.launch(stream)
-        else:
+            return
+        try:
             self._enqueue(cp, prepared, stream)
+        except BaseException:
+            # (an interrupt between a winner pass and its copy would leave a table the copy
+            # did not free: the next call makes a new, cleared one)
+            if winner is not None and not captured:
+                self.graphs.pop(key, None)
+                self.prepared.pop(key, None)
+            raise
 
     @staticmethod
     def _enqueue(cp: Any, prepared: Any, stream: int) -> None:
