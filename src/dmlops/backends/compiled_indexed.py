@@ -125,20 +125,22 @@ class CompiledIndexed:
     def run(self, ins: Any, outs: Any) -> bool:
         """Check every index, then (`after`) the strided copy, then move every row; False
         (nothing written) where an index is out of range."""
-        kind = self.kind
-        for flat in (np.frombuffer, _flat):  # (numpy.frombuffer inline: a call is few steps)
-            try:
-                src, dst = flat(ins[self.src], kind), flat(outs[self.dst], kind)
-                index = flat(ins[self.index], _BYTE)
-                copied = None if self.copy is None else flat(ins[self.copy_src], kind)
-                break
-            except ValueError:  # a buffer whose length is no multiple of the element
-                continue
-        kernels = _KERNELS["module"]
-        if copied is None:
-            ok: bool = kernels.run(self.meta, src, dst, index, self.count)
+        kind, table = self.kind, self.copy
+        frombuffer = np.frombuffer  # (inline: a call of its own is few steps)
+        try:
+            src, dst = frombuffer(ins[self.src], kind), frombuffer(outs[self.dst], kind)
+            index = frombuffer(ins[self.index], _BYTE)
+            if table is not None:
+                copied = frombuffer(ins[self.copy_src], kind)
+        except ValueError:  # a buffer whose length is no multiple of the element
+            src, dst = _flat(ins[self.src], kind), _flat(outs[self.dst], kind)
+            index = _flat(ins[self.index], _BYTE)
+            if table is not None:
+                copied = _flat(ins[self.copy_src], kind)
+        if table is None:
+            ok: bool = _KERNELS["module"].run(self.meta, src, dst, index, self.count)
             return ok
-        done: bool = kernels.copy_run(self.copy, copied, src, dst, index, self.count)
+        done: bool = _KERNELS["module"].copy_run(table, copied, src, dst, index, self.count)
         return done
 
     def after(self, copy: StridedCopy, element_size: int) -> CompiledIndexed | None:
