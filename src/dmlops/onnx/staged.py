@@ -637,7 +637,8 @@ class _GraphGroup:
             b + 2 > q
             or b + 1 >= len(data_shape)
             or counts.shape != (*index_shape[:-1], 1)
-            or data_shape[b] != index_shape[b]
+            or tuple(data_shape[: b + 1]) != tuple(index_shape[: b + 1])
+            or index_shape[-1] > len(data_shape) - b
             or counts.dtype.kind not in "iu"
         ):
             return None
