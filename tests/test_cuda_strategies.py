@@ -371,3 +371,58 @@ def test_an_interrupted_winner_scatter_leaves_no_table_behind(
     interrupt[0] = False
     launch.launch(fake, 0, ins, outs, 0)  # a new table, cleared
     assert cleared == [1 << 20, 2 << 20]
+
+
+@pytest.mark.parametrize(("width", "packed"), [(8, True), (8, False), (128, True), (128, False)])
+def test_a_winner_table_is_freed_by_the_copy_only_where_each_index_is_one_row(
+    width: int, packed: bool
+) -> None:
+    """Scatters of 4,500 rows of [4, width] float32 blocks into [300, 4, width], packed (each
+    index position one row: the copy frees its slots) or a view's blocks (four rows an index
+    position, which one row's mover must not free before the others look: each call clears
+    the table), on a stand-in for CuPy."""
+    from types import SimpleNamespace
+
+    from dmlops.backends.cuda import indexed as cuda_indexed
+    from dmlops.indexed import rows_of
+    from dmlops.ops import ScatterNdDesc
+    from dmlops.plan import Layout
+    from dmlops.tensor import packed_strides
+
+    f32, i64 = DataType.FLOAT32, DataType.INT64
+    data = BufferTensorDesc(f32, (300, 4, width))
+    rows = 4500
+    desc = ScatterNdDesc(
+        data,
+        BufferTensorDesc(i64, (rows, 1, 1)),
+        BufferTensorDesc(f32, (rows, 4, width)),
+        data,
+        3,
+        3,
+    )
+    view = (4 * 2 * width, 2 * width, 1)  # [:, :, :width] of [300, 4, 2 * width]
+    strides = tuple(packed_strides((300, 4, width))) if packed else view
+    plan = desc.lower(
+        [
+            Layout(0, strides),
+            Layout(0, (1, 1, 1)),
+            Layout(0, tuple(packed_strides((rows, 4, width)))),
+        ],
+        [Layout(0, strides)],
+    )
+    (copy,) = plan.indexed
+    assert rows_of(copy).one_row_an_index == packed
+    launch = cuda_indexed.IndexedLaunch(copy, 4)
+    cleared: list[object] = []
+    table = SimpleNamespace(data=SimpleNamespace(ptr=1 << 20), nbytes=1200)
+    fake = SimpleNamespace(
+        empty=lambda n, dtype: table,
+        int32=np.int32,
+        cuda=SimpleNamespace(runtime=SimpleNamespace(memsetAsync=lambda *a: cleared.append(a))),
+    )
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(cuda_indexed.kernels, "compiled_named", lambda cp, mod, entry: entry)
+        m.setattr(cuda_indexed.kernels, "function_handle", lambda fn: fn)
+        winner, _, _, each_call = launch._prepare(fake, 0, 0, 1 << 30, 1 << 31, 1 << 29)
+    assert winner is not None and each_call == (not packed)
+    assert len(cleared) == int(packed)  # cleared once, when made, where the copy frees it

@@ -1148,3 +1148,44 @@ def test_clamped_indices_at_the_ends_of_their_types(backend: str) -> None:
         )
         want = np.take_along_axis(x, np.array([[3, 0, 1]] * 3), 1)  # (min: -n or 0 first)
         assert bits(got) == bits(want), itype
+
+
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+@pytest.mark.parametrize(
+    "case", ["elements", "words 8", "words 300", "words 1100", "view 8", "view 256"]
+)
+def test_scatters_again_and_again_into_the_same_arrays(backend: str, case: str) -> None:
+    """Scatters whose targets meet, of more rows than one GPU launch resolves (a winner
+    table), called three times into the same arrays with new targets and updates: each call's
+    later update wins. Rows of one element, of whole words (one workgroup or several on
+    WebGPU; a warp or several on CUDA) and index positions spanning several rows (a view's
+    blocks): where the copy frees the table's slots itself and where each call clears it."""
+    rng = np.random.default_rng(len(case))
+    if case == "elements":
+        x = np.zeros((64, 50), F32)
+        arrays = [to_device(backend, x)]
+        target = arrays[0]
+    elif case.startswith("view"):  # index positions of 4 rows each
+        width = int(case.split()[1])
+        base = to_device(backend, np.zeros((300, 4, 2 * width), F32))
+        target = base[:, :, :width]
+    else:
+        width = int(case.split()[1])
+        target = to_device(backend, np.zeros((300, width), F32))
+    want = to_host(target).copy()
+    for _ in range(3):
+        if case == "elements":
+            idx = rng.integers(0, 50, (64, 100))
+            upd = rng.standard_normal((64, 100)).astype(F32)
+            want = ref_scatter_elements(want, idx, upd, 1)
+            dmlops.scatter_elements(
+                target, to_device(backend, idx), to_device(backend, upd), 1, out=target
+            )
+        else:
+            slots = rng.integers(0, 300, (4500, 1))
+            upd = rng.standard_normal((4500, *want.shape[1:])).astype(F32)
+            want = ref_scatter_nd(want, slots, upd)
+            dmlops.scatter_nd(
+                target, to_device(backend, slots), to_device(backend, upd), out=target
+            )
+        assert bits(to_host(target)) == bits(want)

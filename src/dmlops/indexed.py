@@ -176,6 +176,13 @@ class Rows:
         """Number of rows."""
         return math.prod(self.outer)
 
+    @property
+    def one_row_an_index(self) -> bool:
+        """Whether no two rows come from one index position (every outer dimension of more
+        than one entry weighs in the index order): a scatter's rows then each write a slot
+        of their own or lose it whole, so whoever moves a row may free the slot it won."""
+        return all(n == 1 or w != 0 for n, w in zip(self.outer, self.order, strict=True))
+
 
 def rows_of(copy: IndexedCopy) -> Rows:
     """The rows of an indexed copy, and each outer dimension's weight in the index order

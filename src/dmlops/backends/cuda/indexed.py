@@ -89,6 +89,7 @@ class IndexedLaunch:
         cut = len(outer)
         self.rows = walk.count
         self.row_strides = walk.strides
+        self.one_row_an_index = walk.one_row_an_index
         slots = copy.slot_strides if copy.slot_strides else (0,) * len(copy.shape)
         isize = copy.index_element_size
         head = [
@@ -316,9 +317,10 @@ class IndexedLaunch:
         if lanes == 32 and chunk == 16 and chunk != self.size and not scan:
             segments = -(-chunks // _SEGMENT)
             warps = self.rows * segments  # a warp per segment of a row
-        # one warp or thread moves each whole row: the copy frees its winning slots, so the
-        # table is cleared once here, not by every call (kernels/indexed.cu: free_slot)
-        clears_itself = winner is not None and segments == 1
+        # one warp or thread moves each whole row, and no other row comes from its index
+        # position: the copy frees its winning slots, so the table is cleared once here, not
+        # by every call (kernels/indexed.cu: free_slot)
+        clears_itself = winner is not None and segments == 1 and self.one_row_an_index
         if clears_itself:
             cp.cuda.runtime.memsetAsync(int(winner.data.ptr), 0xFF, winner.nbytes, stream)
         grid = max(1, min(65535 * 8, -(-warps * lanes // _THREADS)))

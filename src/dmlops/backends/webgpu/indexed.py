@@ -1,9 +1,10 @@
 """Indexed copies (indexed.py) as WGSL dispatches (kernels/indexed*.wgsl): rows of whole
 4-byte words at word-aligned starts move a workgroup per 1024 words of a row with plain
 stores (embedding lookups, permutations, KV-cache reads and writes); anything else one
-element per invocation through word merges. A scatter whose targets may meet first clears
-and fills a winner table, so the update latest in index order wins, as on the other
-backends."""
+element per invocation through word merges. A scatter whose targets may meet first fills a
+winner table, so the update latest in index order wins, as on the other backends; where one
+invocation (or one workgroup) moves each whole row, the copy frees the slots it wins and
+no pass clears the table before the next call."""
 
 from __future__ import annotations
 
@@ -94,8 +95,11 @@ def _pipelines(backend: Any, src_is_dst: bool, index_in: str) -> tuple[Any, Any]
     return found
 
 
-def _meta(c: IndexedCopy, walk: Rows, size: int, src: Flat, dst: Flat, index: Flat) -> Any:
-    """The meta table of one indexed copy walked as `walk`."""
+def _meta(
+    c: IndexedCopy, walk: Rows, size: int, src: Flat, dst: Flat, index: Flat, frees: bool
+) -> Any:
+    """The meta table of one indexed copy walked as `walk` (`frees`: its copy frees each
+    winner slot it wins)."""
     row, outer, rows, row_strides, order = (
         walk.length,
         walk.outer,
@@ -124,6 +128,7 @@ def _meta(c: IndexedCopy, walk: Rows, size: int, src: Flat, dst: Flat, index: Fl
         c.slot_count if c.scatter else 0,
         _GRID_X,
         c.reverse_dim,
+        int(frees),
     ]
     for d in range(cut):
         head += [outer[d], c.src_strides[d], c.dst_strides[d], c.index_strides[d]]
@@ -176,10 +181,20 @@ def indexed_dispatches(
             index_in = "own"
         layout, pipelines = _pipelines(backend, src_is_dst, index_in)
         walk = rows_of(c)
-        meta = _meta(c, walk, size, src, dst, index)
         rows, row = walk.count, walk.length
-        meta_buffer = device.create_buffer_with_data(data=meta, usage=wgpu.BufferUsage.STORAGE)
+        whole_words = _whole_words(c, size, src, dst, row, walk.strides)
         slots = c.slot_count if c.scatter else 0
+        # one invocation moves each whole row (rows of one element), or one workgroup (rows
+        # of whole words, at most 1024), and no other row comes from its index position: the
+        # copy frees the slots it wins, and the table (a new buffer is zeros: every slot
+        # free) needs no clearing pass before each call
+        frees = (
+            bool(slots)
+            and walk.one_row_an_index
+            and (row * size // 4 <= 1024 if whole_words else row == 1)
+        )
+        meta = _meta(c, walk, size, src, dst, index, frees)
+        meta_buffer = device.create_buffer_with_data(data=meta, usage=wgpu.BufferUsage.STORAGE)
         winner = device.create_buffer(size=4 * max(1, slots), usage=wgpu.BufferUsage.STORAGE)
         entries = [
             {"binding": 1, "resource": {"buffer": dst.buffer}},
@@ -192,10 +207,11 @@ def indexed_dispatches(
             entries.append({"binding": 2, "resource": {"buffer": index.buffer}})
         group = device.create_bind_group(layout=layout, entries=entries)
         kept = (meta_buffer, winner)
-        if slots:
+        if slots and not frees:
             out.append((pipelines["clear"], group, _grid(slots), "indexed-clear", kept))
+        if slots:
             out.append((pipelines["elect"], group, _grid(rows), "indexed-elect", kept))
-        if _whole_words(c, size, src, dst, row, walk.strides):
+        if whole_words:
             groups = rows * -(-(row * size // 4) // 1024)  # a workgroup per 1024 row words
             out.append((pipelines["rows"], group, _grid(groups * 256), "indexed-rows", kept))
         else:

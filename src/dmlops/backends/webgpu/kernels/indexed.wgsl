@@ -10,10 +10,13 @@
 //   [11] index byte offset  [12] row src stride  [13] row dst stride  [14] rows
 //   [15] winner slots (0: none)  [16] grid x (workgroups)
 //   [17] reversing dimension (REVERSE_SUBSEQUENCES; -1: none)
-//   [18 + 6d ..] shape, src, dst, index, slot, order stride of outer dimension d
+//   [18] 1 where the copy frees each slot it wins (one invocation, or one workgroup's first,
+//   decides for the whole row), so no pass clears the table before the next call
+//   [19 + 6d ..] shape, src, dst, index, slot, order stride of outer dimension d
 //   then per axis: size, stride, slot stride
 // Gathers clamp an index into its axis; scatters drop a row out of range, and a row whose
-// slot a row later in index order also writes (winner holds the latest order per slot).
+// slot a row later in index order also writes (winner holds, per slot, 1 + the latest order
+// that writes it; 0 is a free slot, as a new buffer is).
 
 struct Row {
     ok: bool,
@@ -55,7 +58,7 @@ fn locate(row: i32) -> Row {
     var p = 0;
     let reverse = info[17];
     for (var k = rank - 1; k >= 0; k--) {
-        let at = 18 + 6 * k;
+        let at = 19 + 6 * k;
         let n = info[at];
         let c = m % n;
         m = m / n;
@@ -68,7 +71,7 @@ fn locate(row: i32) -> Row {
         l += c * info[at + 4];
         o += c * info[at + 5];
     }
-    let axes_at = 18 + 6 * rank;
+    let axes_at = 19 + 6 * rank;
     var moved = 0;
     r.ok = true;
     for (var t = 0; t < info[1]; t++) {
@@ -120,7 +123,7 @@ fn item_of(wg: vec3<u32>, lid: u32) -> i32 {
 fn clear(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = item_of(wg, lid);
     if (i < info[15]) {
-        atomicStore(&winner[i], -1);
+        atomicStore(&winner[i], 0);
     }
 }
 
@@ -132,6 +135,6 @@ fn elect(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) 
     }
     let r = locate(i);
     if (r.ok) {
-        atomicMax(&winner[r.slot], r.order);
+        atomicMax(&winner[r.slot], r.order + 1);
     }
 }

@@ -14,8 +14,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     if (!r.ok) {
         return;
     }
-    if (info[15] > 0 && atomicLoad(&winner[r.slot]) != r.order) {
-        return;
+    if (info[15] > 0) {
+        if (atomicLoad(&winner[r.slot]) != r.order + 1) {
+            return;
+        }
+        if (info[18] != 0) {  // (a row of one element: this invocation is the whole row)
+            atomicStore(&winner[r.slot], 0);
+        }
     }
     let size = u32(info[3]);
     let s = u32(info[9] + (r.src + e * info[12]) * info[3]);

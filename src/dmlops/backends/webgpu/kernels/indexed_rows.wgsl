@@ -19,8 +19,11 @@ fn rows(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         var d = 0;
         if (m < info[14]) {
             let r = locate(m);
-            let wins = info[15] == 0 || atomicLoad(&winner[r.slot]) == r.order;
+            let wins = info[15] == 0 || atomicLoad(&winner[r.slot]) == r.order + 1;
             moves = select(0, 1, r.ok && wins);
+            if (moves == 1 && info[15] > 0 && info[18] != 0) {  // (the row's only workgroup)
+                atomicStore(&winner[r.slot], 0);
+            }
             s = (info[9] + r.src * info[3]) / 4;
             d = (info[10] + r.dst * info[3]) / 4;
         }
