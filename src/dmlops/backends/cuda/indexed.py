@@ -143,9 +143,8 @@ class IndexedLaunch:
         self.meta = np.zeros(META_WORDS, dtype=np.int64)
         self.meta[: len(head)] = head
         # (winner table, launches, what they keep alive, whether each call clears the table)
-        # per address tuple; an entry without
-        # a winner table is what a warm call finds and launches at once (held while it
-        # launches, it keeps its parameters alive)
+        # per address tuple; an entry without a winner table is what a warm call finds and
+        # launches at once (held while it launches, it keeps its parameters alive)
         self.prepared: dict[tuple[int, ...], Any] = {}
         # the graphs of prepared entries with a winner table (GRAPHED_WINNERS)
         self.graphs: dict[tuple[int, ...], Graphed] = {}

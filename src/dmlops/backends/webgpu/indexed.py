@@ -3,8 +3,8 @@
 stores (embedding lookups, permutations, KV-cache reads and writes); anything else one
 element per invocation through word merges. A scatter whose targets may meet first fills a
 winner table, so the update latest in index order wins, as on the other backends; where one
-invocation (or one workgroup) moves each whole row, the copy frees the slots it wins and
-no pass clears the table before the next call."""
+invocation (or one workgroup) moves each whole row and each index position is one row, the
+copy frees the slots it wins and no pass clears the table before the next call."""
 
 from __future__ import annotations
 
