@@ -530,16 +530,14 @@ class _Call:
                 return result.reshape(final) if reshape else result
 
             return hot_new
-        reads, writes = self.read_spans, self.write_spans
-        if reads is None:
+        if self.read_spans is None:
             return None
+        writes, meets = self.write_spans, self._spans_meet
 
         def hot_given(ins: list[Any], out: Any) -> Any:
             flats = list(map(address, ins))
             at = address(out)
-            if writes and spans_meet(
-                [(flats[k], lo, hi) for k, lo, hi in reads], [(at, lo, hi) for _, lo, hi in writes]
-            ):
+            if writes and meets(flats, [at]):
                 return _MISS
             run(flats, [at], queue(None))
             return out

@@ -226,9 +226,7 @@ class IndexedLaunch:
             elif prepared is None:
                 prepared = self._prepare(cp, *key)
                 if len(self.prepared) >= _PREPARED:
-                    oldest = next(iter(self.prepared))
-                    self.graphs.pop(oldest, None)
-                    self.prepared.pop(oldest)
+                    self._forget(next(iter(self.prepared)))
                 self.prepared[key] = prepared
                 if prepared[0] is not None and GRAPHED_WINNERS:
                     found = prepared
@@ -246,9 +244,13 @@ class IndexedLaunch:
             # (an interrupt between a winner pass and its copy would leave a table the copy
             # did not free: the next call makes a new, cleared one)
             if winner is not None and not captured:
-                self.graphs.pop(key, None)
-                self.prepared.pop(key, None)
+                self._forget(key)
             raise
+
+    def _forget(self, key: tuple[int, ...]) -> None:
+        """Drop the prepared entry (and graph) of these addresses."""
+        self.graphs.pop(key, None)
+        self.prepared.pop(key, None)
 
     @staticmethod
     def _enqueue(cp: Any, prepared: Any, stream: int) -> None:
@@ -256,7 +258,7 @@ class IndexedLaunch:
         does not free the slots itself), its launches."""
         winner, launches = prepared[0], prepared[1]
         if winner is not None and prepared[3]:
-            cp.cuda.runtime.memsetAsync(int(winner.data.ptr), 0xFF, winner.nbytes, stream)
+            _clear(cp, winner, stream)
         launch = cp.cuda.driver.launchKernel
         for function, grid, threads, params in launches:
             launch(function, grid[0], grid[1], 1, threads, 1, 1, 0, stream, params, 0)
@@ -321,7 +323,7 @@ class IndexedLaunch:
         # by every call (kernels/indexed.cu: free_slot)
         clears_itself = winner is not None and segments == 1 and self.one_row_an_index
         if clears_itself:
-            cp.cuda.runtime.memsetAsync(int(winner.data.ptr), 0xFF, winner.nbytes, stream)
+            _clear(cp, winner, stream)
         grid = max(1, min(65535 * 8, -(-warps * lanes // _THREADS)))
         ends = (meta, np.uint64(src), np.uint64(dst), np.uint64(index))
         if shared_scan:
@@ -360,6 +362,11 @@ class IndexedLaunch:
         params = np.array([self.walk.ctypes.data] + [a.ctypes.data for a in pointers], np.uint64)
         launch = (kernels.function_handle(fn), grid, threads, int(params.ctypes.data))
         return launch, [self.walk, pointers, params]  # (kept alive with the launch)
+
+
+def _clear(cp: Any, winner: Any, stream: int) -> None:
+    """Every slot of a winner table free (-1), on `stream`."""
+    cp.cuda.runtime.memsetAsync(int(winner.data.ptr), 0xFF, winner.nbytes, stream)
 
 
 class _Raw:
