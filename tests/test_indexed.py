@@ -1189,3 +1189,44 @@ def test_scatters_again_and_again_into_the_same_arrays(backend: str, case: str) 
                 target, to_device(backend, slots), to_device(backend, upd), out=target
             )
         assert bits(to_host(target)) == bits(want)
+
+
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+@pytest.mark.parametrize(
+    ("dtype", "width"),
+    [(F32, w) for w in (4, 5, 31, 32, 33, 64, 100, 129, 255, 256, 257)]
+    + [(np.float16, 10), (np.int8, 52)],
+)
+def test_short_whole_word_rows(backend: str, dtype: type, width: int) -> None:
+    """Gathers and scatters (targets that meet, three calls into the same array) of rows of
+    4 to 257 whole words, more rows than one workgroup's teams move (WebGPU: a team of the
+    power of two at or above a row's words, several rows a workgroup), with negative
+    indices; on WebGPU the row kernels move them."""
+    rng = np.random.default_rng(width)
+    host = rng.integers(-100, 100, (700, width)).astype(dtype)
+    log = None
+    if backend == "webgpu":
+        from dmlops.backends.webgpu import WebGpuBackend
+
+        log = WebGpuBackend.instance().dispatch_log = []
+    try:
+        ids = rng.integers(-700, 700, (37, 29))
+        got = dmlops.gather(to_device(backend, host), to_device(backend, ids), 0)
+        assert bits(to_host(got)) == bits(ref_gather(host, ids, 0))
+        target = to_device(backend, host)
+        want = host.copy()
+        for _ in range(3):
+            slots = rng.integers(0, 700, (1500, 1))
+            upd = rng.integers(-100, 100, (1500, width)).astype(dtype)
+            want = ref_scatter_nd(want, slots, upd)
+            dmlops.scatter_nd(
+                target, to_device(backend, slots), to_device(backend, upd), out=target
+            )
+            assert bits(to_host(target)) == bits(want)
+    finally:
+        if backend == "webgpu":
+            WebGpuBackend.instance().dispatch_log = None
+    if log is not None:
+        words = width * np.dtype(dtype).itemsize // 4
+        moved = {"indexed-teams" if words < 256 else "indexed-rows"}
+        assert moved <= set(log), log

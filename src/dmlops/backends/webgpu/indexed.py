@@ -1,6 +1,7 @@
 """Indexed copies (indexed.py) as WGSL dispatches (kernels/indexed*.wgsl): rows of whole
-4-byte words at word-aligned starts move a workgroup per 1024 words of a row with plain
-stores (embedding lookups, permutations, KV-cache reads and writes); anything else one
+4-byte words at word-aligned starts move with plain stores, a team of invocations per row
+of at most 256 words (several rows a workgroup) and a workgroup per 1024 words of a longer
+row (embedding lookups, permutations, KV-cache reads and writes); anything else one
 element per invocation through word merges. A scatter whose targets may meet first fills a
 winner table, so the update latest in index order wins, as on the other backends; where one
 invocation (or one workgroup) moves each whole row and each index position is one row, the
@@ -23,7 +24,8 @@ __all__ = ["indexed_dispatches"]
 _TYPES = {"INT32": 0, "INT64": 1, "UINT32": 2, "UINT64": 3}
 _GRID_X = 65535
 _I32 = 2**31 - 1
-_ROW_BYTES = 256  # rows at least this long move a workgroup per row (shorter: per element)
+_ROW_BYTES = 16  # whole-word rows at least this long move by rows (shorter: per element)
+_ROW_WORDS_PER_GROUP = 1024  # indexed_rows.wgsl: a longer row's words a workgroup moves
 
 
 def _source(name: str) -> str:
@@ -82,7 +84,7 @@ def _pipelines(backend: Any, src_is_dst: bool, index_in: str) -> tuple[Any, Any]
     pipelines: dict[str, Any] = {}
     modules: tuple[tuple[str, tuple[str, ...]], ...] = (
         (elements, ("clear", "elect", "main")),
-        (rows, ("rows",)),
+        (rows, ("rows", "teams")),
     )
     for code, names in modules:
         module = device.create_shader_module(code=code)
@@ -146,9 +148,15 @@ def _whole_words(c: IndexedCopy, size: int, src: Flat, dst: Flat, row: int, stri
     if tuple(strides) != (1, 1) or (row * size) % 4 or row * size < _ROW_BYTES:
         return False
     starts = [src.offset + c.src_offset, dst.offset + c.dst_offset]
-    steps = [s * size for s in (*c.src_strides, *c.dst_strides)]
+    # (the row's own dimension, the last, is contiguous: its element steps are no word's)
+    steps = [s * size for s in (*c.src_strides[:-1], *c.dst_strides[:-1])]
     steps += [a.stride * size for a in c.axes]
     return all(v % 4 == 0 for v in (*starts, *steps))
+
+
+def _team_lanes(words: int) -> int:
+    """Invocations moving each row of `words` (4 to 255) words (indexed_rows.wgsl: teams)."""
+    return max(4, 1 << (words - 1).bit_length())
 
 
 def _grid(items: int) -> tuple[int, int]:
@@ -184,10 +192,10 @@ def indexed_dispatches(
         rows, row = walk.count, walk.length
         whole_words = _whole_words(c, size, src, dst, row, walk.strides)
         slots = c.slot_count if c.scatter else 0
-        # one invocation moves each whole row (rows of one element), or one workgroup (rows
-        # of whole words, at most 1024), and no other row comes from its index position: the
-        # copy frees the slots it wins, and the table (a new buffer is zeros: every slot
-        # free) needs no clearing pass before each call
+        # one invocation moves each whole row (rows of one element), or one team or
+        # workgroup (rows of whole words, at most 1024), and no other row comes from its
+        # index position: the copy frees the slots it wins, and the table (a new buffer is
+        # zeros: every slot free) needs no clearing pass before each call
         frees = (
             bool(slots)
             and walk.one_row_an_index
@@ -212,8 +220,14 @@ def indexed_dispatches(
         if slots:
             out.append((pipelines["elect"], group, _grid(rows), "indexed-elect", kept))
         if whole_words:
-            groups = rows * -(-(row * size // 4) // 1024)  # a workgroup per 1024 row words
-            out.append((pipelines["rows"], group, _grid(groups * 256), "indexed-rows", kept))
+            words = row * size // 4
+            if words < 256:  # a team of invocations a row, several rows a workgroup
+                groups = -(-rows // (256 // _team_lanes(words)))
+                entry = "teams"
+            else:  # a workgroup per 1024 words of a row
+                groups = rows * -(-words // _ROW_WORDS_PER_GROUP)
+                entry = "rows"
+            out.append((pipelines[entry], group, _grid(groups * 256), f"indexed-{entry}", kept))
         else:
             out.append((pipelines["main"], group, _grid(rows * row), "indexed", kept))
     return out
