@@ -441,3 +441,20 @@ def test_large_arrays_reuse_pooled_buffers() -> None:
         np.testing.assert_array_equal(y.numpy(), x[1:])
         del y
         gc.collect()
+
+
+def test_kernel_modules_are_made_trusted_with_bounds_checks() -> None:
+    """On wgpu-native, dmlops' modules are made through its trusted creation (bounds checks
+    kept, no forced loop bounding); a kernel that does not compile still raises."""
+    import wgpu
+
+    from dmlops.backends.webgpu import WebGpuBackend
+    from dmlops.backends.webgpu.native import shader_module, trusted_modules
+
+    device = WebGpuBackend.instance().device
+    assert trusted_modules(device)
+    assert not trusted_modules(object())
+    good = "@compute @workgroup_size(1) fn main() { }"
+    assert type(shader_module(device, good)).__name__ == "GPUShaderModule"
+    with pytest.raises(wgpu.GPUValidationError, match="nope"):
+        shader_module(device, "@compute @workgroup_size(1) fn main() { let x: u32 = nope; }")

@@ -28,7 +28,7 @@ from .._address_cache import AddressCache
 from ..base import no_queue
 from .indexed import indexed_dispatches
 from .memory import Flat, Memory, WebGpuArray
-from .native import NativeEncoder, native_encoder
+from .native import NativeEncoder, native_encoder, shader_module
 from .pick import parse_pick, pick_body
 from .strategies import TRANSPOSE_TILES, WORKGROUPS_WANTED, Group, group_copies
 
@@ -379,7 +379,7 @@ class WebGpuBackend:
         key = (kernel, same_buffer, dims, element, per_thread)
         pipeline = self._pipelines.get(key)
         if pipeline is None:
-            module = self.device.create_shader_module(code=_shader(kernel, same_buffer))
+            module = shader_module(self.device, _shader(kernel, same_buffer))
             constants = {"DIMS": dims, **({"ES": element} if element else {})}
             if per_thread:
                 constants["PER_THREAD"] = per_thread

@@ -18,6 +18,7 @@ import numpy as np
 from ...errors import BindingError
 from ...indexed import IndexedCopy, Rows, rows_of
 from .memory import Flat
+from .native import shader_module
 
 __all__ = ["indexed_dispatches"]
 
@@ -87,7 +88,7 @@ def _pipelines(backend: Any, src_is_dst: bool, index_in: str) -> tuple[Any, Any]
         (rows, ("rows", "teams")),
     )
     for code, names in modules:
-        module = device.create_shader_module(code=code)
+        module = shader_module(device, code)
         for entry in names:
             pipelines[entry] = device.create_compute_pipeline(
                 layout=pipeline_layout, compute={"module": module, "entry_point": entry}

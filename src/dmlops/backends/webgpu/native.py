@@ -1,4 +1,5 @@
-"""Re-encoding validated dispatches straight through wgpu-native's C functions.
+"""Re-encoding validated dispatches straight through wgpu-native's C functions, and making
+dmlops' own shader modules without naga's loop guards.
 
 wgpu-py checks and wraps every call (descriptor structs, wrapper objects, error scopes),
 which costs about 5 µs a call and 35 µs for an empty command buffer. A binding's
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["NativeEncoder", "native_encoder"]
+__all__ = ["NativeEncoder", "native_encoder", "shader_module", "trusted_modules"]
 
 Step = tuple[Any, Any, int, int]  # (pipeline handle, bind group handle, x, y)
 
@@ -119,3 +120,47 @@ def native_encoder(device: Any) -> NativeEncoder | None:
         return NativeEncoder(ffi, lib, device)
     except Exception:  # noqa: BLE001 - any mismatch: stay on the public API
         return None
+
+
+# wgpu-native's runtime checks kept in dmlops' own modules: bounds checks (every index
+# clamped into its buffer), not forced loop bounding (a counter and exit test naga adds to
+# every loop against endless ones, where the driver cannot prove an end: dmlops' loops end
+# by construction, and on NVIDIA's Vulkan driver the guard cost the tiled transposes a third
+# of their speed and the 8-D walks nearly half)
+_BOUNDS_CHECKS = 1  # WGPUShaderRuntimeChecks_BoundsChecks
+
+
+def trusted_modules(device: Any) -> bool:
+    """Whether `device` makes modules through wgpu-native's trusted creation."""
+    try:
+        from wgpu.backends.wgpu_native import _api
+
+        needed = ("new_struct_p", "to_c_string_view", "libf", "GPUShaderModule", "ffi", "lib")
+        return (
+            all(hasattr(_api, n) for n in needed)
+            and hasattr(_api.lib, "wgpuDeviceCreateShaderModuleTrusted")
+            and isinstance(device, _api.GPUDevice)
+        )
+    except Exception:  # noqa: BLE001 - any mismatch: wgpu-py's public creation
+        return False
+
+
+def shader_module(device: Any, code: str) -> Any:
+    """A module of dmlops' WGSL kernels: with bounds checks but without loop guards where
+    wgpu-native is in use (`trusted_modules`), else through wgpu-py's public API."""
+    if not trusted_modules(device):
+        return device.create_shader_module(code=code)
+    from wgpu.backends.wgpu_native import _api
+
+    source = _api.new_struct_p("WGPUShaderSourceWGSL *", code=_api.to_c_string_view(code))
+    source[0].chain.next = _api.ffi.NULL
+    source[0].chain.sType = _api.lib.WGPUSType_ShaderSourceWGSL
+    desc = _api.new_struct_p(
+        "WGPUShaderModuleDescriptor *",
+        nextInChain=_api.ffi.cast("WGPUChainedStruct *", source),
+        label=_api.to_c_string_view("dmlops"),
+    )
+    handle = _api.libf.wgpuDeviceCreateShaderModuleTrusted(device._internal, desc, _BOUNDS_CHECKS)
+    if handle == _api.ffi.NULL:
+        raise RuntimeError("webgpu: shader module creation failed")
+    return _api.GPUShaderModule("dmlops", handle, device)
