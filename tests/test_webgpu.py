@@ -458,3 +458,33 @@ def test_kernel_modules_are_made_trusted_with_bounds_checks() -> None:
     assert type(shader_module(device, good)).__name__ == "GPUShaderModule"
     with pytest.raises(wgpu.GPUValidationError, match="nope"):
         shader_module(device, "@compute @workgroup_size(1) fn main() { let x: u32 = nope; }")
+
+
+def test_short_rows_of_high_rank_boxes_move_a_row_an_invocation(
+    dispatches: list[Any], workgroups: int
+) -> None:
+    """Boxes of four or more dimensions whose rows are short move a whole row an invocation
+    (the word kernels' row walk: pad1 1 in the table), the same bytes as numpy: 16-byte
+    vectors forwards and backwards, words, and funnel-shifted rows of 1- and 2-byte elements
+    whose rows start in every phase of a word (the aligned ones too)."""
+    import dmlops.webgpu as wg
+    from dmlops.backends.webgpu.strategies import ROW_WORDS
+
+    cases = [  # (dtype, shape, window, kernel)
+        (np.float32, (5, 6, 7, 32), ([1, 1, 1, 4], [3, 4, 5, 8], [1, 1, 1, 1]), "vec4"),
+        (np.float32, (5, 6, 7, 32), ([1, 1, 1, 0], [3, 4, 5, 8], [1, 1, 1, -1]), "vec4r4"),
+        (np.float32, (5, 6, 7, 9), ([1, 1, 1, 1], [3, 4, 5, 3], [1, 1, 1, 1]), "u32"),
+        (np.float64, (3, 4, 5, 6, 9), ([0, 1, 1, 1, 0], [3, 3, 4, 5, 3], [1, 1, 1, 1, 3]), "u32"),
+        (np.uint16, (4, 5, 7, 12), ([1, 2, 3, 1], [3, 3, 4, 10], [1, 1, 1, 1]), "funnel"),
+        (np.int8, (3, 4, 5, 61), ([0, 1, 1, 3], [3, 3, 4, 12], [1, 1, 1, 1]), "funnel"),
+        (np.uint16, (9,) * 7 + (12,), ([1] * 8, [3] * 7 + [10], [1] * 8), "funnel"),
+    ]
+    for k, (dtype, shape, window, kernel) in enumerate(cases):
+        host = _random(shape, dtype, 400 + k)
+        dispatches.clear()
+        got = dmlops.slice1(wg.asarray(host), *window)
+        _chosen(dispatches, kernel)
+        for g in dispatches:
+            pads = g.table.reshape(-1, ROW_WORDS)[: g.pieces, 6:8]
+            assert (pads[:, 1] == 1).all() and (pads[:, 0] == pads[0, 0]).all(), pads
+        _same(got, dmlops.slice1(host, *window))

@@ -41,6 +41,11 @@ Every copy becomes a piece of one strategy, by layout and bound byte offsets:
 - `bytes`: everything else (1- and 2-byte elements written at other strides, misaligned
   elements) through bytes.wgsl, which merges partial words atomically.
 
+The word kernels (`u32`, `vec4`, `vec4r*`, `funnel`) move two elements of a row an
+invocation, half a row apart; in pieces of four or more dimensions whose rows are short
+(ROW_WALK), a whole row an invocation, so the walk over the outer dimensions steps once a
+row (high-rank boxes).
+
 Pieces of one strategy and dimension bucket (1, 2, 3, 4, 5, 6 or 8 dimensions; the pipeline
 is specialised to it) that read one GPU buffer and write one GPU buffer form one table and
 one dispatch, so a 256-way SPLIT into arrays of one arena is one dispatch. An element-wise
@@ -220,10 +225,27 @@ def piece_of(
     """The strategy and units of one strided copy at these absolute byte offsets (word
     kernels in pairs of elements along dimension 0)."""
     piece = _piece_of(element_size, src_byte, dst_byte, shape, src_strides, dst_strides)
-    return _paired(piece) if piece.kernel in WORD_KERNELS else piece
+    if piece.kernel not in WORD_KERNELS:
+        return piece
+    if len(piece.sizes) >= ROW_WALK[1] and piece.sizes[0] <= ROW_WALK[0]:
+        return _row_walked(piece)
+    return _paired(piece)
 
 
 WORD_KERNELS = ("u32", "vec4", "vec4r1", "vec4r2", "vec4r4", "vec4r8", "funnel")
+# word-kernel rows of at most this many kernel elements, in pieces of at least this many
+# dimensions (high-rank boxes of short rows), move a whole row an invocation: one walk
+# step over the outer dimensions a row instead of one every two elements
+ROW_WALK = (16, 4)
+
+
+def _row_walked(piece: Piece) -> Piece:
+    """A word kernel's piece walked a row at a time: dimension 0 of size 1, the row's
+    element count in pad0 and 1 in pad1 (strided.wgsl, funnel.wgsl)."""
+    return Piece(
+        piece.kernel, piece.src_offset, piece.dst_offset, (1, *piece.sizes[1:]),
+        piece.src_strides, piece.dst_strides, piece.element_bytes, (piece.sizes[0], 1),
+    )  # fmt: skip
 
 
 def _paired(piece: Piece) -> Piece:
