@@ -42,9 +42,9 @@ Every copy becomes a piece of one strategy, by layout and bound byte offsets:
   elements) through bytes.wgsl, which merges partial words atomically.
 
 The word kernels (`u32`, `vec4`, `vec4r*`, `funnel`) move two elements of a row an
-invocation, half a row apart; in pieces of four or more dimensions whose rows are short
-(ROW_WALK), a whole row an invocation, so the walk over the outer dimensions steps once a
-row (high-rank boxes).
+invocation, half a row apart; `funnel` in pieces of four or more dimensions whose rows are
+short (ROW_WALK), a whole row an invocation, so the walk over the outer dimensions steps
+once a row (high-rank boxes; tried for 16-byte vectors too, slower there).
 
 Pieces of one strategy and dimension bucket (1, 2, 3, 4, 5, 6 or 8 dimensions; the pipeline
 is specialised to it) that read one GPU buffer and write one GPU buffer form one table and
@@ -227,21 +227,24 @@ def piece_of(
     piece = _piece_of(element_size, src_byte, dst_byte, shape, src_strides, dst_strides)
     if piece.kernel not in WORD_KERNELS:
         return piece
-    if len(piece.sizes) >= ROW_WALK[1] and piece.sizes[0] <= ROW_WALK[0]:
+    walked = piece.kernel in ROW_WALK_KERNELS and len(piece.sizes) >= ROW_WALK[1]
+    if walked and piece.sizes[0] <= ROW_WALK[0]:
         return _row_walked(piece)
     return _paired(piece)
 
 
 WORD_KERNELS = ("u32", "vec4", "vec4r1", "vec4r2", "vec4r4", "vec4r8", "funnel")
-# word-kernel rows of at most this many kernel elements, in pieces of at least this many
-# dimensions (high-rank boxes of short rows), move a whole row an invocation: one walk
-# step over the outer dimensions a row instead of one every two elements
+# funnel rows of at most this many words, in pieces of at least this many dimensions
+# (high-rank boxes of short rows), move a whole row an invocation: one walk step over the
+# outer dimensions a row instead of one every two words (H100 through Vulkan: the 8-D
+# uint16 box 60 -> 50 µs; the 5-D float32 box's 16-byte vectors 49 -> 84 µs, so not them)
 ROW_WALK = (16, 4)
+ROW_WALK_KERNELS = ("funnel",)
 
 
 def _row_walked(piece: Piece) -> Piece:
-    """A word kernel's piece walked a row at a time: dimension 0 of size 1, the row's
-    element count in pad0 and 1 in pad1 (strided.wgsl, funnel.wgsl)."""
+    """A funnel piece walked a row at a time: dimension 0 of size 1, the row's word count
+    in pad0 and 1 in pad1 (funnel.wgsl)."""
     return Piece(
         piece.kernel, piece.src_offset, piece.dst_offset, (1, *piece.sizes[1:]),
         piece.src_strides, piece.dst_strides, piece.element_bytes, (piece.sizes[0], 1),

@@ -2,23 +2,13 @@
 // rows of smaller ones) or vec4<u32> (16-byte aligned contiguous rows; reordered by
 // `load_src` for rows read backwards). Dimension 0 is folded in two (its first half
 // walked, the element count in pad0): an invocation loads element k and element k + h
-// (h = ceil(count / 2)), then stores both; or, where pad1 is 1 (short rows of high-rank
-// pieces), dimension 0 has size 1 and an invocation moves the whole row of pad0 elements.
-// The backend prepends `alias Word`, the `src`/`dst` bindings and `load_src`, then
-// pieces.wgsl, whose entry point calls copy_at.
+// (h = ceil(count / 2)), then stores both. The backend prepends `alias Word`, the
+// `src`/`dst` bindings and `load_src`, then pieces.wgsl, whose entry point calls copy_at.
 
 fn copy_at(p: ptr<function, Piece>, w: ptr<function, Walk>) {
     let s = (*w).src;
     let d = (*w).dst;
     let n = (*p).pad0;
-    if ((*p).pad1 != 0u) {
-        let ss = (*p).src_strides[0];
-        let ds = (*p).dst_strides[0];
-        for (var k = 0u; k < n; k++) {
-            dst[d + k * ds] = load_src(s + k * ss);
-        }
-        return;
-    }
     let h = (n + 1u) / 2u;
     let a = load_src(s);
     if ((*w).index[0] + h < n) {  // the element half a row on
