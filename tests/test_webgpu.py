@@ -487,3 +487,59 @@ def test_high_rank_boxes_of_short_rows(dispatches: list[Any], workgroups: int) -
             walked = int(kernel == "funnel")
             assert (pads[:, 1] == walked).all() and (pads[:, 0] == pads[0, 0]).all(), pads
         _same(got, dmlops.slice1(host, *window))
+
+
+def test_held_dispatches_run_in_program_order() -> None:
+    """Warm calls' dispatches wait in one open compute pass (up to MAX_PENDING) and are
+    submitted before a write, a read, a buffer's destruction or a wait: a chain of calls, an
+    input overwritten and a buffer destroyed while calls that read them are held all give
+    what numpy gives in program order."""
+    import dmlops.webgpu as wg
+    from dmlops.backends.webgpu import WebGpuBackend
+    from dmlops.backends.webgpu.native import MAX_PENDING
+
+    backend = WebGpuBackend.instance()
+    native = backend.native
+    if native is None:
+        pytest.skip("wgpu-py's public API in use: nothing is held")
+    host = _random((64, 64), np.float32, 500)
+    x = wg.asarray(host)
+    a, b = wg.empty((32, 64), np.float32), wg.empty((32, 32), np.float32)
+    window = ([0, 0], [64, 64], [2, 1]), ([0, 0], [32, 64], [1, 2])
+    for _ in range(2):  # (the first call of a binding is encoded through wgpu-py)
+        dmlops.slice1(x, *window[0], out=a)
+        dmlops.slice1(a, *window[1], out=b)
+    wg.synchronize()
+    assert native.pending == 0
+    before = native.submissions
+    dmlops.slice1(x, *window[0], out=a)  # held: a from x as it is now ...
+    dmlops.slice1(a, *window[1], out=b)  # ... and b from that a
+    assert native.pending == 2 and native.submissions == before
+    backend.native.write(x.block.buffer, x.block.offset, np.zeros(64 * 64, np.float32))
+    assert native.pending == 0 and native.submissions == before + 1
+    _same(b, host[::2, ::2])  # (the write came after the held calls)
+    _same(x, np.zeros((64, 64), np.float32))
+
+    big = wg.asarray(host)  # a buffer destroyed while a held call reads it
+    out = wg.empty((64, 64), np.float32)
+    for _ in range(2):
+        dmlops.slice1(big, [0, 0], [64, 64], [1, -1], out=out)
+    wg.synchronize()
+    dmlops.slice1(big, [0, 0], [64, 64], [1, -1], out=out)
+    assert native.pending == 1
+    seen = []
+
+    class Buffer:  # stands in for a pooled buffer the memory destroys
+        def destroy(self) -> None:
+            seen.append(native.pending)
+
+    backend.memory._destroy([Buffer()])
+    assert seen == [0]
+    _same(out, host[:, ::-1])
+
+    before = native.submissions
+    for _ in range(MAX_PENDING + 1):
+        dmlops.slice1(x, *window[0], out=a)
+    assert native.submissions == before + 1 and native.pending == 1
+    wg.synchronize()
+    assert native.pending == 0 and native.submissions == before + 2

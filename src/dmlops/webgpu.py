@@ -65,11 +65,15 @@ def select_adapter(name: str | None) -> str:
     """
     chosen = choose_adapter(name)
     WebGpuBackend.adapter_name = name
-    if WebGpuBackend._instance is None or WebGpuBackend._instance.adapter is not chosen:
+    held = WebGpuBackend._instance
+    if held is not None and held.adapter is not chosen:
+        held.flush()  # (its held dispatches still run)
         WebGpuBackend._instance = None
     return adapter_description(chosen)
 
 
 def synchronize() -> None:
-    """Wait for all work submitted to the adapter's queue."""
+    """Wait for all the adapter's work: calls return once their dispatches are encoded, and
+    several calls' dispatches go to the GPU in one submission (every 16, or at a read, a
+    write or this wait)."""
     _backend().synchronize()

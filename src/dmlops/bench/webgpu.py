@@ -65,6 +65,7 @@ def _batched(fn: Fn, reps: int, sync: Fn, batch: int = BATCH) -> float:
 def _ceilings(res: Result, out_bytes: int, reps: int) -> None:
     """WebGPU's buffer copy and (with CUDA) torch's device copy of `out_bytes` bytes."""
     backend = _backend()
+    backend.flush()
     n = max(4, -(-out_bytes // 4) * 4)
     usage = backend.wgpu.BufferUsage
     src = backend.device.create_buffer(size=n, usage=usage.COPY_SRC | usage.STORAGE)

@@ -197,6 +197,7 @@ class WebGpuBackend:
         self.native = (
             None if os.environ.get("DMLOPS_WEBGPU_PUBLIC_API") else native_encoder(self.device)
         )
+        self.memory.before_destroy = self.flush  # (a held dispatch may use the buffer)
         self._pipelines: dict[tuple[Any, ...], Any] = {}  # (kernel, aliasing, dims, element, …)
         cpu = self.adapter.info["adapter_type"] == "CPU"
         self.workgroups_wanted = 0 if cpu else WORKGROUPS_WANTED
@@ -349,8 +350,14 @@ class WebGpuBackend:
             staging.destroy()
         return raw
 
+    def flush(self) -> None:
+        """Submit the dispatches held in the open native compute pass (`native.py`): code
+        that submits its own work on this device's queue calls it first."""
+        if self.native is not None:
+            self.native.flush()
+
     def synchronize(self) -> None:
-        """Wait until the queue's submitted work is done."""
+        """Wait until the queue's work (the held dispatches too) is done."""
         if self.native is not None:
             self.native.wait()
             return
@@ -454,6 +461,7 @@ class WebGpuBackend:
             if self.dispatch_log is not None:
                 self.dispatch_log.extend(d[3] for d in dispatches)
             return
+        self.flush()  # (the open native pass's dispatches come first)
         encoder = self.device.create_command_encoder()
         compute = encoder.begin_compute_pass()
         for pipeline, bind_group, (x, y), _, _ in dispatches:

@@ -16,6 +16,7 @@ import bisect
 import itertools
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -101,6 +102,8 @@ class Memory:
         # buffers of their own, dropped, by size: (buffer, base), oldest first
         self.pool: dict[int, list[tuple[Any, int]]] = {}
         self.pooled_bytes = 0
+        # called before buffers are destroyed (the backend submits work that may use them)
+        self.before_destroy: Callable[[], None] | None = None
 
     def allocate(self, nbytes: int) -> Block:
         """A block of at least `nbytes` bytes (a multiple of 4, at least 4)."""
@@ -149,8 +152,7 @@ class Memory:
                     self.pooled_bytes -= size
             else:
                 doomed.append(buffer)
-        for gone in doomed:
-            gone.destroy()
+        self._destroy(doomed)
 
     def trim(self) -> None:
         """Destroy every pooled buffer."""
@@ -158,6 +160,11 @@ class Memory:
             doomed = [b for kept in self.pool.values() for b, _ in kept]
             self.pool.clear()
             self.pooled_bytes = 0
+        self._destroy(doomed)
+
+    def _destroy(self, doomed: list[Any]) -> None:
+        if doomed and self.before_destroy is not None:
+            self.before_destroy()
         for gone in doomed:
             gone.destroy()
 

@@ -1,17 +1,23 @@
-"""Re-encoding validated dispatches straight through wgpu-native's C functions, and making
-dmlops' own shader modules without naga's loop guards.
+"""Re-encoding validated dispatches straight through wgpu-native's C functions (several
+calls' dispatches a submission), and making dmlops' own shader modules without naga's loop
+guards.
 
 wgpu-py checks and wraps every call (descriptor structs, wrapper objects, error scopes),
 which costs about 5 µs a call and 35 µs for an empty command buffer. A binding's
 dispatches are encoded once through wgpu-py, where any validation error is raised; after
 that the same commands, on the same pipelines and bind groups, are encoded with the C
-functions directly. Host transfers go the same way: a write is one `wgpuQueueWriteBuffer`,
-a read one copy into a kept read-back buffer, mapped with one blocking poll. Where
-wgpu-py's internals are not there, None is returned and the backend stays on the public API.
+functions directly, into one compute pass left open for the next call's (a submission
+costs wgpu-native tens of microseconds of host time): the pass is submitted every
+MAX_PENDING dispatches and before anything else reaches the queue (a write, a read, a wait,
+a submission through wgpu-py, a buffer destroyed), so the queue sees every command in
+program order. Host transfers go the same way: a write is one `wgpuQueueWriteBuffer`, a read
+one copy into a kept read-back buffer, mapped with one blocking poll. Where wgpu-py's
+internals are not there, None is returned and the backend stays on the public API.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,8 +28,15 @@ __all__ = ["NativeEncoder", "native_encoder", "shader_module", "trusted_modules"
 Step = tuple[Any, Any, int, int]  # (pipeline handle, bind group handle, x, y)
 
 
+# dispatches held in one open compute pass before it is submitted (as onnxruntime's WebGPU
+# provider batches its own): a submission costs wgpu-native tens of microseconds of host
+# time, an encoded dispatch a few
+MAX_PENDING = 16
+
+
 class NativeEncoder:
-    """Encodes one compute pass of (pipeline, bind group, grid) steps and submits it."""
+    """Encodes (pipeline, bind group, grid) steps into one open compute pass and submits it
+    every MAX_PENDING dispatches, and before any write, read or wait (`flush`)."""
 
     def __init__(self, ffi: Any, lib: Any, device: Any) -> None:
         self.ffi = ffi
@@ -41,6 +54,10 @@ class NativeEncoder:
         self._mapped = mapped  # kept alive as long as the encoder
         self.map_read = int(lib.WGPUMapMode_Read)
         self.map_success = int(lib.WGPUMapAsyncStatus_Success)
+        self._lock = threading.RLock()
+        self._open: tuple[Any, Any] | None = None  # (encoder, compute pass) not yet submitted
+        self.pending = 0  # dispatches in the open pass
+        self.submissions = 0
 
     @staticmethod
     def steps(dispatches: Sequence[Any]) -> list[Step]:
@@ -48,22 +65,43 @@ class NativeEncoder:
         return [(p._internal, g._internal, x, y) for p, g, (x, y), *_ in dispatches]
 
     def run(self, steps: Sequence[Step]) -> None:
+        """Append the steps to the open compute pass (opened if none is)."""
         lib, null = self.lib, self.ffi.NULL
-        encoder = lib.wgpuDeviceCreateCommandEncoder(self.device, self.encoder_desc)
-        compute = lib.wgpuCommandEncoderBeginComputePass(encoder, self.pass_desc)
-        for pipeline, group, x, y in steps:
-            lib.wgpuComputePassEncoderSetPipeline(compute, pipeline)
-            lib.wgpuComputePassEncoderSetBindGroup(compute, 0, group, 0, null)
-            lib.wgpuComputePassEncoderDispatchWorkgroups(compute, x, y, 1)
-        lib.wgpuComputePassEncoderEnd(compute)
-        lib.wgpuComputePassEncoderRelease(compute)
-        commands = lib.wgpuCommandEncoderFinish(encoder, self.buffer_desc)
-        lib.wgpuCommandEncoderRelease(encoder)
-        lib.wgpuQueueSubmit(self.queue, 1, self.ffi.new("WGPUCommandBuffer[1]", [commands]))
-        lib.wgpuCommandBufferRelease(commands)
+        with self._lock:
+            if self._open is None:
+                encoder = lib.wgpuDeviceCreateCommandEncoder(self.device, self.encoder_desc)
+                compute = lib.wgpuCommandEncoderBeginComputePass(encoder, self.pass_desc)
+                self._open = (encoder, compute)
+            compute = self._open[1]
+            for pipeline, group, x, y in steps:
+                lib.wgpuComputePassEncoderSetPipeline(compute, pipeline)
+                lib.wgpuComputePassEncoderSetBindGroup(compute, 0, group, 0, null)
+                lib.wgpuComputePassEncoderDispatchWorkgroups(compute, x, y, 1)
+            self.pending += len(steps)
+            if self.pending >= MAX_PENDING:
+                self.flush()
+
+    def flush(self) -> None:
+        """Submit the open compute pass, if any."""
+        lib = self.lib
+        with self._lock:
+            if self._open is None:
+                return
+            encoder, compute = self._open
+            self._open = None
+            self.pending = 0
+            lib.wgpuComputePassEncoderEnd(compute)
+            lib.wgpuComputePassEncoderRelease(compute)
+            commands = lib.wgpuCommandEncoderFinish(encoder, self.buffer_desc)
+            lib.wgpuCommandEncoderRelease(encoder)
+            lib.wgpuQueueSubmit(self.queue, 1, self.ffi.new("WGPUCommandBuffer[1]", [commands]))
+            lib.wgpuCommandBufferRelease(commands)
+            self.submissions += 1
 
     def write(self, buffer: Any, offset: int, data: np.ndarray[Any, Any]) -> None:
-        """Queue a write of `data` (C-contiguous, a multiple of 4 bytes) at `offset`."""
+        """Queue a write of `data` (C-contiguous, a multiple of 4 bytes) at `offset`, after
+        the dispatches before it."""
+        self.flush()
         self.lib.wgpuQueueWriteBuffer(
             self.queue, buffer._internal, offset, self.ffi.from_buffer(data), data.nbytes
         )
@@ -71,6 +109,7 @@ class NativeEncoder:
     def read(self, buffer: Any, offset: int, staging: Any, out: np.ndarray[Any, Any]) -> None:
         """Copy `out.nbytes` bytes (a multiple of 4) from `offset` in `buffer` into `out`
         through `staging` (a MAP_READ buffer at least that large), after queued work."""
+        self.flush()
         lib, ffi, nbytes = self.lib, self.ffi, out.nbytes
         encoder = lib.wgpuDeviceCreateCommandEncoder(self.device, self.encoder_desc)
         lib.wgpuCommandEncoderCopyBufferToBuffer(
@@ -97,7 +136,8 @@ class NativeEncoder:
             lib.wgpuBufferUnmap(staging._internal)
 
     def wait(self) -> None:
-        """Block until the device's submitted work is done."""
+        """Submit the open pass and block until the device's work is done."""
+        self.flush()
         self.lib.wgpuDevicePoll(self.device, True, self.ffi.NULL)
 
 
