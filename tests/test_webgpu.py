@@ -543,3 +543,34 @@ def test_held_dispatches_run_in_program_order() -> None:
     assert native.submissions == before + 1 and native.pending == 1
     wg.synchronize()
     assert native.pending == 0 and native.submissions == before + 2
+
+
+def test_gpu_seconds_times_the_passes_a_call_runs() -> None:
+    """`gpu_seconds` times each compute pass a call runs with timestamp queries (the held
+    pass submitted first), sums them, and the call's results are as without it; the
+    benchmarks' GPU-timed bound dispatch uses it."""
+    from types import SimpleNamespace
+
+    import dmlops.webgpu as wg
+    from dmlops import BufferTensorDesc, DataType, Slice1Desc
+    from dmlops.backends.webgpu import WebGpuBackend
+    from dmlops.bench.webgpu import gpu_timed_seconds
+
+    backend = WebGpuBackend.instance()
+    if not backend.timestamps:
+        pytest.skip("the adapter has no timestamp queries")
+    host = _random((256, 256), np.float32, 600)
+    x, out = wg.asarray(host), wg.empty((256, 128), np.float32)
+    window = ([0, 0], [256, 256], [1, -2])
+    dmlops.slice1(x, *window, out=out)
+    dmlops.slice1(x, *window, out=out)  # (held)
+    seconds = backend.gpu_seconds(lambda: dmlops.slice1(x, *window, out=out))
+    assert seconds is not None and 0 < seconds < 1
+    assert backend.gpu_seconds(lambda: None) == 0
+    _same(out, host[:, ::-2])
+    t = BufferTensorDesc(DataType.FLOAT32, (256, 256))
+    desc = Slice1Desc(t, BufferTensorDesc(DataType.FLOAT32, (256, 128)), *window)
+    out2 = wg.empty((256, 128), np.float32)
+    timed = gpu_timed_seconds(SimpleNamespace(desc=desc), x, out2, 3)
+    assert timed is not None and 0 < timed < 1
+    _same(out2, host[:, ::-2])

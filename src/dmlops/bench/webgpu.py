@@ -3,10 +3,11 @@
 
 Every dmlops case runs as a bound dispatch on persistent WebGPU arrays, timed on the host
 as batches of BATCH dispatches followed by one wait for the queue (latency cases: one
-dispatch and its wait). References in the same run: WebGPU's own buffer-to-buffer copy of
-the output bytes, and, where CUDA is present, torch's device copy, the CUDA backend and
-torch on the same work. The functional call with numpy in and out is broken down into
-upload, dispatch and readback.
+dispatch and its wait); the layouts cases also by GPU timestamps around their compute pass
+where the adapter has timestamp queries (the kernels without the host's time). References
+in the same run: WebGPU's own buffer-to-buffer copy of the output bytes, and, where CUDA is
+present, torch's device copy, the CUDA backend and torch on the same work. The functional
+call with numpy in and out is broken down into upload, dispatch and readback.
 """
 
 from __future__ import annotations
@@ -27,11 +28,12 @@ from .common import Fn, Result, gpu_present, have
 
 __all__ = [
     "operators", "layouts", "call_cost", "indexed", "layout_arrays", "bound_seconds",
-    "copy_seconds",
+    "gpu_timed_seconds", "copy_seconds",
 ]  # fmt: skip
 
 OURS = "dmlops webgpu (bound)"
 FUNCTIONAL = "dmlops webgpu (functional)"
+GPU_TIMED = "dmlops webgpu (GPU timestamps)"
 BATCH = 10
 
 
@@ -195,6 +197,16 @@ def bound_seconds(case: Any, host: Any, x: Any, out: Any, reps: int, label: str)
     return _batched(table.dispatch, reps, backend.synchronize)
 
 
+def gpu_timed_seconds(case: Any, x: Any, out: Any, reps: int) -> float | None:
+    """Median GPU seconds of a layouts case's bound dispatch (timestamp queries around its
+    compute pass; None where the adapter has none): the kernels' time without the host's."""
+    backend = _backend()
+    table = Device(backend="webgpu").create_operator(case.desc).bind([x], [out])
+    table.dispatch()
+    times = [backend.gpu_seconds(table.dispatch) for _ in range(max(reps, 5))]
+    return None if None in times else statistics.median(t for t in times if t is not None)
+
+
 def copy_seconds(nbytes: int, reps: int) -> float:
     """A device copy of `nbytes`: torch's where CUDA is present, else WebGPU's buffer copy."""
     ceiling = Result("copy", "copy", "webgpu", nbytes, "x")
@@ -213,6 +225,9 @@ def layouts(reps: int) -> list[Result]:
         name = f"{case.layout_class}: {case.name}"
         res = Result(section.SECTION, name, _device_name(), out.nbytes, OURS)
         res.times[OURS] = bound_seconds(case, host, x, out, reps, case.name)
+        gpu = gpu_timed_seconds(case, x, out, reps)
+        if gpu is not None:
+            res.times[GPU_TIMED] = gpu
         _ceilings(res, out.nbytes, reps)
         _cuda_peer(res, case.desc, [host], reps)
         results.append(res)

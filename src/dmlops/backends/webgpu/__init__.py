@@ -185,9 +185,13 @@ class WebGpuBackend:
         self.adapter = choose_adapter(self.adapter_name or os.environ.get("DMLOPS_WEBGPU_ADAPTER"))
         limits = self.adapter.limits
         wanted = ("max-buffer-size", "max-storage-buffer-binding-size")
+        # timestamp queries, where the adapter has them, for `gpu_seconds` (benchmarks)
+        features = [f for f in ("timestamp-query",) if f in self.adapter.features]
         self.device = self.adapter.request_device_sync(
-            required_limits={k: limits[k] for k in wanted}
+            required_features=features, required_limits={k: limits[k] for k in wanted}
         )
+        self.timestamps = bool(features)
+        self._timing: list[float] | None = None  # GPU seconds of each pass, while timed
         self.queue = self.device.queue
         self._fills: dict[bytes, WebGpuArray] = {}
         max_binding = min(limits["max-storage-buffer-binding-size"], limits["max-buffer-size"])
@@ -350,6 +354,53 @@ class WebGpuBackend:
             staging.destroy()
         return raw
 
+    def gpu_seconds(self, call: Callable[[], Any]) -> float | None:
+        """GPU time of the compute passes `call` runs, each timed alone (timestamp queries
+        at its start and end, the queue idle before it), summed; None where the adapter
+        has no timestamp queries."""
+        if not self.timestamps:
+            return None
+        self.synchronize()
+        self._timing = []
+        try:
+            call()
+        finally:
+            timing, self._timing = self._timing, None
+        return sum(timing)
+
+    def _timed_run(self, dispatches: list[Any]) -> None:
+        """Run the dispatches in one pass between two timestamps, wait, record its time."""
+        wgpu, device = self.wgpu, self.device
+        query = device.create_query_set(type=wgpu.QueryType.timestamp, count=2)
+        usage = wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
+        resolved = device.create_buffer(size=16, usage=usage)
+        encoder = device.create_command_encoder()
+        writes = {
+            "query_set": query, "beginning_of_pass_write_index": 0, "end_of_pass_write_index": 1
+        }  # fmt: skip
+        compute = encoder.begin_compute_pass(timestamp_writes=writes)
+        for pipeline, bind_group, (x, y), _, _ in dispatches:
+            compute.set_pipeline(pipeline)
+            compute.set_bind_group(0, bind_group)
+            compute.dispatch_workgroups(x, y, 1)
+        compute.end()
+        encoder.resolve_query_set(query, 0, 2, resolved, 0)
+        self.queue.submit([encoder.finish()])
+        ticks = np.frombuffer(self.queue.read_buffer(resolved, 0, 16), np.uint64)
+        assert self._timing is not None
+        self._timing.append(float(ticks[1] - ticks[0]) * self._tick_seconds())
+        if self.dispatch_log is not None:
+            self.dispatch_log.extend(d[3] for d in dispatches)
+
+    def _tick_seconds(self) -> float:
+        """Seconds per timestamp tick (wgpu-native's queue period; 1 ns elsewhere)."""
+        try:
+            from wgpu.backends.wgpu_native._ffi import lib
+
+            return float(lib.wgpuQueueGetTimestampPeriod(self.queue._internal)) * 1e-9
+        except Exception:  # noqa: BLE001 - not wgpu-native: WebGPU's nanoseconds
+            return 1e-9
+
     def flush(self) -> None:
         """Submit the dispatches held in the open native compute pass (`native.py`): code
         that submits its own work on this device's queue calls it first."""
@@ -455,6 +506,9 @@ class WebGpuBackend:
         """Encode the dispatches in one compute pass and submit it: through wgpu-py, or
         through `native` steps (NativeEncoder.steps of these dispatches, once validated)."""
         if not dispatches:
+            return
+        if self._timing is not None:
+            self._timed_run(dispatches)
             return
         if native is not None and self.native is not None:
             self.native.run(native)
