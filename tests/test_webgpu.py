@@ -574,3 +574,28 @@ def test_gpu_seconds_times_the_passes_a_call_runs() -> None:
     timed = gpu_timed_seconds(SimpleNamespace(desc=desc), x, out2, 3)
     assert timed is not None and 0 < timed < 1
     _same(out2, host[:, ::-2])
+
+
+@pytest.mark.parametrize("invocations", [256, 512])
+def test_tiled_transposes_with_each_workgroup_height(invocations: int) -> None:
+    """The tiled transposes' workgroups of 32 x 8 and, where the device allows 512
+    invocations, 32 x 16 for 2-byte cells: partial tiles, both exact."""
+    import dmlops.webgpu as wg
+    from dmlops.backends.webgpu import WebGpuBackend
+
+    backend = WebGpuBackend.instance()
+    if backend.invocations < invocations:
+        pytest.skip(f"the device allows {backend.invocations} invocations")
+    held, backend.invocations = backend.invocations, invocations
+    backend._pipelines.clear()
+    dmlops.functional.clear_cache()
+    try:
+        for k, dtype in enumerate((np.float16, np.float32)):
+            host = _random((150, 98), dtype, 700 + k)
+            window = ([2, 4], [90, 140], [1, 1])
+            got = dmlops.slice1(wg.asarray(host).T, *window)
+            _same(got, dmlops.slice1(np.ascontiguousarray(host.T), *window))
+    finally:
+        backend.invocations = held
+        backend._pipelines.clear()
+        dmlops.functional.clear_cache()

@@ -30,7 +30,13 @@ from .indexed import indexed_dispatches
 from .memory import Flat, Memory, WebGpuArray
 from .native import NativeEncoder, native_encoder, shader_module
 from .pick import parse_pick, pick_body
-from .strategies import TRANSPOSE_TILES, WORKGROUPS_WANTED, Group, group_copies
+from .strategies import (
+    TRANSPOSE_ROWS,
+    TRANSPOSE_TILES,
+    WORKGROUPS_WANTED,
+    Group,
+    group_copies,
+)
 
 __all__ = ["WebGpuBackend", "WebGpuArray", "NATIVE_BACKENDS"]
 
@@ -184,13 +190,20 @@ class WebGpuBackend:
         self.wgpu = wgpu
         self.adapter = choose_adapter(self.adapter_name or os.environ.get("DMLOPS_WEBGPU_ADAPTER"))
         limits = self.adapter.limits
-        wanted = ("max-buffer-size", "max-storage-buffer-binding-size")
+        wanted = (
+            "max-buffer-size", "max-storage-buffer-binding-size",
+            "max-compute-invocations-per-workgroup", "max-compute-workgroup-size-y",
+        )  # fmt: skip
         # timestamp queries, where the adapter has them, for `gpu_seconds` (benchmarks)
         features = [f for f in ("timestamp-query",) if f in self.adapter.features]
         self.device = self.adapter.request_device_sync(
             required_features=features, required_limits={k: limits[k] for k in wanted}
         )
         self.timestamps = bool(features)
+        self.invocations = min(  # a workgroup's invocations at most, 32 wide
+            limits["max-compute-invocations-per-workgroup"],
+            32 * limits["max-compute-workgroup-size-y"],
+        )
         self._timing: list[float] | None = None  # GPU seconds of each pass, while timed
         self.queue = self.device.queue
         self._fills: dict[bytes, WebGpuArray] = {}
@@ -441,6 +454,11 @@ class WebGpuBackend:
             constants = {"DIMS": dims, **({"ES": element} if element else {})}
             if per_thread:
                 constants["PER_THREAD"] = per_thread
+            if kernel.startswith("transpose"):
+                rows = TRANSPOSE_ROWS[kernel]
+                while rows > 8 and 32 * rows > self.invocations:
+                    rows //= 2
+                constants["ROWS"] = rows
             pipeline = self.device.create_compute_pipeline(
                 layout="auto",
                 compute={"module": module, "entry_point": "main", "constants": constants},

@@ -11,10 +11,13 @@
 
 const TI: u32 = 32u;
 const TJ: u32 = 32u;
+// invocation rows of the 32-wide workgroup, a divisor of TI and TJ (set by the backend: 8,
+// or 16 for 2-byte cells where the device allows 512 invocations)
+override ROWS: u32 = 8u;
 
 var<workgroup> tile: array<array<Cell, TJ + 1u>, TI>;
 
-@compute @workgroup_size(32, 8)
+@compute @workgroup_size(32, ROWS)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let t = wg.y * header.grid_x + wg.x;
     if (t >= header.tiles) {
@@ -28,7 +31,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let sj = pieces[k].src_strides[1];
     let di = pieces[k].dst_strides[0];
     let dj = pieces[k].dst_strides[1];
-    for (var r = 0u; r < TI; r += 8u) {
+    for (var r = 0u; r < TI; r += ROWS) {
         for (var c = 0u; c < TJ; c += 32u) {
             let i = at.i0 + lid.y + r;
             let j = at.j0 + lid.x + c;
@@ -38,7 +41,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         }
     }
     workgroupBarrier();
-    for (var r = 0u; r < TJ; r += 8u) {
+    for (var r = 0u; r < TJ; r += ROWS) {
         for (var c = 0u; c < TI; c += 32u) {
             let j = at.j0 + lid.y + r;
             let i = at.i0 + lid.x + c;
