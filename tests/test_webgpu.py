@@ -599,3 +599,27 @@ def test_tiled_transposes_with_each_workgroup_height(invocations: int) -> None:
         backend.invocations = held
         backend._pipelines.clear()
         dmlops.functional.clear_cache()
+
+
+@pytest.mark.parametrize("spin", [0.0, 1e-9, 0.05])
+def test_waits_and_read_backs_poll_then_block(spin: float) -> None:
+    """A wait and a read-back poll the device without blocking for up to `spin_seconds`
+    (a GPU adapter's), then block: every length of spin gives the results in full."""
+    import dmlops.webgpu as wg
+    from dmlops.backends.webgpu import WebGpuBackend
+
+    native = WebGpuBackend.instance().native
+    if native is None:
+        pytest.skip("wgpu-py's public API in use")
+    held, native.spin_seconds = native.spin_seconds, spin
+    try:
+        host = _random((512, 512), np.float32, 800)
+        x, out = wg.asarray(host), wg.empty((512, 256), np.float32)
+        for _ in range(3):
+            dmlops.slice1(x, [0, 0], [512, 512], [-1, 2], out=out)
+        wg.synchronize()
+        assert native.pending == 0
+        dmlops.slice1(x, [0, 1], [512, 511], [1, 2], out=out)
+        _same(out, host[:, 1::2])
+    finally:
+        native.spin_seconds = held

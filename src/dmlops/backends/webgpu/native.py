@@ -18,6 +18,7 @@ internals are not there, None is returned and the backend stays on the public AP
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +33,11 @@ Step = tuple[Any, Any, int, int]  # (pipeline handle, bind group handle, x, y)
 # provider batches its own): a submission costs wgpu-native tens of microseconds of host
 # time, an encoded dispatch a few
 MAX_PENDING = 16
+# on a GPU adapter, a wait (or a read-back's map) polls the device without blocking for up
+# to this long before it blocks: a blocking poll sleeps until the driver wakes it, tens of
+# microseconds after short work is done (a CPU adapter, whose threads the spinning would
+# slow, blocks at once)
+SPIN_SECONDS = 5e-4
 
 
 class NativeEncoder:
@@ -58,6 +64,7 @@ class NativeEncoder:
         self._open: tuple[Any, Any] | None = None  # (encoder, compute pass) not yet submitted
         self.pending = 0  # dispatches in the open pass
         self.submissions = 0
+        self.spin_seconds = SPIN_SECONDS  # (0 for a CPU adapter: the backend sets it)
 
     @staticmethod
     def steps(dispatches: Sequence[Any]) -> list[Step]:
@@ -125,8 +132,9 @@ class NativeEncoder:
         info.callback = self._mapped
         info.userdata1 = state
         lib.wgpuBufferMapAsync(staging._internal, self.map_read, 0, nbytes, info[0])
+        deadline = time.perf_counter() + self.spin_seconds
         while state[0] == 0:
-            lib.wgpuDevicePoll(self.device, True, ffi.NULL)
+            lib.wgpuDevicePoll(self.device, time.perf_counter() >= deadline, ffi.NULL)
         if state[0] != self.map_success:
             raise RuntimeError(f"webgpu: mapping a read-back buffer failed (status {state[0]})")
         try:
@@ -136,9 +144,15 @@ class NativeEncoder:
             lib.wgpuBufferUnmap(staging._internal)
 
     def wait(self) -> None:
-        """Submit the open pass and block until the device's work is done."""
+        """Submit the open pass and return once the device's work is done: polled without
+        blocking for up to `spin_seconds`, then with a blocking poll."""
         self.flush()
-        self.lib.wgpuDevicePoll(self.device, True, self.ffi.NULL)
+        lib, device, null = self.lib, self.device, self.ffi.NULL
+        deadline = time.perf_counter() + self.spin_seconds
+        while not lib.wgpuDevicePoll(device, False, null) & 0xFF:  # (1: the queue is empty)
+            if time.perf_counter() >= deadline:
+                lib.wgpuDevicePoll(device, True, null)
+                return
 
 
 def native_encoder(device: Any) -> NativeEncoder | None:
