@@ -1,12 +1,15 @@
 """Where a `device="webgpu"` call with numpy in and out spends its time: the seeds' 4x4
 SLICE1 whole, then its upload, its dispatch on WebGPU arrays (to completion) and its
-read-back alone (medians of single calls).
+read-back alone (medians of single calls; every row in turn, ROUNDS times, the median of
+the rounds reported).
 
-    python benchmarks/webgpu_call.py
+    python benchmarks/webgpu_call.py [ROUNDS]   (3)
 """
 
 from __future__ import annotations
 
+import statistics
+import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -41,10 +44,16 @@ def main() -> None:
         "  dispatch (WebGPU arrays, to completion)": dispatch,
         "  read-back": lambda: backend.download(on_device),
     }
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    times: dict[str, list[float]] = {name: [] for name in rows}
+    for _ in range(rounds):  # every row in turn, each round (the host's speed drifts)
+        for name, fn in rows.items():
+            times[name].append(median_us(fn))
     print(f"adapter: {backend.description}")
-    print("| step | median µs |\n|---|---:|")
-    for name, fn in rows.items():
-        print(f"| {name} | {median_us(fn):.1f} |", flush=True)
+    print(f"| step | median µs (median of {rounds} rounds) | rounds |\n|---|---:|---|")
+    for name, found in times.items():
+        spread = " / ".join(f"{t:.1f}" for t in found)
+        print(f"| {name} | {statistics.median(found):.1f} | {spread} |", flush=True)
 
 
 if __name__ == "__main__":
