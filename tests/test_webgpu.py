@@ -623,3 +623,43 @@ def test_waits_and_read_backs_poll_then_block(spin: float) -> None:
         _same(out, host[:, 1::2])
     finally:
         native.spin_seconds = held
+
+
+def test_threads_calling_at_once_each_get_their_results() -> None:
+    """Eight threads calling at once on arrays of their own, the first calls of the process
+    among them (one backend made, not one a thread; dispatches held in the one open pass
+    from every thread, reads and writes between them): each thread's results are its own,
+    every time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import dmlops.webgpu as wg
+
+    def work(k: int) -> bool:
+        host = _random((64, 96), np.int32, 900 + k)
+        x = wg.asarray(host)
+        out = wg.empty((32, 96), np.int32)
+        ok = True
+        for step in range(20):
+            window = ([step % 2, 0], [64 - step % 2, 96], [2, -1])
+            dmlops.slice1(x, *window, out=out)
+            if step % 5 == 4:
+                ok &= (
+                    out.numpy().tobytes()
+                    == np.ascontiguousarray(host[step % 2 :: 2, ::-1][:32]).tobytes()
+                )
+                host = host + 1
+                x = wg.asarray(host)  # (a write while other threads' dispatches are held)
+        return ok
+
+    from dmlops.backends.webgpu import WebGpuBackend
+
+    held, WebGpuBackend._instance = WebGpuBackend._instance, None
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            assert all(pool.map(work, range(8)))
+        assert WebGpuBackend._instance is not None
+    finally:
+        if WebGpuBackend._instance is not None:
+            WebGpuBackend._instance.synchronize()
+        WebGpuBackend._instance = held
+        dmlops.functional.clear_cache()

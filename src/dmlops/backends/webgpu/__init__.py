@@ -41,6 +41,7 @@ from .strategies import (
 __all__ = ["WebGpuBackend", "WebGpuArray", "NATIVE_BACKENDS"]
 
 NATIVE_BACKENDS = ("Vulkan", "Metal", "D3D12")
+_INSTANCE_LOCK = threading.Lock()
 ARENA_BYTES = 256 << 20
 _TABLE_CACHE = 16
 STAGING_KEPT = 16 << 20  # read-back buffers up to this size are kept, one per power of two
@@ -226,10 +227,15 @@ class WebGpuBackend:
 
     @classmethod
     def instance(cls) -> WebGpuBackend:
-        """The shared backend object (created on first use)."""
-        if cls._instance is None:
-            cls._instance = cls()
-        return cls._instance
+        """The shared backend object (created on first use, by one thread: arrays of two
+        devices cannot meet in one call)."""
+        found = cls._instance
+        if found is None:
+            with _INSTANCE_LOCK:
+                found = cls._instance
+                if found is None:
+                    found = cls._instance = cls()
+        return found
 
     @property
     def description(self) -> str:
