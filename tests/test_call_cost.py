@@ -225,3 +225,24 @@ def test_many_torch_tensors_are_keyed_at_once_as_one_by_one(validations: list[st
     assert validations[:2] == ["JOIN", "JOIN"]
     with pytest.raises(DmlError, match="host"):
         dmlops.join([*parts[:15], parts[15].cpu()], 0)
+
+
+def test_each_backend_is_made_once_when_threads_first_ask_at_once() -> None:
+    """Threads asking for a backend at once, before it exists (one slow to make), all get
+    one object, made once."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from dmlops.backends.base import made_once
+
+    class Slow:
+        _instance: Slow | None = None
+        made = 0
+
+        def __init__(self) -> None:
+            time.sleep(0.02)
+            Slow.made += 1
+
+    with ThreadPoolExecutor(16) as pool:
+        got = list(pool.map(lambda _: made_once(Slow), range(64)))
+    assert Slow.made == 1 and all(g is got[0] for g in got)

@@ -1,14 +1,31 @@
-"""What every backend is: an Executor per plan, the Backend protocol, and the queue of a
-backend that has only one."""
+"""What every backend is: an Executor per plan, the Backend protocol, the queue of a
+backend that has only one, and each backend's one shared object."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ..plan import Plan
 
-__all__ = ["Backend", "Executor", "no_queue"]
+__all__ = ["Backend", "Executor", "no_queue", "made_once"]
+
+_T = TypeVar("_T")
+_MAKING = threading.RLock()
+
+
+def made_once(cls: type[_T]) -> _T:
+    """`cls`'s shared object (its `_instance`), made by one thread however many first ask at
+    once (two CUDA or WebGPU backends would keep two sets of caches, or two devices)."""
+    found: _T | None = getattr(cls, "_instance", None)
+    if found is None:
+        with _MAKING:
+            found = getattr(cls, "_instance", None)
+            if found is None:
+                found = cls()
+                setattr(cls, "_instance", found)  # noqa: B010 - (a type variable has no slot)
+    return found
 
 
 class Executor(Protocol):

@@ -16,7 +16,7 @@ from ..elements import numpy_to_torch, torch_to_numpy
 from ..errors import BindingError
 from ..plan import Plan, StridedCopy
 from . import compiled
-from .base import no_queue
+from .base import made_once, no_queue
 from .compiled_indexed import CompiledIndexed
 from .numpy_indexed import IndexedStep
 from .numpy_map import ElementMap
@@ -116,10 +116,8 @@ class NumpyBackend:
 
     @classmethod
     def instance(cls) -> NumpyBackend:
-        """The shared backend object."""
-        if cls._instance is None:
-            cls._instance = cls()
-        return cls._instance
+        """The shared backend object (made once)."""
+        return made_once(cls)
 
     @classmethod
     def serial(cls) -> NumpyBackend:

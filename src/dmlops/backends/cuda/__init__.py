@@ -25,6 +25,7 @@ import numpy as np
 from ...errors import BindingError, DmlError
 from ...plan import Plan, fill_reads
 from .._address_cache import AddressCache
+from ..base import made_once
 from . import kernels
 from .arrays import TorchView
 from .indexed import IndexedLaunch
@@ -110,10 +111,8 @@ class CudaBackend:
 
     @classmethod
     def instance(cls) -> CudaBackend:
-        """The shared backend object."""
-        if cls._instance is None:
-            cls._instance = cls()
-        return cls._instance
+        """The shared backend object (made once)."""
+        return made_once(cls)
 
     # -- arrays and buffers ------------------------------------------------------------
 

@@ -25,7 +25,7 @@ import numpy as np
 from ...errors import BindingError, DmlError
 from ...plan import Plan, StridedCopy, array_byte_span, fill_reads
 from .._address_cache import AddressCache
-from ..base import no_queue
+from ..base import made_once, no_queue
 from .indexed import indexed_dispatches
 from .memory import Flat, Memory, WebGpuArray
 from .native import NativeEncoder, native_encoder, shader_module
@@ -41,7 +41,6 @@ from .strategies import (
 __all__ = ["WebGpuBackend", "WebGpuArray", "NATIVE_BACKENDS"]
 
 NATIVE_BACKENDS = ("Vulkan", "Metal", "D3D12")
-_INSTANCE_LOCK = threading.Lock()
 ARENA_BYTES = 256 << 20
 _TABLE_CACHE = 16
 STAGING_KEPT = 16 << 20  # read-back buffers up to this size are kept, one per power of two
@@ -227,15 +226,9 @@ class WebGpuBackend:
 
     @classmethod
     def instance(cls) -> WebGpuBackend:
-        """The shared backend object (created on first use, by one thread: arrays of two
-        devices cannot meet in one call)."""
-        found = cls._instance
-        if found is None:
-            with _INSTANCE_LOCK:
-                found = cls._instance
-                if found is None:
-                    found = cls._instance = cls()
-        return found
+        """The shared backend object (made on first use, once: arrays of two devices
+        cannot meet in one call)."""
+        return made_once(cls)
 
     @property
     def description(self) -> str:
