@@ -29,9 +29,9 @@ __all__ = ["NativeEncoder", "native_encoder", "shader_module", "trusted_modules"
 Step = tuple[Any, Any, int, int]  # (pipeline handle, bind group handle, x, y)
 
 
-# dispatches held in one open compute pass before it is submitted (as onnxruntime's WebGPU
-# provider batches its own): a submission costs wgpu-native tens of microseconds of host
-# time, an encoded dispatch a few
+# dispatches held in one open compute pass before it is submitted (onnxruntime-web's
+# WebGPU backend batches its own the same way): a submission costs wgpu-native tens of
+# microseconds of host time, an encoded dispatch a few
 MAX_PENDING = 16
 # on a GPU adapter, a wait (or a read-back's map) polls the device without blocking for up
 # to this long before it blocks: a blocking poll sleeps until the driver wakes it, tens of
