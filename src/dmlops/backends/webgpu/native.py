@@ -8,8 +8,7 @@ dispatches are encoded once through wgpu-py, where any validation error is raise
 that the same commands, on the same pipelines and bind groups, are encoded with the C
 functions directly, into one compute pass left open for the next call's (a submission
 costs wgpu-native tens of microseconds of host time): the pass is submitted every
-MAX_PENDING dispatches, after a large dispatch (the GPU has work enough to start on), and
-before anything else reaches the queue (a write, a read, a wait,
+MAX_PENDING dispatches and before anything else reaches the queue (a write, a read, a wait,
 a submission through wgpu-py, a buffer destroyed), so the queue sees every command in
 program order. Host transfers go the same way: a write is one `wgpuQueueWriteBuffer`, a read
 one copy into a kept read-back buffer, mapped with one blocking poll. Where wgpu-py's
@@ -34,10 +33,6 @@ Step = tuple[Any, Any, int, int]  # (pipeline handle, bind group handle, x, y)
 # WebGPU backend batches its own the same way): a submission costs wgpu-native tens of
 # microseconds of host time, an encoded dispatch a few
 MAX_PENDING = 16
-# a dispatch of at least this many workgroups is submitted at once, with whatever is held
-# before it: its GPU time outweighs a submission's host time, and holding it would leave
-# the GPU idle while later calls are encoded
-SUBMIT_WORKGROUPS = 8192
 # on a GPU adapter, a wait (or a read-back's map) polls the device without blocking for up
 # to this long before it blocks: a blocking poll sleeps until the driver wakes it, tens of
 # microseconds after short work is done (a CPU adapter, whose threads the spinning would
@@ -47,8 +42,7 @@ SPIN_SECONDS = 5e-4
 
 class NativeEncoder:
     """Encodes (pipeline, bind group, grid) steps into one open compute pass and submits it
-    every MAX_PENDING dispatches, after a dispatch of SUBMIT_WORKGROUPS workgroups or more,
-    and before any write, read or wait (`flush`)."""
+    every MAX_PENDING dispatches, and before any write, read or wait (`flush`)."""
 
     def __init__(self, ffi: Any, lib: Any, device: Any) -> None:
         self.ffi = ffi
@@ -86,14 +80,12 @@ class NativeEncoder:
                 compute = lib.wgpuCommandEncoderBeginComputePass(encoder, self.pass_desc)
                 self._open = (encoder, compute)
             compute = self._open[1]
-            large = False
             for pipeline, group, x, y in steps:
                 lib.wgpuComputePassEncoderSetPipeline(compute, pipeline)
                 lib.wgpuComputePassEncoderSetBindGroup(compute, 0, group, 0, null)
                 lib.wgpuComputePassEncoderDispatchWorkgroups(compute, x, y, 1)
-                large = large or x * y >= SUBMIT_WORKGROUPS
             self.pending += len(steps)
-            if large or self.pending >= MAX_PENDING:
+            if self.pending >= MAX_PENDING:
                 self.flush()
 
     def flush(self) -> None:
