@@ -237,6 +237,8 @@ _SPAN = st.tuples(st.integers(0, 64), st.integers(0, 16), st.integers(0, 16)).ma
 
 @given(st.lists(_SPAN, max_size=4), st.lists(_SPAN, max_size=4))
 def test_spans_meet_is_any_shared_byte(reads, writes) -> None:  # type: ignore[no-untyped-def]
+    """Spans given as (binding, low, high) with each binding's address (spans at one address
+    share a binding; one write span or several), against a byte-by-byte reference."""
     from dmlops.overlap import spans_meet
 
     def cells(span):  # type: ignore[no-untyped-def]
@@ -247,4 +249,11 @@ def test_spans_meet_is_any_shared_byte(reads, writes) -> None:  # type: ignore[n
     want = any(cells(r) & w for r in reads for w in written) or any(
         written[i] & written[j] for i in range(len(written)) for j in range(i)
     )
-    assert spans_meet(reads, writes) == want
+
+    def as_bindings(spans):  # type: ignore[no-untyped-def]
+        addresses = sorted({at for at, _, _ in spans})
+        return [(addresses.index(at), lo, hi) for at, lo, hi in spans], addresses
+
+    read_spans, in_addresses = as_bindings(reads)
+    write_spans, out_addresses = as_bindings(writes)
+    assert spans_meet(read_spans, in_addresses, write_spans, out_addresses) == want

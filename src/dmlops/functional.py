@@ -584,14 +584,10 @@ class _Call:
         none can overlap; True: find_overlaps decides)."""
         if self.read_spans is None:
             return True
-        if self.flats_are_addresses:
-            reads = [(in_flats[k], lo, hi) for k, lo, hi in self.read_spans]
-            writes = [(out_flats[j], lo, hi) for j, lo, hi in self.write_spans]
-        else:
+        if not self.flats_are_addresses:
             address = self.backend.address
-            reads = [(address(in_flats[k]), lo, hi) for k, lo, hi in self.read_spans]
-            writes = [(address(out_flats[j]), lo, hi) for j, lo, hi in self.write_spans]
-        return spans_meet(reads, writes)
+            in_flats, out_flats = list(map(address, in_flats)), list(map(address, out_flats))
+        return spans_meet(self.read_spans, in_flats, self.write_spans, out_flats)
 
     def _stage(
         self, ins: Sequence[Any], in_flats: Sequence[Any], out_flats: Sequence[Any]

@@ -119,15 +119,30 @@ def _pairs_large(
 
 
 def spans_meet(
-    reads: Sequence[tuple[int, int, int]], writes: Sequence[tuple[int, int, int]]
+    read_spans: Sequence[tuple[int, int, int]],
+    in_addresses: Sequence[int],
+    write_spans: Sequence[tuple[int, int, int]],
+    out_addresses: Sequence[int],
 ) -> bool:
-    """Whether any write span meets a read span or another write span; each span is an
-    address and the [low, high) byte range from it."""
-    written = [(at + lo, at + hi) for at, lo, hi in writes if hi > lo]  # empty spans meet none
-    for at, lo, hi in reads:
+    """Whether any write span meets a read span or another write span; a span is (binding
+    index, low, high): the bytes [address + low, address + high) of that input or output."""
+    if len(write_spans) == 1:  # (the common case: one pass, no pairs)
+        j, lo, hi = write_spans[0]
+        if hi <= lo:  # empty spans meet none
+            return False
+        w_low, w_high = out_addresses[j] + lo, out_addresses[j] + hi
+        for k, lo, hi in read_spans:
+            at = in_addresses[k]
+            if at + lo < w_high and w_low < at + hi and lo < hi:
+                return True
+        return False
+    written = [
+        (out_addresses[j] + lo, out_addresses[j] + hi) for j, lo, hi in write_spans if hi > lo
+    ]
+    for k, lo, hi in read_spans:
         if hi <= lo:
             continue
-        low, high = at + lo, at + hi
+        low, high = in_addresses[k] + lo, in_addresses[k] + hi
         for w_low, w_high in written:
             if low < w_high and w_low < high:
                 return True
