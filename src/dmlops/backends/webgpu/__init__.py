@@ -204,7 +204,7 @@ class WebGpuBackend:
             limits["max-compute-invocations-per-workgroup"],
             32 * limits["max-compute-workgroup-size-y"],
         )
-        self._timing: list[float] | None = None  # GPU seconds of each pass, while timed
+        self._timing: list[float] | None = None  # timestamp ticks of each pass, while timed
         self.queue = self.device.queue
         self._fills: dict[bytes, WebGpuArray] = {}
         max_binding = min(limits["max-storage-buffer-binding-size"], limits["max-buffer-size"])
@@ -380,31 +380,7 @@ class WebGpuBackend:
             call()
         finally:
             timing, self._timing = self._timing, None
-        return sum(timing)
-
-    def _timed_run(self, dispatches: list[Any]) -> None:
-        """Run the dispatches in one pass between two timestamps, wait, record its time."""
-        wgpu, device = self.wgpu, self.device
-        query = device.create_query_set(type=wgpu.QueryType.timestamp, count=2)
-        usage = wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
-        resolved = device.create_buffer(size=16, usage=usage)
-        encoder = device.create_command_encoder()
-        writes = {
-            "query_set": query, "beginning_of_pass_write_index": 0, "end_of_pass_write_index": 1
-        }  # fmt: skip
-        compute = encoder.begin_compute_pass(timestamp_writes=writes)
-        for pipeline, bind_group, (x, y), _, _ in dispatches:
-            compute.set_pipeline(pipeline)
-            compute.set_bind_group(0, bind_group)
-            compute.dispatch_workgroups(x, y, 1)
-        compute.end()
-        encoder.resolve_query_set(query, 0, 2, resolved, 0)
-        self.queue.submit([encoder.finish()])
-        ticks = np.frombuffer(self.queue.read_buffer(resolved, 0, 16), np.uint64)
-        assert self._timing is not None
-        self._timing.append(float(ticks[1] - ticks[0]) * self._tick_seconds())
-        if self.dispatch_log is not None:
-            self.dispatch_log.extend(d[3] for d in dispatches)
+        return sum(timing) * self._tick_seconds()
 
     def _tick_seconds(self) -> float:
         """Seconds per timestamp tick (wgpu-native's queue period; 1 ns elsewhere)."""
@@ -526,26 +502,43 @@ class WebGpuBackend:
         through `native` steps (NativeEncoder.steps of these dispatches, once validated)."""
         if not dispatches:
             return
-        if self._timing is not None:
-            self._timed_run(dispatches)
-            return
-        if native is not None and self.native is not None:
+        timing = self._timing
+        if native is not None and self.native is not None and timing is None:
             self.native.run(native)
-            if self.dispatch_log is not None:
-                self.dispatch_log.extend(d[3] for d in dispatches)
-            return
-        self.flush()  # (the open native pass's dispatches come first)
-        encoder = self.device.create_command_encoder()
-        compute = encoder.begin_compute_pass()
+        else:
+            self.flush()  # (the open native pass's dispatches come first)
+            self._submit(dispatches, timing)
+        log = self.dispatch_log
+        if log is not None:
+            log.extend(d[3] for d in dispatches)
+
+    def _submit(self, dispatches: list[Any], timing: list[float] | None) -> None:
+        """The dispatches as one compute pass through wgpu-py, submitted; with `timing`, the
+        pass between two timestamps, waited for, its ticks appended."""
+        wgpu, device = self.wgpu, self.device
+        encoder = device.create_command_encoder()
+        writes = None
+        if timing is not None:
+            query = device.create_query_set(type=wgpu.QueryType.timestamp, count=2)
+            writes = {
+                "query_set": query, "beginning_of_pass_write_index": 0,
+                "end_of_pass_write_index": 1,
+            }  # fmt: skip
+        compute = encoder.begin_compute_pass(timestamp_writes=writes)
         for pipeline, bind_group, (x, y), _, _ in dispatches:
             compute.set_pipeline(pipeline)
             compute.set_bind_group(0, bind_group)
             compute.dispatch_workgroups(x, y, 1)
         compute.end()
+        if timing is None:
+            self.queue.submit([encoder.finish()])
+            return
+        usage = wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
+        resolved = device.create_buffer(size=16, usage=usage)
+        encoder.resolve_query_set(query, 0, 2, resolved, 0)
         self.queue.submit([encoder.finish()])
-        log = self.dispatch_log
-        if log is not None:
-            log.extend(d[3] for d in dispatches)
+        ticks = np.frombuffer(self.queue.read_buffer(resolved, 0, 16), np.uint64)
+        timing.append(float(ticks[1] - ticks[0]))
 
     def executor(self, plan: Plan) -> _WebGpuExecutor:
         return _WebGpuExecutor(self, plan)

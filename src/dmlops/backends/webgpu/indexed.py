@@ -192,6 +192,7 @@ def indexed_dispatches(
         walk = rows_of(c)
         rows, row = walk.count, walk.length
         whole_words = _whole_words(c, size, src, dst, row, walk.strides)
+        words = row * size // 4  # (a row's words, where whole_words)
         slots = c.slot_count if c.scatter else 0
         # one invocation moves each whole row (rows of one element), or one team or
         # workgroup (rows of whole words, at most 1024), and no other row comes from its
@@ -200,7 +201,7 @@ def indexed_dispatches(
         frees = (
             bool(slots)
             and walk.one_row_an_index
-            and (row * size // 4 <= 1024 if whole_words else row == 1)
+            and (words <= _ROW_WORDS_PER_GROUP if whole_words else row == 1)
         )
         meta = _meta(c, walk, size, src, dst, index, frees)
         meta_buffer = device.create_buffer_with_data(data=meta, usage=wgpu.BufferUsage.STORAGE)
@@ -221,7 +222,6 @@ def indexed_dispatches(
         if slots:
             out.append((pipelines["elect"], group, _grid(rows), "indexed-elect", kept))
         if whole_words:
-            words = row * size // 4
             if words < 256:  # a team of invocations a row, several rows a workgroup
                 groups = -(-rows // (256 // _team_lanes(words)))
                 entry = "teams"

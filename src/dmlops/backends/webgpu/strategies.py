@@ -232,8 +232,8 @@ def piece_of(
     piece = _piece_of(element_size, src_byte, dst_byte, shape, src_strides, dst_strides)
     if piece.kernel not in WORD_KERNELS:
         return piece
-    walked = piece.kernel in ROW_WALK_KERNELS and len(piece.sizes) >= ROW_WALK[1]
-    if walked and piece.sizes[0] <= ROW_WALK[0]:
+    short_rows = len(piece.sizes) >= ROW_WALK[1] and piece.sizes[0] <= ROW_WALK[0]
+    if piece.kernel == "funnel" and short_rows:
         return _row_walked(piece)
     return _paired(piece)
 
@@ -244,7 +244,6 @@ WORD_KERNELS = ("u32", "vec4", "vec4r1", "vec4r2", "vec4r4", "vec4r8", "funnel")
 # outer dimensions a row instead of one every two words (H100 through Vulkan: the 8-D
 # uint16 box 60 -> 50 µs; the 5-D float32 box's 16-byte vectors 49 -> 84 µs, so not them)
 ROW_WALK = (16, 4)
-ROW_WALK_KERNELS = ("funnel",)
 
 
 def _row_walked(piece: Piece) -> Piece:

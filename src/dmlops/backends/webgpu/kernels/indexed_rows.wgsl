@@ -8,7 +8,24 @@
 
 const ROW_WORDS_PER_GROUP: i32 = 1024;
 
-var<workgroup> row_at: vec3<i32>;  // (moves: 1 or 0, source word, destination word)
+// Where row `m` moves from and to, in words: (source, destination), the source -1 where it
+// does not move (no such row, an index out of range, or a later row wins its slot); the
+// winning row's slot is freed where info[18] says the row has no other mover.
+fn placed(m: i32) -> vec2<i32> {
+    if (m >= info[14]) {
+        return vec2<i32>(-1, 0);
+    }
+    let r = locate(m);
+    if (!r.ok || (info[15] > 0 && atomicLoad(&winner[r.slot]) != r.order + 1)) {
+        return vec2<i32>(-1, 0);
+    }
+    if (info[15] > 0 && info[18] != 0) {
+        atomicStore(&winner[r.slot], 0);
+    }
+    return vec2<i32>(info[9] + r.src * info[3], info[10] + r.dst * info[3]) / 4;
+}
+
+var<workgroup> row_at: vec2<i32>;  // placed(the workgroup's row)
 
 @compute @workgroup_size(256)
 fn rows(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -17,36 +34,22 @@ fn rows(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let chunks = (words + ROW_WORDS_PER_GROUP - 1) / ROW_WORDS_PER_GROUP;
     let m = group / chunks;
     if (lid == 0u) {
-        var moves = 0;
-        var s = 0;
-        var d = 0;
-        if (m < info[14]) {
-            let r = locate(m);
-            let wins = info[15] == 0 || atomicLoad(&winner[r.slot]) == r.order + 1;
-            moves = select(0, 1, r.ok && wins);
-            if (moves == 1 && info[15] > 0 && info[18] != 0) {  // (the row's only workgroup)
-                atomicStore(&winner[r.slot], 0);
-            }
-            s = (info[9] + r.src * info[3]) / 4;
-            d = (info[10] + r.dst * info[3]) / 4;
-        }
-        row_at = vec3<i32>(moves, s, d);
+        row_at = placed(m);
     }
     let at = workgroupUniformLoad(&row_at);
-    if (at.x == 0) {
+    if (at.x < 0) {
         return;
     }
     let first = (group - m * chunks) * ROW_WORDS_PER_GROUP;
     for (var j = 0; j < 4; j++) {
         let w = first + j * 256 + i32(lid);
         if (w < words) {
-            dst[u32(at.z + w)] = load_src(u32(at.y + w));
+            dst[u32(at.y + w)] = load_src(u32(at.x + w));
         }
     }
 }
 
-// per team: (source word, destination word), the source -1 where the row does not move
-var<workgroup> team_at: array<vec2<i32>, 64>;
+var<workgroup> team_at: array<vec2<i32>, 64>;  // placed(each team's row)
 
 @compute @workgroup_size(256)
 fn teams(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -57,20 +60,8 @@ fn teams(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) 
     let lanes = max(4, 1 << (32u - countLeadingZeros(u32(words - 1))));
     let team = i32(lid) / lanes;
     let lane = i32(lid) - team * lanes;
-    let m = group * (256 / lanes) + team;
     if (lane == 0) {
-        var at = vec2<i32>(-1, 0);
-        if (m < info[14]) {
-            let r = locate(m);
-            let wins = info[15] == 0 || atomicLoad(&winner[r.slot]) == r.order + 1;
-            if (r.ok && wins) {
-                if (info[15] > 0 && info[18] != 0) {  // (the row's only team)
-                    atomicStore(&winner[r.slot], 0);
-                }
-                at = vec2<i32>(info[9] + r.src * info[3], info[10] + r.dst * info[3]) / 4;
-            }
-        }
-        team_at[team] = at;
+        team_at[team] = placed(group * (256 / lanes) + team);
     }
     workgroupBarrier();
     let at = team_at[team];
