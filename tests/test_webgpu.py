@@ -489,6 +489,36 @@ def test_high_rank_boxes_of_short_rows(dispatches: list[Any], workgroups: int) -
         _same(got, dmlops.slice1(host, *window))
 
 
+def test_high_rank_vector_boxes_move_several_vectors_a_thread(workgroups: int) -> None:
+    """A dispatch of 16-byte vectors in four or more dimensions asks for BOX_VECTORS' share
+    of the workgroups wanted, so its threads move more vectors each than those of a dispatch
+    of the same count in fewer dimensions or of words (the 5-D float32 box's layout); such
+    boxes give numpy's bytes at every workgroup setting."""
+    import dmlops.webgpu as wg
+    from dmlops.backends.webgpu.strategies import (
+        BOX_VECTORS, PER_THREAD, WORKGROUPS_WANTED, _per_thread, piece_of,
+    )  # fmt: skip
+
+    shape = [20, 20, 24, 24, 24]  # the layouts section's 5-D box: rows of 96 bytes
+    src = [22 * 26 * 26 * 32, 26 * 26 * 32, 26 * 32, 32, 1]  # (outermost first, elements)
+    dst = [20 * 24**3, 24**3, 24 * 24, 24, 1]
+    box = piece_of(4, 0, 0, shape, src, dst)
+    words = piece_of(4, 4, 0, shape, src, dst)  # (a source not 16-byte aligned)
+    flat = piece_of(4, 0, 0, [24 * 20 * 20, 24 * 24], [24 * 28, 1], [24 * 24, 1])
+    assert (box.kernel, words.kernel, flat.kernel) == ("vec4", "u32", "vec4")
+    assert len(box.sizes) >= BOX_VECTORS[0] > len(flat.sizes) and box.count == flat.count
+    boxed, word_pt, flat_pt = (_per_thread([p], WORKGROUPS_WANTED) for p in (box, words, flat))
+    assert (boxed, word_pt, flat_pt) == (4, 1, 1)
+    share = WORKGROUPS_WANTED // BOX_VECTORS[1]
+    assert box.tiles(boxed) >= share > box.tiles(2 * boxed) and boxed < PER_THREAD
+    for k, shape in enumerate([(21, 21, 25, 25, 32), (3, 4, 5, 6, 7, 36)]):
+        host = _random(shape, np.float32, 470 + k)
+        rank = len(shape)
+        window = ([0, 1, 0, 1, 1, 0][: rank - 1] + [4], [2] * (rank - 1) + [24], [1] * rank)
+        got = dmlops.slice1(wg.asarray(host), *window)
+        _same(got, dmlops.slice1(host, *window))
+
+
 def test_held_dispatches_run_in_program_order() -> None:
     """Warm calls' dispatches wait in one open compute pass (up to MAX_PENDING) and are
     submitted before a write, a read, a buffer's destruction or a wait: a chain of calls, an

@@ -89,6 +89,11 @@ PER_THREAD = 8  # elements a thread moves at most (pieces.wgsl)
 # there, benchmarks/webgpu_workgroups.py); a CPU adapter (lavapipe) runs best with few
 # workgroups, so it asks for none
 WORKGROUPS_WANTED = 8192
+# 16-byte vector pieces of at least this many dimensions (high-rank boxes) ask for this
+# share of the workgroups: several vectors a thread spread each one's walk over the outer
+# dimensions (H100 through Vulkan, the 5-D float32 box of 96-byte rows: 27.3 -> 25.6-26.3
+# µs GPU time; the 8-D uint16 box's funnel rows lose with more a thread, so vectors only)
+BOX_VECTORS = (4, 16)  # (dimensions at least, divisor of the workgroups wanted)
 MAX_DIMS = 8
 ROW_WORDS = 40  # u32 words per table row (pieces.wgsl: struct Piece)
 MAX_GROUPS_X = 65535
@@ -463,9 +468,13 @@ def _picked(
 
 def _per_thread(pieces: list[Piece], workgroups_wanted: int) -> int:
     """Elements per thread for one dispatch of element-wise pieces: PER_THREAD, halved
-    while the dispatch would have fewer than `workgroups_wanted` workgroups (0: tiled)."""
-    if not pieces[0].element_wise:
+    while the dispatch would have fewer than `workgroups_wanted` workgroups (a share of
+    them for high-rank boxes of 16-byte vectors, BOX_VECTORS; 0: tiled)."""
+    first = pieces[0]
+    if not first.element_wise:
         return 0
+    if first.kernel == "vec4" and len(first.sizes) >= BOX_VECTORS[0]:
+        workgroups_wanted //= BOX_VECTORS[1]
     per_thread = PER_THREAD
     while per_thread > 1 and sum(p.tiles(per_thread) for p in pieces) < workgroups_wanted:
         per_thread //= 2
