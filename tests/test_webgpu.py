@@ -575,6 +575,40 @@ def test_held_dispatches_run_in_program_order() -> None:
     assert native.pending == 0 and native.submissions == before + 2
 
 
+def test_a_large_dispatch_on_an_idle_queue_is_submitted_at_once() -> None:
+    """The first dispatch of at least `early_workgroups` workgroups after a wait or a
+    read-back is submitted at once, the ones after it held as before (small ones always
+    held); the results are numpy's in program order either way."""
+    import dmlops.webgpu as wg
+    from dmlops.backends.webgpu import WebGpuBackend
+
+    backend = WebGpuBackend.instance()
+    native = backend.native
+    if native is None:
+        pytest.skip("wgpu-py's public API in use")
+    host = _random((256, 256), np.float32, 650)
+    x, a, b = wg.asarray(host), wg.empty((256, 128), np.float32), wg.empty((256, 128), np.float32)
+    window = ([0, 0], [256, 256], [1, -2])
+    dmlops.slice1(x, *window, out=a)  # (both calls warm: a first one goes through wgpu-py)
+    dmlops.slice1(a, [0, 0], [256, 128], [-1, 1], out=b)
+    wg.synchronize()
+    held = native.early_workgroups
+    try:
+        for early, hurried in ((1, True), (1 << 30, False), (0, False)):
+            native.early_workgroups = early
+            wg.synchronize()
+            assert native.idle
+            before = native.submissions
+            dmlops.slice1(x, *window, out=a)
+            assert native.submissions == before + hurried and native.pending == int(not hurried)
+            dmlops.slice1(a, [0, 0], [256, 128], [-1, 1], out=b)  # (held: the queue is busy)
+            assert native.submissions == before + hurried and native.pending >= 1
+            _same(b, host[::-1, ::-2])
+            assert native.idle  # (the read-back waited for everything)
+    finally:
+        native.early_workgroups = held
+
+
 def test_gpu_seconds_times_the_passes_a_call_runs() -> None:
     """`gpu_seconds` times each compute pass a call runs with timestamp queries (the held
     pass submitted first), sums them, and the call's results are as without it; the

@@ -218,8 +218,9 @@ class WebGpuBackend:
         self._pipelines: dict[tuple[Any, ...], Any] = {}  # (kernel, aliasing, dims, element, …)
         cpu = self.adapter.info["adapter_type"] == "CPU"
         self.workgroups_wanted = 0 if cpu else WORKGROUPS_WANTED
-        if cpu and self.native is not None:
+        if cpu and self.native is not None:  # (its work runs on the host's own threads)
             self.native.spin_seconds = 0.0
+            self.native.early_workgroups = 0
         self._lock = threading.Lock()
         self._staging: dict[int, Any] = {}  # read-back buffers kept, by size
         self._read_lock = threading.Lock()
