@@ -496,8 +496,12 @@ def test_high_rank_vector_boxes_move_several_vectors_a_thread(workgroups: int) -
     boxes give numpy's bytes at every workgroup setting."""
     import dmlops.webgpu as wg
     from dmlops.backends.webgpu.strategies import (
-        BOX_VECTORS, PER_THREAD, WORKGROUPS_WANTED, _per_thread, piece_of,
-    )  # fmt: skip
+        BOX_VECTORS,
+        PER_THREAD,
+        WORKGROUPS_WANTED,
+        _per_thread,
+        piece_of,
+    )
 
     shape = [20, 20, 24, 24, 24]  # the layouts section's 5-D box: rows of 96 bytes
     src = [22 * 26 * 26 * 32, 26 * 26 * 32, 26 * 32, 32, 1]  # (outermost first, elements)
@@ -514,7 +518,7 @@ def test_high_rank_vector_boxes_move_several_vectors_a_thread(workgroups: int) -
     for k, shape in enumerate([(21, 21, 25, 25, 32), (3, 4, 5, 6, 7, 36)]):
         host = _random(shape, np.float32, 470 + k)
         rank = len(shape)
-        window = ([0, 1, 0, 1, 1, 0][: rank - 1] + [4], [2] * (rank - 1) + [24], [1] * rank)
+        window = ([*[0, 1, 0, 1, 1, 0][: rank - 1], 4], [2] * (rank - 1) + [24], [1] * rank)
         got = dmlops.slice1(wg.asarray(host), *window)
         _same(got, dmlops.slice1(host, *window))
 
