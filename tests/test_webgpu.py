@@ -489,15 +489,19 @@ def test_high_rank_boxes_of_short_rows(dispatches: list[Any], workgroups: int) -
         _same(got, dmlops.slice1(host, *window))
 
 
-def test_high_rank_vector_boxes_move_several_vectors_a_thread(workgroups: int) -> None:
+def test_high_rank_vector_boxes_move_several_vectors_a_thread(
+    dispatches: list[Any], workgroups: int
+) -> None:
     """A dispatch of 16-byte vectors in four or more dimensions asks for BOX_VECTORS' share
     of the workgroups wanted, so its threads move more vectors each than those of a dispatch
-    of the same count in fewer dimensions or of words (the 5-D float32 box's layout); such
-    boxes give numpy's bytes at every workgroup setting."""
+    of the same count in fewer dimensions or of words (the 5-D float32 box's layout); on a
+    GPU adapter (workgroups wanted) such pieces move a vector an invocation step, on a CPU
+    adapter two half a row apart; either way the bytes are numpy's."""
     import dmlops.webgpu as wg
     from dmlops.backends.webgpu.strategies import (
         BOX_VECTORS,
         PER_THREAD,
+        ROW_WORDS,
         WORKGROUPS_WANTED,
         _per_thread,
         piece_of,
@@ -507,19 +511,28 @@ def test_high_rank_vector_boxes_move_several_vectors_a_thread(workgroups: int) -
     src = [22 * 26 * 26 * 32, 26 * 26 * 32, 26 * 32, 32, 1]  # (outermost first, elements)
     dst = [20 * 24**3, 24**3, 24 * 24, 24, 1]
     box = piece_of(4, 0, 0, shape, src, dst)
+    unfolded = piece_of(4, 0, 0, shape, src, dst, fold_boxes=False)
     words = piece_of(4, 4, 0, shape, src, dst)  # (a source not 16-byte aligned)
     flat = piece_of(4, 0, 0, [24 * 20 * 20, 24 * 24], [24 * 28, 1], [24 * 24, 1])
-    assert (box.kernel, words.kernel, flat.kernel) == ("vec4", "u32", "vec4")
+    kernels = [p.kernel for p in (box, unfolded, words, flat)]
+    assert kernels == ["vec4", "vec4", "u32", "vec4"], kernels
+    assert (box.sizes[0], box.extra, unfolded.sizes[0], unfolded.extra) == (3, (6, 0), 6, (1, 0))
+    assert piece_of(4, 0, 0, [24 * 20 * 20, 24 * 24], [24 * 28, 1], [24 * 24, 1], False) == flat
     assert len(box.sizes) >= BOX_VECTORS[0] > len(flat.sizes) and box.count == flat.count
-    boxed, word_pt, flat_pt = (_per_thread([p], WORKGROUPS_WANTED) for p in (box, words, flat))
-    assert (boxed, word_pt, flat_pt) == (4, 1, 1)
+    pts = [_per_thread([p], WORKGROUPS_WANTED) for p in (box, unfolded, words, flat)]
+    assert pts == [4, 8, 1, 1], pts
     share = WORKGROUPS_WANTED // BOX_VECTORS[1]
-    assert box.tiles(boxed) >= share > box.tiles(2 * boxed) and boxed < PER_THREAD
+    assert box.tiles(4) >= share > box.tiles(8) and unfolded.tiles(8) >= share
+    assert pts[0] < PER_THREAD
     for k, shape in enumerate([(21, 21, 25, 25, 32), (3, 4, 5, 6, 7, 36)]):
         host = _random(shape, np.float32, 470 + k)
         rank = len(shape)
         window = ([*[0, 1, 0, 1, 1, 0][: rank - 1], 4], [2] * (rank - 1) + [24], [1] * rank)
+        dispatches.clear()
         got = dmlops.slice1(wg.asarray(host), *window)
+        _chosen(dispatches, "vec4")
+        pads = dispatches[0].table.reshape(-1, ROW_WORDS)[: dispatches[0].pieces, 6:8]
+        assert (pads == ([6, 0] if workgroups == 0 else [1, 0])).all(), pads
         _same(got, dmlops.slice1(host, *window))
 
 

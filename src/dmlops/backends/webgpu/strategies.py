@@ -91,8 +91,12 @@ PER_THREAD = 8  # elements a thread moves at most (pieces.wgsl)
 WORKGROUPS_WANTED = 8192
 # 16-byte vector pieces of at least this many dimensions (high-rank boxes) ask for this
 # share of the workgroups: several vectors a thread spread each one's walk over the outer
-# dimensions (H100 through Vulkan, the 5-D float32 box of 96-byte rows: 27.3 -> 25.6-26.3
-# µs GPU time; the 8-D uint16 box's funnel rows lose with more a thread, so vectors only)
+# dimensions; on a GPU adapter they also move a vector an invocation step instead of two
+# half a row apart, so short rows keep more invocations each (H100 through Vulkan, GPU
+# time: the 5-D float32 box of 96-byte rows 27.3 -> 25.6-26.3 µs at 4 or 8 vectors a
+# thread, 25.3-25.5 unfolded; a 4-D box of 32-byte rows 12.3 -> 8.7 µs unfolded. A CPU
+# adapter keeps the pairs: lavapipe's 4-D box of 64-byte rows took 1.7x as long unfolded.
+# The 8-D uint16 box's funnel rows lose with more a thread, so vectors only)
 BOX_VECTORS = (4, 16)  # (dimensions at least, divisor of the workgroups wanted)
 MAX_DIMS = 8
 ROW_WORDS = 40  # u32 words per table row (pieces.wgsl: struct Piece)
@@ -189,10 +193,11 @@ def pieces_of(
     shape: Sequence[int],
     src_strides: Sequence[int],
     dst_strides: Sequence[int],
+    fold_boxes: bool = True,
 ) -> list[Piece]:
     """The pieces one strided copy becomes: one, or for contiguous rows that are not 16-byte
     aligned vectors, the rows' whole 16-byte destination blocks (`rows16`) and their edges
-    (`rows`)."""
+    (`rows`). `fold_boxes`: see piece_of."""
     es = element_size
     sizes, src, dst = _layout(es, shape, src_strides, dst_strides)
     in_elements = [s // es for s in src], [d // es for d in dst]
@@ -203,7 +208,7 @@ def pieces_of(
     )
     if transposed is not None:
         return [transposed]
-    single = piece_of(es, src_byte, dst_byte, shape, src_strides, dst_strides)
+    single = piece_of(es, src_byte, dst_byte, shape, src_strides, dst_strides, fold_boxes)
     length = sizes[0] * es
     contiguous = src[0] == es and dst[0] == es
     if single.kernel == "packed" and length < PACKED_ROWS:
@@ -231,15 +236,19 @@ def piece_of(
     shape: Sequence[int],
     src_strides: Sequence[int],
     dst_strides: Sequence[int],
+    fold_boxes: bool = True,
 ) -> Piece:
     """The strategy and units of one strided copy at these absolute byte offsets (word
-    kernels in pairs of elements along dimension 0)."""
+    kernels in pairs of elements along dimension 0; with `fold_boxes` False, as on a GPU
+    adapter, 16-byte vector pieces of BOX_VECTORS' dimensions a vector an invocation step)."""
     piece = _piece_of(element_size, src_byte, dst_byte, shape, src_strides, dst_strides)
     if piece.kernel not in WORD_KERNELS:
         return piece
     short_rows = len(piece.sizes) >= ROW_WALK[1] and piece.sizes[0] <= ROW_WALK[0]
     if piece.kernel == "funnel" and short_rows:
         return _row_walked(piece)
+    if not fold_boxes and piece.kernel == "vec4" and len(piece.sizes) >= BOX_VECTORS[0]:
+        return _unfolded(piece)
     return _paired(piece)
 
 
@@ -257,6 +266,15 @@ def _row_walked(piece: Piece) -> Piece:
     return Piece(
         piece.kernel, piece.src_offset, piece.dst_offset, (1, *piece.sizes[1:]),
         piece.src_strides, piece.dst_strides, piece.element_bytes, (piece.sizes[0], 1),
+    )  # fmt: skip
+
+
+def _unfolded(piece: Piece) -> Piece:
+    """A word kernel's piece moved an element an invocation step (pad0 1: strided.wgsl's
+    second element, half a row on, never exists)."""
+    return Piece(
+        piece.kernel, piece.src_offset, piece.dst_offset, piece.sizes, piece.src_strides,
+        piece.dst_strides, piece.element_bytes, (1, 0),
     )  # fmt: skip
 
 
@@ -519,6 +537,7 @@ def group_copies(
             c.shape,
             c.src_strides,
             c.dst_strides,
+            fold_boxes=workgroups_wanted == 0,  # (a CPU adapter's)
         ):
             key = (piece.kernel, dims_bucket(len(piece.sizes)), src_buffer, dst_buffer)
             grouped.setdefault(key, []).append(piece)
