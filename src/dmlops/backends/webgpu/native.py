@@ -11,9 +11,9 @@ costs wgpu-native tens of microseconds of host time): the pass is submitted ever
 MAX_PENDING dispatches and before anything else reaches the queue (a write, a read, a wait,
 a submission through wgpu-py, a buffer destroyed), so the queue sees every command in
 program order; a large dispatch that finds the queue idle is submitted at once
-(EARLY_WORKGROUPS). Host transfers go the same way: a write is one `wgpuQueueWriteBuffer`, a read
-one copy into a kept read-back buffer, mapped while the device is polled (without blocking
-for up to `spin_seconds` on a GPU adapter, then blocking). Where wgpu-py's internals are not
+(EARLY_WORKGROUPS). Host transfers go the same way: a write is one `wgpuQueueWriteBuffer`,
+a read one copy into a kept read-back buffer, mapped while the device is polled (without
+blocking for up to `spin_seconds` on a GPU adapter, then blocking). Where wgpu-py's internals are not
 there, None is returned and the backend stays on the public API.
 """
 
