@@ -1194,14 +1194,15 @@ def test_scatters_again_and_again_into_the_same_arrays(backend: str, case: str) 
 @pytest.mark.parametrize("backend", INDEXED_BACKENDS)
 @pytest.mark.parametrize(
     ("dtype", "width"),
-    [(F32, w) for w in (4, 5, 31, 32, 33, 64, 100, 129, 255, 256, 257)]
-    + [(np.float16, 10), (np.int8, 52)],
+    [(F32, w) for w in (4, 5, 31, 32, 33, 64, 100, 129, 255, 256, 257, 1024, 1025)]
+    + [(np.float16, 10), (np.float16, 64), (np.int8, 52), (np.int8, 48)],
 )
 def test_short_whole_word_rows(backend: str, dtype: type, width: int) -> None:
     """Gathers and scatters (targets that meet, three calls into the same array) of rows of
-    4 to 257 whole words, more rows than one workgroup's teams move (WebGPU: a team of the
-    power of two at or above a row's words, several rows a workgroup), with negative
-    indices; on WebGPU the row kernels move them."""
+    4 to 1,025 whole words, more rows than one workgroup's teams move (WebGPU: a team of the
+    power of two at or above a row's units, several rows a workgroup; a workgroup per 1,024
+    units of longer rows), with negative indices; on WebGPU the row kernels move them, a
+    16-byte vector an invocation where every row is whole vectors, else a word."""
     rng = np.random.default_rng(width)
     host = rng.integers(-100, 100, (700, width)).astype(dtype)
     log = None
@@ -1227,6 +1228,9 @@ def test_short_whole_word_rows(backend: str, dtype: type, width: int) -> None:
         if backend == "webgpu":
             WebGpuBackend.instance().dispatch_log = None
     if log is not None:
-        words = width * np.dtype(dtype).itemsize // 4
-        moved = {"indexed-teams" if words < 256 else "indexed-rows"}
+        row_bytes = width * np.dtype(dtype).itemsize
+        unit = 16 if row_bytes % 16 == 0 else 4  # (the arrays start 256-byte aligned)
+        units = row_bytes // unit
+        kind = "teams" if units < 256 else "rows"
+        moved = {f"indexed-vector-{kind}" if unit == 16 else f"indexed-{kind}"}
         assert moved <= set(log), log

@@ -536,6 +536,54 @@ def test_high_rank_vector_boxes_move_several_vectors_a_thread(
         _same(got, dmlops.slice1(host, *window))
 
 
+@pytest.mark.parametrize("where", ["apart", "index with source", "index with output"])
+def test_vector_rows_with_each_binding_of_their_buffers(dispatches: list[Any], where: str) -> None:
+    """Indexed rows of whole 16-byte vectors move a vector an invocation whichever buffers
+    hold the source, the output and the index (buffers of their own; the index in the
+    source's buffer; in the output's, read as a vector's component): gathers and a
+    scatter whose targets meet give numpy's bytes."""
+    import gc
+
+    import dmlops.webgpu as wg
+    from dmlops.backends.webgpu import WebGpuBackend
+
+    memory = WebGpuBackend.instance().memory
+    held = memory.arena_bytes
+    memory.arena_bytes = 4096  # (arrays over 1 KiB get buffers of their own)
+    try:
+        rng = np.random.default_rng(len(where))
+        host = rng.standard_normal((64, 16)).astype(np.float32)  # 4 KiB: its own buffer
+        ids = rng.integers(-64, 64, 40).astype(np.int32)  # 160 bytes: an arena's
+        small = rng.standard_normal((4, 16)).astype(np.float32)  # 256 bytes: an arena's
+        want = np.take(host, ids, axis=0)
+        if where == "index with output":  # a gather of 4 rows from the big table into
+            table, x = wg.asarray(host), wg.asarray(ids[:4])  # an arena output
+            got = dmlops.gather(table, x, 0)
+            want = np.take(host, ids[:4], axis=0)
+        elif where == "index with source":  # the table and its indices share an arena
+            table, x = wg.asarray(small), wg.asarray((ids % 4).astype(np.int32))
+            got = dmlops.gather(table, x, 0)
+            want = np.take(small, ids % 4, axis=0)
+        else:
+            table, x = wg.asarray(host), wg.asarray(np.repeat(ids, 2))
+            got = dmlops.gather(table, x, 0)
+            want = np.take(host, np.repeat(ids, 2), axis=0)
+        assert "indexed-vector-teams" in dispatches, dispatches
+        _same(got, want)
+        target = wg.asarray(host)
+        slots = rng.integers(0, 64, (300, 1))
+        updates = rng.standard_normal((300, 16)).astype(np.float32)
+        dmlops.scatter_nd(target, wg.asarray(slots), wg.asarray(updates), out=target)
+        expected = host.copy()
+        for k, s in enumerate(slots[:, 0]):
+            expected[s] = updates[k]
+        _same(target, expected)
+        del table, x, got, target
+        gc.collect()
+    finally:
+        memory.arena_bytes = held
+
+
 def test_held_dispatches_run_in_program_order() -> None:
     """Warm calls' dispatches wait in one open compute pass (up to MAX_PENDING) and are
     submitted before a write, a read, a buffer's destruction or a wait: a chain of calls, an

@@ -1,11 +1,12 @@
 """Indexed copies (indexed.py) as WGSL dispatches (kernels/indexed*.wgsl): rows of whole
-4-byte words at word-aligned starts move with plain stores, a team of invocations per row
-of at most 256 words (several rows a workgroup) and a workgroup per 1024 words of a longer
-row (embedding lookups, permutations, KV-cache reads and writes); anything else one
-element per invocation through word merges. A scatter whose targets may meet first fills a
-winner table, so the update latest in index order wins, as on the other backends; where one
-invocation (or one workgroup) moves each whole row and each index position is one row, the
-copy frees the slots it wins and no pass clears the table before the next call."""
+16-byte vectors or 4-byte words (units) at aligned starts move with plain loads and stores,
+a team of invocations per row of at most 256 units (several rows a workgroup) and a
+workgroup per 1024 units of a longer row (embedding lookups, permutations, KV-cache reads
+and writes); anything else one element per invocation through word merges. A scatter
+whose targets may meet first fills a winner table, so the update latest in index order
+wins, as on the other backends; where one invocation (or one workgroup) moves each whole
+row and each index position is one row, the copy frees the slots it wins and no pass
+clears the table before the next call."""
 
 from __future__ import annotations
 
@@ -26,30 +27,34 @@ _TYPES = {"INT32": 0, "INT64": 1, "UINT32": 2, "UINT64": 3}
 _GRID_X = 65535
 _I32 = 2**31 - 1
 _ROW_BYTES = 16  # whole-word rows at least this long move by rows (shorter: per element)
-_ROW_WORDS_PER_GROUP = 1024  # indexed_rows.wgsl: a longer row's words a workgroup moves
+_ROW_WORDS_PER_GROUP = 1024  # indexed_rows.wgsl: a longer row's units a workgroup moves
 
 
 def _source(name: str) -> str:
     return (resources.files(__package__) / "kernels" / name).read_text()
 
 
-def _bindings(src_is_dst: bool, index_in: str, atomic: bool = True) -> str:
-    """The WGSL bindings for one aliasing of (source, destination, index) buffers (`dst` as
-    atomic words for merges, else plain words)."""
-    word = "atomic<u32>" if atomic else "u32"
-    text = f"@group(0) @binding(1) var<storage, read_write> dst: array<{word}>;\n"
+def _bindings(src_is_dst: bool, index_in: str, unit: str = "atomic<u32>") -> str:
+    """The WGSL bindings for one aliasing of (source, destination, index) buffers, the
+    source and destination as arrays of `unit`: atomic words for merges, plain words, or
+    16-byte vectors (`vec4<u32>`; an index word in one of them is a vector's component)."""
+    text = f"@group(0) @binding(1) var<storage, read_write> dst: array<{unit}>;\n"
     text += "@group(0) @binding(3) var<storage, read> info: array<i32>;\n"
     text += "@group(0) @binding(4) var<storage, read_write> winner: array<atomic<i32>>;\n"
+    atomic = unit.startswith("atomic")
     own = "atomicLoad(&dst[i])" if atomic else "dst[i]"
+    word = "u32" if unit != "vec4<u32>" else unit
+    text += f"alias Unit = {word};\nconst UNIT_BYTES: i32 = {16 if word != 'u32' else 4};\n"
     if src_is_dst:
-        text += f"fn load_src(i: u32) -> u32 {{ return {own}; }}\n"
+        text += f"fn load_src(i: u32) -> Unit {{ return {own}; }}\n"
     else:
-        text += "@group(0) @binding(0) var<storage, read> src: array<u32>;\n"
-        text += "fn load_src(i: u32) -> u32 { return src[i]; }\n"
-    if index_in == "dst":
-        text += f"fn load_idx(i: u32) -> u32 {{ return {own}; }}\n"
-    elif index_in == "src":
-        text += "fn load_idx(i: u32) -> u32 { return src[i]; }\n"
+        text += f"@group(0) @binding(0) var<storage, read> src: array<{word}>;\n"
+        text += "fn load_src(i: u32) -> Unit { return src[i]; }\n"
+    if index_in in ("dst", "src"):
+        place = own if index_in == "dst" else "src[i]"
+        if word != "u32":  # (the vector holding index word i, then its component)
+            place = place.replace("[i]", "[i / 4u][i % 4u]")
+        text += f"fn load_idx(i: u32) -> u32 {{ return {place}; }}\n"
     else:
         text += "@group(0) @binding(2) var<storage, read> idx: array<u32>;\n"
         text += "fn load_idx(i: u32) -> u32 { return idx[i]; }\n"
@@ -80,17 +85,20 @@ def _pipelines(backend: Any, src_is_dst: bool, index_in: str) -> tuple[Any, Any]
     merge = _source("source_word.wgsl") + _source("merge.wgsl")
     elements = _bindings(src_is_dst, index_in) + merge + shared
     elements += _source("indexed_elements.wgsl")
-    rows = _bindings(src_is_dst, index_in, atomic=False) + shared + _source("indexed_rows.wgsl")
+    row_kernels = shared + _source("indexed_rows.wgsl")
+    rows = _bindings(src_is_dst, index_in, "u32") + row_kernels
+    vectors = _bindings(src_is_dst, index_in, "vec4<u32>") + row_kernels
     pipeline_layout = device.create_pipeline_layout(bind_group_layouts=[layout])
     pipelines: dict[str, Any] = {}
-    modules: tuple[tuple[str, tuple[str, ...]], ...] = (
-        (elements, ("clear", "elect", "main")),
-        (rows, ("rows", "teams")),
+    modules: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+        (elements, "", ("clear", "elect", "main")),
+        (rows, "", ("rows", "teams")),
+        (vectors, "vector-", ("rows", "teams")),
     )
-    for code, names in modules:
+    for code, prefix, names in modules:
         module = shader_module(device, code)
         for entry in names:
-            pipelines[entry] = device.create_compute_pipeline(
+            pipelines[prefix + entry] = device.create_compute_pipeline(
                 layout=pipeline_layout, compute={"module": module, "entry_point": entry}
             )
     found = (layout, pipelines)
@@ -143,20 +151,23 @@ def _meta(
     return np.array(head, np.int32)
 
 
-def _whole_words(c: IndexedCopy, size: int, src: Flat, dst: Flat, row: int, strides: Any) -> bool:
-    """Whether every row of the copy is whole 4-byte words at a word-aligned start on both
-    sides (so no two rows share a word and plain stores are exact)."""
-    if tuple(strides) != (1, 1) or (row * size) % 4 or row * size < _ROW_BYTES:
+def _whole_units(
+    c: IndexedCopy, size: int, src: Flat, dst: Flat, row: int, strides: Any, unit: int
+) -> bool:
+    """Whether every row of the copy is whole `unit`-byte units (4: words, 16: vectors) at
+    a unit-aligned start on both sides (so no two rows share a word and plain stores are
+    exact)."""
+    if tuple(strides) != (1, 1) or (row * size) % unit or row * size < _ROW_BYTES:
         return False
     starts = [src.offset + c.src_offset, dst.offset + c.dst_offset]
-    # (the row's own dimension, the last, is contiguous: its element steps are no word's)
+    # (the row's own dimension, the last, is contiguous: its element steps are no unit's)
     steps = [s * size for s in (*c.src_strides[:-1], *c.dst_strides[:-1])]
     steps += [a.stride * size for a in c.axes]
-    return all(v % 4 == 0 for v in (*starts, *steps))
+    return all(v % unit == 0 for v in (*starts, *steps))
 
 
 def _team_lanes(words: int) -> int:
-    """Invocations moving each row of `words` (4 to 255) words (indexed_rows.wgsl: teams)."""
+    """Invocations moving each row of `words` (1 to 255) units (indexed_rows.wgsl: teams)."""
     return max(4, 1 << (words - 1).bit_length())
 
 
@@ -191,11 +202,16 @@ def indexed_dispatches(
         layout, pipelines = _pipelines(backend, src_is_dst, index_in)
         walk = rows_of(c)
         rows, row = walk.count, walk.length
-        whole_words = _whole_words(c, size, src, dst, row, walk.strides)
-        words = row * size // 4  # (a row's words, where whole_words)
+        # rows of whole 16-byte vectors move a vector an invocation, else of whole words a
+        # word (H100: a 65,536-row fp32 embedding of 4 KiB rows 143 -> ... µs)
+        unit = next(
+            (u for u in (16, 4) if _whole_units(c, size, src, dst, row, walk.strides, u)), 0
+        )
+        whole_words = unit > 0
+        words = row * size // max(unit, 1)  # (a row's units, where whole_words)
         slots = c.slot_count if c.scatter else 0
         # one invocation moves each whole row (rows of one element), or one team or
-        # workgroup (rows of whole words, at most 1024), and no other row comes from its
+        # workgroup (rows of whole units, at most 1024), and no other row comes from its
         # index position: the copy frees the slots it wins, and the table (a new buffer is
         # zeros: every slot free) needs no clearing pass before each call
         frees = (
@@ -225,9 +241,10 @@ def indexed_dispatches(
             if words < 256:  # a team of invocations a row, several rows a workgroup
                 groups = -(-rows // (256 // _team_lanes(words)))
                 entry = "teams"
-            else:  # a workgroup per 1024 words of a row
+            else:  # a workgroup per 1024 units of a row
                 groups = rows * -(-words // _ROW_WORDS_PER_GROUP)
                 entry = "rows"
+            entry = ("vector-" if unit == 16 else "") + entry
             out.append((pipelines[entry], group, _grid(groups * 256), f"indexed-{entry}", kept))
         else:
             out.append((pipelines["main"], group, _grid(rows * row), "indexed", kept))

@@ -13,8 +13,8 @@ a submission through wgpu-py, a buffer destroyed), so the queue sees every comma
 program order; a large dispatch that finds the queue idle is submitted at once
 (EARLY_WORKGROUPS). Host transfers go the same way: a write is one `wgpuQueueWriteBuffer`,
 a read one copy into a kept read-back buffer, mapped while the device is polled (without
-blocking for up to `spin_seconds` on a GPU adapter, then blocking). Where wgpu-py's internals are not
-there, None is returned and the backend stays on the public API.
+blocking for up to `spin_seconds` on a GPU adapter, then blocking). Where wgpu-py's
+internals are not there, None is returned and the backend stays on the public API.
 """
 
 from __future__ import annotations

@@ -1,14 +1,16 @@
-// Rows of whole 4-byte words at word-aligned starts (the backend checks), moved with plain
-// loads and stores; the first invocation moving a row locates it (and, for a scatter whose
-// targets may meet, whether it wins its slot). `dst` is array<u32>. info[16] is the grid's
-// x size in workgroups.
-// - `rows`: rows of 256 words or more, a workgroup per 1024 words of a row;
-// - `teams`: shorter rows (4 words or more), a team of invocations per row (the power of
-//   two at or above its word count), 256 / team rows a workgroup.
+// Rows of whole units at unit-aligned starts (the backend checks), moved with plain loads
+// and stores; the first invocation moving a row locates it (and, for a scatter whose
+// targets may meet, whether it wins its slot). A unit is a 4-byte word or, where every row
+// start and length is a multiple of 16 bytes, a 16-byte vector: the backend prepends
+// `alias Unit`, `UNIT_BYTES`, `dst: array<Unit>` and `load_src`. info[16] is the grid's x
+// size in workgroups.
+// - `rows`: rows of 256 units or more, a workgroup per 1024 units of a row;
+// - `teams`: shorter rows (4 units or more), a team of invocations per row (the power of
+//   two at or above its unit count), 256 / team rows a workgroup.
 
 const ROW_WORDS_PER_GROUP: i32 = 1024;
 
-// Where row `m` moves from and to, in words: (source, destination), the source -1 where it
+// Where row `m` moves from and to, in units: (source, destination), the source -1 where it
 // does not move (no such row, an index out of range, or a later row wins its slot); the
 // winning row's slot is freed where info[18] says the row has no other mover.
 fn placed(m: i32) -> vec2<i32> {
@@ -22,7 +24,7 @@ fn placed(m: i32) -> vec2<i32> {
     if (info[15] > 0 && info[18] != 0) {
         atomicStore(&winner[r.slot], 0);
     }
-    return vec2<i32>(info[9] + r.src * info[3], info[10] + r.dst * info[3]) / 4;
+    return vec2<i32>(info[9] + r.src * info[3], info[10] + r.dst * info[3]) / UNIT_BYTES;
 }
 
 var<workgroup> row_at: vec2<i32>;  // placed(the workgroup's row)
@@ -30,7 +32,7 @@ var<workgroup> row_at: vec2<i32>;  // placed(the workgroup's row)
 @compute @workgroup_size(256)
 fn rows(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let group = i32(wg.y * u32(info[16]) + wg.x);
-    let words = info[2] * info[3] / 4;
+    let words = info[2] * info[3] / UNIT_BYTES;  // (units)
     let chunks = (words + ROW_WORDS_PER_GROUP - 1) / ROW_WORDS_PER_GROUP;
     let m = group / chunks;
     if (lid == 0u) {
@@ -54,7 +56,7 @@ var<workgroup> team_at: array<vec2<i32>, 64>;  // placed(each team's row)
 @compute @workgroup_size(256)
 fn teams(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let group = i32(wg.y * u32(info[16]) + wg.x);
-    let words = info[2] * info[3] / 4;
+    let words = info[2] * info[3] / UNIT_BYTES;  // (units)
     // invocations a row: the power of two at or above its words, 4 to 128 (indexed.py:
     // _team_lanes)
     let lanes = max(4, 1 << (32u - countLeadingZeros(u32(words - 1))));
