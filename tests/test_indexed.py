@@ -1200,8 +1200,8 @@ def test_scatters_again_and_again_into_the_same_arrays(backend: str, case: str) 
 def test_short_whole_word_rows(backend: str, dtype: type, width: int) -> None:
     """Gathers and scatters (targets that meet, three calls into the same array) of rows of
     4 to 1,025 whole words, more rows than one workgroup's teams move (WebGPU: a team of the
-    power of two at or above a row's units, several rows a workgroup; a workgroup per 1,024
-    units of longer rows), with negative indices; on WebGPU the row kernels move them, a
+    power of two at or above a row's units, several rows a workgroup; 32 invocations per
+    segment of 256 units of longer rows), with negative indices; on WebGPU the row kernels move them, a
     16-byte vector an invocation where every row is whole vectors, else a word."""
     rng = np.random.default_rng(width)
     host = rng.integers(-100, 100, (700, width)).astype(dtype)
@@ -1231,6 +1231,6 @@ def test_short_whole_word_rows(backend: str, dtype: type, width: int) -> None:
         row_bytes = width * np.dtype(dtype).itemsize
         unit = 16 if row_bytes % 16 == 0 else 4  # (the arrays start 256-byte aligned)
         units = row_bytes // unit
-        kind = "teams" if units < 256 else "rows"
+        kind = "teams" if units < 256 else "segments"
         moved = {f"indexed-vector-{kind}" if unit == 16 else f"indexed-{kind}"}
         assert moved <= set(log), log

@@ -1,8 +1,9 @@
 """Indexed copies (indexed.py) as WGSL dispatches (kernels/indexed*.wgsl): rows of whole
 16-byte vectors or 4-byte words (units) at aligned starts move with plain loads and stores,
-a team of invocations per row of at most 256 units (several rows a workgroup) and a
-workgroup per 1024 units of a longer row (embedding lookups, permutations, KV-cache reads
-and writes); anything else one element per invocation through word merges. A scatter
+a team of invocations per row of under 256 units (several rows a workgroup) and 32
+invocations per segment of 256 units of a longer row (eight segments a workgroup:
+embedding lookups, permutations, KV-cache reads and writes); anything else one element per
+invocation through word merges. A scatter
 whose targets may meet first fills a winner table, so the update latest in index order
 wins, as on the other backends; where one invocation (or one workgroup) moves each whole
 row and each index position is one row, the copy frees the slots it wins and no pass
@@ -27,7 +28,9 @@ _TYPES = {"INT32": 0, "INT64": 1, "UINT32": 2, "UINT64": 3}
 _GRID_X = 65535
 _I32 = 2**31 - 1
 _ROW_BYTES = 16  # whole-word rows at least this long move by rows (shorter: per element)
-_ROW_WORDS_PER_GROUP = 1024  # indexed_rows.wgsl: a longer row's units a workgroup moves
+# indexed_rows.wgsl: rows of at least this many units move in segments of at most as many,
+# 32 invocations a segment, eight segments a workgroup (shorter rows: teams)
+_SEGMENT_UNITS = 256
 
 
 def _source(name: str) -> str:
@@ -92,8 +95,8 @@ def _pipelines(backend: Any, src_is_dst: bool, index_in: str) -> tuple[Any, Any]
     pipelines: dict[str, Any] = {}
     modules: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         (elements, "", ("clear", "elect", "main")),
-        (rows, "", ("rows", "teams")),
-        (vectors, "vector-", ("rows", "teams")),
+        (rows, "", ("segments", "teams")),
+        (vectors, "vector-", ("segments", "teams")),
     )
     for code, prefix, names in modules:
         module = shader_module(device, code)
@@ -210,14 +213,14 @@ def indexed_dispatches(
         whole_words = unit > 0
         words = row * size // max(unit, 1)  # (a row's units, where whole_words)
         slots = c.slot_count if c.scatter else 0
-        # one invocation moves each whole row (rows of one element), or one team or
-        # workgroup (rows of whole units, at most 1024), and no other row comes from its
+        # one invocation moves each whole row (rows of one element), or one team (rows of
+        # whole units, at most 256), and no other row comes from its
         # index position: the copy frees the slots it wins, and the table (a new buffer is
         # zeros: every slot free) needs no clearing pass before each call
         frees = (
             bool(slots)
             and walk.one_row_an_index
-            and (words <= _ROW_WORDS_PER_GROUP if whole_words else row == 1)
+            and (words <= _SEGMENT_UNITS if whole_words else row == 1)
         )
         meta = _meta(c, walk, size, src, dst, index, frees)
         meta_buffer = device.create_buffer_with_data(data=meta, usage=wgpu.BufferUsage.STORAGE)
@@ -238,12 +241,12 @@ def indexed_dispatches(
         if slots:
             out.append((pipelines["elect"], group, _grid(rows), "indexed-elect", kept))
         if whole_words:
-            if words < 256:  # a team of invocations a row, several rows a workgroup
+            if words < _SEGMENT_UNITS:  # a team of invocations a row, several a workgroup
                 groups = -(-rows // (256 // _team_lanes(words)))
                 entry = "teams"
-            else:  # a workgroup per 1024 units of a row
-                groups = rows * -(-words // _ROW_WORDS_PER_GROUP)
-                entry = "rows"
+            else:  # 32 invocations a segment of a row, eight segments a workgroup
+                groups = -(-rows * -(-words // _SEGMENT_UNITS) // 8)
+                entry = "segments"
             entry = ("vector-" if unit == 16 else "") + entry
             out.append((pipelines[entry], group, _grid(groups * 256), f"indexed-{entry}", kept))
         else:
