@@ -45,8 +45,10 @@ SPIN_SECONDS = 0.02
 # a dispatch of at least this many workgroups, encoded while the queue is idle (nothing
 # submitted since the last wait or read-back), is submitted at once, so the GPU starts on it
 # while the next calls are encoded; held dispatches after it wait for MAX_PENDING or a flush
-# as before (every submission costs the GPU a gap, so only the first is hurried)
-EARLY_WORKGROUPS = 8192
+# as before (every submission costs the GPU a gap, so only the first is hurried). H100, ten
+# calls a wait: 8,192 -> 2,048 took a 128 MiB WebGPU embedding gather (4,096 workgroups)
+# from 117-145 to 109-110 µs; the 5-D box's 675 workgroups gained nothing hurried
+EARLY_WORKGROUPS = 2048
 
 
 class NativeEncoder:
