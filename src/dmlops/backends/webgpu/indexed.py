@@ -3,11 +3,10 @@
 a team of invocations per row of under 256 units (several rows a workgroup) and 32
 invocations per segment of 256 units of a longer row (eight segments a workgroup:
 embedding lookups, permutations, KV-cache reads and writes); anything else one element per
-invocation through word merges. A scatter
-whose targets may meet first fills a winner table, so the update latest in index order
-wins, as on the other backends; where one invocation (or one workgroup) moves each whole
-row and each index position is one row, the copy frees the slots it wins and no pass
-clears the table before the next call."""
+invocation through word merges. A scatter whose targets may meet first fills a winner
+table, so the update latest in index order wins, as on the other backends; where one
+invocation (or one team) moves each whole row and each index position is one row, the copy
+frees the slots it wins and no pass clears the table before the next call."""
 
 from __future__ import annotations
 
@@ -169,9 +168,9 @@ def _whole_units(
     return all(v % unit == 0 for v in (*starts, *steps))
 
 
-def _team_lanes(words: int) -> int:
-    """Invocations moving each row of `words` (1 to 255) units (indexed_rows.wgsl: teams)."""
-    return max(4, 1 << (words - 1).bit_length())
+def _team_lanes(units: int) -> int:
+    """Invocations moving each row of `units` (1 to 255) units (indexed_rows.wgsl: teams)."""
+    return max(4, 1 << (units - 1).bit_length())
 
 
 def _grid(items: int) -> tuple[int, int]:
@@ -206,12 +205,12 @@ def indexed_dispatches(
         walk = rows_of(c)
         rows, row = walk.count, walk.length
         # rows of whole 16-byte vectors move a vector an invocation, else of whole words a
-        # word (H100: a 65,536-row fp32 embedding of 4 KiB rows 143 -> ... µs)
+        # word (H100, 65,536 rows of 4 KiB: a MoE permutation 308 -> 248 µs a call)
         unit = next(
             (u for u in (16, 4) if _whole_units(c, size, src, dst, row, walk.strides, u)), 0
         )
-        whole_words = unit > 0
-        words = row * size // max(unit, 1)  # (a row's units, where whole_words)
+        whole_units = unit > 0
+        units = row * size // max(unit, 1)  # (a row's units, where whole_units)
         slots = c.slot_count if c.scatter else 0
         # one invocation moves each whole row (rows of one element), or one team (rows of
         # whole units, at most 256), and no other row comes from its
@@ -220,7 +219,7 @@ def indexed_dispatches(
         frees = (
             bool(slots)
             and walk.one_row_an_index
-            and (words <= _SEGMENT_UNITS if whole_words else row == 1)
+            and (units <= _SEGMENT_UNITS if whole_units else row == 1)
         )
         meta = _meta(c, walk, size, src, dst, index, frees)
         meta_buffer = device.create_buffer_with_data(data=meta, usage=wgpu.BufferUsage.STORAGE)
@@ -240,12 +239,12 @@ def indexed_dispatches(
             out.append((pipelines["clear"], group, _grid(slots), "indexed-clear", kept))
         if slots:
             out.append((pipelines["elect"], group, _grid(rows), "indexed-elect", kept))
-        if whole_words:
-            if words < _SEGMENT_UNITS:  # a team of invocations a row, several a workgroup
-                groups = -(-rows // (256 // _team_lanes(words)))
+        if whole_units:
+            if units < _SEGMENT_UNITS:  # a team of invocations a row, several a workgroup
+                groups = -(-rows // (256 // _team_lanes(units)))
                 entry = "teams"
             else:  # 32 invocations a segment of a row, eight segments a workgroup
-                groups = -(-rows * -(-words // _SEGMENT_UNITS) // 8)
+                groups = -(-rows * -(-units // _SEGMENT_UNITS) // 8)
                 entry = "segments"
             entry = ("vector-" if unit == 16 else "") + entry
             out.append((pipelines[entry], group, _grid(groups * 256), f"indexed-{entry}", kept))

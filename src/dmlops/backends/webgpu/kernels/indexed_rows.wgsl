@@ -33,7 +33,7 @@ var<workgroup> team_at: array<vec2<i32>, 64>;  // placed(each team's row)
 fn teams(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let group = i32(wg.y * u32(info[16]) + wg.x);
     let words = info[2] * info[3] / UNIT_BYTES;  // (units)
-    // invocations a row: the power of two at or above its words, 4 to 128 (indexed.py:
+    // invocations a row: the power of two at or above its units, 4 to 256 (indexed.py:
     // _team_lanes)
     let lanes = max(4, 1 << (32u - countLeadingZeros(u32(words - 1))));
     let team = i32(lid) / lanes;
