@@ -75,5 +75,5 @@ def select_adapter(name: str | None) -> str:
 def synchronize() -> None:
     """Wait for all the adapter's work: calls return once their dispatches are encoded, and
     several calls' dispatches go to the GPU in one submission (every 16, or at a read, a
-    write or this wait)."""
+    write or this wait; a large dispatch on an idle queue at once)."""
     _backend().synchronize()

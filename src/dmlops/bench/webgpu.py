@@ -204,7 +204,8 @@ def gpu_timed_seconds(case: Any, x: Any, out: Any, reps: int) -> float | None:
     table = Device(backend="webgpu").create_operator(case.desc).bind([x], [out])
     table.dispatch()
     times = [backend.gpu_seconds(table.dispatch) for _ in range(max(reps, 5))]
-    return None if None in times else statistics.median(t for t in times if t is not None)
+    known = [t for t in times if t is not None]
+    return statistics.median(known) if len(known) == len(times) else None
 
 
 def copy_seconds(nbytes: int, reps: int) -> float:

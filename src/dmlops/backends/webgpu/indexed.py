@@ -209,8 +209,7 @@ def indexed_dispatches(
         unit = next(
             (u for u in (16, 4) if _whole_units(c, size, src, dst, row, walk.strides, u)), 0
         )
-        whole_units = unit > 0
-        units = row * size // max(unit, 1)  # (a row's units, where whole_units)
+        units = row * size // max(unit, 1)  # (a row's units, where unit)
         slots = c.slot_count if c.scatter else 0
         # one invocation moves each whole row (rows of one element), or one team (rows of
         # whole units, at most 256), and no other row comes from its
@@ -219,7 +218,7 @@ def indexed_dispatches(
         frees = (
             bool(slots)
             and walk.one_row_an_index
-            and (units <= _SEGMENT_UNITS if whole_units else row == 1)
+            and (units <= _SEGMENT_UNITS if unit else row == 1)
         )
         meta = _meta(c, walk, size, src, dst, index, frees)
         meta_buffer = device.create_buffer_with_data(data=meta, usage=wgpu.BufferUsage.STORAGE)
@@ -239,7 +238,7 @@ def indexed_dispatches(
             out.append((pipelines["clear"], group, _grid(slots), "indexed-clear", kept))
         if slots:
             out.append((pipelines["elect"], group, _grid(rows), "indexed-elect", kept))
-        if whole_units:
+        if unit:
             if units < _SEGMENT_UNITS:  # a team of invocations a row, several a workgroup
                 groups = -(-rows // (256 // _team_lanes(units)))
                 entry = "teams"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -150,10 +150,7 @@ class NativeEncoder:
         info.callback = self._mapped
         info.userdata1 = state
         lib.wgpuBufferMapAsync(staging._internal, self.map_read, 0, nbytes, info[0])
-        deadline = time.perf_counter() + self.spin_seconds
-        while state[0] == 0:
-            lib.wgpuDevicePoll(self.device, time.perf_counter() >= deadline, ffi.NULL)
-        self.idle = True  # (the copy came after every earlier submission)
+        self._poll_until(lambda: state[0] != 0)  # (the copy came after every submission)
         if state[0] != self.map_success:
             raise RuntimeError(f"webgpu: mapping a read-back buffer failed (status {state[0]})")
         try:
@@ -166,11 +163,18 @@ class NativeEncoder:
         """Submit the open pass and return once the device's work is done: polled without
         blocking for up to `spin_seconds`, then with a blocking poll."""
         self.flush()
+        self._poll_until(None)
+
+    def _poll_until(self, done: Callable[[], bool] | None) -> None:
+        """Poll the device until `done()` (None: until its queue is empty), without blocking
+        for up to `spin_seconds`, then blocking; the queue is idle after."""
         lib, device, null = self.lib, self.device, self.ffi.NULL
         deadline = time.perf_counter() + self.spin_seconds
-        while not lib.wgpuDevicePoll(device, False, null) & 0xFF:  # (1: the queue is empty)
-            if time.perf_counter() >= deadline:
-                lib.wgpuDevicePoll(device, True, null)
+        while True:
+            block = time.perf_counter() >= deadline
+            empty = lib.wgpuDevicePoll(device, block, null) & 0xFF  # (1: the queue is empty)
+            finished = done() if done is not None else bool(empty) or block
+            if finished:
                 break
         self.idle = True
 

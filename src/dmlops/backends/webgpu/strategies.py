@@ -57,7 +57,7 @@ flight instead of waiting one after another in few.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -247,7 +247,7 @@ def piece_of(
     short_rows = len(piece.sizes) >= ROW_WALK[1] and piece.sizes[0] <= ROW_WALK[0]
     if piece.kernel == "funnel" and short_rows:
         return _row_walked(piece)
-    if not fold_boxes and piece.kernel == "vec4" and len(piece.sizes) >= BOX_VECTORS[0]:
+    if not fold_boxes and _vector_box(piece):
         return _unfolded(piece)
     return _paired(piece)
 
@@ -260,22 +260,26 @@ WORD_KERNELS = ("u32", "vec4", "vec4r1", "vec4r2", "vec4r4", "vec4r8", "funnel")
 ROW_WALK = (16, 4)
 
 
+def _vector_box(piece: Piece) -> bool:
+    """Whether a piece is a high-rank box of 16-byte vectors (BOX_VECTORS)."""
+    return piece.kernel == "vec4" and len(piece.sizes) >= BOX_VECTORS[0]
+
+
+def _walked(piece: Piece, first: int, extra: tuple[int, int]) -> Piece:
+    """The piece with `first` walked along dimension 0 and `extra` as pad0 and pad1."""
+    return replace(piece, sizes=(first, *piece.sizes[1:]), extra=extra)
+
+
 def _row_walked(piece: Piece) -> Piece:
     """A funnel piece walked a row at a time: dimension 0 of size 1, the row's word count
     in pad0 and 1 in pad1 (funnel.wgsl)."""
-    return Piece(
-        piece.kernel, piece.src_offset, piece.dst_offset, (1, *piece.sizes[1:]),
-        piece.src_strides, piece.dst_strides, piece.element_bytes, (piece.sizes[0], 1),
-    )  # fmt: skip
+    return _walked(piece, 1, (piece.sizes[0], 1))
 
 
 def _unfolded(piece: Piece) -> Piece:
     """A word kernel's piece moved an element an invocation step (pad0 1: strided.wgsl's
     second element, half a row on, never exists)."""
-    return Piece(
-        piece.kernel, piece.src_offset, piece.dst_offset, piece.sizes, piece.src_strides,
-        piece.dst_strides, piece.element_bytes, (1, 0),
-    )  # fmt: skip
+    return _walked(piece, piece.sizes[0], (1, 0))
 
 
 def _paired(piece: Piece) -> Piece:
@@ -283,10 +287,7 @@ def _paired(piece: Piece) -> Piece:
     element count in pad0 (strided.wgsl moves element k and, where it exists, k + h for
     h = ceil(count / 2), so neighbouring invocations still read and write neighbours)."""
     n = piece.sizes[0]
-    return Piece(
-        piece.kernel, piece.src_offset, piece.dst_offset, (-(-n // 2), *piece.sizes[1:]),
-        piece.src_strides, piece.dst_strides, piece.element_bytes, (n, 0),
-    )  # fmt: skip
+    return _walked(piece, -(-n // 2), (n, 0))
 
 
 def _piece_of(
@@ -491,7 +492,7 @@ def _per_thread(pieces: list[Piece], workgroups_wanted: int) -> int:
     first = pieces[0]
     if not first.element_wise:
         return 0
-    if first.kernel == "vec4" and len(first.sizes) >= BOX_VECTORS[0]:
+    if _vector_box(first):
         workgroups_wanted //= BOX_VECTORS[1]
     per_thread = PER_THREAD
     while per_thread > 1 and sum(p.tiles(per_thread) for p in pieces) < workgroups_wanted:

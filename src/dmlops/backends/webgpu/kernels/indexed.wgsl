@@ -10,7 +10,7 @@
 //   [11] index byte offset  [12] row src stride  [13] row dst stride  [14] rows
 //   [15] winner slots (0: none)  [16] grid x (workgroups)
 //   [17] reversing dimension (REVERSE_SUBSEQUENCES; -1: none)
-//   [18] 1 where the copy frees each slot it wins (one invocation, or one workgroup's first,
+//   [18] 1 where the copy frees each slot it wins (one invocation, or one team's first,
 //   decides for the whole row), so no pass clears the table before the next call
 //   [19 + 6d ..] shape, src, dst, index, slot, order stride of outer dimension d
 //   then per axis: size, stride, slot stride
