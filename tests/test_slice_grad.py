@@ -114,6 +114,35 @@ def test_functional_checks_out_shape_and_leaves_a_bad_out_untouched() -> None:
     assert out.sum() == 4 and (out[::2, ::2] == 1).all()
 
 
+def test_an_empty_window_gives_zeros(backend: str) -> None:
+    # the gradient of a slice that took nothing (numpy's x[:, 1:1]): SLICE_GRAD of an empty
+    # window, which DirectML's tensors cannot describe, is the output's zeros
+    g = np.zeros((2, 0, 3), np.float16)
+    got = to_host(
+        dmlops.slice_grad(to_device(backend, g), [2, 4, 3], [0, 1, 0], [2, 0, 3], [1, 1, 1])
+    )
+    assert got.shape == (2, 4, 3) and got.dtype == np.float16
+    assert (got.view(np.uint16) == 0).all()  # +0.0, every bit
+    out = to_device(backend, np.full((2, 4, 3), 7, np.float16))
+    dmlops.slice_grad(to_device(backend, g), [2, 4, 3], [0, 1, 0], [2, 0, 3], [1, 1, 1], out=out)
+    assert (to_host(out).view(np.uint16) == 0).all()
+
+
+@pytest.mark.parametrize(
+    ("gradient", "sizes", "window", "message"),
+    [
+        ((2, 0), [2, 4], ([0], [2, 0], [1, 1]), r"InputWindowOffsets has 1 entries"),
+        ((2, 0), [2, 4], ([0, 0], [2, 0], [1]), r"InputWindowStrides has 1 entries"),
+        ((0,), [2, 4], ([0, 0], [2, 0], [1, 1]), r"InputGradientTensor has 1 dimensions"),
+    ],
+)
+def test_an_empty_windows_fields_are_checked(gradient, sizes, window, message) -> None:  # type: ignore[no-untyped-def]
+    out = np.full(sizes, 7, np.float32)
+    with pytest.raises(DmlError, match=message):
+        dmlops.slice_grad(np.zeros(gradient, np.float32), sizes, *window, out=out)
+    assert (out == 7).all()
+
+
 @st.composite
 def slice_grad_case(draw):  # type: ignore[no-untyped-def]
     dt = draw(st.sampled_from(DATA_TYPES))

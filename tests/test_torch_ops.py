@@ -271,12 +271,65 @@ def test_compile_and_backward(device: str) -> None:
 def test_a_bad_descriptor_fails_when_traced(device: str) -> None:
     torch._dynamo.reset()
     x = _x(device, 1, 1, 4, 4, grad=False)
-    with pytest.raises(Exception, match=r"SLICE1.InputWindowStrides\[2\] is 0"):
+    # (a DmlError, not dynamo's InternalTorchDynamoError around it)
+    with pytest.raises(dmlops.InvalidDescriptorError, match=r"SLICE1.InputWindowStrides\[2\] is 0"):
         torch.compile(
             lambda t: dmlops.slice1(t, [0, 0, 0, 1], [1, 1, 4, 3], [1, 1, 0, 2]), fullgraph=True
         )(x)
     with pytest.raises(DmlError, match=r"InputWindowStrides\[2\] is 0"):
         dmlops.slice1(x.requires_grad_(), [0, 0, 0, 1], [1, 1, 4, 3], [1, 1, 0, 2])
+
+
+EMPTY_CALLS = {
+    "split with an empty piece": (lambda x: dmlops.split(x, 1, [0, 3]), (2, 3, 4)),
+    "join with an empty input": (lambda x: dmlops.join([x[:, :0], x, x[:, 1:]], 1), (2, 3, 4)),
+    "join of empty inputs": (lambda x: dmlops.join([x, x], 2), (2, 3, 0)),
+    "split of an empty tensor": (lambda x: dmlops.split(x, 1, [1, 2]), (0, 3, 4)),
+    "slice taking nothing": (lambda x: dmlops.slice(x, [0, 1, 0], [2, 0, 4], [1, 1, 2]), (2, 3, 4)),
+    "slice1 of an empty tensor": (
+        lambda x: dmlops.slice1(x, [0, 0, 0], [2, 0, 4], [1, 1, -2]),
+        (2, 0, 4),
+    ),
+    "slice_grad of an empty window": (
+        lambda g: dmlops.slice_grad(g, [2, 3, 4], [0, 1, 0], [2, 0, 4], [1, 1, 1]),
+        (2, 0, 4),
+    ),
+    "depth_to_space of an empty batch": (
+        lambda x: dmlops.depth_to_space(x, 2, "DCR"),
+        (0, 8, 2, 3),
+    ),
+    "space_to_depth of an empty batch": (
+        lambda x: dmlops.space_to_depth(x, 2, "CRD"),
+        (0, 2, 4, 6),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(EMPTY_CALLS))
+def test_empty_tensors_compile_as_they_run_eagerly(device: str, name: str) -> None:
+    # numpy's and torch's empty arrays, which DirectML's tensors cannot describe: the same
+    # outputs and gradients traced as eagerly, with no graph break
+    torch._dynamo.reset()
+    call, shape = EMPTY_CALLS[name]
+    x = torch.randn(shape, device=device)
+    eager, compiled = (x.clone().requires_grad_() for _ in range(2))
+    want = call(eager)
+    got = torch.compile(call, fullgraph=True)(compiled)
+    wants, gots = (list(v) if isinstance(v, list) else [v] for v in (want, got))
+    assert [tuple(w.shape) for w in wants] == [tuple(g.shape) for g in gots]
+    for w, g in zip(wants, gots, strict=True):
+        assert torch.equal(w, g)
+    weights = [torch.arange(w.numel(), device=device, dtype=w.dtype).view(w.shape) for w in wants]
+    sum((w * k).sum() for w, k in zip(wants, weights, strict=True)).backward()
+    sum((g * k).sum() for g, k in zip(gots, weights, strict=True)).backward()
+    assert eager.grad is not None and compiled.grad is not None
+    assert torch.equal(eager.grad, compiled.grad)
+
+
+def test_the_gradient_of_a_slice_taking_nothing_is_zeros(device: str) -> None:
+    x = torch.randn(2, 3, device=device, requires_grad=True)
+    dmlops.slice1(x, [0, 1], [2, 0], [1, 1]).sum().backward()
+    assert x.grad is not None and torch.equal(x.grad, torch.zeros_like(x))
 
 
 def test_export_keeps_the_calls(device: str) -> None:
@@ -387,6 +440,33 @@ def test_core_imports_no_torch_and_registers_when_torch_came_first() -> None:
     code = "import torch, dmlops; print(hasattr(torch.ops.dmlops, 'slice_grad'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
+
+
+def test_torch_imported_after_dmlops_registers_before_anything_is_traced() -> None:
+    # the first call dynamo traces already sees the functional call (its views and copies:
+    # no extern kernel, a bad descriptor a DmlError), with torch's module as it was
+    import subprocess
+    import sys
+
+    code = """if True:
+        import sys, dmlops
+        assert "dmlops.torch_ops" not in sys.modules
+        import torch
+        from torch._inductor.utils import run_and_get_code
+        assert "dmlops.torch_ops" in sys.modules
+        assert type(torch.__loader__).__name__ == "SourceFileLoader", torch.__loader__
+        x = torch.randn(4, 6)
+        f = torch.compile(lambda t: dmlops.slice1(t, [0, 1], [4, 4], [-1, 2]), fullgraph=True)
+        got, code = run_and_get_code(f, x)
+        assert torch.equal(got, x.flip(0)[:, 1:5:2]) and "dmlops" not in "".join(code)
+        try:
+            torch.compile(lambda t: dmlops.slice1(t, [0, 5], [4, 4], [1, 1]), fullgraph=True)(x)
+        except dmlops.InvalidDescriptorError as e:
+            print(str(e).splitlines()[0])
+    """
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().startswith("SLICE1.InputWindowOffsets[1] is 5")
 
 
 def _compiled_code(fn, *args):  # type: ignore[no-untyped-def]

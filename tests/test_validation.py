@@ -413,6 +413,38 @@ def test_binding_rules() -> None:
     op.execute([bytearray(64)], [bytearray(24)])
 
 
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda x, e: dmlops.split(x, 1, [0, 0]), r"SPLIT\.OutputTensors Sizes\[1\] sum to 0"),
+        (lambda x, e: dmlops.split(e, 0, [1, 0]), r"SPLIT\.OutputTensors Sizes\[0\] sum to 1"),
+        (
+            lambda x, e: dmlops.join([x, np.zeros((5, 0), np.float32)], 1),
+            r"JOIN\.InputTensors\[1\]\.Sizes\[0\] is 5",
+        ),
+        (
+            lambda x, e: dmlops.join([x, np.zeros((2, 0), np.float16)], 1),
+            r"JOIN\.InputTensors\[1\]\.DataType is FLOAT16",
+        ),
+        (
+            lambda x, e: dmlops.depth_to_space(np.zeros((0, 7, 2, 2), np.float32), 2),
+            r"DEPTH_TO_SPACE1\.InputTensor\.Sizes\[1\] is 7",
+        ),
+        (
+            lambda x, e: dmlops.space_to_depth(np.zeros((0, 2, 3, 4), np.float32), 2),
+            r"SPACE_TO_DEPTH1\.InputTensor\.Sizes\[2\] is 3",
+        ),
+        (lambda x, e: dmlops.slice(e, [0, 0], [2, 1], [1, 1]), r"SLICE\.InputTensor is empty"),
+    ],
+)
+def test_empty_arrays_keep_the_rules_that_hold_for_them(call, message) -> None:  # type: ignore[no-untyped-def]
+    # sizes of 0 are numpy's and torch's, not DirectML's: the rules that still make sense
+    # (pieces summing to the whole, matching sizes and types, block divisibility) hold
+    x, e = np.ones((2, 3), np.float32), np.ones((2, 0), np.float32)
+    with pytest.raises(InvalidDescriptorError, match=message):
+        call(x, e)
+
+
 def test_functional_follows_directml_fields() -> None:
     x = np.arange(16, dtype=np.float32).reshape(4, 4)
     with pytest.raises(

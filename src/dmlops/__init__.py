@@ -1,8 +1,6 @@
 """dmlops: DirectML's data-movement operators (SLICE, SLICE1, SPLIT, JOIN, SLICE_GRAD,
 DEPTH_TO_SPACE1, SPACE_TO_DEPTH1) for Python."""
 
-import sys as _sys
-
 from .device import Binding, BindingTable, CompiledOperator, Device
 from .errors import (
     BindingError,
@@ -125,6 +123,7 @@ __all__ = [
 ]
 
 from . import picture as _picture  # noqa: F401 - installs the notebook view of descriptors
+from ._after_import import after_import as _after_import
 from .functional import route_torch_through as _route
 
 
@@ -135,5 +134,6 @@ def _load_torch_ops() -> object:
 
 
 _route(_load_torch_ops)
-if "torch" in _sys.modules:  # torch is already there: register the torch operators now
-    _load_torch_ops()
+# the torch operators registered as soon as torch is there (now, or when torch is imported
+# later: before anything can trace a call, so torch.compile sees the functional calls)
+_after_import("torch", _load_torch_ops)

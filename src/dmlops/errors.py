@@ -9,6 +9,7 @@ __all__ = [
     "InvalidDescriptorError",
     "ModelError",
     "UnsupportedFeatureLevelError",
+    "seen_by_tracer",
 ]
 
 
@@ -34,3 +35,20 @@ class ModelError(DmlError):
 
 class IndexOutOfRangeError(DmlError):
     """An index tensor holds a value outside the axis it indexes (raised before any write)."""
+
+
+def seen_by_tracer(error: DmlError) -> DmlError:
+    """`error` as raised while torch.compile traces a call: the same error, of a subclass
+    of its own class and of AssertionError (dynamo hands an AssertionError to the caller
+    as it is, and wraps any other in an InternalTorchDynamoError, which no `except DmlError`
+    catches). The subclass is `Traced<ClassName>` in this module."""
+    cls = type(error)
+    name = f"Traced{cls.__name__}"
+    traced = globals().get(name)
+    if traced is None:
+        doc = f"A {cls.__name__} raised while torch.compile traces a call."
+        traced = type(name, (cls, AssertionError), {"__module__": __name__, "__doc__": doc})
+        globals()[name] = traced
+    seen: DmlError = traced(*error.args)
+    seen.__dict__.update(error.__dict__)
+    return seen

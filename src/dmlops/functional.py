@@ -688,25 +688,54 @@ def _empty_call(
     new_shapes: Sequence[tuple[int, ...] | None],
     like: int,
 ) -> _Call:
-    """The call of a descriptor with an empty tensor: every output must be empty too (an
-    output with elements would need values no input has)."""
-    desc = make_desc([t.desc for t in in_t], [t.desc for t in out_t])
+    """The call of a descriptor with an empty tensor (`check_empty`): it only allocates."""
+    check_empty(make_desc([t.desc for t in in_t], [t.desc for t in out_t]))
+    return _EmptyCall(backend, new_shapes, like)
+
+
+def check_empty(desc: OperatorDesc) -> None:
+    """The rules of a descriptor with an empty tensor, in place of DirectML's (whose tensors
+    have no size 0): every output is empty too (an output with elements would need values
+    no input has), no size is negative, and the operator's rules that hold for empty
+    tensors hold (`OperatorDesc.check_empty_rules`)."""
+    desc.check_empty_rules()
     op = desc.OPERATOR
-    for (name, _), t in zip(desc.output_fields(), out_t, strict=True):
-        if 0 not in t.desc.sizes:
-            empty = [
-                n for (n, _), i in zip(desc.input_fields(), in_t, strict=False) if 0 in i.desc.sizes
-            ]
+    ins, outs = desc.input_fields(), desc.output_fields()
+    for name, t in outs:
+        if 0 not in t.sizes:
+            empty = [n for n, i in ins if 0 in i.sizes]
             raise InvalidDescriptorError(
                 f"{op}.{empty[0] if empty else name} is empty: it has no values for "
-                f"{op}.{name} of sizes {list(t.desc.sizes)}"
+                f"{op}.{name} of sizes {list(t.sizes)}"
             )
-    for (name, _), t in zip(
-        desc.input_fields() + desc.output_fields(), [*in_t, *out_t], strict=False
-    ):
-        if any(n < 0 for n in t.desc.sizes):
-            raise InvalidDescriptorError(f"{op}.{name}.Sizes is {list(t.desc.sizes)}: negative")
-    return _EmptyCall(backend, new_shapes, like)
+    for name, t in ins + outs:
+        if any(n < 0 for n in t.sizes):
+            raise InvalidDescriptorError(f"{op}.{name}.Sizes is {list(t.sizes)}: negative")
+
+
+def check_empty_gradient(
+    gradient_shape: Sequence[int], output_sizes: Sequence[int], window: Sequence[Sequence[int]]
+) -> None:
+    """The rules of a SLICE_GRAD whose input gradient is empty (an empty window: its output
+    is zeros): one entry of each window field per output dimension, the gradient of as many
+    dimensions, no negative size."""
+    rank = len(output_sizes)
+    fields = ("InputWindowOffsets", "InputWindowSizes", "InputWindowStrides")
+    for name, values in zip(fields, window, strict=True):
+        if len(values) != rank:
+            raise InvalidDescriptorError(
+                f"SLICE_GRAD.{name} has {len(values)} entries: "
+                f"SLICE_GRAD.OutputGradientTensor has {rank} dimensions"
+            )
+    if len(gradient_shape) != rank:
+        raise InvalidDescriptorError(
+            f"SLICE_GRAD.InputGradientTensor has {len(gradient_shape)} dimensions: "
+            f"SLICE_GRAD.OutputGradientTensor has {rank}"
+        )
+    if any(n < 0 for n in output_sizes):
+        raise InvalidDescriptorError(
+            f"SLICE_GRAD.OutputGradientTensor.Sizes is {list(output_sizes)}: negative"
+        )
 
 
 def _described(
@@ -1125,6 +1154,15 @@ def slice(  # noqa: A001 - DirectML's operator name
     )
 
 
+def slice1_sizes(desc: Slice1Desc) -> tuple[int, ...]:
+    """SLICE1's default output sizes (MaxCopiedElements), an empty window's (of an empty
+    input) included: DirectML's check refuses it, its definition gives sizes with a 0."""
+    sizes, strides = desc.input_window_sizes, desc.input_window_strides
+    if 0 in sizes and 0 not in strides:
+        return tuple(-(-w // builtins.abs(t)) for w, t in zip(sizes, strides, strict=False))
+    return desc.default_output_sizes()
+
+
 def slice1(
     x: Any,
     window_offsets: Sequence[int],
@@ -1158,14 +1196,8 @@ def slice1(
             shape: tuple[int, ...] | None = int_tuple(output_sizes, "SLICE1.OutputTensor.Sizes")
         elif outs[0] is not None:
             shape = None
-        elif 0 in probe.input_window_sizes and 0 not in probe.input_window_strides:
-            # an empty window (of an empty input): MaxCopiedElements by its definition
-            shape = tuple(
-                -(-w // builtins.abs(t))
-                for w, t in zip(probe.input_window_sizes, probe.input_window_strides, strict=False)
-            )
         else:
-            shape = probe.default_output_sizes()
+            shape = slice1_sizes(probe)
         if outs[0] is not None and shape is not None:
             given = tuple(backend.describe(outs[0]).shape)
             if given != shape:
@@ -1226,6 +1258,14 @@ def slice_grad(
         return t.slice_grad_call(input_gradient, sizes, *lists, t.level_name(feature_level))
 
     shape = int_tuple(output_sizes, "SLICE_GRAD.OutputGradientTensor.Sizes")
+    if 0 in _shape(input_gradient) and 0 not in shape:
+        # an empty window: nothing is scattered, the output is zeros (a zero tiled)
+        window_fields = [
+            int_tuple(v, f"SLICE_GRAD.{n}") for n, v in zip(_WINDOW, window, strict=True)
+        ]
+        check_empty_gradient(_shape(input_gradient), shape, window_fields)
+        seed = _filled(input_gradient, 0, len(shape))
+        return tile(seed, shape, feature_level=feature_level, out=out, device=device)
 
     def make(i: BufferTensorDesc, o: BufferTensorDesc) -> OperatorDesc:
         if tuple(o.sizes) != shape:
@@ -1311,6 +1351,14 @@ def split(
     return _dispatch("SPLIT", fields, feature_level, [x], given, build, device)
 
 
+def joined_desc(pieces: Sequence[BufferTensorDesc], axis: int) -> BufferTensorDesc:
+    """The packed desc of `pieces` joined along `axis` (the first one's sizes elsewhere)."""
+    sizes = list(pieces[0].sizes)
+    if 0 <= axis < len(sizes):
+        sizes[axis] = builtins.sum(p.sizes[axis] if len(p.sizes) > axis else 0 for p in pieces)
+    return BufferTensorDesc(pieces[0].data_type, tuple(sizes))
+
+
 def join(
     xs: Sequence[Any],
     axis: int,
@@ -1333,6 +1381,9 @@ def join(
         # empty pieces add nothing (numpy.concatenate, torch.cat): the call reads the others
         full = [k for k, x in enumerate(ins) if 0 not in _shape(x)]
         if full and len(full) < len(ins):
+            # (the empty ones still fit: their other sizes and type are the others')
+            descs = [_Tensor.of_array(backend_of([x]).describe(x)).desc for x in ins]
+            JoinDesc(descs, joined_desc(descs, int(axis)), int(axis)).check_empty_rules()
             return build_full([ins[k] for k in full], outs).reading(full)
         return build_full(ins, outs)
 

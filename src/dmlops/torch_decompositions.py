@@ -62,8 +62,10 @@ View = tuple[
 # commonest copy, a plain indexing (no permutation, flip or broadcast) copied; ("cat", axis,
 # views, pointwise) views joined; ("join", axis, inputs, pointwise) whole inputs joined;
 # ("boxes", shape, ((view, start, step), ...)) boxes written into zeros at start + step * c;
-# ("blocks", six-dimensional shape, permutation, shape) DEPTH / SPACE. (The plain kinds
-# are what dynamo traces fastest: it traces `build` at every call it compiles.)
+# ("blocks", six-dimensional shape, permutation, shape) DEPTH / SPACE; ("empty", shape) an
+# output of no element, ("padded", pads) zeros padded around an empty input (SLICE_GRAD of
+# an empty window), both made from input 0 so that they take part in autograd. (The plain
+# kinds are what dynamo traces fastest: it traces `build` at every call it compiles.)
 Recipe = tuple[Any, ...]
 
 
@@ -198,6 +200,10 @@ def build(inputs: Sequence[Tensor], recipe: Recipe) -> Tensor:
         for src in recipe[2]:
             parts.append(inputs[src])
         return _pointwise_join(parts, recipe[1]) if recipe[3] else _cat(parts, recipe[1])
+    if kind == "empty":
+        return inputs[0].reshape(-1)[:0].reshape(recipe[1]).clone()
+    if kind == "padded":
+        return torch.nn.functional.pad(inputs[0], recipe[1])
     if kind == "blocks":
         # (a reshape of the permuted view copies, and its result is no view of an
         # intermediate, which AOTAutograd would regenerate on every call)

@@ -35,6 +35,7 @@ from torch import Tensor
 from . import functional as F
 from . import torch_chains
 from .elements import element_of, numpy_to_torch, torch_to_numpy
+from .errors import DmlError, seen_by_tracer
 from .ops import (
     DepthSpaceOrder,
     DepthToSpace1Desc,
@@ -200,51 +201,46 @@ def _desc(t: Tensor | _Meta) -> _Packed:
     return _Packed(element_of(t.dtype).described_as, tuple(t.shape))
 
 
-def _checked(desc: OperatorDesc, feature_level: str | None) -> OperatorDesc:
-    desc.validate(F._level(feature_level))
-    return desc
-
-
 def _like(t: Tensor, sizes: Sequence[int]) -> Tensor:
     return t.new_empty(tuple(int(n) for n in sizes))
 
 
+# each operator's descriptor on its arguments (tensors or their `_Meta`, then the custom
+# operator's other arguments, level last), not yet validated (`_valid`)
+
+
 def _slice_desc(x, offsets, sizes, strides, feature_level):  # type: ignore[no-untyped-def]
     d = _desc(x)
-    return _checked(SliceDesc(d, d.resized(sizes), offsets, sizes, strides), feature_level)
+    return SliceDesc(d, d.resized(sizes), offsets, sizes, strides)
 
 
 def _slice1_desc(x, window_offsets, window_sizes, window_strides, output_sizes, feature_level):  # type: ignore[no-untyped-def]
     d = _desc(x)
     window = (window_offsets, window_sizes, window_strides)
-    sizes = (
-        Slice1Desc(d, d, *window).default_output_sizes() if output_sizes is None else output_sizes
-    )
-    return _checked(Slice1Desc(d, d.resized(sizes), *window), feature_level)
+    sizes = F.slice1_sizes(Slice1Desc(d, d, *window)) if output_sizes is None else output_sizes
+    return Slice1Desc(d, d.resized(sizes), *window)
 
 
 def _slice_grad_desc(g, output_sizes, window_offsets, window_sizes, window_strides, feature_level):  # type: ignore[no-untyped-def]
     d = _desc(g)
     window = (window_offsets, window_sizes, window_strides)
-    return _checked(SliceGradDesc(d, d.resized(output_sizes), *window), feature_level)
+    return SliceGradDesc(d, d.resized(output_sizes), *window)
 
 
 def _split_sizes(x: Tensor | _Meta, axis: int, sizes: Sequence[int]) -> list[list[int]]:
     return [[p if d == axis else n for d, n in enumerate(x.shape)] for p in sizes]
 
 
-def _split_desc(x, axis, sizes, feature_level):  # type: ignore[no-untyped-def]
+def _split_desc(
+    x: Tensor | _Meta, axis: int, sizes: Sequence[int], feature_level: str | None
+) -> SplitDesc:
     d = _desc(x)
-    shapes = _split_sizes(x, axis, sizes)
-    return _checked(SplitDesc(d, [d.resized(s) for s in shapes], axis), feature_level)
+    return SplitDesc(d, [d.resized(s) for s in _split_sizes(x, axis, sizes)], axis)
 
 
-def _join_desc(xs, axis, feature_level):  # type: ignore[no-untyped-def]
+def _join_desc(xs: Sequence[Tensor | _Meta], axis: int, feature_level: str | None) -> JoinDesc:
     descs = [_desc(x) for x in xs]
-    sizes = list(xs[0].shape)
-    if 0 <= axis < len(sizes):
-        sizes[axis] = sum(x.shape[axis] if x.dim() > axis else 0 for x in xs)
-    return _checked(JoinDesc(descs, descs[0].resized(sizes), axis), feature_level)
+    return JoinDesc(descs, F.joined_desc(descs, axis), axis)
 
 
 def _depth_space_desc(
@@ -252,7 +248,7 @@ def _depth_space_desc(
 ) -> Any:
     d = _desc(x)
     sizes = cls.output_sizes_for(d, block_size, order)
-    return _checked(cls(d, d.resized(sizes), block_size, order), level)
+    return cls(d, d.resized(sizes), block_size, order)
 
 
 def _d2s_desc(x, block_size, order, feature_level):  # type: ignore[no-untyped-def]
@@ -264,7 +260,7 @@ def _s2d_desc(x, block_size, order, feature_level):  # type: ignore[no-untyped-d
 
 
 def _outputs(desc: OperatorDesc) -> list[tuple[int, ...]]:
-    """The sizes of each output tensor of a validated descriptor."""
+    """The sizes of each output tensor of a descriptor."""
     return [tuple(t.sizes) for _, t in desc.output_fields()]
 
 
@@ -273,12 +269,57 @@ def _tensor_inputs(args: Sequence[Any]) -> list[Tensor]:
     return list(args[0]) if isinstance(args[0], (list, tuple)) else [args[0]]
 
 
-def _fake(make: Any, many: bool = False) -> Any:
-    """A fake implementation from a descriptor builder: the output's empty tensors."""
+def _has_empty(desc: OperatorDesc) -> bool:
+    """Whether one of the descriptor's tensors is empty (a size 0)."""
+    return any(0 in t.sizes for _, t in desc.input_fields() + desc.output_fields())
+
+
+def _nonempty_part(name: str, args: Sequence[Any]) -> tuple[OperatorDesc, list[int]] | None:
+    """Where a SPLIT of a non-empty tensor has empty pieces, or a JOIN empty and non-empty
+    inputs: the descriptor of the non-empty pieces (what the eager call runs; the empty ones
+    are only allocated) and their positions; None elsewhere."""
+    if name == "split":
+        x, axis, sizes, level = args
+        kept = [k for k, n in enumerate(sizes) if n]
+        if 0 in x.shape or not kept or len(kept) == len(sizes):
+            return None
+        return _split_desc(x, axis, [sizes[k] for k in kept], level), kept
+    if name == "join":
+        xs, axis, level = args
+        kept = [k for k, x in enumerate(xs) if 0 not in x.shape]
+        if not kept or len(kept) == len(xs):
+            return None
+        return _join_desc([xs[k] for k in kept], axis, level), kept
+    return None
+
+
+def _valid(name: str, args: Sequence[Any]) -> OperatorDesc:
+    """Operator `name`'s descriptor on `args`, validated as the eager call validates it: by
+    DirectML's rules, or where a tensor is empty by the rules of empty arrays (those of the
+    non-empty pieces of a split or join; an empty window's SLICE_GRAD is zeros)."""
+    desc: OperatorDesc = _BUILDERS[name][1](*args)
+    level = F._level(args[-1])
+    if not _has_empty(desc):
+        desc.validate(level)
+        return desc
+    part = _nonempty_part(name, args)
+    if part is not None:  # (the empty pieces still fit the others)
+        desc.check_empty_rules()
+        part[0].validate(level)
+    elif name == "slice_grad" and 0 not in args[1]:
+        F.check_empty_gradient(tuple(args[0].shape), args[1], args[2:5])
+    else:
+        F.check_empty(desc)
+    return desc
+
+
+def _fake(name: str) -> Any:
+    """Operator `name`'s fake implementation: its outputs' empty tensors."""
+    many = _BUILDERS[name][2]
 
     def fake(*args):  # type: ignore[no-untyped-def]
         first = _tensor_inputs(args)[0]
-        shapes = _outputs(make(*args))
+        shapes = _outputs(_valid(name, args))
         return [_like(first, s) for s in shapes] if many else _like(first, shapes[0])
 
     return fake
@@ -293,8 +334,8 @@ _BUILDERS: dict[str, tuple[Any, Any, bool]] = {  # name: operator, descriptor bu
     "depth_to_space": (depth_to_space_op, _d2s_desc, False),
     "space_to_depth": (space_to_depth_op, _s2d_desc, False),
 }
-for _op, _make, _many in _BUILDERS.values():
-    _op.register_fake(_fake(_make, _many))
+for _name, (_op, _, _) in _BUILDERS.items():
+    _op.register_fake(_fake(_name))
 
 
 _WINDOWS = ("slice", "slice1")
@@ -303,22 +344,55 @@ _WINDOWS = ("slice", "slice1")
 def _recipes(name: str, args: Sequence[Any], pointwise_joins: bool) -> tuple[Recipe, ...]:
     """How each output of operator `name` on `args` (tensors, or their `_Meta`) is made of
     views and copies, its descriptor validated first (`pointwise_joins`: see `recipe_of`)."""
-    desc = _BUILDERS[name][1](*args)
+    desc = _valid(name, args)
     tensors = _tensor_inputs(args)
     in_shapes = [tuple(t.shape) for t in tensors]
+    shapes = _outputs(desc)
+    if _has_empty(desc):
+        return _empty_recipes(name, args, in_shapes, shapes, pointwise_joins)
     # (a window of a permuted view is read in its memory order, so its gradient is laid out
     # as its base; SPLIT's parts, whose gradients autograd adds, keep torch's own graph:
     # read so, a QKV head split's backward took 1.6x as long on the H100)
     in_strides = [tuple(t.stride()) if name in _WINDOWS else None for t in tensors]
-    if name in ("depth_to_space", "space_to_depth"):
+    if isinstance(desc, (DepthToSpace1Desc, SpaceToDepth1Desc)):
         column_row = desc.order is DepthSpaceOrder.DEPTH_COLUMN_ROW
         return (depth_space_recipe(in_shapes[0], desc.block_size, column_row, name[0] == "d"),)
     copies = desc.logical_copies()
-    shapes = _outputs(desc)
     return tuple(
         recipe_of(in_shapes, copies, k, s, pointwise_joins, in_strides)
         for k, s in enumerate(shapes)
     )
+
+
+def _empty_recipes(
+    name: str,
+    args: Sequence[Any],
+    in_shapes: list[tuple[int, ...]],
+    shapes: list[tuple[int, ...]],
+    pointwise_joins: bool,
+) -> tuple[Recipe, ...]:
+    """The recipes of a call with an empty tensor, as the eager call runs it: empty outputs
+    are empty, an empty window's SLICE_GRAD zeros; a split's or join's non-empty pieces are
+    the copies of the descriptor of those pieces alone."""
+    part = _nonempty_part(name, args)
+    copies = []
+    if part is not None:
+        desc, kept = part
+        for c in desc.logical_copies():
+            moved = {"dst": kept[c.dst]} if name == "split" else {"src": kept[c.src]}
+            copies.append(dataclasses.replace(c, **moved))  # type: ignore[arg-type]
+    recipes: list[Recipe] = []
+    for k, shape in enumerate(shapes):
+        if 0 in shape:
+            recipes.append(("empty", shape))
+        elif part is not None:
+            recipes.append(recipe_of(in_shapes, copies, k, shape, pointwise_joins))
+        else:  # SLICE_GRAD's zeros: the empty gradient padded to the output's sizes
+            pads: list[int] = []  # (torch's order: the last dimension first)
+            for n, g in zip(reversed(shape), reversed(in_shapes[0]), strict=True):
+                pads += [0, n - g]
+            recipes.append(("padded", tuple(pads)))
+    return tuple(recipes)
 
 
 def _decomposed(name: str) -> Any:
@@ -381,7 +455,10 @@ def _constant_recipes(name: str, shapes: Any, rest: Any) -> tuple[Recipe, ...]:
     metas = tuple(
         _Meta(tuple(int(n) for n in s), t, tuple(int(n) for n in st)) for s, t, st in shapes
     )
-    return _known_recipes(name, metas, _frozen(rest))
+    try:
+        return _known_recipes(name, metas, _frozen(rest))
+    except DmlError as e:  # (reaching the caller as a DmlError, not dynamo's wrapper)
+        raise seen_by_tracer(e) from e
 
 
 def _specialised(shape: Any) -> list[int]:

@@ -66,6 +66,9 @@ class OperatorDesc(abc.ABC):
     OPERATOR: str = ""
     SUPPORT: tuple[SupportRow, ...] = ()
     INDEX_FIELD: str | None = None  # the tensor field holding indices, not data
+    # whether the field and rule checks hold for tensors with a size of 0 too (numpy's and
+    # torch's empty arrays, which DirectML's tensors cannot describe): `check_empty_rules`
+    EMPTY_RULES = False
     _carried: tuple[int, bytes | None] | None = None  # set by `carrying`
 
     @property
@@ -88,6 +91,14 @@ class OperatorDesc(abc.ABC):
     @abc.abstractmethod
     def _check_rules(self) -> None:
         """The operator's rules relating its fields and tensors."""
+
+    def check_empty_rules(self) -> None:
+        """The checks of this descriptor that hold where a tensor is empty (a size 0): its
+        fields and its rules relating sizes (a split's pieces summing to the whole), where
+        `EMPTY_RULES` says they hold; none otherwise."""
+        if self.EMPTY_RULES:
+            self._check_fields()
+            self._check_rules()
 
     @abc.abstractmethod
     def logical_copies(self) -> list[LogicalCopy]:

@@ -67,6 +67,7 @@ class _DepthSpaceDesc(UnaryDesc):
     # introduced in 2_1; the feature-level history lists no later extension for either.
     SUPPORT = (SupportRow(FeatureLevel.FL_2_1, range(4, 5), TYPES_8),)
     TO_SPACE = True
+    EMPTY_RULES = True
 
     def __init__(
         self,

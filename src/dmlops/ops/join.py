@@ -21,6 +21,7 @@ class JoinDesc(OperatorDesc):
     """
 
     OPERATOR = "JOIN"
+    EMPTY_RULES = True
     SUPPORT = JOIN_SUPPORT
 
     def __init__(

@@ -17,6 +17,7 @@ class SplitDesc(OperatorDesc):
     """DML_SPLIT_OPERATOR_DESC: output k takes the input's next Sizes[Axis] slab along Axis."""
 
     OPERATOR = "SPLIT"
+    EMPTY_RULES = True
     SUPPORT = SPLIT_SUPPORT
 
     def __init__(
