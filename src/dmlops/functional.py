@@ -892,7 +892,8 @@ def _unkeyed(
         lambda staged: again(staged, outs),
     )
     in_library = call.backend.in_library_of
-    return [in_library(r, ins[0]) if o is None else o for r, o in zip(results, outs, strict=True)]
+    like = ins[call.like]  # (the input whose type new outputs take: ONE_HOT's values)
+    return [in_library(r, like) if o is None else o for r, o in zip(results, outs, strict=True)]
 
 
 def _shape(x: Any) -> tuple[int, ...]:
@@ -1006,6 +1007,9 @@ def tile(
     >>> dmlops.tile(np.array([[1, 2]], np.int8), [2, 2]).tolist()
     [[1, 2, 1, 2], [1, 2, 1, 2]]
     """
+    if type(x) is not np.ndarray and _through_torch([x]):
+        kwargs = {"feature_level": feature_level, "out": out, "device": device}
+        return _moved("TILE", tile, (x, repeats), kwargs, (0,))
 
     counts = int_tuple(repeats, "TILE.Repeats")
     return _unary(
@@ -1040,6 +1044,10 @@ def padding(
     >>> dmlops.padding(np.array([1, 2, 3], np.float32), [1], [1], value=-1.0).tolist()
     [-1.0, 1.0, 2.0, 3.0, -1.0]
     """
+    if type(x) is not np.ndarray and _through_torch([x]):
+        kwargs = {"value": value, "feature_level": feature_level, "out": out, "device": device}
+        args = (x, start_padding, end_padding, mode)
+        return _moved("PADDING1", padding, args, kwargs, (0,), "value")
 
     start = int_tuple(start_padding, "PADDING1.StartPadding")
     end = int_tuple(end_padding, "PADDING1.EndPadding")
@@ -1103,6 +1111,27 @@ def _torch_wanted(arrays: Sequence[Any]) -> bool:
     if _TORCH_OPS is None and "torch" not in sys.modules:
         return False
     return bool(_torch_ops().wanted(arrays))
+
+
+def _through_torch(arrays: Sequence[Any]) -> bool:
+    """Whether a call of an operator that has no torch custom operator (the indexed ones,
+    TILE, PADDING1) on these arrays goes through `torch_moves.moved`: a torch tensor that
+    needs a gradient, or dynamo tracing the call."""
+    if _TORCH_OPS is None and "torch" not in sys.modules:
+        return False
+    return bool(_torch_ops().moves_wanted(arrays))
+
+
+def _moved(
+    op: str,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    data: tuple[int, ...],
+    constant: str | None = None,
+) -> Any:
+    """The call through torch (`torch_moves.moved`): autograd, or a graph break."""
+    return _torch_ops().moved(op, fn, args, kwargs, data, constant)
 
 
 def _int_list(values: Sequence[int] | None, field: str) -> list[int] | None:

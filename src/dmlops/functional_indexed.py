@@ -19,8 +19,10 @@ from .functional import (
     _compile,
     _dispatch,
     _dtype_of,
+    _moved,
     _quick_run,
     _Tensor,
+    _through_torch,
     backend_of,
     join,
 )
@@ -287,6 +289,15 @@ def gather(
     >>> dmlops.gather(np.array([[1, 2], [3, 4], [5, 6]], np.float32), [2, 0]).tolist()
     [[5.0, 6.0], [1.0, 2.0]]
     """
+    if type(input) is not np.ndarray and _through_torch([input, indices]):
+        kwargs = {
+            "feature_level": feature_level,
+            "out": out,
+            "device": device,
+            "clamp_indices": clamp_indices,
+            "validate_indices": validate_indices,
+        }
+        return _moved("GATHER", gather, (input, indices, axis), kwargs, (0,))
     key, done = _quick_run(
         ("GATHER", axis, clamp_indices, feature_level),
         [input, indices],
@@ -346,6 +357,15 @@ def gather_elements(
     >>> dmlops.gather_elements(x, np.array([[2, 0], [1, 1]]), 1).tolist()
     [[12, 10], [21, 21]]
     """
+    if type(input) is not np.ndarray and _through_torch([input, indices]):
+        kwargs = {
+            "feature_level": feature_level,
+            "out": out,
+            "device": device,
+            "clamp_indices": clamp_indices,
+            "validate_indices": validate_indices,
+        }
+        return _moved("GATHER_ELEMENTS", gather_elements, (input, indices, axis), kwargs, (0,))
     key, done = _quick_run(
         ("GATHER_ELEMENTS", axis, clamp_indices, feature_level),
         [input, indices],
@@ -402,6 +422,15 @@ def gather_nd(
     >>> dmlops.gather_nd(x, [[2], [0]]).tolist()
     [[4.0, 5.0], [0.0, 1.0]]
     """
+    if type(input) is not np.ndarray and _through_torch([input, indices]):
+        kwargs = {
+            "feature_level": feature_level,
+            "out": out,
+            "device": device,
+            "clamp_indices": clamp_indices,
+            "validate_indices": validate_indices,
+        }
+        return _moved("GATHER_ND", gather_nd, (input, indices, batch_dims), kwargs, (0,))
     key, done = _quick_run(
         ("GATHER_ND", batch_dims, clamp_indices, feature_level),
         [input, indices],
@@ -468,6 +497,19 @@ def scatter_elements(
     >>> dmlops.scatter_elements(x, [1, 3, 1], np.array([7, 8, 9], np.float32)).tolist()
     [0.0, 9.0, 0.0, 8.0, 0.0]
     """
+    if (type(input) is not np.ndarray or type(updates) is not np.ndarray) and _through_torch(
+        [input, indices, updates]
+    ):
+        kwargs = {
+            "feature_level": feature_level,
+            "out": out,
+            "device": device,
+            "clamp_indices": clamp_indices,
+            "validate_indices": validate_indices,
+        }
+        return _moved(
+            "SCATTER_ELEMENTS", scatter_elements, (input, indices, updates, axis), kwargs, (0, 2)
+        )
     key, done = _quick_run(
         ("SCATTER_ELEMENTS", axis, clamp_indices, feature_level),
         [input, indices, updates],
@@ -535,6 +577,17 @@ def scatter_nd(
     >>> cache[:, 0].tolist()
     [0.0, 1.0, 0.0, 1.0]
     """
+    if (type(input) is not np.ndarray or type(updates) is not np.ndarray) and _through_torch(
+        [input, indices, updates]
+    ):
+        kwargs = {
+            "feature_level": feature_level,
+            "out": out,
+            "device": device,
+            "clamp_indices": clamp_indices,
+            "validate_indices": validate_indices,
+        }
+        return _moved("SCATTER_ND", scatter_nd, (input, indices, updates), kwargs, (0, 2))
     key, done = _quick_run(
         ("SCATTER_ND", clamp_indices, feature_level),
         [input, indices, updates],
@@ -591,6 +644,11 @@ def one_hot(
     >>> dmlops.one_hot(np.array([2, -1, 7]), 3, np.array([0, 5], np.int8)).tolist()
     [[0, 0, 5], [0, 0, 5], [0, 0, 0]]
     """
+    if (type(indices) is not np.ndarray or type(values) is not np.ndarray) and _through_torch(
+        [indices, values]
+    ):
+        kwargs = {"feature_level": feature_level, "out": out, "device": device}
+        return _moved("ONE_HOT", one_hot, (indices, depth, values, axis), kwargs, (2,))
     key, done = _quick_run(("ONE_HOT", depth, axis, feature_level), [indices, values], out, device)
     if done is not _MISS:
         return done
@@ -692,6 +750,10 @@ def reverse_subsequences(
     >>> dmlops.reverse_subsequences(x, np.array([3, 1]), axis=1, batch_axis=0).tolist()
     [[2.0, 1.0, 0.0, 3.0], [4.0, 5.0, 6.0, 7.0]]
     """
+    if type(input) is not np.ndarray and _through_torch([input, lengths]):
+        kwargs = {"feature_level": feature_level, "out": out, "device": device}
+        args = (input, lengths, axis, batch_axis)
+        return _moved("REVERSE_SUBSEQUENCES", reverse_subsequences, args, kwargs, (0,))
     lengths = _array(lengths, input)
     own = _read_as_is(lengths)
     if own is None:

@@ -49,8 +49,9 @@ from .ops import (
 )
 from .tensor import BufferTensorDesc, FeatureLevel
 from .torch_decompositions import Recipe, build, depth_space_recipe, recipe_of, register
+from .torch_moves import moved, moves_wanted
 
-__all__ = ["wanted", "level_name", "order_name"]
+__all__ = ["wanted", "level_name", "order_name", "moved", "moves_wanted"]
 
 _LIB = "dmlops"
 

@@ -1,0 +1,199 @@
+"""The operators without a torch custom operator (the indexed ones, TILE, PADDING1) on torch
+tensors: gradients through them (each output element's gradient back to the element it was
+copied from) against torch's own differentiable equivalents, and torch.compile running
+them as graph breaks. Skipped without torch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import dmlops  # noqa: E402
+from dmlops import DmlError  # noqa: E402
+
+DEVICES = [
+    "cpu",
+    pytest.param(
+        "cuda",
+        marks=[
+            pytest.mark.gpu,
+            pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"),
+        ],
+    ),
+]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def _reverse_reference(x: Any, lengths: list[int]) -> Any:
+    # rows of x (batch along dimension 1) reversed along dimension 0 up to their lengths,
+    # as one indexing by explicit positions
+    rows = []
+    for b, n in enumerate(lengths):
+        order = list(range(n - 1, -1, -1)) + list(range(n, x.shape[0]))
+        rows.append(x[order, b])
+    return torch.stack(rows, 1)
+
+
+def _i(values: Any, device: str) -> Any:
+    return torch.tensor(values, dtype=torch.int64, device=device)
+
+
+# (name, dmlops call, torch's own call, inputs: float arrays take gradients, int ones not)
+CASES: list[tuple[str, Callable[..., Any], Callable[..., Any], Callable[[str], list[Any]]]] = [
+    (
+        "gather, repeated and negative indices",
+        lambda x, i: dmlops.gather(x, i, 1),
+        lambda x, i: x[:, i % 5],
+        lambda d: [torch.randn(3, 5, 2, device=d), _i([[4, -1], [0, 2], [4, 4]], d)],
+    ),
+    (
+        "gather_elements",
+        lambda x, i: dmlops.gather_elements(x, i, 0),
+        lambda x, i: torch.gather(x, 0, i),
+        lambda d: [torch.randn(4, 3, device=d), _i([[3, 0, 1], [3, 3, 2]], d)],
+    ),
+    (
+        "gather_nd",
+        lambda x, i: dmlops.gather_nd(x, i),
+        lambda x, i: x[i[:, 0], i[:, 1]],
+        lambda d: [torch.randn(4, 3, 2, device=d), _i([[1, 2], [3, 0], [1, 2]], d)],
+    ),
+    (
+        "scatter_elements",
+        lambda x, i, u: dmlops.scatter_elements(x, i, u, 1),
+        lambda x, i, u: x.scatter(1, i, u),
+        lambda d: [
+            torch.randn(3, 5, device=d),
+            _i([[4, 0], [1, 2], [0, 3]], d),
+            torch.randn(3, 2, device=d),
+        ],
+    ),
+    (
+        "scatter_nd",
+        lambda x, i, u: dmlops.scatter_nd(x, i, u),
+        lambda x, i, u: x.index_put((i[:, 0],), u),
+        lambda d: [torch.randn(5, 3, device=d), _i([[4], [1]], d), torch.randn(2, 3, device=d)],
+    ),
+    (
+        "one_hot",
+        lambda i, v: dmlops.one_hot(i, 4, v),
+        lambda i, v: torch.where(torch.nn.functional.one_hot(i % 4, 4).bool(), v[1], v[0]),
+        lambda d: [_i([[0, 3], [-1, 2]], d), torch.randn(2, device=d)],
+    ),
+    (
+        "reverse_subsequences",
+        lambda x, n: dmlops.reverse_subsequences(x, n, 0, 1),
+        lambda x, n: _reverse_reference(x, n.tolist()),
+        lambda d: [torch.randn(5, 3, 2, device=d), _i([2, 5, 0], d)],
+    ),
+    (
+        "tile",
+        lambda x: dmlops.tile(x, [2, 1, 3]),
+        lambda x: x.repeat(2, 1, 3),
+        lambda d: [torch.randn(2, 3, 2, device=d)],
+    ),
+    (
+        "padding, constant",
+        lambda x: dmlops.padding(x, [1, 0], [2, 3], "CONSTANT", 2.5),
+        lambda x: torch.nn.functional.pad(x, (0, 3, 1, 2), value=2.5),
+        lambda d: [torch.randn(3, 4, device=d)],
+    ),
+    (
+        "padding, reflection",
+        lambda x: dmlops.padding(x, [1, 2], [2, 1], "REFLECTION"),
+        lambda x: torch.nn.functional.pad(x[None], (2, 1, 1, 2), mode="reflect")[0],
+        lambda d: [torch.randn(4, 5, device=d)],
+    ),
+    (
+        "padding, edge",
+        lambda x: dmlops.padding(x, [2, 0], [0, 3], "EDGE"),
+        lambda x: torch.nn.functional.pad(x[None], (0, 3, 2, 0), mode="replicate")[0],
+        lambda d: [torch.randn(4, 5, device=d)],
+    ),
+]
+
+
+def _leaves(inputs: list[Any]) -> list[Any]:
+    return [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
+
+
+@pytest.mark.parametrize(("name", "ours", "theirs", "make"), CASES, ids=[c[0] for c in CASES])
+def test_gradients_match_torchs_own_ops(device: str, name, ours, theirs, make) -> None:  # type: ignore[no-untyped-def]
+    inputs = make(device)
+    mine, reference = _leaves(inputs), _leaves(inputs)
+    got, want = ours(*mine), theirs(*reference)
+    assert torch.equal(got, want), name
+    weight = torch.randn(got.shape, device=device)
+    (got * weight).sum().backward()
+    (want * weight).sum().backward()
+    for a, b in zip(mine, reference, strict=True):
+        if a.requires_grad:
+            assert a.grad is not None
+            torch.testing.assert_close(a.grad, b.grad, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize(("name", "ours", "theirs", "make"), CASES, ids=[c[0] for c in CASES])
+def test_torch_compile_runs_them_between_graphs(device: str, name, ours, theirs, make) -> None:  # type: ignore[no-untyped-def]
+    # a graph break, not an error: the call runs eagerly between the compiled graphs
+    torch._dynamo.reset()
+    inputs = make(device)
+
+    def step(*xs):  # type: ignore[no-untyped-def]
+        return ours(*xs) * 2
+
+    assert torch.equal(torch.compile(step)(*inputs), step(*inputs))
+    mine, reference = _leaves(inputs), _leaves(inputs)
+    torch.compile(step)(*mine).sum().backward()
+    step(*reference).sum().backward()
+    for a, b in zip(mine, reference, strict=True):
+        if a.requires_grad:
+            assert torch.equal(a.grad, b.grad)
+
+
+def test_fullgraph_refuses_them() -> None:
+    torch._dynamo.reset()
+    x = torch.randn(4, 3)
+    with pytest.raises(Exception, match="disable"):
+        torch.compile(lambda t: dmlops.tile(t, [2, 1]), fullgraph=True)(x)
+
+
+def test_the_last_update_of_a_target_takes_its_gradient() -> None:
+    # two updates to one element: the later one wins (dmlops' rule), so only it is differentiated
+    x = torch.zeros(3, requires_grad=True)
+    u = torch.tensor([[1.0], [2.0]], requires_grad=True)
+    y = dmlops.scatter_nd(x, torch.tensor([[1], [1]]), u[:, 0])
+    assert y.tolist() == [0.0, 2.0, 0.0]
+    y.backward(torch.tensor([1.0, 5.0, 1.0]))
+    assert x.grad is not None and u.grad is not None
+    assert x.grad.tolist() == [1.0, 0.0, 1.0] and u.grad.tolist() == [[0.0], [5.0]]
+
+
+def test_out_takes_no_gradient_and_leaves_out_untouched() -> None:
+    x = torch.randn(4, 3, requires_grad=True)
+    out = torch.full((2, 3), 7.0)
+    with pytest.raises(DmlError, match=r"GATHER: a call with out= or device= takes no gradient"):
+        dmlops.gather(x, torch.tensor([1, 2]), 0, out=out)
+    assert bool((out == 7).all())
+    with torch.no_grad():
+        dmlops.gather(x, torch.tensor([1, 2]), 0, out=out)
+    assert torch.equal(out, x.detach()[1:3])
+
+
+def test_calls_without_gradients_are_as_before() -> None:
+    x = torch.randn(4, 3)
+    y = dmlops.tile(x, [1, 2])
+    assert y.grad_fn is None and torch.equal(y, x.repeat(1, 2))
+    got = dmlops.gather(np.arange(4.0), np.array([3, 0]))
+    assert isinstance(got, np.ndarray) and got.tolist() == [3.0, 0.0]
+    # ONE_HOT's output takes its values' type, not its indices' (was read as int64)
+    hot = dmlops.one_hot(torch.tensor([[0, -1]]), 3, torch.tensor([0.5, 1.5]))
+    assert hot.dtype == torch.float32 and hot.tolist() == [[[1.5, 0.5, 0.5], [0.5, 0.5, 1.5]]]
