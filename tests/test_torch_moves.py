@@ -197,3 +197,22 @@ def test_calls_without_gradients_are_as_before() -> None:
     # ONE_HOT's output takes its values' type, not its indices' (was read as int64)
     hot = dmlops.one_hot(torch.tensor([[0, -1]]), 3, torch.tensor([0.5, 1.5]))
     assert hot.dtype == torch.float32 and hot.tolist() == [[[1.5, 0.5, 0.5], [0.5, 0.5, 1.5]]]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int16"])
+def test_results_made_from_constants_come_back_as_tensors_of_the_type(
+    device: str, dtype: str
+) -> None:
+    # outputs made without a kernel of the input's library (a constant tiled, an empty
+    # piece) are torch tensors of the input's type on its device, not CuPy arrays
+    t = getattr(torch, dtype)
+    empty = torch.zeros(2, 0, device=device, dtype=t)
+    padded = dmlops.padding(empty, [1, 1], [0, 2], "CONSTANT", 3)
+    assert isinstance(padded, torch.Tensor) and padded.dtype == t and padded.device == empty.device
+    assert padded.shape == (3, 3) and bool((padded == 3).all())
+    zeros = dmlops.slice_grad(empty, [2, 4], [0, 1], [2, 0], [1, 1])
+    assert isinstance(zeros, torch.Tensor) and zeros.dtype == t and not bool(zeros.any())
+    x = torch.ones(2, 3, device=device, dtype=t)
+    pieces = dmlops.split(x, 1, [0, 3])
+    assert all(isinstance(p, torch.Tensor) and p.dtype == t for p in pieces)
+    assert [tuple(p.shape) for p in pieces] == [(2, 0), (2, 3)]

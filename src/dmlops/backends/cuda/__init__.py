@@ -89,6 +89,13 @@ class _DeviceState:
         return found
 
 
+# torch types CuPy has (others, such as bfloat16, travel as their unsigned carriers)
+_CUPY_TYPES = frozenset({
+    "bool", "uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64",
+    "float16", "float32", "float64", "complex64", "complex128",
+})  # fmt: skip
+
+
 class CudaBackend:
     """Executes plans on the GPU that holds the arrays, on the caller's stream."""
 
@@ -302,8 +309,21 @@ class CudaBackend:
         return out
 
     def in_library_of(self, result: Any, template: Any) -> Any:
-        """`result` (a CuPy array) in the array library of `template` (JAX or CuPy), without
-        a copy; JAX waits for CuPy's current stream through DLPack."""
+        """`result` (a CuPy array) in the array library of `template` (torch, JAX or CuPy),
+        without a copy; torch and JAX wait for CuPy's current stream through DLPack. Where
+        the template's torch type is one CuPy has not (bfloat16, the float8 types) and the
+        result is its unsigned carrier, the result takes the template's type."""
+        if is_torch(template):
+            torch = torch_module()
+            t = torch.from_dlpack(result)
+            if (
+                t.dtype != template.dtype
+                and result.dtype.kind == "u"
+                and t.element_size() == template.element_size()
+                and str(template.dtype).removeprefix("torch.") not in _CUPY_TYPES
+            ):
+                t = t.view(template.dtype)
+            return t
         module = type(template).__module__.split(".")[0]
         if module in ("jax", "jaxlib"):
             import jax
