@@ -14,21 +14,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import dmlops  # noqa: E402
+from conftest import TORCH_DEVICES  # noqa: E402
 from dmlops import DmlError  # noqa: E402
 
-DEVICES = [
-    "cpu",
-    pytest.param(
-        "cuda",
-        marks=[
-            pytest.mark.gpu,
-            pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"),
-        ],
-    ),
-]
 
-
-@pytest.fixture(params=DEVICES)
+@pytest.fixture(params=TORCH_DEVICES)
 def device(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 

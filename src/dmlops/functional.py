@@ -1122,16 +1122,10 @@ def _through_torch(arrays: Sequence[Any]) -> bool:
     return bool(_torch_ops().moves_wanted(arrays))
 
 
-def _moved(
-    op: str,
-    fn: Callable[..., Any],
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    data: tuple[int, ...],
-    constant: str | None = None,
-) -> Any:
-    """The call through torch (`torch_moves.moved`): autograd, or a graph break."""
-    return _torch_ops().moved(op, fn, args, kwargs, data, constant)
+def _moved(*args: Any) -> Any:
+    """The call through torch (`torch_moves.moved`, its arguments): autograd, or a graph
+    break."""
+    return _torch_ops().moved(*args)
 
 
 def _int_list(values: Sequence[int] | None, field: str) -> list[int] | None:

@@ -265,6 +265,19 @@ def _shape_of(x: Any) -> tuple[int, ...]:
     return tuple(shape) if shape is not None else tuple(backend_of([x]).describe(x).shape)
 
 
+def _options(
+    level: Level, out: Any, device: str | None, clamp: bool, validate: bool
+) -> dict[str, Any]:
+    """A gather's or scatter's keyword arguments, as `torch_moves.moved` passes them on."""
+    return {
+        "feature_level": level,
+        "out": out,
+        "device": device,
+        "clamp_indices": clamp,
+        "validate_indices": validate,
+    }
+
+
 def gather(
     input: Any,  # noqa: A002 - ONNX's argument name
     indices: Any,
@@ -290,13 +303,7 @@ def gather(
     [[5.0, 6.0], [1.0, 2.0]]
     """
     if type(input) is not np.ndarray and _through_torch([input, indices]):
-        kwargs = {
-            "feature_level": feature_level,
-            "out": out,
-            "device": device,
-            "clamp_indices": clamp_indices,
-            "validate_indices": validate_indices,
-        }
+        kwargs = _options(feature_level, out, device, clamp_indices, validate_indices)
         return _moved("GATHER", gather, (input, indices, axis), kwargs, (0,))
     key, done = _quick_run(
         ("GATHER", axis, clamp_indices, feature_level),
@@ -358,13 +365,7 @@ def gather_elements(
     [[12, 10], [21, 21]]
     """
     if type(input) is not np.ndarray and _through_torch([input, indices]):
-        kwargs = {
-            "feature_level": feature_level,
-            "out": out,
-            "device": device,
-            "clamp_indices": clamp_indices,
-            "validate_indices": validate_indices,
-        }
+        kwargs = _options(feature_level, out, device, clamp_indices, validate_indices)
         return _moved("GATHER_ELEMENTS", gather_elements, (input, indices, axis), kwargs, (0,))
     key, done = _quick_run(
         ("GATHER_ELEMENTS", axis, clamp_indices, feature_level),
@@ -423,13 +424,7 @@ def gather_nd(
     [[4.0, 5.0], [0.0, 1.0]]
     """
     if type(input) is not np.ndarray and _through_torch([input, indices]):
-        kwargs = {
-            "feature_level": feature_level,
-            "out": out,
-            "device": device,
-            "clamp_indices": clamp_indices,
-            "validate_indices": validate_indices,
-        }
+        kwargs = _options(feature_level, out, device, clamp_indices, validate_indices)
         return _moved("GATHER_ND", gather_nd, (input, indices, batch_dims), kwargs, (0,))
     key, done = _quick_run(
         ("GATHER_ND", batch_dims, clamp_indices, feature_level),
@@ -500,13 +495,7 @@ def scatter_elements(
     if (type(input) is not np.ndarray or type(updates) is not np.ndarray) and _through_torch(
         [input, indices, updates]
     ):
-        kwargs = {
-            "feature_level": feature_level,
-            "out": out,
-            "device": device,
-            "clamp_indices": clamp_indices,
-            "validate_indices": validate_indices,
-        }
+        kwargs = _options(feature_level, out, device, clamp_indices, validate_indices)
         return _moved(
             "SCATTER_ELEMENTS", scatter_elements, (input, indices, updates, axis), kwargs, (0, 2)
         )
@@ -580,13 +569,7 @@ def scatter_nd(
     if (type(input) is not np.ndarray or type(updates) is not np.ndarray) and _through_torch(
         [input, indices, updates]
     ):
-        kwargs = {
-            "feature_level": feature_level,
-            "out": out,
-            "device": device,
-            "clamp_indices": clamp_indices,
-            "validate_indices": validate_indices,
-        }
+        kwargs = _options(feature_level, out, device, clamp_indices, validate_indices)
         return _moved("SCATTER_ND", scatter_nd, (input, indices, updates), kwargs, (0, 2))
     key, done = _quick_run(
         ("SCATTER_ND", clamp_indices, feature_level),
