@@ -46,6 +46,50 @@ __device__ __forceinline__ uint4 load256(const uint4* p)
     return v;
 }"""
 
+_PUT = """#define SEGMENT 128
+__device__ __forceinline__ void put(uint4* p, uint4 v) { *p = v; }"""
+
+_SEG_START = "    if (!SCAN && warp_rows && chunk == 16 && !by_element) {"
+# gathers of long 16-byte rows on a grid of 8 blocks an SM, each warp taking unit after
+# unit: the next unit's index read while the current unit's loads are in flight
+_READ_AHEAD = """    if (!SLOTS && !SCAN && warp_rows && chunk == 16 && !by_element) {
+        const long long segments = (chunks + SEGMENT - 1) / SEGMENT;
+        const long long units = (long long)rows * segments;
+        long long u = first;
+        O s = 0, d = 0;
+        long long slot, order;
+        bool have = u < units
+            && locate<I, O, SLOTS>(meta, idx, (I)(u / segments), &s, &d, &slot, &order);
+        while (u < units) {
+            const long long segment = u % segments;
+            const long long next = u + step;
+            const uint4* from = (const uint4*)(src_base + (long long)s * es);
+            uint4* to = (uint4*)(dst_base + (long long)d * es);
+            const long long end = min(chunks, (segment + 1) * SEGMENT);
+            const long long c = segment * SEGMENT + lane;
+            const bool full = c + 3 * 32 < end;
+            uint4 a, b, e, f;
+            if (have && full) {
+                a = __ldcs(from + c); b = __ldcs(from + c + 32);
+                e = __ldcs(from + c + 64); f = __ldcs(from + c + 96);
+            }
+            O s2 = 0, d2 = 0;
+            const bool have2 = next < units
+                && locate<I, O, SLOTS>(meta, idx, (I)(next / segments), &s2, &d2, &slot, &order);
+            if (have && full) {
+                __stcs(to + c, a); __stcs(to + c + 32, b);
+                __stcs(to + c + 64, e); __stcs(to + c + 96, f);
+            } else if (have) {
+                for (long long k = c; k < end; k += 32) __stcs(to + k, __ldcs(from + k));
+            }
+            u = next; s = s2; d = d2; have = have2;
+        }
+        return;
+    }
+"""
+_GRID = "        grid = max(1, min(65535 * 8, -(-warps * lanes // _THREADS)))\n"
+_GRID_CAP = _GRID + "        if segments > 1:\n            grid = min(grid, CAP)\n"
+
 _LEAN = 'extern "C" __global__ void dmlops_indexed_lean('
 _LEAN_BOUNDS = 'extern "C" __global__ void __launch_bounds__(256, {}) dmlops_indexed_lean('
 
@@ -74,7 +118,7 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
         (_INDEXED, _SEG_LOOP, _SEG_EIGHT.replace("LOAD", "__ldcs")),
     ],
     "rows: loads hinting 256-byte L2 fetches": [
-        (_INDEXED, _SEG_LOOP, _SEG_LOOP.replace("__ldcs(", "load256(")),
+        (_INDEXED, _SEG_LOOP, _SEG_LOOP.replace("__ldg(", "load256(")),
         (_INDEXED, "#define SEGMENT 128", _LOAD256),
     ],
     "rows: 8 in flight, segments of 256, 256-byte L2 fetches": [
@@ -82,6 +126,30 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
         (_INDEXED, "#define SEGMENT 128", _LOAD256.replace("SEGMENT 128", "SEGMENT 256")),
         (_PY, "_SEGMENT = 128", "_SEGMENT = 256"),
     ],
+    "rows: plain loads and stores": [
+        (_INDEXED, _SEG_LOOP, _SEG_LOOP.replace("__stcs(", "put(")),
+        (_INDEXED, "#define SEGMENT 128", _PUT),
+    ],
+    "rows: evict-first loads (before the eighteenth session)": [
+        (_INDEXED, _SEG_LOOP, _SEG_LOOP.replace("__ldg(", "__ldcs(")),
+    ],
+    "rows: evict-first loads, plain stores": [
+        (_INDEXED, _SEG_LOOP, _SEG_LOOP.replace("__ldg(", "__ldcs(").replace("__stcs(", "put(")),
+        (_INDEXED, "#define SEGMENT 128", _PUT),
+    ],
+    "rows: segments of 64 chunks": [
+        (_INDEXED, "#define SEGMENT 128", "#define SEGMENT 64"),
+        (_PY, "_SEGMENT = 128", "_SEGMENT = 64"),
+    ],
+    "rows: read ahead, 8 blocks an SM": [
+        (_INDEXED, _SEG_START, _READ_AHEAD + _SEG_START),
+        (_PY, _GRID, _GRID_CAP.replace("CAP", "132 * 8")),
+    ],
+    "rows: read ahead, 4 blocks an SM": [
+        (_INDEXED, _SEG_START, _READ_AHEAD + _SEG_START),
+        (_PY, _GRID, _GRID_CAP.replace("CAP", "132 * 4")),
+    ],
+    "rows: as is, 8 blocks an SM": [(_PY, _GRID, _GRID_CAP.replace("CAP", "132 * 8"))],
     "lean: launch bounds (256, 8)": [(_INDEXED, _LEAN, _LEAN_BOUNDS.format(8))],
     "lean: launch bounds (256, 6)": [(_INDEXED, _LEAN, _LEAN_BOUNDS.format(6))],
 }
