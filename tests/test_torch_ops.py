@@ -830,3 +830,39 @@ def test_a_compiled_slice_of_a_permuted_view_hands_back_a_contiguous_gradient(
     want = x.detach().clone().requires_grad_(True)
     want.transpose(1, 2)[:, :, 1::2].backward(grad)
     assert torch.equal(x.grad, want.grad) and x.grad.is_contiguous()
+
+
+TRANSFORMED = {
+    "slice1": lambda t: dmlops.slice1(t, [0, 1, 0], [3, 5, 4], [1, -2, 3]),
+    "slice": lambda t: dmlops.slice(t, [1, 0, 1], [2, 3, 2], [1, 2, 2]),
+    "split": lambda t: dmlops.split(t, 1, [2, 4])[1],
+    "join": lambda t: dmlops.join([t, t[:, :2]], 1),
+    "slice_grad": lambda t: dmlops.slice_grad(t, [4, 7, 5], [0, 1, 0], [3, 6, 4], [1, 1, 1]),
+    "depth_to_space": lambda t: dmlops.depth_to_space(t.reshape(1, 36, 1, 2)[:, :36], 3, "CRD"),
+    "space_to_depth": lambda t: dmlops.space_to_depth(t[:, :6, :4].reshape(3, 1, 6, 4), 2),
+}
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMED))
+def test_torch_func_transforms_carry_the_strided_operators(name: str) -> None:
+    # vmap, grad and jacrev see the operators' views and copies (the custom operator's
+    # autograd does not support torch.func, and its vmap is a per-example loop)
+    fn = TRANSFORMED[name]
+    xs = torch.randn(2, 3, 6, 4)  # (DEPTH / SPACE have no float64)
+    batched = torch.func.vmap(fn)(xs)
+    assert torch.equal(batched, torch.stack([fn(x) for x in xs]))
+    x = xs[0].clone().requires_grad_()
+    weight = torch.randn(fn(x).shape)
+    (fn(x) * weight).sum().backward()
+    got = torch.func.grad(lambda t: (fn(t) * weight).sum())(xs[0])
+    assert x.grad is not None and torch.equal(got, x.grad)
+    jacobian = torch.func.jacrev(fn)(xs[0])
+    assert jacobian.shape == (*fn(x).shape, *x.shape)
+
+
+def test_operators_without_views_refuse_torch_func_transforms() -> None:
+    x = torch.randn(2, 4, 3)
+    with pytest.raises(DmlError, match=r"GATHER: torch\.func transforms"):
+        torch.func.vmap(lambda t: dmlops.gather(t, torch.tensor([1, 0]), 0))(x)
+    with pytest.raises(DmlError, match=r"TILE: torch\.func transforms"):
+        torch.func.grad(lambda t: dmlops.tile(t, [2, 1]).sum())(x[0])

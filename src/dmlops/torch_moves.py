@@ -22,19 +22,26 @@ from torch import Tensor
 
 from .errors import DmlError
 
-__all__ = ["moved", "moves_wanted"]
+__all__ = ["moved", "moves_wanted", "transforming"]
+
+_PEEK = getattr(getattr(torch._C, "_functorch", None), "peek_interpreter_stack", None)
+
+
+def transforming() -> bool:
+    """Whether a torch.func transform (vmap, grad, jacrev, ...) sees the call."""
+    return _PEEK is not None and _PEEK() is not None
 
 
 def moves_wanted(arrays: Sequence[Any]) -> bool:
     """Whether a call on these arrays goes through `moved`: a torch tensor among them needs
-    a gradient, or dynamo is tracing the call."""
+    a gradient, or dynamo is tracing the call, or a torch.func transform sees it."""
     found = False
     for t in arrays:
         if isinstance(t, Tensor):
             if t.requires_grad and torch.is_grad_enabled():
                 return True
             found = True
-    return found and torch.compiler.is_compiling()
+    return found and (torch.compiler.is_compiling() or transforming())
 
 
 def _moved(
@@ -48,6 +55,11 @@ def _moved(
     """`fn(*args, **kwargs)` (operator `op`) on torch tensors, eagerly: where a data input
     (positions `data` of `args`) needs a gradient, as an autograd Function (see the module);
     `constant`: the keyword argument holding the constant the operator writes."""
+    if transforming():
+        raise DmlError(
+            f"{op}: torch.func transforms (vmap, grad, jacrev, ...) do not reach this "
+            "operator's kernels (the strided operators they do); call it outside the transform"
+        )
     tracked = torch.is_grad_enabled() and any(
         isinstance(args[k], Tensor) and args[k].requires_grad for k in data
     )

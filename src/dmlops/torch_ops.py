@@ -47,9 +47,9 @@ from .ops import (
     SpaceToDepth1Desc,
     SplitDesc,
 )
-from .tensor import BufferTensorDesc, FeatureLevel
+from .tensor import BufferTensorDesc, FeatureLevel, packed_strides
 from .torch_decompositions import Recipe, build, depth_space_recipe, recipe_of, register
-from .torch_moves import moved, moves_wanted
+from .torch_moves import moved, moves_wanted, transforming
 
 __all__ = ["wanted", "level_name", "order_name", "moved", "moves_wanted"]
 
@@ -717,6 +717,7 @@ class _Operator:
         """`chain`: the operator's name in the chains it may join (`torch_chains`)."""
         impl, setup, backward = _AUTOGRAD[op]
         self.op, self.impl, self.listed, self.chain = op, impl, listed, chain
+        self.kind = next(k for k, (o, _, _) in _BUILDERS.items() if o is op)  # its recipes
 
         def unspread(args: tuple[Any, ...]) -> tuple[Any, ...]:
             return (list(args[2:]), *args[:2]) if listed else args
@@ -745,6 +746,8 @@ class _Operator:
     def __call__(self, *args: Any) -> Any:
         tensors = _tensor_inputs(args)
         if not _plain_eager(tensors):
+            if transforming() and not torch.compiler.is_compiling():
+                return self._views_and_copies(args)
             return self.op(*args)
         if not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
             return self.impl(*args)
@@ -752,6 +755,16 @@ class _Operator:
             return self._function(args)
         rest = tuple([tuple(a) if isinstance(a, list) else a for a in args[1:]])
         return torch_chains.run(self.chain, tensors, rest, lambda: self._function(args))
+
+    def _views_and_copies(self, args: tuple[Any, ...]) -> Any:
+        """The call as the aten views and copies of its recipes (as torch.compile sees it),
+        which torch.func transforms carry through: the custom operator's autograd does not
+        support them, and its vmap is a per-example loop."""
+        tensors = _tensor_inputs(args)
+        metas = tuple(_Meta(tuple(t.shape), t.dtype, packed_strides(t.shape)) for t in tensors)
+        recipes = _known_recipes(self.kind, metas, _frozen(args[1:]))
+        outs = [build(tensors, r) for r in recipes]
+        return outs if self.kind == "split" else outs[0]
 
     def _function(self, args: tuple[Any, ...]) -> Any:
         """The call as this operator's autograd Function."""
