@@ -449,8 +449,10 @@ def test_torch_imported_after_dmlops_registers_before_anything_is_traced() -> No
     import sys
 
     code = """if True:
-        import sys, dmlops
+        import importlib.util, sys, dmlops
         assert "dmlops.torch_ops" not in sys.modules
+        assert importlib.util.find_spec("torch") is not None  # (a look imports nothing)
+        assert "torch" not in sys.modules and "dmlops.torch_ops" not in sys.modules
         import torch
         from torch._inductor.utils import run_and_get_code
         assert "dmlops.torch_ops" in sys.modules

@@ -27,7 +27,9 @@ def after_import(name: str, callback: Callable[[], object]) -> None:
 
 
 class _Finder(importlib.abc.MetaPathFinder):
-    """Finds `name` through the other finders, its loader wrapped to run the callback."""
+    """Finds `name` through the finders after it, the loader wrapped to run the callback.
+    It stays in place until the module has been executed: a look that imports nothing
+    (`importlib.util.find_spec`, as libraries ask whether torch is installed) leaves it."""
 
     def __init__(self, name: str, callback: Callable[[], object]) -> None:
         self.name = name
@@ -41,22 +43,36 @@ class _Finder(importlib.abc.MetaPathFinder):
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname != self.name:
             return None
-        if self in sys.meta_path:  # once: the real spec from the finders after this one
-            sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
+        spec: importlib.machinery.ModuleSpec | None = None
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                break
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
-        spec.loader = _Loader(spec.loader, self.callback)
+        spec.loader = _Loader(spec.loader, self)
         return spec
+
+    def done(self) -> None:
+        """The module is imported: off the finders, the callback run."""
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        try:
+            self.callback()
+        except Exception as e:  # noqa: BLE001 - the module's import stands either way
+            warnings.warn(f"dmlops could not prepare for {self.name}: {e!r}", stacklevel=3)
 
 
 class _Loader(importlib.abc.Loader):
     """The module's own loader, which it keeps (as `__loader__` and its spec's loader);
-    the callback runs after it has executed the module."""
+    the finder's callback runs after it has executed the module."""
 
-    def __init__(self, loader: Any, callback: Callable[[], object]) -> None:
+    def __init__(self, loader: Any, finder: _Finder) -> None:
         self.loader = loader
-        self.callback = callback
+        self.finder = finder
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
         made: ModuleType | None = self.loader.create_module(spec)
@@ -67,10 +83,7 @@ class _Loader(importlib.abc.Loader):
         if module.__spec__ is not None:
             module.__spec__.loader = self.loader
         self.loader.exec_module(module)
-        try:
-            self.callback()
-        except Exception as e:  # noqa: BLE001 - the module's import stands either way
-            warnings.warn(f"dmlops could not prepare for {module.__name__}: {e!r}", stacklevel=2)
+        self.finder.done()
 
     def __getattr__(self, attribute: str) -> Any:
         return getattr(self.loader, attribute)
