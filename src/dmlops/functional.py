@@ -720,8 +720,7 @@ def check_empty_gradient(
     is zeros): one entry of each window field per output dimension, the gradient of as many
     dimensions, no negative size."""
     rank = len(output_sizes)
-    fields = ("InputWindowOffsets", "InputWindowSizes", "InputWindowStrides")
-    for name, values in zip(fields, window, strict=True):
+    for name, values in zip(_WINDOW, window, strict=True):
         if len(values) != rank:
             raise InvalidDescriptorError(
                 f"SLICE_GRAD.{name} has {len(values)} entries: "

@@ -380,8 +380,8 @@ def _empty_recipes(
     if part is not None:
         desc, kept = part
         for c in desc.logical_copies():
-            moved = {"dst": kept[c.dst]} if name == "split" else {"src": kept[c.src]}
-            copies.append(dataclasses.replace(c, **moved))  # type: ignore[arg-type]
+            renumbered = {"dst": kept[c.dst]} if name == "split" else {"src": kept[c.src]}
+            copies.append(dataclasses.replace(c, **renumbered))  # type: ignore[arg-type]
     recipes: list[Recipe] = []
     for k, shape in enumerate(shapes):
         if 0 in shape:
