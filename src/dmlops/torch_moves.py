@@ -5,15 +5,17 @@ tensors that need a gradient, or under torch.compile.
 Every output element of these operators is a copy of one input element (or a constant):
 the gradient of a call adds each output element's gradient to the element it was copied
 from. Which one that is, is found by running the operator itself on the inputs' positions
-(int64 tensors numbering the elements of every data input in turn; a constant written as
--1), so the backward follows DirectML's semantics exactly — clamped or negative indices,
-batch dimensions, duplicate targets where the last update wins, edge and reflected pads —
-with one `index_add_`, where elements read several times (a tile, repeated indices) add
-up, as torch's own gathers do. Under torch.compile a call is a graph break: it runs
-eagerly, between the compiled graphs (`fullgraph=True` refuses it)."""
+(int32 tensors, int64 past 2**31 elements, numbering the elements of every data input in
+turn; a constant written as -1), so the backward follows DirectML's semantics exactly —
+clamped or negative indices, batch dimensions, duplicate targets where the last update
+wins, edge and reflected pads — with one `index_add_`, where elements read several times
+(a tile, repeated indices) add up, as torch's own gathers do. The positions take memory as
+the data inputs' elements do (4 bytes each). Under torch.compile a call is a graph break:
+it runs eagerly, between the compiled graphs (`fullgraph=True` refuses it)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -100,16 +102,16 @@ class _Moved(torch.autograd.Function):  # type: ignore[misc]
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> Any:
         args = list(ctx.others)
+        counts = {k: math.prod(ctx.shapes[k]) for k in ctx.data}
+        # positions as int32 where every one fits (half the memory and traffic of int64)
+        kind = torch.int32 if sum(counts.values()) < 2**31 else torch.int64
         starts = {}
         at = 0
         for k in ctx.data:
-            shape = ctx.shapes[k]
-            n = 1
-            for s in shape:
-                n *= s
-            args[k] = torch.arange(at, at + n, dtype=torch.int64, device=grad.device).reshape(shape)
+            numbers = torch.arange(at, at + counts[k], dtype=kind, device=grad.device)
+            args[k] = numbers.reshape(ctx.shapes[k])
             starts[k] = at
-            at += n
+            at += counts[k]
         kwargs = dict(ctx.kwargs)
         if ctx.constant is not None:
             kwargs[ctx.constant] = -1
@@ -122,6 +124,5 @@ class _Moved(torch.autograd.Function):  # type: ignore[misc]
         grads: list[Any] = [None] * (4 + len(args))
         for k in ctx.data:
             if ctx.needs_input_grad[4 + k]:
-                n = args[k].numel()
-                grads[4 + k] = total[starts[k] : starts[k] + n].view(ctx.shapes[k])
+                grads[4 + k] = total[starts[k] : starts[k] + counts[k]].view(ctx.shapes[k])
         return tuple(grads)
