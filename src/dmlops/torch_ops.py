@@ -17,8 +17,10 @@ when dynamo traces it, and becomes the aten views and copies of its logical copi
 graph is what torch code would give, so AOTAutograd derives its backward and inductor fuses
 it as torch's own (`torch.export` keeps the operators; inductor decomposes them where a graph
 holds them).
-Importing this module registers everything; dmlops imports it when torch is imported first,
-and on the first functional call with a torch tensor otherwise.
+Importing this module registers everything; dmlops imports it as soon as torch is there (at
+`import dmlops`, or right after `import torch` completes: `_after_import`). The operators
+without a custom operator go through `torch_moves`; under a torch.func transform the seven
+here run as their views and copies (`_Operator._views_and_copies`).
 """
 
 from __future__ import annotations
