@@ -1,7 +1,8 @@
-"""The operators without a torch custom operator (the indexed ones, TILE, PADDING1) on torch
+"""The operators without a views-and-copies form (the indexed ones, TILE, PADDING1) on torch
 tensors: gradients through them (each output element's gradient back to the element it was
-copied from) against torch's own differentiable equivalents, and torch.compile running
-them as graph breaks. Skipped without torch."""
+copied from) against torch's own differentiable equivalents, eagerly and under
+torch.compile, which keeps them as custom operators (as torch.export does). Skipped without
+torch."""
 
 from __future__ import annotations
 
@@ -132,28 +133,52 @@ def test_gradients_match_torchs_own_ops(device: str, name, ours, theirs, make) -
 
 
 @pytest.mark.parametrize(("name", "ours", "theirs", "make"), CASES, ids=[c[0] for c in CASES])
-def test_torch_compile_runs_them_between_graphs(device: str, name, ours, theirs, make) -> None:  # type: ignore[no-untyped-def]
-    # a graph break, not an error: the call runs eagerly between the compiled graphs
+def test_torch_compile_keeps_them_as_custom_operators(
+    device: str, name, ours, theirs, make
+) -> None:  # type: ignore[no-untyped-def]
+    # one graph (fullgraph: no graph break), the operator a torch.ops.dmlops call that runs
+    # dmlops' kernel, gradients as eagerly
     torch._dynamo.reset()
     inputs = make(device)
 
     def step(*xs):  # type: ignore[no-untyped-def]
         return ours(*xs) * 2
 
-    assert torch.equal(torch.compile(step)(*inputs), step(*inputs))
+    explained = torch._dynamo.explain(step)(*inputs)
+    assert explained.graph_count == 1 and explained.graph_break_count == 0
+    assert "dmlops." in explained.graphs[0].code
+    compiled = torch.compile(step, fullgraph=True)
+    assert torch.equal(compiled(*inputs), step(*inputs))
     mine, reference = _leaves(inputs), _leaves(inputs)
-    torch.compile(step)(*mine).sum().backward()
+    compiled(*mine).sum().backward()
     step(*reference).sum().backward()
     for a, b in zip(mine, reference, strict=True):
         if a.requires_grad:
             assert torch.equal(a.grad, b.grad)
 
 
-def test_fullgraph_refuses_them() -> None:
+def test_torch_export_keeps_them() -> None:
+    class Lookup(torch.nn.Module):  # type: ignore[misc]
+        def forward(self, table, ids):  # type: ignore[no-untyped-def]
+            return dmlops.gather(table, ids, 0) + 1
+
+    table, ids = torch.randn(6, 3), torch.tensor([[5, 0], [2, -1]])
+    exported = torch.export.export(Lookup(), (table, ids))
+    assert "torch.ops.dmlops.gather.default" in exported.graph_module.code
+    assert torch.equal(exported.module()(table, ids), Lookup()(table, ids))
+
+
+def test_out_under_torch_compile_is_a_graph_break() -> None:
+    # (the custom operators make new tensors: a call writing into `out` runs eagerly)
     torch._dynamo.reset()
-    x = torch.randn(4, 3)
-    with pytest.raises(Exception, match="disable"):
-        torch.compile(lambda t: dmlops.tile(t, [2, 1]), fullgraph=True)(x)
+    x, out = torch.randn(4, 3), torch.empty(2, 3)
+
+    def step(t, o):  # type: ignore[no-untyped-def]
+        dmlops.gather(t, torch.tensor([3, 1]), 0, out=o)
+        return o * 2
+
+    assert torch._dynamo.explain(step)(x, out).graph_break_count == 1
+    assert torch.equal(torch.compile(step)(x, out), x[[3, 1]] * 2)
 
 
 def test_the_last_update_of_a_target_takes_its_gradient() -> None:
@@ -206,3 +231,25 @@ def test_results_made_from_constants_come_back_as_tensors_of_the_type(
     pieces = dmlops.split(x, 1, [0, 3])
     assert all(isinstance(p, torch.Tensor) and p.dtype == t for p in pieces)
     assert [tuple(p.shape) for p in pieces] == [(2, 0), (2, 3)]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_reduce_overhead_cuda_graphs_capture_the_custom_operators() -> None:
+    # (the extern kernel's launches recorded in the compiled step's CUDA graph, replayed
+    # with new data and new indices)
+    torch._dynamo.reset()
+
+    def lookup(table, ids, cache, slots, rows):  # type: ignore[no-untyped-def]
+        written = dmlops.scatter_nd(cache, slots, rows)
+        return dmlops.gather(table, ids, 0) * 1, written + 0
+
+    compiled = torch.compile(lookup, mode="reduce-overhead", fullgraph=True)
+    for step in range(5):
+        table = torch.randn(64, 8, device="cuda") + step
+        ids = torch.randint(-64, 64, (16,), device="cuda")
+        cache = torch.zeros(32, 8, device="cuda")
+        slots = torch.randperm(32, device="cuda")[:4].view(4, 1)
+        rows = torch.randn(4, 8, device="cuda")
+        got, want = compiled(table, ids, cache, slots, rows), lookup(table, ids, cache, slots, rows)
+        assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1]), step

@@ -10,12 +10,11 @@ turn; a constant written as -1), so the backward follows DirectML's semantics ex
 clamped or negative indices, batch dimensions, duplicate targets where the last update
 wins, edge and reflected pads — with one `index_add_`, where elements read several times
 (a tile, repeated indices) add up, as torch's own gathers do. The positions take memory as
-the data inputs' elements do (4 bytes each). Under torch.compile a call is a graph break:
-it runs eagerly, between the compiled graphs (`fullgraph=True` refuses it)."""
+the data inputs' elements do (4 bytes each). Traced (torch.compile, torch.export, make_fx)
+a call is the operator's custom operator (`torch_opaque`), whose gradient is the same."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,6 +22,7 @@ import torch
 from torch import Tensor
 
 from .errors import DmlError
+from .torch_opaque import opaque_call, source_gradients
 
 __all__ = ["moved", "moves_wanted", "transforming"]
 
@@ -34,19 +34,24 @@ def transforming() -> bool:
     return _PEEK is not None and _PEEK() is not None
 
 
+# (a Parameter is a plain tensor here; other subclasses are traced ones: FakeTensor, ...)
+_PLAIN_TENSORS = (Tensor, torch.nn.Parameter)
+
+
 def moves_wanted(arrays: Sequence[Any]) -> bool:
     """Whether a call on these arrays goes through `moved`: a torch tensor among them needs
-    a gradient, or dynamo is tracing the call, or a torch.func transform sees it."""
+    a gradient or is traced (a tensor subclass), or dynamo is tracing the call, or a
+    torch.func transform sees it."""
     found = False
     for t in arrays:
         if isinstance(t, Tensor):
-            if t.requires_grad and torch.is_grad_enabled():
+            if (t.requires_grad and torch.is_grad_enabled()) or type(t) not in _PLAIN_TENSORS:
                 return True
             found = True
     return found and (torch.compiler.is_compiling() or transforming())
 
 
-def _moved(
+def moved(
     op: str,
     fn: Callable[..., Any],
     args: tuple[Any, ...],
@@ -54,9 +59,26 @@ def _moved(
     data: tuple[int, ...],
     constant: str | None = None,
 ) -> Any:
-    """`fn(*args, **kwargs)` (operator `op`) on torch tensors, eagerly: where a data input
-    (positions `data` of `args`) needs a gradient, as an autograd Function (see the module);
-    `constant`: the keyword argument holding the constant the operator writes."""
+    """`fn(*args, **kwargs)` (operator `op`) on torch tensors: traced (torch.compile,
+    torch.export, make_fx), its custom operator (`torch_opaque`; a call with `out=` or
+    `device=` a graph break instead); eagerly, the kernels, with an autograd Function where
+    a data input (positions `data` of `args`) needs a gradient; `constant`: the keyword
+    argument holding the constant the operator writes."""
+    traced = torch.compiler.is_compiling() or any(
+        isinstance(a, Tensor) and type(a) not in _PLAIN_TENSORS for a in args
+    )
+    call = (op, fn, args, kwargs, data, constant)
+    if not traced:
+        return _eagerly(*call)
+    if kwargs.get("out") is None and kwargs.get("device") is None:
+        return opaque_call(op, args, kwargs)
+    return _between_graphs(*call)
+
+
+def _eagerly(*call: Any) -> Any:
+    """`moved`'s call eagerly: where a data input needs a gradient, as an autograd Function
+    (see the module)."""
+    op, fn, args, kwargs, data, constant = call
     if transforming():
         raise DmlError(
             f"{op}: torch.func transforms (vmap, grad, jacrev, ...) do not reach this "
@@ -76,8 +98,9 @@ def _moved(
     return _Moved.apply(fn, kwargs, data, constant, *args)
 
 
-# (under torch.compile a graph break: dynamo never traces dmlops' array code)
-moved: Callable[..., Any] = torch.compiler.disable(_moved)
+# (a call with `out=` under torch.compile: a graph break, dynamo never tracing dmlops' array
+# code; the custom operators make new tensors)
+_between_graphs: Callable[..., Any] = torch.compiler.disable(_eagerly)
 
 
 class _Moved(torch.autograd.Function):  # type: ignore[misc]
@@ -101,28 +124,18 @@ class _Moved(torch.autograd.Function):  # type: ignore[misc]
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> Any:
-        args = list(ctx.others)
-        counts = {k: math.prod(ctx.shapes[k]) for k in ctx.data}
-        # positions as int32 where every one fits (half the memory and traffic of int64)
-        kind = torch.int32 if sum(counts.values()) < 2**31 else torch.int64
-        starts = {}
-        at = 0
-        for k in ctx.data:
-            numbers = torch.arange(at, at + counts[k], dtype=kind, device=grad.device)
-            args[k] = numbers.reshape(ctx.shapes[k])
-            starts[k] = at
-            at += counts[k]
-        kwargs = dict(ctx.kwargs)
-        if ctx.constant is not None:
-            kwargs[ctx.constant] = -1
-        sources = torch.as_tensor(ctx.fn(*args, **kwargs)).reshape(-1)
-        flat = grad.reshape(-1)
-        if ctx.constant is not None:  # (constants take no gradient)
-            kept = sources >= 0
-            sources, flat = sources[kept], flat[kept]
-        total = grad.new_zeros(at).index_add_(0, sources, flat)
-        grads: list[Any] = [None] * (4 + len(args))
-        for k in ctx.data:
+        def run(positions: dict[int, Tensor]) -> Any:
+            args = list(ctx.others)
+            for k, p in positions.items():
+                args[k] = p
+            kwargs = dict(ctx.kwargs)
+            if ctx.constant is not None:
+                kwargs[ctx.constant] = -1
+            return ctx.fn(*args, **kwargs)
+
+        found = source_gradients(grad, ctx.shapes, run, ctx.constant is not None)
+        grads: list[Any] = [None] * (4 + len(ctx.others))
+        for k, g in found.items():
             if ctx.needs_input_grad[4 + k]:
-                grads[4 + k] = total[starts[k] : starts[k] + counts[k]].view(ctx.shapes[k])
+                grads[4 + k] = g
         return tuple(grads)

@@ -1,0 +1,248 @@
+"""The operators that have no views-and-copies form (GATHER, GATHER_ELEMENTS, GATHER_ND,
+SCATTER_ELEMENTS, SCATTER_ND, ONE_HOT, REVERSE_SUBSEQUENCES, TILE, PADDING1) as torch
+custom operators (`torch.ops.dmlops.gather`, ...): what torch.compile, torch.export and
+make_fx see of a functional call. Inductor runs them as extern kernels (dmlops' own); their
+fake implementations give the output's sizes and type; their gradient is `torch_moves`'
+(the operator run on the inputs' positions, the output gradient added there)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from . import functional as F
+from . import functional_indexed as FI
+from .errors import DmlError
+from .functional_indexed import _axis
+from .ops import PaddingMode
+from .tensor import FeatureLevel
+
+__all__ = ["OPAQUE", "opaque_call", "source_gradients"]
+
+
+def _gather_shape(x: Any, indices: Any, axis: int, *_: Any) -> tuple[Any, ...]:
+    a = _axis(axis, max(x.dim(), 1), "GATHER")
+    return (*x.shape[:a], *indices.shape, *x.shape[a + 1 :])
+
+
+def _gather_nd_shape(x: Any, indices: Any, batch_dims: int, *_: Any) -> tuple[Any, ...]:
+    if indices.dim() == 0:
+        raise DmlError("GATHER_ND: indices need at least one dimension (the index tuple)")
+    b, n = batch_dims, indices.shape[-1]
+    return (*x.shape[:b], *indices.shape[b:-1], *x.shape[b + n :])
+
+
+def _one_hot_shape(indices: Any, depth: int, values: Any, axis: int, *_: Any) -> tuple[Any, ...]:
+    a = _axis(axis, indices.dim() + 1, "ONE_HOT")
+    return (*indices.shape[:a], depth, *indices.shape[a:])
+
+
+def _tile_shape(x: Any, repeats: Sequence[int], *_: Any) -> tuple[Any, ...]:
+    if len(repeats) != x.dim():
+        raise DmlError(
+            f"TILE.Repeats has {len(repeats)} entries: the input has {x.dim()} dimensions"
+        )
+    return tuple(n * r for n, r in zip(x.shape, repeats, strict=True))
+
+
+def _padding_shape(x: Any, start: Sequence[int], end: Sequence[int], *_: Any) -> tuple[Any, ...]:
+    if len(start) != x.dim() or len(end) != x.dim():
+        raise DmlError(
+            f"PADDING1.StartPadding and EndPadding have {len(start)} and {len(end)} "
+            f"entries: the input has {x.dim()} dimensions"
+        )
+    return tuple(n + s + e for n, s, e in zip(x.shape, start, end, strict=True))
+
+
+def _same_shape(x: Any, *_: Any) -> tuple[Any, ...]:
+    return tuple(x.shape)
+
+
+# each argument's type in the custom operators' schemas, by its functional name
+_SCHEMA_TYPES = {
+    **dict.fromkeys(("input", "indices", "updates", "values", "lengths", "x"), "Tensor"),
+    **dict.fromkeys(("axis", "batch_dims", "depth", "batch_axis"), "int"),
+    **dict.fromkeys(("repeats", "start_padding", "end_padding"), "int[]"),
+    "mode": "str",
+    "value": "float",
+    "feature_level": "str?",
+    "clamp_indices": "bool",
+    "validate_indices": "bool",
+}
+
+
+class Opaque:
+    """One operator as a custom operator: its functional call's argument order (positional
+    names, then keyword names), its data inputs (positions among the tensors' arguments),
+    the keyword of the constant it writes, and the input its output is made like."""
+
+    def __init__(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        shape: Callable[..., tuple[Any, ...]],
+        positional: tuple[str, ...],
+        keywords: tuple[str, ...],
+        data: tuple[int, ...],
+        constant: str | None = None,
+        like: int = 0,
+    ) -> None:
+        """`fn`: the functional call, which the custom operator runs on detached tensors;
+        `shape`: its output's sizes from the custom operator's arguments."""
+        self.name, self.positional, self.keywords = name, positional, keywords
+        self.data, self.constant, self.like = data, constant, like
+        count = len(positional)
+        names = (*positional, *keywords)
+        schema = ", ".join(f"{_SCHEMA_TYPES[n]} {n}" for n in names)
+
+        def impl(*args: Any) -> Tensor:
+            plain = [a.detach() if isinstance(a, Tensor) else a for a in args]
+            result: Tensor = fn(*plain[:count], **dict(zip(keywords, plain[count:], strict=True)))
+            return result
+
+        self.op: Any = torch.library.custom_op(
+            f"dmlops::{name}", impl, mutates_args=(), schema=f"({schema}) -> Tensor"
+        )
+        self.overload: Any = self.op._opoverload  # (what dynamo traces into a graph)
+
+        def fake(*args: Any) -> Tensor:
+            template = args[like]
+            return template.new_empty(shape(*args))
+
+        self.op.register_fake(fake)
+        self.op.register_autograd(self._backward, setup_context=self._setup)
+
+    def arguments(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+        """The custom operator's arguments from the functional call's (a feature level as
+        its name, PADDING1's mode as its name and value as a float, ONE_HOT's values as a
+        tensor beside the indices)."""
+        found = [*args, *(kwargs[k] for k in self.keywords)]
+        at = len(self.positional)
+        for k, name in enumerate(self.keywords):
+            value = found[at + k]
+            if name == "feature_level" and value is not None and not isinstance(value, str):
+                found[at + k] = FeatureLevel.parse(value).name
+            elif name == "value":
+                found[at + k] = float(value)
+        if self.name == "padding" and not isinstance(found[3], str):
+            found[3] = PaddingMode.parse(found[3]).name
+        if self.name == "one_hot" and not isinstance(found[2], Tensor):
+            found[2] = torch.as_tensor(found[2], device=found[0].device)
+        return found
+
+    def _setup(self, ctx: Any, inputs: Sequence[Any], output: Any) -> None:
+        ctx.inputs = [None if k in self.data else a for k, a in enumerate(inputs)]
+        ctx.shapes = {k: tuple(inputs[k].shape) for k in self.data}
+
+    def _backward(self, ctx: Any, grad: Tensor) -> tuple[Any, ...]:
+        def run(positions: dict[int, Tensor]) -> Tensor:
+            args = list(ctx.inputs)
+            for k, p in positions.items():
+                args[k] = p
+            if self.constant is not None:
+                args[len(self.positional) + self.keywords.index(self.constant)] = -1.0
+            return self.op(*args)
+
+        found = source_gradients(grad, ctx.shapes, run, self.constant is not None)
+        return tuple(found.get(k) for k in range(len(ctx.inputs)))
+
+
+def source_gradients(
+    grad: Tensor,
+    shapes: dict[int, tuple[int, ...]],
+    run: Callable[[dict[int, Tensor]], Tensor],
+    constant: bool,
+) -> dict[int, Tensor]:
+    """Each data input's gradient (by its position among the arguments), given the output's
+    gradient: `run` makes the output from the data inputs' positions (integers numbering
+    their elements in turn; int32 where every one fits), which says where each output
+    element came from (-1 where `constant`: the operator's constant, which takes none), and
+    each output element's gradient is added to its source."""
+    counts = {k: math.prod(shape) for k, shape in shapes.items()}
+    kind = torch.int32 if sum(counts.values()) < 2**31 else torch.int64
+    positions, starts, at = {}, {}, 0
+    for k, shape in shapes.items():
+        numbers = torch.arange(at, at + counts[k], dtype=kind, device=grad.device)
+        positions[k], starts[k] = numbers.reshape(shape), at
+        at += counts[k]
+    sources = torch.as_tensor(run(positions)).reshape(-1)
+    flat = grad.reshape(-1)
+    if constant:
+        kept = sources >= 0
+        sources, flat = sources[kept], flat[kept]
+    total = grad.new_zeros(at).index_add(0, sources, flat)
+    return {k: total[starts[k] : starts[k] + counts[k]].view(shapes[k]) for k in shapes}
+
+
+_INDEXED = ("feature_level", "clamp_indices", "validate_indices")
+_LEVEL = ("feature_level",)
+OPAQUE = {
+    "GATHER": Opaque(
+        "gather", FI.gather, _gather_shape, ("input", "indices", "axis"), _INDEXED, (0,)
+    ),
+    "GATHER_ELEMENTS": Opaque(
+        "gather_elements",
+        FI.gather_elements,
+        lambda x, indices, *_: tuple(indices.shape),
+        ("input", "indices", "axis"),
+        _INDEXED,
+        (0,),
+    ),
+    "GATHER_ND": Opaque(
+        "gather_nd",
+        FI.gather_nd,
+        _gather_nd_shape,
+        ("input", "indices", "batch_dims"),
+        _INDEXED,
+        (0,),
+    ),
+    "SCATTER_ELEMENTS": Opaque(
+        "scatter_elements",
+        FI.scatter_elements,
+        _same_shape,
+        ("input", "indices", "updates", "axis"),
+        _INDEXED,
+        (0, 2),
+    ),
+    "SCATTER_ND": Opaque(
+        "scatter_nd", FI.scatter_nd, _same_shape, ("input", "indices", "updates"), _INDEXED, (0, 2)
+    ),
+    "ONE_HOT": Opaque(
+        "one_hot",
+        FI.one_hot,
+        _one_hot_shape,
+        ("indices", "depth", "values", "axis"),
+        _LEVEL,
+        (2,),
+        like=2,
+    ),
+    "REVERSE_SUBSEQUENCES": Opaque(
+        "reverse_subsequences",
+        FI.reverse_subsequences,
+        _same_shape,
+        ("input", "lengths", "axis", "batch_axis"),
+        _LEVEL,
+        (0,),
+    ),
+    "TILE": Opaque("tile", F.tile, _tile_shape, ("x", "repeats"), _LEVEL, (0,)),
+    "PADDING1": Opaque(
+        "padding",
+        F.padding,
+        _padding_shape,
+        ("x", "start_padding", "end_padding", "mode"),
+        ("value", "feature_level"),
+        (0,),
+        constant="value",
+    ),
+}
+
+
+def opaque_call(op: str, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+    """Operator `op`'s functional call (its positional arguments and keywords) as its custom
+    operator."""
+    opaque = OPAQUE[op]
+    return opaque.overload(*opaque.arguments(args, kwargs))
