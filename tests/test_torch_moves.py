@@ -253,3 +253,13 @@ def test_reduce_overhead_cuda_graphs_capture_the_custom_operators() -> None:
         rows = torch.randn(4, 8, device="cuda")
         got, want = compiled(table, ids, cache, slots, rows), lookup(table, ids, cache, slots, rows)
         assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1]), step
+
+
+def test_indices_changed_before_the_backward_are_refused() -> None:
+    # the backward reads the indices again: torch's saved-tensor check refuses a change
+    x = torch.randn(4, 3, requires_grad=True)
+    ids = torch.tensor([3, 1])
+    y = dmlops.gather(x, ids, 0)
+    ids[0] = 0
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()

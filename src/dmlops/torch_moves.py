@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from .errors import DmlError
-from .torch_opaque import opaque_call, source_gradients
+from .torch_opaque import keep_others, kept_others, opaque_call, source_gradients
 
 __all__ = ["moved", "moves_wanted", "transforming"]
 
@@ -118,14 +118,14 @@ class _Moved(torch.autograd.Function):  # type: ignore[misc]
         ctx.fn, ctx.kwargs, ctx.data, ctx.constant = fn, kwargs, data, constant
         plain = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)
         # the other arguments (indices, lengths) as they were; the data inputs' shapes
-        ctx.others = tuple(None if k in data else a for k, a in enumerate(plain))
+        keep_others(ctx, plain, data)
         ctx.shapes = {k: tuple(torch.as_tensor(plain[k]).shape) for k in data}
         return fn(*plain, **kwargs)
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> Any:
         def run(positions: dict[int, Tensor]) -> Any:
-            args = list(ctx.others)
+            args = kept_others(ctx)
             for k, p in positions.items():
                 args[k] = p
             kwargs = dict(ctx.kwargs)

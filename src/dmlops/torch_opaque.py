@@ -21,7 +21,7 @@ from .functional_indexed import _axis
 from .ops import PaddingMode
 from .tensor import FeatureLevel
 
-__all__ = ["OPAQUE", "opaque_call", "source_gradients"]
+__all__ = ["OPAQUE", "opaque_call", "source_gradients", "keep_others", "kept_others"]
 
 
 def _gather_shape(x: Any, indices: Any, axis: int, *_: Any) -> tuple[Any, ...]:
@@ -135,12 +135,12 @@ class Opaque:
         return found
 
     def _setup(self, ctx: Any, inputs: Sequence[Any], output: Any) -> None:
-        ctx.inputs = [None if k in self.data else a for k, a in enumerate(inputs)]
+        keep_others(ctx, inputs, self.data)
         ctx.shapes = {k: tuple(inputs[k].shape) for k in self.data}
 
     def _backward(self, ctx: Any, grad: Tensor) -> tuple[Any, ...]:
         def run(positions: dict[int, Tensor]) -> Tensor:
-            args = list(ctx.inputs)
+            args = kept_others(ctx)
             for k, p in positions.items():
                 args[k] = p
             if self.constant is not None:
@@ -148,7 +148,25 @@ class Opaque:
             return self.op(*args)
 
         found = source_gradients(grad, ctx.shapes, run, self.constant is not None)
-        return tuple(found.get(k) for k in range(len(ctx.inputs)))
+        return tuple(found.get(k) for k in range(len(ctx.others)))
+
+
+def keep_others(ctx: Any, args: Sequence[Any], data: Sequence[int]) -> None:
+    """A call's arguments other than its data inputs, kept for its backward: tensors
+    (indices, lengths) through `save_for_backward`, so that one changed in place before the
+    backward is refused, the rest as they are."""
+    others = [None if k in data else a for k, a in enumerate(args)]
+    ctx.tensors_at = [k for k, a in enumerate(others) if isinstance(a, Tensor)]
+    ctx.save_for_backward(*(others[k] for k in ctx.tensors_at))
+    ctx.others = [None if k in ctx.tensors_at else a for k, a in enumerate(others)]
+
+
+def kept_others(ctx: Any) -> list[Any]:
+    """The arguments `keep_others` kept (the data inputs None)."""
+    args = list(ctx.others)
+    for k, t in zip(ctx.tensors_at, ctx.saved_tensors, strict=True):
+        args[k] = t
+    return args
 
 
 def source_gradients(
