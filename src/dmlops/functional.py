@@ -1115,15 +1115,15 @@ def _torch_wanted(arrays: Sequence[Any]) -> bool:
 def _through_torch(arrays: Sequence[Any]) -> bool:
     """Whether a call of an operator that has no torch custom operator (the indexed ones,
     TILE, PADDING1) on these arrays goes through `torch_moves.moved`: a torch tensor that
-    needs a gradient, or dynamo tracing the call."""
+    needs a gradient or is traced, or dynamo tracing the call."""
     if _TORCH_OPS is None and "torch" not in sys.modules:
         return False
     return bool(_torch_ops().moves_wanted(arrays))
 
 
 def _moved(*args: Any) -> Any:
-    """The call through torch (`torch_moves.moved`, its arguments): autograd, or a graph
-    break."""
+    """The call through torch (`torch_moves.moved`, its arguments): autograd eagerly, the
+    operator's custom operator where it is traced."""
     return _torch_ops().moved(*args)
 
 
