@@ -11,8 +11,19 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+# the default profile draws the same examples on every run (the README's test command and
+# CI alike give one answer; a third-party crash on some random example, as onnx's shape
+# inference aborted the process once in 2026-11, cannot make a run fail by chance);
+# "explore" and "thorough" draw new ones each run
 settings.register_profile(
     "default",
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+settings.register_profile(
+    "explore",
     max_examples=60,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
