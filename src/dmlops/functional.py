@@ -1008,7 +1008,7 @@ def tile(
     """
     if type(x) is not np.ndarray and _through_torch([x]):
         kwargs = {"feature_level": feature_level, "out": out, "device": device}
-        return _moved("TILE", tile, (x, repeats), kwargs, (0,))
+        return _moved("TILE", (x, repeats), kwargs)
 
     counts = int_tuple(repeats, "TILE.Repeats")
     return _unary(
@@ -1046,7 +1046,7 @@ def padding(
     if type(x) is not np.ndarray and _through_torch([x]):
         kwargs = {"value": value, "feature_level": feature_level, "out": out, "device": device}
         args = (x, start_padding, end_padding, mode)
-        return _moved("PADDING1", padding, args, kwargs, (0,), "value")
+        return _moved("PADDING1", args, kwargs)
 
     start = int_tuple(start_padding, "PADDING1.StartPadding")
     end = int_tuple(end_padding, "PADDING1.EndPadding")
@@ -1121,10 +1121,10 @@ def _through_torch(arrays: Sequence[Any]) -> bool:
     return bool(_torch_ops().moves_wanted(arrays))
 
 
-def _moved(*args: Any) -> Any:
-    """The call through torch (`torch_moves.moved`, its arguments): autograd eagerly, the
-    operator's custom operator where it is traced."""
-    return _torch_ops().moved(*args)
+def _moved(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Operator `op`'s call (its positional arguments, its keywords) through torch
+    (`torch_moves.moved`): autograd eagerly, its custom operator where it is traced."""
+    return _torch_ops().moved(op, args, kwargs)
 
 
 def _int_list(values: Sequence[int] | None, field: str) -> list[int] | None:

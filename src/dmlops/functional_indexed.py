@@ -304,7 +304,7 @@ def gather(
     """
     if type(input) is not np.ndarray and _through_torch([input, indices]):
         kwargs = _options(feature_level, out, device, clamp_indices, validate_indices)
-        return _moved("GATHER", gather, (input, indices, axis), kwargs, (0,))
+        return _moved("GATHER", (input, indices, axis), kwargs)
     key, done = _quick_run(
         ("GATHER", axis, clamp_indices, feature_level),
         [input, indices],
@@ -366,7 +366,7 @@ def gather_elements(
     """
     if type(input) is not np.ndarray and _through_torch([input, indices]):
         kwargs = _options(feature_level, out, device, clamp_indices, validate_indices)
-        return _moved("GATHER_ELEMENTS", gather_elements, (input, indices, axis), kwargs, (0,))
+        return _moved("GATHER_ELEMENTS", (input, indices, axis), kwargs)
     key, done = _quick_run(
         ("GATHER_ELEMENTS", axis, clamp_indices, feature_level),
         [input, indices],
@@ -425,7 +425,7 @@ def gather_nd(
     """
     if type(input) is not np.ndarray and _through_torch([input, indices]):
         kwargs = _options(feature_level, out, device, clamp_indices, validate_indices)
-        return _moved("GATHER_ND", gather_nd, (input, indices, batch_dims), kwargs, (0,))
+        return _moved("GATHER_ND", (input, indices, batch_dims), kwargs)
     key, done = _quick_run(
         ("GATHER_ND", batch_dims, clamp_indices, feature_level),
         [input, indices],
@@ -496,9 +496,7 @@ def scatter_elements(
         [input, indices, updates]
     ):
         kwargs = _options(feature_level, out, device, clamp_indices, validate_indices)
-        return _moved(
-            "SCATTER_ELEMENTS", scatter_elements, (input, indices, updates, axis), kwargs, (0, 2)
-        )
+        return _moved("SCATTER_ELEMENTS", (input, indices, updates, axis), kwargs)
     key, done = _quick_run(
         ("SCATTER_ELEMENTS", axis, clamp_indices, feature_level),
         [input, indices, updates],
@@ -570,7 +568,7 @@ def scatter_nd(
         [input, indices, updates]
     ):
         kwargs = _options(feature_level, out, device, clamp_indices, validate_indices)
-        return _moved("SCATTER_ND", scatter_nd, (input, indices, updates), kwargs, (0, 2))
+        return _moved("SCATTER_ND", (input, indices, updates), kwargs)
     key, done = _quick_run(
         ("SCATTER_ND", clamp_indices, feature_level),
         [input, indices, updates],
@@ -631,7 +629,7 @@ def one_hot(
         [indices, values]
     ):
         kwargs = {"feature_level": feature_level, "out": out, "device": device}
-        return _moved("ONE_HOT", one_hot, (indices, depth, values, axis), kwargs, (2,))
+        return _moved("ONE_HOT", (indices, depth, values, axis), kwargs)
     key, done = _quick_run(("ONE_HOT", depth, axis, feature_level), [indices, values], out, device)
     if done is not _MISS:
         return done
@@ -736,7 +734,7 @@ def reverse_subsequences(
     if type(input) is not np.ndarray and _through_torch([input, lengths]):
         kwargs = {"feature_level": feature_level, "out": out, "device": device}
         args = (input, lengths, axis, batch_axis)
-        return _moved("REVERSE_SUBSEQUENCES", reverse_subsequences, args, kwargs, (0,))
+        return _moved("REVERSE_SUBSEQUENCES", args, kwargs)
     lengths = _array(lengths, input)
     own = _read_as_is(lengths)
     if own is None:

@@ -22,9 +22,9 @@ import torch
 from torch import Tensor
 
 from .errors import DmlError
-from .torch_opaque import keep_others, kept_others, opaque_call, source_gradients
+from .torch_opaque import OPAQUE, Opaque, opaque_call
 
-__all__ = ["moved", "moves_wanted", "transforming"]
+__all__ = ["moved", "moves_wanted", "transforming", "PLAIN_TENSORS"]
 
 _PEEK = getattr(getattr(torch._C, "_functorch", None), "peek_interpreter_stack", None)
 
@@ -34,8 +34,9 @@ def transforming() -> bool:
     return _PEEK is not None and _PEEK() is not None
 
 
-# (a Parameter is a plain tensor here; other subclasses are traced ones: FakeTensor, ...)
-_PLAIN_TENSORS = (Tensor, torch.nn.Parameter)
+# (a Parameter is a plain tensor to dispatch, its __torch_function__ torch's own, disabled;
+# other subclasses are traced ones: FakeTensor, ...)
+PLAIN_TENSORS = (Tensor, torch.nn.Parameter)
 
 
 def moves_wanted(arrays: Sequence[Any]) -> bool:
@@ -45,57 +46,48 @@ def moves_wanted(arrays: Sequence[Any]) -> bool:
     found = False
     for t in arrays:
         if isinstance(t, Tensor):
-            if (t.requires_grad and torch.is_grad_enabled()) or type(t) not in _PLAIN_TENSORS:
+            if (t.requires_grad and torch.is_grad_enabled()) or type(t) not in PLAIN_TENSORS:
                 return True
             found = True
     return found and (torch.compiler.is_compiling() or transforming())
 
 
-def moved(
-    op: str,
-    fn: Callable[..., Any],
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    data: tuple[int, ...],
-    constant: str | None = None,
-) -> Any:
-    """`fn(*args, **kwargs)` (operator `op`) on torch tensors: traced (torch.compile,
-    torch.export, make_fx), its custom operator (`torch_opaque`; a call with `out=` or
-    `device=` a graph break instead); eagerly, the kernels, with an autograd Function where
-    a data input (positions `data` of `args`) needs a gradient; `constant`: the keyword
-    argument holding the constant the operator writes."""
+def moved(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Operator `op`'s functional call (its positional arguments and keywords) on torch
+    tensors: traced (torch.compile, torch.export, make_fx), its custom operator
+    (`torch_opaque`; a call with `out=` or `device=` a graph break instead); eagerly, the
+    kernels, with an autograd Function where a data input needs a gradient."""
     traced = torch.compiler.is_compiling() or any(
-        isinstance(a, Tensor) and type(a) not in _PLAIN_TENSORS for a in args
+        isinstance(a, Tensor) and type(a) not in PLAIN_TENSORS for a in args
     )
-    call = (op, fn, args, kwargs, data, constant)
     if not traced:
-        return _eagerly(*call)
+        return _eagerly(op, args, kwargs)
     if kwargs.get("out") is None and kwargs.get("device") is None:
         return opaque_call(op, args, kwargs)
-    return _between_graphs(*call)
+    return _between_graphs(op, args, kwargs)
 
 
-def _eagerly(*call: Any) -> Any:
+def _eagerly(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """`moved`'s call eagerly: where a data input needs a gradient, as an autograd Function
     (see the module)."""
-    op, fn, args, kwargs, data, constant = call
     if transforming():
         raise DmlError(
             f"{op}: torch.func transforms (vmap, grad, jacrev, ...) do not reach this "
             "operator's kernels (the strided operators they do); call it outside the transform"
         )
+    opaque = OPAQUE[op]
     tracked = torch.is_grad_enabled() and any(
-        isinstance(args[k], Tensor) and args[k].requires_grad for k in data
+        isinstance(args[k], Tensor) and args[k].requires_grad for k in opaque.data
     )
-    plain = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)
     if not tracked:
-        return fn(*plain, **kwargs)
+        plain = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)
+        return opaque.fn(*plain, **kwargs)
     if kwargs.get("out") is not None or kwargs.get("device") is not None:
         raise DmlError(
             f"{op}: a call with out= or device= takes no gradient, and an input needs one "
             "(detach it, or call under torch.no_grad())"
         )
-    return _Moved.apply(fn, kwargs, data, constant, *args)
+    return _Moved.apply(opaque, *opaque.arguments(args, kwargs))
 
 
 # (a call with `out=` under torch.compile: a graph break, dynamo never tracing dmlops' array
@@ -104,38 +96,18 @@ _between_graphs: Callable[..., Any] = torch.compiler.disable(_eagerly)
 
 
 class _Moved(torch.autograd.Function):  # type: ignore[misc]
-    """A call whose backward adds each output element's gradient to its source element."""
+    """An eager call (its custom operator's arguments) whose backward adds each output
+    element's gradient to its source element, as the custom operator's does, without the
+    custom operator's dispatch (100-150 µs of Python a call)."""
 
     @staticmethod
-    def forward(
-        ctx: Any,
-        fn: Callable[..., Any],
-        kwargs: dict[str, Any],
-        data: tuple[int, ...],
-        constant: str | None,
-        *args: Any,
-    ) -> Any:
-        ctx.fn, ctx.kwargs, ctx.data, ctx.constant = fn, kwargs, data, constant
-        plain = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)
-        # the other arguments (indices, lengths) as they were; the data inputs' shapes
-        keep_others(ctx, plain, data)
-        ctx.shapes = {k: tuple(torch.as_tensor(plain[k]).shape) for k in data}
-        return fn(*plain, **kwargs)
+    def forward(ctx: Any, opaque: Opaque, *args: Any) -> Any:
+        ctx.opaque = opaque
+        opaque.keep(ctx, args)
+        return opaque.call(*args)
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> Any:
-        def run(positions: dict[int, Tensor]) -> Any:
-            args = kept_others(ctx)
-            for k, p in positions.items():
-                args[k] = p
-            kwargs = dict(ctx.kwargs)
-            if ctx.constant is not None:
-                kwargs[ctx.constant] = -1
-            return ctx.fn(*args, **kwargs)
-
-        found = source_gradients(grad, ctx.shapes, run, ctx.constant is not None)
-        grads: list[Any] = [None] * (4 + len(ctx.others))
-        for k, g in found.items():
-            if ctx.needs_input_grad[4 + k]:
-                grads[4 + k] = g
-        return tuple(grads)
+        found = ctx.opaque.gradients(ctx, grad, ctx.opaque.call)
+        wanted = ctx.needs_input_grad[1:]
+        return (None, *(g if w else None for g, w in zip(found, wanted, strict=True)))

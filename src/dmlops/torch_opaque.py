@@ -21,7 +21,7 @@ from .functional_indexed import _axis
 from .ops import PaddingMode
 from .tensor import FeatureLevel
 
-__all__ = ["OPAQUE", "opaque_call", "source_gradients", "keep_others", "kept_others"]
+__all__ = ["OPAQUE", "Opaque", "opaque_call"]
 
 
 def _gather_shape(x: Any, indices: Any, axis: int, *_: Any) -> tuple[Any, ...]:
@@ -93,19 +93,12 @@ class Opaque:
     ) -> None:
         """`fn`: the functional call, which the custom operator runs on detached tensors;
         `shape`: its output's sizes from the custom operator's arguments."""
-        self.name, self.positional, self.keywords = name, positional, keywords
+        self.name, self.fn, self.positional, self.keywords = name, fn, positional, keywords
         self.data, self.constant, self.like = data, constant, like
-        count = len(positional)
         names = (*positional, *keywords)
         schema = ", ".join(f"{_SCHEMA_TYPES[n]} {n}" for n in names)
-
-        def impl(*args: Any) -> Tensor:
-            plain = [a.detach() if isinstance(a, Tensor) else a for a in args]
-            result: Tensor = fn(*plain[:count], **dict(zip(keywords, plain[count:], strict=True)))
-            return result
-
         self.op: Any = torch.library.custom_op(
-            f"dmlops::{name}", impl, mutates_args=(), schema=f"({schema}) -> Tensor"
+            f"dmlops::{name}", self.call, mutates_args=(), schema=f"({schema}) -> Tensor"
         )
         self.overload: Any = self.op._opoverload  # (what dynamo traces into a graph)
 
@@ -134,66 +127,58 @@ class Opaque:
             found[2] = torch.as_tensor(found[2], device=found[0].device)
         return found
 
+    def call(self, *args: Any) -> Tensor:
+        """The functional call on the custom operator's arguments (tensors detached)."""
+        plain = [a.detach() if isinstance(a, Tensor) else a for a in args]
+        count = len(self.positional)
+        keywords = dict(zip(self.keywords, plain[count:], strict=True))
+        result: Tensor = self.fn(*plain[:count], **keywords)
+        return result
+
+    def keep(self, ctx: Any, args: Sequence[Any]) -> None:
+        """What the backward needs of a call on these custom-operator arguments: the data
+        inputs' shapes, and the other arguments — tensors (indices, lengths) through
+        `save_for_backward`, so that one changed in place before the backward is refused."""
+        ctx.shapes = {k: tuple(args[k].shape) for k in self.data}
+        others = [None if k in self.data else a for k, a in enumerate(args)]
+        ctx.tensors_at = [k for k, a in enumerate(others) if isinstance(a, Tensor)]
+        ctx.save_for_backward(*(others[k] for k in ctx.tensors_at))
+        ctx.others = [None if k in ctx.tensors_at else a for k, a in enumerate(others)]
+
+    def gradients(self, ctx: Any, grad: Tensor, run: Callable[..., Any]) -> list[Any]:
+        """Each argument's gradient (None but for the data inputs), given the output's
+        gradient: `run` (the operator, on custom-operator arguments) on the data inputs'
+        positions (integers numbering their elements in turn; int32 where every one fits)
+        says where each output element came from (-1: the operator's constant, which takes
+        none), and each output element's gradient is added to its source."""
+        args = list(ctx.others)
+        for k, t in zip(ctx.tensors_at, ctx.saved_tensors, strict=True):
+            args[k] = t
+        counts = {k: math.prod(shape) for k, shape in ctx.shapes.items()}
+        kind = torch.int32 if sum(counts.values()) < 2**31 else torch.int64
+        starts, at = {}, 0
+        for k, shape in ctx.shapes.items():
+            numbers = torch.arange(at, at + counts[k], dtype=kind, device=grad.device)
+            args[k], starts[k] = numbers.reshape(shape), at
+            at += counts[k]
+        if self.constant is not None:
+            args[len(self.positional) + self.keywords.index(self.constant)] = -1.0
+        sources = torch.as_tensor(run(*args)).reshape(-1)
+        flat = grad.reshape(-1)
+        if self.constant is not None:
+            kept = sources >= 0
+            sources, flat = sources[kept], flat[kept]
+        total = grad.new_zeros(at).index_add(0, sources, flat)
+        found: list[Any] = [None] * len(args)
+        for k in self.data:
+            found[k] = total[starts[k] : starts[k] + counts[k]].view(ctx.shapes[k])
+        return found
+
     def _setup(self, ctx: Any, inputs: Sequence[Any], output: Any) -> None:
-        keep_others(ctx, inputs, self.data)
-        ctx.shapes = {k: tuple(inputs[k].shape) for k in self.data}
+        self.keep(ctx, inputs)
 
     def _backward(self, ctx: Any, grad: Tensor) -> tuple[Any, ...]:
-        def run(positions: dict[int, Tensor]) -> Tensor:
-            args = kept_others(ctx)
-            for k, p in positions.items():
-                args[k] = p
-            if self.constant is not None:
-                args[len(self.positional) + self.keywords.index(self.constant)] = -1.0
-            return self.op(*args)
-
-        found = source_gradients(grad, ctx.shapes, run, self.constant is not None)
-        return tuple(found.get(k) for k in range(len(ctx.others)))
-
-
-def keep_others(ctx: Any, args: Sequence[Any], data: Sequence[int]) -> None:
-    """A call's arguments other than its data inputs, kept for its backward: tensors
-    (indices, lengths) through `save_for_backward`, so that one changed in place before the
-    backward is refused, the rest as they are."""
-    others = [None if k in data else a for k, a in enumerate(args)]
-    ctx.tensors_at = [k for k, a in enumerate(others) if isinstance(a, Tensor)]
-    ctx.save_for_backward(*(others[k] for k in ctx.tensors_at))
-    ctx.others = [None if k in ctx.tensors_at else a for k, a in enumerate(others)]
-
-
-def kept_others(ctx: Any) -> list[Any]:
-    """The arguments `keep_others` kept (the data inputs None)."""
-    args = list(ctx.others)
-    for k, t in zip(ctx.tensors_at, ctx.saved_tensors, strict=True):
-        args[k] = t
-    return args
-
-
-def source_gradients(
-    grad: Tensor,
-    shapes: dict[int, tuple[int, ...]],
-    run: Callable[[dict[int, Tensor]], Tensor],
-    constant: bool,
-) -> dict[int, Tensor]:
-    """Each data input's gradient (by its position among the arguments), given the output's
-    gradient: `run` makes the output from the data inputs' positions (integers numbering
-    their elements in turn; int32 where every one fits), which says where each output
-    element came from (-1 where `constant`: the operator's constant, which takes none), and
-    each output element's gradient is added to its source."""
-    counts = {k: math.prod(shape) for k, shape in shapes.items()}
-    kind = torch.int32 if sum(counts.values()) < 2**31 else torch.int64
-    positions, starts, at = {}, {}, 0
-    for k, shape in shapes.items():
-        numbers = torch.arange(at, at + counts[k], dtype=kind, device=grad.device)
-        positions[k], starts[k] = numbers.reshape(shape), at
-        at += counts[k]
-    sources = torch.as_tensor(run(positions)).reshape(-1)
-    flat = grad.reshape(-1)
-    if constant:
-        kept = sources >= 0
-        sources, flat = sources[kept], flat[kept]
-    total = grad.new_zeros(at).index_add(0, sources, flat)
-    return {k: total[starts[k] : starts[k] + counts[k]].view(shapes[k]) for k in shapes}
+        return tuple(self.gradients(ctx, grad, self.op))
 
 
 _INDEXED = ("feature_level", "clamp_indices", "validate_indices")

@@ -51,7 +51,7 @@ from .ops import (
 )
 from .tensor import BufferTensorDesc, FeatureLevel, packed_strides
 from .torch_decompositions import Recipe, build, depth_space_recipe, recipe_of, register
-from .torch_moves import moved, moves_wanted, transforming
+from .torch_moves import PLAIN_TENSORS, moved, moves_wanted, transforming
 
 __all__ = ["wanted", "level_name", "order_name", "moved", "moves_wanted"]
 
@@ -693,8 +693,6 @@ def _context_checks() -> list[Any] | None:
 
 
 _WATCHING = _context_checks()
-# (a Parameter is a plain tensor to dispatch: its __torch_function__ is torch's own, disabled)
-_PLAIN_TENSORS = (Tensor, torch.nn.Parameter)
 
 
 def _plain_eager(tensors: Sequence[Any]) -> bool:
@@ -705,7 +703,7 @@ def _plain_eager(tensors: Sequence[Any]) -> bool:
     tracing, dispatch_modes, function_modes, transforms = _WATCHING
     if tracing() or dispatch_modes() or function_modes() or transforms() is not None:
         return False
-    return all(type(t) in _PLAIN_TENSORS for t in tensors)
+    return all(type(t) in PLAIN_TENSORS for t in tensors)
 
 
 class _Operator:
