@@ -84,7 +84,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 NUMPY_COMPILED = pytest.param(
     "numpy-compiled",
     marks=pytest.mark.skipif(
-        not __import__("dmlops.backends.compiled", fromlist=["available"]).available(),
+        not __import__("dmlops.backends.compiled_indexed", fromlist=["available"]).available(),
         reason="no numba: indexed copies are not compiled",
     ),
 )

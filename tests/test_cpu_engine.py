@@ -1,6 +1,6 @@
-"""The CPU engine's compiled copies (numba, where installed) move the same bits as the numpy
-engine and as element-by-element loops: every element size, strides of any sign, padded
-and permuted layouts, long rows cut across the threads, constant fills."""
+"""The CPU engine (C, on its own worker pool) moves the same bits as the numpy engine and as
+element-by-element loops: every element size, strides of any sign, padded and permuted
+layouts, long rows cut across the threads, constant fills, many copies in one job."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import dmlops
 from dmlops import BufferTensorDesc, DataType
-from dmlops.backends import compiled
+from dmlops.backends import cpu_engine
 from dmlops.backends import numpy_backend as nb
 from dmlops.ops import JoinDesc, Padding1Desc, Slice1Desc
 from reference import apply_to_buffers, slice1_mapping
@@ -23,24 +23,27 @@ SIZES = {1: DataType.UINT8, 2: DataType.FLOAT16, 4: DataType.FLOAT32, 8: DataTyp
 
 
 @pytest.fixture(autouse=True)
-def every_copy_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every copy runs compiled, however small (the engine's size threshold is speed, not
-    correctness)."""
-    if not compiled.available():
-        pytest.skip("the compiled engine is off")
-    monkeypatch.setattr(nb, "_COMPILED_BYTES", 0)
-    monkeypatch.setattr(compiled, "_PIECE", 64)  # cut rows into pieces even when small
+def every_plan_on_the_engine(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """Every plan runs on the engine, however small, cut into pieces of a few bytes spread
+    over every thread asked for (the engine's sizes are speed, not correctness)."""
+    if not cpu_engine.available():
+        pytest.skip("the CPU engine is not built")
+    monkeypatch.setattr(nb, "_ENGINE_BYTES", 0)
+    cpu_engine.configure(least_bytes_a_thread=1, least_grain=8, most_grain=64)
+    yield
+    cpu_engine.configure(**cpu_engine.DEFAULTS)
 
 
-def _run(
-    desc: Any, ins: list[np.ndarray[Any, Any]], threads: int, table: bool = True
-) -> list[np.ndarray[Any, Any]]:
-    """Execute the desc's plan on byte buffers with an engine of `threads` threads (1: numpy)."""
+def _run(desc: Any, ins: list[np.ndarray[Any, Any]], threads: int, engine: bool = True) -> list[np.ndarray[Any, Any]]:
+    """Execute the desc's plan on byte buffers on the engine with `threads` threads, or
+    (engine=False) as numpy views."""
     backend = nb.NumpyBackend(threads=threads)
-    executor = backend.executor(desc.lower())
-    assert bool(executor.compiled) == (threads > 1)
-    if not table:
-        executor.runs = None  # each copy its own kernel call
+    cpu_engine.set_enabled(engine)
+    try:
+        executor = backend.executor(desc.lower())
+    finally:
+        cpu_engine.set_enabled(True)
+    assert (executor.engine is not None) == engine
     outs = [np.full(t.total_tensor_size_in_bytes, 0xAB, np.uint8) for _, t in desc.output_fields()]
     executor(ins, outs)
     return outs
@@ -56,7 +59,7 @@ def _inputs(desc: Any, seed: int) -> list[np.ndarray[Any, Any]]:
 
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
-def test_compiled_slice1_matches_numpy_and_element_loops(data: st.DataObject) -> None:
+def test_engine_slice1_matches_numpy_and_element_loops(data: st.DataObject) -> None:
     size = data.draw(st.sampled_from(sorted(SIZES)))
     dt = SIZES[size]
     rank = data.draw(st.integers(1, 4))
@@ -71,9 +74,9 @@ def test_compiled_slice1_matches_numpy_and_element_loops(data: st.DataObject) ->
     desc.validate()
     ins = _inputs(desc, data.draw(st.integers(0, 99)))
     fast = _run(desc, ins, 4)
-    slow = _run(desc, ins, 1)
+    slow = _run(desc, ins, 1, engine=False)
     assert fast[0].tobytes() == slow[0].tobytes()
-    assert _run(desc, ins, 2, table=False)[0].tobytes() == slow[0].tobytes()
+    assert _run(desc, ins, 1)[0].tobytes() == slow[0].tobytes()
     want = [np.full_like(slow[0], 0xAB)]
     mapping = slice1_mapping(offsets, windows, steps, out_sizes)
     apply_to_buffers(
@@ -95,22 +98,20 @@ def test_long_rows_cut_across_threads_and_joins(size: int) -> None:
     new = BufferTensorDesc(dt, (1, 3, 1, 16))
     desc = JoinDesc([past, new], BufferTensorDesc(dt, (1, 3, 38, 16)), 2)
     ins = _inputs(desc, size)
-    fast, slow = _run(desc, ins, 3), _run(desc, ins, 1)
+    fast, slow = _run(desc, ins, 3), _run(desc, ins, 1, engine=False)
     assert fast[0].tobytes() == slow[0].tobytes()
-    # the runs of both copies went as one table (one parallel region)
-    assert nb.NumpyBackend(threads=3).executor(desc.lower()).runs is not None
     p = ins[0].view(f"u{size}").reshape(1, 3, 37, 16)
     n = ins[1].view(f"u{size}").reshape(1, 3, 1, 16)
     assert fast[0].tobytes() == np.concatenate([p, n], 2).tobytes()
 
 
-def test_constant_padding_fills_from_the_compiled_engine() -> None:
+def test_constant_padding_fills_from_the_engine() -> None:
     x = BufferTensorDesc(DataType.FLOAT32, (5, 7))
     desc = Padding1Desc(
         x, BufferTensorDesc(DataType.FLOAT32, (8, 12)), "CONSTANT", None, -1.5, (1, 2), (2, 3)
     )
     ins = _inputs(desc, 3)
-    fast, slow = _run(desc, ins, 2), _run(desc, ins, 1)
+    fast, slow = _run(desc, ins, 2), _run(desc, ins, 1, engine=False)
     assert fast[0].tobytes() == slow[0].tobytes()
     got = fast[0].view(np.float32).reshape(8, 12)
     assert (got[0] == -1.5).all() and (got[:, -1] == -1.5).all()
@@ -118,20 +119,21 @@ def test_constant_padding_fills_from_the_compiled_engine() -> None:
 
 
 def test_engine_switch_and_serial_backends() -> None:
-    """DMLOPS_CPU_ENGINE=numpy (or set_enabled) turns it off; a serial backend never uses it."""
+    """DMLOPS_CPU_ENGINE=numpy (or set_enabled) turns it off; a serial backend runs it on
+    the calling thread alone."""
     desc = JoinDesc(
         [BufferTensorDesc(DataType.FLOAT32, (4, 4))] * 2,
         BufferTensorDesc(DataType.FLOAT32, (8, 4)),
         0,
     )
-    assert nb.NumpyBackend(threads=2).executor(desc.lower()).compiled
-    assert not nb.NumpyBackend.serial().executor(desc.lower()).compiled
-    compiled.set_enabled(False)
+    assert nb.NumpyBackend(threads=2).executor(desc.lower()).engine
+    assert nb.NumpyBackend.serial().threads == 1
+    cpu_engine.set_enabled(False)
     try:
-        assert not compiled.available()
-        assert not nb.NumpyBackend(threads=2).executor(desc.lower()).compiled
+        assert not cpu_engine.available()
+        assert not nb.NumpyBackend(threads=2).executor(desc.lower()).engine
     finally:
-        compiled.set_enabled(True)
+        cpu_engine.set_enabled(True)
 
 
 def test_small_calls_never_import_numba() -> None:
@@ -161,17 +163,17 @@ def test_the_bench_all_cores_copy_ceiling_copies(engine: bool) -> None:
 
     src = np.arange(3 << 18, dtype=np.uint32)  # 3 MiB
     dst = np.zeros_like(src)
-    compiled.set_enabled(engine)
+    cpu_engine.set_enabled(engine)
     try:
         all_cores_copy(dst, src)()
     finally:
-        compiled.set_enabled(True)
+        cpu_engine.set_enabled(True)
     assert np.array_equal(dst, src)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_fortran_ordered_arrays_in_and_out_of_compiled_copies(threads: int) -> None:
-    """A Fortran-ordered array is one contiguous buffer in its own memory order: compiled
+def test_fortran_ordered_arrays_in_and_out_of_engine_copies(threads: int) -> None:
+    """A Fortran-ordered array is one contiguous buffer in its own memory order: engine
     copies read and write it there (a row-major flattening would copy it, and writes into
     the copy would be lost)."""
     rng = np.random.default_rng(5)
@@ -196,9 +198,9 @@ def test_fortran_ordered_arrays_in_and_out_of_compiled_copies(threads: int) -> N
 
 @settings(max_examples=40, deadline=None)
 @given(data=st.data())
-def test_element_copies_of_a_plan_as_one_table(data: st.DataObject) -> None:
+def test_element_copies_of_a_plan_in_one_job(data: st.DataObject) -> None:
     """A JOIN of inputs laid out with strides (transposed, padded): its element copies run
-    as one strided table, as one kernel call each, and as numpy copies: the same bits."""
+    in one engine job on one or more threads, and as numpy copies: the same bits."""
     size = data.draw(st.sampled_from(sorted(SIZES)))
     dt = SIZES[size]
     rank = data.draw(st.integers(1, 3))
@@ -215,13 +217,13 @@ def test_element_copies_of_a_plan_as_one_table(data: st.DataObject) -> None:
     desc = JoinDesc(ins_desc, out_desc, axis)
     desc.validate()
     ins = _inputs(desc, data.draw(st.integers(0, 99)))
-    slow = _run(desc, ins, 1)
+    slow = _run(desc, ins, 1, engine=False)
     assert _run(desc, ins, 4)[0].tobytes() == slow[0].tobytes()
-    assert _run(desc, ins, 2, table=False)[0].tobytes() == slow[0].tobytes()
+    assert _run(desc, ins, 2)[0].tobytes() == slow[0].tobytes()
 
 
-def test_a_focus_stem_runs_as_one_strided_table() -> None:
-    """Four stride-2 slices joined (YOLOv5's Focus): four element copies, one region."""
+def test_a_focus_stem_runs_as_one_job() -> None:
+    """Four stride-2 slices joined (YOLOv5's Focus): four element copies, one job."""
     x = np.arange(2 * 3 * 8 * 8, dtype=np.float32).reshape(2, 3, 8, 8)
     g = dmlops.Graph()
     t = g.input(BufferTensorDesc(DataType.FLOAT32, x.shape))
@@ -232,7 +234,7 @@ def test_a_focus_stem_runs_as_one_strided_table() -> None:
     y = g.join(parts, 1)
     plan = g.compile([y], dmlops.Device(backend="numpy")).plan
     executor = nb.NumpyBackend(threads=4).executor(plan)
-    assert isinstance(executor.runs, compiled.StridedTable)
+    assert executor.engine is not None
     out = np.empty((2, 12, 4, 4), np.float32)
     executor([x.reshape(-1).view(np.uint8)], [out.reshape(-1).view(np.uint8)])
     want = np.concatenate(
@@ -244,9 +246,8 @@ def test_a_focus_stem_runs_as_one_strided_table() -> None:
 @pytest.mark.parametrize(
     ("dtype", "parts"), [(DataType.FLOAT32, [8, 8, 8]), (DataType.UINT8, [3, 4, 2])]
 )
-def test_splits_of_many_rows_run_as_one_rows_table(dtype: DataType, parts: list[int]) -> None:
-    """A split along the last axis of more rows than a table of runs takes: its parts share
-    one outer shape and go as one region (8-byte words, or bytes where rows are odd)."""
+def test_splits_of_many_rows_run_as_one_job(dtype: DataType, parts: list[int]) -> None:
+    """A split along the last axis of many rows: its parts go as one job."""
     from dmlops.ops import SplitDesc
 
     rows = 5000
@@ -256,13 +257,184 @@ def test_splits_of_many_rows_run_as_one_rows_table(dtype: DataType, parts: list[
         1,
     )
     executor = nb.NumpyBackend(threads=3).executor(desc.lower())
-    assert isinstance(executor.runs, compiled.RowsTable)
-    assert executor.runs.wide == (dtype == DataType.FLOAT32)
+    assert executor.engine is not None
     ins = _inputs(desc, 7)
-    fast, slow = _run(desc, ins, 3), _run(desc, ins, 1)
+    fast, slow = _run(desc, ins, 3), _run(desc, ins, 1, engine=False)
     assert [f.tobytes() for f in fast] == [s.tobytes() for s in slow]
     size = 4 if dtype == DataType.FLOAT32 else 1
     whole = ins[0].view(f"u{size}").reshape(rows, sum(parts))
     cuts = np.cumsum(parts)[:-1]
     for got, want in zip(fast, np.split(whole, cuts, axis=1), strict=True):
         assert got.tobytes() == np.ascontiguousarray(want).tobytes()
+
+
+@pytest.mark.parametrize("parts", [3, 70, 256])
+def test_many_way_splits_in_one_job(parts: int) -> None:
+    """More copies than the engine keeps on its stack, each cut into pieces."""
+    from dmlops.ops import SplitDesc
+
+    desc = SplitDesc(
+        BufferTensorDesc(DataType.UINT8, (4, parts * 9)),
+        [BufferTensorDesc(DataType.UINT8, (4, 9))] * parts,
+        1,
+    )
+    ins = _inputs(desc, parts)
+    fast = _run(desc, ins, 4)
+    whole = ins[0].reshape(4, parts * 9)
+    for k, got in enumerate(fast):
+        assert got.tobytes() == np.ascontiguousarray(whole[:, 9 * k : 9 * k + 9]).tobytes()
+
+
+def test_an_output_overlapping_an_input_is_left_to_the_ordered_path() -> None:
+    """The engine declines, writing nothing, where an output's bytes overlap an input's:
+    the numpy engine's path then runs, with the same result as without the engine."""
+    desc = Slice1Desc(
+        BufferTensorDesc(DataType.UINT8, (64,)),
+        BufferTensorDesc(DataType.UINT8, (32,)),
+        [0],
+        [64],
+        [2],
+    )
+    made = cpu_engine.EnginePlan.of(desc.lower())
+    assert made is not None
+    memory = np.arange(64, dtype=np.uint8)
+    assert made.run([memory], [memory[16:48]], 2) is False
+    assert np.array_equal(memory, np.arange(64, dtype=np.uint8))
+    executor = nb.NumpyBackend(threads=2).executor(desc.lower())
+    assert executor.engine is not None
+    executor([memory], [memory[16:48]])
+    want = np.arange(64, dtype=np.uint8)
+    cpu_engine.set_enabled(False)
+    try:
+        nb.NumpyBackend(threads=2).executor(desc.lower())([want], [want[16:48]])
+    finally:
+        cpu_engine.set_enabled(True)
+    assert np.array_equal(memory, want)
+
+
+def test_buffers_shorter_than_the_plan_needs_are_refused() -> None:
+    made = cpu_engine.EnginePlan.contiguous(100)
+    with pytest.raises(ValueError, match="input buffer 0 holds 99 bytes"):
+        made.run([np.zeros(99, np.uint8)], [np.zeros(100, np.uint8)], 2)
+    with pytest.raises(ValueError, match="not contiguous"):
+        made.run([np.zeros(100, np.uint8)], [np.zeros(100, np.uint8)[::-1]], 2)
+    readonly = np.zeros(100, np.uint8)
+    readonly.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        made.run([np.zeros(100, np.uint8)], [readonly], 2)
+
+
+def test_sixteen_threads_calling_at_once() -> None:
+    """One job holds the pool; the others run on their own threads: every answer right."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(1)
+    arrays = [rng.standard_normal((64, 3, 40, 41)).astype(np.float32) for _ in range(16)]
+
+    def call(k: int) -> bool:
+        x = arrays[k]
+        got = dmlops.slice1(x, [0, 0, 1, 0], [64, 3, 39, 41], [1, 1, 2, -3])
+        parts = dmlops.split(x, 1, [1, 1, 1])
+        joined = dmlops.join(parts, 1)
+        return bool(
+            np.array_equal(got, x[:, :, 1:40:2, ::-3])
+            and np.array_equal(joined, x)
+            and all(np.array_equal(p, x[:, i : i + 1]) for i, p in enumerate(parts))
+        )
+
+    dmlops.functional.clear_cache()
+    with ThreadPoolExecutor(16) as pool:
+        assert all(pool.map(call, [k % 16 for k in range(160)]))
+
+
+# a child process's work: the parent used the engine on every thread first
+_CHILD = """
+import numpy as np, dmlops
+x = np.arange(1 << 22, dtype=np.float32).reshape(256, 128, 128)  # 16 MiB
+def call(k):
+    got = dmlops.slice1(x, [k, 0, 0], [256 - k, 128, 128], [1, 1, -1])
+    return bool(np.array_equal(got, x[k:, :, ::-1]))
+"""
+
+
+def _script(body: str) -> str:
+    return _CHILD + "assert call(0)\n" + body
+
+
+def _run_script(body: str, timeout: float = 120) -> str:
+    """Run the child script from a file (spawned children import its __main__ by path)."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    folder = tempfile.mkdtemp()
+    path = os.path.join(folder, "child.py")
+    with open(path, "w") as file:
+        file.write(_script(body))
+    done = subprocess.run(
+        [sys.executable, path],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**__import__("os").environ, "DMLOPS_NUM_THREADS": "4"},
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_forked_child_calls_the_engine() -> None:
+    out = _run_script(
+        "import os\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    os._exit(0 if call(3) and call(5) else 1)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "print(os.waitstatus_to_exitcode(status))\n"
+    )
+    assert out.strip() == "0"
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_a_process_pool_after_the_parent_used_the_engine(method: str) -> None:
+    """fork, spawn and forkserver pools finish with the right answers."""
+    out = _run_script(
+        "import multiprocessing as mp\n"
+        "if __name__ == '__main__':\n"
+        f"    with mp.get_context({method!r}).Pool(2) as pool:\n"
+        "        print(all(pool.map(call, range(6), chunksize=1)))\n"
+    )
+    assert out.strip() == "True"
+
+
+def test_a_torch_dataloader_with_workers_after_the_parent_used_the_engine() -> None:
+    pytest.importorskip("torch")
+    out = _run_script(
+        "import torch\n"
+        "class Data(torch.utils.data.Dataset):\n"
+        "    def __len__(self):\n"
+        "        return 6\n"
+        "    def __getitem__(self, k):\n"
+        "        return torch.tensor(call(k))\n"
+        "if __name__ == '__main__':\n"
+        "    loader = torch.utils.data.DataLoader(Data(), batch_size=2, num_workers=2)\n"
+        "    print(all(bool(b.all()) for b in loader))\n",
+        timeout=240,
+    )
+    assert out.strip() == "True"
+
+
+def test_the_pool_starts_anew_in_a_forked_child() -> None:
+    out = _run_script(
+        "import os\n"
+        "from dmlops.backends import cpu_engine\n"
+        "before = cpu_engine.native().workers()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    fresh = cpu_engine.native().workers()\n"
+        "    ok = call(1)\n"
+        "    os._exit(0 if fresh == 0 and ok and cpu_engine.native().workers() == 3 else 1)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "print(before, os.waitstatus_to_exitcode(status))\n"
+    )
+    assert out.split() == ["3", "0"]

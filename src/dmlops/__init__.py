@@ -1,6 +1,7 @@
 """dmlops: DirectML's data-movement operators (SLICE, SLICE1, SPLIT, JOIN, SLICE_GRAD,
 DEPTH_TO_SPACE1, SPACE_TO_DEPTH1) for Python."""
 
+from .backends.cpu_engine.threads import get_num_threads, set_num_threads
 from .device import Binding, BindingTable, CompiledOperator, Device
 from .errors import (
     BindingError,
@@ -108,12 +109,14 @@ __all__ = [
     "gather",
     "gather_elements",
     "gather_nd",
+    "get_num_threads",
     "join",
     "one_hot",
     "padding",
     "reverse_subsequences",
     "scatter_elements",
     "scatter_nd",
+    "set_num_threads",
     "slice",
     "slice1",
     "slice_grad",

@@ -25,10 +25,10 @@ import numpy as np
 
 from ..indexed import IndexedCopy, rows_of
 from ..plan import StridedCopy
-from . import compiled
+from . import cpu_engine
 from .words import UNSIGNED
 
-__all__ = ["CompiledIndexed", "SMALL_BYTES", "SMALL_ROWS", "loaded_kernels"]
+__all__ = ["CompiledIndexed", "SMALL_BYTES", "SMALL_ROWS", "available", "loaded_kernels"]
 
 SMALL_BYTES = 256 << 10  # copies moving at most this many bytes run compiled
 SMALL_ROWS = 2048  # ... in at most this many rows
@@ -45,6 +45,11 @@ def _kernels() -> Any:
             numba_indexed = None  # type: ignore[assignment]
         _KERNELS["module"] = numba_indexed
     return _KERNELS["module"]
+
+
+def available() -> bool:
+    """Whether small indexed copies may be compiled: numba installed, compiled CPU code on."""
+    return cpu_engine.enabled() and _kernels() is not None
 
 
 def loaded_kernels() -> Any:
@@ -114,7 +119,7 @@ class CompiledIndexed:
             return None
         if copy.src_offset % element_size or copy.dst_offset % element_size:
             return None
-        if not compiled.available() or _kernels() is None:
+        if not cpu_engine.enabled() or _kernels() is None:
             return None
         return cls(copy, element_size)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+import weakref
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ import numpy as np
 from ..elements import numpy_to_torch, torch_to_numpy
 from ..errors import BindingError
 from ..plan import Plan, StridedCopy
-from . import compiled
+from . import cpu_engine
 from .base import made_once, no_queue
 from .compiled_indexed import CompiledIndexed
 from .numpy_indexed import IndexedStep
@@ -33,7 +34,10 @@ _BYTES_PER_THREAD = 2 << 20
 _PARALLEL_BYTES = 2 * _BYTES_PER_THREAD
 _MIN_CHUNK = 256 << 10
 _WARM_RUNS = 3  # runs of a plan with indexed copies before they are compiled
-_COMPILED_BYTES = 256 << 10  # a copy at least this large runs compiled (numba) where it can
+# plans whose strided copies move at least this many bytes run on the CPU engine (C, its
+# pool deciding how many threads the bytes deserve); smaller ones as numpy views, whose
+# shortcuts (one view pair, a concatenate, an element map) cost less to start
+_ENGINE_BYTES = 64 << 10
 
 
 class _Span:
@@ -102,6 +106,19 @@ class NumpyCopy:
         )
 
 
+_BACKENDS: weakref.WeakSet[NumpyBackend] = weakref.WeakSet()
+
+
+def _forget_pools() -> None:
+    """In a child after fork(): the parent's pool threads do not exist here."""
+    for backend in list(_BACKENDS):
+        backend._pool = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools)
+
+
 class NumpyBackend:
     """Executes plans with np.copyto between strided views of the bound buffers."""
 
@@ -111,8 +128,15 @@ class NumpyBackend:
     _serial: NumpyBackend | None = None
 
     def __init__(self, threads: int | None = None) -> None:
-        self.threads = threads or max(1, os.cpu_count() or 1)
+        self._threads = threads
         self._pool: ThreadPoolExecutor | None = None
+        _BACKENDS.add(self)
+
+    @property
+    def threads(self) -> int:
+        """Threads a call may use: the backend's own count, else the engine's setting
+        (`dmlops.set_num_threads`, DMLOPS_NUM_THREADS, the CPUs this process may use)."""
+        return self._threads or cpu_engine.get_num_threads()
 
     @classmethod
     def instance(cls) -> NumpyBackend:
@@ -354,33 +378,14 @@ class _NumpyExecutor:
         # one element of each fill, bound after the inputs (read with strides 0)
         self.fills = [np.frombuffer(b, np.uint8) for b in plan.fill_buffers(plan.fill_width)]
         self.copies = [NumpyCopy.of(c, plan.element_size) for c in plan.copies]
-        # copies large enough run as compiled kernels on every core, where numba is there
-        self.compiled: list[compiled.CompiledCopy] = []
-        big = [int(np.prod(c.shape)) * c.dtype.itemsize >= _COMPILED_BYTES for c in self.copies]
-        # (numba is imported only when a plan has a copy this large)
-        if backend.threads > 1 and any(big) and compiled.available():
-            kept = []
-            for c, large in zip(self.copies, big, strict=True):
-                made = None
-                if large:
-                    made = compiled.plan_copy(
-                        c.shape, c.dtype, c.src, c.src_offset, c.src_strides, c.dst,
-                        c.dst_offset, c.dst_strides, backend.threads,
-                    )  # fmt: skip
-                if made is None:
-                    kept.append(c)
-                else:
-                    self.compiled.append(made)
-            self.copies = kept
-            self.parallel = self.parallel and not self.compiled
-        # the compiled copies' contiguous runs as one table (one parallel region), where few
-        self.runs = (
-            compiled.run_table(self.compiled)
-            or compiled.rows_table(self.compiled)
-            or compiled.strided_table(self.compiled)
-            if self.compiled
-            else None
-        )
+        # a plan moving enough bytes runs on the CPU engine (the numpy views stay its ordered
+        # path, for outputs that overlap inputs)
+        moved = sum(c.element_count for c in plan.copies) * plan.element_size
+        self.engine: cpu_engine.EnginePlan | None = None
+        if plan.copies and moved >= _ENGINE_BYTES and cpu_engine.available():
+            self.engine = cpu_engine.EnginePlan.of(plan)
+        if self.engine is not None:
+            self.parallel = False
         self.steps = [IndexedStep(c, plan.element_size) for c in plan.indexed]
         # small indexed copies as one compiled pass each (numba), once the plan has run
         # _WARM_RUNS times (a one-off call never imports numba)
@@ -413,7 +418,7 @@ class _NumpyExecutor:
             for c in self.copies
         ]
 
-        strided = not (self.steps or self.compiled or self.parallel)  # views on this thread
+        strided = not (self.steps or self.engine or self.parallel)  # views on this thread
         plain = strided and not self.fills
         self.one = self.recipe[0] if plain and len(self.recipe) == 1 else None
         # that copy writing the whole of a lone output in row-major order: `producer` can make
@@ -432,7 +437,7 @@ class _NumpyExecutor:
         self.shortcut = self.side_by_side or self.element_map
         if self.shortcut is not None:
             self._run = self._shortcut
-        elif self.put is not None and not (self.copies or self.fills or self.compiled):
+        elif self.put is not None and not (self.copies or self.fills):
             self._run = self._put_only
         elif plain:
             self._run = self._copy
@@ -561,9 +566,9 @@ class _NumpyExecutor:
         if None in kernels:
             return
         self.kernels = kernels  # type: ignore[assignment]
-        if len(kernels) == 1 and not (self.copies or self.compiled):
+        if len(kernels) == 1 and not self.copies:
             self.one_kernel = kernels[0]
-        elif len(kernels) == 1 and len(plan.copies) == 1 and not (self.compiled or self.parallel):
+        elif len(kernels) == 1 and len(plan.copies) == 1 and not (self.engine or self.parallel):
             # its one strided copy (a scatter's data, one-hot's fill) in the same kernel call
             self.one_kernel = kernels[0].after(plan.copies[0], plan.element_size)  # type: ignore[union-attr]
         if self.one_kernel is not None and not self.fills and self.take is None:
@@ -623,17 +628,15 @@ class _NumpyExecutor:
         if self.parallel:
             self.backend._parallel(self.plan, ins, outs)()
             return
+        if self.engine is not None and self.engine.run(ins, outs, self.backend.threads):
+            return
         view = np.ndarray
         for shape, dtype, si, so, ss, di, do, ds in self.recipe:
             view(shape, dtype, outs[di], do, ds)[...] = view(shape, dtype, ins[si], so, ss)
-        if self.runs is not None and compiled.run_runs(self.runs, ins, outs):
-            return
-        for made in self.compiled:
-            compiled.run_copy(made, ins, outs)
 
     def bound(self, ins: Sequence[Any], outs: Sequence[Any]) -> Callable[..., None]:
         """Views built once; the returned call copies through them."""
-        if self.steps or self.compiled:
+        if self.steps or self.engine is not None:
             return lambda queue=None: self(ins, outs)
         if self.fills:
             ins = [*ins, *self.fills]

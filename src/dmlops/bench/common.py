@@ -199,24 +199,23 @@ def _dram_seconds_per_byte() -> float:
 
 
 def all_cores_copy(dst: Any, src: Any) -> Fn:
-    """A copy of contiguous array `src` into `dst` on every core: the compiled engine's
-    (numba) where it is there, else np.copyto in one band per core on a thread pool (numpy
-    releases the GIL while it copies) — the CPU's multi-threaded copy ceiling for a row."""
-    import os
+    """A copy of contiguous array `src` into `dst` on every thread the CPU engine may use
+    (its pool, pieces taken dynamically) where the engine is there, else np.copyto in one
+    band per thread on a thread pool (numpy releases the GIL while it copies): the CPU's
+    multi-threaded copy ceiling for those bytes, measured as the engine runs a plan."""
     from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np
 
-    from ..backends import compiled
+    from ..backends import cpu_engine
 
     d, s = dst.reshape(-1).view(np.uint8), src.reshape(-1).view(np.uint8)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-    if compiled.available():
-        made = compiled.plan_copy((), np.dtype(f"V{s.size}"), 0, 0, (), 0, 0, (), cores)
-        assert made is not None
-        return lambda: compiled.run_copy(made, [s], [d])
-    pool = ThreadPoolExecutor(cores)
-    bounds = [s.size * k // cores for k in range(cores + 1)]
+    threads = cpu_engine.get_num_threads()
+    if cpu_engine.available():
+        made = cpu_engine.EnginePlan.contiguous(s.size)
+        return lambda: made.run([s], [d], threads)
+    pool = ThreadPoolExecutor(threads)
+    bounds = [s.size * k // threads for k in range(threads + 1)]
     bands = [(d[a:b], s[a:b]) for a, b in itertools.pairwise(bounds) if b > a]
 
     def band(pair: tuple[Any, Any]) -> None:

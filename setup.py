@@ -1,0 +1,23 @@
+"""The CPU engine's C extension, built where a C compiler is there (optional: without one,
+`pip install .` still succeeds and dmlops runs its numpy engine)."""
+
+import sys
+
+from setuptools import Extension, setup
+
+NATIVE = "src/dmlops/backends/cpu_engine/native/"
+
+extensions = []
+if sys.platform != "win32":  # (POSIX threads; Windows runs the numpy engine)
+    extensions.append(
+        Extension(
+            "dmlops.backends.cpu_engine._native",
+            sources=[NATIVE + "module.c", NATIVE + "pool.c", NATIVE + "copies.c"],
+            depends=[NATIVE + "copies.h", NATIVE + "pool.h"],
+            extra_compile_args=["-O3", "-std=c11", "-fno-strict-aliasing"],
+            extra_link_args=["-pthread"],
+            optional=True,
+        )
+    )
+
+setup(ext_modules=extensions)

@@ -1,0 +1,146 @@
+"""The CPU engine: a plan's strided copies in C on a pool of worker threads (`native/`),
+where the extension was built; the numpy engine runs them otherwise.
+
+The pool is made for machines that run other work too: a copy is cut into pieces many
+more than the threads, pieces are claimed one at a time (the calling thread takes them
+too), so a worker the kernel has descheduled delays only a piece it holds, never a share
+fixed in advance; small jobs run on the calling thread alone; idle workers spin briefly,
+then sleep. It survives fork(): a child forgets the parent's workers and starts its own.
+Calls from many Python threads run at once: one job holds the pool, the others run on
+their own threads (the GIL released throughout).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from ...plan import Plan
+from .threads import choose_threads, cpu_quota, get_num_threads, set_num_threads
+
+__all__ = [
+    "EnginePlan",
+    "DEFAULTS",
+    "available",
+    "configure",
+    "enabled",
+    "choose_threads",
+    "cpu_quota",
+    "get_num_threads",
+    "native",
+    "set_enabled",
+    "set_num_threads",
+]
+
+_STATE: dict[str, Any] = {}
+
+
+def native() -> Any:
+    """The C extension module, or None where it was not built (no C compiler at install)."""
+    if "native" not in _STATE:
+        try:
+            from . import _native  # type: ignore[attr-defined]
+        except ImportError:
+            _native = None
+        _STATE["native"] = _native
+    return _STATE["native"]
+
+
+# the pool's idle spin, the bytes that earn a thread, a piece's least and most bytes
+DEFAULTS = {
+    "spin_us": 50,
+    "least_bytes_a_thread": 64 << 10,
+    "least_grain": 16 << 10,
+    "most_grain": 1 << 20,
+}
+
+
+def configure(**settings: int) -> None:
+    """Change the engine's tunables (DEFAULTS names them) for this process."""
+    unknown = set(settings) - set(DEFAULTS)
+    if unknown:
+        raise TypeError(f"unknown engine settings: {sorted(unknown)}")
+    module = native()
+    if module is not None:
+        module.configure(**settings)
+
+
+def set_enabled(enabled: bool) -> None:
+    """Turn the engine on or off for this process (tests compare it with the numpy one)."""
+    _STATE["enabled"] = enabled
+
+
+def enabled() -> bool:
+    """Whether compiled CPU code may run (DMLOPS_CPU_ENGINE=numpy or set_enabled(False)
+    leaves every copy to numpy)."""
+    return bool(_STATE.get("enabled", os.environ.get("DMLOPS_CPU_ENGINE", "") != "numpy"))
+
+
+def available() -> bool:
+    """Whether the engine runs plans: built, and enabled."""
+    return enabled() and native() is not None
+
+
+class EnginePlan:
+    """A plan's strided copies as the engine's table: one record per copy (bindings, byte
+    offsets, element size, the innermost dimension's count and byte steps, the outer
+    dimensions' sizes and byte strides), and the bytes each binding must hold."""
+
+    def __init__(self, table: np.ndarray[Any, Any], total_bytes: int) -> None:
+        self.table = table
+        self.total_bytes = total_bytes
+
+    @classmethod
+    def of(cls, plan: Plan) -> EnginePlan | None:
+        """The plan's copies (fills bound after the inputs) as a table, or None where the
+        engine is not there or a copy has more outer dimensions than it walks."""
+        module = native()
+        if module is None:
+            return None
+        size = plan.element_size
+        most = int(module.MOST_OUTER)
+        record = int(module.RECORD)
+        inputs = len(plan.input_spans) + len(plan.fills)
+        rows = []
+        total = 0
+        for c in plan.copies:
+            if len(c.shape) - 1 > most:
+                return None
+            shape = c.shape or (1,)
+            ss = c.src_strides or (0,)
+            ds = c.dst_strides or (0,)
+            outer = len(shape) - 1
+            src = c.src if c.src >= 0 else inputs + c.src  # (fill k: inputs[-1 - k])
+            row = [src, c.dst, c.src_offset, c.dst_offset, size, shape[-1]]
+            row += [ss[-1] * size, ds[-1] * size, outer]
+            row += [*shape[:-1], *[0] * (most - outer)]
+            row += [t * size for t in ss[:-1]] + [0] * (most - outer)
+            row += [t * size for t in ds[:-1]] + [0] * (most - outer)
+            assert len(row) == record
+            rows.append(row)
+            total += c.element_count * size
+        need_in = [hi for _, hi in plan.input_spans] + [size] * len(plan.fills)
+        need_out = [hi for _, hi in plan.output_spans]
+        header = [len(rows), inputs, len(need_out), 0, *need_in, *need_out]
+        flat = header + [v for row in rows for v in row]
+        return cls(np.array(flat, np.int64), total)
+
+    @classmethod
+    def contiguous(cls, nbytes: int) -> EnginePlan:
+        """One copy of `nbytes` contiguous bytes from input 0 to output 0 (the benchmarks'
+        copy ceiling)."""
+        from ...plan import StridedCopy
+
+        copy = StridedCopy(0, 0, (1,), 0, 0, (1,), (nbytes,))
+        plan = Plan(1, (copy,), ((0, nbytes),), ((0, nbytes),))
+        made = cls.of(plan)
+        assert made is not None
+        return made
+
+    def run(self, ins: Any, outs: Any, threads: int) -> bool:
+        """Move the copies between the bound buffers on up to `threads` threads; False,
+        with nothing written, where an output overlaps an input (the caller's ordered path
+        then runs them)."""
+        return bool(_STATE["native"].run(self.table, ins, outs, threads))

@@ -1,0 +1,164 @@
+/* Strided copies (copies.h): rows walked with incremental offsets, contiguous rows as
+ * memcpy, strided elements of 1, 2, 4, 8 and 16 bytes as typed loads and stores (through
+ * memcpy of a fixed size, which compilers make one move: no alignment is assumed). */
+#include "copies.h"
+
+#include <string.h>
+
+int64_t copy_bytes(const copy_t *copy) {
+    int64_t n = copy->count * copy->element;
+    for (int64_t k = 0; k < copy->outer; k++) {
+        n *= copy->shape[k];
+    }
+    return n;
+}
+
+int64_t cut_copies(job_t *job, int64_t grain) {
+    int64_t pieces = 0;
+    for (int64_t c = 0; c < job->count; c++) {
+        const copy_t *copy = &job->copies[c];
+        cut_t *cut = &job->cuts[c];
+        int64_t rows = 1;
+        for (int64_t k = 0; k < copy->outer; k++) {
+            rows *= copy->shape[k];
+        }
+        int64_t row_bytes = copy->count * copy->element;
+        cut->segments = 1;
+        cut->segment = copy->count;
+        if (row_bytes > grain && copy->count > 1) {
+            int64_t segments = (row_bytes + grain - 1) / grain;
+            if (segments > copy->count) {
+                segments = copy->count;
+            }
+            cut->segment = (copy->count + segments - 1) / segments;
+            cut->segments = (copy->count + cut->segment - 1) / cut->segment;
+        }
+        int64_t unit_bytes = cut->segment * copy->element;
+        cut->units_a_piece = unit_bytes >= grain ? 1 : grain / (unit_bytes > 0 ? unit_bytes : 1);
+        int64_t units = rows * cut->segments;
+        cut->first_piece = pieces;
+        if (rows > 0 && copy->count > 0) {
+            pieces += (units + cut->units_a_piece - 1) / cut->units_a_piece;
+        }
+    }
+    return pieces;
+}
+
+#define STRIDED(type)                                                   \
+    for (int64_t j = 0; j < n; j++) {                                   \
+        type value;                                                     \
+        memcpy(&value, s + j * ss, sizeof(type));                       \
+        memcpy(d + j * ds, &value, sizeof(type));                       \
+    }
+
+/* n elements of `size` bytes, every ss-th byte of s to every ds-th byte of d */
+static void move_elements(char *restrict d, const char *restrict s, int64_t n, int64_t size,
+                          int64_t ds, int64_t ss) {
+    if (ds == size && ss == size) {
+        memcpy(d, s, (size_t)(n * size));
+        return;
+    }
+    switch (size) {
+    case 1:
+        STRIDED(uint8_t)
+        return;
+    case 2:
+        STRIDED(uint16_t)
+        return;
+    case 4:
+        if (ds == 4) { /* a contiguous destination (slices, transposes into new arrays) */
+            uint32_t *to = (uint32_t *)(void *)d;
+            if (((uintptr_t)d & 3) == 0) {
+                for (int64_t j = 0; j < n; j++) {
+                    uint32_t value;
+                    memcpy(&value, s + j * ss, 4);
+                    to[j] = value;
+                }
+                return;
+            }
+        }
+        STRIDED(uint32_t)
+        return;
+    case 8:
+        STRIDED(uint64_t)
+        return;
+    case 16: {
+        typedef struct {
+            uint64_t a, b;
+        } pair_t;
+        STRIDED(pair_t)
+        return;
+    }
+    default:
+        for (int64_t j = 0; j < n; j++) {
+            memcpy(d + j * ds, s + j * ss, (size_t)size);
+        }
+    }
+}
+
+/* The copy holding piece `piece` (cuts are in piece order). */
+static int64_t copy_of_piece(const job_t *job, int64_t piece) {
+    int64_t low = 0, high = job->count - 1;
+    while (low < high) {
+        int64_t middle = (low + high + 1) / 2;
+        if (job->cuts[middle].first_piece <= piece) {
+            low = middle;
+        } else {
+            high = middle - 1;
+        }
+    }
+    /* empty copies share their successor's first piece: take the last copy that starts here */
+    return low;
+}
+
+void move_piece(void *context, int64_t piece) {
+    const job_t *job = (const job_t *)context;
+    int64_t c = copy_of_piece(job, piece);
+    const copy_t *copy = &job->copies[c];
+    const cut_t *cut = &job->cuts[c];
+    int64_t rows = 1;
+    for (int64_t k = 0; k < copy->outer; k++) {
+        rows *= copy->shape[k];
+    }
+    int64_t units = rows * cut->segments;
+    int64_t first = (piece - cut->first_piece) * cut->units_a_piece;
+    int64_t last = first + cut->units_a_piece;
+    if (last > units) {
+        last = units;
+    }
+    int64_t row = first / cut->segments, segment = first % cut->segments;
+    /* the first row's index, and its offsets */
+    int64_t index[MOST_OUTER];
+    const char *s = job->src_base[copy->src] + copy->src_offset;
+    char *d = job->dst_base[copy->dst] + copy->dst_offset;
+    int64_t rest = row;
+    for (int64_t k = copy->outer - 1; k >= 0; k--) {
+        index[k] = rest % copy->shape[k];
+        rest /= copy->shape[k];
+        s += index[k] * copy->src_strides[k];
+        d += index[k] * copy->dst_strides[k];
+    }
+    for (int64_t u = first; u < last; u++) {
+        int64_t begin = segment * cut->segment;
+        int64_t end = begin + cut->segment;
+        if (end > copy->count) {
+            end = copy->count;
+        }
+        move_elements(d + begin * copy->dst_step, s + begin * copy->src_step, end - begin,
+                      copy->element, copy->dst_step, copy->src_step);
+        if (++segment < cut->segments) {
+            continue;
+        }
+        segment = 0;
+        for (int64_t k = copy->outer - 1; k >= 0; k--) { /* the next row */
+            s += copy->src_strides[k];
+            d += copy->dst_strides[k];
+            if (++index[k] < copy->shape[k]) {
+                break;
+            }
+            s -= index[k] * copy->src_strides[k];
+            d -= index[k] * copy->dst_strides[k];
+            index[k] = 0;
+        }
+    }
+}

@@ -1,0 +1,214 @@
+/* dmlops.backends.cpu_engine._native: a plan's strided copies on a fork-safe worker pool.
+ *
+ *   run(table, inputs, outputs, threads) -> bool
+ *
+ * `table` is a C-contiguous int64 buffer: a header [copies, inputs, outputs, 0], each
+ * input's and output's required bytes, then one copy_t record per copy (copies.h).
+ * `inputs` and `outputs` are sequences of contiguous buffers (outputs writable). The GIL
+ * is released while the copies run. False, with nothing written, where an output's bytes
+ * overlap an input's (the caller then runs its ordered path).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "copies.h"
+#include "pool.h"
+
+#define HEADER 4
+#define FEW_COPIES 64
+
+static int64_t least_bytes_a_thread = 64 << 10;
+static int64_t least_grain = 16 << 10;
+static int64_t most_grain = 1 << 20;
+
+static void release_all(Py_buffer *views, Py_ssize_t count) {
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyBuffer_Release(&views[k]);
+    }
+}
+
+static PyObject *run(PyObject *self, PyObject *args) {
+    Py_buffer table;
+    PyObject *inputs, *outputs;
+    int threads;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*OOi", &table, &inputs, &outputs, &threads)) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_buffer *views = NULL;
+    char **bases = NULL;
+    cut_t few[FEW_COPIES];
+    cut_t *cuts = few;
+    Py_ssize_t held = 0;
+    const int64_t *words = (const int64_t *)table.buf;
+    Py_ssize_t size = table.len / (Py_ssize_t)sizeof(int64_t);
+    if (size < HEADER || ((uintptr_t)table.buf & 7)) {
+        PyErr_SetString(PyExc_ValueError, "the plan table is not an aligned int64 header");
+        goto done;
+    }
+    int64_t copies = words[0], n_in = words[1], n_out = words[2];
+    Py_ssize_t records = (Py_ssize_t)(sizeof(copy_t) / sizeof(int64_t));
+    if (copies < 0 || n_in < 0 || n_out < 0 || size != HEADER + n_in + n_out + copies * records) {
+        PyErr_SetString(PyExc_ValueError, "the plan table's size does not match its header");
+        goto done;
+    }
+    PyObject *in_seq = PySequence_Fast(inputs, "inputs must be a sequence");
+    if (in_seq == NULL) {
+        goto done;
+    }
+    PyObject *out_seq = PySequence_Fast(outputs, "outputs must be a sequence");
+    if (out_seq == NULL) {
+        Py_DECREF(in_seq);
+        goto done;
+    }
+    if (PySequence_Fast_GET_SIZE(in_seq) != n_in || PySequence_Fast_GET_SIZE(out_seq) != n_out) {
+        PyErr_SetString(PyExc_ValueError, "the buffers bound do not match the plan's bindings");
+        goto sequences;
+    }
+    views = (Py_buffer *)PyMem_Calloc((size_t)(n_in + n_out) + 1, sizeof(Py_buffer));
+    bases = (char **)PyMem_Calloc((size_t)(n_in + n_out) + 1, sizeof(char *));
+    if (views == NULL || bases == NULL) {
+        PyErr_NoMemory();
+        goto sequences;
+    }
+    for (int64_t k = 0; k < n_in + n_out; k++) {
+        int output = k >= n_in;
+        PyObject *item = output ? PySequence_Fast_GET_ITEM(out_seq, k - n_in)
+                                : PySequence_Fast_GET_ITEM(in_seq, k);
+        int flags = PyBUF_ANY_CONTIGUOUS | (output ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(item, &views[k], flags) < 0) {
+            goto sequences;
+        }
+        held++;
+        if ((int64_t)views[k].len < words[HEADER + k]) {
+            PyErr_Format(PyExc_ValueError, "%s buffer %lld holds %lld bytes; the plan needs %lld",
+                         output ? "output" : "input", (long long)(output ? k - n_in : k),
+                         (long long)views[k].len, (long long)words[HEADER + k]);
+            goto sequences;
+        }
+        bases[k] = (char *)views[k].buf;
+    }
+    /* an output overlapping an input: the ordered path decides what is read */
+    for (int64_t o = n_in; o < n_in + n_out; o++) {
+        uintptr_t olow = (uintptr_t)views[o].buf, ohigh = olow + (uintptr_t)views[o].len;
+        for (int64_t i = 0; i < n_in; i++) {
+            uintptr_t ilow = (uintptr_t)views[i].buf, ihigh = ilow + (uintptr_t)views[i].len;
+            if (olow < ihigh && ilow < ohigh && views[o].len && views[i].len) {
+                result = Py_False;
+                Py_INCREF(result);
+                goto sequences;
+            }
+        }
+    }
+    const copy_t *list = (const copy_t *)(const void *)(words + HEADER + n_in + n_out);
+    if (copies > FEW_COPIES) {
+        cuts = (cut_t *)PyMem_Malloc((size_t)copies * sizeof(cut_t));
+        if (cuts == NULL) {
+            PyErr_NoMemory();
+            goto sequences;
+        }
+    }
+    for (int64_t c = 0; c < copies; c++) {
+        if (list[c].outer < 0 || list[c].outer > MOST_OUTER || list[c].src < 0 ||
+            list[c].src >= n_in || list[c].dst < 0 || list[c].dst >= n_out) {
+            PyErr_SetString(PyExc_ValueError, "a plan table record is out of range");
+            goto sequences;
+        }
+    }
+    job_t job = {list, cuts, copies, bases, bases + n_in};
+    int64_t total = 0;
+    for (int64_t c = 0; c < copies; c++) {
+        total += copy_bytes(&list[c]);
+    }
+    int64_t used = total / least_bytes_a_thread;
+    if (used > threads) {
+        used = threads;
+    }
+    if (used < 1) {
+        used = 1;
+    }
+    int64_t grain = INT64_MAX / 4; /* one thread: whole copies */
+    if (used > 1) {
+        grain = total / (used * 8);
+        grain = grain < least_grain ? least_grain : grain > most_grain ? most_grain : grain;
+    }
+    int64_t pieces = cut_copies(&job, grain);
+    Py_BEGIN_ALLOW_THREADS
+    pool_run(move_piece, &job, pieces, (int)used);
+    Py_END_ALLOW_THREADS
+    result = Py_True;
+    Py_INCREF(result);
+sequences:
+    Py_DECREF(in_seq);
+    Py_DECREF(out_seq);
+done:
+    if (views != NULL) {
+        release_all(views, held);
+    }
+    PyMem_Free(views);
+    PyMem_Free(bases);
+    if (cuts != few) {
+        PyMem_Free(cuts);
+    }
+    PyBuffer_Release(&table);
+    return result;
+}
+
+static PyObject *configure(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *names[] = {"spin_us", "least_bytes_a_thread", "least_grain", "most_grain", NULL};
+    long long spin = -1, least = -1, low = -1, high = -1;
+    (void)self;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLL", names, &spin, &least, &low, &high)) {
+        return NULL;
+    }
+    if (spin >= 0) {
+        pool_set_spin(spin);
+    }
+    if (least > 0) {
+        least_bytes_a_thread = least;
+    }
+    if (low > 0) {
+        least_grain = low;
+    }
+    if (high > 0) {
+        most_grain = high;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *workers(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyLong_FromLong(pool_workers());
+}
+
+static PyMethodDef methods[] = {
+    {"run", run, METH_VARARGS, "Run a plan table's copies between the bound buffers."},
+    {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
+     "Set the pool's spin time and the engine's grain sizes."},
+    {"workers", workers, METH_NOARGS, "Worker threads started in this process."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_native", "dmlops' CPU copy engine.", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    if (pool_init() != 0) {
+        PyErr_SetString(PyExc_OSError, "could not register the engine's fork handlers");
+        return NULL;
+    }
+    PyObject *made = PyModule_Create(&module);
+    if (made == NULL) {
+        return NULL;
+    }
+    PyModule_AddIntConstant(made, "MOST_OUTER", MOST_OUTER);
+    PyModule_AddIntConstant(made, "RECORD", (int)(sizeof(copy_t) / sizeof(int64_t)));
+    return made;
+}

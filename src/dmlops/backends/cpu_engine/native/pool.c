@@ -1,0 +1,222 @@
+/* The worker pool (pool.h).
+ *
+ * One job at a time holds the pool. Its pieces are claimed through one 64-bit word,
+ * epoch (16 bits) | piece count (24) | next piece (24), by compare-and-swap: a worker that
+ * wakes late, after its job is over, sees another epoch or no piece left and claims
+ * nothing, so it can never touch a finished job's state. A job's fields are written before
+ * its epoch is published and stay valid until its last piece is done, which cannot happen
+ * while any claimed piece is still running.
+ *
+ * Idle workers spin a little (back-to-back calls find them awake), then sleep on their own
+ * condition variable; a job wakes only the workers it wants. fork(): the prepare handler
+ * waits for a running job, and the child forgets the parent's workers (they do not exist
+ * there) and starts its own on its first parallel job.
+ */
+#define _GNU_SOURCE
+#include "pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CPU_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#define CPU_RELAX() __asm__ __volatile__("yield")
+#else
+#define CPU_RELAX() ((void)0)
+#endif
+
+#define MOST_WORKERS 1024
+#define PIECE_BITS 24
+#define PIECE_MASK ((UINT64_C(1) << PIECE_BITS) - 1)
+
+typedef struct {
+    pthread_t thread;
+    pthread_mutex_t mutex;
+    pthread_cond_t wake;
+    _Atomic uint32_t go;  /* the epoch this worker is asked to join */
+    int sleeping;         /* guarded by mutex */
+} worker_t;
+
+static struct {
+    pthread_mutex_t lock; /* held by the caller whose job runs */
+    worker_t *workers[MOST_WORKERS];
+    int started;
+    uint32_t epoch;
+    piece_fn fn;
+    void *context;
+    _Atomic uint64_t next;
+    _Atomic int64_t done;
+    _Atomic int64_t spin_ns;
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .spin_ns = 50000};
+
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Claims and runs pieces of `epoch` until none is left; the pieces this thread ran. */
+static int64_t take_pieces(uint32_t epoch) {
+    int64_t ran = 0;
+    for (;;) {
+        uint64_t seen = atomic_load_explicit(&pool.next, memory_order_acquire);
+        uint64_t count = (seen >> PIECE_BITS) & PIECE_MASK;
+        uint64_t piece = seen & PIECE_MASK;
+        if ((uint32_t)(seen >> (2 * PIECE_BITS)) != (epoch & 0xFFFF) || piece >= count) {
+            return ran;
+        }
+        if (!atomic_compare_exchange_weak_explicit(&pool.next, &seen, seen + 1,
+                                                   memory_order_acq_rel, memory_order_acquire)) {
+            continue;
+        }
+        pool.fn(pool.context, (int64_t)piece);
+        atomic_fetch_add_explicit(&pool.done, 1, memory_order_release);
+        ran++;
+    }
+}
+
+static void *work(void *argument) {
+    worker_t *self = (worker_t *)argument;
+    uint32_t seen = 0;
+    for (;;) {
+        uint32_t asked = atomic_load_explicit(&self->go, memory_order_acquire);
+        if (asked == seen) {
+            int64_t until = now_ns() + atomic_load_explicit(&pool.spin_ns, memory_order_relaxed);
+            for (int k = 1; asked == seen; k++) {
+                CPU_RELAX();
+                asked = atomic_load_explicit(&self->go, memory_order_acquire);
+                if (asked == seen && (k & 63) == 0 && now_ns() > until) {
+                    break;
+                }
+            }
+        }
+        if (asked == seen) {
+            pthread_mutex_lock(&self->mutex);
+            while ((asked = atomic_load_explicit(&self->go, memory_order_acquire)) == seen) {
+                self->sleeping = 1;
+                pthread_cond_wait(&self->wake, &self->mutex);
+            }
+            self->sleeping = 0;
+            pthread_mutex_unlock(&self->mutex);
+        }
+        seen = asked;
+        take_pieces(asked);
+    }
+    return NULL;
+}
+
+/* Starts workers until `wanted` run (fewer where the system refuses a thread). */
+static void start_workers(int wanted) {
+    if (wanted > MOST_WORKERS) {
+        wanted = MOST_WORKERS;
+    }
+    while (pool.started < wanted) {
+        worker_t *w = (worker_t *)calloc(1, sizeof(worker_t));
+        if (w == NULL) {
+            return;
+        }
+        pthread_mutex_init(&w->mutex, NULL);
+        pthread_cond_init(&w->wake, NULL);
+        atomic_store(&w->go, 0);
+        /* the workers take no signals: Python handles them on its main thread */
+        sigset_t all, before;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &before);
+        pthread_attr_t attributes;
+        pthread_attr_init(&attributes);
+        pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attributes, 256 << 10);
+        int failed = pthread_create(&w->thread, &attributes, work, w);
+        pthread_attr_destroy(&attributes);
+        pthread_sigmask(SIG_SETMASK, &before, NULL);
+        if (failed) {
+            pthread_cond_destroy(&w->wake);
+            pthread_mutex_destroy(&w->mutex);
+            free(w);
+            return;
+        }
+        pool.workers[pool.started++] = w;
+    }
+}
+
+static void run_alone(piece_fn fn, void *context, int64_t pieces) {
+    for (int64_t p = 0; p < pieces; p++) {
+        fn(context, p);
+    }
+}
+
+void pool_run(piece_fn fn, void *context, int64_t pieces, int threads) {
+    if (threads <= 1 || pieces <= 1 || pieces > (int64_t)PIECE_MASK) {
+        run_alone(fn, context, pieces);
+        return;
+    }
+    if (pthread_mutex_trylock(&pool.lock) != 0) {
+        run_alone(fn, context, pieces); /* another thread's job holds the pool */
+        return;
+    }
+    int helpers = threads - 1;
+    if (helpers > pieces - 1) {
+        helpers = (int)(pieces - 1);
+    }
+    start_workers(helpers);
+    if (helpers > pool.started) {
+        helpers = pool.started;
+    }
+    pool.epoch = (pool.epoch + 1) & 0xFFFF;
+    if (pool.epoch == 0) {
+        pool.epoch = 1; /* (0 is every worker's starting point) */
+    }
+    uint32_t epoch = pool.epoch;
+    pool.fn = fn;
+    pool.context = context;
+    atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
+    atomic_store_explicit(&pool.next,
+                          ((uint64_t)epoch << (2 * PIECE_BITS)) | ((uint64_t)pieces << PIECE_BITS),
+                          memory_order_release);
+    for (int k = 0; k < helpers; k++) {
+        worker_t *w = pool.workers[k];
+        atomic_store_explicit(&w->go, epoch, memory_order_release);
+        pthread_mutex_lock(&w->mutex);
+        if (w->sleeping) {
+            pthread_cond_signal(&w->wake);
+        }
+        pthread_mutex_unlock(&w->mutex);
+    }
+    take_pieces(epoch);
+    /* the last pieces may still run on workers: wait for them, yielding after a while */
+    for (int k = 1; atomic_load_explicit(&pool.done, memory_order_acquire) < pieces; k++) {
+        if (k < 4096) {
+            CPU_RELAX();
+        } else {
+            sched_yield();
+        }
+    }
+    pthread_mutex_unlock(&pool.lock);
+}
+
+int pool_workers(void) { return pool.started; }
+
+void pool_set_spin(int64_t microseconds) {
+    atomic_store(&pool.spin_ns, microseconds < 0 ? 0 : microseconds * 1000);
+}
+
+static void before_fork(void) { pthread_mutex_lock(&pool.lock); }
+
+static void after_fork_in_parent(void) { pthread_mutex_unlock(&pool.lock); }
+
+static void after_fork_in_child(void) {
+    /* only the forking thread exists here: the parent's workers are gone */
+    memset(pool.workers, 0, sizeof(pool.workers));
+    pool.started = 0;
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    memcpy(&pool.lock, &fresh, sizeof(fresh));
+}
+
+int pool_init(void) { return pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child); }

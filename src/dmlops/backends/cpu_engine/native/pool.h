@@ -1,0 +1,25 @@
+/* A fork-safe pool of worker threads that share one job's pieces dynamically. */
+#ifndef DMLOPS_POOL_H
+#define DMLOPS_POOL_H
+
+#include <stdint.h>
+
+/* Moves piece `piece` of the job whose state is `context`. */
+typedef void (*piece_fn)(void *context, int64_t piece);
+
+/* Runs pieces [0, pieces) on the calling thread and up to `threads` - 1 workers; returns
+ * when every piece is done. The caller takes pieces too, and pieces are claimed one at a
+ * time, so a worker the kernel has not scheduled delays nothing it has not claimed. Where
+ * another thread's job holds the pool, the caller runs every piece itself. */
+void pool_run(piece_fn fn, void *context, int64_t pieces, int threads);
+
+/* Workers started so far (0 in a fresh child after fork()). */
+int pool_workers(void);
+
+/* How long an idle worker spins before it sleeps, in microseconds. */
+void pool_set_spin(int64_t microseconds);
+
+/* Registers the fork handlers; call once when the module loads. */
+int pool_init(void);
+
+#endif

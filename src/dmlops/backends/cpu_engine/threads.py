@@ -1,0 +1,97 @@
+"""How many threads the CPU engine uses: the CPUs this process may run on (its affinity),
+capped by a container's CPU quota (cgroup v2 `cpu.max`, v1 `cpu.cfs_quota_us`), unless
+`DMLOPS_NUM_THREADS` or `set_num_threads` says otherwise."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from ...errors import DmlError
+
+__all__ = ["choose_threads", "cpu_quota", "get_num_threads", "set_num_threads"]
+
+_CHOSEN: list[int] = []  # set_num_threads' count, or the default once computed
+
+
+def cpu_quota(
+    root: Path = Path("/sys/fs/cgroup"), membership: Path = Path("/proc/self/cgroup")
+) -> float | None:
+    """The CPUs a cgroup quota grants this process (2.5 for "250000 100000"), or None where
+    no quota is set or none can be read: cgroup v2's `cpu.max` of the process's own group
+    and each group above it (the smallest counts), else v1's `cpu.cfs_quota_us`."""
+    own = ""
+    try:
+        for line in membership.read_text().splitlines():
+            hierarchy, _, path = line.partition("::")
+            if hierarchy == "0" and path.startswith("/"):
+                own = path.strip("/")
+    except OSError:
+        pass
+    parts = [p for p in own.split("/") if p]
+    groups = [root.joinpath(*parts[:k]) for k in range(len(parts), -1, -1)]
+    found: list[float] = []
+    for group in groups:
+        try:
+            fields = (group / "cpu.max").read_text().split()
+        except OSError:
+            continue
+        if len(fields) >= 2 and fields[0] != "max":
+            try:
+                quota, period = int(fields[0]), int(fields[1])
+            except ValueError:
+                continue
+            if quota > 0 and period > 0:
+                found.append(quota / period)
+    if found:
+        return min(found)
+    try:
+        quota_us = int((root / "cpu" / "cpu.cfs_quota_us").read_text())
+        period_us = int((root / "cpu" / "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError):
+        return None
+    return quota_us / period_us if quota_us > 0 and period_us > 0 else None
+
+
+def choose_threads(environ: Mapping[str, str], cpus: int, quota: float | None) -> int:
+    """The engine's thread count: `DMLOPS_NUM_THREADS` where set, else the `cpus` this
+    process may use, capped by the quota rounded up (a quota of 2.5 CPUs: 3 threads)."""
+    named = environ.get("DMLOPS_NUM_THREADS", "").strip()
+    if named:
+        try:
+            count = int(named)
+        except ValueError:
+            count = 0
+        if count < 1:
+            raise DmlError(f"DMLOPS_NUM_THREADS={named!r}: give a whole number of threads >= 1")
+        return count
+    threads = max(1, cpus)
+    if quota is not None and quota > 0:
+        threads = min(threads, max(1, math.ceil(quota)))
+    return threads
+
+
+def _usable_cpus() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        try:
+            return len(os.sched_getaffinity(0))
+        except OSError:
+            pass
+    return os.cpu_count() or 1
+
+
+def get_num_threads() -> int:
+    """The CPU engine's thread count for calls on the default backend."""
+    if not _CHOSEN:
+        _CHOSEN.append(choose_threads(os.environ, _usable_cpus(), cpu_quota()))
+    return _CHOSEN[0]
+
+
+def set_num_threads(count: int) -> None:
+    """Use `count` threads (the calling one included) for the CPU engine's later calls, as
+    `torch.set_num_threads` does for torch's."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise DmlError(f"set_num_threads({count!r}): give a whole number of threads >= 1")
+    _CHOSEN[:] = [count]

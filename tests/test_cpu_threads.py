@@ -1,0 +1,86 @@
+"""The CPU engine's thread count: affinity, a cgroup CPU quota, DMLOPS_NUM_THREADS and
+set_num_threads, each decided deterministically."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import dmlops
+from dmlops.backends.cpu_engine import threads
+from dmlops.backends.numpy_backend import NumpyBackend
+
+
+def test_the_cpus_this_process_may_use() -> None:
+    assert threads.choose_threads({}, 32, None) == 32
+    assert threads.choose_threads({}, 0, None) == 1
+
+
+def test_a_quota_caps_the_count_rounded_up() -> None:
+    assert threads.choose_threads({}, 32, 2.5) == 3
+    assert threads.choose_threads({}, 32, 0.5) == 1
+    assert threads.choose_threads({}, 4, 8.0) == 4
+
+
+def test_the_environment_overrides_both() -> None:
+    assert threads.choose_threads({"DMLOPS_NUM_THREADS": "7"}, 2, 1.0) == 7
+    assert threads.choose_threads({"DMLOPS_NUM_THREADS": " "}, 2, None) == 2
+    for bad in ("0", "-1", "four"):
+        with pytest.raises(dmlops.DmlError, match="DMLOPS_NUM_THREADS"):
+            threads.choose_threads({"DMLOPS_NUM_THREADS": bad}, 2, None)
+
+
+def _cgroup(tmp_path: Path, own: str, files: dict[str, str]) -> tuple[Path, Path]:
+    membership = tmp_path / "cgroup"
+    membership.write_text(f"0::{own}\n")
+    root = tmp_path / "fs"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root, membership
+
+
+def test_cgroup_v2_quota_of_the_own_group(tmp_path: Path) -> None:
+    root, membership = _cgroup(
+        tmp_path, "/box/job", {"box/job/cpu.max": "250000 100000\n", "cpu.max": "max 100000\n"}
+    )
+    assert threads.cpu_quota(root, membership) == 2.5
+
+
+def test_cgroup_v2_the_smallest_quota_above(tmp_path: Path) -> None:
+    root, membership = _cgroup(
+        tmp_path,
+        "/box/job",
+        {"box/job/cpu.max": "max 100000\n", "box/cpu.max": "150000 100000\n"},
+    )
+    assert threads.cpu_quota(root, membership) == 1.5
+
+
+def test_no_quota(tmp_path: Path) -> None:
+    root, membership = _cgroup(tmp_path, "/", {"cpu.max": "max 100000\n"})
+    assert threads.cpu_quota(root, membership) is None
+    assert threads.cpu_quota(tmp_path / "missing", tmp_path / "missing") is None
+
+
+def test_cgroup_v1_quota(tmp_path: Path) -> None:
+    root, membership = _cgroup(
+        tmp_path, "/", {"cpu/cpu.cfs_quota_us": "400000\n", "cpu/cpu.cfs_period_us": "100000\n"}
+    )
+    assert threads.cpu_quota(root, membership) == 4.0
+    (root / "cpu/cpu.cfs_quota_us").write_text("-1\n")
+    assert threads.cpu_quota(root, membership) is None
+
+
+def test_set_num_threads_at_run_time() -> None:
+    before = dmlops.get_num_threads()
+    try:
+        dmlops.set_num_threads(3)
+        assert dmlops.get_num_threads() == 3
+        assert NumpyBackend.instance().threads == 3
+        assert NumpyBackend(threads=5).threads == 5
+    finally:
+        dmlops.set_num_threads(before)
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(dmlops.DmlError, match="set_num_threads"):
+            dmlops.set_num_threads(bad)  # type: ignore[arg-type]
