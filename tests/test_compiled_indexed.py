@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import dmlops
-from dmlops.backends import compiled, numpy_backend
+from dmlops.backends import compiled_indexed, numpy_backend
 from dmlops.errors import IndexOutOfRangeError
 
-pytestmark = pytest.mark.skipif(not compiled.available(), reason="no numba")
+pytestmark = pytest.mark.skipif(not compiled_indexed.available(), reason="no numba")
 
 
 def _last_executor():  # type: ignore[no-untyped-def]

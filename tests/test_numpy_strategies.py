@@ -1,7 +1,7 @@
 """The numpy backend's ways of running a plan — one strided view pair per copy, abutting runs
-as one concatenate (`SideBySide`), small plans as element maps (`ElementMap`) — move the same
-bits as a naive element-by-element interpreter of the plan, on every element size, layout
-and operator whose plans take them."""
+as one concatenate (`SideBySide`), small plans as element maps (`ElementMap`), the CPU
+engine's one job — move the same bits as a naive element-by-element interpreter of the
+plan, on every element size, layout and operator whose plans take them."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import dmlops
 from dmlops import BufferTensorDesc, DataType
+from dmlops.backends import cpu_engine
 from dmlops.backends import numpy_backend as nb
 from dmlops.backends.numpy_map import ElementMap
 from dmlops.backends.numpy_runs import SideBySide
@@ -23,6 +24,14 @@ from dmlops.plan import Plan
 from strategies import layouts
 
 TYPES = {1: DataType.UINT8, 2: DataType.FLOAT16, 4: DataType.FLOAT32, 8: DataType.INT64}
+
+
+@pytest.fixture(autouse=True)
+def numpy_engine_only():  # type: ignore[no-untyped-def]
+    """The numpy engine chooses its own ways here (the CPU engine is one more way, below)."""
+    cpu_engine.set_enabled(False)
+    yield
+    cpu_engine.set_enabled(True)
 
 
 def naive(plan: Plan, ins: list[bytes], outs: list[bytearray]) -> None:
@@ -59,6 +68,9 @@ def _check_every_way(desc: Any, seed: int) -> None:
     runs = SideBySide.of(plan.copies, plan.element_size) if not plan.fills else None
     if runs is not None:
         ways["side by side"] = runs
+    engine = cpu_engine.EnginePlan.of(plan)
+    if engine is not None:
+        ways["engine"] = lambda i, o: engine.run([*i, *fills], o, 3)
     for name, run in ways.items():
         outs = [np.full(n, 0xAB, np.uint8) for n in out_sizes]
         assert run(ins, outs) in (None, True), name

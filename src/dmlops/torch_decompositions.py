@@ -9,7 +9,7 @@ the decompositions cannot drift from the kernels. Two users: dynamo, which trace
 functional call into the built ops (the recipe computed once, as a constant, from the
 sizes alone), and inductor's decomposition table, which decomposes `torch.ops.dmlops.*`
 where a graph holds them (exported programs, make_fx traces). Where this torch has no
-decomposition table (`available()` is False) the operators stay extern kernels there.
+decomposition table (`decompositions_available()` is False) the operators stay extern kernels there.
 """
 
 from __future__ import annotations
@@ -38,13 +38,14 @@ _CONTIGUOUS = torch.contiguous_format
 _cat = torch.cat
 
 
-def available() -> bool:
-    """Whether inductor's decomposition table can be reached in this torch."""
+def decompositions_available() -> bool:
+    """Whether this torch has inductor's decomposition table (looked up, not imported)."""
+    import importlib.util
+
     try:
-        from torch._inductor.decomposition import register_decomposition  # noqa: F401
-    except ImportError:  # pragma: no cover - a torch without inductor
+        return importlib.util.find_spec("torch._inductor") is not None
+    except (ImportError, ValueError):  # pragma: no cover - a torch without inductor
         return False
-    return True
 
 
 # A view of an input: (input, its dimensions in memory order or None, index by slices and
@@ -300,7 +301,7 @@ def depth_space_recipe(
 
 def register(decompose: dict[Any, Callable[..., Any]]) -> bool:
     """Put each operator's decomposition into inductor's table; False where it has none."""
-    if not available():
+    if not decompositions_available():
         return False
     from torch._inductor.decomposition import register_decomposition
 

@@ -91,8 +91,16 @@ def _eagerly(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
 
 
 # (a call with `out=` under torch.compile: a graph break, dynamo never tracing dmlops' array
-# code; the custom operators make new tensors)
-_between_graphs: Callable[..., Any] = torch.compiler.disable(_eagerly)
+# code; the custom operators make new tensors). `torch.compiler.disable` imports dynamo (a
+# second or more): this is the plain call until dynamo is imported, then `between_graphs`
+# (torch_ops' hook on dynamo's import, which comes before anything is traced) wraps it.
+_between_graphs: Callable[..., Any] = _eagerly
+
+
+def between_graphs() -> None:
+    """Make the eager call a graph break for dynamo (dynamo is imported)."""
+    global _between_graphs
+    _between_graphs = torch.compiler.disable(_eagerly)
 
 
 class _Moved(torch.autograd.Function):  # type: ignore[misc]

@@ -35,6 +35,7 @@ import torch
 from torch import Tensor
 
 from . import functional as F
+from ._after_import import after_import
 from . import torch_chains
 from .elements import element_of, numpy_to_torch, torch_to_numpy
 from .errors import DmlError, seen_by_tracer
@@ -50,8 +51,15 @@ from .ops import (
     SplitDesc,
 )
 from .tensor import BufferTensorDesc, FeatureLevel, packed_strides
-from .torch_decompositions import Recipe, build, depth_space_recipe, recipe_of, register
-from .torch_moves import PLAIN_TENSORS, moved, moves_wanted, transforming
+from .torch_decompositions import (
+    Recipe,
+    build,
+    decompositions_available,
+    depth_space_recipe,
+    recipe_of,
+    register,
+)
+from .torch_moves import PLAIN_TENSORS, between_graphs, moved, moves_wanted, transforming
 
 __all__ = ["wanted", "level_name", "order_name", "moved", "moves_wanted"]
 
@@ -411,7 +419,14 @@ def _decomposed(name: str) -> Any:
     return decomposition
 
 
-FUSES = register({op._opoverload: _decomposed(name) for name, (op, _, _) in _BUILDERS.items()})
+def _register_decompositions() -> None:
+    register({op._opoverload: _decomposed(name) for name, (op, _, _) in _BUILDERS.items()})
+
+
+# whether inductor's table takes the decompositions (put there when inductor loads it:
+# importing inductor costs a second or more, which a torch program that never compiles
+# should not pay for importing dmlops)
+FUSES = decompositions_available()
 
 
 def _fields(values: Sequence[int] | None) -> list[int] | None:
@@ -451,7 +466,6 @@ def _known_recipes(
     return _recipes(name, [tensors, *_NORMALISED[name](*rest)], False)
 
 
-@torch.compiler.assume_constant_result
 def _constant_recipes(name: str, shapes: Any, rest: Any) -> tuple[Recipe, ...]:
     """Recipes from the sizes, types and strides alone: dynamo calls this once, when it traces the
     call, and keeps the result as a constant (a bad descriptor raises then)."""
@@ -838,4 +852,15 @@ def _polyfills() -> None:
         return _traced("space_to_depth", [x], (block_size, order, feature_level))
 
 
-_polyfills()
+def _when_dynamo_loads() -> None:
+    """What needs torch._dynamo, done when it is imported (before it traces anything):
+    the functional calls' substitutes, the recipes as a traced constant, eager calls with
+    out= as graph breaks."""
+    global _constant_recipes
+    _constant_recipes = torch.compiler.assume_constant_result(_constant_recipes)
+    _polyfills()
+    between_graphs()
+
+
+after_import("torch._dynamo", _when_dynamo_loads)
+after_import("torch._inductor.decomposition", _register_decompositions)

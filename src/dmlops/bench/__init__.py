@@ -2,7 +2,9 @@
 
 Sections (one module each): operators, layouts (GPU), graphs, call-cost, dask (CPU,
 LocalCluster, out of core), torch (GPU training steps with dmlops under torch.compile),
-indexed (gathers and scatters: embeddings, MoE, paged and in-place KV caches).
+indexed (gathers and scatters: embeddings, MoE, paged and in-place KV caches), contention
+(the CPU engine idle, beside busy processes and in a CPU set: medians and 99th percentiles),
+startup (a fresh process's import and first calls).
 Prints a Markdown table
 (median time, GB/s counted as 2 x output bytes, time over each section's
 reference), writes JSON and, with --plot, a PNG.
@@ -21,7 +23,9 @@ from .common import Result, format_table, gpu_present, have
 
 __all__ = ["main", "run_sections", "SECTIONS"]
 
-SECTIONS = ("operators", "layouts", "graphs", "call-cost", "dask", "torch", "indexed")
+SECTIONS = (
+    "operators", "layouts", "graphs", "contention", "startup", "call-cost", "dask", "torch", "indexed",
+)  # fmt: skip
 
 
 def run_sections(
@@ -33,6 +37,7 @@ def run_sections(
     compilers: bool = True,
     dask_mib: int = 1536,
     dask_worker_mib: int = 256,
+    calls: int = 200,
 ) -> list[Result]:
     """Run the named sections on the named devices."""
     results: list[Result] = []
@@ -61,6 +66,14 @@ def run_sections(
             from . import graphs
 
             results += graphs.run(devices, reps)
+        elif section == "contention" and "cpu" in devices:
+            from . import contention
+
+            results += contention.run(calls)
+        elif section == "startup" and "cpu" in devices:
+            from . import startup
+
+            results += startup.run()
         elif section == "call-cost":
             from . import call_cost
 
@@ -116,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="layouts: leave out torch.compile and jax.jit (they take minutes to compile)",
     )
+    parser.add_argument(
+        "--calls", type=int, default=200, help="contention: calls per contender and condition"
+    )
     parser.add_argument("--json", default="bench-results/results.json", help="where to write JSON")
     parser.add_argument("--plot", metavar="PNG", help="also draw the results into this PNG file")
     parser.add_argument(
@@ -151,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         not args.no_compilers,
         args.dask_mib,
         args.dask_worker_mib,
+        args.calls,
     )
     print(f"machine: {platform.node()} {platform.machine()} {platform.processor()}")
     print(format_table(results))

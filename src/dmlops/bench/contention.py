@@ -1,0 +1,187 @@
+"""Benchmark section "contention": the CPU engine on a machine that runs other work too.
+
+The graphs section's four chains (bound plan, and op by op through the functional API) and
+a few operators, with numpy and onnxruntime in the same process, under each condition:
+idle, one and two other processes spinning on a core each, and a CPU set of four cores
+(the process started under that affinity, as `taskset -c 0-3` starts it, so every library
+picks its thread count from it). Each condition runs in a fresh process; each contender
+gives the median and the 99th percentile over `calls` calls (a scheduler time slice lost
+waiting for a descheduled thread shows in the 99th percentile, not in the median).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .common import Result, have
+
+__all__ = ["CONDITIONS", "run"]
+
+SECTION = "contention"
+CONDITIONS = ("idle", "1 busy", "2 busy", "cpuset 4")
+OURS = "dmlops graph (bound)"
+_SPIN = "while True: pass"
+
+
+def _percentiles(fn: Callable[[], Any], calls: int) -> tuple[float, float]:
+    """(median, 99th percentile) of `calls` calls after three warm-up calls."""
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    return statistics.median(times), times[min(len(times) - 1, int(0.99 * len(times)))]
+
+
+def _operators() -> list[tuple[str, int, dict[str, Callable[[], Any]]]]:
+    """(case, output bytes, contenders) for a few single operators."""
+    import dmlops
+
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((256, 128, 128), dtype=np.float32)  # 16 MiB
+    flat = rng.standard_normal(1 << 18, dtype=np.float32)  # 1 MiB
+    sizes = [1024] * 256
+    cuts = np.cumsum(sizes)[:-1]
+    parts = [rng.standard_normal((64, 256, 64), dtype=np.float32) for _ in range(4)]
+    return [
+        (
+            "slice1 reversed rows, 16 MiB",
+            x.nbytes,
+            {
+                "dmlops": lambda: dmlops.slice1(x, [0, 0, 0], list(x.shape), [1, 1, -1]),
+                "numpy": lambda: np.ascontiguousarray(x[:, :, ::-1]),
+            },
+        ),
+        (
+            "256-way split, 1 MiB",
+            flat.nbytes,
+            {
+                "dmlops": lambda: dmlops.split(flat, 0, sizes),
+                "numpy": lambda: [q.copy() for q in np.split(flat, cuts)],
+            },
+        ),
+        (
+            "join of 4 x 4 MiB on axis 1",
+            4 * parts[0].nbytes,
+            {
+                "dmlops": lambda: dmlops.join(parts, 1),
+                "numpy": lambda: np.concatenate(parts, 1),
+            },
+        ),
+    ]
+
+
+def _graphs() -> list[tuple[str, int, dict[str, Callable[[], Any]]]]:
+    """(case, output bytes, contenders) for the graphs section's chains."""
+    import dmlops.onnx
+
+    from .graphs import PATTERNS
+
+    found = []
+    for p in PATTERNS:
+        shapes = p.shapes(False)
+        rng = np.random.default_rng(0)
+        xs = {n: rng.standard_normal(s, dtype=np.float32) for n, s in shapes.items()}
+        model = p.model(shapes)
+        compiled = dmlops.onnx.compile(model, xs)
+        op = compiled.operator  # type: ignore[union-attr]
+        outs = [np.empty(t.sizes, np.float32) for _, t in op.desc.output_fields()]
+        ins = [xs[n] for n in compiled.data_inputs]  # type: ignore[union-attr]
+        table = op.bind(ins, [o.reshape(-1) for o in outs])
+        table.dispatch()
+        for o, w in zip(outs, p.reference(np, ins), strict=True):
+            if not np.array_equal(o.reshape(np.shape(w)), w):
+                raise AssertionError(f"dmlops gave a wrong answer on {p.name}")
+        contenders: dict[str, Callable[[], Any]] = {
+            OURS: table.dispatch,
+            "dmlops op by op": lambda p=p, ins=ins: p.op_by_op(ins),  # type: ignore[misc]
+            "numpy": lambda p=p, ins=ins: [  # type: ignore[misc]
+                np.ascontiguousarray(w) for w in p.reference(np, ins)
+            ],
+        }
+        if have("onnxruntime"):
+            import onnxruntime as ort
+
+            sess = ort.InferenceSession(
+                model.SerializeToString(), providers=["CPUExecutionProvider"]
+            )
+            contenders["onnxruntime"] = lambda sess=sess, xs=xs: sess.run(None, xs)  # type: ignore[misc]
+        found.append((p.name, sum(o.nbytes for o in outs), contenders))
+    return found
+
+
+def measure(calls: int) -> list[dict[str, Any]]:
+    """Every case in this process: [{case, bytes, times: {name: [median, p99]}}]."""
+    import dmlops
+
+    cases = _graphs() if have("onnx") else []
+    cases += _operators()
+    rows = []
+    for case, nbytes, contenders in cases:
+        times = {name: list(_percentiles(fn, calls)) for name, fn in contenders.items()}
+        rows.append({"case": case, "bytes": nbytes, "times": times})
+    rows.append({"threads": dmlops.get_num_threads()})
+    return rows
+
+
+def _spinners(count: int) -> list[subprocess.Popen[bytes]]:
+    return [subprocess.Popen([sys.executable, "-c", _SPIN]) for _ in range(count)]
+
+
+def _in_condition(condition: str, calls: int) -> list[dict[str, Any]]:
+    """The cases measured in a fresh process under `condition`."""
+    code = f"import json; from dmlops.bench.contention import measure; print(json.dumps(measure({calls})))"
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    spinners = _spinners({"1 busy": 1, "2 busy": 2}.get(condition, 0))
+
+    def pinned() -> None:
+        if condition == "cpuset 4" and cpus:
+            os.sched_setaffinity(0, cpus[:4])
+
+    try:
+        time.sleep(0.2)  # (the spinners running)
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            preexec_fn=pinned if condition == "cpuset 4" else None,  # noqa: PLW1509
+        )
+    finally:
+        for s in spinners:
+            s.kill()
+            s.wait()
+    rows: list[dict[str, Any]] = json.loads(done.stdout.strip().splitlines()[-1])
+    return rows
+
+
+def run(calls: int = 200, conditions: tuple[str, ...] = CONDITIONS) -> list[Result]:
+    """Every case under every condition: medians as times, 99th percentiles as details."""
+    results = []
+    for condition in conditions:
+        rows = _in_condition(condition, calls)
+        threads = rows[-1]["threads"]
+        for row in rows[:-1]:
+            reference = "numpy"
+            res = Result(
+                SECTION, f"{row['case']} [{condition}, {threads} threads]", "cpu", row["bytes"],
+                reference,
+            )  # fmt: skip
+            for name, (median, p99) in row["times"].items():
+                res.times[name] = median
+                res.times[f"{name} p99"] = p99
+            results.append(res)
+        print(f"  measured cpu: {condition}", file=sys.stderr, flush=True)
+    return results
