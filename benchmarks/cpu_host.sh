@@ -16,6 +16,7 @@ fi
 python3 -c "from dmlops.backends import cpu_engine as e; print('engine', e.available(), 'threads', e.get_num_threads())"
 nproc; python3 -c "import os; print('affinity', len(os.sched_getaffinity(0)))"
 python3 -m pytest tests/test_cpu_engine.py tests/test_cpu_threads.py -q -p no:cacheprovider 2>&1 | tail -3
-python3 -m dmlops.cli bench --device cpu --section startup --section graphs --section contention \
+python3 -m dmlops.cli bench --device cpu ${SECTIONS:---section startup --section graphs --section contention} \
   --reps 50 --calls ${CALLS:-200} --json "$out/cpu.json" --plot "$out/cpu.png" > "$out/cpu.md" 2>"$out/cpu.err"
 tail -5 "$out/cpu.err"
+[ -n "${WAITS:-}" ] && python3 benchmarks/engine_waits.py | tee "$out/waits.txt"

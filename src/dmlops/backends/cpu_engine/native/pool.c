@@ -54,7 +54,17 @@ static struct {
     _Atomic uint64_t next;
     _Atomic int64_t done;
     _Atomic int64_t spin_ns;
-} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .spin_ns = 50000};
+    /* the caller sleeps here while workers finish the last pieces: its CPU goes idle, so the
+     * kernel can pull a descheduled worker onto it at once instead of at its next turn */
+    pthread_mutex_t finished_mutex;
+    pthread_cond_t finished;
+    _Atomic int caller_sleeping;
+} pool = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .spin_ns = 50000,
+    .finished_mutex = PTHREAD_MUTEX_INITIALIZER,
+    .finished = PTHREAD_COND_INITIALIZER,
+};
 
 static int64_t now_ns(void) {
     struct timespec t;
@@ -77,7 +87,12 @@ static int64_t take_pieces(uint32_t epoch) {
             continue;
         }
         pool.fn(pool.context, (int64_t)piece);
-        atomic_fetch_add_explicit(&pool.done, 1, memory_order_release);
+        int64_t done = atomic_fetch_add(&pool.done, 1) + 1; /* (seq_cst: see pool_run) */
+        if (done == (int64_t)count && atomic_load(&pool.caller_sleeping)) {
+            pthread_mutex_lock(&pool.finished_mutex);
+            pthread_cond_signal(&pool.finished);
+            pthread_mutex_unlock(&pool.finished_mutex);
+        }
         ran++;
     }
 }
@@ -190,12 +205,21 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads) {
         pthread_mutex_unlock(&w->mutex);
     }
     take_pieces(epoch);
-    /* the last pieces may still run on workers: wait for them, yielding after a while */
+    /* the last pieces may still run on workers: spin a little, then sleep until the last
+     * one is done (a sleeping caller leaves its CPU idle for a worker the kernel moved off
+     * its own; spinning or yielding would keep it busy) */
+    int64_t until = now_ns() + 20000;
     for (int k = 1; atomic_load_explicit(&pool.done, memory_order_acquire) < pieces; k++) {
-        if (k < 4096) {
-            CPU_RELAX();
-        } else {
-            sched_yield();
+        CPU_RELAX();
+        if ((k & 63) == 0 && now_ns() > until) {
+            pthread_mutex_lock(&pool.finished_mutex);
+            atomic_store(&pool.caller_sleeping, 1);
+            while (atomic_load(&pool.done) < pieces) { /* seq_cst with the flag: no lost wake */
+                pthread_cond_wait(&pool.finished, &pool.finished_mutex);
+            }
+            atomic_store(&pool.caller_sleeping, 0);
+            pthread_mutex_unlock(&pool.finished_mutex);
+            break;
         }
     }
     pthread_mutex_unlock(&pool.lock);
@@ -217,6 +241,10 @@ static void after_fork_in_child(void) {
     pool.started = 0;
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     memcpy(&pool.lock, &fresh, sizeof(fresh));
+    memcpy(&pool.finished_mutex, &fresh, sizeof(fresh));
+    pthread_cond_t woken = PTHREAD_COND_INITIALIZER;
+    memcpy(&pool.finished, &woken, sizeof(woken));
+    atomic_store(&pool.caller_sleeping, 0);
 }
 
 int pool_init(void) { return pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child); }
