@@ -29,11 +29,14 @@ def percentiles(fn, calls=400):  # type: ignore[no-untyped-def]
 
 def main() -> None:
     x = np.random.default_rng(0).standard_normal((1, 1024, 3072), dtype=np.float32)
-    heads = [x[..., 1024 * k : 1024 * (k + 1)].reshape(1, 1024, 16, 64).transpose(0, 2, 1, 3) for k in range(3)]
+    heads = [
+        x[..., 1024 * k : 1024 * (k + 1)].reshape(1, 1024, 16, 64).transpose(0, 2, 1, 3)
+        for k in range(3)
+    ]
     outs = [np.empty((1, 16, 1024, 64), np.float32) for _ in range(3)]
 
     def bound() -> None:
-        for h, o in zip(heads, outs):
+        for h, o in zip(heads, outs, strict=True):
             dmlops.slice1(h, [0] * 4, list(h.shape), [1] * 4, out=o)
 
     def fresh() -> None:
@@ -45,23 +48,32 @@ def main() -> None:
             np.ascontiguousarray(h)
 
     def numpy_out() -> None:
-        for h, o in zip(heads, outs):
+        for h, o in zip(heads, outs, strict=True):
             np.copyto(o, h)
 
     for busy in (0, 1, 2):
-        spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
+        spinners = [
+            subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)
+        ]
         time.sleep(0.2)
         try:
-            everyone = len(__import__('os').sched_getaffinity(0))
+            everyone = len(__import__("os").sched_getaffinity(0))
             for threads in (everyone, max(1, everyone // 2)):
                 dmlops.set_num_threads(threads)
-                for spin in (50, 0):
-                    cpu_engine.configure(spin_us=spin)
+                for spin_us in (50, 0):
+                    cpu_engine.configure(spin_us=spin_us)
                     m, p99, worst = percentiles(bound)
-                    print(f"busy {busy} threads {threads:2d} spin {spin:3d}: out= median {m:7.1f} us p99 {p99:7.1f} max {worst:7.1f}")
+                    print(
+                        f"busy {busy} threads {threads:2d} spin {spin_us:3d}: out= median "
+                        f"{m:7.1f} us p99 {p99:7.1f} max {worst:7.1f}"
+                    )
                 cpu_engine.configure(spin_us=50)
             dmlops.set_num_threads(everyone)
-            for name, fn in (("fresh", fresh), ("numpy fresh", numpy_fresh), ("numpy out=", numpy_out)):
+            for name, fn in (
+                ("fresh", fresh),
+                ("numpy fresh", numpy_fresh),
+                ("numpy out=", numpy_out),
+            ):
                 m, p99, worst = percentiles(fn, 100)
                 print(f"busy {busy} {name:12s}: median {m:7.1f} us p99 {p99:7.1f} max {worst:7.1f}")
         finally:

@@ -34,7 +34,9 @@ def every_plan_on_the_engine(monkeypatch: pytest.MonkeyPatch):  # type: ignore[n
     cpu_engine.configure(**cpu_engine.DEFAULTS)
 
 
-def _run(desc: Any, ins: list[np.ndarray[Any, Any]], threads: int, engine: bool = True) -> list[np.ndarray[Any, Any]]:
+def _run(
+    desc: Any, ins: list[np.ndarray[Any, Any]], threads: int, engine: bool = True
+) -> list[np.ndarray[Any, Any]]:
     """Execute the desc's plan on byte buffers on the engine with `threads` threads, or
     (engine=False) as numpy views."""
     backend = nb.NumpyBackend(threads=threads)

@@ -24,7 +24,7 @@ from .ops.depth_space import block_axes
 from .plan import ZERO, LogicalCopy
 
 __all__ = [
-    "available",
+    "decompositions_available",
     "register",
     "recipe_of",
     "depth_space_recipe",

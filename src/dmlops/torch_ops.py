@@ -35,8 +35,8 @@ import torch
 from torch import Tensor
 
 from . import functional as F
-from ._after_import import after_import
 from . import torch_chains
+from ._after_import import after_import
 from .elements import element_of, numpy_to_torch, torch_to_numpy
 from .errors import DmlError, seen_by_tracer
 from .ops import (

@@ -1,4 +1,5 @@
-"""CPU backend: numpy strided views, large copies split over a thread pool."""
+"""CPU backend: numpy strided views; large plans on the CPU engine (cpu_engine/), or split
+over a thread pool where it is not built."""
 
 from __future__ import annotations
 
@@ -26,10 +27,10 @@ from .words import UNSIGNED
 
 __all__ = ["NumpyBackend"]
 
-# a thread per this many bytes written, up to the core count: Python threads pay tens of
-# microseconds to start a band, so on the 16-core host of the H100 machine an 8 MiB copy ran
-# fastest on 4 threads (432 µs; one: 777 µs; sixteen: 1.1 ms) and 64 MiB on all 16
-# (`benchmarks/threads_probe.py`)
+# (where the CPU engine is not built) a thread per this many bytes written, up to the thread
+# count: Python threads pay tens of microseconds to start a band, so on the 16-core host of
+# the H100 machine an 8 MiB copy ran fastest on 4 threads (432 µs; one: 777 µs; sixteen:
+# 1.1 ms) and 64 MiB on all 16
 _BYTES_PER_THREAD = 2 << 20
 _PARALLEL_BYTES = 2 * _BYTES_PER_THREAD
 _MIN_CHUNK = 256 << 10
@@ -145,8 +146,9 @@ class NumpyBackend:
 
     @classmethod
     def serial(cls) -> NumpyBackend:
-        """A shared backend that copies on the calling thread only (no pool, no compiled
-        kernels), for callers that spread their own calls over the cores, as dask does."""
+        """A shared backend that copies on the calling thread only (no pool; the engine's
+        jobs on one thread), for callers that spread their own calls over the cores, as
+        dask does."""
         found: NumpyBackend | None = getattr(cls, "_serial", None)
         if found is None:
             found = cls(threads=1)

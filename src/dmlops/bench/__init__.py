@@ -24,7 +24,8 @@ from .common import Result, format_table, gpu_present, have
 __all__ = ["main", "run_sections", "SECTIONS"]
 
 SECTIONS = (
-    "operators", "layouts", "graphs", "contention", "startup", "call-cost", "dask", "torch", "indexed",
+    "operators", "layouts", "graphs", "contention", "startup", "call-cost", "dask", "torch",
+    "indexed",
 )  # fmt: skip
 
 

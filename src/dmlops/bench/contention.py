@@ -5,8 +5,9 @@ a few operators, with numpy and onnxruntime in the same process, under each cond
 idle, one and two other processes spinning on a core each, and a CPU set of four cores
 (the process started under that affinity, as `taskset -c 0-3` starts it, so every library
 picks its thread count from it). Each condition runs in a fresh process; each contender
-gives the median and the 99th percentile over `calls` calls (a scheduler time slice lost
-waiting for a descheduled thread shows in the 99th percentile, not in the median).
+gives the median and the 99th percentile over `calls` calls after 0.1 s of warm-up calls
+(a scheduler time slice lost waiting for a descheduled thread shows in the 99th
+percentile, not in the median).
 """
 
 from __future__ import annotations
@@ -32,10 +33,19 @@ OURS = "dmlops graph (bound)"
 _SPIN = "while True: pass"
 
 
+_WARM_SECONDS = 0.1
+
+
 def _percentiles(fn: Callable[[], Any], calls: int) -> tuple[float, float]:
-    """(median, 99th percentile) of `calls` calls after three warm-up calls."""
-    for _ in range(3):
+    """(median, 99th percentile) of `calls` calls after warm-up calls for 0.1 s (at least
+    three): the contender before, onnxruntime above all, leaves its threads spinning for a
+    while after its last call, and a multi-threaded contender's first calls share the cores
+    with them."""
+    start = time.perf_counter()
+    warm = 0
+    while warm < 3 or time.perf_counter() - start < _WARM_SECONDS:
         fn()
+        warm += 1
     times = []
     for _ in range(calls):
         t0 = time.perf_counter()
@@ -96,9 +106,11 @@ def _graphs() -> list[tuple[str, int, dict[str, Callable[[], Any]]]]:
         xs = {n: rng.standard_normal(s, dtype=np.float32) for n, s in shapes.items()}
         model = p.model(shapes)
         compiled = dmlops.onnx.compile(model, xs)
-        op = compiled.operator  # type: ignore[union-attr]
+        assert isinstance(compiled, dmlops.onnx.lowering.CompiledModel)  # data movement only
+        op = compiled.operator
+        assert op is not None  # the chains' outputs are never empty
         outs = [np.empty(t.sizes, np.float32) for _, t in op.desc.output_fields()]
-        ins = [xs[n] for n in compiled.data_inputs]  # type: ignore[union-attr]
+        ins = [xs[n] for n in compiled.data_inputs]
         table = op.bind(ins, [o.reshape(-1) for o in outs])
         table.dispatch()
         for o, w in zip(outs, p.reference(np, ins), strict=True):
@@ -142,7 +154,10 @@ def _spinners(count: int) -> list[subprocess.Popen[bytes]]:
 
 def _in_condition(condition: str, calls: int) -> list[dict[str, Any]]:
     """The cases measured in a fresh process under `condition`."""
-    code = f"import json; from dmlops.bench.contention import measure; print(json.dumps(measure({calls})))"
+    code = (
+        "import json; from dmlops.bench.contention import measure; "
+        f"print(json.dumps(measure({calls})))"
+    )
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     spinners = _spinners({"1 busy": 1, "2 busy": 2}.get(condition, 0))
 
@@ -157,7 +172,7 @@ def _in_condition(condition: str, calls: int) -> list[dict[str, Any]]:
             capture_output=True,
             text=True,
             check=True,
-            preexec_fn=pinned if condition == "cpuset 4" else None,  # noqa: PLW1509
+            preexec_fn=pinned if condition == "cpuset 4" else None,
         )
     finally:
         for s in spinners:
