@@ -81,5 +81,50 @@ def main() -> None:
                 s.kill()
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and "--per-core" not in sys.argv:
     main()
+
+
+def per_core() -> None:
+    """Each graphs-section chain on one thread: the engine against the numpy engine's views
+    running the same plan into the same preallocated buffers (medians of rounds in turn)."""
+    import statistics
+
+    import dmlops.onnx
+    from dmlops.backends import numpy_backend as nb
+    from dmlops.bench.graphs import PATTERNS
+
+    for p in PATTERNS:
+        shapes = p.shapes(False)
+        rng = np.random.default_rng(0)
+        xs = {n: rng.standard_normal(s, dtype=np.float32) for n, s in shapes.items()}
+        compiled = dmlops.onnx.compile(p.model(shapes), xs)
+        op = compiled.operator  # type: ignore[union-attr]
+        outs = [
+            np.empty(t.sizes, np.float32).reshape(-1).view(np.uint8)
+            for _, t in op.desc.output_fields()
+        ]
+        ins = [xs[n].reshape(-1).view(np.uint8) for n in compiled.data_inputs]  # type: ignore[union-attr]
+        engine = nb.NumpyBackend(threads=1).executor(op.plan)
+        cpu_engine.set_enabled(False)
+        views = nb.NumpyBackend(threads=1).executor(op.plan)
+        cpu_engine.set_enabled(True)
+        ours, theirs = [], []
+
+        def run_engine(engine=engine, ins=ins, outs=outs) -> None:  # type: ignore[no-untyped-def]
+            engine(ins, outs)
+
+        def run_views(views=views, ins=ins, outs=outs) -> None:  # type: ignore[no-untyped-def]
+            views(ins, outs)
+
+        for _ in range(7):
+            ours.append(percentiles(run_engine, 40)[0])
+            theirs.append(percentiles(run_views, 40)[0])
+        print(
+            f"one thread, {p.name[:34]:34s}: engine {statistics.median(ours):8.1f} us, "
+            f"numpy views {statistics.median(theirs):8.1f} us"
+        )
+
+
+if __name__ == "__main__" and "--per-core" in sys.argv:
+    per_core()

@@ -48,12 +48,15 @@ def native() -> Any:
     return _STATE["native"]
 
 
-# the pool's idle spin, the bytes that earn a thread, a piece's least and most bytes
+# the pool's idle spin, the bytes that earn a thread, a piece's least and most bytes, and
+# the wait for a job's last pieces that counts as a straggle (setting it resets what the
+# pool learnt of the machine's load)
 DEFAULTS = {
     "spin_us": 50,
     "least_bytes_a_thread": 64 << 10,
     "least_grain": 16 << 10,
     "most_grain": 1 << 20,
+    "straggle_us": 300,
 }
 
 

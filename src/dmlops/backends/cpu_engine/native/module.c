@@ -159,11 +159,16 @@ done:
 }
 
 static PyObject *configure(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *names[] = {"spin_us", "least_bytes_a_thread", "least_grain", "most_grain", NULL};
-    long long spin = -1, least = -1, low = -1, high = -1;
+    static char *names[] = {"spin_us",    "least_bytes_a_thread", "least_grain",
+                            "most_grain", "straggle_us",          NULL};
+    long long spin = -1, least = -1, low = -1, high = -1, straggle = -1;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLL", names, &spin, &least, &low, &high)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLL", names, &spin, &least, &low, &high,
+                                     &straggle)) {
         return NULL;
+    }
+    if (straggle >= 0) {
+        pool_set_straggle(straggle);
     }
     if (spin >= 0) {
         pool_set_spin(spin);
@@ -186,11 +191,19 @@ static PyObject *workers(PyObject *self, PyObject *unused) {
     return PyLong_FromLong(pool_workers());
 }
 
+static PyObject *helper_cap(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyLong_FromLong(pool_helper_cap());
+}
+
 static PyMethodDef methods[] = {
     {"run", run, METH_VARARGS, "Run a plan table's copies between the bound buffers."},
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Set the pool's spin time and the engine's grain sizes."},
     {"workers", workers, METH_NOARGS, "Worker threads started in this process."},
+    {"helper_cap", helper_cap, METH_NOARGS,
+     "Workers a job may wake, as learnt from straggling jobs (-1: no limit)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -66,6 +66,48 @@ static struct {
     .finished = PTHREAD_COND_INITIALIZER,
 };
 
+/* How many workers a job may wake, learnt from the jobs before it (guarded by pool.lock).
+ * A job whose caller waited long for the last pieces after finishing its own (a worker
+ * was descheduled: the machine is busy) halves the helpers; calm jobs let them grow back
+ * one at a time, after `probe_after` calm jobs, which doubles each time a step up is
+ * punished at once and halves when one holds. A machine with cores to spare keeps every
+ * helper; a two-core machine beside a busy process settles on the caller alone. */
+static struct {
+    int cap;            /* helpers a job may wake; -1: no limit learnt */
+    int64_t calm;       /* calm jobs since the last change */
+    int64_t probe_after;
+    int raised;         /* the last change was a step up, not yet vindicated */
+    int64_t straggle_ns;
+} adapt = {.cap = -1, .probe_after = 8, .straggle_ns = 300000};
+
+static int64_t now_ns(void);
+
+static void learn(int helpers, int most, int64_t own_ns, int64_t tail_ns) {
+    if (helpers > 0 && tail_ns > adapt.straggle_ns && tail_ns > own_ns) {
+        adapt.cap = helpers / 2;
+        adapt.calm = 0;
+        if (adapt.raised && adapt.probe_after < 4096) {
+            adapt.probe_after *= 2;
+        }
+        adapt.raised = 0;
+        return;
+    }
+    if (adapt.cap < 0 || adapt.cap >= most) {
+        adapt.cap = -1;
+        return;
+    }
+    adapt.calm++;
+    if (adapt.raised && adapt.calm >= 8) {
+        adapt.raised = 0;
+        adapt.probe_after = adapt.probe_after > 16 ? adapt.probe_after / 2 : 8;
+    }
+    if (adapt.calm >= adapt.probe_after) {
+        adapt.cap++;
+        adapt.calm = 0;
+        adapt.raised = 1;
+    }
+}
+
 static int64_t now_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -180,6 +222,15 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads) {
     if (helpers > pieces - 1) {
         helpers = (int)(pieces - 1);
     }
+    if (adapt.cap >= 0 && helpers > adapt.cap) {
+        helpers = adapt.cap;
+    }
+    if (helpers == 0) {
+        run_alone(fn, context, pieces);
+        learn(0, threads - 1, 0, 0);
+        pthread_mutex_unlock(&pool.lock);
+        return;
+    }
     start_workers(helpers);
     if (helpers > pool.started) {
         helpers = pool.started;
@@ -204,7 +255,9 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads) {
         }
         pthread_mutex_unlock(&w->mutex);
     }
+    int64_t started = now_ns();
     take_pieces(epoch);
+    int64_t own_done = now_ns();
     /* the last pieces may still run on workers: spin a little, then sleep until the last
      * one is done (a sleeping caller leaves its CPU idle for a worker the kernel moved off
      * its own; spinning or yielding would keep it busy) */
@@ -222,10 +275,21 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads) {
             break;
         }
     }
+    learn(helpers, threads - 1, own_done - started, now_ns() - own_done);
     pthread_mutex_unlock(&pool.lock);
 }
 
 int pool_workers(void) { return pool.started; }
+
+int pool_helper_cap(void) { return adapt.cap; }
+
+void pool_set_straggle(int64_t microseconds) {
+    adapt.straggle_ns = microseconds * 1000;
+    adapt.cap = -1;
+    adapt.calm = 0;
+    adapt.probe_after = 8;
+    adapt.raised = 0;
+}
 
 void pool_set_spin(int64_t microseconds) {
     atomic_store(&pool.spin_ns, microseconds < 0 ? 0 : microseconds * 1000);
@@ -245,6 +309,10 @@ static void after_fork_in_child(void) {
     pthread_cond_t woken = PTHREAD_COND_INITIALIZER;
     memcpy(&pool.finished, &woken, sizeof(woken));
     atomic_store(&pool.caller_sleeping, 0);
+    adapt.cap = -1;
+    adapt.calm = 0;
+    adapt.probe_after = 8;
+    adapt.raised = 0;
 }
 
 int pool_init(void) { return pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child); }
