@@ -19,4 +19,4 @@ python3 -m pytest tests/test_cpu_engine.py tests/test_cpu_threads.py -q -p no:ca
 python3 -m dmlops.cli bench --device cpu ${SECTIONS:---section startup --section graphs --section contention} \
   --reps 50 --calls ${CALLS:-200} --json "$out/cpu.json" --plot "$out/cpu.png" > "$out/cpu.md" 2>"$out/cpu.err"
 tail -5 "$out/cpu.err"
-[ -n "${WAITS:-}" ] && python3 benchmarks/engine_waits.py | tee "$out/waits.txt"
+[ -n "${WAITS:-}" ] && python3 benchmarks/engine_waits.py | tee "$out/waits.txt" && python3 benchmarks/engine_waits.py --per-core | tee -a "$out/waits.txt"
