@@ -440,3 +440,47 @@ def test_the_pool_starts_anew_in_a_forked_child() -> None:
         "print(before, os.waitstatus_to_exitcode(status))\n"
     )
     assert out.split() == ["3", "0"]
+
+
+def test_new_outputs_reuse_the_memory_of_dropped_ones() -> None:
+    """A large new output takes the memory of a dropped one of its size; a view keeps its
+    block from the cache; the limit and empty_cache bound what is kept."""
+    module = cpu_engine.native()
+    cpu_engine.empty_cache()
+    try:
+        first = cpu_engine.empty((256, 1024), np.float32)
+        assert type(first.base) is module.Block and nb.NumpyBackend().owner(first) is first.base
+        address = first.ctypes.data
+        view = first[3:]
+        del first
+        second = cpu_engine.empty((256, 1024), np.float32)
+        assert second.ctypes.data != address  # (its block is still seen through the view)
+        second[...] = 1.0
+        view[...] = 2.0
+        assert (second == 1.0).all() and (view == 2.0).all()
+        del view
+        assert module.cached() == 1 << 20
+        third = cpu_engine.empty((1024, 256), np.int32)
+        assert third.ctypes.data == address and module.cached() == 0
+        del second, third
+        cpu_engine.set_cache_limit(1 << 20)
+        assert module.cached() == 1 << 20
+        cpu_engine.empty_cache()
+        assert module.cached() == 0
+        assert type(cpu_engine.empty((4, 4), np.float32).base) is not module.Block  # small
+    finally:
+        cpu_engine.set_cache_limit(256 << 20)
+
+
+def test_results_on_cached_memory_are_independent_arrays() -> None:
+    """Two calls' results never share memory, and a result outlives the call's caches."""
+    x = np.arange(1 << 18, dtype=np.float32).reshape(512, 512)
+    a = dmlops.slice1(x, [0, 0], [512, 512], [1, -1])
+    b = dmlops.slice1(x, [0, 0], [512, 512], [1, -1])
+    assert not np.shares_memory(a, b)
+    del b
+    c = dmlops.slice1(x, [0, 0], [512, 512], [-1, 1])
+    assert np.array_equal(a, x[:, ::-1]) and np.array_equal(c, x[::-1])
+    parts = dmlops.split(x, 0, [256, 256])
+    assert np.array_equal(np.concatenate(parts), x)
+    assert not np.shares_memory(parts[0], parts[1])

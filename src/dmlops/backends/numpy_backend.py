@@ -108,6 +108,8 @@ class NumpyCopy:
 
 
 _BACKENDS: weakref.WeakSet[NumpyBackend] = weakref.WeakSet()
+# the engine's Block type (memory of new outputs), or a type nothing is
+_BLOCK: type = getattr(cpu_engine.native(), "Block", type(None))
 
 
 def _forget_pools() -> None:
@@ -218,13 +220,14 @@ class NumpyBackend:
         return flat
 
     def owner(self, obj: Any) -> object | None:
-        """The ndarray that allocated `obj`'s memory (its base chain's root), if one did."""
+        """The ndarray or engine block that allocated `obj`'s memory (its base chain's
+        root), if one did."""
         while type(obj) is np.ndarray:
             base = obj.base
             if base is None:
                 return obj if obj.flags.owndata else None
             obj = base
-        return None
+        return obj if type(obj) is _BLOCK else None
 
     def address(self, flat: Any) -> int:
         return int(flat.__array_interface__["data"][0])
@@ -238,7 +241,12 @@ class NumpyBackend:
                 if isinstance(template, np.ndarray)
                 else self.as_array(template).dtype
             )
-        return np.empty(shape, dtype)
+        return cpu_engine.empty(shape, dtype)
+
+    @staticmethod
+    def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
+        """A new output (large ones on memory the engine keeps mapped)."""
+        return cpu_engine.empty(shape, dtype)
 
     def upload(self, host: Any) -> np.ndarray[Any, Any]:
         return np.asarray(host)

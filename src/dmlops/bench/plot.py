@@ -6,15 +6,60 @@ import textwrap
 
 from .common import Result
 
-__all__ = ["plot"]
+__all__ = ["plot", "plot_contention"]
 
 
-def plot(results: list[Result], path: str) -> None:
-    """Bandwidth bars for cases of one size; log-log time-per-call lines for call-cost series."""
+def plot_contention(results: list[Result], path: str) -> None:
+    """One panel per case of the contention section: each contender's median per condition
+    as a bar, its 99th percentile as a tick above it (log time axis)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    cases: dict[str, dict[str, Result]] = {}
+    for r in results:
+        case, _, condition = r.case.partition(" [")
+        cases.setdefault(case.split(" (")[0], {})[condition.split(",")[0]] = r
+    fig, axes = plt.subplots(
+        (len(cases) + 1) // 2, 2, figsize=(12, 3.2 * ((len(cases) + 1) // 2)), squeeze=False
+    )
+    for ax, (case, by_condition) in zip(axes.flat, cases.items(), strict=False):
+        conditions = list(by_condition)
+        names = [n for n in next(iter(by_condition.values())).times if not n.endswith(" p99")]
+        width = 0.8 / len(names)
+        for k, n in enumerate(names):
+            xs = [i + k * width for i in range(len(conditions))]
+            medians = [by_condition[c].times.get(n, float("nan")) * 1e3 for c in conditions]
+            tails = [by_condition[c].times.get(f"{n} p99", float("nan")) * 1e3 for c in conditions]
+            ax.bar(xs, medians, width, label=n)
+            ax.scatter(xs, tails, marker="_", s=80, color="black")
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(conditions))])
+        ax.set_xticklabels(conditions, fontsize=7)
+        ax.set_yscale("log")
+        ax.set_ylabel("ms a call (bar: median, tick: p99)", fontsize=7)
+        ax.set_title(case, fontsize=8)
+        ax.legend(fontsize=6)
+    for ax in list(axes.flat)[len(cases) :]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot(results: list[Result], path: str) -> None:
+    """Bandwidth bars for cases of one size; log-log time-per-call lines for call-cost series;
+    the contention section's cases in a picture of their own (beside `path`)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    contention = [r for r in results if r.section == "contention"]
+    if contention:
+        stem, dot, suffix = path.rpartition(".")
+        plot_contention(contention, f"{stem}_contention.{suffix}" if dot else f"{path}_contention")
+        results = [r for r in results if r.section != "contention"]
 
     bars = [r for r in results if r.count is None and r.output_bytes > 1 << 20]
     series: dict[tuple[str, str], list[Result]] = {}

@@ -22,14 +22,18 @@ from .threads import choose_threads, cpu_quota, get_num_threads, set_num_threads
 
 __all__ = [
     "EnginePlan",
+    "CACHED_BYTES",
     "DEFAULTS",
     "available",
     "configure",
+    "empty",
+    "empty_cache",
     "enabled",
     "choose_threads",
     "cpu_quota",
     "get_num_threads",
     "native",
+    "set_cache_limit",
     "set_enabled",
     "set_num_threads",
 ]
@@ -56,7 +60,7 @@ DEFAULTS = {
     "least_bytes_a_thread": 64 << 10,
     "least_grain": 16 << 10,
     "most_grain": 1 << 20,
-    "straggle_us": 300,
+    "straggle_us": 1000,
 }
 
 
@@ -84,6 +88,38 @@ def enabled() -> bool:
 def available() -> bool:
     """Whether the engine runs plans: built, and enabled."""
     return enabled() and native() is not None
+
+
+CACHED_BYTES = 256 << 10  # new outputs at least this large take memory from the cache
+
+
+def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
+    """A new uninitialised array whose memory comes from the engine's cache of dropped
+    outputs' memory (kept mapped: no page faults on reuse) where the engine is there and the
+    array is large, else numpy's own."""
+    dtype = np.dtype(dtype)
+    nbytes = dtype.itemsize
+    for n in shape:
+        nbytes *= n
+    module = _STATE.get("native") if "native" in _STATE else native()
+    if module is None or nbytes < CACHED_BYTES or not enabled():
+        return np.empty(shape, dtype)
+    return np.ndarray(shape, dtype, buffer=module.block(nbytes))
+
+
+def set_cache_limit(nbytes: int) -> None:
+    """Keep at most `nbytes` of dropped outputs' memory for new outputs (256 MiB by
+    default; 0 returns each block to the system as soon as it is dropped)."""
+    module = native()
+    if module is not None:
+        module.cache_limit(int(nbytes))
+
+
+def empty_cache() -> None:
+    """Return the memory of dropped outputs that the engine keeps to the system."""
+    module = native()
+    if module is not None:
+        module.clear_cache()
 
 
 class EnginePlan:

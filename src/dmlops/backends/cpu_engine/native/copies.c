@@ -51,12 +51,62 @@ int64_t cut_copies(job_t *job, int64_t grain) {
         memcpy(d + j * ds, &value, sizeof(type));                       \
     }
 
+/* elements that may sit at any address and alias anything: loops over them with a step
+ * known at compile time vectorise (shuffles of whole vectors), where memcpy at a run-time
+ * step stays one element at a time */
+typedef uint16_t loose16 __attribute__((aligned(1), may_alias));
+typedef uint32_t loose32 __attribute__((aligned(1), may_alias));
+typedef uint64_t loose64 __attribute__((aligned(1), may_alias));
+typedef uint8_t loose8 __attribute__((may_alias));
+
+/* a contiguous destination read every `step`-th source element (step -1: reversed rows,
+ * 2: a stride-2 slice, a Focus stem, a pixel unshuffle's columns) */
+#define GATHER_STEPS(type)                                              \
+    {                                                                   \
+        type *restrict to = (type *)(void *)d;                          \
+        const type *restrict from = (const type *)(const void *)s;      \
+        switch (ss / (int64_t)sizeof(type)) {                           \
+        case -1:                                                        \
+            for (int64_t j = 0; j < n; j++) to[j] = from[-j];           \
+            return;                                                     \
+        case 2:                                                         \
+            for (int64_t j = 0; j < n; j++) to[j] = from[2 * j];        \
+            return;                                                     \
+        case 3:                                                         \
+            for (int64_t j = 0; j < n; j++) to[j] = from[3 * j];        \
+            return;                                                     \
+        case 4:                                                         \
+            for (int64_t j = 0; j < n; j++) to[j] = from[4 * j];        \
+            return;                                                     \
+        default:                                                        \
+            break;                                                      \
+        }                                                               \
+    }
+
 /* n elements of `size` bytes, every ss-th byte of s to every ds-th byte of d */
 static void move_elements(char *restrict d, const char *restrict s, int64_t n, int64_t size,
                           int64_t ds, int64_t ss) {
     if (ds == size && ss == size) {
         memcpy(d, s, (size_t)(n * size));
         return;
+    }
+    if (ds == size && ss % size == 0) {
+        switch (size) {
+        case 1:
+            GATHER_STEPS(loose8)
+            break;
+        case 2:
+            GATHER_STEPS(loose16)
+            break;
+        case 4:
+            GATHER_STEPS(loose32)
+            break;
+        case 8:
+            GATHER_STEPS(loose64)
+            break;
+        default:
+            break;
+        }
     }
     switch (size) {
     case 1:
@@ -66,17 +116,6 @@ static void move_elements(char *restrict d, const char *restrict s, int64_t n, i
         STRIDED(uint16_t)
         return;
     case 4:
-        if (ds == 4) { /* a contiguous destination (slices, transposes into new arrays) */
-            uint32_t *to = (uint32_t *)(void *)d;
-            if (((uintptr_t)d & 3) == 0) {
-                for (int64_t j = 0; j < n; j++) {
-                    uint32_t value;
-                    memcpy(&value, s + j * ss, 4);
-                    to[j] = value;
-                }
-                return;
-            }
-        }
         STRIDED(uint32_t)
         return;
     case 8:

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blocks.h"
 #include "copies.h"
 #include "pool.h"
 
@@ -197,7 +198,47 @@ static PyObject *helper_cap(PyObject *self, PyObject *unused) {
     return PyLong_FromLong(pool_helper_cap());
 }
 
+static PyObject *block(PyObject *self, PyObject *args) {
+    Py_ssize_t size;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "n", &size)) {
+        return NULL;
+    }
+    if (size < 0) {
+        PyErr_SetString(PyExc_ValueError, "a block's size is a count of bytes >= 0");
+        return NULL;
+    }
+    return block_new(size);
+}
+
+static PyObject *cache_limit(PyObject *self, PyObject *args) {
+    Py_ssize_t bytes;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "n", &bytes)) {
+        return NULL;
+    }
+    blocks_set_limit(bytes);
+    Py_RETURN_NONE;
+}
+
+static PyObject *cached(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyLong_FromSsize_t(blocks_cached());
+}
+
+static PyObject *clear_cache(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    blocks_clear();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"block", block, METH_VARARGS, "A new Block of this many bytes (memory of a new output)."},
+    {"cache_limit", cache_limit, METH_VARARGS, "Bytes of dropped outputs' memory kept."},
+    {"cached", cached, METH_NOARGS, "Bytes of dropped outputs' memory kept now."},
+    {"clear_cache", clear_cache, METH_NOARGS, "Free the memory of dropped outputs kept."},
     {"run", run, METH_VARARGS, "Run a plan table's copies between the bound buffers."},
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Set the pool's spin time and the engine's grain sizes."},
@@ -213,6 +254,9 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__native(void) {
+    if (blocks_init() != 0) {
+        return NULL;
+    }
     if (pool_init() != 0) {
         PyErr_SetString(PyExc_OSError, "could not register the engine's fork handlers");
         return NULL;
@@ -223,5 +267,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     }
     PyModule_AddIntConstant(made, "MOST_OUTER", MOST_OUTER);
     PyModule_AddIntConstant(made, "RECORD", (int)(sizeof(copy_t) / sizeof(int64_t)));
+    Py_INCREF(&BlockType);
+    PyModule_AddObject(made, "Block", (PyObject *)&BlockType);
     return made;
 }

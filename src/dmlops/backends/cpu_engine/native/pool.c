@@ -67,24 +67,26 @@ static struct {
 };
 
 /* How many workers a job may wake, learnt from the jobs before it (guarded by pool.lock).
- * A job whose caller waited long for the last pieces after finishing its own (a worker
- * was descheduled: the machine is busy) halves the helpers; calm jobs let them grow back
- * one at a time, after `probe_after` calm jobs, which doubles each time a step up is
- * punished at once and halves when one holds. A machine with cores to spare keeps every
- * helper; a two-core machine beside a busy process settles on the caller alone. */
+ * A job whose caller waited a scheduler-slice-long time for the last pieces after
+ * finishing its own (a worker was descheduled: a core is taken by other work) wakes one
+ * helper fewer from then on; calm jobs add one back after `probe_after` of them, which
+ * doubles each time a step up is punished within eight jobs and halves when one holds. A
+ * machine with cores to spare keeps every helper (an odd straggle costs one helper for
+ * eight jobs); one with k cores busy settles near k helpers fewer; a two-core machine
+ * beside a busy process settles on the caller alone. */
 static struct {
     int cap;            /* helpers a job may wake; -1: no limit learnt */
     int64_t calm;       /* calm jobs since the last change */
     int64_t probe_after;
     int raised;         /* the last change was a step up, not yet vindicated */
     int64_t straggle_ns;
-} adapt = {.cap = -1, .probe_after = 8, .straggle_ns = 300000};
+} adapt = {.cap = -1, .probe_after = 8, .straggle_ns = 1000000};
 
 static int64_t now_ns(void);
 
 static void learn(int helpers, int most, int64_t own_ns, int64_t tail_ns) {
-    if (helpers > 0 && tail_ns > adapt.straggle_ns && tail_ns > own_ns) {
-        adapt.cap = helpers / 2;
+    if (helpers > 0 && tail_ns > adapt.straggle_ns && tail_ns > 2 * own_ns) {
+        adapt.cap = helpers - 1;
         adapt.calm = 0;
         if (adapt.raised && adapt.probe_after < 4096) {
             adapt.probe_after *= 2;
