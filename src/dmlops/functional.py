@@ -451,7 +451,7 @@ class _Call:
         made_as, one_shape = self.made_as, self.one_shape
         if one_shape is not None:  # (a numpy one made here, of the type the key fixes)
             results = [
-                self.backend.empty(one_shape, made_as)  # (the numpy backend's)
+                self.backend.empty(one_shape, made_as)  # type: ignore[attr-defined]
                 if made_as is not None
                 else self.backend.new_like(ins[self.like], one_shape)
             ]

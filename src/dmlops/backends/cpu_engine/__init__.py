@@ -104,7 +104,8 @@ def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
     module = _STATE.get("native") if "native" in _STATE else native()
     if module is None or nbytes < CACHED_BYTES or not enabled():
         return np.empty(shape, dtype)
-    return np.ndarray(shape, dtype, buffer=module.block(nbytes))
+    made: np.ndarray[Any, Any] = np.ndarray(shape, dtype, buffer=module.block(nbytes))
+    return made
 
 
 def set_cache_limit(nbytes: int) -> None:
