@@ -484,3 +484,20 @@ def test_results_on_cached_memory_are_independent_arrays() -> None:
     parts = dmlops.split(x, 0, [256, 256])
     assert np.array_equal(np.concatenate(parts), x)
     assert not np.shares_memory(parts[0], parts[1])
+
+
+def test_rows_that_interleave_in_the_source_move_in_its_memory_order() -> None:
+    """A Focus stem's merged copy walks its outer dimensions in the source's memory order
+    (rows sharing source lines one after another); a copy without such rows keeps the plan's
+    order (by destination)."""
+    order = cpu_engine._rows_sharing_lines_last
+    focus = order(
+        (2, 2, 2, 960, 320), (1228800, 1, 640, 1280, 2), (1228800, 614400, 307200, 320, 1)
+    )
+    assert focus == (
+        (2, 960, 2, 2, 320),
+        (1228800, 1280, 640, 1, 2),
+        (1228800, 320, 307200, 614400, 1),
+    )
+    qkv = ((16, 1024, 64), (64, 3072, 1), (65536, 64, 1))
+    assert order(*qkv) == qkv

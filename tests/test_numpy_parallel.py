@@ -1,13 +1,27 @@
-"""The numpy backend's thread-pool path (large plans): bit-exact, with element views that let
-the threads copy at once (numpy holds the GIL for void-row copies)."""
+"""Large plans, on the CPU engine and on the numpy engine's thread-pool path (where the
+engine is not built): bit-exact, the pool's element views letting the threads copy at once
+(numpy holds the GIL for void-row copies)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import dmlops
 from dmlops import BufferTensorDesc, DataType, Device, JoinDesc
+from dmlops.backends import cpu_engine
 from dmlops.backends.numpy_backend import NumpyBackend, NumpyCopy
+
+
+@pytest.fixture(autouse=True, params=["engine", "numpy threads"])
+def engine_or_pool(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """Each test on the CPU engine and on the numpy engine's thread pool (the path where the
+    engine is not built)."""
+    cpu_engine.set_enabled(request.param == "engine")
+    dmlops.functional.clear_cache()
+    yield
+    cpu_engine.set_enabled(True)
+    dmlops.functional.clear_cache()
 
 
 def _bits(rows: int, cols: int, seed: int) -> np.ndarray:

@@ -123,6 +123,30 @@ def empty_cache() -> None:
         module.clear_cache()
 
 
+def _rows_sharing_lines_last(
+    shape: tuple[int, ...], src_strides: tuple[int, ...], dst_strides: tuple[int, ...]
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """Where rows interleave in the source (an outer step shorter than a row's span: a
+    Focus stem's 2 x 2 offsets, a pixel unshuffle's column phase), the outer dimensions in
+    the source's memory order (largest step first), so that rows sharing source lines move
+    one after another and each line is read from memory once, not once a pass; other
+    copies keep the plan's order (by destination). On the 16-core host a Focus stem on one
+    thread 1.56 -> 0.88 ms, a pixel unshuffle on 16 threads 0.114 -> 0.075 ms; QKV's head
+    transpose, which has no such rows, was 5-10 % slower in source order."""
+    if len(shape) < 3:
+        return shape, src_strides, dst_strides
+    span = abs(src_strides[-1]) * shape[-1]
+    outer = range(len(shape) - 1)
+    if not any(abs(src_strides[k]) < span for k in outer):
+        return shape, src_strides, dst_strides
+    order = [*sorted(outer, key=lambda k: -abs(src_strides[k])), len(shape) - 1]
+    return (
+        tuple(shape[k] for k in order),
+        tuple(src_strides[k] for k in order),
+        tuple(dst_strides[k] for k in order),
+    )
+
+
 class EnginePlan:
     """A plan's strided copies as the engine's table: one record per copy (bindings, byte
     offsets, element size, the innermost dimension's count and byte steps, the outer
@@ -148,9 +172,9 @@ class EnginePlan:
         for c in plan.copies:
             if len(c.shape) - 1 > most:
                 return None
-            shape = c.shape or (1,)
-            ss = c.src_strides or (0,)
-            ds = c.dst_strides or (0,)
+            shape, ss, ds = _rows_sharing_lines_last(
+                c.shape or (1,), c.src_strides or (0,), c.dst_strides or (0,)
+            )
             outer = len(shape) - 1
             src = c.src if c.src >= 0 else inputs + c.src  # (fill k: inputs[-1 - k])
             row = [src, c.dst, c.src_offset, c.dst_offset, size, shape[-1]]
