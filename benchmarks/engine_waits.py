@@ -13,17 +13,12 @@ import numpy as np
 
 import dmlops
 from dmlops.backends import cpu_engine
+from dmlops.bench.contention import latencies
 
 
 def percentiles(fn, calls=400):  # type: ignore[no-untyped-def]
-    for _ in range(5):
-        fn()
-    times = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    times.sort()
+    """(median, 99th percentile, worst) in µs, warmed up as the contention section does."""
+    times = latencies(fn, calls)
     return times[calls // 2] * 1e6, times[int(calls * 0.99)] * 1e6, times[-1] * 1e6
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from .common import Result, have
 
-__all__ = ["CONDITIONS", "run"]
+__all__ = ["CONDITIONS", "latencies", "run"]
 
 SECTION = "contention"
 CONDITIONS = ("idle", "1 busy", "2 busy", "cpuset 4")
@@ -36,8 +36,8 @@ _SPIN = "while True: pass"
 _WARM_SECONDS = 0.1
 
 
-def _percentiles(fn: Callable[[], Any], calls: int) -> tuple[float, float]:
-    """(median, 99th percentile) of `calls` calls after warm-up calls for 0.1 s (at least
+def latencies(fn: Callable[[], Any], calls: int) -> list[float]:
+    """Seconds of each of `calls` calls, sorted, after warm-up calls for 0.1 s (at least
     three): the contender before, onnxruntime above all, leaves its threads spinning for a
     while after its last call, and a multi-threaded contender's first calls share the cores
     with them."""
@@ -51,7 +51,12 @@ def _percentiles(fn: Callable[[], Any], calls: int) -> tuple[float, float]:
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    times.sort()
+    return sorted(times)
+
+
+def _percentiles(fn: Callable[[], Any], calls: int) -> tuple[float, float]:
+    """(median, 99th percentile) of `calls` calls."""
+    times = latencies(fn, calls)
     return statistics.median(times), times[min(len(times) - 1, int(0.99 * len(times)))]
 
 
@@ -95,29 +100,15 @@ def _operators() -> list[tuple[str, int, dict[str, Callable[[], Any]]]]:
 
 def _graphs() -> list[tuple[str, int, dict[str, Callable[[], Any]]]]:
     """(case, output bytes, contenders) for the graphs section's chains."""
-    import dmlops.onnx
 
-    from .graphs import PATTERNS
+    from .graphs import PATTERNS, bound_on_cpu
 
     found = []
     for p in PATTERNS:
-        shapes = p.shapes(False)
-        rng = np.random.default_rng(0)
-        xs = {n: rng.standard_normal(s, dtype=np.float32) for n, s in shapes.items()}
-        model = p.model(shapes)
-        compiled = dmlops.onnx.compile(model, xs)
-        assert isinstance(compiled, dmlops.onnx.lowering.CompiledModel)  # data movement only
-        op = compiled.operator
-        assert op is not None  # the chains' outputs are never empty
-        outs = [np.empty(t.sizes, np.float32) for _, t in op.desc.output_fields()]
-        ins = [xs[n] for n in compiled.data_inputs]
-        table = op.bind(ins, [o.reshape(-1) for o in outs])
-        table.dispatch()
-        for o, w in zip(outs, p.reference(np, ins), strict=True):
-            if not np.array_equal(o.reshape(np.shape(w)), w):
-                raise AssertionError(f"dmlops gave a wrong answer on {p.name}")
+        bound = bound_on_cpu(p, p.model(p.shapes(False)))
+        model, xs, ins, outs = bound.model, bound.xs, bound.ins, bound.outs
         contenders: dict[str, Callable[[], Any]] = {
-            OURS: table.dispatch,
+            OURS: bound.dispatch,
             "dmlops op by op": lambda p=p, ins=ins: p.op_by_op(ins),  # type: ignore[misc]
             "numpy": lambda p=p, ins=ins: [  # type: ignore[misc]
                 np.ascontiguousarray(w) for w in p.reference(np, ins)

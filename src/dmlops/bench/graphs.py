@@ -30,7 +30,7 @@ from .common import (
     median_cpu,
 )
 
-__all__ = ["run", "PATTERNS"]
+__all__ = ["BoundOnCpu", "PATTERNS", "bound_on_cpu", "run"]
 
 SECTION = "graphs"
 OURS = "dmlops graph (bound)"
@@ -339,11 +339,23 @@ def _bench_gpu(p: Pattern, reps: int) -> Result:
     return res
 
 
-def _bench_cpu(p: Pattern, reps: int) -> Result:
+@dataclass
+class BoundOnCpu:
+    """A pattern compiled from its model and bound on the CPU, its answer checked."""
+
+    model: Any
+    xs: dict[str, Any]  # the model's inputs by name
+    ins: list[Any]  # the data inputs, in the plan's order
+    outs: list[Any]
+    dispatch: Callable[[], None]
+
+
+def bound_on_cpu(p: Pattern, model: Any) -> BoundOnCpu:
+    """`p` as `model` compiled by dmlops.onnx into one plan, bound to new outputs and run
+    once against the pattern's numpy reference."""
     shapes = p.shapes(False)
     rng = np.random.default_rng(0)
     xs = {n: rng.standard_normal(s, dtype=np.float32) for n, s in shapes.items()}
-    model, source = _exported(p, shapes)
     compiled = dmlops.onnx.compile(model, xs)
     assert isinstance(compiled, dmlops.onnx.lowering.CompiledModel)  # data movement only
     op = compiled.operator
@@ -355,6 +367,13 @@ def _bench_cpu(p: Pattern, reps: int) -> Result:
     for o, w in zip(outs, p.reference(np, ins), strict=True):
         if not np.array_equal(o.reshape(np.shape(w)), w):
             raise AssertionError(f"dmlops gave a wrong answer on {p.name}")
+    return BoundOnCpu(model, xs, ins, outs, table.dispatch)
+
+
+def _bench_cpu(p: Pattern, reps: int) -> Result:
+    model, source = _exported(p, p.shapes(False))
+    bound = bound_on_cpu(p, model)
+    xs, ins, outs, table = bound.xs, bound.ins, bound.outs, bound
     out_bytes = sum(o.nbytes for o in outs)
     res = Result(SECTION, f"{p.name} ({source})", "cpu", out_bytes, OURS)
     res.times[OURS] = median_cpu(table.dispatch, reps)
