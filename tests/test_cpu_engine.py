@@ -501,3 +501,22 @@ def test_rows_that_interleave_in_the_source_move_in_its_memory_order() -> None:
     )
     qkv = ((16, 1024, 64), (64, 3072, 1), (65536, 64, 1))
     assert order(*qkv) == qkv
+
+
+def test_rows_a_page_apart_in_the_source_are_walked_in_tiles() -> None:
+    """QKV's head transpose (rows of 256 bytes 12 KiB apart in the source): the row
+    dimension cut into tiles of 16 walked inside the heads; other copies keep their walk."""
+    tiled = cpu_engine._tiled_across_pages
+    assert tiled((16, 1024, 64), (64, 3072, 1), (65536, 64, 1), 4) == (
+        (64, 16, 16, 64),
+        (49152, 64, 3072, 1),
+        (1024, 65536, 64, 1),
+    )
+    plain = ((8, 1000, 64), (64, 3072, 1), (64000, 64, 1))  # 1000 rows: no whole tiles
+    assert tiled(*plain, 4) == plain
+    rows = ((1024, 64), (3072, 1), (64, 1))
+    assert tiled(*rows, 4) == rows
+    x = np.arange(3 * 1024 * 16 * 64, dtype=np.float32).reshape(1024, 3 * 16 * 64)
+    q, k, v = dmlops.split(x, 1, [1024] * 3)
+    heads = q.reshape(1024, 16, 64).transpose(1, 0, 2)
+    assert np.array_equal(dmlops.slice1(heads, [0, 0, 0], [16, 1024, 64], [1, 1, 1]), heads)

@@ -147,6 +147,47 @@ def _rows_sharing_lines_last(
     )
 
 
+_PAGE = 4096  # bytes
+_TILE = 16  # rows a tile takes along the dimension that steps pages in the source
+
+
+def _tiled_across_pages(
+    shape: tuple[int, ...], src_strides: tuple[int, ...], dst_strides: tuple[int, ...], size: int
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """Where the innermost outer dimension steps a page or more in the source while an
+    outer one steps less than a page there but a page or more in the destination (a head
+    transpose: QKV's rows of 256 bytes, 12 KiB apart in the source), that dimension cut
+    into tiles of 16 rows walked inside the other: a tile touches 16 pages on each side,
+    where the plain walk touches a new source page every row. QKV's heads on the 16-core
+    Xeon host: 1.53 -> 1.28 ms on one thread, 0.132 -> 0.119 ms on 16; on the 2-core EPYC
+    VM 8-20 % slower (its prefetchers follow the plain walk's stride)."""
+    n = len(shape)
+    j = n - 2
+    if n < 3 or abs(src_strides[j]) * size < _PAGE or shape[j] <= _TILE or shape[j] % _TILE:
+        return shape, src_strides, dst_strides
+    within = [
+        k
+        for k in range(j)
+        if shape[k] > 1
+        and abs(src_strides[k]) * size < _PAGE
+        and abs(dst_strides[k]) * size >= _PAGE
+    ]
+    if not within:
+        return shape, src_strides, dst_strides
+    i = within[-1]
+    rest = [k for k in range(j) if k != i]
+    dims = [(shape[k], src_strides[k], dst_strides[k]) for k in rest]
+    dims.append((shape[j] // _TILE, src_strides[j] * _TILE, dst_strides[j] * _TILE))
+    dims.append((shape[i], src_strides[i], dst_strides[i]))
+    dims.append((_TILE, src_strides[j], dst_strides[j]))
+    dims.append((shape[-1], src_strides[-1], dst_strides[-1]))
+    return (
+        tuple(d[0] for d in dims),
+        tuple(d[1] for d in dims),
+        tuple(d[2] for d in dims),
+    )
+
+
 class EnginePlan:
     """A plan's strided copies as the engine's table: one record per copy (bindings, byte
     offsets, element size, the innermost dimension's count and byte steps, the outer
@@ -175,6 +216,8 @@ class EnginePlan:
             shape, ss, ds = _rows_sharing_lines_last(
                 c.shape or (1,), c.src_strides or (0,), c.dst_strides or (0,)
             )
+            if len(shape) <= most and shape == c.shape:
+                shape, ss, ds = _tiled_across_pages(shape, ss, ds, size)
             outer = len(shape) - 1
             src = c.src if c.src >= 0 else inputs + c.src  # (fill k: inputs[-1 - k])
             row = [src, c.dst, c.src_offset, c.dst_offset, size, shape[-1]]
