@@ -517,6 +517,31 @@ def test_rows_a_page_apart_in_the_source_are_walked_in_tiles() -> None:
     rows = ((1024, 64), (3072, 1), (64, 1))
     assert tiled(*rows, 4) == rows
     x = np.arange(3 * 1024 * 16 * 64, dtype=np.float32).reshape(1024, 3 * 16 * 64)
-    q, k, v = dmlops.split(x, 1, [1024] * 3)
+    q = dmlops.split(x, 1, [1024] * 3)[0]
     heads = q.reshape(1024, 16, 64).transpose(1, 0, 2)
     assert np.array_equal(dmlops.slice1(heads, [0, 0, 0], [16, 1024, 64], [1, 1, 1]), heads)
+
+
+def test_the_parts_of_a_join_walk_their_rows_together() -> None:
+    """A join's (or a split's) parts of short contiguous rows are one group: a row of each
+    in turn, the output swept once in memory order; right on any thread count."""
+    from dmlops.ops import SplitDesc
+
+    f32 = DataType.FLOAT32
+    parts = [BufferTensorDesc(f32, (300, n)) for n in (5, 64, 7)]
+    join = JoinDesc(parts, BufferTensorDesc(f32, (300, 76)), 1)
+    made = cpu_engine.EnginePlan.of(join.lower())
+    assert made is not None
+    record = int(cpu_engine.native().RECORD)
+    members = made.table[4 + 3 + 1 :].reshape(-1, record)[:, 9]
+    assert members.tolist() == [3, 0, 0]
+    ins = _inputs(join, 4)
+    for threads in (1, 2, 5):
+        got = _run(join, ins, threads)[0].view(np.float32).reshape(300, 76)
+        whole = np.concatenate([i.view(np.float32).reshape(300, -1) for i in ins], axis=1)
+        assert got.tobytes() == whole.tobytes()
+    split = SplitDesc(BufferTensorDesc(f32, (300, 76)), parts, 1)
+    ins = _inputs(split, 5)
+    whole = ins[0].view(np.float32).reshape(300, 76)
+    for got, (a, b) in zip(_run(split, ins, 3), ((0, 5), (5, 69), (69, 76)), strict=True):
+        assert got.tobytes() == np.ascontiguousarray(whole[:, a:b]).tobytes()

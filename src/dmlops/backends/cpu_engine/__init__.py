@@ -12,6 +12,7 @@ their own threads (the GIL released throughout).
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
@@ -147,6 +148,44 @@ def _rows_sharing_lines_last(
     )
 
 
+_GROUP_ROW_BYTES = 64 << 10  # copies group while a row of each, together, is this short
+
+
+def _group_rows(rows: list[list[int]], members: int, tiled: set[int]) -> None:
+    """Mark runs of neighbouring copies of contiguous rows that share an outer shape (a
+    join's or a split's parts) as groups walked together, a row of each in turn: the
+    destination (a join) or the source (a split) is then swept once, in memory order, not
+    once a part (a 3-way join of 256 MiB on the 16-core host: 91 -> 60 ms on one thread,
+    7.9 -> 6.7 ms on 16). Copies walked in tiles stay apart (QKV's heads were slower
+    grouped on the VM and on 4 threads). Field 9 of a record is its `members` (copies.h)."""
+    k = 0
+    while k < len(rows):
+        outer = None if k in tiled else _rows_of(rows[k])
+        run = 1
+        while (
+            outer is not None
+            and k + run < len(rows)
+            and k + run not in tiled
+            and run < members
+            and _rows_of(rows[k + run]) == outer
+            and sum(r[4] * r[5] for r in rows[k : k + run + 1]) <= _GROUP_ROW_BYTES
+        ):
+            run += 1
+        if run > 1 and math.prod(outer or ()) > 1:
+            rows[k][9] = run
+            for r in rows[k + 1 : k + run]:
+                r[9] = 0
+        k += run
+
+
+def _rows_of(row: list[int]) -> tuple[int, ...] | None:
+    """A record's outer shape, where its rows are contiguous on both sides (else None)."""
+    element, src_step, dst_step, outer = row[4], row[6], row[7], row[8]
+    if src_step != element or dst_step != element:
+        return None
+    return tuple(row[10 : 10 + outer])
+
+
 _PAGE = 4096  # bytes
 _TILE = 16  # rows a tile takes along the dimension that steps pages in the source
 
@@ -208,8 +247,9 @@ class EnginePlan:
         most = int(module.MOST_OUTER)
         record = int(module.RECORD)
         inputs = len(plan.input_spans) + len(plan.fills)
-        rows = []
+        rows: list[list[int]] = []
         total = 0
+        tiled: set[int] = set()  # copies walked in tiles (never grouped: their walk is theirs)
         for c in plan.copies:
             if len(c.shape) - 1 > most:
                 return None
@@ -217,17 +257,21 @@ class EnginePlan:
                 c.shape or (1,), c.src_strides or (0,), c.dst_strides or (0,)
             )
             if len(shape) <= most and shape == c.shape:
+                plain = shape
                 shape, ss, ds = _tiled_across_pages(shape, ss, ds, size)
+                if shape != plain:
+                    tiled.add(len(rows))
             outer = len(shape) - 1
             src = c.src if c.src >= 0 else inputs + c.src  # (fill k: inputs[-1 - k])
             row = [src, c.dst, c.src_offset, c.dst_offset, size, shape[-1]]
-            row += [ss[-1] * size, ds[-1] * size, outer]
+            row += [ss[-1] * size, ds[-1] * size, outer, 1]
             row += [*shape[:-1], *[0] * (most - outer)]
             row += [t * size for t in ss[:-1]] + [0] * (most - outer)
             row += [t * size for t in ds[:-1]] + [0] * (most - outer)
             assert len(row) == record
             rows.append(row)
             total += c.element_count * size
+        _group_rows(rows, int(module.MOST_MEMBERS), tiled)
         need_in = [hi for _, hi in plan.input_spans] + [size] * len(plan.fills)
         need_out = [hi for _, hi in plan.output_spans]
         header = [len(rows), inputs, len(need_out), 0, *need_in, *need_out]

@@ -25,6 +25,20 @@ int64_t cut_copies(job_t *job, int64_t grain) {
         int64_t row_bytes = copy->count * copy->element;
         cut->segments = 1;
         cut->segment = copy->count;
+        cut->first_piece = pieces;
+        if (copy->members == 0) {
+            continue; /* walked by its group's first copy */
+        }
+        if (copy->members > 1) { /* whole rows of every member, a piece of rows at a time */
+            int64_t group_bytes = 0;
+            for (int64_t m = 0; m < copy->members; m++) {
+                group_bytes += copy[m].count * copy[m].element;
+            }
+            cut->units_a_piece =
+                group_bytes >= grain ? 1 : grain / (group_bytes > 0 ? group_bytes : 1);
+            pieces += (rows + cut->units_a_piece - 1) / cut->units_a_piece;
+            continue;
+        }
         if (row_bytes > grain && copy->count > 1) {
             int64_t segments = (row_bytes + grain - 1) / grain;
             if (segments > copy->count) {
@@ -36,7 +50,6 @@ int64_t cut_copies(job_t *job, int64_t grain) {
         int64_t unit_bytes = cut->segment * copy->element;
         cut->units_a_piece = unit_bytes >= grain ? 1 : grain / (unit_bytes > 0 ? unit_bytes : 1);
         int64_t units = rows * cut->segments;
-        cut->first_piece = pieces;
         if (rows > 0 && copy->count > 0) {
             pieces += (units + cut->units_a_piece - 1) / cut->units_a_piece;
         }
@@ -150,11 +163,62 @@ static int64_t copy_of_piece(const job_t *job, int64_t piece) {
     return low;
 }
 
+/* Rows [first, last) of a group's members, a row of each in turn (they share the outer
+ * shape; each has its own strides). */
+static void move_group_rows(const job_t *job, const copy_t *lead, int64_t first, int64_t last) {
+    int64_t index[MOST_OUTER];
+    const char *s[MOST_MEMBERS];
+    char *d[MOST_MEMBERS];
+    int64_t members = lead->members;
+    for (int64_t m = 0; m < members; m++) {
+        s[m] = job->src_base[lead[m].src] + lead[m].src_offset;
+        d[m] = job->dst_base[lead[m].dst] + lead[m].dst_offset;
+    }
+    int64_t rest = first;
+    for (int64_t k = lead->outer - 1; k >= 0; k--) {
+        index[k] = rest % lead->shape[k];
+        rest /= lead->shape[k];
+        for (int64_t m = 0; m < members; m++) {
+            s[m] += index[k] * lead[m].src_strides[k];
+            d[m] += index[k] * lead[m].dst_strides[k];
+        }
+    }
+    for (int64_t row = first; row < last; row++) {
+        for (int64_t m = 0; m < members; m++) {
+            move_elements(d[m], s[m], lead[m].count, lead[m].element, lead[m].dst_step,
+                          lead[m].src_step);
+        }
+        for (int64_t k = lead->outer - 1; k >= 0; k--) { /* the next row */
+            int64_t wrapped = ++index[k] == lead->shape[k];
+            for (int64_t m = 0; m < members; m++) {
+                s[m] += wrapped ? -(lead->shape[k] - 1) * lead[m].src_strides[k]
+                                : lead[m].src_strides[k];
+                d[m] += wrapped ? -(lead->shape[k] - 1) * lead[m].dst_strides[k]
+                                : lead[m].dst_strides[k];
+            }
+            if (!wrapped) {
+                break;
+            }
+            index[k] = 0;
+        }
+    }
+}
+
 void move_piece(void *context, int64_t piece) {
     const job_t *job = (const job_t *)context;
     int64_t c = copy_of_piece(job, piece);
     const copy_t *copy = &job->copies[c];
     const cut_t *cut = &job->cuts[c];
+    if (copy->members > 1) {
+        int64_t rows = 1;
+        for (int64_t k = 0; k < copy->outer; k++) {
+            rows *= copy->shape[k];
+        }
+        int64_t first = (piece - cut->first_piece) * cut->units_a_piece;
+        int64_t last = first + cut->units_a_piece;
+        move_group_rows(job, copy, first, last < rows ? last : rows);
+        return;
+    }
     int64_t rows = 1;
     for (int64_t k = 0; k < copy->outer; k++) {
         rows *= copy->shape[k];

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #define MOST_OUTER 12 /* outer dimensions a copy may have (its innermost one apart) */
+#define MOST_MEMBERS 64 /* copies one group walks together */
 
 /* One strided copy as the plan table holds it: int64 fields, byte offsets and strides. */
 typedef struct {
@@ -14,6 +15,9 @@ typedef struct {
     int64_t count;                /* elements in the innermost dimension */
     int64_t src_step, dst_step;   /* the innermost dimension's byte strides */
     int64_t outer;                /* outer dimensions used */
+    int64_t members;              /* copies from this one on that walk its outer dimensions
+                                     together, a row of each in turn (1: alone; 0: walked by
+                                     the group before it) */
     int64_t shape[MOST_OUTER];
     int64_t src_strides[MOST_OUTER];
     int64_t dst_strides[MOST_OUTER];

@@ -113,11 +113,28 @@ static PyObject *run(PyObject *self, PyObject *args) {
             goto sequences;
         }
     }
+    int64_t walked = 0; /* copies still to come that the last group walks */
     for (int64_t c = 0; c < copies; c++) {
-        if (list[c].outer < 0 || list[c].outer > MOST_OUTER || list[c].src < 0 ||
-            list[c].src >= n_in || list[c].dst < 0 || list[c].dst >= n_out) {
+        const copy_t *copy = &list[c];
+        int bad = copy->outer < 0 || copy->outer > MOST_OUTER || copy->src < 0 ||
+                  copy->src >= n_in || copy->dst < 0 || copy->dst >= n_out ||
+                  copy->members < 0 || copy->members > MOST_MEMBERS ||
+                  c + copy->members > copies || (copy->members == 0) != (walked > 0);
+        if (!bad && copy->members > 1) {
+            walked = copy->members;
+            for (int64_t m = 1; m < copy->members && !bad; m++) {
+                bad = copy[m].outer != copy->outer;
+                for (int64_t k = 0; k < copy->outer && !bad; k++) {
+                    bad = copy[m].shape[k] != copy->shape[k];
+                }
+            }
+        }
+        if (bad) {
             PyErr_SetString(PyExc_ValueError, "a plan table record is out of range");
             goto sequences;
+        }
+        if (walked > 0) {
+            walked--;
         }
     }
     job_t job = {list, cuts, copies, bases, bases + n_in};
@@ -266,6 +283,7 @@ PyMODINIT_FUNC PyInit__native(void) {
         return NULL;
     }
     PyModule_AddIntConstant(made, "MOST_OUTER", MOST_OUTER);
+    PyModule_AddIntConstant(made, "MOST_MEMBERS", MOST_MEMBERS);
     PyModule_AddIntConstant(made, "RECORD", (int)(sizeof(copy_t) / sizeof(int64_t)));
     Py_INCREF(&BlockType);
     PyModule_AddObject(made, "Block", (PyObject *)&BlockType);
