@@ -162,9 +162,11 @@ def _in_condition(condition: str, calls: int) -> list[dict[str, Any]]:
             [sys.executable, "-c", code],
             capture_output=True,
             text=True,
-            check=True,
+            check=False,
             preexec_fn=pinned if condition == "cpuset 4" else None,
         )
+        if done.returncode:
+            raise RuntimeError(f"the {condition} measurement failed:\n{done.stderr}")
     finally:
         for s in spinners:
             s.kill()

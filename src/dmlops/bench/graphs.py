@@ -353,6 +353,8 @@ class BoundOnCpu:
 def bound_on_cpu(p: Pattern, model: Any) -> BoundOnCpu:
     """`p` as `model` compiled by dmlops.onnx into one plan, bound to new outputs and run
     once against the pattern's numpy reference."""
+    import dmlops.onnx
+
     shapes = p.shapes(False)
     rng = np.random.default_rng(0)
     xs = {n: rng.standard_normal(s, dtype=np.float32) for n, s in shapes.items()}
