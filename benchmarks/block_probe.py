@@ -16,7 +16,7 @@ import torch
 
 from dmlops.bench.common import best_per_call, median_gpu
 from dmlops.bench.torch_steps import BLOCKS, _step
-from dmlops.torch_block import Block
+from dmlops.torch.block import Block
 
 TINY = {  # per block: inputs small enough that the host's time is the step's
     "Focus stem": [(1, 3, 16, 16)],

@@ -19,8 +19,8 @@ import cupy
 import torch
 
 import dmlops.functional as functional
-import dmlops.torch_chains as chains
-import dmlops.torch_ops as torch_ops
+import dmlops.torch.chains as chains
+import dmlops.torch.operators as torch_ops
 from dmlops.bench.torch_steps import BLOCKS
 
 _MARKS: list[tuple[str, float]] = []

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 import dmlops  # noqa: E402
 from conftest import HAS_CUDA, TORCH_DEVICES  # noqa: E402
 from dmlops.errors import InvalidDescriptorError  # noqa: E402
-from dmlops.torch_block import Block, backward_plan  # noqa: E402
+from dmlops.torch.block import Block, backward_plan  # noqa: E402
 
 DEVICES = TORCH_DEVICES
 WINDOWS = ((0, 0), (1, 0), (0, 1), (1, 1))
@@ -252,7 +252,7 @@ def test_backward_copies_are_coalesced_for_the_kernels() -> None:
     strides, positive, neighbours merged), as every backend's kernel choice expects: a pixel
     unshuffle's gradient is one copy whose destination's inner axis is contiguous."""
     from dmlops.plan import coalesce
-    from dmlops.torch_block import backward_plan
+    from dmlops.torch.block import backward_plan
 
     g = dmlops.Graph()
     x = g.input(dmlops.BufferTensorDesc(dmlops.DataType.FLOAT32, [2, 8, 16, 16]))

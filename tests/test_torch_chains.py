@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 import dmlops  # noqa: E402
 from conftest import HAS_CUDA, TORCH_DEVICES  # noqa: E402
-from dmlops import torch_chains  # noqa: E402
+from dmlops.torch import chains as torch_chains  # noqa: E402
 
 DEVICES = TORCH_DEVICES
 WINDOWS = ((0, 0), (1, 0), (0, 1), (1, 1))

@@ -175,7 +175,7 @@ def test_a_compiled_call_guards_its_own_globals_only(device: str) -> None:
     """Dynamo guards every global a traced call reads; dmlops' traced path reads its own
     few (the export flag, the recipe and builder functions, two torch objects bound once),
     not builtins or torch's modules attribute by attribute."""
-    import dmlops.torch_ops  # its polyfills (registered once torch is there)
+    import dmlops.torch.operators  # its polyfills (registered once torch is there)
 
     torch._dynamo.reset()
 
@@ -202,7 +202,7 @@ def test_plain_slices_and_whole_joins_take_the_short_recipes() -> None:
     of whole inputs take recipes of a few instructions ("slice", "join"); a flipped view
     keeps the general "copy". Each builds what torch's own indexing gives."""
     from dmlops.plan import LogicalCopy
-    from dmlops.torch_decompositions import build, recipe_of
+    from dmlops.torch.decompositions import build, recipe_of
 
     x = torch.arange(48.0).reshape(2, 3, 8)
     y = -torch.arange(16.0).reshape(2, 1, 8)
@@ -225,7 +225,7 @@ def test_slice_views_written_as_torch_code_writes_them() -> None:
     """A window's indexing leaves out the bounds that are the axis' own and writes leading
     whole axes as one Ellipsis (what dynamo traces fastest), and still picks exactly the
     window's elements: random windows against an element-by-element reference."""
-    from dmlops.torch_decompositions import view_of
+    from dmlops.torch.decompositions import view_of
 
     x = torch.arange(4 * 5 * 9 * 7.0).reshape(4, 5, 9, 7)
     assert view_of(x.shape, 0, (0, 0, 0, 1), (1, 1, 2, 2), (4, 5, 5, 3))[2] == (
@@ -450,12 +450,12 @@ def test_torch_imported_after_dmlops_registers_before_anything_is_traced() -> No
 
     code = """if True:
         import importlib.util, sys, dmlops
-        assert "dmlops.torch_ops" not in sys.modules
+        assert "dmlops.torch.operators" not in sys.modules
         assert importlib.util.find_spec("torch") is not None  # (a look imports nothing)
-        assert "torch" not in sys.modules and "dmlops.torch_ops" not in sys.modules
+        assert "torch" not in sys.modules and "dmlops.torch.operators" not in sys.modules
         import torch
         from torch._inductor.utils import run_and_get_code
-        assert "dmlops.torch_ops" in sys.modules
+        assert "dmlops.torch.operators" in sys.modules
         assert type(torch.__loader__).__name__ == "SourceFileLoader", torch.__loader__
         x = torch.randn(4, 6)
         f = torch.compile(lambda t: dmlops.slice1(t, [0, 1], [4, 4], [-1, 2]), fullgraph=True)
@@ -495,7 +495,7 @@ FUSING = [
 def test_inductor_sees_views_and_copies_not_extern_kernels(device: str, name, ours, shapes) -> None:  # type: ignore[no-untyped-def]
     """Under torch.compile every operator is decomposed into aten views and copies from its
     own logical copies: the same bits as eager, and no call to a dmlops kernel in the code."""
-    from dmlops import torch_ops
+    from dmlops.torch import operators as torch_ops
 
     if not torch_ops.FUSES:
         pytest.skip("this torch has no inductor decomposition table")
@@ -514,7 +514,7 @@ def test_a_focus_stem_compiles_to_as_many_kernels_as_torch_slicing(device: str) 
     """YOLOv5's Focus stem (four 2x2-strided slices joined on channels) written with dmlops
     compiles to the same number of kernels as the same code written with torch slicing, and
     its backward has no dmlops call either; gradients equal eager dmlops'."""
-    from dmlops import torch_ops
+    from dmlops.torch import operators as torch_ops
 
     if not torch_ops.FUSES:
         pytest.skip("this torch has no inductor decomposition table")
@@ -601,7 +601,7 @@ def test_a_qkv_head_split_backward_writes_its_gradient_once(device: str) -> None
     buffer beyond the gradient itself (a `cat` was a buffer of its own: written twice)."""
     from torch._inductor.utils import run_and_get_code
 
-    from dmlops import torch_ops
+    from dmlops.torch import operators as torch_ops
 
     if not torch_ops.FUSES:
         pytest.skip("this torch has no inductor decomposition table")
@@ -644,7 +644,7 @@ def test_a_compiled_join_backward_has_the_kernels_of_cats(device: str) -> None:
     piece was a kernel of its own), with the same gradients."""
     from torch._inductor.utils import run_and_get_code
 
-    from dmlops import torch_ops
+    from dmlops.torch import operators as torch_ops
 
     if not torch_ops.FUSES:
         pytest.skip("this torch has no inductor decomposition table")
@@ -685,7 +685,8 @@ def _windows(draw):  # type: ignore[no-untyped-def]
 
 def _decomposed_outputs(name: str, args: list, pointwise: bool) -> list:  # type: ignore[type-arg]
     """Operator `name`'s outputs as its torch.compile decomposition makes them, run eagerly."""
-    from dmlops import torch_decompositions, torch_ops
+    from dmlops.torch import decompositions as torch_decompositions
+    from dmlops.torch import operators as torch_ops
 
     tensors = args[0] if isinstance(args[0], list) else [args[0]]
     recipes = torch_ops._recipes(name, args, pointwise)
@@ -792,7 +793,7 @@ def test_compiled_operator_calls_are_decomposed_for_inductor(device: str) -> Non
     """`torch.ops.dmlops.*` called directly (as in an exported program) reach inductor as
     operators, which its decomposition table turns into views and copies: no extern call,
     eager's bits, and DirectML's gradient through the operators' autograd."""
-    from dmlops import torch_ops
+    from dmlops.torch import operators as torch_ops
 
     if not torch_ops.FUSES:
         pytest.skip("this torch has no inductor decomposition table")

@@ -127,15 +127,17 @@ __all__ = [
 
 from . import picture as _picture  # noqa: F401 - installs the notebook view of descriptors
 from ._after_import import after_import as _after_import
+from ._moved import keep_old_names as _keep_old_names
 from .functional import route_torch_through as _route
 
 
 def _load_torch_ops() -> object:
-    from . import torch_ops
+    from .torch import operators
 
-    return torch_ops
+    return operators
 
 
+_keep_old_names()  # (dmlops.torch_block and the other moved modules' old names)
 _route(_load_torch_ops)
 # the torch operators registered as soon as torch is there (now, or when torch is imported
 # later: before anything can trace a call, so torch.compile sees the functional calls)

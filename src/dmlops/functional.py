@@ -1080,7 +1080,7 @@ def padding(
 # torch operators (dmlops.torch_ops); everything else runs here --------------------------
 
 
-_TORCH_OPS: Any = None  # dmlops.torch_ops, once torch is imported
+_TORCH_OPS: Any = None  # dmlops.torch.operators, once torch is imported
 # how to load it: the package wires this in (dmlops/__init__.py), so that this module never
 # imports the torch operators built on it
 _TORCH_LOADER: list[Callable[[], Any]] = []
@@ -1114,7 +1114,7 @@ def _torch_wanted(arrays: Sequence[Any]) -> bool:
 
 def _through_torch(arrays: Sequence[Any]) -> bool:
     """Whether a call of an operator that has no torch custom operator (the indexed ones,
-    TILE, PADDING1) on these arrays goes through `torch_moves.moved`: a torch tensor that
+    TILE, PADDING1) on these arrays goes through `dmlops.torch.moves.moved`: a torch tensor that
     needs a gradient or is traced, or dynamo tracing the call."""
     if _TORCH_OPS is None and "torch" not in sys.modules:
         return False
@@ -1123,7 +1123,7 @@ def _through_torch(arrays: Sequence[Any]) -> bool:
 
 def _moved(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Operator `op`'s call (its positional arguments, its keywords) through torch
-    (`torch_moves.moved`): autograd eagerly, its custom operator where it is traced."""
+    (`dmlops.torch.moves.moved`): autograd eagerly, its custom operator where it is traced."""
     return _torch_ops().moved(op, args, kwargs)
 
 

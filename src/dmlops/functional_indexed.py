@@ -268,7 +268,7 @@ def _shape_of(x: Any) -> tuple[int, ...]:
 def _options(
     level: Level, out: Any, device: str | None, clamp: bool, validate: bool
 ) -> dict[str, Any]:
-    """A gather's or scatter's keyword arguments, as `torch_moves.moved` passes them on."""
+    """A gather's or scatter's keyword arguments, as `dmlops.torch.moves.moved` passes them on."""
     return {
         "feature_level": level,
         "out": out,

@@ -4,7 +4,7 @@ blocks with dmlops' operators inside torch programs.
 Blocks: a YOLOv5 Focus stem (four stride-2 slices, channel concat), a QKV split with the
 head transpose, pixel unshuffle, a KV-cache append, and a slice of a transposed view. Each
 step runs the block and backpropagates a fixed gradient. Contenders: dmlops' operators
-under torch.compile, the same eagerly, the block as one `dmlops.torch_block.Block` (one plan
+under torch.compile, the same eagerly, the block as one `dmlops.torch.Block` (one plan
 forward, one backward), torch.compile of torch's own code, and torch eager;
 the copy ceiling is a device-to-device copy of the bytes the step writes (forward output
 plus input gradient). Steps are timed in five rounds of every contender in turn, each round
@@ -39,7 +39,7 @@ _ROUNDS = 5  # rounds of every contender's median, the median of them reported
 
 @dataclass(frozen=True)
 class Block:
-    """A block as dmlops code, as torch code and as a dmlops graph (`dmlops.torch_block`:
+    """A block as dmlops code, as torch code and as a dmlops graph (`dmlops.torch.block`:
     one plan forward, one backward), with its input shapes (on the GPU)."""
 
     name: str
@@ -206,7 +206,7 @@ def _time_block(torch: Any, block: Block, reps: int) -> list[Result]:
     written = sum(o.numel() * o.element_size() for o in outs)
     written += sum(i.numel() * i.element_size() for i in inputs)
     del outs
-    from dmlops.torch_block import Block as GraphBlock
+    from dmlops.torch.block import Block as GraphBlock
 
     contenders = {  # dmlops eager first: its first call includes loading its kernels
         "dmlops eager": block.ours,

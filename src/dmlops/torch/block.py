@@ -32,12 +32,12 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .device import CompiledOperator, Device
-from .elements import element_of, torch_to_numpy
-from .errors import InvalidDescriptorError
-from .graph import Graph, GraphTensor
-from .plan import Plan, StridedCopy, coalesce, is_injective
-from .tensor import BufferTensorDesc, FeatureLevel, packed_strides
+from ..device import CompiledOperator, Device
+from ..elements import element_of, torch_to_numpy
+from ..errors import InvalidDescriptorError
+from ..graph import Graph, GraphTensor
+from ..plan import Plan, StridedCopy, coalesce, is_injective
+from ..tensor import BufferTensorDesc, FeatureLevel, packed_strides
 
 __all__ = ["Block", "backward_plan"]
 
@@ -282,7 +282,7 @@ class Block:
     plan backward.
 
     >>> import torch, dmlops
-    >>> from dmlops.torch_block import Block
+    >>> from dmlops.torch import Block
     >>> focus = Block(lambda g, x: g.join([g.slice(x, [0, 0, r, c], [1, 1, 2, 2], [1, 1, 2, 2])
     ...                                    for r, c in ((0, 0), (1, 0), (0, 1), (1, 1))], 1))
     >>> x = torch.arange(16.0).reshape(1, 1, 4, 4).requires_grad_()

@@ -19,7 +19,7 @@ it as torch's own (`torch.export` keeps the operators; inductor decomposes them 
 holds them).
 Importing this module registers everything; dmlops imports it as soon as torch is there (at
 `import dmlops`, or right after `import torch` completes: `_after_import`). The operators
-without a custom operator go through `torch_moves`; under a torch.func transform the seven
+without a custom operator go through `moves`; under a torch.func transform the seven
 here run as their views and copies (`_Operator._views_and_copies`).
 """
 
@@ -34,12 +34,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from . import functional as F
-from . import torch_chains
-from ._after_import import after_import
-from .elements import element_of, numpy_to_torch, torch_to_numpy
-from .errors import DmlError, seen_by_tracer
-from .ops import (
+from .. import functional as F
+from .._after_import import after_import
+from ..elements import element_of, numpy_to_torch, torch_to_numpy
+from ..errors import DmlError, seen_by_tracer
+from ..ops import (
     DepthSpaceOrder,
     DepthToSpace1Desc,
     JoinDesc,
@@ -50,8 +49,9 @@ from .ops import (
     SpaceToDepth1Desc,
     SplitDesc,
 )
-from .tensor import BufferTensorDesc, FeatureLevel, packed_strides
-from .torch_decompositions import (
+from ..tensor import BufferTensorDesc, FeatureLevel, packed_strides
+from . import chains
+from .decompositions import (
     Recipe,
     build,
     decompositions_available,
@@ -59,7 +59,7 @@ from .torch_decompositions import (
     recipe_of,
     register,
 )
-from .torch_moves import PLAIN_TENSORS, between_graphs, moved, moves_wanted, transforming
+from .moves import PLAIN_TENSORS, between_graphs, moved, moves_wanted, transforming
 
 __all__ = ["wanted", "level_name", "order_name", "moved", "moves_wanted"]
 
@@ -728,7 +728,7 @@ class _Operator:
     list (JOIN's), which the Function takes as its last arguments, after the others."""
 
     def __init__(self, op: Any, name: str, chain: str | None, listed: bool = False) -> None:
-        """`chain`: the operator's name in the chains it may join (`torch_chains`)."""
+        """`chain`: the operator's name in the chains it may join (`chains`)."""
         impl, setup, backward = _AUTOGRAD[op]
         self.op, self.impl, self.listed, self.chain = op, impl, listed, chain
         self.kind = next(k for k, (o, _, _) in _BUILDERS.items() if o is op)  # its recipes
@@ -768,7 +768,7 @@ class _Operator:
         if self.chain is None:
             return self._function(args)
         rest = tuple([tuple(a) if isinstance(a, list) else a for a in args[1:]])
-        return torch_chains.run(self.chain, tensors, rest, lambda: self._function(args))
+        return chains.run(self.chain, tensors, rest, lambda: self._function(args))
 
     def _views_and_copies(self, args: tuple[Any, ...]) -> Any:
         """The call as the aten views and copies of its recipes (as torch.compile sees it),

@@ -2,7 +2,7 @@
 SCATTER_ELEMENTS, SCATTER_ND, ONE_HOT, REVERSE_SUBSEQUENCES, TILE, PADDING1) as torch
 custom operators (`torch.ops.dmlops.gather`, ...): what torch.compile, torch.export and
 make_fx see of a functional call. Inductor runs them as extern kernels (dmlops' own); their
-fake implementations give the output's sizes and type; their gradient is `torch_moves`'
+fake implementations give the output's sizes and type; their gradient is `moves`'
 (the operator run on the inputs' positions, the output gradient added there)."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from . import functional as F
-from . import functional_indexed as FI
-from .errors import DmlError
-from .functional_indexed import _axis
-from .ops import PaddingMode
-from .tensor import FeatureLevel
+from .. import functional as F
+from .. import functional_indexed as FI
+from ..errors import DmlError
+from ..functional_indexed import _axis
+from ..ops import PaddingMode
+from ..tensor import FeatureLevel
 
 __all__ = ["OPAQUE", "Opaque", "opaque_call"]
 

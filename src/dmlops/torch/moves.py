@@ -11,7 +11,7 @@ clamped or negative indices, batch dimensions, duplicate targets where the last 
 wins, edge and reflected pads — with one `index_add_`, where elements read several times
 (a tile, repeated indices) add up, as torch's own gathers do. The positions take memory as
 the data inputs' elements do (4 bytes each). Traced (torch.compile, torch.export, make_fx)
-a call is the operator's custom operator (`torch_opaque`), whose gradient is the same."""
+a call is the operator's custom operator (`opaque`), whose gradient is the same."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .errors import DmlError
-from .torch_opaque import OPAQUE, Opaque, opaque_call
+from ..errors import DmlError
+from .opaque import OPAQUE, Opaque, opaque_call
 
 __all__ = ["moved", "moves_wanted", "transforming", "PLAIN_TENSORS"]
 
@@ -55,7 +55,7 @@ def moves_wanted(arrays: Sequence[Any]) -> bool:
 def moved(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Operator `op`'s functional call (its positional arguments and keywords) on torch
     tensors: traced (torch.compile, torch.export, make_fx), its custom operator
-    (`torch_opaque`; a call with `out=` or `device=` a graph break instead); eagerly, the
+    (`opaque`; a call with `out=` or `device=` a graph break instead); eagerly, the
     kernels, with an autograd Function where a data input needs a gradient."""
     traced = torch.compiler.is_compiling() or any(
         isinstance(a, Tensor) and type(a) not in PLAIN_TENSORS for a in args

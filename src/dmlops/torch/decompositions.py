@@ -20,8 +20,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .ops.depth_space import block_axes
-from .plan import ZERO, LogicalCopy
+from ..ops.depth_space import block_axes
+from ..plan import ZERO, LogicalCopy
 
 __all__ = [
     "decompositions_available",

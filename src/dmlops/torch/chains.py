@@ -3,7 +3,7 @@
 Each eager call that records a gradient notes on its autograd node how its outputs were
 made: the operator, its arguments and its inputs (weakly, with their versions). A call whose
 inputs were so made by earlier calls (four slices of one tensor, joined: a Focus stem) runs
-the whole chain from the chain's first inputs as one `torch_block` block: the same values,
+the whole chain from the chain's first inputs as one `block.Block`: the same values,
 one plan forward, and a backward that is one pass writing each gradient byte once (no
 SLICE_GRAD zero fills, no adds of partial gradients). The earlier calls' outputs stay what
 they were; only the gradient path of the new output skips them.
@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 from torch import Tensor
 
-from .torch_block import Block
+from .block import Block
 
 __all__ = ["MAX_NODES", "run"]
 
