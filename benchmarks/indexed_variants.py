@@ -130,7 +130,7 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
         (_INDEXED, _SEG_LOOP, _SEG_LOOP.replace("__stcs(", "put(")),
         (_INDEXED, "#define SEGMENT 128", _PUT),
     ],
-    "rows: evict-first loads (before the eighteenth session)": [
+    "rows: evict-first loads (before 2026-11-26)": [
         (_INDEXED, _SEG_LOOP, _SEG_LOOP.replace("__ldg(", "__ldcs(")),
     ],
     "rows: evict-first loads, plain stores": [
