@@ -100,3 +100,21 @@ def split_sizes(
     chunk = -(-dim // n)
     sizes = [min(chunk, max(0, dim - i * chunk)) for i in range(n)]
     return sizes
+
+
+def attributes(node: Any) -> dict[str, Any]:
+    """A node's attributes by name, as Python values."""
+    import onnx
+
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def unsqueeze_axes(axes: Sequence[int] | None, rank: int) -> list[int]:
+    """Unsqueeze's axes, normalized and sorted: each once, inside the output's rank."""
+    if not axes:
+        raise ModelError("Unsqueeze: axes are required and may not be empty")
+    out_rank = rank + len(axes)
+    at = sorted(axis_of(int(d), out_rank, "Unsqueeze") for d in axes)
+    if len(set(at)) != len(at):
+        raise ModelError(f"Unsqueeze: axes {list(axes)} name an axis twice")
+    return at

@@ -16,8 +16,9 @@ from .._files import DEFAULT_MAX_FILE_BYTES
 from ..device import Device
 from ..errors import BindingError, ModelError
 from ..tensor import FeatureLevel
+from .host import host_array
 from .loading import load
-from .lowering import _PARAMETERS, CompiledModel, host_array
+from .lowering import _PARAMETERS, CompiledModel
 from .params import is_integer_type
 from .staged import StagedModel, compile_any
 

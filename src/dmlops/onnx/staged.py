@@ -21,20 +21,17 @@ from ..errors import DmlError, ModelError
 from ..graph import Graph, GraphTensor
 from ..ops import GatherNd1Desc, GatherNdDesc, OneHotDesc, ScatterNdDesc
 from ..tensor import BufferTensorDesc, packed_strides
+from .host import HOST_OPS, folded, host_array, host_eval
 from .indexed import indexed_node
 from .lowering import (
     _PARAMETERS,
     GRAPH_OPS,
-    HOST_OPS,
     INDEXED_OPS,
     CompiledModel,
     Feeds,
     NeedsRunTime,
     Value,
-    _attrs,
     _Empty,
-    _folded,
-    _host_eval,
     _lower,
     _reshaped,
     _shape,
@@ -42,12 +39,11 @@ from .lowering import (
     array_dtype,
     compile_model,
     graph_value,
-    host_array,
     new_array,
     opset_of,
     parameter_readers,
 )
-from .params import axis_of
+from .params import attributes, axis_of
 
 __all__ = ["StagedModel", "compile_any", "compile_staged", "INDEXED_OPS", "ARITHMETIC_OPS"]
 
@@ -246,7 +242,7 @@ def compile_staged(
 
     for i, node in enumerate(nodes):
         where = f"ONNX node '{node.name or node.op_type}'"
-        a = _attrs(node)
+        a = attributes(node)
         names = list(node.input)
         if node.domain not in ("", "ai.onnx"):
             raise ModelError(f"{where}: domain '{node.domain}' is not ONNX's")
@@ -259,7 +255,7 @@ def compile_staged(
             if op in ("Shape", "Size") and names[0] in types:
                 shape = types[names[0]][0]
                 ins: list[Any] = [shape, *(constants.get(n) for n in names[1:])]
-                constants.update(zip(node.output, _host_eval(node, a, ins, opset), strict=False))
+                constants.update(zip(node.output, host_eval(node, a, ins, opset), strict=False))
             elif op == "Identity" and runtime and group is not None and group.makes(names[0]):
                 group.local[node.output[0]] = group.local[names[0]]  # an alias in the plan
                 group.dtypes[node.output[0]] = group.dtypes[names[0]]
@@ -269,10 +265,10 @@ def compile_staged(
                 flush(i)
                 steps.append(_identity_step(node, names, types))
             elif not runtime and op in INDEXED_OPS:  # on constants: evaluated once, here
-                constants[node.output[0]] = _folded(node, constants, device)
+                constants[node.output[0]] = folded(node, constants, device)
             elif not runtime and op in HOST_OPS:
                 host = [None if not n else constants[n] for n in names]
-                constants.update(zip(node.output, _host_eval(node, a, host, opset), strict=False))
+                constants.update(zip(node.output, host_eval(node, a, host, opset), strict=False))
             elif op in INDEXED_OPS:
                 if group is None:
                     group = _GraphGroup(device, opset, ints, number)
@@ -397,7 +393,7 @@ def _arith_step(
         None if not n else np.zeros(*_type_of(n, constants, types)) if n in types else constants[n]
         for n in names
     ]
-    (probe,) = _host_eval(node, a, dummies, opset)[:1]
+    (probe,) = host_eval(node, a, dummies, opset)[:1]
     probe = np.asarray(probe)
     types[node.output[0]] = (tuple(probe.shape), probe.dtype)
 
