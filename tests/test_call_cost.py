@@ -10,7 +10,7 @@ import pytest
 
 import dmlops
 from conftest import HAS_CUDA, to_device, to_host
-from dmlops import DmlError, InvalidDescriptorError, functional
+from dmlops import DmlError, InvalidDescriptorError, calls, functional
 from dmlops.backends import get_backend
 from dmlops.ops._base import OperatorDesc
 
@@ -92,7 +92,7 @@ def test_read_only_output_is_refused_even_after_a_writable_one() -> None:
 
 def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     functional.clear_cache()
-    monkeypatch.setattr(functional._CACHE, "size", 8)
+    monkeypatch.setattr(calls._CACHE, "size", 8)
     for n in range(1, 30):
         x = np.arange(n, dtype=np.int32)
         assert dmlops.slice1(x, [0], [n], [-1]).tolist() == list(range(n))[::-1]
@@ -167,7 +167,7 @@ def test_lists_still_work_without_a_signature() -> None:
 def test_the_call_cache_evicts_the_least_recently_used() -> None:
     """Hits take no lock and move a key at most once between two puts; eviction still
     drops the signature used longest ago."""
-    from dmlops.functional import _LRU
+    from dmlops.calls import _LRU
 
     cache = _LRU(2)
     a, b, c = object(), object(), object()
@@ -207,12 +207,12 @@ def test_many_torch_tensors_are_keyed_at_once_as_one_by_one(validations: list[st
     parts = [torch.full((2, 3), float(k), device="cuda") for k in range(16)]
     expected = torch.cat(parts)
     functional.backend_of(parts)  # (the backend's key functions learnt, as a first call does)
-    assert functional._keyed_inputs([], parts)
+    assert calls._keyed_inputs([], parts)
     one_by_one: list[object] = []
     for p in parts:
-        one_by_one.append(functional._ARRAY_KEYS[torch.Tensor](p))
+        one_by_one.append(calls._ARRAY_KEYS[torch.Tensor](p))
     at_once: list[object] = []
-    assert functional._keyed_inputs(at_once, parts)
+    assert calls._keyed_inputs(at_once, parts)
     assert at_once == one_by_one
     for _ in range(3):
         assert torch.equal(dmlops.join(parts, 0), expected)

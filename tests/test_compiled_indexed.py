@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(not compiled_indexed.available(), reason="no num
 
 def _last_executor():  # type: ignore[no-untyped-def]
     """The numpy executor behind the functional call compiled last."""
-    (entry,) = list(dmlops.functional._CACHE.items.values())[-1:]
+    (entry,) = list(dmlops.calls._CACHE.items.values())[-1:]
     return entry[0].run
 
 

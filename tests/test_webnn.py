@@ -277,11 +277,11 @@ def test_zero_d_tensors_wherever_webnn_allows_them() -> None:
 
 def test_torch_tensors_in_torch_tensors_out(monkeypatch: pytest.MonkeyPatch) -> None:
     torch = pytest.importorskip("torch")
-    from dmlops import functional
+    from dmlops import calls
 
     # as after a CUDA call taught the cache torch's key: CPU tensors decline a key
     monkeypatch.setitem(
-        functional._ARRAY_KEYS, torch.Tensor, lambda t: (t.shape,) if t.is_cuda else None
+        calls._ARRAY_KEYS, torch.Tensor, lambda t: (t.shape,) if t.is_cuda else None
     )
     x = torch.arange(6, dtype=torch.float16).reshape(2, 3)
     for result in (

@@ -128,7 +128,7 @@ __all__ = [
 from . import picture as _picture  # noqa: F401 - installs the notebook view of descriptors
 from ._after_import import after_import as _after_import
 from ._moved import keep_old_names as _keep_old_names
-from .functional import route_torch_through as _route
+from .calls import route_torch_through as _route
 
 
 def _load_torch_ops() -> object:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from . import functional
+from . import calls, functional
 from .backends.numpy_backend import NumpyBackend
 from .device import CompiledOperator, Device
 from .elements import word_element
@@ -331,7 +331,7 @@ def _build(
 
 
 def _validated(desc: OperatorDesc, feature_level: FeatureLevel | int | str | None) -> FeatureLevel:
-    level = functional._level(feature_level)
+    level = calls._level(feature_level)
     desc.validate(level)
     return level
 

@@ -12,8 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DmlError, IndexOutOfRangeError
-from .functional import (
+from .calls import (
     _MISS,
     _Call,
     _compile,
@@ -24,8 +23,9 @@ from .functional import (
     _Tensor,
     _through_torch,
     backend_of,
-    join,
 )
+from .errors import DmlError, IndexOutOfRangeError
+from .functional import join
 from .ops import (
     GatherDesc,
     GatherElementsDesc,

@@ -34,6 +34,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from .. import calls
 from .. import functional as F
 from .._after_import import after_import
 from ..elements import element_of, numpy_to_torch, torch_to_numpy
@@ -309,7 +310,7 @@ def _valid(name: str, args: Sequence[Any]) -> OperatorDesc:
     DirectML's rules, or where a tensor is empty by the rules of empty arrays (those of the
     non-empty pieces of a split or join; an empty window's SLICE_GRAD is zeros)."""
     desc: OperatorDesc = _BUILDERS[name][1](*args)
-    level = F._level(args[-1])
+    level = calls._level(args[-1])
     if not _has_empty(desc):
         desc.validate(level)
         return desc
@@ -318,9 +319,9 @@ def _valid(name: str, args: Sequence[Any]) -> OperatorDesc:
         desc.check_empty_rules()
         part[0].validate(level)
     elif name == "slice_grad" and 0 not in args[1]:
-        F.check_empty_gradient(tuple(args[0].shape), args[1], args[2:5])
+        calls.check_empty_gradient(tuple(args[0].shape), args[1], args[2:5])
     else:
-        F.check_empty(desc)
+        calls.check_empty(desc)
     return desc
 
 
