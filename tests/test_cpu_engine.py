@@ -545,3 +545,26 @@ def test_the_parts_of_a_join_walk_their_rows_together() -> None:
     whole = ins[0].view(np.float32).reshape(300, 76)
     for got, (a, b) in zip(_run(split, ins, 3), ((0, 5), (5, 69), (69, 76)), strict=True):
         assert got.tobytes() == np.ascontiguousarray(whole[:, a:b]).tobytes()
+
+
+def test_a_torch_dataloader_worker_runs_the_engine_on_one_thread() -> None:
+    """As torch runs its own ops on one thread in its workers (they share the cores among
+    themselves); the parent keeps its count, and DMLOPS_NUM_THREADS still decides."""
+    pytest.importorskip("torch")
+    out = _run_script(
+        "import torch\n"
+        "class Counts(torch.utils.data.Dataset):\n"
+        "    def __len__(self):\n"
+        "        return 4\n"
+        "    def __getitem__(self, k):\n"
+        "        assert call(k)\n"
+        "        return torch.tensor([dmlops.get_num_threads(), torch.get_num_threads()])\n"
+        "if __name__ == '__main__':\n"
+        "    loader = torch.utils.data.DataLoader(Counts(), batch_size=4, num_workers=2)\n"
+        "    import os\n"
+        "    os.environ.pop('DMLOPS_NUM_THREADS')\n"
+        "    print(sorted({tuple(r) for b in loader for r in b.tolist()}), dmlops.get_num_threads())\n",
+        timeout=240,
+    )
+    assert out.split("]")[0] + "]" == "[(1, 1)]"
+    assert out.split()[-1] == "4"  # (the parent's count, chosen before the workers)

@@ -1,19 +1,39 @@
 """How many threads the CPU engine uses: the CPUs this process may run on (its affinity),
 capped by a container's CPU quota (cgroup v2 `cpu.max`, v1 `cpu.cfs_quota_us`), unless
-`DMLOPS_NUM_THREADS` or `set_num_threads` says otherwise."""
+`DMLOPS_NUM_THREADS` or `set_num_threads` says otherwise; one in a torch DataLoader worker,
+as torch itself runs there (its workers already share the cores among themselves)."""
 
 from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 from ...errors import DmlError
 
-__all__ = ["choose_threads", "cpu_quota", "get_num_threads", "set_num_threads"]
+__all__ = [
+    "choose_threads",
+    "cpu_quota",
+    "get_num_threads",
+    "in_torch_worker",
+    "set_num_threads",
+]
 
 _CHOSEN: list[int] = []  # set_num_threads' count, or the default once computed
+_EXPLICIT: list[bool] = [False]  # whether set_num_threads chose it
+
+
+def _forget_default() -> None:
+    """In a child after fork(): the default is chosen again there (a DataLoader worker's is
+    one thread); a count set by set_num_threads carries over."""
+    if not _EXPLICIT[0]:
+        _CHOSEN.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_default)
 
 
 def cpu_quota(
@@ -82,10 +102,22 @@ def _usable_cpus() -> int:
     return os.cpu_count() or 1
 
 
+def in_torch_worker() -> bool:
+    """Whether this process is a worker of a torch DataLoader (torch already imported)."""
+    torch = sys.modules.get("torch")
+    data = getattr(getattr(torch, "utils", None), "data", None)
+    info = getattr(data, "get_worker_info", None)
+    return info is not None and info() is not None
+
+
 def get_num_threads() -> int:
     """The CPU engine's thread count for calls on the default backend."""
     if not _CHOSEN:
-        _CHOSEN.append(choose_threads(os.environ, _usable_cpus(), cpu_quota()))
+        named = os.environ.get("DMLOPS_NUM_THREADS", "").strip()
+        if not named and in_torch_worker():
+            _CHOSEN.append(1)
+        else:
+            _CHOSEN.append(choose_threads(os.environ, _usable_cpus(), cpu_quota()))
     return _CHOSEN[0]
 
 
@@ -95,3 +127,4 @@ def set_num_threads(count: int) -> None:
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise DmlError(f"set_num_threads({count!r}): give a whole number of threads >= 1")
     _CHOSEN[:] = [count]
+    _EXPLICIT[0] = True
