@@ -86,7 +86,7 @@ TILE = 2048  # elements a workgroup moves at most (pieces.wgsl: THREADS * PER_TH
 PER_THREAD = 8  # elements a thread moves at most (pieces.wgsl)
 # on a GPU, element-wise dispatches move fewer elements per thread until they have this
 # many workgroups (about 8 fit on each SM: 1,056 at once on an H100; 8,192 measured best
-# there, benchmarks/webgpu_workgroups.py); a CPU adapter (lavapipe) runs best with few
+# there, 2026-11-25); a CPU adapter (lavapipe) runs best with few
 # workgroups, so it asks for none
 WORKGROUPS_WANTED = 8192
 # 16-byte vector pieces of at least this many dimensions (high-rank boxes) ask for this
