@@ -16,7 +16,6 @@ import os
 import statistics
 import subprocess
 import sys
-from typing import Any
 
 from .common import Result, have
 
@@ -94,8 +93,3 @@ def run(runs: int = 5) -> list[Result]:
         res.times["numpy engine"] = plain[name]
         results.append(res)
     return results
-
-
-def as_rows(results: list[Result]) -> list[dict[str, Any]]:
-    """The results as plain rows (for the docs' table)."""
-    return [{"case": r.case, **r.times} for r in results]

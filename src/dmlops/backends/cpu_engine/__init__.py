@@ -39,7 +39,19 @@ __all__ = [
     "set_num_threads",
 ]
 
-_STATE: dict[str, Any] = {}
+# whether compiled CPU code may run: DMLOPS_CPU_ENGINE=numpy, read once, or set_enabled
+_STATE: dict[str, Any] = {"enabled": os.environ.get("DMLOPS_CPU_ENGINE", "") != "numpy"}
+
+# the pool's idle spin, the bytes that earn a thread, a piece's least and most bytes, and
+# the wait for a job's last pieces that counts as a straggle (setting it resets what the
+# pool learnt of the machine's load); given to the extension when it loads
+DEFAULTS = {
+    "spin_us": 50,
+    "least_bytes_a_thread": 64 << 10,
+    "least_grain": 16 << 10,
+    "most_grain": 1 << 20,
+    "straggle_us": 1000,
+}
 
 
 def native() -> Any:
@@ -49,20 +61,10 @@ def native() -> Any:
             from . import _native  # type: ignore[attr-defined]
         except ImportError:
             _native = None
+        else:
+            _native.configure(**DEFAULTS)
         _STATE["native"] = _native
     return _STATE["native"]
-
-
-# the pool's idle spin, the bytes that earn a thread, a piece's least and most bytes, and
-# the wait for a job's last pieces that counts as a straggle (setting it resets what the
-# pool learnt of the machine's load)
-DEFAULTS = {
-    "spin_us": 50,
-    "least_bytes_a_thread": 64 << 10,
-    "least_grain": 16 << 10,
-    "most_grain": 1 << 20,
-    "straggle_us": 1000,
-}
 
 
 def configure(**settings: int) -> None:
@@ -83,7 +85,7 @@ def set_enabled(enabled: bool) -> None:
 def enabled() -> bool:
     """Whether compiled CPU code may run (DMLOPS_CPU_ENGINE=numpy or set_enabled(False)
     leaves every copy to numpy)."""
-    return bool(_STATE.get("enabled", os.environ.get("DMLOPS_CPU_ENGINE", "") != "numpy"))
+    return bool(_STATE["enabled"])
 
 
 def available() -> bool:
@@ -102,7 +104,7 @@ def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
     nbytes = dtype.itemsize
     for n in shape:
         nbytes *= n
-    module = _STATE.get("native") if "native" in _STATE else native()
+    module = native()
     if module is None or nbytes < CACHED_BYTES or not enabled():
         return np.empty(shape, dtype)
     made: np.ndarray[Any, Any] = np.ndarray(shape, dtype, buffer=module.block(nbytes))
@@ -148,6 +150,9 @@ def _rows_sharing_lines_last(
     )
 
 
+# fields of a copy record (copies.h: copy_t) that the table's builders read back
+_ELEMENT, _COUNT, _SRC_STEP, _DST_STEP, _OUTER, _MEMBERS, _SHAPE = 4, 5, 6, 7, 8, 9, 10
+
 _GROUP_ROW_BYTES = 64 << 10  # copies group while a row of each, together, is this short
 
 
@@ -157,7 +162,7 @@ def _group_rows(rows: list[list[int]], members: int, tiled: set[int]) -> None:
     destination (a join) or the source (a split) is then swept once, in memory order, not
     once a part (a 3-way join of 256 MiB on the 16-core host: 91 -> 60 ms on one thread,
     7.9 -> 6.7 ms on 16). Copies walked in tiles stay apart (QKV's heads were slower
-    grouped on the VM and on 4 threads). Field 9 of a record is its `members` (copies.h)."""
+    grouped on the VM and on 4 threads)."""
     k = 0
     while k < len(rows):
         outer = None if k in tiled else _rows_of(rows[k])
@@ -168,22 +173,22 @@ def _group_rows(rows: list[list[int]], members: int, tiled: set[int]) -> None:
             and k + run not in tiled
             and run < members
             and _rows_of(rows[k + run]) == outer
-            and sum(r[4] * r[5] for r in rows[k : k + run + 1]) <= _GROUP_ROW_BYTES
+            and sum(r[_ELEMENT] * r[_COUNT] for r in rows[k : k + run + 1]) <= _GROUP_ROW_BYTES
         ):
             run += 1
         if run > 1 and math.prod(outer or ()) > 1:
-            rows[k][9] = run
+            rows[k][_MEMBERS] = run
             for r in rows[k + 1 : k + run]:
-                r[9] = 0
+                r[_MEMBERS] = 0
         k += run
 
 
 def _rows_of(row: list[int]) -> tuple[int, ...] | None:
     """A record's outer shape, where its rows are contiguous on both sides (else None)."""
-    element, src_step, dst_step, outer = row[4], row[6], row[7], row[8]
-    if src_step != element or dst_step != element:
+    element, outer = row[_ELEMENT], row[_OUTER]
+    if row[_SRC_STEP] != element or row[_DST_STEP] != element:
         return None
-    return tuple(row[10 : 10 + outer])
+    return tuple(row[_SHAPE : _SHAPE + outer])
 
 
 _PAGE = 4096  # bytes
@@ -232,9 +237,8 @@ class EnginePlan:
     offsets, element size, the innermost dimension's count and byte steps, the outer
     dimensions' sizes and byte strides), and the bytes each binding must hold."""
 
-    def __init__(self, table: np.ndarray[Any, Any], total_bytes: int) -> None:
+    def __init__(self, table: np.ndarray[Any, Any]) -> None:
         self.table = table
-        self.total_bytes = total_bytes
 
     @classmethod
     def of(cls, plan: Plan) -> EnginePlan | None:
@@ -248,7 +252,6 @@ class EnginePlan:
         record = int(module.RECORD)
         inputs = len(plan.input_spans) + len(plan.fills)
         rows: list[list[int]] = []
-        total = 0
         tiled: set[int] = set()  # copies walked in tiles (never grouped: their walk is theirs)
         for c in plan.copies:
             if len(c.shape) - 1 > most:
@@ -270,13 +273,12 @@ class EnginePlan:
             row += [t * size for t in ds[:-1]] + [0] * (most - outer)
             assert len(row) == record
             rows.append(row)
-            total += c.element_count * size
         _group_rows(rows, int(module.MOST_MEMBERS), tiled)
         need_in = [hi for _, hi in plan.input_spans] + [size] * len(plan.fills)
         need_out = [hi for _, hi in plan.output_spans]
         header = [len(rows), inputs, len(need_out), 0, *need_in, *need_out]
         flat = header + [v for row in rows for v in row]
-        return cls(np.array(flat, np.int64), total)
+        return cls(np.array(flat, np.int64))
 
     @classmethod
     def contiguous(cls, nbytes: int) -> EnginePlan:

@@ -116,15 +116,14 @@ static int64_t now_ns(void) {
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* Claims and runs pieces of `epoch` until none is left; the pieces this thread ran. */
-static int64_t take_pieces(uint32_t epoch) {
-    int64_t ran = 0;
+/* Claims and runs pieces of `epoch` until none is left. */
+static void take_pieces(uint32_t epoch) {
     for (;;) {
         uint64_t seen = atomic_load_explicit(&pool.next, memory_order_acquire);
         uint64_t count = (seen >> PIECE_BITS) & PIECE_MASK;
         uint64_t piece = seen & PIECE_MASK;
         if ((uint32_t)(seen >> (2 * PIECE_BITS)) != (epoch & 0xFFFF) || piece >= count) {
-            return ran;
+            return;
         }
         if (!atomic_compare_exchange_weak_explicit(&pool.next, &seen, seen + 1,
                                                    memory_order_acq_rel, memory_order_acquire)) {
@@ -137,7 +136,6 @@ static int64_t take_pieces(uint32_t epoch) {
             pthread_cond_signal(&pool.finished);
             pthread_mutex_unlock(&pool.finished_mutex);
         }
-        ran++;
     }
 }
 
