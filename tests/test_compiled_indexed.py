@@ -153,7 +153,7 @@ def test_the_plans_strided_copy_runs_in_the_kernel_call(backend: str) -> None:
 def test_lengths_of_other_types_become_uint32_through_numpy() -> None:
     """REVERSE_SUBSEQUENCES' lengths that are not read as they are (types the kernels do not
     read, the other byte order) become UINT32: negatives 0, past 2**32 - 1 clipped."""
-    from dmlops.functional_indexed import _read_as_is, _uint32_lengths
+    from dmlops.arrays.indexed import _read_as_is, _uint32_lengths
 
     lengths = np.array([-(2**63), -1, 0, 3, 2**32 - 1, 2**32, 2**63 - 1], ">i8")
     assert _read_as_is(lengths) is None

@@ -427,7 +427,7 @@ def test_duplicate_scatter_targets_the_later_wins(backend: str) -> None:
 
 @pytest.mark.parametrize("backend", INDEXED_BACKENDS)
 def test_in_place_scatter_copies_only_the_updates(backend: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import dmlops.functional_indexed as fi
+    import dmlops.arrays.indexed as fi
 
     edited = []
     real = fi._without_input_copy
@@ -445,7 +445,7 @@ def test_in_place_scatter_copies_only_the_updates(backend: str, monkeypatch) -> 
 
 
 def test_in_place_plan_has_no_copy_of_the_cache() -> None:
-    from dmlops.functional_indexed import _without_input_copy
+    from dmlops.arrays.indexed import _without_input_copy
 
     desc = ScatterNdDesc(
         T(D.FLOAT32, [64, 8]), T(D.INT64, [2, 1]), T(D.FLOAT32, [2, 8]), T(D.FLOAT32, [64, 8]), 2, 2

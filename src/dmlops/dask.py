@@ -1,7 +1,7 @@
 """DirectML's data-movement operators on Dask arrays: lazy, chunk by chunk (extra `dmlops[dask]`).
 
 `slice`, `slice1`, `split` and `join` validate their descriptor eagerly from shapes and
-dtypes (the functional API's rules and messages). A result remembers where its elements
+dtypes (the array layer's rules and messages). A result remembers where its elements
 come from as boxes of the arrays it was first built from, so a chain of these operators
 composes into one layer: each output chunk is one task that runs one plan over exactly the
 source chunks it reads (numpy chunks on the numpy backend, CuPy chunks on the cuda one).
@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from . import calls, functional
+from . import calls
+from .arrays import strided
 from .backends.numpy_backend import NumpyBackend
 from .device import CompiledOperator, Device
 from .elements import word_element
@@ -60,7 +61,7 @@ def _empty(x: Any, shape: Sequence[int]) -> Any:
 
 
 def _host_empty(x: Any) -> np.ndarray[Any, Any]:
-    """A numpy array of x's shape and type holding no element: the functional API validates
+    """A numpy array of x's shape and type holding no element: the array layer validates
     calls on it and answers with the result's shape, without moving anything."""
     return np.empty(x.shape, x.dtype)
 
@@ -347,7 +348,7 @@ def slice(  # noqa: A001 - DirectML's operator name
 ) -> Any:
     """DML SLICE on a dask array (see dmlops.slice), lazily."""
     if 0 in x.shape:
-        shape = functional.slice(_host_empty(x), offsets, sizes, strides).shape
+        shape = strided.slice(_host_empty(x), offsets, sizes, strides).shape
         return _empty(x, shape)
     desc = SliceDesc(_tensor(x), _tensor(x, sizes), offsets, sizes, strides)
     level = _validated(desc, feature_level)
@@ -374,7 +375,7 @@ def slice1(
     if 0 in x.shape:
         args = (window_offsets, window_sizes, window_strides, output_sizes)
         return _empty(
-            x, functional.slice1(_host_empty(x), *args, feature_level=feature_level).shape
+            x, strided.slice1(_host_empty(x), *args, feature_level=feature_level).shape
         )
     t = _tensor(x)
     probe = Slice1Desc(t, t, window_offsets, window_sizes, window_strides)
@@ -395,7 +396,7 @@ def split(
     """DML SPLIT on a dask array (see dmlops.split), lazily; one dask array per piece (an
     empty piece, as numpy's, where a size is 0)."""
     if 0 in x.shape or 0 in sizes:
-        empties = functional.split(_host_empty(x), axis, sizes, feature_level=feature_level)
+        empties = strided.split(_host_empty(x), axis, sizes, feature_level=feature_level)
         kept = [s for s in sizes if s]
         found = iter(split(x, axis, kept, feature_level=feature_level, chunks=chunks) if kept
                      and 0 not in x.shape else [])  # fmt: skip
@@ -416,9 +417,9 @@ def join(
     """DML JOIN on dask arrays (see dmlops.join), lazily."""
     xs = list(xs)
     if not xs:
-        return functional.join([], axis)  # raises the functional API's error
+        return strided.join([], axis)  # raises the array layer's error
     if any(0 in x.shape for x in xs):  # empty pieces add nothing (numpy's concatenate)
-        joined = functional.join([_host_empty(x) for x in xs], axis, feature_level=feature_level)
+        joined = strided.join([_host_empty(x) for x in xs], axis, feature_level=feature_level)
         kept = [x for x in xs if 0 not in x.shape]
         if 0 in joined.shape or not kept:
             return _empty(xs[0], joined.shape)

@@ -13,49 +13,25 @@ so the result is the one numpy gives.
 
 from __future__ import annotations
 
-import builtins
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from .arrays import strided as _arrays
 from .calls import (
     _SLICE,
     _WINDOW,
-    _Call,
-    _compile,
-    _dims,
-    _dispatch,
-    _dtype_of,
-    _empty_like,
-    _fields_key,
-    _filled,
     _moved,
-    _shape,
-    _Tensor,
     _through_torch,
     _torch_ops,
     _torch_wanted,
     backend_of,
     cache_size,
-    check_empty_gradient,
     clear_cache,
 )
-from .errors import DmlError, InvalidDescriptorError
-from .ops import (
-    DepthToSpace1Desc,
-    JoinDesc,
-    OperatorDesc,
-    Padding1Desc,
-    PaddingMode,
-    Slice1Desc,
-    SliceDesc,
-    SliceGradDesc,
-    SpaceToDepth1Desc,
-    SplitDesc,
-    TileDesc,
-)
-from .tensor import BufferTensorDesc, FeatureLevel, int_tuple
+from .ops import DepthToSpace1Desc, SpaceToDepth1Desc
+from .tensor import FeatureLevel, int_tuple
 
 __all__ = [
     "slice",
@@ -73,38 +49,6 @@ __all__ = [
 ]
 
 
-def _unary(
-    op: str,
-    fields: Hashable,
-    x: Any,
-    out: Any,
-    feature_level: Any,
-    device: str | None,
-    shape_of: Callable[[Any], tuple[int, ...]],
-    make: Callable[[BufferTensorDesc, BufferTensorDesc], OperatorDesc],
-    fill: Any = None,
-) -> Any:
-    """Run a one-input, one-output operator: `shape_of(x's description)` gives the output's
-    sizes where no `out` is given, `make(input desc, output desc)` its descriptor, `fill`
-    the constant it writes."""
-
-    def build(ins: list[Any], outs: list[Any]) -> _Call:
-        backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
-        shape = shape_of(backend.describe(ins[0])) if outs[0] is None else None
-        return _compile(
-            backend,
-            feature_level,
-            lambda i, o: make(i[0], o[0]),
-            ins,
-            outs,
-            [shape],
-            _dtype_of(backend, ins[0]),
-            fill=fill,
-        )
-
-    return _dispatch(op, fields, feature_level, [x], [out], build, device)[0]
-
-
 def _depth_space(
     cls: type[DepthToSpace1Desc] | type[SpaceToDepth1Desc],
     x: Any,
@@ -118,21 +62,7 @@ def _depth_space(
         t = _torch_ops()
         op = t.depth_to_space_call if cls is DepthToSpace1Desc else t.space_to_depth_call
         return op(x, int(block_size), t.order_name(order), t.level_name(feature_level))
-
-    def shape_of(view: Any) -> tuple[int, ...]:
-        return cls.output_sizes_for(_Tensor.of_array(view).desc, block_size, order)
-
-    fields = (_fields_key(block_size), order if isinstance(order, (int, str)) else repr(order))
-    return _unary(
-        cls.OPERATOR,
-        fields,
-        x,
-        out,
-        feature_level,
-        device,
-        shape_of,
-        lambda i, o: cls(i, o, block_size, order),
-    )
+    return _arrays._depth_space(cls, x, block_size, order, feature_level, out, device)
 
 
 def tile(
@@ -152,18 +82,7 @@ def tile(
     if type(x) is not np.ndarray and _through_torch([x]):
         kwargs = {"feature_level": feature_level, "out": out, "device": device}
         return _moved("TILE", (x, repeats), kwargs)
-
-    counts = int_tuple(repeats, "TILE.Repeats")
-    return _unary(
-        "TILE",
-        _fields_key(repeats),
-        x,
-        out,
-        feature_level,
-        device,
-        lambda view: TileDesc.output_sizes_for(_dims(view), counts),
-        lambda i, o: TileDesc(i, o, counts),
-    )
+    return _arrays.tile(x, repeats, feature_level=feature_level, out=out, device=device)
 
 
 def padding(
@@ -190,32 +109,15 @@ def padding(
         kwargs = {"value": value, "feature_level": feature_level, "out": out, "device": device}
         args = (x, start_padding, end_padding, mode)
         return _moved("PADDING1", args, kwargs)
-
-    start = int_tuple(start_padding, "PADDING1.StartPadding")
-    end = int_tuple(end_padding, "PADDING1.EndPadding")
-    shape = _shape(x)
-    grown = Padding1Desc.output_sizes_for(shape, start, end)
-    if 0 in shape and 0 not in grown and PaddingMode.parse(mode) is PaddingMode.CONSTANT:
-        # nothing of x is read: the value tiled (as numpy.pad and torch's constant pad do)
-        if len(start) != len(shape) or len(end) != len(shape):
-            raise InvalidDescriptorError(
-                f"PADDING1.StartPadding and EndPadding have {len(start)} and {len(end)} "
-                f"entries: the input has {len(shape)} dimensions"
-            )
-        seed = _filled(x, value, len(shape))
-        return tile(seed, grown, feature_level=feature_level, out=out, device=device)
-    mode_key = mode if isinstance(mode, (int, str)) else repr(mode)
-    fields = (_fields_key(start, end), mode_key, repr(value), type(value))
-    return _unary(
-        "PADDING1",
-        fields,
+    return _arrays.padding(
         x,
-        out,
-        feature_level,
-        device,
-        lambda view: Padding1Desc.output_sizes_for(_dims(view), start, end),
-        lambda i, o: Padding1Desc(i, o, mode, None, value, start, end),
+        start_padding,
+        end_padding,
+        mode,
         value,
+        feature_level=feature_level,
+        out=out,
+        device=device,
     )
 
 
@@ -251,30 +153,9 @@ def slice(  # noqa: A001 - DirectML's operator name
         t = _torch_ops()
         lists = _named_lists("SLICE", _SLICE, (offsets, sizes, strides))
         return t.slice_call(x, *lists, t.level_name(feature_level))
-
-    def make(i: BufferTensorDesc, o: BufferTensorDesc) -> OperatorDesc:
-        return SliceDesc(i, o, offsets, int_tuple(sizes, "SLICE.Sizes"), strides)
-
-    fields = _fields_key(offsets, sizes, strides)
-    return _unary(
-        "SLICE",
-        fields,
-        x,
-        out,
-        feature_level,
-        device,
-        lambda _: int_tuple(sizes, "SLICE.Sizes"),
-        make,
+    return _arrays.slice(
+        x, offsets, sizes, strides, feature_level=feature_level, out=out, device=device
     )
-
-
-def slice1_sizes(desc: Slice1Desc) -> tuple[int, ...]:
-    """SLICE1's default output sizes (MaxCopiedElements), an empty window's (of an empty
-    input) included: DirectML's check refuses it, its definition gives sizes with a 0."""
-    sizes, strides = desc.input_window_sizes, desc.input_window_strides
-    if 0 in sizes and 0 not in strides:
-        return tuple(-(-w // builtins.abs(t)) for w, t in zip(sizes, strides, strict=False))
-    return desc.default_output_sizes()
 
 
 def slice1(
@@ -301,42 +182,16 @@ def slice1(
         lists = _named_lists("SLICE1", _WINDOW, window)
         sizes = _int_list(output_sizes, "SLICE1.OutputTensor.Sizes")
         return t.slice1_call(x, *lists, sizes, t.level_name(feature_level))
-
-    def build(ins: list[Any], outs: list[Any]) -> _Call:
-        backend = backend_of([ins[0]] if outs[0] is None else [ins[0], outs[0]])
-        probe_desc = _Tensor.of_array(backend.describe(ins[0])).desc
-        probe = Slice1Desc(probe_desc, probe_desc, window_offsets, window_sizes, window_strides)
-        if output_sizes is not None:
-            shape: tuple[int, ...] | None = int_tuple(output_sizes, "SLICE1.OutputTensor.Sizes")
-        elif outs[0] is not None:
-            shape = None
-        else:
-            shape = slice1_sizes(probe)
-        if outs[0] is not None and shape is not None:
-            given = tuple(backend.describe(outs[0]).shape)
-            if given != shape:
-                raise DmlError(
-                    f"SLICE1.OutputTensor.Sizes: output_sizes {list(shape)} differ from "
-                    f"out's shape {list(given)}"
-                )
-        return _compile(
-            backend,
-            feature_level,
-            lambda i, o: Slice1Desc(
-                i[0],
-                o[0],
-                probe.input_window_offsets,
-                probe.input_window_sizes,
-                probe.input_window_strides,
-            ),
-            ins,
-            outs,
-            [shape if outs[0] is None else None],
-            _dtype_of(backend, ins[0]),
-        )
-
-    fields = _fields_key(window_offsets, window_sizes, window_strides, output_sizes)
-    return _dispatch("SLICE1", fields, feature_level, [x], [out], build, device)[0]
+    return _arrays.slice1(
+        x,
+        window_offsets,
+        window_sizes,
+        window_strides,
+        output_sizes,
+        feature_level=feature_level,
+        out=out,
+        device=device,
+    )
 
 
 def slice_grad(
@@ -370,28 +225,15 @@ def slice_grad(
         lists = _named_lists("SLICE_GRAD", _WINDOW, window)
         sizes = _int_list(output_sizes, "SLICE_GRAD.OutputGradientTensor.Sizes")
         return t.slice_grad_call(input_gradient, sizes, *lists, t.level_name(feature_level))
-
-    shape = int_tuple(output_sizes, "SLICE_GRAD.OutputGradientTensor.Sizes")
-    if 0 in _shape(input_gradient) and 0 not in shape:
-        # an empty window: nothing is scattered, the output is zeros (a zero tiled)
-        window_fields = [
-            int_tuple(v, f"SLICE_GRAD.{n}") for n, v in zip(_WINDOW, window, strict=True)
-        ]
-        check_empty_gradient(_shape(input_gradient), shape, window_fields)
-        seed = _filled(input_gradient, 0, len(shape))
-        return tile(seed, shape, feature_level=feature_level, out=out, device=device)
-
-    def make(i: BufferTensorDesc, o: BufferTensorDesc) -> OperatorDesc:
-        if tuple(o.sizes) != shape:
-            raise DmlError(
-                f"SLICE_GRAD.OutputGradientTensor.Sizes: output_sizes {list(shape)} differ "
-                f"from out's shape {list(o.sizes)}"
-            )
-        return SliceGradDesc(i, o, window_offsets, window_sizes, window_strides)
-
-    fields = _fields_key(output_sizes, window_offsets, window_sizes, window_strides)
-    return _unary(
-        "SLICE_GRAD", fields, input_gradient, out, feature_level, device, lambda _: shape, make
+    return _arrays.slice_grad(
+        input_gradient,
+        output_sizes,
+        window_offsets,
+        window_sizes,
+        window_strides,
+        feature_level=feature_level,
+        out=out,
+        device=device,
     )
 
 
@@ -415,62 +257,7 @@ def split(
         t = _torch_ops()
         pieces = _int_list(sizes, "SPLIT sizes")
         return t.split_call(x, int(axis), pieces, t.level_name(feature_level))  # type: ignore[no-any-return]
-    given = (
-        [None] * (len(sizes) if isinstance(sizes, Sequence) else 0) if outs is None else list(outs)
-    )
-    counts = int_tuple(sizes, "SPLIT sizes")
-    if 0 in counts and builtins.any(counts):  # empty pieces: the others split, these made
-        kept = [k for k, n in enumerate(counts) if n]
-        got = split(
-            x,
-            axis,
-            [counts[k] for k in kept],
-            feature_level=feature_level,
-            outs=None if outs is None else [given[k] for k in kept],
-            device=device,
-        )
-        if outs is not None:
-            return given
-        made: list[Any] = [None] * len(counts)
-        for k, g in zip(kept, got, strict=True):
-            made[k] = g
-        shape = list(_shape(got[0]))
-        if 0 <= int(axis) < len(shape):
-            shape[int(axis)] = 0
-        return [g if g is not None else _empty_like(got[0], tuple(shape)) for g in made]
-
-    def build(ins: list[Any], outs_: list[Any]) -> _Call:
-        backend = backend_of([ins[0], *(o for o in outs_ if o is not None)])
-        pieces = int_tuple(sizes, "SPLIT sizes")
-        ax = int(axis)
-        if outs is None or (outs_ and all(o is None for o in outs_)):  # pieces to allocate
-            whole = _dims(backend.describe(ins[0]))
-            shapes: list[tuple[int, ...] | None] = [
-                tuple(p if d == ax else n for d, n in enumerate(whole)) for p in pieces
-            ]
-            outs_ = [None] * len(shapes)
-        else:
-            shapes = [None] * len(outs_)
-        return _compile(
-            backend,
-            feature_level,
-            lambda i, o: SplitDesc(i[0], o, ax),
-            ins,
-            outs_,
-            shapes,
-            _dtype_of(backend, ins[0]),
-        )
-
-    fields = _fields_key(axis, sizes)
-    return _dispatch("SPLIT", fields, feature_level, [x], given, build, device)
-
-
-def joined_desc(pieces: Sequence[BufferTensorDesc], axis: int) -> BufferTensorDesc:
-    """The packed desc of `pieces` joined along `axis` (the first one's sizes elsewhere)."""
-    sizes = list(pieces[0].sizes)
-    if 0 <= axis < len(sizes):
-        sizes[axis] = builtins.sum(p.sizes[axis] if len(p.sizes) > axis else 0 for p in pieces)
-    return BufferTensorDesc(pieces[0].data_type, tuple(sizes))
+    return _arrays.split(x, axis, sizes, feature_level=feature_level, outs=outs, device=device)
 
 
 def join(
@@ -490,40 +277,7 @@ def join(
     if out is None and device is None and _torch_wanted(list(xs)):
         t = _torch_ops()
         return t.join_call(list(xs), int(axis), t.level_name(feature_level))
-
-    def build(ins: list[Any], outs: list[Any]) -> _Call:
-        # empty pieces add nothing (numpy.concatenate, torch.cat): the call reads the others
-        full = [k for k, x in enumerate(ins) if 0 not in _shape(x)]
-        if full and len(full) < len(ins):
-            # (the empty ones still fit: their other sizes and type are the others')
-            descs = [_Tensor.of_array(backend_of([x]).describe(x)).desc for x in ins]
-            JoinDesc(descs, joined_desc(descs, int(axis)), int(axis)).check_empty_rules()
-            return build_full([ins[k] for k in full], outs).reading(full)
-        return build_full(ins, outs)
-
-    def build_full(ins: list[Any], outs: list[Any]) -> _Call:
-        backend = backend_of(ins if outs[0] is None else [*ins, outs[0]])
-        arrays = [backend.describe(x) for x in ins]
-        ax = int(axis)
-        shape: tuple[int, ...] | None = None
-        if outs[0] is None:
-            if not arrays:
-                raise DmlError("JOIN.InputCount is 0: must be greater than 0")
-            dims = list(_dims(arrays[0]))
-            if 0 <= ax < len(dims):
-                dims[ax] = builtins.sum(_dims(a)[ax] if len(_dims(a)) > ax else 0 for a in arrays)
-            shape = tuple(dims)
-        return _compile(
-            backend,
-            feature_level,
-            lambda i, o: JoinDesc(i, o[0], ax),
-            ins,
-            outs,
-            [shape],
-            arrays[0].dtype if arrays else np.float32,
-        )
-
-    return _dispatch("JOIN", _fields_key(axis), feature_level, list(xs), [out], build, device)[0]
+    return _arrays.join(xs, axis, feature_level=feature_level, out=out, device=device)
 
 
 def depth_to_space(

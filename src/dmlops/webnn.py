@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from . import functional, functional_indexed
+from .arrays import indexed, strided
 from .errors import InvalidDescriptorError
 
 __all__ = [
@@ -106,8 +106,8 @@ def _copy(x: Any) -> Any:
     """A packed copy of `x` (any rank, 0-D included) through SLICE1."""
     shape = _shape(x)
     if not shape:
-        return functional.slice1(x.reshape(1), [0], [1], [1]).reshape(())
-    return functional.slice1(x, [0] * len(shape), list(shape), [1] * len(shape))
+        return strided.slice1(x.reshape(1), [0], [1], [1]).reshape(())
+    return strided.slice1(x, [0] * len(shape), list(shape), [1] * len(shape))
 
 
 def _one_d(x: Any) -> Any:
@@ -158,7 +158,7 @@ def slice(  # noqa: A001 - WebNN's operation name
             raise _fail(f"slice: options.strides[{i}] is {steps[i]}: must be at least 1")
     if rank == 0:
         return _copy(input)
-    return functional.slice1(input, starts, sizes, steps)
+    return strided.slice1(input, starts, sizes, steps)
 
 
 def split(
@@ -192,7 +192,7 @@ def split(
             raise _fail(f"split: splits {sizes} must be non-empty and each at least 1")
         if sum(sizes) != dim:
             raise _fail(f"split: splits {sizes} sum to {sum(sizes)}, dimension {ax} is {dim}")
-    return list(functional.split(input, ax, sizes))
+    return list(strided.split(input, ax, sizes))
 
 
 def concat(inputs: Sequence[Any], axis: int, options: Mapping[str, Any] | None = None) -> Any:
@@ -219,7 +219,7 @@ def concat(inputs: Sequence[Any], axis: int, options: Mapping[str, Any] | None =
             a != b for d, (a, b) in enumerate(zip(s, first, strict=True)) if d != ax
         ):
             raise _fail(f"concat: inputs[{k}] has shape {list(s)}, incompatible with {list(first)}")
-    return functional.join(list(inputs), ax)
+    return strided.join(list(inputs), ax)
 
 
 # -- expand, tile, pad, reverse, transpose, reshape -----------------------------------------
@@ -257,7 +257,7 @@ def expand(
     if not target:
         return _copy(input)
     repeats = [m // n for n, m in zip(padded, target, strict=True)]
-    return functional.tile(_reshaped(_one_d(input), padded), repeats)
+    return strided.tile(_reshaped(_one_d(input), padded), repeats)
 
 
 def tile(
@@ -282,7 +282,7 @@ def tile(
             raise _fail(f"tile: repetitions[{i}] is {r}: must be at least 1")
     if not shape:
         return _copy(input)
-    return functional.tile(input, reps)
+    return strided.tile(input, reps)
 
 
 _PAD_MODES = {"constant": "CONSTANT", "edge": "EDGE", "reflection": "REFLECTION"}
@@ -326,7 +326,7 @@ def pad(
     value = opts.get("value", 0)
     if not shape:
         return _copy(input)
-    return functional.padding(input, begin, end, _PAD_MODES[mode], value)
+    return strided.padding(input, begin, end, _PAD_MODES[mode], value)
 
 
 def reverse(input: Any, options: Mapping[str, Any] | None = None) -> Any:  # noqa: A002
@@ -353,7 +353,7 @@ def reverse(input: Any, options: Mapping[str, Any] | None = None) -> Any:  # noq
     if not shape:
         return _copy(input)
     steps = [-1 if d in axes else 1 for d in range(rank)]
-    return functional.slice1(input, [0] * rank, list(shape), steps)
+    return strided.slice1(input, [0] * rank, list(shape), steps)
 
 
 def transpose(input: Any, options: Mapping[str, Any] | None = None) -> Any:  # noqa: A002
@@ -449,7 +449,7 @@ def gather(
     if rank == 0:
         raise _fail("gather: input is a scalar (0-D): it needs at least one dimension")
     axis = _axis("gather", opts.get("axis", 0), rank)
-    return functional_indexed.gather(input, indices, axis, clamp_indices=True)
+    return indexed.gather(input, indices, axis, clamp_indices=True)
 
 
 def gatherElements(
@@ -476,7 +476,7 @@ def gatherElements(
         raise _fail(f"{op}: indices has rank {len(ishape)}, input {len(shape)}: they must match")
     axis = _axis(op, opts.get("axis", 0), len(shape))
     _check_along_axis(op, ishape, shape, axis)
-    return functional_indexed.gather_elements(input, indices, axis, clamp_indices=True)
+    return indexed.gather_elements(input, indices, axis, clamp_indices=True)
 
 
 def gatherND(
@@ -506,7 +506,7 @@ def gatherND(
             f"{op}: indices' last dimension is {ishape[-1]}: must be in [1, {len(shape)}] "
             "(the input's rank)"
         )
-    return functional_indexed.gather_nd(input, indices, 0, clamp_indices=True)
+    return indexed.gather_nd(input, indices, 0, clamp_indices=True)
 
 
 def scatterElements(
@@ -541,7 +541,7 @@ def scatterElements(
     _check_along_axis(op, ishape, shape, axis)
     if ushape != ishape:
         raise _fail(f"{op}: updates' shape {list(ushape)} is not indices' {list(ishape)}")
-    return functional_indexed.scatter_elements(input, indices, updates, axis, clamp_indices=True)
+    return indexed.scatter_elements(input, indices, updates, axis, clamp_indices=True)
 
 
 def scatterND(
@@ -577,7 +577,7 @@ def scatterND(
     expected = ishape[:-1] + shape[k:]
     if ushape != expected:
         raise _fail(f"{op}: updates' shape {list(ushape)} must be {list(expected)}")
-    return functional_indexed.scatter_nd(input, indices, updates, clamp_indices=True)
+    return indexed.scatter_nd(input, indices, updates, clamp_indices=True)
 
 
 gather_elements = gatherElements

@@ -1,13 +1,14 @@
 """Benchmark section "contention": the CPU engine on a machine that runs other work too.
 
-The graphs section's four chains (bound plan, and op by op through the functional API) and
-a few operators, with numpy and onnxruntime in the same process, under each condition:
-idle, one and two other processes spinning on a core each, and a CPU set of four cores
-(the process started under that affinity, as `taskset -c 0-3` starts it, so every library
-picks its thread count from it). Each condition runs in a fresh process; each contender
-gives the median and the 99th percentile over `calls` calls after 0.1 s of warm-up calls
-(a scheduler time slice lost waiting for a descheduled thread shows in the 99th
-percentile, not in the median).
+The graphs section's four chains (bound plan, and op by op through the functional API) and a
+few operators, with numpy and onnxruntime in the same process, under each condition: idle,
+one and two other processes spinning on a core each, and a CPU set of four cores (the
+process started under that affinity, as `taskset -c 0-3` starts it, so every library picks
+its thread count from it; onnxruntime's default pool pins a worker to every CPU of the
+machine regardless, so there a session of as many threads as the set also runs). Each
+condition runs in a fresh process; each contender gives the median and the 99th percentile
+over `calls` calls after 0.1 s of warm-up calls (a scheduler time slice lost waiting for a
+descheduled thread shows in the 99th percentile, not in the median).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ __all__ = ["CONDITIONS", "latencies", "run"]
 SECTION = "contention"
 CONDITIONS = ("idle", "1 busy", "2 busy", "cpuset 4")
 OURS = "dmlops graph (bound)"
+ORT_IN_SET = "onnxruntime, threads = CPU set"
 _SPIN = "while True: pass"
 
 
@@ -52,6 +54,13 @@ def latencies(fn: Callable[[], Any], calls: int) -> list[float]:
         fn()
         times.append(time.perf_counter() - t0)
     return sorted(times)
+
+
+def _cpu_set_size() -> int:
+    """The CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _percentiles(fn: Callable[[], Any], calls: int) -> tuple[float, float]:
@@ -121,6 +130,16 @@ def _graphs() -> list[tuple[str, int, dict[str, Callable[[], Any]]]]:
                 model.SerializeToString(), providers=["CPUExecutionProvider"]
             )
             contenders["onnxruntime"] = lambda sess=sess, xs=xs: sess.run(None, xs)  # type: ignore[misc]
+            cpus = _cpu_set_size()
+            if cpus < (os.cpu_count() or cpus):
+                # onnxruntime's default pool pins a worker to each of the machine's CPUs,
+                # outside the process's CPU set: this one keeps to the set
+                options = ort.SessionOptions()
+                options.intra_op_num_threads = cpus
+                kept = ort.InferenceSession(
+                    model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+                )
+                contenders[ORT_IN_SET] = lambda sess=kept, xs=xs: sess.run(None, xs)  # type: ignore[misc]
         found.append((p.name, sum(o.nbytes for o in outs), contenders))
     return found
 

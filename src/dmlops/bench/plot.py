@@ -26,7 +26,11 @@ def plot_contention(results: list[Result], path: str) -> None:
     )
     for ax, (case, by_condition) in zip(axes.flat, cases.items(), strict=False):
         conditions = list(by_condition)
-        names = [n for n in next(iter(by_condition.values())).times if not n.endswith(" p99")]
+        names = list(
+            dict.fromkeys(
+                n for r in by_condition.values() for n in r.times if not n.endswith(" p99")
+            )
+        )
         width = 0.8 / len(names)
         for k, n in enumerate(names):
             xs = [i + k * width for i in range(len(conditions))]

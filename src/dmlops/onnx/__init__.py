@@ -10,7 +10,7 @@ and Reinterpret nodes. ONNX allows empty results where DirectML forbids size 0; 
 outputs are produced empty without a dispatch, as a DirectML backend must.
 
 The package: `loading` (reading models), `params` (ONNX parameters as DirectML fields),
-`indexed` (the indexed operators as functional calls),
+`indexed` (the indexed operators as calls of the array layer),
 `lowering` (a model onto a Graph), `session` (InferenceSession); none imports this module.
 """
 
@@ -28,7 +28,7 @@ import numpy as np
 from .._files import DEFAULT_MAX_FILE_BYTES, read_bounded
 from ..device import Device
 from ..errors import ModelError
-from ..functional import backend_of
+from ..calls import backend_of
 from ..tensor import FeatureLevel
 from .loading import load
 from .lowering import GRAPH_OPS, INDEXED_OPS, CompiledModel
@@ -114,7 +114,7 @@ def run(
 
     `model` is a ModelProto, its bytes, or the path of a regular file of at most
     max_file_bytes."""
-    if device is None:  # where the arrays are, as a functional call runs
+    if device is None:  # where the arrays are, as an array-layer call runs
         given = list(inputs.values()) if isinstance(inputs, Mapping) else list(inputs)
         arrays = [a for a in given if hasattr(a, "shape") and not isinstance(a, np.generic)]
         device = Device(backend=backend_of(arrays).name)

@@ -1,5 +1,5 @@
 """ONNX's indexed operators (Gather, GatherElements, GatherND, Scatter, ScatterElements,
-ScatterND, OneHot, ReverseSequence) as dmlops' functional calls: the output's shape and type
+ScatterND, OneHot, ReverseSequence) as calls of dmlops' array layer: the output's shape and type
 known when the model is compiled, and the call on the node's operand arrays. Steps run the
 call at run time (staged.py); a node whose operands are all constants is evaluated once
 when the model is compiled (lowering.py)."""
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import functional_indexed as fi
+from ..arrays import indexed as fi
 from ..errors import ModelError
 from ..tensor import FeatureLevel
 from .params import axis_of
@@ -41,7 +41,7 @@ def indexed_node(
     constant: Callable[[str], np.ndarray[Any, Any] | None],
     level: FeatureLevel,
 ) -> IndexedNode:
-    """The node as a functional call; ModelError where ONNX's rules (or dmlops' scope) refuse
+    """The node as a call of the array layer; ModelError where ONNX's rules (or dmlops' scope) refuse
     it. `type_of(name)` gives an input's shape and dtype, `constant(name)` its value where it
     is known when the model is compiled."""
     op = node.op_type

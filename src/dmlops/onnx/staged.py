@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import functional_indexed as fi
+from ..arrays import indexed as fi
 from ..device import Device
 from ..errors import DmlError, ModelError
 from ..graph import Graph, GraphTensor
@@ -534,7 +534,7 @@ def _fits(
     form: Form, operands: list[tuple[tuple[int, ...], np.dtype[Any]]], device: Device
 ) -> bool:
     """Whether the form's nodes validate for operands of these types at the device's level
-    (an operator's table may lack a type its functional call carries in another)."""
+    (an operator's table may lack a type its array-layer call carries in another)."""
     scratch = Graph(device.feature_level, carry_types=True)
     try:
         tensors = [_tensor(graph_value(scratch, shape, dtype, "x")) for shape, dtype in operands]

@@ -14,10 +14,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .. import functional as F
-from .. import functional_indexed as FI
+from ..arrays import strided as F
+from ..arrays import indexed as FI
 from ..errors import DmlError
-from ..functional_indexed import _axis
+from ..arrays.indexed import _axis
 from ..ops import PaddingMode
 from ..tensor import FeatureLevel
 
@@ -91,7 +91,7 @@ class Opaque:
         constant: str | None = None,
         like: int = 0,
     ) -> None:
-        """`fn`: the functional call, which the custom operator runs on detached tensors;
+        """`fn`: the array layer's call, which the custom operator runs on detached tensors;
         `shape`: its output's sizes from the custom operator's arguments."""
         self.name, self.fn, self.positional, self.keywords = name, fn, positional, keywords
         self.data, self.constant, self.like = data, constant, like
@@ -128,7 +128,7 @@ class Opaque:
         return found
 
     def call(self, *args: Any) -> Tensor:
-        """The functional call on the custom operator's arguments (tensors detached)."""
+        """The array layer's call on the custom operator's arguments (tensors detached)."""
         plain = [a.detach() if isinstance(a, Tensor) else a for a in args]
         count = len(self.positional)
         keywords = dict(zip(self.keywords, plain[count:], strict=True))

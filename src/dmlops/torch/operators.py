@@ -36,6 +36,7 @@ from torch import Tensor
 
 from .. import calls
 from .. import functional as F
+from ..arrays import strided as A
 from .._after_import import after_import
 from ..elements import element_of, numpy_to_torch, torch_to_numpy
 from ..errors import DmlError, seen_by_tracer
@@ -115,7 +116,7 @@ def _slice(
     x: Tensor, offsets: list[int], sizes: list[int], strides: list[int], feature_level: str | None
 ) -> Tensor:
     """DML SLICE (see dmlops.slice)."""
-    return _run(lambda a: F.slice(a, offsets, sizes, strides, feature_level=feature_level), x)
+    return _run(lambda a: A.slice(a, offsets, sizes, strides, feature_level=feature_level), x)
 
 
 def _slice1(
@@ -128,7 +129,7 @@ def _slice1(
 ) -> Tensor:
     """DML SLICE1 (see dmlops.slice1)."""
     window = (window_offsets, window_sizes, window_strides)
-    return _run(lambda a: F.slice1(a, *window, output_sizes, feature_level=feature_level), x)
+    return _run(lambda a: A.slice1(a, *window, output_sizes, feature_level=feature_level), x)
 
 
 def _slice_grad(
@@ -142,31 +143,31 @@ def _slice_grad(
     """DML SLICE_GRAD (see dmlops.slice_grad)."""
     window = (window_offsets, window_sizes, window_strides)
     return _run(
-        lambda a: F.slice_grad(a, output_sizes, *window, feature_level=feature_level),
+        lambda a: A.slice_grad(a, output_sizes, *window, feature_level=feature_level),
         input_gradient,
     )
 
 
 def _split(x: Tensor, axis: int, sizes: list[int], feature_level: str | None) -> list[Tensor]:
     """DML SPLIT (see dmlops.split)."""
-    parts: list[Tensor] = _run(lambda a: F.split(a, axis, sizes, feature_level=feature_level), x)
+    parts: list[Tensor] = _run(lambda a: A.split(a, axis, sizes, feature_level=feature_level), x)
     return parts
 
 
 def _join(xs: list[Tensor], axis: int, feature_level: str | None) -> Tensor:
     """DML JOIN (see dmlops.join)."""
-    joined: Tensor = _run(lambda *a: F.join(list(a), axis, feature_level=feature_level), *xs)
+    joined: Tensor = _run(lambda *a: A.join(list(a), axis, feature_level=feature_level), *xs)
     return joined
 
 
 def _depth_to_space(x: Tensor, block_size: int, order: str, feature_level: str | None) -> Tensor:
     """DML DEPTH_TO_SPACE1 (see dmlops.depth_to_space)."""
-    return _run(lambda a: F.depth_to_space(a, block_size, order, feature_level=feature_level), x)
+    return _run(lambda a: A.depth_to_space(a, block_size, order, feature_level=feature_level), x)
 
 
 def _space_to_depth(x: Tensor, block_size: int, order: str, feature_level: str | None) -> Tensor:
     """DML SPACE_TO_DEPTH1 (see dmlops.space_to_depth)."""
-    return _run(lambda a: F.space_to_depth(a, block_size, order, feature_level=feature_level), x)
+    return _run(lambda a: A.space_to_depth(a, block_size, order, feature_level=feature_level), x)
 
 
 def _custom_op(name: str, impl: Any) -> Any:
@@ -229,7 +230,7 @@ def _slice_desc(x, offsets, sizes, strides, feature_level):  # type: ignore[no-u
 def _slice1_desc(x, window_offsets, window_sizes, window_strides, output_sizes, feature_level):  # type: ignore[no-untyped-def]
     d = _desc(x)
     window = (window_offsets, window_sizes, window_strides)
-    sizes = F.slice1_sizes(Slice1Desc(d, d, *window)) if output_sizes is None else output_sizes
+    sizes = A.slice1_sizes(Slice1Desc(d, d, *window)) if output_sizes is None else output_sizes
     return Slice1Desc(d, d.resized(sizes), *window)
 
 
@@ -252,7 +253,7 @@ def _split_desc(
 
 def _join_desc(xs: Sequence[Tensor | _Meta], axis: int, feature_level: str | None) -> JoinDesc:
     descs = [_desc(x) for x in xs]
-    return JoinDesc(descs, F.joined_desc(descs, axis), axis)
+    return JoinDesc(descs, A.joined_desc(descs, axis), axis)
 
 
 def _depth_space_desc(
@@ -578,7 +579,7 @@ def _window_gradient(ctx: Any, grad: Tensor, window: Sequence[list[int]], level:
     laid_out = _in_input_layout(
         ctx,
         grad,
-        lambda out: F.slice_grad(grad.detach(), ctx.shape, *window, feature_level=level, out=out),
+        lambda out: A.slice_grad(grad.detach(), ctx.shape, *window, feature_level=level, out=out),
     )
     return slice_grad_call(grad, ctx.shape, *window, level) if laid_out is None else laid_out
 
@@ -628,7 +629,7 @@ def _split_backward(ctx: Any, grads: Sequence[Any]) -> tuple[Any, ...]:
     laid_out = _in_input_layout(
         ctx,
         parts[0],
-        lambda out: F.join([p.detach() for p in parts], ctx.axis, feature_level=level, out=out),
+        lambda out: A.join([p.detach() for p in parts], ctx.axis, feature_level=level, out=out),
     )
     joined = join_call(parts, ctx.axis, level) if laid_out is None else laid_out
     return joined, None, None, None
@@ -651,7 +652,7 @@ def _join_backward(ctx: Any, grad: Tensor) -> tuple[Any, ...]:
     views = list(torch.split(grad, ctx.sizes, ctx.axis))
     if ctx.leaves and _eager_cuda(grad) and not all(v.is_contiguous() for v in views):
         level = _backward_level(ctx.level, SplitDesc)
-        return F.split(grad.detach(), ctx.axis, ctx.sizes, feature_level=level), None, None
+        return A.split(grad.detach(), ctx.axis, ctx.sizes, feature_level=level), None, None
     return views, None, None
 
 
