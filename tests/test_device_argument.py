@@ -43,3 +43,20 @@ def test_device_arrays_stay_on_the_device(backend: str) -> None:
     assert not isinstance(got, np.ndarray)
     with pytest.raises(BindingError, match="not on device 'numpy'"):
         dmlops.slice1(x, [0], [12], [-1], device="numpy")
+
+
+def test_jax_arrays_on_the_cpu_come_back_as_jax_arrays() -> None:
+    """As torch tensors, CuPy arrays and JAX GPU arrays come back as their own type."""
+    pytest.importorskip("jax")
+    import jax
+
+    cpu = jax.devices("cpu")[0]
+    x = jax.device_put(np.arange(24, dtype=np.float32).reshape(4, 6), cpu)
+    y = dmlops.slice1(x, [0, 0], [4, 6], [-1, 2])
+    assert type(y).__module__.split(".")[0] in ("jax", "jaxlib")
+    np.testing.assert_array_equal(np.asarray(y), np.asarray(x)[::-1, ::2])
+    parts = dmlops.split(x, 1, [1, 5])
+    assert all(type(p).__module__.split(".")[0] in ("jax", "jaxlib") for p in parts)
+    g = dmlops.gather(x, jax.device_put(np.array([3, 0]), cpu), 0)
+    assert type(g).__module__.split(".")[0] in ("jax", "jaxlib")
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(x)[[3, 0]])

@@ -1234,3 +1234,15 @@ def test_short_whole_word_rows(backend: str, dtype: type, width: int) -> None:
         kind = "teams" if units < 256 else "segments"
         moved = {f"indexed-vector-{kind}" if unit == 16 else f"indexed-{kind}"}
         assert moved <= set(log), log
+
+
+@pytest.mark.parametrize("backend", INDEXED_BACKENDS)
+def test_gather_of_a_0d_array_reads_its_one_element(backend: str) -> None:
+    """numpy.take and torch's index_select and take read a 0-D array as its one element."""
+    x = to_device(backend, np.array(-0.0, F32))
+    two = dmlops.gather(x, to_device(backend, np.array([0, -1])), 0)
+    assert to_host(two).shape == (2,) and to_host(two).tobytes() == np.float32([-0.0] * 2).tobytes()
+    one = to_host(dmlops.gather(x, to_device(backend, np.array(0)), 0))
+    assert one.shape == () and one.tobytes() == np.float32(-0.0).tobytes()
+    with pytest.raises(dmlops.DmlError, match="axis 1"):
+        dmlops.gather(x, to_device(backend, np.array([0])), 1)

@@ -393,6 +393,10 @@ def test_bad_input_is_refused_as_onnxruntime_refuses_it(backend: str) -> None:
     refused(pad([-2, 0, -2, 0], "edge"), {"x": x}, backend, "crop more than")
     agree(pad([1, 1, -1, 3], "reflect"), {"x": x}, backend)
     agree(pad([-1, 0, -2, 0], "constant"), {"x": x}, backend)  # cropped to nothing
+    # cropped to nothing, then padded: every element is the constant
+    agree(pad([0, -4, 0, 2], "constant"), {"x": x}, backend)
+    agree(pad([-3, 1, 2, 0], "constant"), {"x": x}, backend)
+    refused(pad([0, -4, 0, 2], "edge"), {"x": x}, backend, "pads axis 1, which is empty")
 
 
 # ---- found by `dmlops conform onnxruntime` (the differential fuzzer), one test each ----

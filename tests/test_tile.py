@@ -161,3 +161,16 @@ def test_functional_and_dxdispatch(tmp_path, capsys) -> None:  # type: ignore[no
     path.write_text(json.dumps(model))
     assert main(["run", str(path)]) == 0
     assert capsys.readouterr().out.strip() == "Resource 'out': 1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6"
+
+
+def test_a_0d_array_with_no_repeats_is_itself_copied(backend: str) -> None:
+    """numpy.tile and torch.tile answer a 0-D array for a 0-D array and no repeats."""
+    x = np.array(-0.0, np.float32)
+    got = dmlops.tile(to_device(backend, x), [])
+    host = to_host(got)
+    assert host.shape == () and host.tobytes() == x.tobytes()
+    out = to_device(backend, np.array(1.0, np.float32))
+    assert dmlops.tile(to_device(backend, x), [], out=out) is out
+    assert to_host(out).tobytes() == x.tobytes()
+    with pytest.raises(DmlError, match="TILE"):
+        dmlops.tile(to_device(backend, np.ones(3, np.float32)), [])

@@ -263,3 +263,25 @@ def test_indices_changed_before_the_backward_are_refused() -> None:
     ids[0] = 0
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_0d_tensors_in_every_indexed_operator(device: str) -> None:
+    """0-D data or indices (torch.take, index_select and gather of a scalar, one_hot of a
+    scalar index), with and without a gradient, as torch answers them."""
+    x = torch.tensor(-0.0, device=device)
+    zero = torch.tensor(0, device=device)
+    for wants_grad in (False, True):
+        data = x.clone().requires_grad_(wants_grad)
+        got = dmlops.gather(data, _i([0, 0, -1], device), 0)
+        want = torch.take(data.detach(), _i([0, 0, 0], device))
+        assert got.shape == (3,) and torch.equal(got.detach(), want)
+        assert torch.equal(dmlops.gather(data, zero, 0).detach(), data.detach())
+        assert dmlops.gather(data, zero, 0).shape == ()
+        assert torch.equal(dmlops.gather_elements(data, zero, 0).detach(), data.detach())
+        if wants_grad:
+            got.sum().backward()
+            assert data.grad is not None and float(data.grad) == 3.0
+    rows = torch.arange(12.0, device=device).reshape(3, 4)
+    assert torch.equal(dmlops.gather(rows, torch.tensor(2, device=device), 0), rows[2])
+    hot = dmlops.one_hot(torch.tensor(1, device=device), 3, torch.tensor([0, 5], device=device))
+    assert hot.tolist() == [0, 5, 0]

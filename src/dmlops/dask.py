@@ -374,9 +374,7 @@ def slice1(
     """
     if 0 in x.shape:
         args = (window_offsets, window_sizes, window_strides, output_sizes)
-        return _empty(
-            x, strided.slice1(_host_empty(x), *args, feature_level=feature_level).shape
-        )
+        return _empty(x, strided.slice1(_host_empty(x), *args, feature_level=feature_level).shape)
     t = _tensor(x)
     probe = Slice1Desc(t, t, window_offsets, window_sizes, window_strides)
     shape = probe.default_output_sizes() if output_sizes is None else tuple(output_sizes)

@@ -87,9 +87,9 @@ def _array(x: Any, like: Any) -> Any:
 def _tensor(backend: Any, x: Any) -> tuple[_Tensor, int]:
     """`x` as a tensor (0-d arrays as shape [1]) and its own rank."""
     view = backend.describe(x)
-    if view.ndim == 0:
-        view = view.reshape(1)
-        return _Tensor.of_array(view), 0
+    if view.ndim == 0:  # (described through the array's own 1-element view: a backend's
+        # description of a GPU tensor need not reshape)
+        return _Tensor.of_array(backend.describe(x.reshape(1))), 0
     return _Tensor.of_array(view), view.ndim
 
 
@@ -318,6 +318,7 @@ def gather(
 
     def plan_call(tensors: list[_Tensor], ranks: list[int]) -> Planned:
         r, q = ranks
+        r = builtins.max(r, 1)  # (0-D data: its one element, as numpy.take and torch.take read it)
         rank = builtins.max(r, r + q - 1, 1)
         lead = rank - r
         padded = (1,) * (rank - len(shape)) + shape

@@ -130,9 +130,13 @@ def tile(
     out: Any = None,
     device: str | None = None,
 ) -> Any:
-    """DML TILE: x repeated `repeats[i]` times along each dimension i."""
-
+    """DML TILE: x repeated `repeats[i]` times along each dimension i (a 0-D array with no
+    repeats: itself, copied, as numpy.tile and torch.tile answer)."""
     counts = int_tuple(repeats, "TILE.Repeats")
+    if not counts and _shape(x) == ():
+        flat_out = None if out is None else out.reshape(1)
+        once = tile(x.reshape(1), [1], feature_level=feature_level, out=flat_out, device=device)
+        return out if out is not None else once.reshape(())
     return _unary(
         "TILE",
         _fields_key(repeats),

@@ -258,10 +258,19 @@ class NumpyBackend:
         return out  # type: ignore[no-any-return]
 
     def in_library_of(self, result: Any, template: Any) -> Any:
-        """A result for a CPU torch tensor's caller as a torch tensor (sharing its memory)."""
+        """A result for a CPU torch tensor's caller as a torch tensor (sharing its memory),
+        for a JAX array's as a JAX array (through DLPack where JAX takes the memory as it
+        is, else a copy)."""
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(template, torch.Tensor):
             return numpy_to_torch(result, template.dtype)
+        if type(template).__module__.partition(".")[0] in ("jax", "jaxlib"):
+            import jax
+
+            try:
+                return jax.dlpack.from_dlpack(result)
+            except Exception:  # noqa: BLE001 - an alignment or type JAX refuses to share
+                return jax.numpy.asarray(result)
         return result
 
     def copy_of(self, arr: Any) -> np.ndarray[Any, Any]:

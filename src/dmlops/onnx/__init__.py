@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from .._files import DEFAULT_MAX_FILE_BYTES, read_bounded
+from ..calls import backend_of
 from ..device import Device
 from ..errors import ModelError
-from ..calls import backend_of
 from ..tensor import FeatureLevel
 from .loading import load
 from .lowering import GRAPH_OPS, INDEXED_OPS, CompiledModel

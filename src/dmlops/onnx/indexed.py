@@ -41,9 +41,9 @@ def indexed_node(
     constant: Callable[[str], np.ndarray[Any, Any] | None],
     level: FeatureLevel,
 ) -> IndexedNode:
-    """The node as a call of the array layer; ModelError where ONNX's rules (or dmlops' scope) refuse
-    it. `type_of(name)` gives an input's shape and dtype, `constant(name)` its value where it
-    is known when the model is compiled."""
+    """The node as a call of the array layer; ModelError where ONNX's rules (or dmlops'
+    scope) refuse it. `type_of(name)` gives an input's shape and dtype, `constant(name)` its
+    value where it is known when the model is compiled."""
     op = node.op_type
     names = list(node.input)
     if op == "OneHot":

@@ -460,7 +460,7 @@ def _pad(
             )
     if 0 in out:
         return _Empty(out, dtype)
-    if isinstance(x, _Empty) or 0 in shape:  # only the constant is left (mode constant)
+    if isinstance(x, _Empty) or 0 in kept:  # only the constant is left (mode constant)
         element = word_element(dtype, "Pad")
         fill = encode(value, element_of(dtype), "Pad.constant_value")
         return g.filled(BufferTensorDesc(element.described_as, out), fill, node.name or None)

@@ -14,10 +14,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..arrays import strided as F
 from ..arrays import indexed as FI
-from ..errors import DmlError
+from ..arrays import strided as F
 from ..arrays.indexed import _axis
+from ..errors import DmlError
 from ..ops import PaddingMode
 from ..tensor import FeatureLevel
 

@@ -36,8 +36,8 @@ from torch import Tensor
 
 from .. import calls
 from .. import functional as F
-from ..arrays import strided as A
 from .._after_import import after_import
+from ..arrays import strided as A
 from ..elements import element_of, numpy_to_torch, torch_to_numpy
 from ..errors import DmlError, seen_by_tracer
 from ..ops import (
