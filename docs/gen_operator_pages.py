@@ -14,6 +14,7 @@ from pathlib import Path
 from dmlops.errors import DmlError
 from dmlops.ops import (
     DepthToSpace1Desc,
+    DepthToSpaceDesc,
     GatherDesc,
     GatherElementsDesc,
     GatherNd1Desc,
@@ -22,6 +23,7 @@ from dmlops.ops import (
     OneHotDesc,
     OperatorDesc,
     Padding1Desc,
+    PaddingDesc,
     ReverseSubsequencesDesc,
     ScatterElementsDesc,
     ScatterNdDesc,
@@ -29,6 +31,7 @@ from dmlops.ops import (
     SliceDesc,
     SliceGradDesc,
     SpaceToDepth1Desc,
+    SpaceToDepthDesc,
     SplitDesc,
     TileDesc,
 )
@@ -117,6 +120,7 @@ ALL: dict[str, list[type[OperatorDesc]]] = {
     "slice-grad": [SliceGradDesc],
     "tile-padding": [TileDesc, Padding1Desc],
     "depth-space": [DepthToSpace1Desc, SpaceToDepth1Desc],
+    "first-versions": [PaddingDesc, DepthToSpaceDesc, SpaceToDepthDesc],
     "indexed": [
         GatherDesc,
         GatherElementsDesc,

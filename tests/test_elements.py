@@ -256,7 +256,16 @@ def test_feature_level_defaults_to_the_newest() -> None:
         )
     )  # fmt: skip
     with pytest.raises(UnsupportedFeatureLevelError, match=r"PADDING1 needs DML_FEATURE_LEVEL_5_0"):
-        dmlops.padding(x, [0, 1], [0, 1], feature_level="4_1")
+        Device("4_1").create_operator(
+            dmlops.Padding1Desc(
+                BufferTensorDesc(DataType.FLOAT32, [2, 2]), BufferTensorDesc(DataType.FLOAT32, [2, 4]),
+                "CONSTANT", None, 0, [0, 1], [0, 1],
+            )
+        )  # fmt: skip
+    # (a functional call at 4_1 is DML PADDING, the first version; at 2_1 it has 4 to 5 dims)
+    assert dmlops.padding(x, [0, 1], [0, 1], feature_level="4_1").shape == (2, 4)
+    with pytest.raises(UnsupportedFeatureLevelError, match=r"PADDING\.InputTensor"):
+        dmlops.padding(x, [0, 1], [0, 1], feature_level="2_1")
 
 
 @pytest.mark.parametrize(

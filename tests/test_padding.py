@@ -66,8 +66,11 @@ def test_wrap_needs_6_4() -> None:
         UnsupportedFeatureLevelError, match="DML_PADDING_MODE_WRAP needs DML_FEATURE_LEVEL_6_4"
     ):
         dmlops.padding(x, [0, 0, 1, 2], [0, 0, 3, 4], "WRAP", feature_level="6_3")
-    with pytest.raises(UnsupportedFeatureLevelError, match="PADDING1 needs DML_FEATURE_LEVEL_5_0"):
-        dmlops.padding(x, [0, 0, 1, 2], [0, 0, 3, 4], "EDGE", feature_level="4_1")
+    # before PADDING1 (5_0) the call is the first PADDING, which has no WRAP
+    edge = dmlops.padding(x, [0, 0, 1, 2], [0, 0, 3, 4], "EDGE", feature_level="4_1")
+    np.testing.assert_array_equal(edge, np.pad(x, [(0, 0), (0, 0), (1, 3), (2, 4)], "edge"))
+    with pytest.raises(DmlError, match=r"PADDING\.PaddingMode is WRAP: PADDING takes CONSTANT"):
+        dmlops.padding(x, [0, 0, 1, 2], [0, 0, 3, 4], "WRAP", feature_level="4_1")
 
 
 RULES = [

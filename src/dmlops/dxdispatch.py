@@ -21,6 +21,7 @@ from .device import Binding, Device
 from .errors import DmlError, ModelError
 from .ops import (
     DepthToSpace1Desc,
+    DepthToSpaceDesc,
     GatherDesc,
     GatherElementsDesc,
     GatherNd1Desc,
@@ -29,6 +30,7 @@ from .ops import (
     OneHotDesc,
     OperatorDesc,
     Padding1Desc,
+    PaddingDesc,
     ReverseSubsequencesDesc,
     ScatterElementsDesc,
     ScatterNdDesc,
@@ -36,6 +38,7 @@ from .ops import (
     SliceDesc,
     SliceGradDesc,
     SpaceToDepth1Desc,
+    SpaceToDepthDesc,
     SplitDesc,
     TileDesc,
 )
@@ -376,6 +379,34 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
             )
         except DmlError as e:
             raise _fail(path[: -len(".desc")], str(e)) from None
+    if kind == "DML_OPERATOR_PADDING":
+        required = {"InputTensor", "OutputTensor", "PaddingMode", "StartPadding", "EndPadding"}
+        d = _obj(value, path, required, {"PaddingValue", "DimensionCount"})
+        try:
+            return PaddingDesc(
+                _tensor(d["InputTensor"], f"{path}.InputTensor"),
+                _tensor(d["OutputTensor"], f"{path}.OutputTensor"),
+                d["PaddingMode"],
+                d.get("PaddingValue", 0.0),
+                _int_list(d["StartPadding"], f"{path}.StartPadding"),
+                _int_list(d["EndPadding"], f"{path}.EndPadding"),
+                dimension_count=_count(d, "DimensionCount", path),
+            )
+        except DmlError as e:
+            raise _fail(path[: -len(".desc")], str(e)) from None
+    if kind in ("DML_OPERATOR_DEPTH_TO_SPACE", "DML_OPERATOR_SPACE_TO_DEPTH"):
+        d = _obj(value, path, {"InputTensor", "OutputTensor", "BlockSize"}, set())
+        first: type[DepthToSpaceDesc] | type[SpaceToDepthDesc] = (
+            DepthToSpaceDesc if kind.endswith("DEPTH_TO_SPACE") else SpaceToDepthDesc
+        )
+        try:
+            return first(
+                _tensor(d["InputTensor"], f"{path}.InputTensor"),
+                _tensor(d["OutputTensor"], f"{path}.OutputTensor"),
+                _int(d["BlockSize"], f"{path}.BlockSize"),
+            )
+        except DmlError as e:
+            raise _fail(path[: -len(".desc")], str(e)) from None
     if kind == "DML_OPERATOR_TILE":
         d = _obj(value, path, {"InputTensor", "OutputTensor", "Repeats"}, {"RepeatsCount"})
         return TileDesc(
@@ -420,9 +451,9 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
     raise _fail(
         f"{path[: -len('.desc')]}.type",
         f"'{kind}' is not one of DML_OPERATOR_SLICE, DML_OPERATOR_SLICE1, DML_OPERATOR_SPLIT, "
-        "DML_OPERATOR_JOIN, DML_OPERATOR_SLICE_GRAD, DML_OPERATOR_TILE, DML_OPERATOR_PADDING1, "
-        "DML_OPERATOR_DEPTH_TO_SPACE1, DML_OPERATOR_SPACE_TO_DEPTH1, "
-        + ", ".join(sorted(_INDEXED)),
+        "DML_OPERATOR_JOIN, DML_OPERATOR_SLICE_GRAD, DML_OPERATOR_TILE, DML_OPERATOR_PADDING, "
+        "DML_OPERATOR_PADDING1, DML_OPERATOR_DEPTH_TO_SPACE, DML_OPERATOR_DEPTH_TO_SPACE1, "
+        "DML_OPERATOR_SPACE_TO_DEPTH, DML_OPERATOR_SPACE_TO_DEPTH1, " + ", ".join(sorted(_INDEXED)),
     )
 
 

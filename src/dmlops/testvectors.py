@@ -1,8 +1,8 @@
 """Test vectors for DirectML backend authors: random DxDispatch model files and their answers.
 
 `generate` writes DxDispatch-style JSON models of random SLICE, SLICE1, SLICE_GRAD, SPLIT,
-JOIN, TILE, PADDING1, GATHER, GATHER_ELEMENTS, GATHER_ND, SCATTER_ELEMENTS, SCATTER_ND,
-ONE_HOT and REVERSE_SUBSEQUENCES descriptors (their data
+JOIN, TILE, PADDING, PADDING1, DEPTH_TO_SPACE(1), SPACE_TO_DEPTH(1), GATHER, GATHER_ELEMENTS,
+GATHER_ND, SCATTER_ELEMENTS, SCATTER_ND, ONE_HOT and REVERSE_SUBSEQUENCES descriptors (their data
 types, ranks 1-8, packed, padded and permuted
 tensor strides, offsets, negative strides, partial SLICE1 outputs), a sidecar
 per model with the expected printout of every output resource (valid models)
@@ -29,6 +29,8 @@ import numpy as np
 from .device import Device
 from .errors import DmlError
 from .ops import (
+    DepthToSpace1Desc,
+    DepthToSpaceDesc,
     GatherDesc,
     GatherElementsDesc,
     GatherNdDesc,
@@ -36,12 +38,15 @@ from .ops import (
     OneHotDesc,
     OperatorDesc,
     Padding1Desc,
+    PaddingDesc,
     ReverseSubsequencesDesc,
     ScatterElementsDesc,
     ScatterNdDesc,
     Slice1Desc,
     SliceDesc,
     SliceGradDesc,
+    SpaceToDepth1Desc,
+    SpaceToDepthDesc,
     SplitDesc,
     TileDesc,
 )
@@ -51,7 +56,8 @@ from .tensor import BufferTensorDesc, DataType, FeatureLevel, packed_strides
 __all__ = ["generate", "check", "OPERATORS"]
 
 OPERATORS = (
-    "slice", "slice1", "slice_grad", "split", "join", "tile", "padding1", "gather",
+    "slice", "slice1", "slice_grad", "split", "join", "tile", "padding", "padding1",
+    "depth_to_space", "depth_to_space1", "space_to_depth", "space_to_depth1", "gather",
     "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "one_hot",
     "reverse_subsequences",
 )  # fmt: skip
@@ -62,7 +68,12 @@ _CLASSES: dict[str, type[OperatorDesc]] = {
     "split": SplitDesc,
     "join": JoinDesc,
     "tile": TileDesc,
+    "padding": PaddingDesc,
     "padding1": Padding1Desc,
+    "depth_to_space": DepthToSpaceDesc,
+    "depth_to_space1": DepthToSpace1Desc,
+    "space_to_depth": SpaceToDepthDesc,
+    "space_to_depth1": SpaceToDepth1Desc,
     "gather": GatherDesc,
     "gather_elements": GatherElementsDesc,
     "gather_nd": GatherNdDesc,
@@ -149,6 +160,31 @@ def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> Oper
         return Slice1Desc(
             _tensor(rng, dt, sizes, False), _tensor(rng, dt, out, True), offs, win, steps
         )
+    if op == "padding":
+        first_modes = ["CONSTANT", "EDGE", "REFLECTION", "SYMMETRIC"]
+        mode = first_modes[int(rng.integers(0, 4 if level >= FeatureLevel.FL_3_0 else 3))]
+        start = [int(rng.integers(0, 3)) for _ in sizes]
+        end = [int(rng.integers(0, 3)) for _ in sizes]
+        padded = Padding1Desc.output_sizes_for(sizes, start, end)
+        return PaddingDesc(
+            _tensor(rng, dt, sizes, False),
+            _tensor(rng, dt, padded, True),
+            mode,
+            float(np.float32(rng.uniform(-100.0, 100.0))),  # (truncated for integer types)
+            start,
+            end,
+        )
+    if op.startswith(("depth_to_space", "space_to_depth")):
+        block = int(rng.integers(1, 4))
+        n, c, h, w = (int(rng.integers(1, 3)) for _ in range(4))
+        to_space = op.startswith("depth_to_space")
+        deep, space = (n, c * block * block, h, w), (n, c, h * block, w * block)
+        ins, outs = (deep, space) if to_space else (space, deep)
+        i_t, o_t = _tensor(rng, dt, ins, False), _tensor(rng, dt, outs, True)
+        if op.endswith("1"):
+            cls1 = DepthToSpace1Desc if to_space else SpaceToDepth1Desc
+            return cls1(i_t, o_t, block, int(rng.integers(0, 2)))
+        return (DepthToSpaceDesc if to_space else SpaceToDepthDesc)(i_t, o_t, block)
     if op == "padding1":
         modes = ["CONSTANT", "EDGE", "REFLECTION", "SYMMETRIC"]
         mode = modes[int(rng.integers(0, 4))] if level < FeatureLevel.FL_6_4 else "WRAP"
@@ -396,6 +432,17 @@ def _broken(rng: np.random.Generator, desc: OperatorDesc) -> OperatorDesc:
             d.input_window_sizes,
             strides,
         )
+    if isinstance(d, PaddingDesc):
+        out = list(d.output_tensor.sizes)
+        out[int(rng.integers(0, len(out)))] += 1
+        return PaddingDesc(
+            d.input_tensor,
+            BufferTensorDesc(d.output_tensor.data_type, out),
+            d.padding_mode,
+            d.padding_value,
+            d.start_padding,
+            d.end_padding,
+        )
     if isinstance(d, Padding1Desc):
         out = list(d.output_tensor.sizes)
         out[int(rng.integers(0, len(out)))] += 1
@@ -408,6 +455,13 @@ def _broken(rng: np.random.Generator, desc: OperatorDesc) -> OperatorDesc:
             d.start_padding,
             d.end_padding,
         )
+    if isinstance(d, (DepthToSpace1Desc, SpaceToDepth1Desc)):  # an output a channel too deep
+        out = list(d.output_tensor.sizes)
+        out[1] += 1
+        wrong = BufferTensorDesc(d.output_tensor.data_type, out)
+        if isinstance(d, (DepthToSpaceDesc, SpaceToDepthDesc)):
+            return type(d)(d.input_tensor, wrong, d.block_size)
+        return type(d)(d.input_tensor, wrong, d.block_size, d.order)
     if isinstance(d, TileDesc):
         repeats = list(d.repeats)
         k = int(rng.integers(0, len(repeats)))

@@ -25,6 +25,7 @@ from ..calls import (
     _empty_like,
     _fields_key,
     _filled,
+    _level,
     _shape,
     _Tensor,
     backend_of,
@@ -34,15 +35,19 @@ from ..calls import (
 )
 from ..errors import DmlError, InvalidDescriptorError
 from ..ops import (
+    DepthSpaceOrder,
     DepthToSpace1Desc,
+    DepthToSpaceDesc,
     JoinDesc,
     OperatorDesc,
     Padding1Desc,
+    PaddingDesc,
     PaddingMode,
     Slice1Desc,
     SliceDesc,
     SliceGradDesc,
     SpaceToDepth1Desc,
+    SpaceToDepthDesc,
     SplitDesc,
     TileDesc,
 )
@@ -105,6 +110,24 @@ def _depth_space(
     out: Any = None,
     device: str | None = None,
 ) -> Any:
+    """DEPTH_TO_SPACE1 or SPACE_TO_DEPTH1 (at a feature level older than theirs, 2_1, and
+    the DCR order: the first versions, DEPTH_TO_SPACE or SPACE_TO_DEPTH)."""
+    if (
+        _level(feature_level) < cls.SUPPORT[0].level
+        and DepthSpaceOrder.parse(order, f"{cls.OPERATOR}.Order")
+        is DepthSpaceOrder.DEPTH_COLUMN_ROW
+    ):
+        first = DepthToSpaceDesc if cls is DepthToSpace1Desc else SpaceToDepthDesc
+        return _unary(
+            first.OPERATOR,
+            _fields_key(block_size),
+            x,
+            out,
+            feature_level,
+            device,
+            lambda view: first.output_sizes_for(_Tensor.of_array(view).desc, block_size),
+            lambda i, o: first(i, o, block_size),
+        )
 
     def shape_of(view: Any) -> tuple[int, ...]:
         return cls.output_sizes_for(_Tensor.of_array(view).desc, block_size, order)
@@ -161,33 +184,40 @@ def padding(
     device: str | None = None,
 ) -> Any:
     """DML PADDING1: x with start_padding / end_padding elements added along each dimension,
-    filled by `mode`: CONSTANT (`value`), EDGE, REFLECTION, SYMMETRIC or WRAP.
-    """
-
-    start = int_tuple(start_padding, "PADDING1.StartPadding")
-    end = int_tuple(end_padding, "PADDING1.EndPadding")
+    filled by `mode`: CONSTANT (`value`), EDGE, REFLECTION, SYMMETRIC or WRAP. At a feature
+    level older than PADDING1's (5_0), DML PADDING (its FLOAT value converted to the type)."""
+    first = _level(feature_level) < Padding1Desc.SUPPORT[0].level
+    op = PaddingDesc.OPERATOR if first else Padding1Desc.OPERATOR
+    start = int_tuple(start_padding, f"{op}.StartPadding")
+    end = int_tuple(end_padding, f"{op}.EndPadding")
     shape = _shape(x)
     grown = Padding1Desc.output_sizes_for(shape, start, end)
     if 0 in shape and 0 not in grown and PaddingMode.parse(mode) is PaddingMode.CONSTANT:
         # nothing of x is read: the value tiled (as numpy.pad and torch's constant pad do)
         if len(start) != len(shape) or len(end) != len(shape):
             raise InvalidDescriptorError(
-                f"PADDING1.StartPadding and EndPadding have {len(start)} and {len(end)} "
+                f"{op}.StartPadding and EndPadding have {len(start)} and {len(end)} "
                 f"entries: the input has {len(shape)} dimensions"
             )
         seed = _filled(x, value, len(shape))
         return tile(seed, grown, feature_level=feature_level, out=out, device=device)
     mode_key = mode if isinstance(mode, (int, str)) else repr(mode)
     fields = (_fields_key(start, end), mode_key, repr(value), type(value))
+
+    def make(i: BufferTensorDesc, o: BufferTensorDesc) -> OperatorDesc:
+        if first:
+            return PaddingDesc(i, o, mode, value, start, end)
+        return Padding1Desc(i, o, mode, None, value, start, end)
+
     return _unary(
-        "PADDING1",
+        op,
         fields,
         x,
         out,
         feature_level,
         device,
         lambda view: Padding1Desc.output_sizes_for(_dims(view), start, end),
-        lambda i, o: Padding1Desc(i, o, mode, None, value, start, end),
+        make,
         value,
     )
 

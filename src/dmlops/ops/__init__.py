@@ -1,11 +1,17 @@
 """The DirectML data-movement operator descriptors."""
 
 from ._base import OperatorDesc, SupportRow
-from .depth_space import DepthSpaceOrder, DepthToSpace1Desc, SpaceToDepth1Desc
+from .depth_space import (
+    DepthSpaceOrder,
+    DepthToSpace1Desc,
+    DepthToSpaceDesc,
+    SpaceToDepth1Desc,
+    SpaceToDepthDesc,
+)
 from .gather import GatherDesc, GatherElementsDesc, GatherNd1Desc, GatherNdDesc
 from .join import JoinDesc
 from .one_hot import OneHotDesc
-from .padding import Padding1Desc, PaddingMode
+from .padding import Padding1Desc, PaddingDesc, PaddingMode
 from .reverse import ReverseSubsequencesDesc
 from .scatter import ScatterElementsDesc, ScatterNdDesc
 from .slice import SliceDesc
@@ -17,6 +23,7 @@ from .tile import TileDesc
 __all__ = [
     "DepthSpaceOrder",
     "DepthToSpace1Desc",
+    "DepthToSpaceDesc",
     "GatherDesc",
     "GatherElementsDesc",
     "GatherNd1Desc",
@@ -27,12 +34,14 @@ __all__ = [
     "ScatterNdDesc",
     "OperatorDesc",
     "Padding1Desc",
+    "PaddingDesc",
     "PaddingMode",
     "ReverseSubsequencesDesc",
     "Slice1Desc",
     "SliceDesc",
     "SliceGradDesc",
     "SpaceToDepth1Desc",
+    "SpaceToDepthDesc",
     "SplitDesc",
     "SupportRow",
     "TileDesc",

@@ -1,4 +1,5 @@
-"""DML_OPERATOR_DEPTH_TO_SPACE1 and DML_OPERATOR_SPACE_TO_DEPTH1: blocks between depth and space.
+"""DML_OPERATOR_DEPTH_TO_SPACE1 and SPACE_TO_DEPTH1 (and their first versions, DEPTH_TO_SPACE
+and SPACE_TO_DEPTH, in the DCR order alone): blocks between depth and space.
 
 DEPTH_TO_SPACE1: Output[n, c, h*B + i, w*B + j] = Input[n, channel(c, i, j), h, w];
 SPACE_TO_DEPTH1 is its inverse. With Order DML_DEPTH_SPACE_ORDER_DEPTH_COLUMN_ROW (0)
@@ -12,10 +13,17 @@ import enum
 
 from ..errors import InvalidDescriptorError
 from ..plan import LogicalCopy
-from ..tensor import BufferTensorDesc, FeatureLevel, check_uint, int_tuple, member_named
-from ._base import TYPES_8, SupportRow, UnaryDesc
+from ..tensor import BufferTensorDesc, DataType, FeatureLevel, check_uint, int_tuple, member_named
+from ._base import TYPES_8, TYPES_11, SupportRow, UnaryDesc
 
-__all__ = ["DepthSpaceOrder", "DepthToSpace1Desc", "SpaceToDepth1Desc", "block_axes"]
+__all__ = [
+    "DepthSpaceOrder",
+    "DepthToSpace1Desc",
+    "DepthToSpaceDesc",
+    "SpaceToDepth1Desc",
+    "SpaceToDepthDesc",
+    "block_axes",
+]
 
 
 def block_axes(
@@ -65,7 +73,7 @@ class _DepthSpaceDesc(UnaryDesc):
     # DirectML's DEPTH_TO_SPACE1 / SPACE_TO_DEPTH1 pages (sdk-api, ns-directml-dml_depth_to_
     # space1_operator_desc.md, ns-directml-dml_space_to_depth1_operator_desc.md): a single row,
     # introduced in 2_1; the feature-level history lists no later extension for either.
-    SUPPORT = (SupportRow(FeatureLevel.FL_2_1, range(4, 5), TYPES_8),)
+    SUPPORT: tuple[SupportRow, ...] = (SupportRow(FeatureLevel.FL_2_1, range(4, 5), TYPES_8),)
     TO_SPACE = True
     EMPTY_RULES = True
 
@@ -178,3 +186,59 @@ class SpaceToDepth1Desc(_DepthSpaceDesc):
 
     OPERATOR = "SPACE_TO_DEPTH1"
     TO_SPACE = False
+
+
+# DirectML's DEPTH_TO_SPACE and SPACE_TO_DEPTH pages (sdk-api, ns-directml-dml_depth_to_space_
+# operator_desc.md, ns-directml-dml_space_to_depth_operator_desc.md): introduced in 1_0 for
+# the two float types, eight types from 2_1, eleven from 5_0; always 4 dimensions.
+_FIRST_SUPPORT = (
+    SupportRow(FeatureLevel.FL_1_0, range(4, 5), frozenset({DataType.FLOAT32, DataType.FLOAT16})),
+    SupportRow(FeatureLevel.FL_2_1, range(4, 5), TYPES_8),
+    SupportRow(FeatureLevel.FL_5_0, range(4, 5), TYPES_11),
+)
+
+
+class DepthToSpaceDesc(DepthToSpace1Desc):
+    """DML_DEPTH_TO_SPACE_OPERATOR_DESC, the first version: DEPTH_TO_SPACE1 in the
+    DEPTH_COLUMN_ROW order (ONNX's DCR), which has no Order field."""
+
+    OPERATOR = "DEPTH_TO_SPACE"
+    SUPPORT = _FIRST_SUPPORT
+
+    def __init__(
+        self, input_tensor: BufferTensorDesc, output_tensor: BufferTensorDesc, block_size: int
+    ) -> None:
+        super().__init__(input_tensor, output_tensor, block_size, DepthSpaceOrder.DEPTH_COLUMN_ROW)
+
+    @classmethod
+    def output_sizes_for(
+        cls, input_tensor: BufferTensorDesc, block_size: int, order: object = None
+    ) -> tuple[int, ...]:
+        """The output sizes for this input where they follow from it (see DEPTH_TO_SPACE1)."""
+        return DepthToSpace1Desc.output_sizes_for(input_tensor, block_size, 0)
+
+    def _field_items(self) -> list[tuple[str, object]]:
+        return [(k, v) for k, v in super()._field_items() if k != "Order"]
+
+
+class SpaceToDepthDesc(SpaceToDepth1Desc):
+    """DML_SPACE_TO_DEPTH_OPERATOR_DESC, the first version: SPACE_TO_DEPTH1 in the
+    DEPTH_COLUMN_ROW order (ONNX's DCR), which has no Order field."""
+
+    OPERATOR = "SPACE_TO_DEPTH"
+    SUPPORT = _FIRST_SUPPORT
+
+    def __init__(
+        self, input_tensor: BufferTensorDesc, output_tensor: BufferTensorDesc, block_size: int
+    ) -> None:
+        super().__init__(input_tensor, output_tensor, block_size, DepthSpaceOrder.DEPTH_COLUMN_ROW)
+
+    @classmethod
+    def output_sizes_for(
+        cls, input_tensor: BufferTensorDesc, block_size: int, order: object = None
+    ) -> tuple[int, ...]:
+        """The output sizes for this input where they follow from it (see SPACE_TO_DEPTH1)."""
+        return SpaceToDepth1Desc.output_sizes_for(input_tensor, block_size, 0)
+
+    def _field_items(self) -> list[tuple[str, object]]:
+        return [(k, v) for k, v in super()._field_items() if k != "Order"]

@@ -13,9 +13,9 @@ import numpy as np
 from ..errors import InvalidDescriptorError, UnsupportedFeatureLevelError
 from ..plan import ZERO, LogicalCopy
 from ..tensor import BufferTensorDesc, DataType, FeatureLevel, member_named
-from ._base import ALL_DIMS, TYPES_11, SupportRow, UnaryDesc, uint_list
+from ._base import ALL_DIMS, TYPES_8, TYPES_11, SupportRow, UnaryDesc, uint_list
 
-__all__ = ["PaddingMode", "Padding1Desc", "padding_runs"]
+__all__ = ["PaddingMode", "Padding1Desc", "PaddingDesc", "padding_runs"]
 
 
 class PaddingMode(enum.IntEnum):
@@ -28,7 +28,7 @@ class PaddingMode(enum.IntEnum):
     WRAP = 4  # since DML_FEATURE_LEVEL_6_4 (DirectML 1.15.0)
 
     @classmethod
-    def parse(cls, value: object) -> PaddingMode:
+    def parse(cls, value: object, operator: str = "PADDING1") -> PaddingMode:
         """A mode from its value, its name (either spelling) or ONNX's Pad mode name."""
         if isinstance(value, str):
             name = value.upper().removeprefix("DML_PADDING_MODE_")
@@ -39,7 +39,7 @@ class PaddingMode(enum.IntEnum):
         elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 4:
             return cls(value)
         raise InvalidDescriptorError(
-            f"PADDING1.PaddingMode is {value!r}: not a DML_PADDING_MODE (CONSTANT 0, EDGE 1, "
+            f"{operator}.PaddingMode is {value!r}: not a DML_PADDING_MODE (CONSTANT 0, EDGE 1, "
             "REFLECTION 2, SYMMETRIC 3, WRAP 4)"
         )
 
@@ -101,7 +101,7 @@ class Padding1Desc(UnaryDesc):
     # DirectML's PADDING1 page (MicrosoftDocs/sdk-api, ns-directml-dml_padding1_operator_desc.md):
     # introduced in 5_0, 1 to 8 dimensions, 11 types; DML_PADDING_MODE_WRAP from 6_4
     # (DirectML 1.15.0's release notes).
-    SUPPORT = (SupportRow(FeatureLevel.FL_5_0, ALL_DIMS, TYPES_11),)
+    SUPPORT: tuple[SupportRow, ...] = (SupportRow(FeatureLevel.FL_5_0, ALL_DIMS, TYPES_11),)
 
     def __init__(
         self,
@@ -116,15 +116,16 @@ class Padding1Desc(UnaryDesc):
     ) -> None:
         self.input_tensor = input_tensor
         self.output_tensor = output_tensor
-        self.padding_mode = PaddingMode.parse(padding_mode)
+        op = self.OPERATOR
+        self.padding_mode = PaddingMode.parse(padding_mode, op)
         self.padding_value_data_type = (
             output_tensor.data_type
             if padding_value_data_type is None
-            else DataType.parse(padding_value_data_type, "PADDING1.PaddingValueDataType")
+            else DataType.parse(padding_value_data_type, f"{op}.PaddingValueDataType")
         )
         self.padding_value = padding_value
-        self.start_padding = uint_list(start_padding, "PADDING1.StartPadding")
-        self.end_padding = uint_list(end_padding, "PADDING1.EndPadding")
+        self.start_padding = uint_list(start_padding, f"{op}.StartPadding")
+        self.end_padding = uint_list(end_padding, f"{op}.EndPadding")
         self.dimension_count = (
             len(self.start_padding) if dimension_count is None else int(dimension_count)
         )
@@ -154,7 +155,7 @@ class Padding1Desc(UnaryDesc):
         )
         if self.padding_mode is PaddingMode.WRAP and level < _WRAP_LEVEL:
             raise UnsupportedFeatureLevelError(
-                f"PADDING1.PaddingMode is WRAP: DML_PADDING_MODE_WRAP needs "
+                f"{self.OPERATOR}.PaddingMode is WRAP: DML_PADDING_MODE_WRAP needs "
                 f"{_WRAP_LEVEL.dml_name}; the feature level is {level.dml_name}"
             )
 
@@ -171,21 +172,22 @@ class Padding1Desc(UnaryDesc):
         self._same_type("InputTensor", inp, "OutputTensor", out)
         if self.dimension_count != inp.dimension_count:
             raise InvalidDescriptorError(
-                f"PADDING1.DimensionCount is {self.dimension_count}: must equal "
+                f"{self.OPERATOR}.DimensionCount is {self.dimension_count}: must equal "
                 f"InputTensor.DimensionCount {inp.dimension_count}"
             )
         if self.padding_value_data_type != out.data_type:
             raise InvalidDescriptorError(
-                f"PADDING1.PaddingValueDataType is {self.padding_value_data_type.name}: must "
-                f"equal OutputTensor.DataType {out.data_type.name}"
+                f"{self.OPERATOR}.PaddingValueDataType is {self.padding_value_data_type.name}: "
+                f"must equal OutputTensor.DataType {out.data_type.name}"
             )
         for i, (n, a, b, o) in enumerate(
             zip(inp.sizes, self.start_padding, self.end_padding, out.sizes, strict=True)
         ):
             if o != n + a + b:
                 raise InvalidDescriptorError(
-                    f"PADDING1.OutputTensor.Sizes[{i}] is {o}: must be InputTensor.Sizes[{i}] + "
-                    f"StartPadding[{i}] + EndPadding[{i}] = {n} + {a} + {b} = {n + a + b}"
+                    f"{self.OPERATOR}.OutputTensor.Sizes[{i}] is {o}: must be "
+                    f"InputTensor.Sizes[{i}] + StartPadding[{i}] + EndPadding[{i}] = "
+                    f"{n} + {a} + {b} = {n + a + b}"
                 )
 
     def value_bytes(self) -> bytes:
@@ -195,13 +197,14 @@ class Padding1Desc(UnaryDesc):
         dtype = np.dtype(self.padding_value_data_type.numpy_dtype)
         value: Any = self.padding_value
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise InvalidDescriptorError(f"PADDING1.PaddingValue is {value!r}: not a number")
+            raise InvalidDescriptorError(f"{self.OPERATOR}.PaddingValue is {value!r}: not a number")
         if dtype.kind in "iu":
             info = np.iinfo(dtype.name)
             whole = isinstance(value, (int, np.integer)) or float(value).is_integer()
             if not whole or not info.min <= int(value) <= info.max:
                 raise InvalidDescriptorError(
-                    f"PADDING1.PaddingValue is {value!r}: not a {self.padding_value_data_type.name}"
+                    f"{self.OPERATOR}.PaddingValue is {value!r}: not a "
+                    f"{self.padding_value_data_type.name}"
                 )
             return np.array(int(value), dtype).tobytes()
         return np.array(value, dtype).tobytes()
@@ -251,3 +254,86 @@ class Padding1Desc(UnaryDesc):
             )
             for combo in itertools.product(*runs)
         ]
+
+
+_SYMMETRIC_LEVEL = FeatureLevel.FL_3_0
+
+
+class PaddingDesc(Padding1Desc):
+    """DML_PADDING_OPERATOR_DESC, the first version (DML_FEATURE_LEVEL_1_0): as PADDING1, with
+    PaddingValue a FLOAT converted to the tensors' type (a float type rounds it to nearest;
+    an integer type truncates it toward zero, as the page says, and dmlops saturates a value
+    past the type's range, where the page is silent), the modes CONSTANT, EDGE, REFLECTION
+    and SYMMETRIC (from DML_FEATURE_LEVEL_3_0; WRAP is PADDING1's alone)."""
+
+    OPERATOR = "PADDING"
+    # DirectML's PADDING page (MicrosoftDocs/sdk-api, ns-directml-dml_padding_operator_desc.md)
+    SUPPORT = (
+        SupportRow(
+            FeatureLevel.FL_1_0, range(4, 6), frozenset({DataType.FLOAT32, DataType.FLOAT16})
+        ),
+        SupportRow(FeatureLevel.FL_2_1, range(4, 6), TYPES_8),
+        SupportRow(FeatureLevel.FL_3_1, ALL_DIMS, TYPES_8),
+        SupportRow(FeatureLevel.FL_5_0, ALL_DIMS, TYPES_11),
+    )
+
+    def __init__(
+        self,
+        input_tensor: BufferTensorDesc,
+        output_tensor: BufferTensorDesc,
+        padding_mode: PaddingMode | int | str,
+        padding_value: float,
+        start_padding: Sequence[int],
+        end_padding: Sequence[int],
+        dimension_count: int | None = None,
+    ) -> None:
+        super().__init__(
+            input_tensor,
+            output_tensor,
+            padding_mode,
+            None,
+            padding_value,
+            start_padding,
+            end_padding,
+            dimension_count,
+        )
+
+    def _field_items(self) -> list[tuple[str, object]]:
+        return [(k, v) for k, v in super()._field_items() if k != "PaddingValueDataType"]
+
+    def validate(self, feature_level: FeatureLevel | int | str | None = None) -> None:
+        level = (
+            FeatureLevel.newest() if feature_level is None else FeatureLevel.parse(feature_level)
+        )
+        if self.padding_mode is PaddingMode.WRAP:
+            raise InvalidDescriptorError(
+                "PADDING.PaddingMode is WRAP: PADDING takes CONSTANT, EDGE, REFLECTION and "
+                "SYMMETRIC (DML_PADDING_MODE_WRAP is PADDING1's)"
+            )
+        if self.padding_mode is PaddingMode.SYMMETRIC and level < _SYMMETRIC_LEVEL:
+            raise UnsupportedFeatureLevelError(
+                f"PADDING.PaddingMode is SYMMETRIC: DML_PADDING_MODE_SYMMETRIC needs "
+                f"{_SYMMETRIC_LEVEL.dml_name}; the feature level is {level.dml_name}"
+            )
+        super().validate(level)
+
+    def value_bytes(self) -> bytes:
+        """PaddingValue, a FLOAT, as one element of the tensors' type."""
+        if self._carried is not None and self._carried[1] is not None:
+            return self._carried[1]
+        value: Any = self.padding_value
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise InvalidDescriptorError(f"PADDING.PaddingValue is {value!r}: not a number")
+        single = np.float32(value)  # the field is a FLOAT
+        dtype = np.dtype(self.padding_value_data_type.numpy_dtype)
+        if dtype.kind in "iu":
+            if np.isnan(single):
+                return np.zeros((), dtype).tobytes()
+            info = np.iinfo(dtype.name)
+            whole = (
+                int(np.trunc(np.float64(single)))
+                if np.isfinite(single)
+                else (info.max if single > 0 else info.min)
+            )
+            return np.array(min(max(whole, info.min), info.max), dtype).tobytes()
+        return np.array(single, dtype).tobytes()
