@@ -34,6 +34,7 @@ from dmlops.ops import (
     SpaceToDepthDesc,
     SplitDesc,
     TileDesc,
+    Upsample2dDesc,
 )
 from dmlops.ops._base import _type_list
 from dmlops.tensor import BufferTensorDesc, DataType
@@ -121,6 +122,7 @@ ALL: dict[str, list[type[OperatorDesc]]] = {
     "tile-padding": [TileDesc, Padding1Desc],
     "depth-space": [DepthToSpace1Desc, SpaceToDepth1Desc],
     "first-versions": [PaddingDesc, DepthToSpaceDesc, SpaceToDepthDesc],
+    "upsample": [Upsample2dDesc],
     "indexed": [
         GatherDesc,
         GatherElementsDesc,

@@ -21,6 +21,7 @@ from .functional import (
     space_to_depth,
     split,
     tile,
+    upsample_2d,
 )
 from .functional_indexed import (
     gather,
@@ -56,6 +57,7 @@ from .ops import (
     SpaceToDepthDesc,
     SplitDesc,
     TileDesc,
+    Upsample2dDesc,
 )
 from .plan import Plan, StridedCopy
 from .tensor import (
@@ -109,6 +111,7 @@ __all__ = [
     "StridedCopy",
     "TensorFlags",
     "TileDesc",
+    "Upsample2dDesc",
     "UnsupportedFeatureLevelError",
     "calc_buffer_tensor_size",
     "depth_to_space",
@@ -129,6 +132,7 @@ __all__ = [
     "space_to_depth",
     "split",
     "tile",
+    "upsample_2d",
 ]
 
 from . import picture as _picture  # noqa: F401 - installs the notebook view of descriptors

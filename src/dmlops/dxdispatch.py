@@ -41,6 +41,7 @@ from .ops import (
     SpaceToDepthDesc,
     SplitDesc,
     TileDesc,
+    Upsample2dDesc,
 )
 from .tensor import BufferTensorDesc, DataType, TensorFlags
 
@@ -407,6 +408,28 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
             )
         except DmlError as e:
             raise _fail(path[: -len(".desc")], str(e)) from None
+    if kind == "DML_OPERATOR_UPSAMPLE_2D":
+        d = _obj(
+            value, path, {"InputTensor", "OutputTensor", "ScaleSize", "InterpolationMode"}, set()
+        )
+        scale = _obj(d["ScaleSize"], f"{path}.ScaleSize", {"Width", "Height"}, set())
+        mode = d["InterpolationMode"]
+        if not isinstance(mode, (str, int)) or isinstance(mode, bool):
+            raise _fail(
+                f"{path}.InterpolationMode", "expected a DML_INTERPOLATION_MODE name or value"
+            )
+        try:
+            return Upsample2dDesc(
+                _tensor(d["InputTensor"], f"{path}.InputTensor"),
+                _tensor(d["OutputTensor"], f"{path}.OutputTensor"),
+                (
+                    _int(scale["Height"], f"{path}.ScaleSize.Height"),
+                    _int(scale["Width"], f"{path}.ScaleSize.Width"),
+                ),
+                mode,
+            )
+        except DmlError as e:
+            raise _fail(path[: -len(".desc")], str(e)) from None
     if kind == "DML_OPERATOR_TILE":
         d = _obj(value, path, {"InputTensor", "OutputTensor", "Repeats"}, {"RepeatsCount"})
         return TileDesc(
@@ -453,7 +476,8 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
         f"'{kind}' is not one of DML_OPERATOR_SLICE, DML_OPERATOR_SLICE1, DML_OPERATOR_SPLIT, "
         "DML_OPERATOR_JOIN, DML_OPERATOR_SLICE_GRAD, DML_OPERATOR_TILE, DML_OPERATOR_PADDING, "
         "DML_OPERATOR_PADDING1, DML_OPERATOR_DEPTH_TO_SPACE, DML_OPERATOR_DEPTH_TO_SPACE1, "
-        "DML_OPERATOR_SPACE_TO_DEPTH, DML_OPERATOR_SPACE_TO_DEPTH1, " + ", ".join(sorted(_INDEXED)),
+        "DML_OPERATOR_SPACE_TO_DEPTH, DML_OPERATOR_SPACE_TO_DEPTH1, DML_OPERATOR_UPSAMPLE_2D, "
+        + ", ".join(sorted(_INDEXED)),
     )
 
 

@@ -43,6 +43,7 @@ __all__ = [
     "padding",
     "depth_to_space",
     "space_to_depth",
+    "upsample_2d",
     "backend_of",
     "clear_cache",
     "cache_size",
@@ -315,3 +316,30 @@ def space_to_depth(
     [0.0, 1.0, 2.0, 3.0]
     """
     return _depth_space(SpaceToDepth1Desc, x, block_size, order, feature_level, out, device)
+
+
+def upsample_2d(
+    x: Any,
+    scale_size: Sequence[int],
+    interpolation_mode: Any = "NEAREST_NEIGHBOR",
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML UPSAMPLE_2D: an [N, C, H, W] or [N, C, D, H, W] array with its height and width
+    scaled up by `scale_size` = (Height, Width) whole factors, nearest neighbour (torch's
+    `interpolate(x, scale_factor=s, mode="nearest")`, numpy's `repeat` along both axes).
+    DirectML's table takes FLOAT32 and FLOAT16 (other elements move as their bits above the
+    Device API). LINEAR is arithmetic and refused by name.
+
+    >>> import numpy as np, dmlops
+    >>> dmlops.upsample_2d(np.array([[[[1, 2]]]], np.float32), [2, 2]).tolist()
+    [[[[1.0, 1.0, 2.0, 2.0], [1.0, 1.0, 2.0, 2.0]]]]
+    """
+    if type(x) is not np.ndarray and _through_torch([x]):
+        kwargs = {"feature_level": feature_level, "out": out, "device": device}
+        return _moved("UPSAMPLE_2D", (x, scale_size, interpolation_mode), kwargs)
+    return _arrays.upsample_2d(
+        x, scale_size, interpolation_mode, feature_level=feature_level, out=out, device=device
+    )

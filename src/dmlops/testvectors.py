@@ -1,9 +1,9 @@
 """Test vectors for DirectML backend authors: random DxDispatch model files and their answers.
 
 `generate` writes DxDispatch-style JSON models of random SLICE, SLICE1, SLICE_GRAD, SPLIT,
-JOIN, TILE, PADDING, PADDING1, DEPTH_TO_SPACE(1), SPACE_TO_DEPTH(1), GATHER, GATHER_ELEMENTS,
-GATHER_ND, SCATTER_ELEMENTS, SCATTER_ND, ONE_HOT and REVERSE_SUBSEQUENCES descriptors (their data
-types, ranks 1-8, packed, padded and permuted
+JOIN, TILE, PADDING, PADDING1, DEPTH_TO_SPACE(1), SPACE_TO_DEPTH(1), UPSAMPLE_2D, GATHER,
+GATHER_ELEMENTS, GATHER_ND, SCATTER_ELEMENTS, SCATTER_ND, ONE_HOT and REVERSE_SUBSEQUENCES
+descriptors (their data types, ranks 1-8, packed, padded and permuted
 tensor strides, offsets, negative strides, partial SLICE1 outputs), a sidecar
 per model with the expected printout of every output resource (valid models)
 or the rule the descriptor breaks (invalid ones), and an index. Element values
@@ -49,6 +49,7 @@ from .ops import (
     SpaceToDepthDesc,
     SplitDesc,
     TileDesc,
+    Upsample2dDesc,
 )
 from .ops._indexed import right_aligned
 from .tensor import BufferTensorDesc, DataType, FeatureLevel, packed_strides
@@ -57,7 +58,8 @@ __all__ = ["generate", "check", "OPERATORS"]
 
 OPERATORS = (
     "slice", "slice1", "slice_grad", "split", "join", "tile", "padding", "padding1",
-    "depth_to_space", "depth_to_space1", "space_to_depth", "space_to_depth1", "gather",
+    "depth_to_space", "depth_to_space1", "space_to_depth", "space_to_depth1", "upsample_2d",
+    "gather",
     "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "one_hot",
     "reverse_subsequences",
 )  # fmt: skip
@@ -74,6 +76,7 @@ _CLASSES: dict[str, type[OperatorDesc]] = {
     "depth_to_space1": DepthToSpace1Desc,
     "space_to_depth": SpaceToDepthDesc,
     "space_to_depth1": SpaceToDepth1Desc,
+    "upsample_2d": Upsample2dDesc,
     "gather": GatherDesc,
     "gather_elements": GatherElementsDesc,
     "gather_nd": GatherNdDesc,
@@ -185,6 +188,10 @@ def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> Oper
             cls1 = DepthToSpace1Desc if to_space else SpaceToDepth1Desc
             return cls1(i_t, o_t, block, int(rng.integers(0, 2)))
         return (DepthToSpaceDesc if to_space else SpaceToDepthDesc)(i_t, o_t, block)
+    if op == "upsample_2d":
+        scale = [int(rng.integers(1, 4)), int(rng.integers(1, 4))]
+        grown = Upsample2dDesc.output_sizes_for(sizes, scale)
+        return Upsample2dDesc(_tensor(rng, dt, sizes, False), _tensor(rng, dt, grown, True), scale)
     if op == "padding1":
         modes = ["CONSTANT", "EDGE", "REFLECTION", "SYMMETRIC"]
         mode = modes[int(rng.integers(0, 4))] if level < FeatureLevel.FL_6_4 else "WRAP"
@@ -455,6 +462,13 @@ def _broken(rng: np.random.Generator, desc: OperatorDesc) -> OperatorDesc:
             d.start_padding,
             d.end_padding,
         )
+    if isinstance(d, Upsample2dDesc):  # a zero scale, or an output a row too tall
+        if rng.random() < 0.5:
+            return Upsample2dDesc(d.input_tensor, d.output_tensor, (0, d.scale_width))
+        out = list(d.output_tensor.sizes)
+        out[-2] += 1
+        wrong = BufferTensorDesc(d.output_tensor.data_type, out)
+        return Upsample2dDesc(d.input_tensor, wrong, (d.scale_height, d.scale_width))
     if isinstance(d, (DepthToSpace1Desc, SpaceToDepth1Desc)):  # an output a channel too deep
         out = list(d.output_tensor.sizes)
         out[1] += 1

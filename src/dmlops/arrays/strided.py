@@ -50,6 +50,7 @@ from ..ops import (
     SpaceToDepthDesc,
     SplitDesc,
     TileDesc,
+    Upsample2dDesc,
 )
 from ..tensor import BufferTensorDesc, FeatureLevel, int_tuple
 
@@ -488,3 +489,32 @@ def space_to_depth(
 ) -> Any:
     """DML SPACE_TO_DEPTH1: [N, C, H, W] -> [N, C*B^2, H/B, W/B]; order DCR (0) or CRD (1)."""
     return _depth_space(SpaceToDepth1Desc, x, block_size, order, feature_level, out, device)
+
+
+def upsample_2d(
+    x: Any,
+    scale_size: Sequence[int],
+    interpolation_mode: Any = "NEAREST_NEIGHBOR",
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML UPSAMPLE_2D: the last two dimensions scaled up by (Height, Width) whole factors,
+    each element copied into its block (nearest neighbour)."""
+    scale = int_tuple(scale_size, "UPSAMPLE_2D.ScaleSize")
+    mode_key = (
+        interpolation_mode
+        if isinstance(interpolation_mode, (int, str))
+        else repr(interpolation_mode)
+    )
+    return _unary(
+        "UPSAMPLE_2D",
+        (_fields_key(scale), mode_key),
+        x,
+        out,
+        feature_level,
+        device,
+        lambda view: Upsample2dDesc.output_sizes_for(_dims(view), scale),
+        lambda i, o: Upsample2dDesc(i, o, scale, interpolation_mode),
+    )

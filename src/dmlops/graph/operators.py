@@ -23,6 +23,7 @@ from ..ops import (
     SpaceToDepth1Desc,
     SplitDesc,
     TileDesc,
+    Upsample2dDesc,
 )
 from ..ops._indexed import right_aligned
 from ..tensor import BufferTensorDesc, int_tuple, packed_strides
@@ -158,6 +159,23 @@ class GraphOperators(GraphCore):
         out = Padding1Desc.output_sizes_for(x.sizes, start, end)
         desc = Padding1Desc(x.desc, self._packed(x, out), mode, None, value, start, end)
         return self._apply(desc, [x], name)[0]
+
+    def upsample_2d(
+        self, x: GraphTensor, scale_size: Sequence[int], name: str | None = None
+    ) -> GraphTensor:
+        """DML UPSAMPLE_2D, nearest neighbour: the last two dimensions scaled up by
+        (Height, Width) whole factors. Validated as the descriptor, composed as x viewed
+        [..., H, 1, W, 1], broadcast to [..., H, sh, W, sw] and merged: one copy of x's
+        elements, each written sh x sw times, fused with what reads the result."""
+        self._check(x)
+        scale = int_tuple(scale_size, "UPSAMPLE_2D.ScaleSize")
+        out = Upsample2dDesc.output_sizes_for(x.sizes, scale)
+        self._node("UPSAMPLE_2D", name, Upsample2dDesc(x.desc, self._packed(x, out), scale))
+        *lead, h, w = x.sizes
+        sh, sw = scale
+        split = self.reinterpret(x, (*lead, h, 1, w, 1))
+        wide = self.broadcast(split, (*lead, h, sh, w, sw))
+        return self.reinterpret(wide, out, name=name)
 
     # -- indexed operators --------------------------------------------------------------
 

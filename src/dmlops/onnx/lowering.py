@@ -25,6 +25,7 @@ from ..ops.depth_space import block_axes
 from ..tensor import BufferTensorDesc, FeatureLevel, packed_strides
 from .host import HOST_OPS, folded, host_array, host_eval
 from .params import attributes, axis_of, slice_window, split_sizes, unsqueeze_axes
+from .resize import nearest_scales
 
 __all__ = [
     "CompiledModel",
@@ -50,6 +51,8 @@ GRAPH_OPS = (
     "Pad",
     "Tile",
     "Expand",
+    "Resize",
+    "Upsample",
 )
 # which node inputs are integer parameters (1-D tensors, read at compile time), by position
 _PARAMETERS = {
@@ -62,6 +65,8 @@ _PARAMETERS = {
     "Tile": {1},
     "Expand": {1},
     "OneHot": {1},
+    "Resize": {1, 2, 3},
+    "Upsample": {1},
 }
 INDEXED_OPS = (
     "Gather", "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND", "OneHot",
@@ -475,6 +480,43 @@ def _pad(
     )
 
 
+def _resized(
+    g: Graph,
+    node: Any,
+    a: dict[str, Any],
+    x: Value,
+    shape: tuple[int, ...],
+    opset: int,
+    ints: Any,
+    number: Any,
+    dtype: np.dtype[Any],
+) -> Value:
+    """ONNX Resize or Upsample, nearest, onto UPSAMPLE_2D (the leading axes merged into its
+    batch: any rank from 2)."""
+    op = node.op_type
+    if op == "Upsample":
+        scales, sizes = (a.get("scales") if opset < 9 else number(node, 1, every=True)), None
+    elif opset < 11:
+        scales, sizes = number(node, 1, every=True), None
+    else:
+        scales, sizes = number(node, 2, every=True), ints(node, 3)
+        if _text_attr(a.get("coordinate_transformation_mode")) == "tf_crop_and_resize":
+            raise ModelError(f"{op}: tf_crop_and_resize (a region of interest) is not lowered")
+    if 0 in shape or isinstance(x, _Empty):
+        raise ModelError(
+            f"{op}: an empty input is not lowered (UPSAMPLE_2D's tensors hold elements)"
+        )
+    height, width = nearest_scales(op, a, opset, shape, scales, sizes)
+    *lead, h, w = shape
+    four = _reshaped(g, x, [math.prod(lead), 1, h, w], dtype)
+    grown = g.upsample_2d(_tensor(four), (height, width), name=node.name or None)
+    return _reshaped(g, grown, [*lead, h * height, w * width], dtype)
+
+
+def _text_attr(value: Any) -> str | None:
+    return value.decode() if isinstance(value, bytes) else value
+
+
 def _fill_value(value: Any, dtype: np.dtype[Any]) -> float | int:
     """Pad's constant as the graph's PADDING1 takes it: a number of the data's DirectML
     type, or, for a type carried by an unsigned one (bool, bfloat16, float8, complex64),
@@ -554,7 +596,12 @@ def parameter_readers(constants: Mapping[str, Any]) -> tuple[Any, Any]:
             return None
         return [int(v) for v in known(node, k).ravel()]
 
-    def number(node: Any, k: int) -> Any:
+    def number(node: Any, k: int, every: bool = False) -> Any:
+        """The input's one value; with `every`, all its values as floats (None if absent)."""
+        if every:
+            if k >= len(node.input) or not node.input[k]:
+                return None
+            return [float(v) for v in known(node, k).ravel()]
         return known(node, k).reshape(-1)[0].item()
 
     return ints, number
@@ -864,6 +911,8 @@ def _lower(
         out_rank = rank + len(at)
         it = iter(shape)
         return [_reshaped(g, x, [1 if d in at else next(it) for d in range(out_rank)], dtype)]
+    if op in ("Resize", "Upsample"):
+        return [_resized(g, node, a, x, shape, opset, ints, number, dtype)]
     if op in ("DepthToSpace", "SpaceToDepth"):
         b = int(a["blocksize"])
         mode = str(

@@ -19,6 +19,7 @@ from .slice1 import Slice1Desc
 from .slice_grad import SliceGradDesc
 from .split import SplitDesc
 from .tile import TileDesc
+from .upsample import InterpolationMode, Upsample2dDesc
 
 __all__ = [
     "DepthSpaceOrder",
@@ -45,4 +46,6 @@ __all__ = [
     "SplitDesc",
     "SupportRow",
     "TileDesc",
+    "InterpolationMode",
+    "Upsample2dDesc",
 ]

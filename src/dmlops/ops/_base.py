@@ -65,6 +65,9 @@ class OperatorDesc(abc.ABC):
 
     OPERATOR: str = ""
     SUPPORT: tuple[SupportRow, ...] = ()
+    # whether a float type of the table may carry other elements' bits where it has no
+    # unsigned type (UPSAMPLE_2D: FLOAT32 and FLOAT16 alone); dmlops' backends move bits
+    FLOAT_CARRIERS = False
     INDEX_FIELD: str | None = None  # the tensor field holding indices, not data
     # whether the field and rule checks hold for tensors with a size of 0 too (numpy's and
     # torch's empty arrays, which DirectML's tensors cannot describe): `check_empty_rules`
@@ -199,7 +202,10 @@ class OperatorDesc(abc.ABC):
         allowed = [self._allowed_types(n, row) for n, _ in self.data_fields()]
         if own is not None and all(own in a for a in allowed):
             return None
-        for c in (DataType.UINT64, DataType.UINT32, DataType.UINT16, DataType.UINT8):
+        carriers = [DataType.UINT64, DataType.UINT32, DataType.UINT16, DataType.UINT8]
+        if self.FLOAT_CARRIERS:
+            carriers += [DataType.FLOAT64, DataType.FLOAT32, DataType.FLOAT16]
+        for c in carriers:
             if element_size % c.element_size == 0 and all(c in a for a in allowed):
                 return c
         return None

@@ -18,7 +18,7 @@ from ..arrays import indexed as FI
 from ..arrays import strided as F
 from ..arrays.indexed import _axis
 from ..errors import DmlError
-from ..ops import PaddingMode
+from ..ops import InterpolationMode, PaddingMode
 from ..tensor import FeatureLevel
 
 __all__ = ["OPAQUE", "Opaque", "opaque_call"]
@@ -58,6 +58,15 @@ def _padding_shape(x: Any, start: Sequence[int], end: Sequence[int], *_: Any) ->
     return tuple(n + s + e for n, s, e in zip(x.shape, start, end, strict=True))
 
 
+def _upsample_shape(x: Any, scale: Sequence[int], *_: Any) -> tuple[Any, ...]:
+    if x.dim() < 2 or len(scale) != 2:
+        raise DmlError(
+            f"UPSAMPLE_2D: ScaleSize has {len(scale)} entries for an input of {x.dim()} "
+            "dimensions (two scales, of the last two dimensions)"
+        )
+    return (*x.shape[:-2], x.shape[-2] * scale[0], x.shape[-1] * scale[1])
+
+
 def _same_shape(x: Any, *_: Any) -> tuple[Any, ...]:
     return tuple(x.shape)
 
@@ -66,8 +75,9 @@ def _same_shape(x: Any, *_: Any) -> tuple[Any, ...]:
 _SCHEMA_TYPES = {
     **dict.fromkeys(("input", "indices", "updates", "values", "lengths", "x"), "Tensor"),
     **dict.fromkeys(("axis", "batch_dims", "depth", "batch_axis"), "int"),
-    **dict.fromkeys(("repeats", "start_padding", "end_padding"), "int[]"),
+    **dict.fromkeys(("repeats", "start_padding", "end_padding", "scale_size"), "int[]"),
     "mode": "str",
+    "interpolation_mode": "str",
     "value": "float",
     "feature_level": "str?",
     "clamp_indices": "bool",
@@ -123,6 +133,8 @@ class Opaque:
                 found[at + k] = float(value)
         if self.name == "padding" and not isinstance(found[3], str):
             found[3] = PaddingMode.parse(found[3]).name
+        if self.name == "upsample_2d" and not isinstance(found[2], str):
+            found[2] = InterpolationMode.parse(found[2], "UPSAMPLE_2D.InterpolationMode").name
         if self.name == "one_hot" and not isinstance(found[2], Tensor):
             found[2] = torch.as_tensor(found[2], device=found[0].device)
         return found
@@ -232,6 +244,14 @@ OPAQUE = {
         (0,),
     ),
     "TILE": Opaque("tile", F.tile, _tile_shape, ("x", "repeats"), _LEVEL, (0,)),
+    "UPSAMPLE_2D": Opaque(
+        "upsample_2d",
+        F.upsample_2d,
+        _upsample_shape,
+        ("x", "scale_size", "interpolation_mode"),
+        _LEVEL,
+        (0,),
+    ),
     "PADDING1": Opaque(
         "padding",
         F.padding,

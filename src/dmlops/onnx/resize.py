@@ -1,0 +1,144 @@
+"""ONNX Resize and Upsample in their nearest mode, as DirectML's UPSAMPLE_2D takes them.
+
+Each axis's source index is computed as onnxruntime computes it (the coordinate
+transformation mode, then the nearest mode's rounding, then a clamp into the axis); where
+every axis but the last two keeps its size and the last two map output x to x // s for a
+whole factor s (nn.Upsample(scale_factor=s, mode="nearest") and every torch exporter's
+Resize of it), the node is UPSAMPLE_2D's copies. Interpolating modes (linear, cubic) are
+arithmetic and refused by name; other index maps (fractional scales, downsampling,
+align_corners, regions of interest) are refused naming what they need.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import ModelError
+
+__all__ = ["nearest_scales", "source_indices"]
+
+_COORDINATES = (
+    "half_pixel",
+    "pytorch_half_pixel",
+    "align_corners",
+    "asymmetric",
+    "tf_half_pixel_for_nn",
+)
+_ROUNDINGS = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+def _text(value: Any, default: str) -> str:
+    if value is None:
+        return default
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def source_indices(
+    size_in: int, size_out: int, scale: float, coordinates: str, rounding: str
+) -> np.ndarray[Any, Any]:
+    """The input index each output position of one axis reads, as onnxruntime's nearest
+    Resize finds it."""
+    x = np.arange(size_out, dtype=np.float64)
+    if coordinates == "half_pixel":
+        original = (x + 0.5) / scale - 0.5
+    elif coordinates == "pytorch_half_pixel":
+        original = (x + 0.5) / scale - 0.5 if size_out > 1 else np.zeros_like(x)
+    elif coordinates == "align_corners":
+        original = x * (size_in - 1) / (size_out - 1) if size_out > 1 else np.zeros_like(x)
+    elif coordinates == "asymmetric":
+        original = x / scale
+    else:  # tf_half_pixel_for_nn
+        original = (x + 0.5) / scale
+    if rounding == "floor":
+        index = np.floor(original)
+    elif rounding == "ceil":
+        index = np.ceil(original)
+    elif rounding == "round_prefer_ceil":
+        index = np.floor(original + 0.5)
+    else:  # round_prefer_floor
+        index = np.ceil(original - 0.5)
+    return np.clip(index, 0, size_in - 1).astype(np.int64)
+
+
+def nearest_scales(
+    op: str,
+    attrs: dict[str, Any],
+    opset: int,
+    shape: Sequence[int],
+    scales: Sequence[float] | None,
+    sizes: Sequence[int] | None,
+) -> tuple[int, int]:
+    """The (height, width) whole factors of a nearest Resize or Upsample of an input of
+    `shape` that UPSAMPLE_2D's copies make exactly; ModelError naming why where none do."""
+    rank = len(shape)
+    mode = _text(attrs.get("mode"), "nearest")
+    if mode != "nearest":
+        raise ModelError(
+            f"{op}: mode '{mode}' interpolates (arithmetic); dmlops moves elements: only mode "
+            "'nearest' (DirectML's UPSAMPLE_2D NEAREST_NEIGHBOR)"
+        )
+    if op == "Upsample" or opset < 11:
+        coordinates, rounding = "asymmetric", "floor" if op == "Upsample" else "round_prefer_floor"
+    else:
+        coordinates = _text(attrs.get("coordinate_transformation_mode"), "half_pixel")
+        rounding = _text(attrs.get("nearest_mode"), "round_prefer_floor")
+        if coordinates not in _COORDINATES:
+            raise ModelError(
+                f"{op}: coordinate_transformation_mode '{coordinates}' is not one dmlops lowers "
+                f"({', '.join(_COORDINATES)})"
+            )
+        if rounding not in _ROUNDINGS:
+            raise ModelError(
+                f"{op}: nearest_mode '{rounding}' is not one of {', '.join(_ROUNDINGS)}"
+            )
+    if attrs.get("antialias"):
+        raise ModelError(f"{op}: antialias filters (arithmetic); dmlops moves elements")
+    axes = attrs.get("axes")
+    if axes is not None:
+        axes = [int(a) + rank if int(a) < 0 else int(a) for a in axes]
+        if sorted(set(axes)) != sorted(axes) or any(not 0 <= a < rank for a in axes):
+            raise ModelError(
+                f"{op}: axes {list(attrs['axes'])} are not distinct axes of rank {rank}"
+            )
+    axes = list(range(rank)) if axes is None else axes
+    if sizes is not None and len(sizes):
+        if _text(attrs.get("keep_aspect_ratio_policy"), "stretch") != "stretch":
+            raise ModelError(f"{op}: keep_aspect_ratio_policy other than 'stretch' is not lowered")
+        if len(sizes) != len(axes):
+            raise ModelError(f"{op}: {len(sizes)} sizes for {len(axes)} axes")
+        out = list(shape)
+        for a, n in zip(axes, sizes, strict=True):
+            out[a] = int(n)
+        factors = [o / n if n else 1.0 for o, n in zip(out, shape, strict=True)]
+    elif scales is not None and len(scales):
+        if len(scales) != len(axes):
+            raise ModelError(f"{op}: {len(scales)} scales for {len(axes)} axes")
+        factors = [1.0] * rank
+        for a, s in zip(axes, scales, strict=True):
+            factors[a] = float(s)
+        if any(not s > 0 for s in factors):
+            raise ModelError(f"{op}: scales {list(scales)} must be positive")
+        out = [math.floor(n * s) for n, s in zip(shape, factors, strict=True)]
+    else:
+        raise ModelError(f"{op}: neither scales nor sizes is given")
+    whole = []
+    for d, (n, o, s) in enumerate(zip(shape, out, factors, strict=True)):
+        k = o // n if n and o % n == 0 else 0
+        want = np.arange(o) // k if k else None
+        got = source_indices(n, o, s, coordinates, rounding) if n else None
+        if want is None or got is None or not np.array_equal(got, want):
+            raise ModelError(
+                f"{op}: axis {d} from {n} to {o} ({coordinates}, {rounding}) is not a whole-"
+                "factor nearest upsample: dmlops lowers Resize onto UPSAMPLE_2D's copies"
+            )
+        whole.append(k)
+    if any(k != 1 for k in whole[:-2]) or rank < 2:
+        raise ModelError(
+            f"{op}: scales {whole} upsample more than the last two axes: UPSAMPLE_2D scales "
+            "height and width"
+        )
+    return whole[-2], whole[-1]
