@@ -53,6 +53,8 @@ HOST_OPS = (
     "Range",
     "Min",
     "Max",
+    "Trilu",
+    "EyeLike",
 )
 
 
@@ -176,6 +178,20 @@ def host_eval(node: Any, a: dict[str, Any], ins: list[Any], opset: int) -> list[
         for v in ins[1:]:
             out = fn2(out, v)
         return [np.asarray(out)]
+    if op == "Trilu":  # a mask's triangle of a constant (torch.tril / triu of ones)
+        k = int(np.asarray(ins[1]).item()) if len(ins) > 1 and ins[1] is not None else 0
+        keep = np.triu if int(a.get("upper", 1)) else np.tril
+        return [keep(np.asarray(x), k)]
+    if op == "EyeLike":  # ones on a diagonal, of the input's shape (its values unread)
+        shape = np.shape(x)
+        if len(shape) != 2:
+            raise ModelError(f"EyeLike: the input has {len(shape)} dimensions: it takes 2")
+        dtype = (
+            onnx.helper.tensor_dtype_to_np_dtype(int(a["dtype"]))
+            if "dtype" in a
+            else np.asarray(x).dtype
+        )
+        return [np.eye(shape[0], shape[1], int(a.get("k", 0)), dtype=dtype)]
     raise ModelError(f"{op} is not evaluated on the host")
 
 

@@ -691,12 +691,16 @@ def _compile_graph(
         a = attributes(node)
         names = list(node.input)
         host_inputs = all(not n or n in constants for n in names)
-        shape_of_data = node.op_type in ("Shape", "Size") and names and names[0] in values
+        shape_of_data = (
+            node.op_type in ("Shape", "Size", "EyeLike") and names and names[0] in values
+        )
         if node.op_type in HOST_OPS and (host_inputs or shape_of_data):
             ins: list[Any] = [
                 None if not n else (_shape(values[n]) if shape_of_data and k == 0 else constants[n])
                 for k, n in enumerate(names)
             ]
+            if shape_of_data and node.op_type == "EyeLike":  # its shape and type, no values
+                ins[0] = np.empty(_shape(values[names[0]]), dtypes[names[0]])
             try:
                 outs_host = host_eval(node, a, ins, opset)
             except (ValueError, IndexError, TypeError, KeyError) as e:

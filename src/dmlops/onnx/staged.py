@@ -252,9 +252,10 @@ def compile_staged(
         runtime = [n for n in names if n and n not in constants]
         op = node.op_type
         try:
-            if op in ("Shape", "Size") and names[0] in types:
-                shape = types[names[0]][0]
-                ins: list[Any] = [shape, *(constants.get(n) for n in names[1:])]
+            if op in ("Shape", "Size", "EyeLike") and names[0] in types:
+                shape, dtype = types[names[0]][0], types[names[0]][1]
+                first = np.empty(shape, dtype) if op == "EyeLike" else shape  # (values unread)
+                ins: list[Any] = [first, *(constants.get(n) for n in names[1:])]
                 constants.update(zip(node.output, host_eval(node, a, ins, opset), strict=False))
             elif op == "Identity" and runtime and group is not None and group.makes(names[0]):
                 group.local[node.output[0]] = group.local[names[0]]  # an alias in the plan
