@@ -20,6 +20,7 @@ from dmlops.ops import (
     GatherNd1Desc,
     GatherNdDesc,
     JoinDesc,
+    MaxUnpoolingDesc,
     OneHotDesc,
     OperatorDesc,
     Padding1Desc,
@@ -123,6 +124,7 @@ ALL: dict[str, list[type[OperatorDesc]]] = {
     "depth-space": [DepthToSpace1Desc, SpaceToDepth1Desc],
     "first-versions": [PaddingDesc, DepthToSpaceDesc, SpaceToDepthDesc],
     "upsample": [Upsample2dDesc],
+    "max-unpooling": [MaxUnpoolingDesc],
     "indexed": [
         GatherDesc,
         GatherElementsDesc,

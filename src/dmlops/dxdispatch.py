@@ -27,6 +27,7 @@ from .ops import (
     GatherNd1Desc,
     GatherNdDesc,
     JoinDesc,
+    MaxUnpoolingDesc,
     OneHotDesc,
     OperatorDesc,
     Padding1Desc,
@@ -321,6 +322,10 @@ _INDEXED["DML_OPERATOR_REVERSE_SUBSEQUENCES"] = (
     ("InputTensor", "SequenceLengthsTensor", "OutputTensor", "Axis"),
 )
 _INDEXED["DML_OPERATOR_SCATTER"] = _INDEXED["DML_OPERATOR_SCATTER_ELEMENTS"]  # DirectML's alias
+_INDEXED["DML_OPERATOR_MAX_UNPOOLING"] = (
+    MaxUnpoolingDesc,
+    ("InputTensor", "IndicesTensor", "OutputTensor"),
+)
 
 
 def _desc(kind: str, value: Any, path: str) -> OperatorDesc:

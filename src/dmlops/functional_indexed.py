@@ -5,6 +5,7 @@ and results come back in the conventional shape."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ import numpy as np
 from .arrays import indexed as _arrays
 from .arrays.indexed import Level
 from .calls import _moved, _through_torch
+from .errors import DmlError
 
 __all__ = [
     "gather",
@@ -21,6 +23,7 @@ __all__ = [
     "scatter_nd",
     "one_hot",
     "reverse_subsequences",
+    "max_unpooling",
 ]
 
 
@@ -277,4 +280,36 @@ def reverse_subsequences(
         return _moved("REVERSE_SUBSEQUENCES", args, kwargs)
     return _arrays.reverse_subsequences(
         input, lengths, axis, batch_axis, feature_level=feature_level, out=out, device=device
+    )
+
+
+def max_unpooling(
+    input: Any,  # noqa: A002 - DirectML's field name
+    indices: Any,
+    output_sizes: Sequence[int],
+    *,
+    feature_level: Level = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML MAX_UNPOOLING (ONNX MaxUnpool): a zeroed [N, C, H, W] array of `output_sizes`
+    with input[c] written at indices[c], each index a position of the whole output read as
+    one contiguous array (ONNX MaxPool's Indices; torch's max_pool2d counts within each
+    (n, c) plane: add (n * C + c) * H * W to use them). Signed indices are read as unsigned;
+    of two values for one element the later in index order wins. No gradient yet: a torch
+    tensor that needs one is refused.
+
+    >>> import numpy as np, dmlops
+    >>> x = np.array([[[[5, 6], [7, 8]]]], np.float32)
+    >>> i = np.array([[[[0, 3], [9, 15]]]], np.uint32)
+    >>> dmlops.max_unpooling(x, i, [1, 1, 4, 4])[0, 0].tolist()
+    [[5.0, 0.0, 0.0, 6.0], [0.0, 0.0, 0.0, 0.0], [0.0, 7.0, 0.0, 0.0], [0.0, 0.0, 0.0, 8.0]]
+    """
+    if getattr(input, "requires_grad", False) and _through_torch([input]):
+        raise DmlError(
+            "MAX_UNPOOLING: dmlops has no gradient for it yet; the input needs one "
+            "(detach it, or use torch.nn.functional.max_unpool2d)"
+        )
+    return _arrays.max_unpooling(
+        input, indices, output_sizes, feature_level=feature_level, out=out, device=device
     )

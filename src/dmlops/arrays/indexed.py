@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import builtins
 import operator
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,7 @@ from ..ops import (
     GatherElementsDesc,
     GatherNd1Desc,
     GatherNdDesc,
+    MaxUnpoolingDesc,
     OneHotDesc,
     OperatorDesc,
     ReverseSubsequencesDesc,
@@ -39,7 +40,7 @@ from ..ops import (
     ScatterNdDesc,
 )
 from ..plan import Layout, Plan
-from ..tensor import BufferTensorDesc, DataType, FeatureLevel
+from ..tensor import BufferTensorDesc, DataType, FeatureLevel, int_tuple
 from .strided import join
 
 __all__ = [
@@ -773,3 +774,39 @@ def _lengths_read_as(kind: DataType) -> Callable[[Plan], Plan]:
         return dataclasses.replace(plan, indexed=copies, input_spans=tuple(spans))
 
     return edit
+
+
+def max_unpooling(
+    input: Any,  # noqa: A002 - DirectML's field name
+    indices: Any,
+    output_sizes: Sequence[int],
+    *,
+    feature_level: Level = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML MAX_UNPOOLING: a zeroed [N, C, H, W] array of `output_sizes` with input[c] written
+    at indices[c], each index a position of the whole output read as one contiguous array
+    (ONNX MaxUnpool's and MaxPool's Indices; torch's count within each (n, c) plane). Signed
+    indices are read as unsigned (a negative one is out of range)."""
+    indices = _array(indices, input)
+    kind = str(indices.dtype).replace("torch.", "")
+    if kind.startswith("int"):
+        indices = cast_in_library(indices, "u" + kind)
+    shape = int_tuple(output_sizes, "MAX_UNPOOLING.OutputTensor.Sizes")
+
+    def plan_call(tensors: list[_Tensor], ranks: list[int]) -> Planned:
+        def make(i: list[BufferTensorDesc], o: BufferTensorDesc) -> OperatorDesc:
+            return MaxUnpoolingDesc(i[0], i[1], o)
+
+        return [tensors[0], tensors[1]], shape, make
+
+    return _run(
+        "MAX_UNPOOLING",
+        ("max_unpooling", shape),
+        [input, indices],
+        out,
+        feature_level,
+        device,
+        plan_call,
+    )

@@ -48,6 +48,8 @@ def indexed_node(
     names = list(node.input)
     if op == "OneHot":
         return _one_hot(names, attrs, type_of, constant, level)
+    if op == "MaxUnpool":
+        return _max_unpool(names, attrs, type_of, constant, level)
     xshape, xtype = type_of(names[0])
     ishape, _ = type_of(names[1])
     rank = len(xshape)
@@ -151,6 +153,54 @@ def _one_hot(
         return fi.one_hot(indices, depth, ops[2], ax, feature_level=level)
 
     return IndexedNode((*ishape[:ax], depth, *ishape[ax:]), vtype, "ONE_HOT", one_hot)
+
+
+def _max_unpool(
+    names: list[str],
+    attrs: dict[str, Any],
+    type_of: TypeOf,
+    constant: Callable[[str], np.ndarray[Any, Any] | None],
+    level: FeatureLevel,
+) -> IndexedNode:
+    """ONNX MaxUnpool of an [N, C, H, W] input onto MAX_UNPOOLING: the output's sizes from
+    kernel_shape, strides and pads; the indices (MaxPool's, flattening that whole output) as
+    they are. An output_shape input (known when the model is compiled) gives the output's
+    sizes instead, the indices naming its positions (onnxruntime's meaning and DirectML's;
+    onnx's reference evaluator places the default-shaped result in its corner instead)."""
+    xshape, xtype = type_of(names[0])
+    if len(xshape) != 4:
+        raise ModelError(
+            f"MaxUnpool: the input has {len(xshape)} dimensions: dmlops lowers 2-D unpooling "
+            "([N, C, H, W], DirectML's MAX_UNPOOLING)"
+        )
+    kernel = [int(k) for k in attrs["kernel_shape"]]
+    strides = [int(s) for s in attrs.get("strides", [1, 1])]
+    pads = [int(p) for p in attrs.get("pads", [0, 0, 0, 0])]
+    if len(kernel) != 2 or len(strides) != 2 or len(pads) != 4:
+        raise ModelError(f"MaxUnpool: kernel_shape {kernel}, strides {strides}, pads {pads}")
+    shape = (
+        *xshape[:2],
+        *(
+            (n - 1) * s + k - pads[d] - pads[d + 2]
+            for d, (n, s, k) in enumerate(zip(xshape[2:], strides, kernel, strict=True))
+        ),
+    )
+    final = shape
+    if len(names) > 2 and names[2]:
+        given = constant(names[2])
+        if given is None:
+            raise ModelError("MaxUnpool: output_shape must be known when the model is compiled")
+        final = tuple(int(v) for v in np.asarray(given).ravel())
+        if len(final) != 4 or final[:2] != xshape[:2]:
+            raise ModelError(
+                f"MaxUnpool: output_shape {list(final)} for an input {list(xshape)}: the same "
+                "batch and channels"
+            )
+
+    def unpool(ops: Sequence[Any]) -> Any:
+        return fi.max_unpooling(ops[0], ops[1], final, feature_level=level)
+
+    return IndexedNode(final, xtype, "MAX_UNPOOLING", unpool)
 
 
 def _check_elements(op: str, data: tuple[int, ...], indices: tuple[int, ...], axis: int) -> None:

@@ -66,11 +66,12 @@ _PARAMETERS = {
     "Expand": {1},
     "OneHot": {1},
     "Resize": {1, 2, 3},
+    "MaxUnpool": {2},
     "Upsample": {1},
 }
 INDEXED_OPS = (
     "Gather", "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND", "OneHot",
-    "ReverseSequence",
+    "ReverseSequence", "MaxUnpool",
 )  # fmt: skip
 # which always read data at run time (a Gather at a few constant indices lowers to slices)
 RUNTIME_OPS = tuple(op for op in INDEXED_OPS if op != "Gather")

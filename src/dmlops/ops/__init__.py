@@ -19,6 +19,7 @@ from .slice1 import Slice1Desc
 from .slice_grad import SliceGradDesc
 from .split import SplitDesc
 from .tile import TileDesc
+from .unpooling import MaxUnpoolingDesc
 from .upsample import InterpolationMode, Upsample2dDesc
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "SplitDesc",
     "SupportRow",
     "TileDesc",
+    "MaxUnpoolingDesc",
     "InterpolationMode",
     "Upsample2dDesc",
 ]
