@@ -15,6 +15,7 @@ from dmlops.errors import DmlError
 from dmlops.ops import (
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    FillValueConstantDesc,
     GatherDesc,
     GatherElementsDesc,
     GatherNd1Desc,
@@ -125,6 +126,7 @@ ALL: dict[str, list[type[OperatorDesc]]] = {
     "first-versions": [PaddingDesc, DepthToSpaceDesc, SpaceToDepthDesc],
     "upsample": [Upsample2dDesc],
     "max-unpooling": [MaxUnpoolingDesc],
+    "fill": [FillValueConstantDesc],
     "indexed": [
         GatherDesc,
         GatherElementsDesc,

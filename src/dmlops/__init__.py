@@ -13,6 +13,7 @@ from .errors import (
 )
 from .functional import (
     depth_to_space,
+    fill_value_constant,
     join,
     padding,
     slice,
@@ -38,6 +39,7 @@ from .ops import (
     DepthSpaceOrder,
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    FillValueConstantDesc,
     GatherDesc,
     GatherElementsDesc,
     GatherNd1Desc,
@@ -113,6 +115,7 @@ __all__ = [
     "StridedCopy",
     "TensorFlags",
     "TileDesc",
+    "FillValueConstantDesc",
     "MaxUnpoolingDesc",
     "Upsample2dDesc",
     "UnsupportedFeatureLevelError",
@@ -137,6 +140,7 @@ __all__ = [
     "split",
     "tile",
     "upsample_2d",
+    "fill_value_constant",
 ]
 
 from . import picture as _picture  # noqa: F401 - installs the notebook view of descriptors

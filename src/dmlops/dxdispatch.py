@@ -22,6 +22,7 @@ from .errors import DmlError, ModelError
 from .ops import (
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    FillValueConstantDesc,
     GatherDesc,
     GatherElementsDesc,
     GatherNd1Desc,
@@ -413,6 +414,14 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
             )
         except DmlError as e:
             raise _fail(path[: -len(".desc")], str(e)) from None
+    if kind == "DML_OPERATOR_FILL_VALUE_CONSTANT":
+        d = _obj(value, path, {"OutputTensor", "ValueDataType", "Value"}, set())
+        try:
+            return FillValueConstantDesc(
+                _tensor(d["OutputTensor"], f"{path}.OutputTensor"), d["ValueDataType"], d["Value"]
+            )
+        except DmlError as e:
+            raise _fail(path[: -len(".desc")], str(e)) from None
     if kind == "DML_OPERATOR_UPSAMPLE_2D":
         d = _obj(
             value, path, {"InputTensor", "OutputTensor", "ScaleSize", "InterpolationMode"}, set()
@@ -482,7 +491,7 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
         "DML_OPERATOR_JOIN, DML_OPERATOR_SLICE_GRAD, DML_OPERATOR_TILE, DML_OPERATOR_PADDING, "
         "DML_OPERATOR_PADDING1, DML_OPERATOR_DEPTH_TO_SPACE, DML_OPERATOR_DEPTH_TO_SPACE1, "
         "DML_OPERATOR_SPACE_TO_DEPTH, DML_OPERATOR_SPACE_TO_DEPTH1, DML_OPERATOR_UPSAMPLE_2D, "
-        + ", ".join(sorted(_INDEXED)),
+        "DML_OPERATOR_FILL_VALUE_CONSTANT, " + ", ".join(sorted(_INDEXED)),
     )
 
 

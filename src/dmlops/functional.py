@@ -44,6 +44,7 @@ __all__ = [
     "depth_to_space",
     "space_to_depth",
     "upsample_2d",
+    "fill_value_constant",
     "backend_of",
     "clear_cache",
     "cache_size",
@@ -342,4 +343,27 @@ def upsample_2d(
         return _moved("UPSAMPLE_2D", (x, scale_size, interpolation_mode), kwargs)
     return _arrays.upsample_2d(
         x, scale_size, interpolation_mode, feature_level=feature_level, out=out, device=device
+    )
+
+
+def fill_value_constant(
+    sizes: Sequence[int],
+    value: float | int,
+    dtype: Any = np.float32,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML FILL_VALUE_CONSTANT (numpy.full, torch.full): an array of `sizes` holding
+    `value` everywhere, of `dtype` (out's type where `out` is given: any array library;
+    `device="cuda"` makes a CuPy array). The value must be one of the type (an integer type
+    takes whole numbers in its range).
+
+    >>> import numpy as np, dmlops
+    >>> dmlops.fill_value_constant([2, 3], 7, np.int16).tolist()
+    [[7, 7, 7], [7, 7, 7]]
+    """
+    return _arrays.fill_value_constant(
+        sizes, value, dtype, feature_level=feature_level, out=out, device=device
     )

@@ -1,10 +1,10 @@
 """Test vectors for DirectML backend authors: random DxDispatch model files and their answers.
 
 `generate` writes DxDispatch-style JSON models of random SLICE, SLICE1, SLICE_GRAD, SPLIT,
-JOIN, TILE, PADDING, PADDING1, DEPTH_TO_SPACE(1), SPACE_TO_DEPTH(1), UPSAMPLE_2D, GATHER,
-GATHER_ELEMENTS, GATHER_ND, SCATTER_ELEMENTS, SCATTER_ND, ONE_HOT and REVERSE_SUBSEQUENCES
-descriptors (their data types, ranks 1-8, packed, padded and permuted
-tensor strides, offsets, negative strides, partial SLICE1 outputs), a sidecar
+JOIN, TILE, PADDING, PADDING1, DEPTH_TO_SPACE(1), SPACE_TO_DEPTH(1), UPSAMPLE_2D,
+FILL_VALUE_CONSTANT, GATHER, GATHER_ELEMENTS, GATHER_ND, SCATTER_ELEMENTS, SCATTER_ND,
+ONE_HOT and REVERSE_SUBSEQUENCES descriptors (their data types, ranks 1-8, packed, padded
+and permuted tensor strides, offsets, negative strides, partial SLICE1 outputs), a sidecar
 per model with the expected printout of every output resource (valid models)
 or the rule the descriptor breaks (invalid ones), and an index. Element values
 are small integers or quarters, which DxDispatch's printout shows exactly; index tensors
@@ -31,6 +31,7 @@ from .errors import DmlError
 from .ops import (
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    FillValueConstantDesc,
     GatherDesc,
     GatherElementsDesc,
     GatherNdDesc,
@@ -59,7 +60,7 @@ __all__ = ["generate", "check", "OPERATORS"]
 OPERATORS = (
     "slice", "slice1", "slice_grad", "split", "join", "tile", "padding", "padding1",
     "depth_to_space", "depth_to_space1", "space_to_depth", "space_to_depth1", "upsample_2d",
-    "gather",
+    "fill_value_constant", "gather",
     "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "one_hot",
     "reverse_subsequences",
 )  # fmt: skip
@@ -77,6 +78,7 @@ _CLASSES: dict[str, type[OperatorDesc]] = {
     "space_to_depth": SpaceToDepthDesc,
     "space_to_depth1": SpaceToDepth1Desc,
     "upsample_2d": Upsample2dDesc,
+    "fill_value_constant": FillValueConstantDesc,
     "gather": GatherDesc,
     "gather_elements": GatherElementsDesc,
     "gather_nd": GatherNdDesc,
@@ -188,6 +190,11 @@ def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> Oper
             cls1 = DepthToSpace1Desc if to_space else SpaceToDepth1Desc
             return cls1(i_t, o_t, block, int(rng.integers(0, 2)))
         return (DepthToSpaceDesc if to_space else SpaceToDepthDesc)(i_t, o_t, block)
+    if op == "fill_value_constant":
+        value = float(rng.integers(-64, 64)) / 4 if dt.numpy_dtype.kind == "f" else 0
+        if dt.numpy_dtype.kind in "iu":
+            value = int(rng.integers(0, 100))
+        return FillValueConstantDesc(_tensor(rng, dt, sizes, True), dt, value)
     if op == "upsample_2d":
         scale = [int(rng.integers(1, 4)), int(rng.integers(1, 4))]
         grown = Upsample2dDesc.output_sizes_for(sizes, scale)
@@ -462,6 +469,9 @@ def _broken(rng: np.random.Generator, desc: OperatorDesc) -> OperatorDesc:
             d.start_padding,
             d.end_padding,
         )
+    if isinstance(d, FillValueConstantDesc):  # a value of another type
+        other = DataType.INT32 if d.value_data_type != DataType.INT32 else DataType.UINT32
+        return FillValueConstantDesc(d.output_tensor, other, 1)
     if isinstance(d, Upsample2dDesc):  # a zero scale, or an output a row too tall
         if rng.random() < 0.5:
             return Upsample2dDesc(d.input_tensor, d.output_tensor, (0, d.scale_width))

@@ -38,6 +38,7 @@ from ..ops import (
     DepthSpaceOrder,
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    FillValueConstantDesc,
     JoinDesc,
     OperatorDesc,
     Padding1Desc,
@@ -518,3 +519,34 @@ def upsample_2d(
         lambda view: Upsample2dDesc.output_sizes_for(_dims(view), scale),
         lambda i, o: Upsample2dDesc(i, o, scale, interpolation_mode),
     )
+
+
+def fill_value_constant(
+    sizes: Sequence[int],
+    value: float | int,
+    dtype: Any = np.float32,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML FILL_VALUE_CONSTANT: an array of `sizes` and `dtype` (out's where given) holding
+    `value` everywhere (numpy.full)."""
+    shape = int_tuple(sizes, "FILL_VALUE_CONSTANT.OutputTensor.Sizes")
+
+    def build(ins: list[Any], outs: list[Any]) -> _Call:
+        backend = backend_of([] if outs[0] is None else [outs[0]])
+        kind = np.dtype(dtype) if outs[0] is None else _dtype_of(backend, outs[0])
+        return _compile(
+            backend,
+            feature_level,
+            lambda i, o: FillValueConstantDesc(o[0], None, value),
+            [],
+            outs,
+            [shape if outs[0] is None else None],
+            kind,
+            fill=value,
+        )
+
+    fields = (_fields_key(shape), str(np.dtype(dtype)), repr(value), type(value))
+    return _dispatch("FILL_VALUE_CONSTANT", fields, feature_level, [], [out], build, device)[0]

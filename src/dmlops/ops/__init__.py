@@ -8,6 +8,7 @@ from .depth_space import (
     SpaceToDepth1Desc,
     SpaceToDepthDesc,
 )
+from .fill import FillValueConstantDesc
 from .gather import GatherDesc, GatherElementsDesc, GatherNd1Desc, GatherNdDesc
 from .join import JoinDesc
 from .one_hot import OneHotDesc
@@ -47,6 +48,7 @@ __all__ = [
     "SplitDesc",
     "SupportRow",
     "TileDesc",
+    "FillValueConstantDesc",
     "MaxUnpoolingDesc",
     "InterpolationMode",
     "Upsample2dDesc",

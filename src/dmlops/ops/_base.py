@@ -8,6 +8,8 @@ import html
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..errors import InvalidDescriptorError, UnsupportedFeatureLevelError
 from ..plan import Layout, LogicalCopy, Plan, compose, is_injective
 from ..tensor import BufferTensorDesc, DataType, FeatureLevel, check_uint, int_tuple
@@ -323,6 +325,21 @@ class UnaryDesc(OperatorDesc):
 
     def _field_items(self) -> list[tuple[str, object]]:
         return [("InputTensor", self.input_tensor), ("OutputTensor", self.output_tensor)]
+
+
+def scalar_bytes(value: object, data_type: DataType, field: str) -> bytes:
+    """A DML_SCALAR_UNION field's value as one element of `data_type`: a number the type
+    holds exactly (an integer type takes whole numbers in its range; a float type rounds)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InvalidDescriptorError(f"{field} is {value!r}: not a number")
+    dtype = np.dtype(data_type.numpy_dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype.name)
+        whole = isinstance(value, (int, np.integer)) or float(value).is_integer()
+        if not whole or not info.min <= int(value) <= info.max:
+            raise InvalidDescriptorError(f"{field} is {value!r}: not a {data_type.name}")
+        return np.array(int(value), dtype).tobytes()
+    return np.array(value, dtype).tobytes()
 
 
 def uint_list(values: object, field: str) -> tuple[int, ...]:

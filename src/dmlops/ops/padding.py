@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import InvalidDescriptorError, UnsupportedFeatureLevelError
 from ..plan import ZERO, LogicalCopy
 from ..tensor import BufferTensorDesc, DataType, FeatureLevel, member_named
-from ._base import ALL_DIMS, TYPES_8, TYPES_11, SupportRow, UnaryDesc, uint_list
+from ._base import ALL_DIMS, TYPES_8, TYPES_11, SupportRow, UnaryDesc, scalar_bytes, uint_list
 
 __all__ = ["PaddingMode", "Padding1Desc", "PaddingDesc", "padding_runs"]
 
@@ -194,20 +194,9 @@ class Padding1Desc(UnaryDesc):
         """PaddingValue as one element of PaddingValueDataType."""
         if self._carried is not None and self._carried[1] is not None:
             return self._carried[1]  # the value encoded as the data's own type
-        dtype = np.dtype(self.padding_value_data_type.numpy_dtype)
-        value: Any = self.padding_value
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise InvalidDescriptorError(f"{self.OPERATOR}.PaddingValue is {value!r}: not a number")
-        if dtype.kind in "iu":
-            info = np.iinfo(dtype.name)
-            whole = isinstance(value, (int, np.integer)) or float(value).is_integer()
-            if not whole or not info.min <= int(value) <= info.max:
-                raise InvalidDescriptorError(
-                    f"{self.OPERATOR}.PaddingValue is {value!r}: not a "
-                    f"{self.padding_value_data_type.name}"
-                )
-            return np.array(int(value), dtype).tobytes()
-        return np.array(value, dtype).tobytes()
+        return scalar_bytes(
+            self.padding_value, self.padding_value_data_type, f"{self.OPERATOR}.PaddingValue"
+        )
 
     def _own_fills(self) -> tuple[bytes, ...]:
         return (self.value_bytes(),) if self.padding_mode is PaddingMode.CONSTANT else ()
