@@ -15,6 +15,7 @@ from dmlops.errors import DmlError
 from dmlops.ops import (
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    ElementWiseIdentityDesc,
     FillValueConstantDesc,
     GatherDesc,
     GatherElementsDesc,
@@ -127,6 +128,7 @@ ALL: dict[str, list[type[OperatorDesc]]] = {
     "upsample": [Upsample2dDesc],
     "max-unpooling": [MaxUnpoolingDesc],
     "fill": [FillValueConstantDesc],
+    "identity": [ElementWiseIdentityDesc],
     "indexed": [
         GatherDesc,
         GatherElementsDesc,

@@ -13,6 +13,7 @@ from .errors import (
 )
 from .functional import (
     depth_to_space,
+    element_wise_identity,
     fill_value_constant,
     join,
     padding,
@@ -39,6 +40,7 @@ from .ops import (
     DepthSpaceOrder,
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    ElementWiseIdentityDesc,
     FillValueConstantDesc,
     GatherDesc,
     GatherElementsDesc,
@@ -115,6 +117,7 @@ __all__ = [
     "StridedCopy",
     "TensorFlags",
     "TileDesc",
+    "ElementWiseIdentityDesc",
     "FillValueConstantDesc",
     "MaxUnpoolingDesc",
     "Upsample2dDesc",
@@ -141,6 +144,7 @@ __all__ = [
     "tile",
     "upsample_2d",
     "fill_value_constant",
+    "element_wise_identity",
 ]
 
 from . import picture as _picture  # noqa: F401 - installs the notebook view of descriptors

@@ -662,7 +662,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="comma-separated operators (default: all). dxdispatch: slice, slice1, slice_grad, "
         "split, join, tile, padding, padding1, depth_to_space, depth_to_space1, space_to_depth, "
-        "space_to_depth1, upsample_2d, fill_value_constant, gather, gather_elements, "
+        "space_to_depth1, upsample_2d, fill_value_constant, element_wise_identity, gather, "
+        "gather_elements, "
         "gather_nd, scatter_elements, scatter_nd, one_hot, reverse_subsequences (those the "
         "feature level has); onnx: ONNX op types (Slice, Gather, ...); webnn: WebNN operations "
         "(slice, gatherND, ...)",

@@ -22,6 +22,7 @@ from .errors import DmlError, ModelError
 from .ops import (
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    ElementWiseIdentityDesc,
     FillValueConstantDesc,
     GatherDesc,
     GatherElementsDesc,
@@ -414,6 +415,20 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
             )
         except DmlError as e:
             raise _fail(path[: -len(".desc")], str(e)) from None
+    if kind == "DML_OPERATOR_ELEMENT_WISE_IDENTITY":
+        d = _obj(value, path, {"InputTensor", "OutputTensor"}, {"ScaleBias"})
+        scale_bias = None
+        if d.get("ScaleBias") is not None:
+            sb = _obj(d["ScaleBias"], f"{path}.ScaleBias", {"Scale", "Bias"}, set())
+            scale_bias = (sb["Scale"], sb["Bias"])
+        try:
+            return ElementWiseIdentityDesc(
+                _tensor(d["InputTensor"], f"{path}.InputTensor"),
+                _tensor(d["OutputTensor"], f"{path}.OutputTensor"),
+                scale_bias,
+            )
+        except (DmlError, TypeError, ValueError) as e:
+            raise _fail(path[: -len(".desc")], str(e)) from None
     if kind == "DML_OPERATOR_FILL_VALUE_CONSTANT":
         d = _obj(value, path, {"OutputTensor", "ValueDataType", "Value"}, set())
         try:
@@ -491,7 +506,8 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
         "DML_OPERATOR_JOIN, DML_OPERATOR_SLICE_GRAD, DML_OPERATOR_TILE, DML_OPERATOR_PADDING, "
         "DML_OPERATOR_PADDING1, DML_OPERATOR_DEPTH_TO_SPACE, DML_OPERATOR_DEPTH_TO_SPACE1, "
         "DML_OPERATOR_SPACE_TO_DEPTH, DML_OPERATOR_SPACE_TO_DEPTH1, DML_OPERATOR_UPSAMPLE_2D, "
-        "DML_OPERATOR_FILL_VALUE_CONSTANT, " + ", ".join(sorted(_INDEXED)),
+        "DML_OPERATOR_FILL_VALUE_CONSTANT, DML_OPERATOR_ELEMENT_WISE_IDENTITY, "
+        + ", ".join(sorted(_INDEXED)),
     )
 
 

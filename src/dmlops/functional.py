@@ -45,6 +45,7 @@ __all__ = [
     "space_to_depth",
     "upsample_2d",
     "fill_value_constant",
+    "element_wise_identity",
     "backend_of",
     "clear_cache",
     "cache_size",
@@ -367,3 +368,25 @@ def fill_value_constant(
     return _arrays.fill_value_constant(
         sizes, value, dtype, feature_level=feature_level, out=out, device=device
     )
+
+
+def element_wise_identity(
+    x: Any,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML ELEMENT_WISE_IDENTITY: x copied element for element, into a new packed array or
+    through `out`'s own strides — DirectML's layout change (numpy.ascontiguousarray,
+    `np.copyto`, torch's `contiguous`). Its ScaleBias is arithmetic and not offered.
+
+    >>> import numpy as np, dmlops
+    >>> x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    >>> dmlops.element_wise_identity(x.T).tolist()
+    [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+    """
+    if type(x) is not np.ndarray and _through_torch([x]):
+        kwargs = {"feature_level": feature_level, "out": out, "device": device}
+        return _moved("ELEMENT_WISE_IDENTITY", (x,), kwargs)
+    return _arrays.element_wise_identity(x, feature_level=feature_level, out=out, device=device)

@@ -2,17 +2,16 @@
 
 `generate` writes DxDispatch-style JSON models of random SLICE, SLICE1, SLICE_GRAD, SPLIT,
 JOIN, TILE, PADDING, PADDING1, DEPTH_TO_SPACE(1), SPACE_TO_DEPTH(1), UPSAMPLE_2D,
-FILL_VALUE_CONSTANT, GATHER, GATHER_ELEMENTS, GATHER_ND, SCATTER_ELEMENTS, SCATTER_ND,
-ONE_HOT and REVERSE_SUBSEQUENCES descriptors (their data types, ranks 1-8, packed, padded
-and permuted tensor strides, offsets, negative strides, partial SLICE1 outputs), a sidecar
-per model with the expected printout of every output resource (valid models)
-or the rule the descriptor breaks (invalid ones), and an index. Element values
-are small integers or quarters, which DxDispatch's printout shows exactly; index tensors
-hold indices inside their axis (negative ones from DML_FEATURE_LEVEL_3_0, where the index
-types are signed), a scatter's indices never name one element twice (DirectML leaves
-that order undefined), and sequence lengths lie in [0, the axis' size].
-`check` compares a printout with a sidecar, element by element.
-"""
+FILL_VALUE_CONSTANT, ELEMENT_WISE_IDENTITY, GATHER, GATHER_ELEMENTS, GATHER_ND,
+SCATTER_ELEMENTS, SCATTER_ND, ONE_HOT and REVERSE_SUBSEQUENCES descriptors (their data
+types, ranks 1-8, packed, padded and permuted tensor strides, offsets, negative strides,
+partial SLICE1 outputs), a sidecar per model with the expected printout of every output
+resource (valid models) or the rule the descriptor breaks (invalid ones), and an index.
+Element values are small integers or quarters, which DxDispatch's printout shows exactly;
+index tensors hold indices inside their axis (negative ones from DML_FEATURE_LEVEL_3_0,
+where the index types are signed), a scatter's indices never name one element twice
+(DirectML leaves that order undefined), and sequence lengths lie in [0, the axis' size].
+`check` compares a printout with a sidecar, element by element."""
 
 from __future__ import annotations
 
@@ -31,6 +30,7 @@ from .errors import DmlError
 from .ops import (
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    ElementWiseIdentityDesc,
     FillValueConstantDesc,
     GatherDesc,
     GatherElementsDesc,
@@ -60,7 +60,7 @@ __all__ = ["generate", "check", "OPERATORS"]
 OPERATORS = (
     "slice", "slice1", "slice_grad", "split", "join", "tile", "padding", "padding1",
     "depth_to_space", "depth_to_space1", "space_to_depth", "space_to_depth1", "upsample_2d",
-    "fill_value_constant", "gather",
+    "fill_value_constant", "element_wise_identity", "gather",
     "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "one_hot",
     "reverse_subsequences",
 )  # fmt: skip
@@ -79,6 +79,7 @@ _CLASSES: dict[str, type[OperatorDesc]] = {
     "space_to_depth1": SpaceToDepth1Desc,
     "upsample_2d": Upsample2dDesc,
     "fill_value_constant": FillValueConstantDesc,
+    "element_wise_identity": ElementWiseIdentityDesc,
     "gather": GatherDesc,
     "gather_elements": GatherElementsDesc,
     "gather_nd": GatherNdDesc,
@@ -190,6 +191,10 @@ def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> Oper
             cls1 = DepthToSpace1Desc if to_space else SpaceToDepth1Desc
             return cls1(i_t, o_t, block, int(rng.integers(0, 2)))
         return (DepthToSpaceDesc if to_space else SpaceToDepthDesc)(i_t, o_t, block)
+    if op == "element_wise_identity":  # a layout change: each side its own strides
+        return ElementWiseIdentityDesc(
+            _tensor(rng, dt, sizes, False), _tensor(rng, dt, sizes, True)
+        )
     if op == "fill_value_constant":
         value = float(rng.integers(-64, 64)) / 4 if dt.numpy_dtype.kind == "f" else 0
         if dt.numpy_dtype.kind in "iu":
@@ -468,6 +473,11 @@ def _broken(rng: np.random.Generator, desc: OperatorDesc) -> OperatorDesc:
             d.padding_value,
             d.start_padding,
             d.end_padding,
+        )
+    if isinstance(d, ElementWiseIdentityDesc):  # an output of other sizes
+        grown = [n + (k == 0) for k, n in enumerate(d.output_tensor.sizes)]
+        return ElementWiseIdentityDesc(
+            d.input_tensor, BufferTensorDesc(d.output_tensor.data_type, grown)
         )
     if isinstance(d, FillValueConstantDesc):  # a value of another type
         other = DataType.INT32 if d.value_data_type != DataType.INT32 else DataType.UINT32

@@ -38,6 +38,7 @@ from ..ops import (
     DepthSpaceOrder,
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    ElementWiseIdentityDesc,
     FillValueConstantDesc,
     JoinDesc,
     OperatorDesc,
@@ -550,3 +551,24 @@ def fill_value_constant(
 
     fields = (_fields_key(shape), str(np.dtype(dtype)), repr(value), type(value))
     return _dispatch("FILL_VALUE_CONSTANT", fields, feature_level, [], [out], build, device)[0]
+
+
+def element_wise_identity(
+    x: Any,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML ELEMENT_WISE_IDENTITY: x copied, into a new packed array or through out's own
+    strides (numpy.ascontiguousarray, torch's contiguous copy; a layout change)."""
+    return _unary(
+        "ELEMENT_WISE_IDENTITY",
+        (),
+        x,
+        out,
+        feature_level,
+        device,
+        lambda view: tuple(_dims(view)),
+        lambda i, o: ElementWiseIdentityDesc(i, o),
+    )

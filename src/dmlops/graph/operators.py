@@ -10,6 +10,7 @@ from typing import Any
 from ..errors import DmlError, InvalidDescriptorError
 from ..ops import (
     DepthToSpace1Desc,
+    ElementWiseIdentityDesc,
     GatherDesc,
     GatherElementsDesc,
     GatherNd1Desc,
@@ -303,7 +304,8 @@ class GraphOperators(GraphCore):
     def identity(self, x: GraphTensor, name: str | None = None) -> GraphTensor:
         """DML_OPERATOR_ELEMENT_WISE_IDENTITY (no scale or bias): x, materialised packed."""
         pieces = self._own(x)
-        k = self._node("ELEMENT_WISE_IDENTITY", name, None)
+        desc = ElementWiseIdentityDesc(x.desc, self._packed(x, x.sizes))
+        k = self._node("ELEMENT_WISE_IDENTITY", name, desc)
         return self._add(self._packed(x, x.sizes), k, list(pieces))
 
     def reinterpret(

@@ -10,6 +10,7 @@ from .depth_space import (
 )
 from .fill import FillValueConstantDesc
 from .gather import GatherDesc, GatherElementsDesc, GatherNd1Desc, GatherNdDesc
+from .identity import ElementWiseIdentityDesc
 from .join import JoinDesc
 from .one_hot import OneHotDesc
 from .padding import Padding1Desc, PaddingDesc, PaddingMode
@@ -48,6 +49,7 @@ __all__ = [
     "SplitDesc",
     "SupportRow",
     "TileDesc",
+    "ElementWiseIdentityDesc",
     "FillValueConstantDesc",
     "MaxUnpoolingDesc",
     "InterpolationMode",

@@ -244,6 +244,9 @@ OPAQUE = {
         (0,),
     ),
     "TILE": Opaque("tile", F.tile, _tile_shape, ("x", "repeats"), _LEVEL, (0,)),
+    "ELEMENT_WISE_IDENTITY": Opaque(
+        "element_wise_identity", F.element_wise_identity, _same_shape, ("x",), _LEVEL, (0,)
+    ),
     "UPSAMPLE_2D": Opaque(
         "upsample_2d",
         F.upsample_2d,

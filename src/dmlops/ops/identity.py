@@ -1,0 +1,71 @@
+"""DML_OPERATOR_ELEMENT_WISE_IDENTITY: each element of the input copied to the output, the
+two tensors' strides free (DirectML's layout changes: a transpose is an identity between
+two tensor descriptions)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import InvalidDescriptorError
+from ..plan import LogicalCopy
+from ..tensor import BufferTensorDesc, DataType, FeatureLevel
+from ._base import ALL_DIMS, TYPES_8, TYPES_11, SupportRow, UnaryDesc
+
+__all__ = ["ElementWiseIdentityDesc"]
+
+
+class ElementWiseIdentityDesc(UnaryDesc):
+    """DML_ELEMENT_WISE_IDENTITY_OPERATOR_DESC: OutputTensor[c] = InputTensor[c], the same
+    sizes, each through its own strides. ScaleBias (x * scale + bias) is arithmetic, outside
+    dmlops' data movement: a descriptor that has one is refused by name."""
+
+    OPERATOR = "ELEMENT_WISE_IDENTITY"
+    # DirectML's ELEMENT_WISE_IDENTITY page (sdk-api, ns-directml-dml_element_wise_identity_
+    # operator_desc.md): introduced in 1_0.
+    SUPPORT = (
+        SupportRow(
+            FeatureLevel.FL_1_0, range(4, 6), frozenset({DataType.FLOAT32, DataType.FLOAT16})
+        ),
+        SupportRow(FeatureLevel.FL_2_1, range(4, 6), TYPES_8),
+        SupportRow(FeatureLevel.FL_3_0, ALL_DIMS, TYPES_8),
+        SupportRow(FeatureLevel.FL_4_1, ALL_DIMS, TYPES_11),
+    )
+
+    def __init__(
+        self,
+        input_tensor: BufferTensorDesc,
+        output_tensor: BufferTensorDesc,
+        scale_bias: Sequence[float] | None = None,
+    ) -> None:
+        """`scale_bias`: DML_SCALE_BIAS as (Scale, Bias), or None (the field's null)."""
+        self.input_tensor = input_tensor
+        self.output_tensor = output_tensor
+        self.scale_bias = None if scale_bias is None else tuple(float(v) for v in scale_bias)
+
+    def _field_items(self) -> list[tuple[str, object]]:
+        items = super()._field_items()
+        if self.scale_bias is not None:
+            scale, bias = self.scale_bias
+            items.append(("ScaleBias", {"Scale": scale, "Bias": bias}))
+        return items
+
+    def _check_fields(self) -> None:
+        if self.scale_bias is not None:
+            raise InvalidDescriptorError(
+                f"ELEMENT_WISE_IDENTITY.ScaleBias is {list(self.scale_bias)}: x * Scale + Bias "
+                "is arithmetic, outside dmlops' data movement (a null ScaleBias copies)"
+            )
+
+    def _check_rules(self) -> None:
+        inp, out = self.input_tensor, self.output_tensor
+        self._same_type("InputTensor", inp, "OutputTensor", out)
+        if tuple(out.sizes) != tuple(inp.sizes):
+            raise InvalidDescriptorError(
+                f"ELEMENT_WISE_IDENTITY.OutputTensor.Sizes is {list(out.sizes)}: must equal "
+                f"InputTensor.Sizes {list(inp.sizes)}"
+            )
+
+    def logical_copies(self) -> list[LogicalCopy]:
+        sizes = tuple(self.input_tensor.sizes)
+        n = len(sizes)
+        return [LogicalCopy(0, (0,) * n, (1,) * n, 0, (0,) * n, sizes)]
