@@ -333,3 +333,55 @@ def test_boxes_side_by_side_merge_into_one_visiting_the_same_pairs(data) -> None
     other = ElementCopy(1, 0, (1,), 0, shift, (1,), (1,))  # another source over the first
     kept = merge_adjacent([*copies, other])
     assert kept == [*copies, other] or len(copies) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (
+            ["upsample_2d", "--input-sizes", "1,1,1,2", "--scale-size", "1,2"],
+            "DML_OPERATOR_UPSAMPLE_2D",
+        ),
+        (
+            ["element_wise_identity", "--input-sizes", "2,3", "--output-strides", "1,2"],
+            "strides [2, 1]",
+        ),
+        (
+            [
+                "padding",
+                "--input-sizes",
+                "1,1,2,2",
+                "--start-padding",
+                "0,0,1,1",
+                "--end-padding",
+                "0,0,0,1",
+            ],
+            "DML_OPERATOR_PADDING",
+        ),
+        (["depth_to_space", "--input-sizes", "1,4,1,2"], "DML_OPERATOR_DEPTH_TO_SPACE"),
+        (["space_to_depth", "--input-sizes", "1,1,2,4"], "DML_OPERATOR_SPACE_TO_DEPTH"),
+        (
+            [
+                "fill_value_constant",
+                "--output-sizes",
+                "2,3",
+                "--padding-value",
+                "5",
+                "--data-type",
+                "INT8",
+            ],
+            "fill 0",
+        ),
+    ],
+)
+def test_explain_takes_the_newer_operators(
+    args: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["explain", *args]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("VALID") and says in out
+
+
+def test_explain_reports_a_newer_operators_broken_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["explain", "upsample_2d", "--input-sizes", "2,3", "--scale-size", "2,2"])
+    assert code != 0

@@ -14,6 +14,9 @@ from .device import Device
 from .errors import DmlError
 from .ops import (
     DepthToSpace1Desc,
+    DepthToSpaceDesc,
+    ElementWiseIdentityDesc,
+    FillValueConstantDesc,
     GatherDesc,
     GatherElementsDesc,
     GatherNd1Desc,
@@ -21,14 +24,17 @@ from .ops import (
     JoinDesc,
     OperatorDesc,
     Padding1Desc,
+    PaddingDesc,
     ScatterElementsDesc,
     ScatterNdDesc,
     Slice1Desc,
     SliceDesc,
     SliceGradDesc,
     SpaceToDepth1Desc,
+    SpaceToDepthDesc,
     SplitDesc,
     TileDesc,
+    Upsample2dDesc,
 )
 from .ops._indexed import right_aligned
 from .sources import element_sources
@@ -230,6 +236,8 @@ def _explain_desc(args: argparse.Namespace) -> OperatorDesc:
         ok = inp.dimension_count == 4 and probe.block_size >= 1
         moved = probe.expected_output_sizes() if ok else inp.sizes
         return block(inp, BufferTensorDesc(dt, moved), args.block_size, args.order)
+    if op in _FIRST_AND_NEW:
+        return _first_and_new_desc(args, dt)
     if op == "split":
         if args.input_sizes is None or len(args.input_sizes) != 1:
             raise DmlError("SPLIT: give --input-sizes once")
@@ -246,6 +254,51 @@ def _explain_desc(args: argparse.Namespace) -> OperatorDesc:
     return JoinDesc(pieces, BufferTensorDesc(dt, whole), args.axis)
 
 
+_FIRST_AND_NEW = (
+    "padding",
+    "depth_to_space",
+    "space_to_depth",
+    "upsample_2d",
+    "element_wise_identity",
+    "fill_value_constant",
+)
+
+
+def _first_and_new_desc(args: argparse.Namespace, dt: DataType) -> OperatorDesc:
+    """PADDING, DEPTH_TO_SPACE, SPACE_TO_DEPTH (the first versions), UPSAMPLE_2D,
+    ELEMENT_WISE_IDENTITY and FILL_VALUE_CONSTANT from the command line."""
+    op = args.operator
+    if op == "fill_value_constant":
+        if args.output_sizes is None:
+            raise DmlError("FILL_VALUE_CONSTANT: give --output-sizes (and --padding-value)")
+        value = args.padding_value
+        if dt.numpy_dtype.kind in "iu" and float(value).is_integer():
+            value = int(value)
+        return FillValueConstantDesc(BufferTensorDesc(dt, args.output_sizes), None, value)
+    if args.input_sizes is None or len(args.input_sizes) != 1:
+        raise DmlError(f"{op.upper()}: give --input-sizes once")
+    inp = BufferTensorDesc(dt, args.input_sizes[0])
+    if op == "padding":
+        sizes = Padding1Desc.output_sizes_for(inp.sizes, args.start_padding, args.end_padding)
+        return PaddingDesc(
+            inp,
+            BufferTensorDesc(dt, sizes),
+            args.padding_mode,
+            args.padding_value,
+            args.start_padding,
+            args.end_padding,
+        )
+    if op in ("depth_to_space", "space_to_depth"):
+        first = DepthToSpaceDesc if op == "depth_to_space" else SpaceToDepthDesc
+        return first(
+            inp, BufferTensorDesc(dt, first.output_sizes_for(inp, args.block_size)), args.block_size
+        )
+    if op == "upsample_2d":
+        sizes = Upsample2dDesc.output_sizes_for(inp.sizes, args.scale_size)
+        return Upsample2dDesc(inp, BufferTensorDesc(dt, sizes), args.scale_size)
+    return ElementWiseIdentityDesc(inp, BufferTensorDesc(dt, inp.sizes, args.output_strides))
+
+
 _OPERATORS = (
     "slice",
     "slice1",
@@ -256,6 +309,7 @@ _OPERATORS = (
     "padding1",
     "depth_to_space1",
     "space_to_depth1",
+    *_FIRST_AND_NEW,
     *_INDEXED,
 )
 
@@ -633,6 +687,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     xp.add_argument(
         "--split-sizes", type=_ints, default=[], help="SPLIT: each output's size along Axis"
+    )
+    xp.add_argument(
+        "--scale-size", type=_ints, default=[2, 2], help="UPSAMPLE_2D ScaleSize: Height,Width"
+    )
+    xp.add_argument(
+        "--output-strides",
+        type=_ints,
+        default=None,
+        help="ELEMENT_WISE_IDENTITY OutputTensor Strides (a layout change)",
     )
     _add_max_file_bytes(xp)
     xp.set_defaults(func=_run_explain)
