@@ -257,3 +257,104 @@ def test_a_chunk_that_is_a_source_chunk_is_an_alias() -> None:
     graph = dict(b.__dask_graph__())
     assert graph[(b.name, 0, 0)] == (dx.name, 1, 0)  # no task: the source chunk itself
     _same(b.compute(scheduler="threads"), x[4:])
+
+
+@st.composite
+def strided_chains(draw: Any) -> tuple[list[tuple[str, Any]], np.ndarray, Any]:
+    """Chains mixing every strided operator dmlops.dask has: their pads, repeats, blocks,
+    zero-filled gradients and upsampling composed with slices, bit for bit."""
+    x, dx = draw(cases())
+    steps: list[tuple[str, Any]] = []
+    shape = list(x.shape)
+    for _ in range(draw(st.integers(1, 3))):
+        kinds = ["tile", "padding", "slice1", "identity", "slice_grad"]
+        if len(shape) == 4:
+            kinds += ["depth_to_space", "space_to_depth"]
+            if x.dtype.itemsize > 1:
+                kinds += ["upsample_2d"]
+        kind = draw(st.sampled_from(kinds))
+        rank = len(shape)
+        if kind == "tile":
+            repeats = [draw(st.integers(1, 2)) for _ in shape]
+            steps.append((kind, (repeats,)))
+            shape = [n * r for n, r in zip(shape, repeats, strict=True)]
+        elif kind == "padding":
+            mode = draw(st.sampled_from(["CONSTANT", "EDGE", "REFLECTION", "SYMMETRIC", "WRAP"]))
+            most = [n - 1 if mode == "REFLECTION" else 3 for n in shape]
+            start = [draw(st.integers(0, min(2, m))) for m in most]
+            end = [draw(st.integers(0, min(2, m))) for m in most]
+            steps.append((kind, (start, end, mode, 3)))
+            shape = [n + a + b for n, a, b in zip(shape, start, end, strict=True)]
+        elif kind == "slice1":
+            offs = [draw(st.integers(0, n - 1)) for n in shape]
+            sizes = [draw(st.integers(1, n - o)) for n, o in zip(shape, offs, strict=True)]
+            strides = [draw(st.sampled_from([1, 2, -1, -3])) for _ in shape]
+            steps.append((kind, (offs, sizes, strides)))
+            shape = [-(-s // abs(t)) for s, t in zip(sizes, strides, strict=True)]
+        elif kind == "identity":
+            steps.append((kind, ()))
+        elif kind == "slice_grad":
+            grown = [n + draw(st.integers(0, 3)) for n in shape]
+            strides = [draw(st.sampled_from([1, 2, -1])) for _ in shape]
+            window = [(n - 1) * abs(t) + 1 for n, t in zip(shape, strides, strict=True)]
+            grown = [max(g, w) for g, w in zip(grown, window, strict=True)]
+            offs = [draw(st.integers(0, g - w)) for g, w in zip(grown, window, strict=True)]
+            steps.append((kind, (grown, offs, window, strides)))
+            shape = grown
+        elif kind == "upsample_2d":
+            scale = [draw(st.integers(1, 3)), draw(st.integers(1, 2))]
+            steps.append((kind, (scale,)))
+            shape = [*shape[:-2], shape[-2] * scale[0], shape[-1] * scale[1]]
+        elif kind == "depth_to_space" and shape[1] % 4 == 0:
+            steps.append((kind, (2, draw(st.sampled_from(["DCR", "CRD"])))))
+            shape = [shape[0], shape[1] // 4, shape[2] * 2, shape[3] * 2]
+        elif kind == "space_to_depth" and shape[2] % 2 == 0 and shape[3] % 2 == 0:
+            steps.append((kind, (2, draw(st.sampled_from(["DCR", "CRD"])))))
+            shape = [shape[0], shape[1] * 4, shape[2] // 2, shape[3] // 2]
+        assert rank == len(shape)
+    return steps, x, dx
+
+
+def _apply_strided(steps: list[tuple[str, Any]], x: Any, module: Any) -> Any:
+    for kind, args in steps:
+        if kind == "identity":
+            x = module.element_wise_identity(x)
+        elif kind == "slice_grad":
+            grown, offs, window, strides = args
+            x = module.slice_grad(x, grown, offs, window, strides)
+        else:
+            x = getattr(module, kind)(x, *args)
+    return x
+
+
+@settings(max_examples=80, deadline=None)
+@given(strided_chains())
+def test_every_strided_operator_composes_bit_identically_to_the_array_api(chain: Any) -> None:
+    steps, x, dx = chain
+    with dask.config.set(scheduler="threads"):
+        _same(_apply_strided(steps, dx, dd).compute(), _apply_strided(steps, x, dmlops))
+
+
+def test_the_strided_operators_validate_before_any_task_runs() -> None:
+    dx = da.from_array(np.zeros((2, 3, 4, 4), np.float32), chunks=2)
+    with pytest.raises(dmlops.DmlError, match=r"TILE\.OutputTensor\.DimensionCount is 2"):
+        dd.tile(dx, [1, 2])
+    with pytest.raises(dmlops.DmlError, match=r"DEPTH_TO_SPACE1\.InputTensor\.Sizes\[1\] is 3"):
+        dd.depth_to_space(dx, 2)
+    with pytest.raises(dmlops.DmlError, match=r"PADDING1\.OutputTensor\.DimensionCount is 3"):
+        dd.padding(dx, [0, 0, 1], [0, 0, 1])
+    folded = dd.padding(dx, [0, 0, 0, 5], [0, 0, 0, 0], "REFLECTION")  # (folds periodically)
+    _same(
+        folded.compute(),
+        dmlops.padding(np.zeros((2, 3, 4, 4), np.float32), [0, 0, 0, 5], [0] * 4, "REFLECTION"),
+    )
+    with pytest.raises(dmlops.DmlError, match=r"LINEAR"):
+        dd.upsample_2d(dx, [2, 2]) if False else dmlops.upsample_2d(
+            np.zeros((1, 1, 2, 2), np.float32), [2, 2], "LINEAR"
+        )
+
+
+def test_a_constant_pad_of_an_empty_array_is_the_constant() -> None:
+    empty = da.from_array(np.zeros((2, 0, 3), np.float32))
+    got = dd.padding(empty, [0, 1, 0], [0, 1, 0], "CONSTANT", 3.0).compute()
+    _same(got, np.full((2, 2, 3), 3.0, np.float32))

@@ -25,12 +25,37 @@ from . import calls
 from .arrays import strided
 from .backends.numpy_backend import NumpyBackend
 from .device import CompiledOperator, Device
-from .elements import word_element
-from .ops import JoinDesc, OperatorDesc, Slice1Desc, SliceDesc, SplitDesc
+from .elements import encode, word_element
+from .ops import (
+    DepthToSpace1Desc,
+    ElementWiseIdentityDesc,
+    JoinDesc,
+    OperatorDesc,
+    Padding1Desc,
+    Slice1Desc,
+    SliceDesc,
+    SliceGradDesc,
+    SpaceToDepth1Desc,
+    SplitDesc,
+    TileDesc,
+    Upsample2dDesc,
+)
 from .plan import Layout, LogicalCopy, Plan, compose
 from .tensor import BufferTensorDesc, DataType, FeatureLevel, packed_strides
 
-__all__ = ["slice", "slice1", "split", "join"]
+__all__ = [
+    "slice",
+    "slice1",
+    "split",
+    "join",
+    "tile",
+    "padding",
+    "depth_to_space",
+    "space_to_depth",
+    "slice_grad",
+    "upsample_2d",
+    "element_wise_identity",
+]
 
 _CONTENT = "_dmlops_content"
 
@@ -68,15 +93,23 @@ def _host_empty(x: Any) -> np.ndarray[Any, Any]:
 
 @dataclass(frozen=True)
 class _Content:
-    """An array as boxes of source dask arrays (LogicalCopy: src indexes `sources`, dst 0)."""
+    """An array as boxes of source dask arrays (LogicalCopy: src indexes `sources`, dst 0;
+    a negative src -1 - k writes fill k, one element's bytes, as a plan's fills)."""
 
     sources: tuple[Any, ...]
     pieces: tuple[LogicalCopy, ...]
+    fills: tuple[bytes, ...] = ()
+
+    @property
+    def stepped(self) -> bool:
+        """Whether a piece steps its destination (depth / space blocks, upsampling): an
+        operator reading this array then reads its chunks, not its sources."""
+        return any(p.dst_step is not None and set(p.dst_step) != {1} for p in self.pieces)
 
 
 def _content(x: Any) -> _Content:
     known = getattr(x, _CONTENT, None)
-    if known is not None:
+    if known is not None and not known.stepped:
         return known  # type: ignore[no-any-return]
     zeros, ones = (0,) * x.ndim, (1,) * x.ndim
     return _Content((x,), (LogicalCopy(0, zeros, ones, 0, zeros, tuple(x.shape)),))
@@ -84,6 +117,8 @@ def _content(x: Any) -> _Content:
 
 def _progression(first: int, step: int, count: int, lo: int, hi: int) -> tuple[int, int] | None:
     """The range ta..tb of t in [0, count) with lo <= first + step*t < hi, or None."""
+    if step == 0:  # (an edge read again and again)
+        return (0, count - 1) if lo <= first < hi and count > 0 else None
     if step > 0:
         ta, tb = -(-(lo - first) // step), (hi - 1 - first) // step
     else:
@@ -105,9 +140,9 @@ def _through(c: LogicalCopy, p: LogicalCopy, src: int) -> LogicalCopy | None:
         at = c.src_start[d] + c.src_step[d] * ta - p.dst_start[d]
         start.append(p.src_start[d] + p.src_step[d] * at)
         step.append(p.src_step[d] * c.src_step[d])
-        dst.append(c.dst_start[d] + ta)
+        dst.append(c.dst_start[d] + (c.dst_step[d] if c.dst_step else 1) * ta)
         shape.append(tb - ta + 1)
-    return LogicalCopy(src, tuple(start), tuple(step), 0, tuple(dst), tuple(shape))
+    return LogicalCopy(src, tuple(start), tuple(step), 0, tuple(dst), tuple(shape), c.dst_step)
 
 
 def _composed(desc: OperatorDesc, inputs: list[Any]) -> list[_Content]:
@@ -120,27 +155,65 @@ def _composed(desc: OperatorDesc, inputs: list[Any]) -> list[_Content]:
             if s.name not in sources:
                 sources[s.name] = len(ordered)
                 ordered.append(s)
+    fills: list[bytes] = []  # every fill met, numbered as sources -1, -2, ...
+
+    def fill(value: bytes) -> int:
+        if value not in fills:
+            fills.append(value)
+        return -1 - fills.index(value)
+
+    own = desc.fills()
     per_output: list[list[LogicalCopy]] = [[] for _ in desc.output_fields()]
     for c in desc.logical_copies():
+        if c.src < 0:  # the operator writes a constant there
+            zeros = (0,) * len(c.shape)
+            per_output[c.dst].append(
+                LogicalCopy(
+                    fill(own[-1 - c.src]), zeros, zeros, 0, c.dst_start, c.shape, c.dst_step
+                )
+            )
+            continue
         content = contents[c.src]
         for p in content.pieces:
-            piece = _through(c, p, sources[content.sources[p.src].name])
+            src = (
+                fill(content.fills[-1 - p.src])
+                if p.src < 0
+                else sources[content.sources[p.src].name]
+            )
+            piece = _through(c, p, src)
             if piece is not None:
                 per_output[c.dst].append(piece)
     results = []
     for pieces in per_output:
-        used = sorted({p.src for p in pieces})
-        renumber = {s: i for i, s in enumerate(used)}
+        used = sorted({p.src for p in pieces if p.src >= 0})
+        kept = sorted({p.src for p in pieces if p.src < 0}, reverse=True)
+        renumber = {s: i for i, s in enumerate(used)} | {f: -1 - i for i, f in enumerate(kept)}
         pieces = [
-            LogicalCopy(renumber[p.src], p.src_start, p.src_step, 0, p.dst_start, p.shape)
+            LogicalCopy(
+                renumber[p.src], p.src_start, p.src_step, 0, p.dst_start, p.shape, p.dst_step
+            )
             for p in pieces
         ]
-        results.append(_Content(tuple(ordered[s] for s in used), tuple(pieces)))
+        results.append(
+            _Content(
+                tuple(ordered[s] for s in used),
+                tuple(pieces),
+                tuple(fills[-1 - f] for f in kept),
+            )
+        )
     return results
 
 
 def _bounds(chunks: Sequence[int]) -> np.ndarray[Any, Any]:
     return np.concatenate([[0], np.cumsum(chunks)]).astype(np.int64)
+
+
+def _cuts(start: int, step: int, t0: int, t1: int, n: int) -> tuple[int, int]:
+    """Chunk edges around the positions start + step * t0 .. start + step * t1 (aligned to
+    step's blocks, so that an upsampled or depth-to-space output is cut between blocks)."""
+    a, b = sorted((start + step * t0, start + step * t1))
+    size = abs(step)
+    return a - a % size, min(b + size - b % size, n)
 
 
 def _default_chunks(shape: Sequence[int], content: _Content) -> tuple[tuple[int, ...], ...]:
@@ -153,13 +226,16 @@ def _default_chunks(shape: Sequence[int], content: _Content) -> tuple[tuple[int,
             continue
         cuts = {0, n}
         for p in content.pieces:
-            at, count = p.dst_start[d], p.shape[d]
-            cuts.update((at, at + count))
+            step = p.dst_step[d] if p.dst_step else 1
+            count = p.shape[d]
+            cuts.update(_cuts(p.dst_start[d], step, 0, count - 1, n))
+            if p.src < 0:
+                continue
             bounds = content.sources[p.src].chunks[d]
             for a, b in itertools.pairwise(_bounds(bounds)):
                 r = _progression(p.src_start[d], p.src_step[d], count, int(a), int(b))
                 if r is not None:
-                    cuts.update((at + r[0], at + r[1] + 1))
+                    cuts.update(_cuts(p.dst_start[d], step, r[0], r[1], n))
         edges = sorted(cuts)
         result.append(tuple(b - a for a, b in itertools.pairwise(edges)))
     return tuple(result)
@@ -171,7 +247,17 @@ class _ChunkDesc:
     OPERATOR = "dmlops.dask chunk"
     operator_type = "DML_GRAPH"
 
-    def __init__(self, dtype: DataType, inputs: Sequence[tuple[int, ...]], output: tuple[int, ...]):
+    def __init__(
+        self,
+        dtype: DataType,
+        inputs: Sequence[tuple[int, ...]],
+        output: tuple[int, ...],
+        elements: Any = None,
+    ):
+        """`elements`: the arrays' own numpy dtype (bfloat16, bool, ...: a chunk of fills
+        alone is made of it)."""
+        self.elements = np.dtype(dtype.numpy_dtype if elements is None else elements)
+
         def exact(shape: tuple[int, ...]) -> BufferTensorDesc:  # chunks are not padded to 4 bytes
             return BufferTensorDesc(dtype, shape, None, dtype.element_size * math.prod(shape))
 
@@ -196,8 +282,11 @@ def _device(backend: str, level: FeatureLevel) -> Device:
 def _chunk_task(plan: Plan, desc: _ChunkDesc, level: FeatureLevel, *blocks: Any) -> Any:
     """Produce one output chunk: one plan from the source chunks it reads."""
     shape = tuple(desc.output.sizes)
-    if not blocks:
-        return np.empty(shape, desc.output.data_type.numpy_dtype)
+    if not blocks:  # nothing read: fills alone (or nothing) on the host
+        out = np.empty(shape, desc.elements)
+        if plan.copies:
+            CompiledOperator(_device("numpy", level), desc, plan).execute([], [out])  # type: ignore[arg-type]
+        return out
     cupy = type(blocks[0]).__module__.split(".")[0] == "cupy"
     device = _device("cuda" if cupy else "numpy", level)
     backend = device.backend
@@ -211,6 +300,7 @@ def _is_whole(copy: LogicalCopy, block: tuple[int, ...], chunk: tuple[int, ...])
     """Whether a copy moves a whole block unchanged into a chunk of its shape."""
     zeros = (0,) * len(chunk)
     identity = copy.src_start == zeros and copy.dst_start == zeros and set(copy.src_step) <= {1}
+    identity = identity and copy.src >= 0 and set(copy.dst_step or (1,)) == {1}
     return identity and copy.shape == chunk == block
 
 
@@ -227,16 +317,25 @@ def _reads(
     """What piece `p` copies into the output chunk [lo, hi): for each source chunk it reads
     (its grid index), the copy's first element in that chunk, its first element in the
     output chunk and its size. `bounds` are the source's chunk bounds per axis."""
+    steps = p.dst_step or (1,) * len(lo)
     axes = []  # per axis: (first output index in the chunk, count, first source index, chunks)
     for d in range(len(lo)):
-        t = _progression(p.dst_start[d], 1, p.shape[d], lo[d], hi[d])
+        t = _progression(p.dst_start[d], steps[d], p.shape[d], lo[d], hi[d])
         if t is None:
             return
         first = p.src_start[d] + p.src_step[d] * t[0]
         last = p.src_start[d] + p.src_step[d] * t[1]
-        i0 = int(np.searchsorted(bounds[d], min(first, last), side="right")) - 1
-        i1 = int(np.searchsorted(bounds[d], max(first, last), side="right")) - 1
-        axes.append((p.dst_start[d] + t[0] - lo[d], t[1] - t[0] + 1, first, range(i0, i1 + 1)))
+        if p.src < 0:  # a fill: no source chunk
+            chunks: range = range(1)
+        else:
+            i0 = int(np.searchsorted(bounds[d], min(first, last), side="right")) - 1
+            i1 = int(np.searchsorted(bounds[d], max(first, last), side="right")) - 1
+            chunks = range(i0, i1 + 1)
+        at = p.dst_start[d] + steps[d] * t[0] - lo[d]
+        axes.append((at, t[1] - t[0] + 1, first, chunks))
+    if p.src < 0:
+        yield (), (0,) * len(lo), tuple(a[0] for a in axes), tuple(a[1] for a in axes)
+        return
     for grid in itertools.product(*(chunks for *_, chunks in axes)):
         start, dst, size = [], [], []
         for d, ((at, count, first, _), g) in enumerate(zip(axes, grid, strict=True)):
@@ -245,7 +344,7 @@ def _reads(
             if t is None:
                 break
             start.append(first + p.src_step[d] * t[0] - b0)
-            dst.append(at + t[0])
+            dst.append(at + steps[d] * t[0])
             size.append(t[1] - t[0] + 1)
         else:
             yield tuple(grid), tuple(start), tuple(dst), tuple(size)
@@ -257,6 +356,7 @@ def _chunk_graph(
     dtype: DataType,
     level: FeatureLevel,
     name: str,
+    elements: Any = None,
 ) -> dict[Any, Any]:
     """One task per output chunk: a plan over the source chunks its elements come from."""
     out_bounds = [_bounds(c) for c in out_chunks]
@@ -269,18 +369,22 @@ def _chunk_graph(
         block_shapes: list[tuple[int, ...]] = []
         copies = []
         for p in content.pieces:
-            bounds = src_bounds[p.src]
+            bounds = src_bounds[p.src] if p.src >= 0 else []
             for grid, start, dst, size in _reads(p, lo, hi, bounds):
+                if p.src < 0:
+                    zeros = (0,) * len(size)
+                    copies.append(LogicalCopy(p.src, zeros, zeros, 0, dst, size, p.dst_step))
+                    continue
                 key = (content.sources[p.src].name, *grid)
                 if key not in keys:
                     keys[key] = len(keys)
                     block_shapes.append(
                         tuple(int(bounds[d][g + 1] - bounds[d][g]) for d, g in enumerate(grid))
                     )
-                copies.append(LogicalCopy(keys[key], start, p.src_step, 0, dst, size))
+                copies.append(LogicalCopy(keys[key], start, p.src_step, 0, dst, size, p.dst_step))
         chunk_shape = tuple(h - low for low, h in zip(lo, hi, strict=True))
         key = (name, *index)
-        if len(copies) == 1 and _is_whole(copies[0], block_shapes[0], chunk_shape):
+        if len(copies) == 1 and block_shapes and _is_whole(copies[0], block_shapes[0], chunk_shape):
             graph[key] = next(iter(keys))  # the chunk is a source chunk: an alias, no copy
             continue
         plan = compose(
@@ -288,9 +392,10 @@ def _chunk_graph(
             copies,
             [_c_layout(s) for s in block_shapes],
             [_c_layout(chunk_shape)],
+            content.fills,
         )
         task = functools.partial(
-            _chunk_task, plan, _ChunkDesc(dtype, block_shapes, chunk_shape), level
+            _chunk_task, plan, _ChunkDesc(dtype, block_shapes, chunk_shape, elements), level
         )
         graph[key] = (task, *keys)
     return graph
@@ -320,10 +425,10 @@ def _build(
         )
         sources = [s.name for s in content.sources]
         name = f"dmlops-{token}-" + tokenize(content.pieces, sources, out_chunks, level, dtype)
-        graph = _chunk_graph(content, out_chunks, dtype, level, name)
+        graph = _chunk_graph(content, out_chunks, dtype, level, name, inputs[0].dtype)
         hlg = HighLevelGraph.from_collections(name, graph, dependencies=content.sources)
         meta = meta_from_array(  # type: ignore[no-untyped-call]
-            content.sources[0], ndim=len(shape)
+            content.sources[0] if content.sources else inputs[0], ndim=len(shape)
         )
         result = da.Array(hlg, name, out_chunks, meta=meta)
         setattr(result, _CONTENT, content)
@@ -332,8 +437,10 @@ def _build(
 
 
 def _validated(desc: OperatorDesc, feature_level: FeatureLevel | int | str | None) -> FeatureLevel:
+    """DirectML's validation at the level, before any task exists (elements the table lacks
+    described by a carrier, as the array layer describes them)."""
     level = calls._level(feature_level)
-    desc.validate(level)
+    desc.as_carried(level).validate(level)
     return level
 
 
@@ -428,3 +535,178 @@ def join(
     desc = JoinDesc([_tensor(x) for x in xs], _tensor(xs[0], shape), axis)
     level = _validated(desc, feature_level)
     return _build(desc, xs, level, chunks, "join")[0]
+
+
+def _unary(
+    desc_of: Any,
+    x: Any,
+    feature_level: FeatureLevel | int | str | None,
+    chunks: Any,
+    token: str,
+    on_host: Any,
+) -> Any:
+    """A one-input operator on a dask array, lazily: `desc_of(input desc)` its descriptor,
+    `on_host(empty numpy array)` the array layer's call (an empty input's answer)."""
+    if 0 in x.shape:
+        answer = on_host(_host_empty(x))
+        if 0 in answer.shape:
+            return _empty(x, answer.shape)
+        return _dask().from_array(answer, chunks=-1)  # (a constant: no element of x read)
+    desc = desc_of(_tensor(x))
+    (_, out), *_ = desc.output_fields()
+    if 0 in out.sizes:  # an empty result (DirectML's tensors have none): its rules, then it
+        calls.check_empty(desc)
+        return _empty(x, out.sizes)
+    level = _validated(desc, feature_level)
+    return _build(desc, [x], level, chunks, token)[0]
+
+
+def tile(
+    x: Any,
+    repeats: Sequence[int],
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    chunks: Any = None,
+) -> Any:
+    """DML TILE on a dask array (see dmlops.tile), lazily: each output chunk reads the
+    input chunks its repeats cover."""
+    counts = tuple(int(r) for r in repeats)
+
+    def desc_of(t: BufferTensorDesc) -> OperatorDesc:
+        return TileDesc(t, _tensor(x, TileDesc.output_sizes_for(x.shape, counts)), counts)
+
+    def on_host(e: Any) -> Any:
+        return strided.tile(e, counts, feature_level=feature_level)
+
+    return _unary(desc_of, x, feature_level, chunks, "tile", on_host)
+
+
+def padding(
+    x: Any,
+    start_padding: Sequence[int],
+    end_padding: Sequence[int],
+    mode: Any = "CONSTANT",
+    value: float | int = 0,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    chunks: Any = None,
+) -> Any:
+    """DML PADDING1 on a dask array (see dmlops.padding), every mode, lazily: the constant
+    is written where no input chunk reaches, the mirrored and repeated edges read the chunks
+    they mirror."""
+    start, end = tuple(start_padding), tuple(end_padding)
+
+    def desc_of(t: BufferTensorDesc) -> OperatorDesc:
+        grown = Padding1Desc.output_sizes_for(x.shape, start, end)
+        d = Padding1Desc(t, _tensor(x, grown), mode, None, value, start, end)
+        element = word_element(x.dtype, "dmlops.dask")
+        if element.data_type is None or element.data_type != t.data_type:  # carried bits
+            return d.carrying(element.size, encode(value, element, "PADDING1.PaddingValue"))
+        return d
+
+    def on_host(e: Any) -> Any:
+        return strided.padding(e, start, end, mode, value, feature_level=feature_level)
+
+    return _unary(desc_of, x, feature_level, chunks, "padding", on_host)
+
+
+def _depth_space(
+    op: str,
+    x: Any,
+    block_size: int,
+    order: Any,
+    feature_level: FeatureLevel | int | str | None,
+    chunks: Any,
+) -> Any:
+    cls = DepthToSpace1Desc if op == "depth_to_space" else SpaceToDepth1Desc
+
+    def desc_of(t: BufferTensorDesc) -> OperatorDesc:
+        return cls(t, _tensor(x, cls.output_sizes_for(t, block_size, order)), block_size, order)
+
+    def on_host(e: Any) -> Any:
+        call = strided.depth_to_space if op == "depth_to_space" else strided.space_to_depth
+        return call(e, block_size, order, feature_level=feature_level)
+
+    return _unary(desc_of, x, feature_level, chunks, op, on_host)
+
+
+def depth_to_space(
+    x: Any,
+    block_size: int,
+    order: Any = "DCR",
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    chunks: Any = None,
+) -> Any:
+    """DML DEPTH_TO_SPACE1 on a dask array (see dmlops.depth_to_space), lazily."""
+    return _depth_space("depth_to_space", x, block_size, order, feature_level, chunks)
+
+
+def space_to_depth(
+    x: Any,
+    block_size: int,
+    order: Any = "DCR",
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    chunks: Any = None,
+) -> Any:
+    """DML SPACE_TO_DEPTH1 on a dask array (see dmlops.space_to_depth), lazily."""
+    return _depth_space("space_to_depth", x, block_size, order, feature_level, chunks)
+
+
+def slice_grad(
+    input_gradient: Any,
+    output_sizes: Sequence[int],
+    window_offsets: Sequence[int],
+    window_sizes: Sequence[int],
+    window_strides: Sequence[int],
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    chunks: Any = None,
+) -> Any:
+    """DML SLICE_GRAD on a dask array (see dmlops.slice_grad), lazily: zeros where the
+    window does not reach."""
+    window = (window_offsets, window_sizes, window_strides)
+    x = input_gradient
+
+    def desc_of(t: BufferTensorDesc) -> OperatorDesc:
+        return SliceGradDesc(t, _tensor(x, output_sizes), *window)
+
+    def on_host(e: Any) -> Any:
+        return strided.slice_grad(e, output_sizes, *window, feature_level=feature_level)
+
+    return _unary(desc_of, x, feature_level, chunks, "slice_grad", on_host)
+
+
+def upsample_2d(
+    x: Any,
+    scale_size: Sequence[int],
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    chunks: Any = None,
+) -> Any:
+    """DML UPSAMPLE_2D (nearest) on a dask array (see dmlops.upsample_2d), lazily."""
+    scale = tuple(int(s) for s in scale_size)
+
+    def desc_of(t: BufferTensorDesc) -> OperatorDesc:
+        return Upsample2dDesc(t, _tensor(x, Upsample2dDesc.output_sizes_for(x.shape, scale)), scale)
+
+    def on_host(e: Any) -> Any:
+        return strided.upsample_2d(e, scale, feature_level=feature_level)
+
+    return _unary(desc_of, x, feature_level, chunks, "upsample_2d", on_host)
+
+
+def element_wise_identity(
+    x: Any, *, feature_level: FeatureLevel | int | str | None = None, chunks: Any = None
+) -> Any:
+    """DML ELEMENT_WISE_IDENTITY on a dask array: x as it is, rechunked where `chunks`
+    says (a chunk that is a source chunk is an alias)."""
+
+    def desc_of(t: BufferTensorDesc) -> OperatorDesc:
+        return ElementWiseIdentityDesc(t, _tensor(x))
+
+    def on_host(e: Any) -> Any:
+        return strided.element_wise_identity(e, feature_level=feature_level)
+
+    return _unary(desc_of, x, feature_level, chunks, "identity", on_host)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..elements import word_element
-from ..errors import DmlError, InvalidDescriptorError, UnsupportedFeatureLevelError
+from ..errors import DmlError, InvalidDescriptorError
 from ..indexed import IndexedCopy
 from ..ops import (
     DepthSpaceOrder,
@@ -209,15 +209,7 @@ class GraphCore:
     def _as_validated(self, desc: OperatorDesc) -> OperatorDesc:
         """The descriptor validation sees: its data described by a carrier where the graph
         carries types and the operator's table lacks theirs."""
-        data = desc.data_fields()
-        if not self.carry_types or not data:
-            return desc
-        own = data[0][1].data_type
-        try:
-            carrier = desc.carrier(self.feature_level, own.element_size, own)
-        except UnsupportedFeatureLevelError:  # an operator newer than the level: named there
-            return desc
-        return desc if carrier is None else desc.carried_as(carrier)
+        return desc.as_carried(self.feature_level) if self.carry_types else desc
 
     @staticmethod
     def _packed(x: GraphTensor, sizes: Sequence[int]) -> BufferTensorDesc:

@@ -212,6 +212,20 @@ class OperatorDesc(abc.ABC):
                 return c
         return None
 
+    def as_carried(self, level: FeatureLevel | int | str) -> OperatorDesc:
+        """This descriptor as validation sees it where the data's own type is missing from
+        the table at `level`: its data described by the carrier (`carrier`), else itself
+        (an operator newer than the level is named by validation)."""
+        data = self.data_fields()
+        if not data:
+            return self
+        own = data[0][1].data_type
+        try:
+            carrier = self.carrier(level, own.element_size, own)
+        except UnsupportedFeatureLevelError:
+            return self
+        return self if carrier is None else self.carried_as(carrier)
+
     def carried_as(self, carrier: DataType) -> OperatorDesc:
         """A copy of this descriptor whose data tensors are described as `carrier` (sizes
         and strides kept), for validation: the same fields and rules, the carrier's table
