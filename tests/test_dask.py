@@ -358,3 +358,66 @@ def test_a_constant_pad_of_an_empty_array_is_the_constant() -> None:
     empty = da.from_array(np.zeros((2, 0, 3), np.float32))
     got = dd.padding(empty, [0, 1, 0], [0, 1, 0], "CONSTANT", 3.0).compute()
     _same(got, np.full((2, 2, 3), 3.0, np.float32))
+
+
+@settings(max_examples=60, deadline=None)
+@given(cases(), st.data())
+def test_gather_routes_indices_to_their_chunks_as_numpy_take(
+    case: Any, data: st.DataObject
+) -> None:
+    """Unsorted, repeated and negative indices of any shape, on every axis and chunking."""
+    x, dx = case
+    axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
+    n = x.shape[axis]
+    index_shape = data.draw(st.lists(st.integers(0, 4), min_size=1, max_size=2))
+    idx = np.array(
+        data.draw(
+            st.lists(
+                st.integers(-n, n - 1),
+                min_size=int(np.prod(index_shape)),
+                max_size=int(np.prod(index_shape)),
+            )
+        ),
+        np.int64,
+    ).reshape(index_shape)
+    with dask.config.set(scheduler="threads"):
+        got = dd.gather(dx, idx, axis).compute()
+    _same(got, np.take(x, idx, axis))
+
+
+def test_gather_reads_only_the_chunks_its_indices_name() -> None:
+    x = np.arange(40, dtype=np.int32).reshape(10, 4)
+    dx = da.from_array(x, chunks=(2, 4))
+    got = dd.gather(dx, [9, 8, 1], 0)
+    layer = dict(got.__dask_graph__().layers[got.name])
+    read = {k[1] for task in layer.values() for k in task[1:] if k[0] == dx.name}
+    assert read == {0, 4}  # the chunks of rows 0-1 and 8-9 alone
+    _same(got.compute(), x[[9, 8, 1]])
+    with pytest.raises(dmlops.IndexOutOfRangeError, match=r"index at element 1 is 10"):
+        dd.gather(dx, [0, 10], 0)
+    _same(dd.gather(dx, [0, 10, -11], 0, clamp_indices=True).compute(), x[[0, 9, 0]])
+    with pytest.raises(dmlops.DmlError, match="dask array"):
+        dd.gather(dx, da.from_array(np.array([0, 1])), 0)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")
+def test_gather_and_the_strided_operators_keep_cupy_chunks_on_the_gpu() -> None:
+    import cupy
+
+    x = np.arange(2 * 8 * 4 * 6, dtype=np.float32).reshape(2, 8, 4, 6)
+    dx = da.from_array(cupy.asarray(x), chunks=(1, 3, 2, 4), asarray=False)
+    results = [
+        (dd.gather(dx, [7, 0, 3], 1), np.take(x, [7, 0, 3], 1)),
+        (
+            dd.padding(dx, [0, 0, 1, 2], [0, 1, 1, 0], "CONSTANT", 2.0),
+            dmlops.padding(x, [0, 0, 1, 2], [0, 1, 1, 0], value=2.0),
+        ),
+        (dd.upsample_2d(dx, [2, 2]), dmlops.upsample_2d(x, [2, 2])),
+        (dd.depth_to_space(dx, 2), dmlops.depth_to_space(x, 2)),
+    ]
+    with dask.config.set(scheduler="threads"):
+        for result, want in results:
+            got = result.compute()
+            assert isinstance(got, cupy.ndarray)
+            _same(cupy.asnumpy(got), want)

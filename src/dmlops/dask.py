@@ -26,6 +26,7 @@ from .arrays import strided
 from .backends.numpy_backend import NumpyBackend
 from .device import CompiledOperator, Device
 from .elements import encode, word_element
+from .errors import DmlError, IndexOutOfRangeError
 from .ops import (
     DepthToSpace1Desc,
     ElementWiseIdentityDesc,
@@ -55,6 +56,7 @@ __all__ = [
     "slice_grad",
     "upsample_2d",
     "element_wise_identity",
+    "gather",
 ]
 
 _CONTENT = "_dmlops_content"
@@ -64,8 +66,6 @@ def _dask() -> Any:
     try:
         import dask.array as da
     except ImportError as e:
-        from .errors import DmlError
-
         raise DmlError("dmlops.dask needs dask: pip install 'dmlops[dask]'") from e
     return da
 
@@ -710,3 +710,99 @@ def element_wise_identity(
         return strided.element_wise_identity(e, feature_level=feature_level)
 
     return _unary(desc_of, x, feature_level, chunks, "identity", on_host)
+
+
+def gather(
+    x: Any,
+    indices: Any,
+    axis: int = 0,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    clamp_indices: bool = False,
+) -> Any:
+    """DML GATHER on a dask array (see dmlops.gather: numpy.take's meaning), lazily, with
+    indices whose values are known (a numpy array or a list): the indices are routed to the
+    chunks that hold them, as dask.array.take routes them, and each output chunk is one task
+    gathering from those chunks alone (then putting the rows back in the indices' order).
+    An index outside [-n, n) is an IndexOutOfRangeError before any task exists (with
+    `clamp_indices`, WebNN's meaning: clamped into the axis). Indices that are themselves a
+    dask array are refused: their values decide which chunks a task reads."""
+    da = _dask()
+    from dask.array.utils import meta_from_array
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+
+    if isinstance(indices, da.Array):
+        raise DmlError(
+            "dmlops.dask.gather: indices that are a dask array are not taken (their values "
+            "decide which chunks each task reads): compute them first, or use "
+            "dask.array.take"
+        )
+    idx = np.asarray(indices)
+    if idx.dtype.kind not in "iu" and idx.size:
+        raise DmlError(f"GATHER.IndicesTensor.DataType is {idx.dtype}: indices are integers")
+    rank = x.ndim
+    if rank == 0 or not -rank <= int(axis) < rank:
+        raise DmlError(f"GATHER: axis {axis} is outside [{-max(rank, 1)}, {max(rank, 1)})")
+    a = int(axis) % rank
+    _data_type(x.dtype)  # (elements a plan moves: refused here otherwise)
+    calls._level(feature_level)
+    n = int(x.shape[a])
+    flat = idx.reshape(-1).astype(np.int64)
+    if clamp_indices:
+        flat = np.clip(flat, -n, n - 1)
+    bad = np.nonzero((flat < -n) | (flat >= n))[0]
+    if bad.size:
+        k = int(bad[0])
+        raise IndexOutOfRangeError(
+            f"GATHER.IndicesTensor: the index at element {k} is {int(flat[k])}, outside "
+            f"[{-n}, {n}) (nothing was read)"
+        )
+    flat = np.where(flat < 0, flat + n, flat)
+    shape = (*x.shape[:a], *idx.shape, *x.shape[a + 1 :])
+    if flat.size == 0 or 0 in x.shape:
+        return _empty(x, shape)
+    bounds = _bounds(x.chunks[a])
+    step = max(max(x.chunks[a]), 1)
+    pieces = [flat[i : i + step] for i in range(0, flat.size, step)]
+    out_chunks = list(x.chunks)
+    out_chunks[a] = tuple(len(p) for p in pieces)
+    name = "dmlops-gather-" + tokenize(x.name, flat.tobytes(), a, clamp_indices)
+    others = [range(len(c)) for d, c in enumerate(x.chunks) if d != a]
+    graph: dict[Any, Any] = {}
+    for j, wanted in enumerate(pieces):
+        owner = np.searchsorted(bounds, wanted, side="right") - 1
+        chunks_read = [int(c) for c in np.unique(owner)]
+        local = [wanted[owner == c] - bounds[c] for c in chunks_read]
+        where = [np.nonzero(owner == c)[0] for c in chunks_read]
+        task = functools.partial(_gather_chunk, a, local, where, len(wanted))
+        for other in itertools.product(*others):
+            keys = [(x.name, *other[:a], c, *other[a:]) for c in chunks_read]
+            out_key = (name, *other[:a], j, *other[a:])
+            graph[out_key] = (task, *keys)
+    hlg = HighLevelGraph.from_collections(name, graph, dependencies=[x])
+    meta = meta_from_array(x, ndim=rank)  # type: ignore[no-untyped-call]
+    result = da.Array(hlg, name, tuple(out_chunks), meta=meta)
+    return result if idx.ndim == 1 else result.reshape(shape)
+
+
+def _gather_chunk(axis: int, local: list[Any], where: list[Any], count: int, *blocks: Any) -> Any:
+    """One output chunk: each source chunk's rows gathered (one GATHER each), joined, and
+    put back in the indices' order (one more GATHER) where more than one chunk or an
+    order other than theirs is read."""
+    from .arrays import indexed
+
+    xp: Any = np
+    if type(blocks[0]).__module__.split(".")[0] == "cupy":
+        import cupy
+
+        xp = cupy
+    parts = [
+        indexed.gather(b, xp.asarray(i, dtype=xp.int64), axis)
+        for b, i in zip(blocks, local, strict=True)
+    ]
+    if len(parts) == 1:
+        return parts[0]
+    joined = strided.join(parts, axis)
+    order = np.argsort(np.concatenate(where), kind="stable")
+    return indexed.gather(joined, xp.asarray(order, dtype=xp.int64), axis)
