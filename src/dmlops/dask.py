@@ -253,10 +253,13 @@ class _ChunkDesc:
         inputs: Sequence[tuple[int, ...]],
         output: tuple[int, ...],
         elements: Any = None,
+        on_gpu: bool = False,
     ):
         """`elements`: the arrays' own numpy dtype (bfloat16, bool, ...: a chunk of fills
-        alone is made of it)."""
+        alone is made of it), `on_gpu`: whether the chunks are CuPy arrays (such a chunk is
+        one too)."""
         self.elements = np.dtype(dtype.numpy_dtype if elements is None else elements)
+        self.on_gpu = on_gpu
 
         def exact(shape: tuple[int, ...]) -> BufferTensorDesc:  # chunks are not padded to 4 bytes
             return BufferTensorDesc(dtype, shape, None, dtype.element_size * math.prod(shape))
@@ -282,10 +285,16 @@ def _device(backend: str, level: FeatureLevel) -> Device:
 def _chunk_task(plan: Plan, desc: _ChunkDesc, level: FeatureLevel, *blocks: Any) -> Any:
     """Produce one output chunk: one plan from the source chunks it reads."""
     shape = tuple(desc.output.sizes)
-    if not blocks:  # nothing read: fills alone (or nothing) on the host
-        out = np.empty(shape, desc.elements)
+    if not blocks:  # nothing read: fills alone (or nothing), where the other chunks are
+        if desc.on_gpu:
+            import cupy
+
+            out = cupy.empty(shape, desc.elements)
+        else:
+            out = np.empty(shape, desc.elements)
         if plan.copies:
-            CompiledOperator(_device("numpy", level), desc, plan).execute([], [out])  # type: ignore[arg-type]
+            device = _device("cuda" if desc.on_gpu else "numpy", level)
+            CompiledOperator(device, desc, plan).execute([], [out])  # type: ignore[arg-type]
         return out
     cupy = type(blocks[0]).__module__.split(".")[0] == "cupy"
     device = _device("cuda" if cupy else "numpy", level)
@@ -357,6 +366,7 @@ def _chunk_graph(
     level: FeatureLevel,
     name: str,
     elements: Any = None,
+    on_gpu: bool = False,
 ) -> dict[Any, Any]:
     """One task per output chunk: a plan over the source chunks its elements come from."""
     out_bounds = [_bounds(c) for c in out_chunks]
@@ -395,7 +405,10 @@ def _chunk_graph(
             content.fills,
         )
         task = functools.partial(
-            _chunk_task, plan, _ChunkDesc(dtype, block_shapes, chunk_shape, elements), level
+            _chunk_task,
+            plan,
+            _ChunkDesc(dtype, block_shapes, chunk_shape, elements, on_gpu),
+            level,
         )
         graph[key] = (task, *keys)
     return graph
@@ -425,7 +438,8 @@ def _build(
         )
         sources = [s.name for s in content.sources]
         name = f"dmlops-{token}-" + tokenize(content.pieces, sources, out_chunks, level, dtype)
-        graph = _chunk_graph(content, out_chunks, dtype, level, name, inputs[0].dtype)
+        on_gpu = type(getattr(inputs[0], "_meta", None)).__module__.split(".")[0] == "cupy"
+        graph = _chunk_graph(content, out_chunks, dtype, level, name, inputs[0].dtype, on_gpu)
         hlg = HighLevelGraph.from_collections(name, graph, dependencies=content.sources)
         meta = meta_from_array(  # type: ignore[no-untyped-call]
             content.sources[0] if content.sources else inputs[0], ndim=len(shape)
