@@ -736,8 +736,9 @@ def gather(
 ) -> Any:
     """DML GATHER on a dask array (see dmlops.gather: numpy.take's meaning), lazily, with
     indices whose values are known (a numpy array or a list): the indices are routed to the
-    chunks that hold them, as dask.array.take routes them, and each output chunk is one task
-    gathering from those chunks alone (then putting the rows back in the indices' order).
+    chunks that hold them, as dask.array.take routes them: a task per (source chunk, output
+    chunk) pair gathers the rows one wants from the other, and a task per output chunk joins
+    those parts in the indices' order, so no task holds more than a chunk and its parts.
     An index outside [-n, n) is an IndexOutOfRangeError before any task exists (with
     `clamp_indices`, WebNN's meaning: clamped into the axis). Indices that are themselves a
     dask array are refused: their values decide which chunks a task reads."""
@@ -782,41 +783,54 @@ def gather(
     out_chunks = list(x.chunks)
     out_chunks[a] = tuple(len(p) for p in pieces)
     name = "dmlops-gather-" + tokenize(x.name, flat.tobytes(), a, clamp_indices)
+    parts_name = name + "-parts"
     others = [range(len(c)) for d, c in enumerate(x.chunks) if d != a]
     graph: dict[Any, Any] = {}
     for j, wanted in enumerate(pieces):
         owner = np.searchsorted(bounds, wanted, side="right") - 1
         chunks_read = [int(c) for c in np.unique(owner)]
-        local = [wanted[owner == c] - bounds[c] for c in chunks_read]
         where = [np.nonzero(owner == c)[0] for c in chunks_read]
-        task = functools.partial(_gather_chunk, a, local, where, len(wanted))
+        takes = [
+            functools.partial(_gather_part, a, wanted[owner == c] - bounds[c]) for c in chunks_read
+        ]
+        place = functools.partial(_in_order, a, where)
         for other in itertools.product(*others):
-            keys = [(x.name, *other[:a], c, *other[a:]) for c in chunks_read]
+            part_keys = []
+            for c, take in zip(chunks_read, takes, strict=True):
+                part_key = (parts_name, c, j, *other)
+                graph[part_key] = (take, (x.name, *other[:a], c, *other[a:]))
+                part_keys.append(part_key)
             out_key = (name, *other[:a], j, *other[a:])
-            graph[out_key] = (task, *keys)
+            graph[out_key] = (place, *part_keys)
     hlg = HighLevelGraph.from_collections(name, graph, dependencies=[x])
     meta = meta_from_array(x, ndim=rank)  # type: ignore[no-untyped-call]
     result = da.Array(hlg, name, tuple(out_chunks), meta=meta)
     return result if idx.ndim == 1 else result.reshape(shape)
 
 
-def _gather_chunk(axis: int, local: list[Any], where: list[Any], count: int, *blocks: Any) -> Any:
-    """One output chunk: each source chunk's rows gathered (one GATHER each), joined, and
-    put back in the indices' order (one more GATHER) where more than one chunk or an
-    order other than theirs is read."""
+def _gather_part(axis: int, local: Any, block: Any) -> Any:
+    """The rows of one source chunk that one output chunk wants (one GATHER): a task that
+    reads that chunk alone, so no task holds more than a chunk and what it sends on."""
     from .arrays import indexed
 
-    xp: Any = np
-    if type(blocks[0]).__module__.split(".")[0] == "cupy":
+    if type(block).__module__.split(".")[0] == "cupy":
         import cupy
 
-        xp = cupy
-    parts = [
-        indexed.gather(b, xp.asarray(i, dtype=xp.int64), axis)
-        for b, i in zip(blocks, local, strict=True)
-    ]
+        return indexed.gather(block, cupy.asarray(local, dtype=cupy.int64), axis)
+    return indexed.gather(block, np.asarray(local, dtype=np.int64), axis)
+
+
+def _in_order(axis: int, where: list[Any], *parts: Any) -> Any:
+    """One output chunk from the parts its source chunks sent: joined, then put back in the
+    indices' order (one more GATHER) where more than one chunk sent rows."""
+    from .arrays import indexed
+
     if len(parts) == 1:
         return parts[0]
-    joined = strided.join(parts, axis)
+    joined = strided.join(list(parts), axis)
     order = np.argsort(np.concatenate(where), kind="stable")
-    return indexed.gather(joined, xp.asarray(order, dtype=xp.int64), axis)
+    if type(joined).__module__.split(".")[0] == "cupy":
+        import cupy
+
+        return indexed.gather(joined, cupy.asarray(order, dtype=cupy.int64), axis)
+    return indexed.gather(joined, order.astype(np.int64), axis)

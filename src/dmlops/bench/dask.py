@@ -127,12 +127,58 @@ def _pipeline_theirs(x: Any) -> Any:
     return da.concatenate([w[a:b] for a, b in itertools.pairwise(cuts)], axis=0)
 
 
+def _pad_ours(x: Any) -> Any:
+    import dmlops.dask as dd
+
+    return dd.padding(x, [64, 0], [64, 0], "REFLECTION")
+
+
+def _pad_theirs(x: Any) -> Any:
+    da = _module("dask.array")
+
+    return da.pad(x, ((64, 64), (0, 0)), mode="reflect")
+
+
+def _tile_ours(x: Any) -> Any:
+    import dmlops.dask as dd
+
+    return dd.tile(x, [2, 1])
+
+
+def _tile_theirs(x: Any) -> Any:
+    da = _module("dask.array")
+
+    return da.tile(x, (2, 1))
+
+
+def _rows(x: Any) -> Any:
+    """Every 8th row in a shuffled order (the same for both contenders)."""
+    import numpy as np
+
+    return np.random.default_rng(1).permutation(np.arange(0, x.shape[0], 8))
+
+
+def _take_ours(x: Any) -> Any:
+    import dmlops.dask as dd
+
+    return dd.gather(x, _rows(x), 0)
+
+
+def _take_theirs(x: Any) -> Any:
+    da = _module("dask.array")
+
+    return da.take(x, _rows(x), axis=0)
+
+
 Build = Callable[[Any], Any]
 SAME_BYTES = ("split 3 + join reversed",)  # cases writing as many bytes as the floor copies
 PIPELINES: dict[str, dict[str, Build]] = {
     "window [-2,-1]": {OURS: _window_ours, THEIRS: _window_theirs},
     "split 3 + join reversed": {OURS: _split_join_ours, THEIRS: _split_join_theirs},
     "window, split, join": {OURS: _pipeline_ours, THEIRS: _pipeline_theirs},
+    "pad 64 rows each end (reflect)": {OURS: _pad_ours, THEIRS: _pad_theirs},
+    "tile 2 x 1": {OURS: _tile_ours, THEIRS: _tile_theirs},
+    "take every 8th row, shuffled": {OURS: _take_ours, THEIRS: _take_theirs},
 }
 
 
