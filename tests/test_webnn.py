@@ -516,3 +516,23 @@ def test_spec_examples_scatter_nd(device: str) -> None:
     idx = to_device(device, np.array([[0, 0], [1, 1]], u32))
     upd = to_device(device, np.array([-1, -2], f32))
     assert to_host(webnn.scatterND(x2, idx, upd)).tolist() == [[-1, 1], [2, -2]]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_resample2d_nearest_whole_factors_in_both_layouts(backend: str) -> None:
+    x = np.arange(2 * 3 * 2 * 4, dtype=np.float32).reshape(2, 3, 2, 4)
+    up = webnn.resample2d(to_device(backend, x), {"scales": [2.0, 3.0]})
+    assert to_host(up).tobytes() == x.repeat(2, 2).repeat(3, 3).tobytes()
+    sized = webnn.resample2d(to_device(backend, x), {"sizes": [4, 8]})
+    assert to_host(sized).tobytes() == x.repeat(2, 2).repeat(2, 3).tobytes()
+    nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    got = webnn.resample2d(to_device(backend, nhwc), {"scales": [2, 2], "axes": [1, 2]})
+    assert to_host(got).tobytes() == nhwc.repeat(2, 1).repeat(2, 2).tobytes()
+    for options, match in (
+        ({"mode": "linear"}, "interpolates"),
+        ({"scales": [1.5, 2.0]}, "whole-factor"),
+        ({"scales": [0.5, 1.0]}, "whole-factor"),
+        ({"axes": [0, 1]}, r"options\.axes"),
+    ):
+        with pytest.raises(DmlError, match=match):
+            webnn.resample2d(to_device(backend, x), options)

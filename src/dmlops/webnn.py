@@ -35,6 +35,7 @@ __all__ = [
     "pad",
     "tile",
     "reverse",
+    "resample2d",
     "transpose",
     "reshape",
     "gather_elements",
@@ -327,6 +328,55 @@ def pad(
     if not shape:
         return _copy(input)
     return strided.padding(input, begin, end, _PAD_MODES[mode], value)
+
+
+def resample2d(input: Any, options: Mapping[str, Any] | None = None) -> Any:  # noqa: A002
+    """MLGraphBuilder.resample2d in its "nearest-neighbor" mode where both axes (default
+    [2, 3]; [1, 2] for NHWC) grow by whole factors (`options.scales`, or `options.sizes`
+    that are whole multiples): each element copied into its block, UPSAMPLE_2D's copies
+    (NHWC through a view). "linear" interpolates (arithmetic) and fractional or shrinking
+    sizes need a computed-index copy: both refused by name.
+
+    >>> import numpy as np, dmlops.webnn as webnn
+    >>> x = np.array([[[[1, 2]]]], np.float32)
+    >>> webnn.resample2d(x, {"scales": [2.0, 2.0]})[0, 0].tolist()
+    [[1.0, 1.0, 2.0, 2.0], [1.0, 1.0, 2.0, 2.0]]
+    """
+    opts = _options("resample2d", options)
+    _check_type("resample2d", "input", input, ("float32", "float16"))
+    shape = _shape(input)
+    if len(shape) != 4:
+        raise _fail(f"resample2d: input has rank {len(shape)}: it must be 4")
+    mode = opts.get("mode", "nearest-neighbor")
+    if mode not in ("nearest-neighbor", "linear"):
+        raise _fail(f"resample2d: options.mode {mode!r} is not 'nearest-neighbor' or 'linear'")
+    if mode == "linear":
+        raise _fail("resample2d: options.mode 'linear' interpolates (arithmetic); dmlops moves "
+                    "elements ('nearest-neighbor')")  # fmt: skip
+    axes = _ints("resample2d", "options.axes", opts.get("axes", [2, 3]))
+    if axes not in ([2, 3], [1, 2]):
+        raise _fail(f"resample2d: options.axes {axes} are not [2, 3] (NCHW) or [1, 2] (NHWC)")
+    if "sizes" in opts:
+        sizes = _ints("resample2d", "options.sizes", opts["sizes"])
+        if len(sizes) != 2 or any(s < 1 for s in sizes):
+            raise _fail(f"resample2d: options.sizes {sizes} must be two sizes of at least 1")
+        factors = [s / shape[a] for s, a in zip(sizes, axes, strict=True)]
+    else:
+        scales = opts.get("scales", [1.0, 1.0])
+        if len(scales) != 2 or any(not float(s) > 0 for s in scales):
+            raise _fail(f"resample2d: options.scales {list(scales)} must be two positive numbers")
+        factors = [float(s) for s in scales]
+    if any(not f.is_integer() or f < 1 for f in factors):
+        raise _fail(
+            f"resample2d: scales {factors} are not whole-factor upsampling: dmlops lowers "
+            "nearest-neighbor resampling onto UPSAMPLE_2D (fractional and shrinking scales "
+            "need a computed-index copy)"
+        )
+    height, width = (int(f) for f in factors)
+    if axes == [2, 3]:
+        return strided.upsample_2d(input, [height, width])
+    nchw = strided.upsample_2d(input.transpose(0, 3, 1, 2), [height, width])
+    return _copy(nchw.transpose(0, 2, 3, 1))
 
 
 def reverse(input: Any, options: Mapping[str, Any] | None = None) -> Any:  # noqa: A002
