@@ -15,6 +15,7 @@ from dmlops.errors import DmlError
 from dmlops.ops import (
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    DiagonalMatrixDesc,
     ElementWiseIdentityDesc,
     FillValueConstantDesc,
     GatherDesc,
@@ -129,6 +130,7 @@ ALL: dict[str, list[type[OperatorDesc]]] = {
     "max-unpooling": [MaxUnpoolingDesc],
     "fill": [FillValueConstantDesc],
     "identity": [ElementWiseIdentityDesc],
+    "diagonal": [DiagonalMatrixDesc],
     "indexed": [
         GatherDesc,
         GatherElementsDesc,

@@ -360,6 +360,7 @@ def test_boxes_side_by_side_merge_into_one_visiting_the_same_pairs(data) -> None
         ),
         (["depth_to_space", "--input-sizes", "1,4,1,2"], "DML_OPERATOR_DEPTH_TO_SPACE"),
         (["space_to_depth", "--input-sizes", "1,1,2,4"], "DML_OPERATOR_SPACE_TO_DEPTH"),
+        (["diagonal_matrix", "--output-sizes", "3,3", "--diagonal-offset", "1"], "fill 1"),
         (
             [
                 "fill_value_constant",

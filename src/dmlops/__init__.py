@@ -13,6 +13,7 @@ from .errors import (
 )
 from .functional import (
     depth_to_space,
+    diagonal_matrix,
     element_wise_identity,
     fill_value_constant,
     join,
@@ -40,6 +41,7 @@ from .ops import (
     DepthSpaceOrder,
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    DiagonalMatrixDesc,
     ElementWiseIdentityDesc,
     FillValueConstantDesc,
     GatherDesc,
@@ -117,6 +119,7 @@ __all__ = [
     "StridedCopy",
     "TensorFlags",
     "TileDesc",
+    "DiagonalMatrixDesc",
     "ElementWiseIdentityDesc",
     "FillValueConstantDesc",
     "MaxUnpoolingDesc",
@@ -145,6 +148,7 @@ __all__ = [
     "upsample_2d",
     "fill_value_constant",
     "element_wise_identity",
+    "diagonal_matrix",
 ]
 
 from . import picture as _picture  # noqa: F401 - installs the notebook view of descriptors

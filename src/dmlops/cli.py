@@ -15,6 +15,7 @@ from .errors import DmlError
 from .ops import (
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    DiagonalMatrixDesc,
     ElementWiseIdentityDesc,
     FillValueConstantDesc,
     GatherDesc,
@@ -261,6 +262,7 @@ _FIRST_AND_NEW = (
     "upsample_2d",
     "element_wise_identity",
     "fill_value_constant",
+    "diagonal_matrix",
 )
 
 
@@ -268,6 +270,13 @@ def _first_and_new_desc(args: argparse.Namespace, dt: DataType) -> OperatorDesc:
     """PADDING, DEPTH_TO_SPACE, SPACE_TO_DEPTH (the first versions), UPSAMPLE_2D,
     ELEMENT_WISE_IDENTITY and FILL_VALUE_CONSTANT from the command line."""
     op = args.operator
+    if op == "diagonal_matrix":
+        if args.output_sizes is None:
+            raise DmlError("DIAGONAL_MATRIX: give --output-sizes (and --diagonal-offset)")
+        value = args.padding_value if args.padding_value else 1.0
+        return DiagonalMatrixDesc(
+            BufferTensorDesc(dt, args.output_sizes), args.diagonal_offset, value
+        )
     if op == "fill_value_constant":
         if args.output_sizes is None:
             raise DmlError("FILL_VALUE_CONSTANT: give --output-sizes (and --padding-value)")
@@ -691,6 +700,7 @@ def build_parser() -> argparse.ArgumentParser:
     xp.add_argument(
         "--scale-size", type=_ints, default=[2, 2], help="UPSAMPLE_2D ScaleSize: Height,Width"
     )
+    xp.add_argument("--diagonal-offset", type=int, default=0, help="DIAGONAL_MATRIX Offset")
     xp.add_argument(
         "--output-strides",
         type=_ints,
@@ -725,7 +735,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="comma-separated operators (default: all). dxdispatch: slice, slice1, slice_grad, "
         "split, join, tile, padding, padding1, depth_to_space, depth_to_space1, space_to_depth, "
-        "space_to_depth1, upsample_2d, fill_value_constant, element_wise_identity, gather, "
+        "space_to_depth1, upsample_2d, fill_value_constant, element_wise_identity, "
+        "diagonal_matrix, gather, "
         "gather_elements, "
         "gather_nd, scatter_elements, scatter_nd, one_hot, reverse_subsequences (those the "
         "feature level has); onnx: ONNX op types (Slice, Gather, ...); webnn: WebNN operations "

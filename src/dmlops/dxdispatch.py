@@ -22,6 +22,7 @@ from .errors import DmlError, ModelError
 from .ops import (
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    DiagonalMatrixDesc,
     ElementWiseIdentityDesc,
     FillValueConstantDesc,
     GatherDesc,
@@ -429,6 +430,16 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
             )
         except (DmlError, TypeError, ValueError) as e:
             raise _fail(path[: -len(".desc")], str(e)) from None
+    if kind == "DML_OPERATOR_DIAGONAL_MATRIX":
+        d = _obj(value, path, {"OutputTensor"}, {"Offset", "Value"})
+        try:
+            return DiagonalMatrixDesc(
+                _tensor(d["OutputTensor"], f"{path}.OutputTensor"),
+                d.get("Offset", 0),
+                d.get("Value", 1.0),
+            )
+        except DmlError as e:
+            raise _fail(path[: -len(".desc")], str(e)) from None
     if kind == "DML_OPERATOR_FILL_VALUE_CONSTANT":
         d = _obj(value, path, {"OutputTensor", "ValueDataType", "Value"}, set())
         try:
@@ -507,7 +518,7 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
         "DML_OPERATOR_PADDING1, DML_OPERATOR_DEPTH_TO_SPACE, DML_OPERATOR_DEPTH_TO_SPACE1, "
         "DML_OPERATOR_SPACE_TO_DEPTH, DML_OPERATOR_SPACE_TO_DEPTH1, DML_OPERATOR_UPSAMPLE_2D, "
         "DML_OPERATOR_FILL_VALUE_CONSTANT, DML_OPERATOR_ELEMENT_WISE_IDENTITY, "
-        + ", ".join(sorted(_INDEXED)),
+        "DML_OPERATOR_DIAGONAL_MATRIX, " + ", ".join(sorted(_INDEXED)),
     )
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "upsample_2d",
     "fill_value_constant",
     "element_wise_identity",
+    "diagonal_matrix",
     "backend_of",
     "clear_cache",
     "cache_size",
@@ -390,3 +391,26 @@ def element_wise_identity(
         kwargs = {"feature_level": feature_level, "out": out, "device": device}
         return _moved("ELEMENT_WISE_IDENTITY", (x,), kwargs)
     return _arrays.element_wise_identity(x, feature_level=feature_level, out=out, device=device)
+
+
+def diagonal_matrix(
+    sizes: Sequence[int],
+    offset: int = 0,
+    value: float = 1.0,
+    dtype: Any = np.float32,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML DIAGONAL_MATRIX (numpy.eye, torch.eye, ONNX EyeLike): matrices of `sizes` (the
+    leading dimensions a batch) holding `value` where row + offset == column, zeros
+    elsewhere; `value` is DirectML's FLOAT (truncated toward zero for integer types).
+
+    >>> import numpy as np, dmlops
+    >>> dmlops.diagonal_matrix([2, 3], offset=1).tolist()
+    [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    """
+    return _arrays.diagonal_matrix(
+        sizes, offset, value, dtype, feature_level=feature_level, out=out, device=device
+    )

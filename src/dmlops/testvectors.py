@@ -2,16 +2,16 @@
 
 `generate` writes DxDispatch-style JSON models of random SLICE, SLICE1, SLICE_GRAD, SPLIT,
 JOIN, TILE, PADDING, PADDING1, DEPTH_TO_SPACE(1), SPACE_TO_DEPTH(1), UPSAMPLE_2D,
-FILL_VALUE_CONSTANT, ELEMENT_WISE_IDENTITY, GATHER, GATHER_ELEMENTS, GATHER_ND,
-SCATTER_ELEMENTS, SCATTER_ND, ONE_HOT and REVERSE_SUBSEQUENCES descriptors (their data
-types, ranks 1-8, packed, padded and permuted tensor strides, offsets, negative strides,
-partial SLICE1 outputs), a sidecar per model with the expected printout of every output
-resource (valid models) or the rule the descriptor breaks (invalid ones), and an index.
-Element values are small integers or quarters, which DxDispatch's printout shows exactly;
-index tensors hold indices inside their axis (negative ones from DML_FEATURE_LEVEL_3_0,
-where the index types are signed), a scatter's indices never name one element twice
-(DirectML leaves that order undefined), and sequence lengths lie in [0, the axis' size].
-`check` compares a printout with a sidecar, element by element."""
+FILL_VALUE_CONSTANT, ELEMENT_WISE_IDENTITY, DIAGONAL_MATRIX, GATHER, GATHER_ELEMENTS,
+GATHER_ND, SCATTER_ELEMENTS, SCATTER_ND, ONE_HOT and REVERSE_SUBSEQUENCES descriptors (their
+data types, ranks 1-8, packed, padded and permuted tensor strides, offsets, negative
+strides, partial SLICE1 outputs), a sidecar per model with the expected printout of every
+output resource (valid models) or the rule the descriptor breaks (invalid ones), and an
+index. Element values are small integers or quarters, which DxDispatch's printout shows
+exactly; index tensors hold indices inside their axis (negative ones from
+DML_FEATURE_LEVEL_3_0, where the index types are signed), a scatter's indices never name one
+element twice (DirectML leaves that order undefined), and sequence lengths lie in [0, the
+axis' size]. `check` compares a printout with a sidecar, element by element."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from .errors import DmlError
 from .ops import (
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    DiagonalMatrixDesc,
     ElementWiseIdentityDesc,
     FillValueConstantDesc,
     GatherDesc,
@@ -60,7 +61,7 @@ __all__ = ["generate", "check", "OPERATORS"]
 OPERATORS = (
     "slice", "slice1", "slice_grad", "split", "join", "tile", "padding", "padding1",
     "depth_to_space", "depth_to_space1", "space_to_depth", "space_to_depth1", "upsample_2d",
-    "fill_value_constant", "element_wise_identity", "gather",
+    "fill_value_constant", "element_wise_identity", "diagonal_matrix", "gather",
     "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "one_hot",
     "reverse_subsequences",
 )  # fmt: skip
@@ -80,6 +81,7 @@ _CLASSES: dict[str, type[OperatorDesc]] = {
     "upsample_2d": Upsample2dDesc,
     "fill_value_constant": FillValueConstantDesc,
     "element_wise_identity": ElementWiseIdentityDesc,
+    "diagonal_matrix": DiagonalMatrixDesc,
     "gather": GatherDesc,
     "gather_elements": GatherElementsDesc,
     "gather_nd": GatherNdDesc,
@@ -191,6 +193,11 @@ def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> Oper
             cls1 = DepthToSpace1Desc if to_space else SpaceToDepth1Desc
             return cls1(i_t, o_t, block, int(rng.integers(0, 2)))
         return (DepthToSpaceDesc if to_space else SpaceToDepthDesc)(i_t, o_t, block)
+    if op == "diagonal_matrix":
+        if len(sizes) < 2:
+            sizes = [1, *sizes]
+        offset = int(rng.integers(-sizes[-2], sizes[-1] + 1))
+        return DiagonalMatrixDesc(_tensor(rng, dt, sizes, True), offset, float(rng.integers(1, 9)))
     if op == "element_wise_identity":  # a layout change: each side its own strides
         return ElementWiseIdentityDesc(
             _tensor(rng, dt, sizes, False), _tensor(rng, dt, sizes, True)
@@ -474,6 +481,8 @@ def _broken(rng: np.random.Generator, desc: OperatorDesc) -> OperatorDesc:
             d.start_padding,
             d.end_padding,
         )
+    if isinstance(d, DiagonalMatrixDesc):  # an Offset past INT
+        return DiagonalMatrixDesc(d.output_tensor, 2**31, d.value)
     if isinstance(d, ElementWiseIdentityDesc):  # an output of other sizes
         grown = [n + (k == 0) for k, n in enumerate(d.output_tensor.sizes)]
         return ElementWiseIdentityDesc(

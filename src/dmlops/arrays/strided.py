@@ -38,6 +38,7 @@ from ..ops import (
     DepthSpaceOrder,
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    DiagonalMatrixDesc,
     ElementWiseIdentityDesc,
     FillValueConstantDesc,
     JoinDesc,
@@ -572,3 +573,35 @@ def element_wise_identity(
         lambda view: tuple(_dims(view)),
         lambda i, o: ElementWiseIdentityDesc(i, o),
     )
+
+
+def diagonal_matrix(
+    sizes: Sequence[int],
+    offset: int = 0,
+    value: float = 1.0,
+    dtype: Any = np.float32,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML DIAGONAL_MATRIX: matrices of `sizes` (leading dimensions a batch) holding `value`
+    where row + offset == column and zeros elsewhere (numpy.eye's k is offset)."""
+    shape = int_tuple(sizes, "DIAGONAL_MATRIX.OutputTensor.Sizes")
+
+    def build(ins: list[Any], outs: list[Any]) -> _Call:
+        backend = backend_of([] if outs[0] is None else [outs[0]])
+        kind = np.dtype(dtype) if outs[0] is None else _dtype_of(backend, outs[0])
+        return _compile(
+            backend,
+            feature_level,
+            lambda i, o: DiagonalMatrixDesc(o[0], offset, value),
+            [],
+            outs,
+            [shape if outs[0] is None else None],
+            kind,
+            fill=value,
+        )
+
+    fields = (_fields_key(shape), offset, str(np.dtype(dtype)), repr(value), type(value))
+    return _dispatch("DIAGONAL_MATRIX", fields, feature_level, [], [out], build, device)[0]

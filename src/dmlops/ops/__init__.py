@@ -8,6 +8,7 @@ from .depth_space import (
     SpaceToDepth1Desc,
     SpaceToDepthDesc,
 )
+from .diagonal import DiagonalMatrixDesc
 from .fill import FillValueConstantDesc
 from .gather import GatherDesc, GatherElementsDesc, GatherNd1Desc, GatherNdDesc
 from .identity import ElementWiseIdentityDesc
@@ -49,6 +50,7 @@ __all__ = [
     "SplitDesc",
     "SupportRow",
     "TileDesc",
+    "DiagonalMatrixDesc",
     "ElementWiseIdentityDesc",
     "FillValueConstantDesc",
     "MaxUnpoolingDesc",

@@ -356,6 +356,26 @@ def scalar_bytes(value: object, data_type: DataType, field: str) -> bytes:
     return np.array(value, dtype).tobytes()
 
 
+def float_field_bytes(value: object, data_type: DataType, field: str) -> bytes:
+    """A FLOAT field's value (PADDING's PaddingValue, DIAGONAL_MATRIX's Value) as one
+    element of `data_type`: rounded to nearest for a float type; for an integer type
+    truncated toward zero, as DirectML's pages say (10.6 becomes 10), and saturated past the
+    type's range (a NaN gives 0) where they are silent."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InvalidDescriptorError(f"{field} is {value!r}: not a number")
+    single = np.float32(value)  # the field is a FLOAT
+    dtype = np.dtype(data_type.numpy_dtype)
+    if dtype.kind not in "iu":
+        return np.array(single, dtype).tobytes()
+    if np.isnan(single):
+        return np.zeros((), dtype).tobytes()
+    info = np.iinfo(dtype.name)
+    if not np.isfinite(single):
+        return np.array(info.max if single > 0 else info.min, dtype).tobytes()
+    whole = int(np.trunc(np.float64(single)))
+    return np.array(min(max(whole, info.min), info.max), dtype).tobytes()
+
+
 def uint_list(values: object, field: str) -> tuple[int, ...]:
     """Normalise an integer array field (range checks come in validate)."""
     return int_tuple(values, field)  # type: ignore[arg-type]

@@ -6,14 +6,20 @@ from __future__ import annotations
 import enum
 import itertools
 from collections.abc import Sequence
-from typing import Any
-
-import numpy as np
 
 from ..errors import InvalidDescriptorError, UnsupportedFeatureLevelError
 from ..plan import ZERO, LogicalCopy
 from ..tensor import BufferTensorDesc, DataType, FeatureLevel, member_named
-from ._base import ALL_DIMS, TYPES_8, TYPES_11, SupportRow, UnaryDesc, scalar_bytes, uint_list
+from ._base import (
+    ALL_DIMS,
+    TYPES_8,
+    TYPES_11,
+    SupportRow,
+    UnaryDesc,
+    float_field_bytes,
+    scalar_bytes,
+    uint_list,
+)
 
 __all__ = ["PaddingMode", "Padding1Desc", "PaddingDesc", "padding_runs"]
 
@@ -310,19 +316,6 @@ class PaddingDesc(Padding1Desc):
         """PaddingValue, a FLOAT, as one element of the tensors' type."""
         if self._carried is not None and self._carried[1] is not None:
             return self._carried[1]
-        value: Any = self.padding_value
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise InvalidDescriptorError(f"PADDING.PaddingValue is {value!r}: not a number")
-        single = np.float32(value)  # the field is a FLOAT
-        dtype = np.dtype(self.padding_value_data_type.numpy_dtype)
-        if dtype.kind in "iu":
-            if np.isnan(single):
-                return np.zeros((), dtype).tobytes()
-            info = np.iinfo(dtype.name)
-            whole = (
-                int(np.trunc(np.float64(single)))
-                if np.isfinite(single)
-                else (info.max if single > 0 else info.min)
-            )
-            return np.array(min(max(whole, info.min), info.max), dtype).tobytes()
-        return np.array(single, dtype).tobytes()
+        return float_field_bytes(
+            self.padding_value, self.padding_value_data_type, "PADDING.PaddingValue"
+        )
