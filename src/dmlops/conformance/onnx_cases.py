@@ -559,6 +559,28 @@ def _flatten(b: _Builder, x: _Value) -> list[_Value]:
     return [_Value(out[0], (math.prod(x.shape[:axis]), math.prod(x.shape[axis:])), x.dtype)]
 
 
+def _resize(b: _Builder, x: _Value) -> list[_Value] | None:
+    """A nearest Resize by whole factors of the last two axes (nn.Upsample as exporters
+    write it, and the half-pixel rounding that gives the same map), on the types both
+    onnxruntime's kernel and UPSAMPLE_2D's carriers take."""
+    if len(x.shape) < 2 or x.dtype not in (np.float32, np.int32):
+        return None
+    rank = len(x.shape)
+    factors = [1.0] * (rank - 2) + [float(b.rng.integers(1, 4)), float(b.rng.integers(1, 3))]
+    if b.opset >= 11 and b.rng.random() < 0.5:
+        attrs: dict[str, Any] = {
+            "coordinate_transformation_mode": "asymmetric",
+            "nearest_mode": "floor",
+        }
+    else:
+        attrs = {}  # (half_pixel, round_prefer_floor from 11; asymmetric before)
+    scales = b.constant("scales", np.array(factors, np.float32))
+    ins = [x.name, scales] if b.opset < 11 else [x.name, "", scales]
+    out = b.node("Resize", ins, mode="nearest", **attrs)
+    shape = tuple(int(d * f) for d, f in zip(x.shape, factors, strict=True))
+    return [_Value(out[0], shape, x.dtype)]
+
+
 def _identity(b: _Builder, x: _Value) -> list[_Value]:
     out = b.node("Identity", [x.name])
     return [_Value(out[0], x.shape, x.dtype)]
@@ -588,6 +610,7 @@ OPERATORS: dict[str, tuple[_Apply, tuple[int, ...]]] = {
     "Unsqueeze": (_unsqueeze, (1, 11, 13, 21)),
     "Flatten": (_flatten, (1, 9, 11, 13, 21)),
     "Identity": (_identity, (1, 13, 16, 21)),
+    "Resize": (_resize, (10, 11, 13, 19)),
 }
 # operators a chain may apply to a value it made (OneHot starts from integers; it stays single)
 CHAINABLE = tuple(op for op in OPERATORS if op != "OneHot")

@@ -503,10 +503,11 @@ def _resized(
         scales, sizes = number(node, 2, every=True), ints(node, 3)
         if _text_attr(a.get("coordinate_transformation_mode")) == "tf_crop_and_resize":
             raise ModelError(f"{op}: tf_crop_and_resize (a region of interest) is not lowered")
-    if 0 in shape or isinstance(x, _Empty):
-        raise ModelError(
-            f"{op}: an empty input is not lowered (UPSAMPLE_2D's tensors hold elements)"
-        )
+    if 0 in shape or isinstance(x, _Empty):  # empty in, empty out: the sizes alone
+        if sizes and len(sizes) == len(shape):
+            return _Empty(tuple(int(s) for s in sizes), dtype)
+        factors = scales if scales and len(scales) == len(shape) else [1.0] * len(shape)
+        return _Empty(tuple(math.floor(n * f) for n, f in zip(shape, factors, strict=True)), dtype)
     height, width = nearest_scales(op, a, opset, shape, scales, sizes)
     *lead, h, w = shape
     four = _reshaped(g, x, [math.prod(lead), 1, h, w], dtype)
