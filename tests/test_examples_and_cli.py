@@ -363,6 +363,22 @@ def test_boxes_side_by_side_merge_into_one_visiting_the_same_pairs(data) -> None
         (["diagonal_matrix", "--output-sizes", "3,3", "--diagonal-offset", "1"], "fill 1"),
         (
             [
+                "max_unpooling",
+                "--input-sizes",
+                "1,1,1,2",
+                "--indices-sizes",
+                "1,1,1,2",
+                "--indices",
+                "3,0",
+                "--index-type",
+                "UINT32",
+                "--output-sizes",
+                "1,1,2,2",
+            ],
+            "Output[0,0,0,0] = Input[0,0,0,1]",
+        ),
+        (
+            [
                 "fill_value_constant",
                 "--output-sizes",
                 "2,3",

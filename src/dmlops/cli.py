@@ -23,6 +23,7 @@ from .ops import (
     GatherNd1Desc,
     GatherNdDesc,
     JoinDesc,
+    MaxUnpoolingDesc,
     OperatorDesc,
     Padding1Desc,
     PaddingDesc,
@@ -126,7 +127,14 @@ def _ints(text: str) -> list[int]:
         ) from None
 
 
-_INDEXED = ("gather", "gather_elements", "gather_nd", "scatter_elements", "scatter_nd")
+_INDEXED = (
+    "gather",
+    "gather_elements",
+    "gather_nd",
+    "scatter_elements",
+    "scatter_nd",
+    "max_unpooling",
+)
 
 
 def _indexed_desc(args: argparse.Namespace, dt: DataType) -> OperatorDesc:
@@ -153,6 +161,9 @@ def _indexed_desc(args: argparse.Namespace, dt: DataType) -> OperatorDesc:
         if args.batch_dims:
             return GatherNd1Desc(x, index, out, rank, rank, args.batch_dims)
         return GatherNdDesc(x, index, out, rank, rank)
+    if op == "max_unpooling":  # the output's sizes: --output-sizes (default the input's)
+        sizes = args.output_sizes if args.output_sizes is not None else x.sizes
+        return MaxUnpoolingDesc(x, index, BufferTensorDesc(dt, sizes))
     if op == "scatter_elements":
         updates = BufferTensorDesc(dt, index.sizes)
         return ScatterElementsDesc(x, index, updates, BufferTensorDesc(dt, x.sizes), args.axis)

@@ -2,13 +2,13 @@
 
 `generate` writes DxDispatch-style JSON models of random SLICE, SLICE1, SLICE_GRAD, SPLIT,
 JOIN, TILE, PADDING, PADDING1, DEPTH_TO_SPACE(1), SPACE_TO_DEPTH(1), UPSAMPLE_2D,
-FILL_VALUE_CONSTANT, ELEMENT_WISE_IDENTITY, DIAGONAL_MATRIX, GATHER, GATHER_ELEMENTS,
-GATHER_ND, SCATTER_ELEMENTS, SCATTER_ND, ONE_HOT and REVERSE_SUBSEQUENCES descriptors (their
-data types, ranks 1-8, packed, padded and permuted tensor strides, offsets, negative
-strides, partial SLICE1 outputs), a sidecar per model with the expected printout of every
-output resource (valid models) or the rule the descriptor breaks (invalid ones), and an
-index. Element values are small integers or quarters, which DxDispatch's printout shows
-exactly; index tensors hold indices inside their axis (negative ones from
+FILL_VALUE_CONSTANT, ELEMENT_WISE_IDENTITY, DIAGONAL_MATRIX, MAX_UNPOOLING, GATHER,
+GATHER_ELEMENTS, GATHER_ND, SCATTER_ELEMENTS, SCATTER_ND, ONE_HOT and REVERSE_SUBSEQUENCES
+descriptors (their data types, ranks 1-8, packed, padded and permuted tensor strides,
+offsets, negative strides, partial SLICE1 outputs), a sidecar per model with the expected
+printout of every output resource (valid models) or the rule the descriptor breaks (invalid
+ones), and an index. Element values are small integers or quarters, which DxDispatch's
+printout shows exactly; index tensors hold indices inside their axis (negative ones from
 DML_FEATURE_LEVEL_3_0, where the index types are signed), a scatter's indices never name one
 element twice (DirectML leaves that order undefined), and sequence lengths lie in [0, the
 axis' size]. `check` compares a printout with a sidecar, element by element."""
@@ -37,6 +37,7 @@ from .ops import (
     GatherElementsDesc,
     GatherNdDesc,
     JoinDesc,
+    MaxUnpoolingDesc,
     OneHotDesc,
     OperatorDesc,
     Padding1Desc,
@@ -61,7 +62,7 @@ __all__ = ["generate", "check", "OPERATORS"]
 OPERATORS = (
     "slice", "slice1", "slice_grad", "split", "join", "tile", "padding", "padding1",
     "depth_to_space", "depth_to_space1", "space_to_depth", "space_to_depth1", "upsample_2d",
-    "fill_value_constant", "element_wise_identity", "diagonal_matrix", "gather",
+    "fill_value_constant", "element_wise_identity", "diagonal_matrix", "max_unpooling", "gather",
     "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "one_hot",
     "reverse_subsequences",
 )  # fmt: skip
@@ -82,6 +83,7 @@ _CLASSES: dict[str, type[OperatorDesc]] = {
     "fill_value_constant": FillValueConstantDesc,
     "element_wise_identity": ElementWiseIdentityDesc,
     "diagonal_matrix": DiagonalMatrixDesc,
+    "max_unpooling": MaxUnpoolingDesc,
     "gather": GatherDesc,
     "gather_elements": GatherElementsDesc,
     "gather_nd": GatherNdDesc,
@@ -193,6 +195,19 @@ def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> Oper
             cls1 = DepthToSpace1Desc if to_space else SpaceToDepth1Desc
             return cls1(i_t, o_t, block, int(rng.integers(0, 2)))
         return (DepthToSpaceDesc if to_space else SpaceToDepthDesc)(i_t, o_t, block)
+    if op == "max_unpooling":  # 4-D; an output as large or larger, UINT32 or UINT64 indices
+        unpooled = [n * int(rng.integers(1, 3)) for n in sizes]
+        index_types = sorted(
+            MaxUnpoolingDesc(*(BufferTensorDesc(dt, sizes),) * 3)._allowed_types(
+                "IndicesTensor", row
+            )
+        )
+        itype = index_types[int(rng.integers(0, len(index_types)))]
+        return MaxUnpoolingDesc(
+            _tensor(rng, dt, sizes, False),
+            _tensor(rng, itype, sizes, False),
+            BufferTensorDesc(dt, unpooled),  # (packed: the indices name positions of it)
+        )
     if op == "diagonal_matrix":
         if len(sizes) < 2:
             sizes = [1, *sizes]
@@ -335,6 +350,15 @@ def _index_values(rng: np.random.Generator, desc: OperatorDesc) -> list[int] | N
         return [int(v) for v in rng.integers(0, desc.output_tensor.sizes[desc.axis], span)]
     if isinstance(desc, (GatherDesc, GatherNdDesc, ScatterNdDesc, ReverseSubsequencesDesc)):
         return _tuple_values(rng, desc)
+    if isinstance(desc, MaxUnpoolingDesc):  # distinct positions of the whole output
+        t = desc.indices_tensor
+        span = max(1, math.ceil(t.total_tensor_size_in_bytes / t.data_type.element_size))
+        count = math.prod(t.sizes)
+        chosen = rng.permutation(math.prod(desc.output_tensor.sizes))[:count]
+        values = np.zeros(span, np.int64)
+        at = sum(np.indices(t.sizes)[d] * s for d, s in enumerate(t.effective_strides))
+        values[np.asarray(at).reshape(-1)] = chosen
+        return [int(v) for v in values]
     if not isinstance(desc, (GatherElementsDesc, ScatterElementsDesc)):
         return None
     t, axis = desc.indices_tensor, desc.axis
@@ -480,6 +504,11 @@ def _broken(rng: np.random.Generator, desc: OperatorDesc) -> OperatorDesc:
             d.padding_value,
             d.start_padding,
             d.end_padding,
+        )
+    if isinstance(d, MaxUnpoolingDesc):  # indices of other sizes
+        longer = [n + (k == 0) for k, n in enumerate(d.indices_tensor.sizes)]
+        return MaxUnpoolingDesc(
+            d.input_tensor, BufferTensorDesc(d.indices_tensor.data_type, longer), d.output_tensor
         )
     if isinstance(d, DiagonalMatrixDesc):  # an Offset past INT
         return DiagonalMatrixDesc(d.output_tensor, 2**31, d.value)
