@@ -808,16 +808,21 @@ def gather(
     return result if idx.ndim == 1 else result.reshape(shape)
 
 
+def _indices_like(block: Any, values: Any) -> Any:
+    """Index values as an int64 array of `block`'s library (CuPy for CuPy chunks)."""
+    if type(block).__module__.split(".")[0] == "cupy":
+        import cupy
+
+        return cupy.asarray(values, dtype=cupy.int64)
+    return np.asarray(values, dtype=np.int64)
+
+
 def _gather_part(axis: int, local: Any, block: Any) -> Any:
     """The rows of one source chunk that one output chunk wants (one GATHER): a task that
     reads that chunk alone, so no task holds more than a chunk and what it sends on."""
     from .arrays import indexed
 
-    if type(block).__module__.split(".")[0] == "cupy":
-        import cupy
-
-        return indexed.gather(block, cupy.asarray(local, dtype=cupy.int64), axis)
-    return indexed.gather(block, np.asarray(local, dtype=np.int64), axis)
+    return indexed.gather(block, _indices_like(block, local), axis)
 
 
 def _in_order(axis: int, where: list[Any], *parts: Any) -> Any:
@@ -829,8 +834,4 @@ def _in_order(axis: int, where: list[Any], *parts: Any) -> Any:
         return parts[0]
     joined = strided.join(list(parts), axis)
     order = np.argsort(np.concatenate(where), kind="stable")
-    if type(joined).__module__.split(".")[0] == "cupy":
-        import cupy
-
-        return indexed.gather(joined, cupy.asarray(order, dtype=cupy.int64), axis)
-    return indexed.gather(joined, order.astype(np.int64), axis)
+    return indexed.gather(joined, _indices_like(joined, order), axis)

@@ -197,11 +197,7 @@ def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> Oper
         return (DepthToSpaceDesc if to_space else SpaceToDepthDesc)(i_t, o_t, block)
     if op == "max_unpooling":  # 4-D; an output as large or larger, UINT32 or UINT64 indices
         unpooled = [n * int(rng.integers(1, 3)) for n in sizes]
-        index_types = sorted(
-            MaxUnpoolingDesc(*(BufferTensorDesc(dt, sizes),) * 3)._allowed_types(
-                "IndicesTensor", row
-            )
-        )
+        index_types = sorted(MaxUnpoolingDesc.index_types(row.level))
         itype = index_types[int(rng.integers(0, len(index_types)))]
         return MaxUnpoolingDesc(
             _tensor(rng, dt, sizes, False),

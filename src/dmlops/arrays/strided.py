@@ -116,37 +116,25 @@ def _depth_space(
 ) -> Any:
     """DEPTH_TO_SPACE1 or SPACE_TO_DEPTH1 (at a feature level older than theirs, 2_1, and
     the DCR order: the first versions, DEPTH_TO_SPACE or SPACE_TO_DEPTH)."""
+    first: type[DepthToSpaceDesc] | type[SpaceToDepthDesc] | None = None
     if (
         _level(feature_level) < cls.SUPPORT[0].level
         and DepthSpaceOrder.parse(order, f"{cls.OPERATOR}.Order")
         is DepthSpaceOrder.DEPTH_COLUMN_ROW
     ):
         first = DepthToSpaceDesc if cls is DepthToSpace1Desc else SpaceToDepthDesc
-        return _unary(
-            first.OPERATOR,
-            _fields_key(block_size),
-            x,
-            out,
-            feature_level,
-            device,
-            lambda view: first.output_sizes_for(_Tensor.of_array(view).desc, block_size),
-            lambda i, o: first(i, o, block_size),
-        )
 
     def shape_of(view: Any) -> tuple[int, ...]:
         return cls.output_sizes_for(_Tensor.of_array(view).desc, block_size, order)
 
+    def make(i: BufferTensorDesc, o: BufferTensorDesc) -> OperatorDesc:
+        if first is not None:  # (no Order field)
+            return first(i, o, block_size)
+        return cls(i, o, block_size, order)
+
     fields = (_fields_key(block_size), order if isinstance(order, (int, str)) else repr(order))
-    return _unary(
-        cls.OPERATOR,
-        fields,
-        x,
-        out,
-        feature_level,
-        device,
-        shape_of,
-        lambda i, o: cls(i, o, block_size, order),
-    )
+    op = cls.OPERATOR if first is None else first.OPERATOR
+    return _unary(op, fields, x, out, feature_level, device, shape_of, make)
 
 
 def tile(
@@ -535,23 +523,44 @@ def fill_value_constant(
     """DML FILL_VALUE_CONSTANT: an array of `sizes` and `dtype` (out's where given) holding
     `value` everywhere (numpy.full)."""
     shape = int_tuple(sizes, "FILL_VALUE_CONSTANT.OutputTensor.Sizes")
+    fields = (_fields_key(shape), str(np.dtype(dtype)), repr(value), type(value))
+    return _generated(
+        "FILL_VALUE_CONSTANT",
+        fields,
+        shape,
+        dtype,
+        value,
+        lambda o: FillValueConstantDesc(o, None, value),
+        feature_level,
+        out,
+        device,
+    )
+
+
+def _generated(
+    op: str,
+    fields: Hashable,
+    shape: tuple[int, ...],
+    dtype: Any,
+    value: float | int,
+    make: Callable[[BufferTensorDesc], OperatorDesc],
+    feature_level: Any,
+    out: Any,
+    device: str | None,
+) -> Any:
+    """Run an operator that reads nothing and writes `value` (FILL_VALUE_CONSTANT,
+    DIAGONAL_MATRIX): `make(output desc)` its descriptor; a new array of `shape` and `dtype`
+    (numpy's, or `device`'s), or `out` of any library."""
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of([] if outs[0] is None else [outs[0]])
         kind = np.dtype(dtype) if outs[0] is None else _dtype_of(backend, outs[0])
+        new = [shape if outs[0] is None else None]
         return _compile(
-            backend,
-            feature_level,
-            lambda i, o: FillValueConstantDesc(o[0], None, value),
-            [],
-            outs,
-            [shape if outs[0] is None else None],
-            kind,
-            fill=value,
+            backend, feature_level, lambda i, o: make(o[0]), [], outs, new, kind, fill=value
         )
 
-    fields = (_fields_key(shape), str(np.dtype(dtype)), repr(value), type(value))
-    return _dispatch("FILL_VALUE_CONSTANT", fields, feature_level, [], [out], build, device)[0]
+    return _dispatch(op, fields, feature_level, [], [out], build, device)[0]
 
 
 def element_wise_identity(
@@ -588,20 +597,15 @@ def diagonal_matrix(
     """DML DIAGONAL_MATRIX: matrices of `sizes` (leading dimensions a batch) holding `value`
     where row + offset == column and zeros elsewhere (numpy.eye's k is offset)."""
     shape = int_tuple(sizes, "DIAGONAL_MATRIX.OutputTensor.Sizes")
-
-    def build(ins: list[Any], outs: list[Any]) -> _Call:
-        backend = backend_of([] if outs[0] is None else [outs[0]])
-        kind = np.dtype(dtype) if outs[0] is None else _dtype_of(backend, outs[0])
-        return _compile(
-            backend,
-            feature_level,
-            lambda i, o: DiagonalMatrixDesc(o[0], offset, value),
-            [],
-            outs,
-            [shape if outs[0] is None else None],
-            kind,
-            fill=value,
-        )
-
     fields = (_fields_key(shape), offset, str(np.dtype(dtype)), repr(value), type(value))
-    return _dispatch("DIAGONAL_MATRIX", fields, feature_level, [], [out], build, device)[0]
+    return _generated(
+        "DIAGONAL_MATRIX",
+        fields,
+        shape,
+        dtype,
+        value,
+        lambda o: DiagonalMatrixDesc(o, offset, value),
+        feature_level,
+        out,
+        device,
+    )

@@ -25,7 +25,7 @@ from ..ops.depth_space import block_axes
 from ..tensor import BufferTensorDesc, FeatureLevel, packed_strides
 from .host import HOST_OPS, folded, host_array, host_eval
 from .params import attributes, axis_of, slice_window, split_sizes, unsqueeze_axes
-from .resize import nearest_scales
+from .resize import nearest_scales, resized_shape
 
 __all__ = [
     "CompiledModel",
@@ -501,22 +501,13 @@ def _resized(
         scales, sizes = number(node, 1, every=True), None
     else:
         scales, sizes = number(node, 2, every=True), ints(node, 3)
-        if _text_attr(a.get("coordinate_transformation_mode")) == "tf_crop_and_resize":
-            raise ModelError(f"{op}: tf_crop_and_resize (a region of interest) is not lowered")
     if 0 in shape or isinstance(x, _Empty):  # empty in, empty out: the sizes alone
-        if sizes and len(sizes) == len(shape):
-            return _Empty(tuple(int(s) for s in sizes), dtype)
-        factors = scales if scales and len(scales) == len(shape) else [1.0] * len(shape)
-        return _Empty(tuple(math.floor(n * f) for n, f in zip(shape, factors, strict=True)), dtype)
+        return _Empty(resized_shape(op, a, opset, shape, scales, sizes), dtype)
     height, width = nearest_scales(op, a, opset, shape, scales, sizes)
     *lead, h, w = shape
     four = _reshaped(g, x, [math.prod(lead), 1, h, w], dtype)
     grown = g.upsample_2d(_tensor(four), (height, width), name=node.name or None)
     return _reshaped(g, grown, [*lead, h * height, w * width], dtype)
-
-
-def _text_attr(value: Any) -> str | None:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def _fill_value(value: Any, dtype: np.dtype[Any]) -> float | int:

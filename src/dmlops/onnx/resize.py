@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import ModelError
 
-__all__ = ["nearest_scales", "source_indices"]
+__all__ = ["nearest_scales", "resized_shape", "source_indices"]
 
 _COORDINATES = (
     "half_pixel",
@@ -64,16 +64,16 @@ def source_indices(
     return np.clip(index, 0, size_in - 1).astype(np.int64)
 
 
-def nearest_scales(
+def _resize_plan(
     op: str,
     attrs: dict[str, Any],
     opset: int,
     shape: Sequence[int],
     scales: Sequence[float] | None,
     sizes: Sequence[int] | None,
-) -> tuple[int, int]:
-    """The (height, width) whole factors of a nearest Resize or Upsample of an input of
-    `shape` that UPSAMPLE_2D's copies make exactly; ModelError naming why where none do."""
+) -> tuple[str, str, list[float], list[int]]:
+    """A nearest Resize's or Upsample's attributes checked: (coordinate transformation,
+    rounding, each axis' scale, the output's sizes); ModelError naming what is not lowered."""
     rank = len(shape)
     mode = _text(attrs.get("mode"), "nearest")
     if mode != "nearest":
@@ -86,6 +86,8 @@ def nearest_scales(
     else:
         coordinates = _text(attrs.get("coordinate_transformation_mode"), "half_pixel")
         rounding = _text(attrs.get("nearest_mode"), "round_prefer_floor")
+        if coordinates == "tf_crop_and_resize":
+            raise ModelError(f"{op}: tf_crop_and_resize (a region of interest) is not lowered")
         if coordinates not in _COORDINATES:
             raise ModelError(
                 f"{op}: coordinate_transformation_mode '{coordinates}' is not one dmlops lowers "
@@ -125,6 +127,33 @@ def nearest_scales(
         out = [math.floor(n * s) for n, s in zip(shape, factors, strict=True)]
     else:
         raise ModelError(f"{op}: neither scales nor sizes is given")
+    return coordinates, rounding, factors, out
+
+
+def resized_shape(
+    op: str,
+    attrs: dict[str, Any],
+    opset: int,
+    shape: Sequence[int],
+    scales: Sequence[float] | None,
+    sizes: Sequence[int] | None,
+) -> tuple[int, ...]:
+    """The output's sizes of a nearest Resize or Upsample (its attributes checked)."""
+    return tuple(_resize_plan(op, attrs, opset, shape, scales, sizes)[3])
+
+
+def nearest_scales(
+    op: str,
+    attrs: dict[str, Any],
+    opset: int,
+    shape: Sequence[int],
+    scales: Sequence[float] | None,
+    sizes: Sequence[int] | None,
+) -> tuple[int, int]:
+    """The (height, width) whole factors of a nearest Resize or Upsample of an input of
+    `shape` that UPSAMPLE_2D's copies make exactly; ModelError naming why where none do."""
+    rank = len(shape)
+    coordinates, rounding, factors, out = _resize_plan(op, attrs, opset, shape, scales, sizes)
     whole = []
     for d, (n, o, s) in enumerate(zip(shape, out, factors, strict=True)):
         k = o // n if n and o % n == 0 else 0

@@ -341,6 +341,23 @@ class UnaryDesc(OperatorDesc):
         return [("InputTensor", self.input_tensor), ("OutputTensor", self.output_tensor)]
 
 
+class GeneratorDesc(OperatorDesc):
+    """An operator that reads no tensor and writes one OutputTensor (FILL_VALUE_CONSTANT,
+    DIAGONAL_MATRIX): its data type is the output's."""
+
+    output_tensor: BufferTensorDesc
+
+    @property
+    def data_type(self) -> DataType:
+        return self.output_tensor.data_type
+
+    def input_fields(self) -> list[tuple[str, BufferTensorDesc]]:
+        return []
+
+    def output_fields(self) -> list[tuple[str, BufferTensorDesc]]:
+        return [("OutputTensor", self.output_tensor)]
+
+
 def scalar_bytes(value: object, data_type: DataType, field: str) -> bytes:
     """A DML_SCALAR_UNION field's value as one element of `data_type`: a number the type
     holds exactly (an integer type takes whole numbers in its range; a float type rounds)."""

@@ -103,14 +103,23 @@ class _DepthSpaceDesc(UnaryDesc):
 
     @classmethod
     def output_sizes_for(
-        cls, input_tensor: BufferTensorDesc, block_size: int, order: DepthSpaceOrder | int | str
+        cls,
+        input_tensor: BufferTensorDesc,
+        block_size: int,
+        order: DepthSpaceOrder | int | str = DepthSpaceOrder.DEPTH_COLUMN_ROW,
     ) -> tuple[int, ...]:
         """The output sizes for this input where they follow from it (a 4-D input, a block
         size of at least 1), else the input's sizes: validation then names the field."""
-        probe = cls(input_tensor, input_tensor, block_size, order)
+        probe = cls._probe(input_tensor, block_size, order)
         if input_tensor.dimension_count == 4 and probe.block_size >= 1:
             return probe.expected_output_sizes()
         return tuple(input_tensor.sizes)
+
+    @classmethod
+    def _probe(
+        cls, tensor: BufferTensorDesc, block_size: int, order: DepthSpaceOrder | int | str
+    ) -> _DepthSpaceDesc:
+        return cls(tensor, tensor, block_size, order)
 
     def expected_output_sizes(self) -> tuple[int, ...]:
         """The output sizes DirectML requires for this input and block size."""
@@ -198,47 +207,36 @@ _FIRST_SUPPORT = (
 )
 
 
-class DepthToSpaceDesc(DepthToSpace1Desc):
+class _FirstVersion(_DepthSpaceDesc):
+    """What DEPTH_TO_SPACE and SPACE_TO_DEPTH share: the DEPTH_COLUMN_ROW order, no Order
+    field, their own table."""
+
+    SUPPORT = _FIRST_SUPPORT
+
+    def __init__(
+        self, input_tensor: BufferTensorDesc, output_tensor: BufferTensorDesc, block_size: int
+    ) -> None:
+        super().__init__(input_tensor, output_tensor, block_size, DepthSpaceOrder.DEPTH_COLUMN_ROW)
+
+    @classmethod
+    def _probe(
+        cls, tensor: BufferTensorDesc, block_size: int, order: DepthSpaceOrder | int | str
+    ) -> _DepthSpaceDesc:
+        return cls(tensor, tensor, block_size)  # (DCR: no Order field)
+
+    def _field_items(self) -> list[tuple[str, object]]:
+        return [(k, v) for k, v in super()._field_items() if k != "Order"]
+
+
+class DepthToSpaceDesc(_FirstVersion, DepthToSpace1Desc):
     """DML_DEPTH_TO_SPACE_OPERATOR_DESC, the first version: DEPTH_TO_SPACE1 in the
     DEPTH_COLUMN_ROW order (ONNX's DCR), which has no Order field."""
 
     OPERATOR = "DEPTH_TO_SPACE"
-    SUPPORT = _FIRST_SUPPORT
-
-    def __init__(
-        self, input_tensor: BufferTensorDesc, output_tensor: BufferTensorDesc, block_size: int
-    ) -> None:
-        super().__init__(input_tensor, output_tensor, block_size, DepthSpaceOrder.DEPTH_COLUMN_ROW)
-
-    @classmethod
-    def output_sizes_for(
-        cls, input_tensor: BufferTensorDesc, block_size: int, order: object = None
-    ) -> tuple[int, ...]:
-        """The output sizes for this input where they follow from it (see DEPTH_TO_SPACE1)."""
-        return DepthToSpace1Desc.output_sizes_for(input_tensor, block_size, 0)
-
-    def _field_items(self) -> list[tuple[str, object]]:
-        return [(k, v) for k, v in super()._field_items() if k != "Order"]
 
 
-class SpaceToDepthDesc(SpaceToDepth1Desc):
+class SpaceToDepthDesc(_FirstVersion, SpaceToDepth1Desc):
     """DML_SPACE_TO_DEPTH_OPERATOR_DESC, the first version: SPACE_TO_DEPTH1 in the
     DEPTH_COLUMN_ROW order (ONNX's DCR), which has no Order field."""
 
     OPERATOR = "SPACE_TO_DEPTH"
-    SUPPORT = _FIRST_SUPPORT
-
-    def __init__(
-        self, input_tensor: BufferTensorDesc, output_tensor: BufferTensorDesc, block_size: int
-    ) -> None:
-        super().__init__(input_tensor, output_tensor, block_size, DepthSpaceOrder.DEPTH_COLUMN_ROW)
-
-    @classmethod
-    def output_sizes_for(
-        cls, input_tensor: BufferTensorDesc, block_size: int, order: object = None
-    ) -> tuple[int, ...]:
-        """The output sizes for this input where they follow from it (see SPACE_TO_DEPTH1)."""
-        return SpaceToDepth1Desc.output_sizes_for(input_tensor, block_size, 0)
-
-    def _field_items(self) -> list[tuple[str, object]]:
-        return [(k, v) for k, v in super()._field_items() if k != "Order"]

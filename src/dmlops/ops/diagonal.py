@@ -6,14 +6,14 @@ from __future__ import annotations
 from ..errors import InvalidDescriptorError
 from ..plan import LogicalCopy
 from ..tensor import BufferTensorDesc, DataType, FeatureLevel
-from ._base import TYPES_8, TYPES_11, OperatorDesc, SupportRow, float_field_bytes
+from ._base import TYPES_8, TYPES_11, GeneratorDesc, SupportRow, float_field_bytes
 
 __all__ = ["DiagonalMatrixDesc"]
 
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 
 
-class DiagonalMatrixDesc(OperatorDesc):
+class DiagonalMatrixDesc(GeneratorDesc):
     """DML_DIAGONAL_MATRIX_OPERATOR_DESC: OutputTensor[..., y, x] = Value where
     y + Offset == x, else 0; leading dimensions are a batch of matrices. Value is a FLOAT
     (truncated toward zero for integer types, as the page says).
@@ -39,17 +39,6 @@ class DiagonalMatrixDesc(OperatorDesc):
         self.output_tensor = output_tensor
         self.offset = offset
         self.value = value
-
-    @property
-    def data_type(self) -> DataType:
-        """The output's type (the operator has no input)."""
-        return self.output_tensor.data_type
-
-    def input_fields(self) -> list[tuple[str, BufferTensorDesc]]:
-        return []
-
-    def output_fields(self) -> list[tuple[str, BufferTensorDesc]]:
-        return [("OutputTensor", self.output_tensor)]
 
     def _field_items(self) -> list[tuple[str, object]]:
         return [

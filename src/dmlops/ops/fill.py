@@ -5,12 +5,12 @@ from __future__ import annotations
 from ..errors import InvalidDescriptorError
 from ..plan import LogicalCopy
 from ..tensor import BufferTensorDesc, DataType, FeatureLevel
-from ._base import ALL_DIMS, TYPES_8, TYPES_11, OperatorDesc, SupportRow, scalar_bytes
+from ._base import ALL_DIMS, TYPES_8, TYPES_11, GeneratorDesc, SupportRow, scalar_bytes
 
 __all__ = ["FillValueConstantDesc"]
 
 
-class FillValueConstantDesc(OperatorDesc):
+class FillValueConstantDesc(GeneratorDesc):
     """DML_FILL_VALUE_CONSTANT_OPERATOR_DESC: OutputTensor[c] = Value for every c, Value a
     DML_SCALAR_UNION read as ValueDataType (which must be OutputTensor's type). No input.
 
@@ -41,17 +41,6 @@ class FillValueConstantDesc(OperatorDesc):
             else DataType.parse(value_data_type, "FILL_VALUE_CONSTANT.ValueDataType")
         )
         self.value = value
-
-    @property
-    def data_type(self) -> DataType:
-        """The output's type (the operator has no input)."""
-        return self.output_tensor.data_type
-
-    def input_fields(self) -> list[tuple[str, BufferTensorDesc]]:
-        return []
-
-    def output_fields(self) -> list[tuple[str, BufferTensorDesc]]:
-        return [("OutputTensor", self.output_tensor)]
 
     def _field_items(self) -> list[tuple[str, object]]:
         return [

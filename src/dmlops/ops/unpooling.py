@@ -69,12 +69,15 @@ class MaxUnpoolingDesc(IndexedDesc):
             ("OutputTensor", self.output_tensor),
         ]
 
+    @staticmethod
+    def index_types(level: FeatureLevel) -> frozenset[DataType]:
+        """IndicesTensor's types at `level`: UINT32, and UINT64 from 5_0."""
+        if level >= FL.FL_5_0:
+            return frozenset({DataType.UINT32, DataType.UINT64})
+        return frozenset({DataType.UINT32})
+
     def _allowed_types(self, name: str, row: SupportRow) -> frozenset[DataType]:
-        if name == self.INDEX_FIELD:
-            if row.level >= FL.FL_5_0:
-                return frozenset({DataType.UINT32, DataType.UINT64})
-            return frozenset({DataType.UINT32})
-        return row.data_types
+        return self.index_types(row.level) if name == self.INDEX_FIELD else row.data_types
 
     def _check_fields(self) -> None:
         pass  # (no field but its tensors)
