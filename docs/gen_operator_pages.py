@@ -15,6 +15,7 @@ from dmlops.errors import DmlError
 from dmlops.ops import (
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    DiagonalMatrix1Desc,
     DiagonalMatrixDesc,
     ElementWiseIdentityDesc,
     FillValueConstantDesc,
@@ -130,7 +131,7 @@ ALL: dict[str, list[type[OperatorDesc]]] = {
     "max-unpooling": [MaxUnpoolingDesc],
     "fill": [FillValueConstantDesc],
     "identity": [ElementWiseIdentityDesc],
-    "diagonal": [DiagonalMatrixDesc],
+    "diagonal": [DiagonalMatrixDesc, DiagonalMatrix1Desc],
     "indexed": [
         GatherDesc,
         GatherElementsDesc,

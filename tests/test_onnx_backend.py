@@ -17,7 +17,7 @@ CLAIMED = (
     "depthtospace", "spacetodepth", "pad", "tile", "expand", "identity", "gather",
     "gatherelements", "gather_elements", "gathernd", "scatter", "scatterelements",
     "scatter_elements", "scatternd", "onehot", "reversesequence", "resize", "upsample", "maxunpool",
-    "constant",
+    "constant", "tril", "triu", "eyelike",
 )  # fmt: skip
 OUT_OF_SCOPE = {
     # arithmetic: interpolation, antialiasing, scatter reductions

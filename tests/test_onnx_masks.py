@@ -96,12 +96,19 @@ def test_eye_like_of_a_data_tensor_and_position_ids() -> None:
         dmlops.onnx.run(bad, {"x": np.zeros((2, 2, 2), np.float32)})
 
 
-def test_trilu_of_data_is_refused_by_name() -> None:
+def test_trilu_of_data_runs_and_a_vector_is_refused_by_name() -> None:
     model = _model(
         [h.make_node("Trilu", ["x"], ["y"])],
         [h.make_tensor_value_info("x", T.FLOAT, [3, 3])],
         ["y"],
         [],
     )
-    with pytest.raises(dmlops.ModelError, match="Trilu"):
-        dmlops.onnx.run(model, {"x": np.ones((3, 3), np.float32)})
+    _agree(model, {"x": np.arange(9, dtype=np.float32).reshape(3, 3)})
+    vector = _model(
+        [h.make_node("Trilu", ["x"], ["y"])],
+        [h.make_tensor_value_info("x", T.FLOAT, [3])],
+        ["y"],
+        [],
+    )
+    with pytest.raises(dmlops.ModelError, match="Trilu: the input has 1 dimensions"):
+        dmlops.onnx.run(vector, {"x": np.ones(3, np.float32)})

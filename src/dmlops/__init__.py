@@ -14,6 +14,7 @@ from .errors import (
 from .functional import (
     depth_to_space,
     diagonal_matrix,
+    diagonal_matrix1,
     element_wise_identity,
     fill_value_constant,
     join,
@@ -24,6 +25,8 @@ from .functional import (
     space_to_depth,
     split,
     tile,
+    tril,
+    triu,
     upsample_2d,
 )
 from .functional_indexed import (
@@ -41,6 +44,7 @@ from .ops import (
     DepthSpaceOrder,
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    DiagonalMatrix1Desc,
     DiagonalMatrixDesc,
     ElementWiseIdentityDesc,
     FillValueConstantDesc,
@@ -120,6 +124,7 @@ __all__ = [
     "TensorFlags",
     "TileDesc",
     "DiagonalMatrixDesc",
+    "DiagonalMatrix1Desc",
     "ElementWiseIdentityDesc",
     "FillValueConstantDesc",
     "MaxUnpoolingDesc",
@@ -149,6 +154,9 @@ __all__ = [
     "fill_value_constant",
     "element_wise_identity",
     "diagonal_matrix",
+    "diagonal_matrix1",
+    "tril",
+    "triu",
 ]
 
 from . import picture as _picture  # noqa: F401 - installs the notebook view of descriptors

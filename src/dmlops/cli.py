@@ -15,6 +15,7 @@ from .errors import DmlError
 from .ops import (
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    DiagonalMatrix1Desc,
     DiagonalMatrixDesc,
     ElementWiseIdentityDesc,
     FillValueConstantDesc,
@@ -125,6 +126,13 @@ def _ints(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a comma-separated list of integers"
         ) from None
+
+
+def _pair(text: str) -> tuple[int, int]:
+    values = _ints(text)
+    if len(values) != 2:
+        raise argparse.ArgumentTypeError(f"{text!r} is not two comma-separated integers")
+    return values[0], values[1]
 
 
 _INDEXED = (
@@ -274,6 +282,7 @@ _FIRST_AND_NEW = (
     "element_wise_identity",
     "fill_value_constant",
     "diagonal_matrix",
+    "diagonal_matrix1",
 )
 
 
@@ -288,6 +297,17 @@ def _first_and_new_desc(args: argparse.Namespace, dt: DataType) -> OperatorDesc:
         return DiagonalMatrixDesc(
             BufferTensorDesc(dt, args.output_sizes), args.diagonal_offset, value
         )
+    if op == "diagonal_matrix1":
+        given = args.input_sizes[0] if args.input_sizes else None
+        sizes = args.output_sizes if args.output_sizes is not None else given
+        if sizes is None:
+            raise DmlError("DIAGONAL_MATRIX1: give --input-sizes or --output-sizes")
+        begin, end = args.diagonal_fill
+        value = args.padding_value if args.padding_value else 1
+        if dt.numpy_dtype.kind in "iu" and float(value).is_integer():
+            value = int(value)
+        source = None if given is None else BufferTensorDesc(dt, given)
+        return DiagonalMatrix1Desc(source, BufferTensorDesc(dt, sizes), None, value, begin, end)
     if op == "fill_value_constant":
         if args.output_sizes is None:
             raise DmlError("FILL_VALUE_CONSTANT: give --output-sizes (and --padding-value)")
@@ -713,6 +733,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     xp.add_argument("--diagonal-offset", type=int, default=0, help="DIAGONAL_MATRIX Offset")
     xp.add_argument(
+        "--diagonal-fill",
+        type=_pair,
+        default=(0, 1),
+        help="DIAGONAL_MATRIX1 DiagonalFillBegin,DiagonalFillEnd (default 0,1)",
+    )
+    xp.add_argument(
         "--output-strides",
         type=_ints,
         default=None,
@@ -747,7 +773,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated operators (default: all). dxdispatch: slice, slice1, slice_grad, "
         "split, join, tile, padding, padding1, depth_to_space, depth_to_space1, space_to_depth, "
         "space_to_depth1, upsample_2d, fill_value_constant, element_wise_identity, "
-        "diagonal_matrix, gather, "
+        "diagonal_matrix, diagonal_matrix1, gather, "
         "gather_elements, "
         "gather_nd, scatter_elements, scatter_nd, one_hot, reverse_subsequences (those the "
         "feature level has); onnx: ONNX op types (Slice, Gather, ...); webnn: WebNN operations "

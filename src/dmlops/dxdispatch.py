@@ -22,6 +22,7 @@ from .errors import DmlError, ModelError
 from .ops import (
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    DiagonalMatrix1Desc,
     DiagonalMatrixDesc,
     ElementWiseIdentityDesc,
     FillValueConstantDesc,
@@ -440,6 +441,21 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
             )
         except DmlError as e:
             raise _fail(path[: -len(".desc")], str(e)) from None
+    if kind == "DML_OPERATOR_DIAGONAL_MATRIX1":
+        optional = {"InputTensor", "ValueDataType", "Value", "DiagonalFillBegin", "DiagonalFillEnd"}
+        d = _obj(value, path, {"OutputTensor"}, optional)
+        source = d.get("InputTensor")
+        try:
+            return DiagonalMatrix1Desc(
+                None if source is None else _tensor(source, f"{path}.InputTensor"),
+                _tensor(d["OutputTensor"], f"{path}.OutputTensor"),
+                d.get("ValueDataType"),
+                d.get("Value", 1),
+                d.get("DiagonalFillBegin", 0),
+                d.get("DiagonalFillEnd", 1),
+            )
+        except DmlError as e:
+            raise _fail(path[: -len(".desc")], str(e)) from None
     if kind == "DML_OPERATOR_FILL_VALUE_CONSTANT":
         d = _obj(value, path, {"OutputTensor", "ValueDataType", "Value"}, set())
         try:
@@ -518,6 +534,7 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
         "DML_OPERATOR_PADDING1, DML_OPERATOR_DEPTH_TO_SPACE, DML_OPERATOR_DEPTH_TO_SPACE1, "
         "DML_OPERATOR_SPACE_TO_DEPTH, DML_OPERATOR_SPACE_TO_DEPTH1, DML_OPERATOR_UPSAMPLE_2D, "
         "DML_OPERATOR_FILL_VALUE_CONSTANT, DML_OPERATOR_ELEMENT_WISE_IDENTITY, "
+        "DML_OPERATOR_DIAGONAL_MATRIX1, "
         "DML_OPERATOR_DIAGONAL_MATRIX, " + ", ".join(sorted(_INDEXED)),
     )
 

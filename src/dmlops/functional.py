@@ -30,6 +30,7 @@ from .calls import (
     cache_size,
     clear_cache,
 )
+from .errors import DmlError
 from .ops import DepthToSpace1Desc, SpaceToDepth1Desc
 from .tensor import FeatureLevel, int_tuple
 
@@ -47,6 +48,9 @@ __all__ = [
     "fill_value_constant",
     "element_wise_identity",
     "diagonal_matrix",
+    "diagonal_matrix1",
+    "tril",
+    "triu",
     "backend_of",
     "clear_cache",
     "cache_size",
@@ -414,3 +418,109 @@ def diagonal_matrix(
     return _arrays.diagonal_matrix(
         sizes, offset, value, dtype, feature_level=feature_level, out=out, device=device
     )
+
+
+def diagonal_matrix1(
+    x: Any = None,
+    diagonal_fill_begin: int = 0,
+    diagonal_fill_end: int = 1,
+    value: float | int = 1,
+    *,
+    sizes: Sequence[int] | None = None,
+    dtype: Any = None,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML DIAGONAL_MATRIX1: `value` where column - row lies in [diagonal_fill_begin,
+    diagonal_fill_end) (outside [end, begin) where begin > end), x's elements elsewhere; with
+    no x, zeros elsewhere in a new array of `sizes` and `dtype` (float32 by default). The
+    leading dimensions are a batch; 2 to 4 dimensions (DirectML's table). `value` is one of
+    the data's type (an integer type takes whole numbers in its range).
+
+    >>> import numpy as np, dmlops
+    >>> dmlops.diagonal_matrix1(None, 0, 2, 7, sizes=[3, 4]).tolist()
+    [[7.0, 7.0, 0.0, 0.0], [0.0, 7.0, 7.0, 0.0], [0.0, 0.0, 7.0, 7.0]]
+    """
+    kwargs = {"feature_level": feature_level, "out": out, "device": device}
+    if x is not None and type(x) is not np.ndarray and _through_torch([x]):
+        if sizes is not None or dtype is not None:
+            raise DmlError("DIAGONAL_MATRIX1: sizes and dtype are the input's where one is given")
+        moved = (x, diagonal_fill_begin, diagonal_fill_end)
+        return _moved("DIAGONAL_MATRIX1", moved, {"value": value, **kwargs})
+    return _arrays.diagonal_matrix1(
+        x, diagonal_fill_begin, diagonal_fill_end, value, sizes=sizes, dtype=dtype, **kwargs
+    )
+
+
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+
+
+def tril(
+    x: Any,
+    k: int = 0,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """The lower triangle of each matrix of x (numpy.tril, torch.tril, ONNX Trilu with
+    upper=0): elements whose column - row is at most `k`, zeros above, as one
+    DIAGONAL_MATRIX1 (its table: 2 to 4 dimensions, the leading ones a batch).
+
+    >>> import numpy as np, dmlops
+    >>> dmlops.tril(np.ones((3, 3), np.int32)).tolist()
+    [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
+    """
+    height, width = _matrix(x, "tril")
+    begin = min(max(int(k), -height - 1), width) + 1  # (k clamped: the same elements)
+    return _triangle(x, begin, _INT_MAX, feature_level, out, device)
+
+
+def triu(
+    x: Any,
+    k: int = 0,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """The upper triangle of each matrix of x (numpy.triu, torch.triu, ONNX Trilu with
+    upper=1): elements whose column - row is at least `k`, zeros below, as one
+    DIAGONAL_MATRIX1.
+
+    >>> import numpy as np, dmlops
+    >>> dmlops.triu(np.ones((2, 3), np.float32), 1).tolist()
+    [[0.0, 1.0, 1.0], [0.0, 0.0, 1.0]]
+    """
+    height, width = _matrix(x, "triu")
+    end = min(max(int(k), -height), width + 1)
+    return _triangle(x, _INT_MIN, end, feature_level, out, device)
+
+
+def _triangle(
+    x: Any, begin: int, end: int, feature_level: Any, out: Any, device: str | None
+) -> Any:
+    """x's elements with zeros where column - row lies in [begin, end): one
+    DIAGONAL_MATRIX1, the leading dimensions of x beyond its table's four merged."""
+    kwargs = {"feature_level": feature_level, "out": out, "device": device}
+    shape = tuple(int(n) for n in x.shape)
+    if len(shape) <= 4:
+        return diagonal_matrix1(x, begin, end, 0, **kwargs)
+    if out is not None:
+        raise DmlError(
+            f"DIAGONAL_MATRIX1: out= with {len(shape)} dimensions (its table takes 2 to 4; "
+            "without out=, the leading dimensions are merged into one batch)"
+        )
+    merged = x.reshape((-1, *shape[-2:]))
+    return diagonal_matrix1(merged, begin, end, 0, **kwargs).reshape(shape)
+
+
+def _matrix(x: Any, name: str) -> tuple[int, int]:
+    """The (height, width) of x's matrices; DmlError where x has fewer than 2 dimensions."""
+    shape = tuple(int(n) for n in x.shape)
+    if len(shape) < 2:
+        raise DmlError(
+            f"{name}: x has {len(shape)} dimensions; a matrix needs 2 (DIAGONAL_MATRIX1)"
+        )
+    return shape[-2], shape[-1]

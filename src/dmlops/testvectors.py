@@ -30,6 +30,7 @@ from .errors import DmlError
 from .ops import (
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    DiagonalMatrix1Desc,
     DiagonalMatrixDesc,
     ElementWiseIdentityDesc,
     FillValueConstantDesc,
@@ -62,7 +63,8 @@ __all__ = ["generate", "check", "OPERATORS"]
 OPERATORS = (
     "slice", "slice1", "slice_grad", "split", "join", "tile", "padding", "padding1",
     "depth_to_space", "depth_to_space1", "space_to_depth", "space_to_depth1", "upsample_2d",
-    "fill_value_constant", "element_wise_identity", "diagonal_matrix", "max_unpooling", "gather",
+    "fill_value_constant", "element_wise_identity", "diagonal_matrix", "diagonal_matrix1",
+    "max_unpooling", "gather",
     "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "one_hot",
     "reverse_subsequences",
 )  # fmt: skip
@@ -83,6 +85,7 @@ _CLASSES: dict[str, type[OperatorDesc]] = {
     "fill_value_constant": FillValueConstantDesc,
     "element_wise_identity": ElementWiseIdentityDesc,
     "diagonal_matrix": DiagonalMatrixDesc,
+    "diagonal_matrix1": DiagonalMatrix1Desc,
     "max_unpooling": MaxUnpoolingDesc,
     "gather": GatherDesc,
     "gather_elements": GatherElementsDesc,
@@ -209,6 +212,14 @@ def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> Oper
             sizes = [1, *sizes]
         offset = int(rng.integers(-sizes[-2], sizes[-1] + 1))
         return DiagonalMatrixDesc(_tensor(rng, dt, sizes, True), offset, float(rng.integers(1, 9)))
+    if op == "diagonal_matrix1":  # with or without an input; spans either way round
+        if len(sizes) < 2:
+            sizes = [1, *sizes]
+        height, width = sizes[-2], sizes[-1]
+        span = [int(rng.integers(-height - 1, width + 2)) for _ in range(2)]
+        source = _tensor(rng, dt, sizes, False) if rng.integers(0, 2) else None
+        target = _tensor(rng, dt, sizes, True)
+        return DiagonalMatrix1Desc(source, target, None, int(rng.integers(1, 9)), *span)
     if op == "element_wise_identity":  # a layout change: each side its own strides
         return ElementWiseIdentityDesc(
             _tensor(rng, dt, sizes, False), _tensor(rng, dt, sizes, True)
@@ -508,6 +519,11 @@ def _broken(rng: np.random.Generator, desc: OperatorDesc) -> OperatorDesc:
         )
     if isinstance(d, DiagonalMatrixDesc):  # an Offset past INT
         return DiagonalMatrixDesc(d.output_tensor, 2**31, d.value)
+    if isinstance(d, DiagonalMatrix1Desc):  # a ValueDataType other than the output's
+        other = DataType.UINT8 if d.output_tensor.data_type != DataType.UINT8 else DataType.INT8
+        return DiagonalMatrix1Desc(
+            d.input_tensor, d.output_tensor, other, 1, d.diagonal_fill_begin, d.diagonal_fill_end
+        )
     if isinstance(d, ElementWiseIdentityDesc):  # an output of other sizes
         grown = [n + (k == 0) for k, n in enumerate(d.output_tensor.sizes)]
         return ElementWiseIdentityDesc(

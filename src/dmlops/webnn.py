@@ -1,7 +1,8 @@
 """WebNN adapter: MLGraphBuilder's data-movement operations (slice, split, concat, expand,
-gather, gatherElements, gatherND, scatterElements, scatterND, pad, tile, reverse, transpose,
-reshape), with WebNN's argument names and option dictionaries, lowered onto dmlops'
-operators (SLICE1, SPLIT, JOIN, TILE, PADDING1, the GATHER / SCATTER family, identity copies).
+gather, gatherElements, gatherND, scatterElements, scatterND, pad, tile, reverse, resample2d,
+triangular, transpose, reshape), with WebNN's argument names and option dictionaries, lowered
+onto dmlops' operators (SLICE1, SPLIT, JOIN, TILE, PADDING1, UPSAMPLE_2D, DIAGONAL_MATRIX1,
+the GATHER / SCATTER family, identity copies).
 
 Arguments are checked in the order the WebNN specification's steps check them, and errors
 name the WebNN argument (`webnn.gather: options.axis 3 is outside [0, 2]`); the DirectML
@@ -36,6 +37,7 @@ __all__ = [
     "tile",
     "reverse",
     "resample2d",
+    "triangular",
     "transpose",
     "reshape",
     "gather_elements",
@@ -436,6 +438,36 @@ def _permuted(x: Any, perm: Sequence[int]) -> Any:
     """A view of `x` with its dimensions permuted (numpy, CuPy, torch, WebGPU arrays)."""
     permute = getattr(x, "permute", None)  # torch's name for it
     return permute(*perm) if permute is not None else x.transpose(tuple(perm))
+
+
+def triangular(input: Any, options: Mapping[str, Any] | None = None) -> Any:  # noqa: A002
+    """MLGraphBuilder.triangular: the upper (options.upper, default true) or lower triangle
+    of each matrix of the last two dimensions, counted from options.diagonal (default 0),
+    zeros elsewhere (one DIAGONAL_MATRIX1; the leading dimensions merged into its batch).
+
+    >>> import numpy as np, dmlops.webnn as webnn
+    >>> webnn.triangular(np.ones((2, 3), np.int32), {"upper": False}).tolist()
+    [[1, 0, 0], [1, 1, 0]]
+    """
+    opts = _options("triangular", options)
+    _check_type("triangular", "input", input)
+    shape = _shape(input)
+    if len(shape) < 2:
+        raise _fail(f"triangular: input has rank {len(shape)}: it must be at least 2")
+    upper = opts.get("upper", True)
+    if not isinstance(upper, bool):
+        raise _fail(f"triangular: options.upper {upper!r} is not a boolean")
+    diagonal = opts.get("diagonal", 0)
+    if isinstance(diagonal, bool) or not isinstance(diagonal, int):
+        raise _fail(f"triangular: options.diagonal {diagonal!r} is not an integer")
+    *lead, height, width = shape
+    if upper:  # keep column - row >= diagonal: zeros on [INT_MIN, diagonal)
+        begin, end = -(2**31), min(max(diagonal, -height), width + 1)
+    else:  # keep column - row <= diagonal: zeros on [diagonal + 1, INT_MAX)
+        begin, end = min(max(diagonal, -height - 1), width) + 1, 2**31 - 1
+    three = input if len(shape) <= 4 else _copy(input).reshape((math.prod(lead), height, width))
+    kept = strided.diagonal_matrix1(three, begin, end, 0)
+    return kept if len(shape) <= 4 else kept.reshape(shape)
 
 
 def reshape(

@@ -38,6 +38,7 @@ from ..ops import (
     DepthSpaceOrder,
     DepthToSpace1Desc,
     DepthToSpaceDesc,
+    DiagonalMatrix1Desc,
     DiagonalMatrixDesc,
     ElementWiseIdentityDesc,
     FillValueConstantDesc,
@@ -605,6 +606,60 @@ def diagonal_matrix(
         dtype,
         value,
         lambda o: DiagonalMatrixDesc(o, offset, value),
+        feature_level,
+        out,
+        device,
+    )
+
+
+def diagonal_matrix1(
+    x: Any,
+    diagonal_fill_begin: int = 0,
+    diagonal_fill_end: int = 1,
+    value: float | int = 1,
+    *,
+    sizes: Sequence[int] | None = None,
+    dtype: Any = None,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML DIAGONAL_MATRIX1: `value` on the diagonals column - row in [begin, end) (outside
+    [end, begin) where begin > end), x's elements elsewhere; without x, zeros elsewhere and a
+    new array of `sizes` and `dtype` (float32 by default)."""
+    begin, end = diagonal_fill_begin, diagonal_fill_end
+
+    def make(i: BufferTensorDesc | None, o: BufferTensorDesc) -> OperatorDesc:
+        return DiagonalMatrix1Desc(i, o, None, value, begin, end)
+
+    fields = (begin, end, repr(value), type(value))
+    if x is not None:
+        return _unary(
+            "DIAGONAL_MATRIX1",
+            fields,
+            x,
+            out,
+            feature_level,
+            device,
+            lambda view: tuple(_dims(view)),
+            make,
+            fill=value,
+        )
+    if sizes is None and out is None:
+        raise DmlError("DIAGONAL_MATRIX1: give an input, sizes or out (the output's sizes)")
+    kind = np.float32 if dtype is None else dtype
+    shape = (
+        tuple(int(n) for n in out.shape)
+        if sizes is None
+        else int_tuple(sizes, "DIAGONAL_MATRIX1.OutputTensor.Sizes")
+    )
+    return _generated(
+        "DIAGONAL_MATRIX1",
+        (_fields_key(shape), *fields, str(np.dtype(kind))),
+        shape,
+        kind,
+        value,
+        lambda o: make(None, o),
         feature_level,
         out,
         device,

@@ -10,6 +10,7 @@ from typing import Any
 from ..errors import DmlError, InvalidDescriptorError
 from ..ops import (
     DepthToSpace1Desc,
+    DiagonalMatrix1Desc,
     ElementWiseIdentityDesc,
     GatherDesc,
     GatherElementsDesc,
@@ -159,6 +160,23 @@ class GraphOperators(GraphCore):
         end = int_tuple(end_padding, "PADDING1.EndPadding")
         out = Padding1Desc.output_sizes_for(x.sizes, start, end)
         desc = Padding1Desc(x.desc, self._packed(x, out), mode, None, value, start, end)
+        return self._apply(desc, [x], name)[0]
+
+    def diagonal_matrix1(
+        self,
+        x: GraphTensor,
+        diagonal_fill_begin: int,
+        diagonal_fill_end: int,
+        value: float | int = 0,
+        name: str | None = None,
+    ) -> GraphTensor:
+        """DML DIAGONAL_MATRIX1 of x: `value` where column - row lies in [begin, end)
+        (outside [end, begin) where begin > end), x's elements elsewhere (tril, triu): x's
+        runs and the value's fill pieces."""
+        self._check(x)
+        desc = DiagonalMatrix1Desc(
+            x.desc, self._packed(x, x.sizes), None, value, diagonal_fill_begin, diagonal_fill_end
+        )
         return self._apply(desc, [x], name)[0]
 
     def upsample_2d(

@@ -53,6 +53,7 @@ GRAPH_OPS = (
     "Expand",
     "Resize",
     "Upsample",
+    "Trilu",
 )
 # which node inputs are integer parameters (1-D tensors, read at compile time), by position
 _PARAMETERS = {
@@ -68,6 +69,7 @@ _PARAMETERS = {
     "Resize": {1, 2, 3},
     "MaxUnpool": {2},
     "Upsample": {1},
+    "Trilu": {1},
 }
 INDEXED_OPS = (
     "Gather", "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND", "OneHot",
@@ -76,7 +78,11 @@ INDEXED_OPS = (
 # which always read data at run time (a Gather at a few constant indices lowers to slices)
 RUNTIME_OPS = tuple(op for op in INDEXED_OPS if op != "Gather")
 _SLICED_GATHER = 8  # a Gather at up to this many constant indices fuses as slices; more: GATHER
-_SCALAR_PARAMETERS = {("Pad", 2), ("OneHot", 1)}  # Pad's constant_value: a scalar (or one element)
+_SCALAR_PARAMETERS = {
+    ("Pad", 2),
+    ("OneHot", 1),
+    ("Trilu", 1),
+}  # Pad's constant_value: a scalar (or one element)
 
 
 @dataclass(frozen=True)
@@ -510,6 +516,32 @@ def _resized(
     return _reshaped(g, grown, [*lead, h * height, w * width], dtype)
 
 
+def _triangle(
+    g: Graph,
+    node: Any,
+    a: dict[str, Any],
+    x: Value,
+    shape: tuple[int, ...],
+    ints: Any,
+    dtype: np.dtype[Any],
+) -> Value:
+    """ONNX Trilu of data: one DIAGONAL_MATRIX1 writing zeros on the dropped side (the
+    leading axes merged into one batch: any rank from 2)."""
+    if len(shape) < 2:
+        raise ModelError(f"Trilu: the input has {len(shape)} dimensions: it takes 2 or more")
+    if 0 in shape or isinstance(x, _Empty):
+        return _Empty(shape, dtype)
+    *lead, height, width = shape
+    k = (ints(node, 1) or [0])[0]
+    if int(a.get("upper", 1)):  # keep column - row >= k: zeros on [INT_MIN, k)
+        begin, end = -(2**31), min(max(k, -height), width + 1)
+    else:  # keep column - row <= k: zeros on [k + 1, INT_MAX)
+        begin, end = min(max(k, -height - 1), width) + 1, 2**31 - 1
+    three = _reshaped(g, x, [math.prod(lead), height, width], dtype)
+    kept = g.diagonal_matrix1(_tensor(three), begin, end, 0, name=node.name or None)
+    return _reshaped(g, kept, list(shape), dtype)
+
+
 def _fill_value(value: Any, dtype: np.dtype[Any]) -> float | int:
     """Pad's constant as the graph's PADDING1 takes it: a number of the data's DirectML
     type, or, for a type carried by an unsigned one (bool, bfloat16, float8, complex64),
@@ -910,6 +942,8 @@ def _lower(
         return [_reshaped(g, x, [1 if d in at else next(it) for d in range(out_rank)], dtype)]
     if op in ("Resize", "Upsample"):
         return [_resized(g, node, a, x, shape, opset, ints, number, dtype)]
+    if op == "Trilu":
+        return [_triangle(g, node, a, x, shape, ints, dtype)]
     if op in ("DepthToSpace", "SpaceToDepth"):
         b = int(a["blocksize"])
         mode = str(

@@ -8,7 +8,7 @@ from .depth_space import (
     SpaceToDepth1Desc,
     SpaceToDepthDesc,
 )
-from .diagonal import DiagonalMatrixDesc
+from .diagonal import DiagonalMatrix1Desc, DiagonalMatrixDesc
 from .fill import FillValueConstantDesc
 from .gather import GatherDesc, GatherElementsDesc, GatherNd1Desc, GatherNdDesc
 from .identity import ElementWiseIdentityDesc
@@ -51,6 +51,7 @@ __all__ = [
     "SupportRow",
     "TileDesc",
     "DiagonalMatrixDesc",
+    "DiagonalMatrix1Desc",
     "ElementWiseIdentityDesc",
     "FillValueConstantDesc",
     "MaxUnpoolingDesc",

@@ -1,14 +1,23 @@
-"""DML_OPERATOR_DIAGONAL_MATRIX: a stack of matrices holding a value on one diagonal and
-zeros elsewhere (an identity matrix, torch.eye, ONNX EyeLike)."""
+"""DML_OPERATOR_DIAGONAL_MATRIX and DIAGONAL_MATRIX1: a stack of matrices holding a value on
+one diagonal (DIAGONAL_MATRIX1: a span of diagonals) and zeros or the input's elements
+elsewhere (an identity matrix, torch.eye, ONNX EyeLike; DIAGONAL_MATRIX1: tril, triu)."""
 
 from __future__ import annotations
 
 from ..errors import InvalidDescriptorError
 from ..plan import LogicalCopy
-from ..tensor import BufferTensorDesc, DataType, FeatureLevel
-from ._base import TYPES_8, TYPES_11, GeneratorDesc, SupportRow, float_field_bytes
+from ..tensor import BufferTensorDesc, DataType, FeatureLevel, check_int
+from ._base import (
+    TYPES_8,
+    TYPES_11,
+    GeneratorDesc,
+    OperatorDesc,
+    SupportRow,
+    float_field_bytes,
+    scalar_bytes,
+)
 
-__all__ = ["DiagonalMatrixDesc"]
+__all__ = ["DiagonalMatrixDesc", "DiagonalMatrix1Desc"]
 
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 
@@ -90,3 +99,146 @@ class DiagonalMatrixDesc(GeneratorDesc):
             if 0 <= x < width:
                 copies.append(LogicalCopy(-2, zeros, zeros, 0, (*batch, y, x), (*lead, 1, 1)))
         return copies
+
+
+class DiagonalMatrix1Desc(OperatorDesc):
+    """DML_DIAGONAL_MATRIX1_OPERATOR_DESC: OutputTensor[..., y, x] = Value where the
+    diagonal x - y lies in [DiagonalFillBegin, DiagonalFillEnd) (outside [End, Begin) where
+    Begin > End, the span inverted), else InputTensor[..., y, x], or 0 without an input
+    (numpy.tril / triu, torch.tril / triu, ONNX Trilu, WebNN triangular, torch.eye).
+
+    Lowered per row: at most two runs of Value and the runs between them, copied from the
+    input (or zeros), each a box over the batch; every element is written once.
+    """
+
+    OPERATOR = "DIAGONAL_MATRIX1"
+    # DirectML's DIAGONAL_MATRIX1 page (sdk-api, ns-directml-dml_diagonal_matrix1_operator_
+    # desc.md): introduced in 5_1, one table row, 2 to 4 dimensions of 11 types; InputTensor
+    # optional. (Its first example writes ones for a Value of 7: an erratum of the page.)
+    SUPPORT = (SupportRow(FeatureLevel.FL_5_1, range(2, 5), TYPES_11),)
+
+    def __init__(
+        self,
+        input_tensor: BufferTensorDesc | None,
+        output_tensor: BufferTensorDesc,
+        value_data_type: DataType | int | str | None = None,
+        value: float | int = 1,
+        diagonal_fill_begin: int = 0,
+        diagonal_fill_end: int = 1,
+    ) -> None:
+        """`value_data_type` None: the output's type."""
+        self.input_tensor = input_tensor
+        self.output_tensor = output_tensor
+        self.value_data_type = (
+            output_tensor.data_type
+            if value_data_type is None
+            else DataType.parse(value_data_type, "DIAGONAL_MATRIX1.ValueDataType")
+        )
+        self.value = value
+        self.diagonal_fill_begin = diagonal_fill_begin
+        self.diagonal_fill_end = diagonal_fill_end
+
+    @property
+    def data_type(self) -> DataType:
+        return self.output_tensor.data_type
+
+    def input_fields(self) -> list[tuple[str, BufferTensorDesc]]:
+        return [] if self.input_tensor is None else [("InputTensor", self.input_tensor)]
+
+    def output_fields(self) -> list[tuple[str, BufferTensorDesc]]:
+        return [("OutputTensor", self.output_tensor)]
+
+    def _field_items(self) -> list[tuple[str, object]]:
+        return [
+            ("InputTensor", self.input_tensor),
+            ("OutputTensor", self.output_tensor),
+            ("ValueDataType", self.value_data_type.name),
+            ("Value", self.value),
+            ("DiagonalFillBegin", self.diagonal_fill_begin),
+            ("DiagonalFillEnd", self.diagonal_fill_end),
+        ]
+
+    def _check_fields(self) -> None:
+        for name in ("DiagonalFillBegin", "DiagonalFillEnd"):
+            value = getattr(self, _ATTRIBUTE[name])
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InvalidDescriptorError(f"DIAGONAL_MATRIX1.{name} is {value!r}: not an INT")
+            check_int(value, f"DIAGONAL_MATRIX1.{name}")
+        self.value_bytes()  # raises where the value is not one of its type
+
+    def _check_rules(self) -> None:
+        out = self.output_tensor
+        if self.value_data_type != out.data_type:
+            raise InvalidDescriptorError(
+                f"DIAGONAL_MATRIX1.ValueDataType is {self.value_data_type.name}: must equal "
+                f"OutputTensor.DataType {out.data_type.name}"
+            )
+        if self.input_tensor is not None:
+            self._same_type("OutputTensor", out, "InputTensor", self.input_tensor)
+            if tuple(self.input_tensor.sizes) != tuple(out.sizes):
+                raise InvalidDescriptorError(
+                    f"DIAGONAL_MATRIX1.InputTensor.Sizes is {list(self.input_tensor.sizes)}: "
+                    f"must equal OutputTensor.Sizes {list(out.sizes)} (each output element "
+                    "not on the filled diagonals is the input's at its coordinate)"
+                )
+
+    def value_bytes(self) -> bytes:
+        """Value as one element of ValueDataType (of the data's own type where a carrier
+        describes the output)."""
+        if self._carried is not None and self._carried[1] is not None:
+            return self._carried[1]
+        return scalar_bytes(self.value, self.value_data_type, "DIAGONAL_MATRIX1.Value")
+
+    def _own_fills(self) -> tuple[bytes, ...]:
+        if self.input_tensor is None:
+            return (self.value_bytes(), bytes(self.element_size))  # Value, then zeros
+        return (self.value_bytes(),)
+
+    def fills(self) -> tuple[bytes, ...]:
+        """Value (the carried value where `carrying` gave one), then zeros without an input."""
+        return self._own_fills()
+
+    def filled_runs(self, y: int, width: int) -> list[tuple[int, int]]:
+        """(start, stop) column runs of row `y` that hold Value."""
+        begin, end = self.diagonal_fill_begin, self.diagonal_fill_end
+
+        def clipped(lo: int, hi: int) -> tuple[int, int]:
+            return min(max(lo, 0), width), min(max(hi, 0), width)
+
+        if end >= begin:
+            runs = [clipped(y + begin, y + end)]
+        else:  # inverted: everything outside [end, begin)
+            runs = [clipped(-(2**62), y + end), clipped(y + begin, 2**62)]
+        return [(a, b) for a, b in runs if b > a]
+
+    def logical_copies(self) -> list[LogicalCopy]:
+        sizes = tuple(self.output_tensor.sizes)
+        lead, (height, width) = sizes[:-2], sizes[-2:]
+        batch = (0,) * len(lead)
+        ones = (1,) * len(sizes)
+        rest = 0 if self.input_tensor is not None else -2  # the input, or zeros
+        copies = []
+        for y in range(height):
+            at = 0
+            for start, stop in [*self.filled_runs(y, width), (width, width)]:
+                for src, a, b in ((rest, at, start), (-1, start, stop)):
+                    if b > a:
+                        corner = (*batch, y, a)
+                        copies.append(
+                            LogicalCopy(
+                                src,
+                                corner if src >= 0 else (*batch, 0, 0),
+                                ones if src >= 0 else (0,) * len(sizes),
+                                0,
+                                corner,
+                                (*lead, 1, b - a),
+                            )
+                        )
+                at = stop
+        return copies
+
+
+_ATTRIBUTE = {
+    "DiagonalFillBegin": "diagonal_fill_begin",
+    "DiagonalFillEnd": "diagonal_fill_end",
+}

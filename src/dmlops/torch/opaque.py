@@ -74,7 +74,10 @@ def _same_shape(x: Any, *_: Any) -> tuple[Any, ...]:
 # each argument's type in the custom operators' schemas, by its functional name
 _SCHEMA_TYPES = {
     **dict.fromkeys(("input", "indices", "updates", "values", "lengths", "x"), "Tensor"),
-    **dict.fromkeys(("axis", "batch_dims", "depth", "batch_axis"), "int"),
+    **dict.fromkeys(
+        ("axis", "batch_dims", "depth", "batch_axis", "diagonal_fill_begin", "diagonal_fill_end"),
+        "int",
+    ),
     **dict.fromkeys(("repeats", "start_padding", "end_padding", "scale_size"), "int[]"),
     "mode": "str",
     "interpolation_mode": "str",
@@ -254,6 +257,15 @@ OPAQUE = {
         ("x", "scale_size", "interpolation_mode"),
         _LEVEL,
         (0,),
+    ),
+    "DIAGONAL_MATRIX1": Opaque(
+        "diagonal_matrix1",
+        F.diagonal_matrix1,
+        _same_shape,
+        ("x", "diagonal_fill_begin", "diagonal_fill_end"),
+        ("value", "feature_level"),
+        (0,),
+        constant="value",
     ),
     "PADDING1": Opaque(
         "padding",
