@@ -1,7 +1,7 @@
 """onnx's own backend tests (`onnx.backend.test.BackendTest`) run unchanged against
 `dmlops.onnx.backend` for every ONNX operator dmlops lowers: the node tests of each, and
 the few out of dmlops' scope excluded by name with the reason (arithmetic, sequences,
-Resize index maps UPSAMPLE_2D does not make). On a machine with a GPU the CUDA variants
+Resize's keep_aspect_ratio_policy and regions of interest). On a machine with a GPU the CUDA variants
 run too."""
 
 from __future__ import annotations
@@ -28,11 +28,6 @@ OUT_OF_SCOPE = {
     r"test_scatternd_(add|max|min|multiply)": "ScatterND reductions compute",
     # not tensors
     r"test_identity_(opt|sequence)|test_split_to_sequence": "optional and sequence values",
-    # nearest Resize maps that are not a whole-factor upsample of the last two axes
-    r"test_resize_downsample_.*nearest": "downsampling (a computed-index copy: RESAMPLE)",
-    r"test_resize_upsample_sizes_nearest(_cpu|_cuda|_axes|_ceil|_floor_align|_round_prefer_ceil)": (
-        "fractional or rounded maps (RESAMPLE)"
-    ),
     r"not_larger|not_smaller": "keep_aspect_ratio_policy",
     r"tf_crop_and_resize": "a region of interest",
     # onnxruntime and onnx's reference disagree: onnxruntime's indices (and DirectML's) name

@@ -49,6 +49,7 @@ __all__ = [
     "element_wise_identity",
     "diagonal_matrix",
     "diagonal_matrix1",
+    "resample",
     "tril",
     "triu",
     "backend_of",
@@ -524,3 +525,43 @@ def _matrix(x: Any, name: str) -> tuple[int, int]:
             f"{name}: x has {len(shape)} dimensions; a matrix needs 2 (DIAGONAL_MATRIX1)"
         )
     return shape[-2], shape[-1]
+
+
+def resample(
+    x: Any,
+    scales: Sequence[float],
+    *,
+    sizes: Sequence[int] | None = None,
+    input_pixel_offsets: Sequence[float] | None = None,
+    output_pixel_offsets: Sequence[float] | None = None,
+    rounding_direction: Any = None,
+    interpolation_mode: Any = "NEAREST_NEIGHBOR",
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML RESAMPLE / RESAMPLE1 / RESAMPLE2, nearest neighbour, on 1 to 4 dimensions: output
+    element o of each axis reads input index round((o - output offset) / scale - input
+    offset), clamped into the input. No offsets and no `rounding_direction`: RESAMPLE
+    (pixel centres, the nearest element, halves up); offsets: RESAMPLE1 (0.5 and -0.5 are
+    the centres); a `rounding_direction` ("INCREASING": up, "DECREASING": down): RESAMPLE2.
+    The output has `sizes` (out's, else each size times its scale, rounded down). LINEAR
+    interpolates and is refused by name; other element types move as their bits.
+
+    >>> import numpy as np, dmlops
+    >>> dmlops.resample(np.array([1, 2, 3], np.float32), [5 / 3], sizes=[5]).tolist()
+    [1.0, 1.0, 2.0, 3.0, 3.0]
+    """
+    kwargs = {
+        "sizes": sizes,
+        "input_pixel_offsets": input_pixel_offsets,
+        "output_pixel_offsets": output_pixel_offsets,
+        "rounding_direction": rounding_direction,
+        "interpolation_mode": interpolation_mode,
+        "feature_level": feature_level,
+        "out": out,
+        "device": device,
+    }
+    if type(x) is not np.ndarray and _through_torch([x]):
+        return _moved("RESAMPLE", (x, scales), kwargs)
+    return _arrays.resample(x, scales, **kwargs)

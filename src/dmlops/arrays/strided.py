@@ -47,6 +47,9 @@ from ..ops import (
     Padding1Desc,
     PaddingDesc,
     PaddingMode,
+    Resample1Desc,
+    Resample2Desc,
+    ResampleDesc,
     Slice1Desc,
     SliceDesc,
     SliceGradDesc,
@@ -664,3 +667,73 @@ def diagonal_matrix1(
         out,
         device,
     )
+
+
+def resampled_sizes(
+    sizes: Sequence[int], scales: Sequence[float], op: str = "RESAMPLE"
+) -> tuple[int, ...]:
+    """The output's sizes where none are given: each input size times its scale, rounded
+    down (ONNX Resize's and torch's rule; DirectML takes any output size)."""
+    if len(scales) != len(sizes):
+        raise InvalidDescriptorError(
+            f"{op}.Scales has {len(scales)} entries: the input has {len(sizes)} dimensions"
+        )
+    return tuple(
+        int(np.floor(np.float64(n) * np.float32(s))) for n, s in zip(sizes, scales, strict=True)
+    )
+
+
+def resample(
+    x: Any,
+    scales: Sequence[float],
+    *,
+    sizes: Sequence[int] | None = None,
+    input_pixel_offsets: Sequence[float] | None = None,
+    output_pixel_offsets: Sequence[float] | None = None,
+    rounding_direction: Any = None,
+    interpolation_mode: Any = "NEAREST_NEIGHBOR",
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML RESAMPLE (no offsets, no rounding direction), RESAMPLE1 (offsets) or RESAMPLE2
+    (a rounding direction), nearest neighbour: each output element the input element its
+    coordinate maps back to; the output of `sizes` (out's, or each size times its scale,
+    rounded down)."""
+    factors = tuple(float(v) for v in scales)
+    rank = len(factors)
+    given = (input_pixel_offsets, output_pixel_offsets)
+    ins = tuple(0.5 for _ in range(rank)) if given[0] is None else tuple(given[0])
+    outs = tuple(-0.5 for _ in range(rank)) if given[1] is None else tuple(given[1])
+
+    def make(i: BufferTensorDesc, o: BufferTensorDesc) -> OperatorDesc:
+        if rounding_direction is not None:
+            return Resample2Desc(i, o, factors, ins, outs, rounding_direction, interpolation_mode)
+        if given != (None, None):
+            return Resample1Desc(i, o, factors, ins, outs, interpolation_mode)
+        return ResampleDesc(i, o, factors, interpolation_mode)
+
+    def shape_of(view: Any) -> tuple[int, ...]:
+        if sizes is not None:
+            return int_tuple(sizes, "RESAMPLE.OutputTensor.Sizes")
+        return resampled_sizes(_dims(view), factors)
+
+    direction = (
+        rounding_direction
+        if isinstance(rounding_direction, (int, str, type(None)))
+        else repr(rounding_direction)
+    )
+    mode_key = (
+        interpolation_mode
+        if isinstance(interpolation_mode, (int, str))
+        else repr(interpolation_mode)
+    )
+    fields = (
+        factors,
+        ins if given[0] is not None else None,
+        outs if given[1] is not None else None,
+        direction,
+        mode_key,
+        None if sizes is None else _fields_key(int_tuple(sizes, "RESAMPLE.OutputTensor.Sizes")),
+    )
+    return _unary("RESAMPLE", fields, x, out, feature_level, device, shape_of, make)

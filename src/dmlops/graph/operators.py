@@ -7,6 +7,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..errors import DmlError, InvalidDescriptorError
 from ..ops import (
     DepthToSpace1Desc,
@@ -17,6 +19,8 @@ from ..ops import (
     GatherNd1Desc,
     JoinDesc,
     Padding1Desc,
+    Resample1Desc,
+    Resample2Desc,
     ScatterElementsDesc,
     ScatterNdDesc,
     Slice1Desc,
@@ -28,6 +32,7 @@ from ..ops import (
     Upsample2dDesc,
 )
 from ..ops._indexed import right_aligned
+from ..ops.resample import Segment, segments
 from ..tensor import BufferTensorDesc, int_tuple, packed_strides
 from .core import GraphCore, GraphTensor
 from .pieces import (
@@ -178,6 +183,64 @@ class GraphOperators(GraphCore):
             x.desc, self._packed(x, x.sizes), None, value, diagonal_fill_begin, diagonal_fill_end
         )
         return self._apply(desc, [x], name)[0]
+
+    def resample2(
+        self,
+        x: GraphTensor,
+        sizes: Sequence[int],
+        scales: Sequence[float],
+        input_pixel_offsets: Sequence[float],
+        output_pixel_offsets: Sequence[float],
+        rounding_direction: Any = "DECREASING",
+        maps: Sequence[Any] | None = None,
+        name: str | None = None,
+    ) -> GraphTensor:
+        """DML RESAMPLE2, nearest neighbour, to an output of `sizes` (each axis's map: `maps`
+        where given, instead of the FLOAT arithmetic: the ONNX importer's onnxruntime maps,
+        validated as RESAMPLE1 for one-byte elements in a graph carrying types). Composed
+        axis by axis from views: each periodic segment of a map (`ops.resample.segments`)
+        is its phases' strided windows of x, joined along a new axis and merged — fused
+        with what reads the result."""
+        self._check(x)
+        out = int_tuple(sizes, "RESAMPLE2.OutputTensor.Sizes")
+        args = (x.desc, self._packed(x, out), scales, input_pixel_offsets, output_pixel_offsets)
+        desc: Any = Resample2Desc(*args, rounding_direction)
+        if maps is not None:
+            if x.desc.data_type.element_size == 1 and self.carry_types:
+                # one-byte elements: RESAMPLE1's table has INT8 and UINT8 (from 6_2),
+                # RESAMPLE2's none; the maps decide the elements either way
+                desc = Resample1Desc(*args)
+            desc = desc.following(maps)
+        self._node(desc.OPERATOR, name, desc)
+        for d, index_map in enumerate(desc.axis_maps()):
+            if np.array_equal(index_map, np.arange(x.sizes[d])):
+                continue
+            parts = [self._segment(x, d, seg) for seg in segments(index_map)]
+            x = parts[0] if len(parts) == 1 else self.join(parts, d)
+        return self.reinterpret(x, out, name=name)
+
+    def _segment(self, x: GraphTensor, d: int, seg: Segment) -> GraphTensor:
+        """Segment `seg` of axis d's map over x: each phase a strided window of x (a
+        broadcast element where the step is 0), the phases interleaved."""
+        sizes = list(x.sizes)
+        phases = []
+        for src in seg.sources:
+            offsets = [0] * len(sizes)
+            offsets[d] = src
+            count = seg.repeats if seg.step else 1
+            window = [*sizes[:d], (count - 1) * seg.step + 1, *sizes[d + 1 :]]
+            strides = [1] * len(sizes)
+            strides[d] = max(seg.step, 1)
+            view = self.slice1(x, offsets, window, strides, [*sizes[:d], count, *sizes[d + 1 :]])
+            if not seg.step and seg.repeats > 1:
+                view = self.broadcast(view, [*sizes[:d], seg.repeats, *sizes[d + 1 :]])
+            if seg.period > 1:
+                view = self.reinterpret(view, [*sizes[:d], seg.repeats, 1, *sizes[d + 1 :]])
+            phases.append(view)
+        if seg.period == 1:
+            return phases[0]
+        woven = self.join(phases, d + 1)
+        return self.reinterpret(woven, [*sizes[:d], seg.repeats * seg.period, *sizes[d + 1 :]])
 
     def upsample_2d(
         self, x: GraphTensor, scale_size: Sequence[int], name: str | None = None

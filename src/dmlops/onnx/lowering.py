@@ -25,7 +25,7 @@ from ..ops.depth_space import block_axes
 from ..tensor import BufferTensorDesc, FeatureLevel, packed_strides
 from .host import HOST_OPS, folded, host_array, host_eval
 from .params import attributes, axis_of, slice_window, split_sizes, unsqueeze_axes
-from .resize import nearest_scales, resized_shape
+from .resize import directml_fields, index_maps, nearest_scales, resized_shape
 
 __all__ = [
     "CompiledModel",
@@ -509,11 +509,55 @@ def _resized(
         scales, sizes = number(node, 2, every=True), ints(node, 3)
     if 0 in shape or isinstance(x, _Empty):  # empty in, empty out: the sizes alone
         return _Empty(resized_shape(op, a, opset, shape, scales, sizes), dtype)
-    height, width = nearest_scales(op, a, opset, shape, scales, sizes)
+    try:
+        height, width = nearest_scales(op, a, opset, shape, scales, sizes)
+        if dtype.itemsize == 1:  # UPSAMPLE_2D's table has no one-byte type to carry them
+            raise ModelError("one-byte elements")
+    except ModelError:  # not a whole-factor upsample of the last two axes: RESAMPLE2
+        return _resampled(g, node, a, x, shape, opset, scales, sizes, dtype)
     *lead, h, w = shape
     four = _reshaped(g, x, [math.prod(lead), 1, h, w], dtype)
     grown = g.upsample_2d(_tensor(four), (height, width), name=node.name or None)
     return _reshaped(g, grown, [*lead, h * height, w * width], dtype)
+
+
+def _resampled(
+    g: Graph,
+    node: Any,
+    a: dict[str, Any],
+    x: Value,
+    shape: tuple[int, ...],
+    opset: int,
+    scales: Any,
+    sizes: Any,
+    dtype: np.dtype[Any],
+) -> Value:
+    """A nearest Resize as RESAMPLE2 moving onnxruntime's indices; its leading axes that
+    keep their elements merged into one (RESAMPLE2 takes 1 to 4 dimensions)."""
+    maps, out, (coordinates, rounding, factors) = index_maps(
+        node.op_type, a, opset, shape, scales, sizes
+    )
+    if 0 in out:
+        return _Empty(out, dtype)
+    kept = 0
+    while kept < len(shape) and np.array_equal(maps[kept], np.arange(shape[kept])):
+        kept += 1
+    if kept > 1:  # one batch axis for them
+        batch = math.prod(shape[:kept])
+        maps = [np.arange(batch), *maps[kept:]]
+        factors = [1.0, *factors[kept:]]
+        inner, outer = (batch, *shape[kept:]), (batch, *out[kept:])
+    else:
+        inner, outer = shape, out
+    if len(inner) > 4:
+        raise ModelError(
+            f"{node.op_type}: {len(inner)} axes are resampled or lead resampled ones "
+            "(RESAMPLE2 takes 1 to 4 dimensions)"
+        )
+    fields = directml_fields(coordinates, rounding, factors, inner, outer)
+    flat = _reshaped(g, x, list(inner), dtype)
+    moved = g.resample2(_tensor(flat), outer, *fields, maps=maps, name=node.name or None)
+    return _reshaped(g, moved, list(out), dtype)
 
 
 def _triangle(

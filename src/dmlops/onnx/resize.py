@@ -1,17 +1,19 @@
-"""ONNX Resize and Upsample in their nearest mode, as DirectML's UPSAMPLE_2D takes them.
+"""ONNX Resize and Upsample in their nearest mode, as DirectML's UPSAMPLE_2D and RESAMPLE2
+take them.
 
 Each axis's source index is computed as onnxruntime computes it (the coordinate
 transformation mode, then the nearest mode's rounding, then a clamp into the axis); where
 every axis but the last two keeps its size and the last two map output x to x // s for a
 whole factor s (nn.Upsample(scale_factor=s, mode="nearest") and every torch exporter's
-Resize of it), the node is UPSAMPLE_2D's copies. Interpolating modes (linear, cubic) are
-arithmetic and refused by name; other index maps (fractional scales, downsampling,
-align_corners, regions of interest) are refused naming what they need.
+Resize of it), the node is UPSAMPLE_2D's copies; any other map (fractional scales,
+downsampling, align_corners, any axes) is RESAMPLE2 moving onnxruntime's indices, its
+fields those onnxruntime's DirectML provider gives it (`directml_fields`). Interpolating
+modes (linear, cubic, antialiasing) are arithmetic and refused by name, as are regions of
+interest (tf_crop_and_resize) and keep_aspect_ratio_policy.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +21,13 @@ import numpy as np
 
 from ..errors import ModelError
 
-__all__ = ["nearest_scales", "resized_shape", "source_indices"]
+__all__ = [
+    "nearest_scales",
+    "resized_shape",
+    "source_indices",
+    "index_maps",
+    "directml_fields",
+]
 
 _COORDINATES = (
     "half_pixel",
@@ -41,27 +49,36 @@ def source_indices(
     size_in: int, size_out: int, scale: float, coordinates: str, rounding: str
 ) -> np.ndarray[Any, Any]:
     """The input index each output position of one axis reads, as onnxruntime's nearest
-    Resize finds it."""
-    x = np.arange(size_out, dtype=np.float64)
-    if coordinates == "half_pixel":
-        original = (x + 0.5) / scale - 0.5
-    elif coordinates == "pytorch_half_pixel":
-        original = (x + 0.5) / scale - 0.5 if size_out > 1 else np.zeros_like(x)
+    Resize finds it: in float32 arithmetic (its `float` coordinates), rounding as its
+    nearest modes do (std::round: halves away from zero; round_prefer_floor's halves
+    down), clamped. An axis of scale 1 keeps its elements in every mode, as onnxruntime's
+    does (tf_half_pixel_for_nn with ceil would otherwise shift it)."""
+    if scale == 1.0 and size_out == size_in:
+        return np.arange(size_out, dtype=np.int64)
+    f32 = np.float32
+    x, s, half = np.arange(size_out, dtype=f32), f32(scale), f32(0.5)
+    if coordinates in ("half_pixel", "pytorch_half_pixel"):
+        original = (x + half) / s - half
+        if coordinates == "pytorch_half_pixel" and size_out <= 1:
+            original = np.zeros_like(x)
     elif coordinates == "align_corners":
-        original = x * (size_in - 1) / (size_out - 1) if size_out > 1 else np.zeros_like(x)
+        original = x * f32(size_in - 1) / f32(max(size_out - 1, 1))  # (x is 0 at size 1)
     elif coordinates == "asymmetric":
-        original = x / scale
+        original = x / s
     else:  # tf_half_pixel_for_nn
-        original = (x + 0.5) / scale
+        original = (x + half) / s
+    whole = np.trunc(original)
+    away = np.where(np.abs(original - whole) >= half, whole + np.sign(original), whole)
     if rounding == "floor":
         index = np.floor(original)
     elif rounding == "ceil":
         index = np.ceil(original)
     elif rounding == "round_prefer_ceil":
-        index = np.floor(original + 0.5)
-    else:  # round_prefer_floor
-        index = np.ceil(original - 0.5)
-    return np.clip(index, 0, size_in - 1).astype(np.int64)
+        index = away
+    else:  # round_prefer_floor: a half (x == trunc(x) + 0.5) goes down
+        index = np.where(original == whole + half, np.floor(original), away)
+    clamped: np.ndarray[Any, Any] = np.clip(index, 0, size_in - 1).astype(np.int64)
+    return clamped
 
 
 def _resize_plan(
@@ -115,7 +132,10 @@ def _resize_plan(
         out = list(shape)
         for a, n in zip(axes, sizes, strict=True):
             out[a] = int(n)
-        factors = [o / n if n else 1.0 for o, n in zip(out, shape, strict=True)]
+        factors = [
+            float(np.float32(o) / np.float32(n)) if n else 1.0
+            for o, n in zip(out, shape, strict=True)
+        ]
     elif scales is not None and len(scales):
         if len(scales) != len(axes):
             raise ModelError(f"{op}: {len(scales)} scales for {len(axes)} axes")
@@ -124,7 +144,8 @@ def _resize_plan(
             factors[a] = float(s)
         if any(not s > 0 for s in factors):
             raise ModelError(f"{op}: scales {list(scales)} must be positive")
-        out = [math.floor(n * s) for n, s in zip(shape, factors, strict=True)]
+        # (as onnxruntime: the float32 product, truncated)
+        out = [int(np.float32(s) * np.float32(n)) for n, s in zip(shape, factors, strict=True)]
     else:
         raise ModelError(f"{op}: neither scales nor sizes is given")
     return coordinates, rounding, factors, out
@@ -171,3 +192,59 @@ def nearest_scales(
             "height and width"
         )
     return whole[-2], whole[-1]
+
+
+def index_maps(
+    op: str,
+    attrs: dict[str, Any],
+    opset: int,
+    shape: Sequence[int],
+    scales: Sequence[float] | None,
+    sizes: Sequence[int] | None,
+) -> tuple[list[np.ndarray[Any, Any]], tuple[int, ...], tuple[str, str, list[float]]]:
+    """Each axis's map (output position -> input index) of a nearest Resize or Upsample as
+    onnxruntime computes it, the output's sizes, and (coordinate transformation, rounding,
+    each axis' scale)."""
+    coordinates, rounding, factors, out = _resize_plan(op, attrs, opset, shape, scales, sizes)
+    maps = [
+        source_indices(n, o, f, coordinates, rounding)
+        for n, o, f in zip(shape, out, factors, strict=True)
+    ]
+    return maps, tuple(out), (coordinates, rounding, factors)
+
+
+_FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def directml_fields(
+    coordinates: str,
+    rounding: str,
+    factors: Sequence[float],
+    shape: Sequence[int],
+    out: Sequence[int],
+) -> tuple[list[float], list[float], list[float], str]:
+    """RESAMPLE2's Scales, InputPixelOffsets, OutputPixelOffsets and RoundingDirection for
+    a nearest Resize, as onnxruntime's DirectML provider sets them."""
+    scales, ins, outs = [], [], []
+    for n, o, f in zip(shape, out, factors, strict=True):
+        a, b, s = 0.5, -0.5, float(f)
+        if coordinates == "pytorch_half_pixel" and n <= 1:
+            a, b, s = 0.0, 0.0, _FLT_MAX
+        elif coordinates == "align_corners":
+            a, b = 0.0, 0.0
+            s = _FLT_MAX if o <= 1 or n <= 1 else (o - 1) / (n - 1)
+        elif coordinates == "asymmetric":
+            a, b = 0.0, 0.0
+        elif coordinates == "tf_half_pixel_for_nn":
+            a, b = 0.0, -0.5
+        scales.append(s)
+        ins.append(a)
+        outs.append(b)
+    # the nearest mode as a rounding direction and a shift of the input offsets
+    direction, shift = {
+        "round_prefer_floor": ("INCREASING", 0.5),
+        "round_prefer_ceil": ("DECREASING", -0.5),
+        "floor": ("DECREASING", 0.0),
+        "ceil": ("INCREASING", 0.0),
+    }[rounding]
+    return scales, [a + shift for a in ins], outs, direction

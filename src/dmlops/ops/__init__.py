@@ -15,6 +15,7 @@ from .identity import ElementWiseIdentityDesc
 from .join import JoinDesc
 from .one_hot import OneHotDesc
 from .padding import Padding1Desc, PaddingDesc, PaddingMode
+from .resample import AxisDirection, Resample1Desc, Resample2Desc, ResampleDesc
 from .reverse import ReverseSubsequencesDesc
 from .scatter import ScatterElementsDesc, ScatterNdDesc
 from .slice import SliceDesc
@@ -57,4 +58,8 @@ __all__ = [
     "MaxUnpoolingDesc",
     "InterpolationMode",
     "Upsample2dDesc",
+    "AxisDirection",
+    "ResampleDesc",
+    "Resample1Desc",
+    "Resample2Desc",
 ]

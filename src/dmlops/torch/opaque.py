@@ -18,7 +18,7 @@ from ..arrays import indexed as FI
 from ..arrays import strided as F
 from ..arrays.indexed import _axis
 from ..errors import DmlError
-from ..ops import InterpolationMode, PaddingMode
+from ..ops import AxisDirection, InterpolationMode, PaddingMode
 from ..tensor import FeatureLevel
 
 __all__ = ["OPAQUE", "Opaque", "opaque_call"]
@@ -67,6 +67,14 @@ def _upsample_shape(x: Any, scale: Sequence[int], *_: Any) -> tuple[Any, ...]:
     return (*x.shape[:-2], x.shape[-2] * scale[0], x.shape[-1] * scale[1])
 
 
+def _resample_shape(
+    x: Any, scales: Sequence[float], sizes: Sequence[int] | None, *_: Any
+) -> tuple[Any, ...]:
+    if sizes is not None:
+        return tuple(sizes)
+    return F.resampled_sizes(tuple(x.shape), scales)
+
+
 def _same_shape(x: Any, *_: Any) -> tuple[Any, ...]:
     return tuple(x.shape)
 
@@ -81,6 +89,11 @@ _SCHEMA_TYPES = {
     **dict.fromkeys(("repeats", "start_padding", "end_padding", "scale_size"), "int[]"),
     "mode": "str",
     "interpolation_mode": "str",
+    "scales": "float[]",
+    "sizes": "int[]?",
+    "input_pixel_offsets": "float[]?",
+    "output_pixel_offsets": "float[]?",
+    "rounding_direction": "str?",
     "value": "float",
     "feature_level": "str?",
     "clamp_indices": "bool",
@@ -138,6 +151,24 @@ class Opaque:
             found[3] = PaddingMode.parse(found[3]).name
         if self.name == "upsample_2d" and not isinstance(found[2], str):
             found[2] = InterpolationMode.parse(found[2], "UPSAMPLE_2D.InterpolationMode").name
+        if self.name == "resample":
+            found[1] = [float(v) for v in found[1]]
+            for k, name in enumerate(self.keywords):
+                value = found[at + k]
+                if name == "interpolation_mode" and not isinstance(value, str):
+                    found[at + k] = InterpolationMode.parse(
+                        value, "RESAMPLE.InterpolationMode"
+                    ).name
+                elif (
+                    name == "rounding_direction"
+                    and value is not None
+                    and not isinstance(value, str)
+                ):
+                    found[at + k] = AxisDirection.parse(value, "RESAMPLE2.RoundingDirection").name
+                elif name in ("input_pixel_offsets", "output_pixel_offsets") and value is not None:
+                    found[at + k] = [float(v) for v in value]
+                elif name == "sizes" and value is not None:
+                    found[at + k] = [int(v) for v in value]
         if self.name == "one_hot" and not isinstance(found[2], Tensor):
             found[2] = torch.as_tensor(found[2], device=found[0].device)
         return found
@@ -266,6 +297,21 @@ OPAQUE = {
         ("value", "feature_level"),
         (0,),
         constant="value",
+    ),
+    "RESAMPLE": Opaque(
+        "resample",
+        F.resample,
+        _resample_shape,
+        ("x", "scales"),
+        (
+            "sizes",
+            "input_pixel_offsets",
+            "output_pixel_offsets",
+            "rounding_direction",
+            "interpolation_mode",
+            "feature_level",
+        ),
+        (0,),
     ),
     "PADDING1": Opaque(
         "padding",
