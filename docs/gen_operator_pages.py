@@ -39,6 +39,9 @@ from dmlops.ops import (
     SpaceToDepthDesc,
     SplitDesc,
     TileDesc,
+    Resample1Desc,
+    Resample2Desc,
+    ResampleDesc,
     Upsample2dDesc,
 )
 from dmlops.ops._base import _type_list
@@ -127,7 +130,7 @@ ALL: dict[str, list[type[OperatorDesc]]] = {
     "tile-padding": [TileDesc, Padding1Desc],
     "depth-space": [DepthToSpace1Desc, SpaceToDepth1Desc],
     "first-versions": [PaddingDesc, DepthToSpaceDesc, SpaceToDepthDesc],
-    "upsample": [Upsample2dDesc],
+    "upsample": [Upsample2dDesc, ResampleDesc, Resample1Desc, Resample2Desc],
     "max-unpooling": [MaxUnpoolingDesc],
     "fill": [FillValueConstantDesc],
     "identity": [ElementWiseIdentityDesc],

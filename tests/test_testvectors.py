@@ -102,6 +102,7 @@ def test_the_vectors_cover_operators_dtypes_ranks_and_layouts(tmp_path: Path) ->
         "SLICE", "SLICE1", "SLICE_GRAD", "SPLIT", "JOIN", "TILE", "PADDING", "PADDING1",
         "DEPTH_TO_SPACE", "DEPTH_TO_SPACE1", "SPACE_TO_DEPTH", "SPACE_TO_DEPTH1", "UPSAMPLE_2D",
         "FILL_VALUE_CONSTANT", "ELEMENT_WISE_IDENTITY", "DIAGONAL_MATRIX", "DIAGONAL_MATRIX1",
+        "RESAMPLE", "RESAMPLE1", "RESAMPLE2",
         "MAX_UNPOOLING",
         "GATHER",
         "GATHER_ELEMENTS", "GATHER_ND", "SCATTER_ELEMENTS", "SCATTER_ND", "ONE_HOT",

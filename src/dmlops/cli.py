@@ -28,6 +28,9 @@ from .ops import (
     OperatorDesc,
     Padding1Desc,
     PaddingDesc,
+    Resample1Desc,
+    Resample2Desc,
+    ResampleDesc,
     ScatterElementsDesc,
     ScatterNdDesc,
     Slice1Desc,
@@ -125,6 +128,15 @@ def _ints(text: str) -> list[int]:
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a comma-separated list of integers"
+        ) from None
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(v) for v in text.split(",") if v.strip() != ""]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of numbers"
         ) from None
 
 
@@ -283,6 +295,9 @@ _FIRST_AND_NEW = (
     "fill_value_constant",
     "diagonal_matrix",
     "diagonal_matrix1",
+    "resample",
+    "resample1",
+    "resample2",
 )
 
 
@@ -333,6 +348,21 @@ def _first_and_new_desc(args: argparse.Namespace, dt: DataType) -> OperatorDesc:
         return first(
             inp, BufferTensorDesc(dt, first.output_sizes_for(inp, args.block_size)), args.block_size
         )
+    if op in ("resample", "resample1", "resample2"):
+        scales = args.scales if args.scales is not None else [1.0] * len(inp.sizes)
+        sizes = (
+            args.output_sizes
+            if args.output_sizes is not None
+            else ResampleDesc.output_sizes_for(inp.sizes, scales)
+        )
+        out = BufferTensorDesc(dt, sizes)
+        if op == "resample":
+            return ResampleDesc(inp, out, scales)
+        ins = args.input_pixel_offsets or [0.5] * len(scales)
+        outs = args.output_pixel_offsets or [-0.5] * len(scales)
+        if op == "resample1":
+            return Resample1Desc(inp, out, scales, ins, outs)
+        return Resample2Desc(inp, out, scales, ins, outs, args.rounding_direction)
     if op == "upsample_2d":
         sizes = Upsample2dDesc.output_sizes_for(inp.sizes, args.scale_size)
         return Upsample2dDesc(inp, BufferTensorDesc(dt, sizes), args.scale_size)
@@ -732,6 +762,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--scale-size", type=_ints, default=[2, 2], help="UPSAMPLE_2D ScaleSize: Height,Width"
     )
     xp.add_argument("--diagonal-offset", type=int, default=0, help="DIAGONAL_MATRIX Offset")
+    xp.add_argument("--scales", type=_floats, default=None, help="RESAMPLE* Scales")
+    xp.add_argument(
+        "--input-pixel-offsets", type=_floats, default=None, help="RESAMPLE1/2 (default 0.5)"
+    )
+    xp.add_argument(
+        "--output-pixel-offsets", type=_floats, default=None, help="RESAMPLE1/2 (default -0.5)"
+    )
+    xp.add_argument(
+        "--rounding-direction",
+        default="DECREASING",
+        help="RESAMPLE2 RoundingDirection: INCREASING (up) or DECREASING (down)",
+    )
     xp.add_argument(
         "--diagonal-fill",
         type=_pair,
@@ -773,7 +815,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated operators (default: all). dxdispatch: slice, slice1, slice_grad, "
         "split, join, tile, padding, padding1, depth_to_space, depth_to_space1, space_to_depth, "
         "space_to_depth1, upsample_2d, fill_value_constant, element_wise_identity, "
-        "diagonal_matrix, diagonal_matrix1, gather, "
+        "diagonal_matrix, diagonal_matrix1, resample, resample1, resample2, gather, "
         "gather_elements, "
         "gather_nd, scatter_elements, scatter_nd, one_hot, reverse_subsequences (those the "
         "feature level has); onnx: ONNX op types (Slice, Gather, ...); webnn: WebNN operations "

@@ -36,6 +36,9 @@ from .ops import (
     OperatorDesc,
     Padding1Desc,
     PaddingDesc,
+    Resample1Desc,
+    Resample2Desc,
+    ResampleDesc,
     ReverseSubsequencesDesc,
     ScatterElementsDesc,
     ScatterNdDesc,
@@ -464,6 +467,8 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
             )
         except DmlError as e:
             raise _fail(path[: -len(".desc")], str(e)) from None
+    if kind in ("DML_OPERATOR_RESAMPLE", "DML_OPERATOR_RESAMPLE1", "DML_OPERATOR_RESAMPLE2"):
+        return _resample(kind, value, path)
     if kind == "DML_OPERATOR_UPSAMPLE_2D":
         d = _obj(
             value, path, {"InputTensor", "OutputTensor", "ScaleSize", "InterpolationMode"}, set()
@@ -534,9 +539,48 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
         "DML_OPERATOR_PADDING1, DML_OPERATOR_DEPTH_TO_SPACE, DML_OPERATOR_DEPTH_TO_SPACE1, "
         "DML_OPERATOR_SPACE_TO_DEPTH, DML_OPERATOR_SPACE_TO_DEPTH1, DML_OPERATOR_UPSAMPLE_2D, "
         "DML_OPERATOR_FILL_VALUE_CONSTANT, DML_OPERATOR_ELEMENT_WISE_IDENTITY, "
-        "DML_OPERATOR_DIAGONAL_MATRIX1, "
+        "DML_OPERATOR_DIAGONAL_MATRIX1, DML_OPERATOR_RESAMPLE, DML_OPERATOR_RESAMPLE1, "
+        "DML_OPERATOR_RESAMPLE2, "
         "DML_OPERATOR_DIAGONAL_MATRIX, " + ", ".join(sorted(_INDEXED)),
     )
+
+
+def _floats(value: Any, path: str) -> list[float]:
+    if not isinstance(value, list) or any(
+        isinstance(v, bool) or not isinstance(v, (int, float)) for v in value
+    ):
+        raise _fail(path, "expected an array of numbers")
+    return [float(v) for v in value]
+
+
+def _resample(kind: str, value: Any, path: str) -> OperatorDesc:
+    """RESAMPLE (ScaleCount, Scales), RESAMPLE1 (DimensionCount, the offsets) or RESAMPLE2
+    (and RoundingDirection) from a DxDispatch desc."""
+    required = {"InputTensor", "OutputTensor", "InterpolationMode", "Scales"}
+    if kind != "DML_OPERATOR_RESAMPLE":
+        required |= {"InputPixelOffsets", "OutputPixelOffsets"}
+    if kind == "DML_OPERATOR_RESAMPLE2":
+        required.add("RoundingDirection")
+    count = "ScaleCount" if kind == "DML_OPERATOR_RESAMPLE" else "DimensionCount"
+    d = _obj(value, path, required, {count})
+    i = _tensor(d["InputTensor"], f"{path}.InputTensor")
+    o = _tensor(d["OutputTensor"], f"{path}.OutputTensor")
+    scales = _floats(d["Scales"], f"{path}.Scales")
+    n = None if count not in d else _int(d[count], f"{path}.{count}")
+    try:
+        if kind == "DML_OPERATOR_RESAMPLE":
+            return ResampleDesc(i, o, scales, d["InterpolationMode"], n)
+        offsets = (
+            _floats(d["InputPixelOffsets"], f"{path}.InputPixelOffsets"),
+            _floats(d["OutputPixelOffsets"], f"{path}.OutputPixelOffsets"),
+        )
+        if kind == "DML_OPERATOR_RESAMPLE1":
+            return Resample1Desc(i, o, scales, *offsets, d["InterpolationMode"], n)
+        return Resample2Desc(
+            i, o, scales, *offsets, d["RoundingDirection"], d["InterpolationMode"], n
+        )
+    except DmlError as e:
+        raise _fail(path[: -len(".desc")], str(e)) from None
 
 
 def _depth(value: Any) -> int:

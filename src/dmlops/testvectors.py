@@ -15,6 +15,7 @@ axis' size]. `check` compares a printout with a sidecar, element by element."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import math
@@ -43,6 +44,9 @@ from .ops import (
     OperatorDesc,
     Padding1Desc,
     PaddingDesc,
+    Resample1Desc,
+    Resample2Desc,
+    ResampleDesc,
     ReverseSubsequencesDesc,
     ScatterElementsDesc,
     ScatterNdDesc,
@@ -64,6 +68,7 @@ OPERATORS = (
     "slice", "slice1", "slice_grad", "split", "join", "tile", "padding", "padding1",
     "depth_to_space", "depth_to_space1", "space_to_depth", "space_to_depth1", "upsample_2d",
     "fill_value_constant", "element_wise_identity", "diagonal_matrix", "diagonal_matrix1",
+    "resample", "resample1", "resample2",
     "max_unpooling", "gather",
     "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "one_hot",
     "reverse_subsequences",
@@ -86,6 +91,9 @@ _CLASSES: dict[str, type[OperatorDesc]] = {
     "element_wise_identity": ElementWiseIdentityDesc,
     "diagonal_matrix": DiagonalMatrixDesc,
     "diagonal_matrix1": DiagonalMatrix1Desc,
+    "resample": ResampleDesc,
+    "resample1": Resample1Desc,
+    "resample2": Resample2Desc,
     "max_unpooling": MaxUnpoolingDesc,
     "gather": GatherDesc,
     "gather_elements": GatherElementsDesc,
@@ -220,6 +228,21 @@ def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> Oper
         source = _tensor(rng, dt, sizes, False) if rng.integers(0, 2) else None
         target = _tensor(rng, dt, sizes, True)
         return DiagonalMatrix1Desc(source, target, None, int(rng.integers(1, 9)), *span)
+    if op in ("resample", "resample1", "resample2"):  # any output sizes; scales near theirs
+        out_sizes = [int(rng.integers(1, 2 * n + 2)) for n in sizes]
+        nudges = rng.choice([1.0, 1.0, 0.9, 1.25], len(sizes))
+        scales = [
+            float(np.float32(m / n * k)) for n, m, k in zip(sizes, out_sizes, nudges, strict=True)
+        ]
+        i_t, o_t = _tensor(rng, dt, sizes, False), _tensor(rng, dt, out_sizes, True)
+        if op == "resample":
+            return ResampleDesc(i_t, o_t, scales)
+        shifts = [0.0, 0.5, -0.5, 0.25]
+        pixel_in = [float(rng.choice(shifts)) for _ in sizes]
+        pixel_out = [float(rng.choice(shifts)) for _ in sizes]
+        if op == "resample1":
+            return Resample1Desc(i_t, o_t, scales, pixel_in, pixel_out)
+        return Resample2Desc(i_t, o_t, scales, pixel_in, pixel_out, int(rng.integers(0, 2)))
     if op == "element_wise_identity":  # a layout change: each side its own strides
         return ElementWiseIdentityDesc(
             _tensor(rng, dt, sizes, False), _tensor(rng, dt, sizes, True)
@@ -519,6 +542,10 @@ def _broken(rng: np.random.Generator, desc: OperatorDesc) -> OperatorDesc:
         )
     if isinstance(d, DiagonalMatrixDesc):  # an Offset past INT
         return DiagonalMatrixDesc(d.output_tensor, 2**31, d.value)
+    if isinstance(d, (ResampleDesc, Resample1Desc)):  # a scale of 0
+        bad = copy.copy(d)
+        bad.scales = (0.0, *d.scales[1:])
+        return bad
     if isinstance(d, DiagonalMatrix1Desc):  # a ValueDataType other than the output's
         other = DataType.UINT8 if d.output_tensor.data_type != DataType.UINT8 else DataType.INT8
         return DiagonalMatrix1Desc(

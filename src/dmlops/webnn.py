@@ -20,6 +20,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from .arrays import indexed, strided
 from .errors import InvalidDescriptorError
 
@@ -333,11 +335,13 @@ def pad(
 
 
 def resample2d(input: Any, options: Mapping[str, Any] | None = None) -> Any:  # noqa: A002
-    """MLGraphBuilder.resample2d in its "nearest-neighbor" mode where both axes (default
-    [2, 3]; [1, 2] for NHWC) grow by whole factors (`options.scales`, or `options.sizes`
-    that are whole multiples): each element copied into its block, UPSAMPLE_2D's copies
-    (NHWC through a view). "linear" interpolates (arithmetic) and fractional or shrinking
-    sizes need a computed-index copy: both refused by name.
+    """MLGraphBuilder.resample2d in its "nearest-neighbor" mode on two axes (default
+    [2, 3]; [1, 2] for NHWC) by `options.scales` (the output's sizes rounded down) or to
+    `options.sizes`: WebNN's half-pixel coordinates at the scale output size / input size,
+    ties to the smaller index (as its conformance tests: ceil(x - 0.5)). Whole-factor
+    upsampling of NCHW is UPSAMPLE_2D's copies; any other is RESAMPLE2 (offsets 1 and
+    -0.5, rounding up). "linear"
+    interpolates (arithmetic) and is refused by name.
 
     >>> import numpy as np, dmlops.webnn as webnn
     >>> x = np.array([[[[1, 2]]]], np.float32)
@@ -368,11 +372,21 @@ def resample2d(input: Any, options: Mapping[str, Any] | None = None) -> Any:  # 
         if len(scales) != 2 or any(not float(s) > 0 for s in scales):
             raise _fail(f"resample2d: options.scales {list(scales)} must be two positive numbers")
         factors = [float(s) for s in scales]
-    if any(not f.is_integer() or f < 1 for f in factors):
-        raise _fail(
-            f"resample2d: scales {factors} are not whole-factor upsampling: dmlops lowers "
-            "nearest-neighbor resampling onto UPSAMPLE_2D (fractional and shrinking scales "
-            "need a computed-index copy)"
+    if axes != [2, 3] or any(not f.is_integer() or f < 1 for f in factors) or "sizes" in opts:
+        out = list(shape)
+        scales4 = [1.0] * 4
+        for k, a in enumerate(axes):  # (the scale applied: the output's size / the input's)
+            out[a] = sizes[k] if "sizes" in opts else int(np.float32(factors[k]) * shape[a])
+            scales4[a] = out[a] / shape[a]
+        if 0 in out:
+            raise _fail(f"resample2d: the output's sizes {out} are empty (scales too small)")
+        return strided.resample(
+            input,
+            scales4,
+            sizes=out,
+            input_pixel_offsets=[1.0] * 4,
+            output_pixel_offsets=[-0.5] * 4,
+            rounding_direction="INCREASING",
         )
     height, width = (int(f) for f in factors)
     if axes == [2, 3]:

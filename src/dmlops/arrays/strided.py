@@ -669,20 +669,6 @@ def diagonal_matrix1(
     )
 
 
-def resampled_sizes(
-    sizes: Sequence[int], scales: Sequence[float], op: str = "RESAMPLE"
-) -> tuple[int, ...]:
-    """The output's sizes where none are given: each input size times its scale, rounded
-    down (ONNX Resize's and torch's rule; DirectML takes any output size)."""
-    if len(scales) != len(sizes):
-        raise InvalidDescriptorError(
-            f"{op}.Scales has {len(scales)} entries: the input has {len(sizes)} dimensions"
-        )
-    return tuple(
-        int(np.floor(np.float64(n) * np.float32(s))) for n, s in zip(sizes, scales, strict=True)
-    )
-
-
 def resample(
     x: Any,
     scales: Sequence[float],
@@ -716,7 +702,7 @@ def resample(
     def shape_of(view: Any) -> tuple[int, ...]:
         if sizes is not None:
             return int_tuple(sizes, "RESAMPLE.OutputTensor.Sizes")
-        return resampled_sizes(_dims(view), factors)
+        return ResampleDesc.output_sizes_for(_dims(view), factors)
 
     direction = (
         rounding_direction

@@ -160,6 +160,17 @@ class _ResampleBase(UnaryDesc):
     scales: tuple[float, ...]
     dimension_count: int | None
 
+    @classmethod
+    def output_sizes_for(cls, sizes: Sequence[int], scales: Sequence[float]) -> tuple[int, ...]:
+        """The output's sizes where none are given: each input size times its scale in
+        float32, truncated (onnxruntime's Resize rule; DirectML takes any output size)."""
+        if len(scales) != len(sizes):
+            raise InvalidDescriptorError(
+                f"{cls.OPERATOR}.Scales has {len(scales)} entries: the input has {len(sizes)} "
+                "dimensions"
+            )
+        return tuple(int(np.float32(s) * np.float32(n)) for n, s in zip(sizes, scales, strict=True))
+
     def _floats(self, values: Sequence[float], field: str) -> tuple[float, ...]:
         try:
             return tuple(float(v) for v in values)

@@ -18,7 +18,7 @@ from ..arrays import indexed as FI
 from ..arrays import strided as F
 from ..arrays.indexed import _axis
 from ..errors import DmlError
-from ..ops import AxisDirection, InterpolationMode, PaddingMode
+from ..ops import AxisDirection, InterpolationMode, PaddingMode, ResampleDesc
 from ..tensor import FeatureLevel
 
 __all__ = ["OPAQUE", "Opaque", "opaque_call"]
@@ -72,7 +72,7 @@ def _resample_shape(
 ) -> tuple[Any, ...]:
     if sizes is not None:
         return tuple(sizes)
-    return F.resampled_sizes(tuple(x.shape), scales)
+    return ResampleDesc.output_sizes_for(tuple(x.shape), scales)
 
 
 def _same_shape(x: Any, *_: Any) -> tuple[Any, ...]:
