@@ -19,6 +19,7 @@ from dmlops.ops import (
     DiagonalMatrixDesc,
     ElementWiseIdentityDesc,
     FillValueConstantDesc,
+    FillValueSequenceDesc,
     GatherDesc,
     GatherElementsDesc,
     GatherNd1Desc,
@@ -132,7 +133,7 @@ ALL: dict[str, list[type[OperatorDesc]]] = {
     "first-versions": [PaddingDesc, DepthToSpaceDesc, SpaceToDepthDesc],
     "upsample": [Upsample2dDesc, ResampleDesc, Resample1Desc, Resample2Desc],
     "max-unpooling": [MaxUnpoolingDesc],
-    "fill": [FillValueConstantDesc],
+    "fill": [FillValueConstantDesc, FillValueSequenceDesc],
     "identity": [ElementWiseIdentityDesc],
     "diagonal": [DiagonalMatrixDesc, DiagonalMatrix1Desc],
     "indexed": [

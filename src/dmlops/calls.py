@@ -610,7 +610,7 @@ def _compile(
     else:
         in_t, out_t = tensors
     if any(0 in t.desc.sizes for t in [*in_t, *out_t]):
-        return _empty_call(backend, make_desc, in_t, out_t, new_shapes, like)
+        return _empty_call(backend, make_desc, in_t, out_t, new_shapes, like, dtype)
     desc = _described(make_desc, in_t, out_t, _level(level), fill)
     desc.validate(_level(level))
     for t in out_t:
@@ -637,9 +637,14 @@ class _EmptyCall(_Call):
     and torch's answer; DirectML's tensors have no size 0)."""
 
     def __init__(
-        self, backend: Backend, new_shapes: Sequence[tuple[int, ...] | None], like: int
+        self,
+        backend: Backend,
+        new_shapes: Sequence[tuple[int, ...] | None],
+        like: int,
+        dtype: Any = None,
     ) -> None:
         self.like = like
+        self.dtype = dtype  # the type of new outputs where there is no input (a generator)
         self.backend = backend
         self.allocate = [(k, shape) for k, shape in enumerate(new_shapes) if shape is not None]
         self.fresh = False  # (its __call__ allocates)
@@ -647,6 +652,11 @@ class _EmptyCall(_Call):
     def __call__(
         self, ins: Sequence[Any], outs: Sequence[Any], restage: Callable[[list[Any]], list[Any]]
     ) -> list[Any]:
+        if not ins and self.allocate:  # a generator: a new (numpy) array of its type
+            results = list(outs)
+            for k, shape in self.allocate:
+                results[k] = np.empty(shape, self.dtype)
+            return results
         return self._allocated(ins, outs)
 
 
@@ -657,10 +667,11 @@ def _empty_call(
     out_t: list[_Tensor],
     new_shapes: Sequence[tuple[int, ...] | None],
     like: int,
+    dtype: Any = None,
 ) -> _Call:
     """The call of a descriptor with an empty tensor (`check_empty`): it only allocates."""
     check_empty(make_desc([t.desc for t in in_t], [t.desc for t in out_t]))
-    return _EmptyCall(backend, new_shapes, like)
+    return _EmptyCall(backend, new_shapes, like, dtype)
 
 
 def check_empty(desc: OperatorDesc) -> None:
@@ -860,6 +871,8 @@ def _unkeyed(
         [None if o is None else as_array(o) for o in outs],
         lambda staged: again(staged, outs),
     )
+    if not ins:  # a generator: its outputs are given, or new arrays of the backend's own
+        return [r if o is None else o for r, o in zip(results, outs, strict=True)]
     in_library = call.backend.in_library_of
     like = ins[call.like]  # (the input whose type new outputs take: ONE_HOT's values)
     return [in_library(r, like) if o is None else o for r, o in zip(results, outs, strict=True)]

@@ -19,6 +19,7 @@ from .ops import (
     DiagonalMatrixDesc,
     ElementWiseIdentityDesc,
     FillValueConstantDesc,
+    FillValueSequenceDesc,
     GatherDesc,
     GatherElementsDesc,
     GatherNd1Desc,
@@ -88,7 +89,7 @@ def element_mapping(desc: OperatorDesc, indices: dict[int, Any] | None = None) -
     lines = []
     for (o, dst), (i, src) in element_sources(desc, indices).items():
         where = f"{outs[o]}[{','.join(map(str, dst))}]"
-        what = desc.fill_text(i) if i < 0 else f"{ins[i]}[{','.join(map(str, src))}]"
+        what = desc.fill_text(i, src) if i < 0 else f"{ins[i]}[{','.join(map(str, src))}]"
         lines.append(f"{where} = {what}")
     return sorted(lines, key=lambda s: s.split(" = ")[0])
 
@@ -293,6 +294,7 @@ _FIRST_AND_NEW = (
     "upsample_2d",
     "element_wise_identity",
     "fill_value_constant",
+    "fill_value_sequence",
     "diagonal_matrix",
     "diagonal_matrix1",
     "resample",
@@ -323,6 +325,13 @@ def _first_and_new_desc(args: argparse.Namespace, dt: DataType) -> OperatorDesc:
             value = int(value)
         source = None if given is None else BufferTensorDesc(dt, given)
         return DiagonalMatrix1Desc(source, BufferTensorDesc(dt, sizes), None, value, begin, end)
+    if op == "fill_value_sequence":
+        if args.output_sizes is None:
+            raise DmlError("FILL_VALUE_SEQUENCE: give --output-sizes (and --sequence START,DELTA)")
+        start, delta = args.sequence
+        if dt.numpy_dtype.kind in "iu":
+            start, delta = int(start), int(delta)
+        return FillValueSequenceDesc(BufferTensorDesc(dt, args.output_sizes), None, start, delta)
     if op == "fill_value_constant":
         if args.output_sizes is None:
             raise DmlError("FILL_VALUE_CONSTANT: give --output-sizes (and --padding-value)")
@@ -764,6 +773,12 @@ def build_parser() -> argparse.ArgumentParser:
     xp.add_argument("--diagonal-offset", type=int, default=0, help="DIAGONAL_MATRIX Offset")
     xp.add_argument("--scales", type=_floats, default=None, help="RESAMPLE* Scales")
     xp.add_argument(
+        "--sequence",
+        type=_floats,
+        default=[0.0, 1.0],
+        help="FILL_VALUE_SEQUENCE ValueStart,ValueDelta (default 0,1)",
+    )
+    xp.add_argument(
         "--input-pixel-offsets", type=_floats, default=None, help="RESAMPLE1/2 (default 0.5)"
     )
     xp.add_argument(
@@ -814,7 +829,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="comma-separated operators (default: all). dxdispatch: slice, slice1, slice_grad, "
         "split, join, tile, padding, padding1, depth_to_space, depth_to_space1, space_to_depth, "
-        "space_to_depth1, upsample_2d, fill_value_constant, element_wise_identity, "
+        "space_to_depth1, upsample_2d, fill_value_constant, fill_value_sequence, "
+        "element_wise_identity, "
         "diagonal_matrix, diagonal_matrix1, resample, resample1, resample2, gather, "
         "gather_elements, "
         "gather_nd, scatter_elements, scatter_nd, one_hot, reverse_subsequences (those the "

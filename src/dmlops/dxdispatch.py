@@ -26,6 +26,7 @@ from .ops import (
     DiagonalMatrixDesc,
     ElementWiseIdentityDesc,
     FillValueConstantDesc,
+    FillValueSequenceDesc,
     GatherDesc,
     GatherElementsDesc,
     GatherNd1Desc,
@@ -459,6 +460,17 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
             )
         except DmlError as e:
             raise _fail(path[: -len(".desc")], str(e)) from None
+    if kind == "DML_OPERATOR_FILL_VALUE_SEQUENCE":
+        d = _obj(value, path, {"OutputTensor", "ValueDataType", "ValueStart", "ValueDelta"}, set())
+        try:
+            return FillValueSequenceDesc(
+                _tensor(d["OutputTensor"], f"{path}.OutputTensor"),
+                d["ValueDataType"],
+                d["ValueStart"],
+                d["ValueDelta"],
+            )
+        except DmlError as e:
+            raise _fail(path[: -len(".desc")], str(e)) from None
     if kind == "DML_OPERATOR_FILL_VALUE_CONSTANT":
         d = _obj(value, path, {"OutputTensor", "ValueDataType", "Value"}, set())
         try:
@@ -540,6 +552,7 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
         "DML_OPERATOR_SPACE_TO_DEPTH, DML_OPERATOR_SPACE_TO_DEPTH1, DML_OPERATOR_UPSAMPLE_2D, "
         "DML_OPERATOR_FILL_VALUE_CONSTANT, DML_OPERATOR_ELEMENT_WISE_IDENTITY, "
         "DML_OPERATOR_DIAGONAL_MATRIX1, DML_OPERATOR_RESAMPLE, DML_OPERATOR_RESAMPLE1, "
+        "DML_OPERATOR_FILL_VALUE_SEQUENCE, "
         "DML_OPERATOR_RESAMPLE2, "
         "DML_OPERATOR_DIAGONAL_MATRIX, " + ", ".join(sorted(_INDEXED)),
     )

@@ -13,6 +13,7 @@ so the result is the one numpy gives.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,6 +47,8 @@ __all__ = [
     "space_to_depth",
     "upsample_2d",
     "fill_value_constant",
+    "fill_value_sequence",
+    "arange",
     "element_wise_identity",
     "diagonal_matrix",
     "diagonal_matrix1",
@@ -565,3 +568,58 @@ def resample(
     if type(x) is not np.ndarray and _through_torch([x]):
         return _moved("RESAMPLE", (x, scales), kwargs)
     return _arrays.resample(x, scales, **kwargs)
+
+
+def fill_value_sequence(
+    sizes: Sequence[int],
+    start: float | int,
+    delta: float | int,
+    dtype: Any = np.float32,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML FILL_VALUE_SEQUENCE: an array of `sizes` whose elements, in order, are start,
+    start + delta, start + 2 delta, ... in `dtype` (out's type where `out` is given: any
+    array library; `device="cuda"` makes a CuPy array): modulo 2^bits for integer types,
+    rounded once for float types. Start and delta are values of the type (an unsigned
+    type's delta may be negative: its two's complement bits).
+
+    >>> import numpy as np, dmlops
+    >>> dmlops.fill_value_sequence([2, 2], 10, -2, np.uint8).tolist()
+    [[10, 8], [6, 4]]
+    """
+    return _arrays.fill_value_sequence(
+        sizes, start, delta, dtype, feature_level=feature_level, out=out, device=device
+    )
+
+
+def arange(
+    start: float | int,
+    stop: float | int | None = None,
+    step: float | int = 1,
+    dtype: Any = None,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    device: str | None = None,
+) -> Any:
+    """numpy.arange / torch.arange as one FILL_VALUE_SEQUENCE: ceil((stop - start) / step)
+    elements start, start + step, ... (`arange(n)` counts from 0); dtype int64 where every
+    argument is an integer, float32 otherwise (torch's defaults; DirectML's table has no
+    FLOAT64).
+
+    >>> import dmlops
+    >>> dmlops.arange(2, 11, 3).tolist()
+    [2, 5, 8]
+    """
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise DmlError("arange: step is 0")
+    count = max(0, math.ceil((float(stop) - float(start)) / float(step)))
+    whole = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
+    kind = np.dtype(np.int64 if whole else np.float32) if dtype is None else np.dtype(dtype)
+    return fill_value_sequence(
+        [count], start, step, kind, feature_level=feature_level, device=device
+    )

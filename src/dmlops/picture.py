@@ -217,7 +217,7 @@ def _draw_cells(
                     else:
                         src = mapping.get((k, coord))
                         if src is not None and src[0] < 0:
-                            face, label = _FILL_FACE, desc.fill_text(src[0])
+                            face, label = _FILL_FACE, desc.fill_text(src[0], src[1])
                         elif src is not None:
                             face = _COLOURS[(src[0] if len(inputs) > 1 else k) % len(_COLOURS)]
                             label = shown(src[0], src[1])

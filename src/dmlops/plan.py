@@ -6,7 +6,9 @@ element strides, coalesced shape). Backends execute plans and nothing else.
 
 A copy whose source is negative writes a constant instead of reading an input: source
 -1 - k is the plan's fill k (`Plan.fills[k]`, the element's bytes; `ZERO`, -1, is the
-first fill, all bits clear for SLICE_GRAD), with source strides 0. Copies of one plan
+first fill, all bits clear for SLICE_GRAD), with source strides 0. A fill longer than
+`TENSOR_FILL_BYTES` is a tensor of constants instead (FILL_VALUE_SEQUENCE's values), read
+through its copies' strides and bound whole. Copies of one plan
 never write the same element twice, so a backend may run them in any order, or at once.
 """
 
@@ -28,6 +30,7 @@ from .tensor import BufferTensorDesc
 __all__ = [
     "ZERO",
     "fill_source",
+    "TENSOR_FILL_BYTES",
     "fill_reads",
     "Layout",
     "LogicalCopy",
@@ -49,6 +52,11 @@ _ENUMERATION_LIMIT = 1 << 22
 ZERO = -1
 """The source index of a plan's first fill (zeros, where an operator writes zeros). Backends
 bind fill k's buffer so that `inputs[-1 - k]` is it: the fills after the inputs, reversed."""
+
+
+TENSOR_FILL_BYTES = 16
+"""The widest element a fill holds (16-byte elements); a longer fill is a tensor of
+constants, read in order through its copies' source strides (`Plan.is_tensor_fill`)."""
 
 
 def fill_source(k: int) -> int:
@@ -142,16 +150,27 @@ class Plan:
         """Whether some copy writes a constant (the backend binds the fills' buffers)."""
         return bool(self.fills)
 
+    def is_tensor_fill(self, k: int) -> bool:
+        """Whether fill k is a tensor of constants (read through its copies' strides), not
+        one element repeated."""
+        return len(self.fills[k]) > TENSOR_FILL_BYTES
+
     @property
     def fill_width(self) -> int:
-        """Bytes of the widest fill (at least one element): what a fill buffer must hold for
-        every copy to read its constant whole (a plan in smaller words reads several)."""
-        return max([self.element_size, *map(len, self.fills)])
+        """Bytes of the widest element fill (at least one element): what a fill buffer must
+        hold for every copy to read its constant whole (a plan in smaller words reads
+        several)."""
+        small = (len(v) for v in self.fills if len(v) <= TENSOR_FILL_BYTES)
+        return max([self.element_size, *small])
 
     def fill_buffers(self, length: int) -> list[bytes]:
-        """Host bytes of each fill's buffer, `length` bytes of its element repeated, in the
-        order a backend appends them to the inputs (so that `inputs[-1 - k]` is fill k)."""
-        return [(value * -(-length // len(value)))[:length] for value in reversed(self.fills)]
+        """Host bytes of each fill's buffer, in the order a backend appends them to the inputs
+        (so that `inputs[-1 - k]` is fill k): `length` bytes of an element fill's element
+        repeated; a tensor fill whole."""
+        return [
+            value if len(value) > TENSOR_FILL_BYTES else (value * -(-length // len(value)))[:length]
+            for value in reversed(self.fills)
+        ]
 
     @property
     def bytes_written(self) -> int:
@@ -209,7 +228,7 @@ def fill_reads(plan: Plan, limit: int) -> Plan:
     element_size = plan.element_size
     most = limit // element_size
     for c in plan.copies:
-        if c.src >= 0 or c.dst_strides[-1] != 1:
+        if c.src >= 0 or c.dst_strides[-1] != 1 or plan.is_tensor_fill(-1 - c.src):
             out.append(c)
             continue
         outer, row = c.shape[:-1], c.shape[-1]
@@ -298,13 +317,20 @@ def compose(
     input_layouts: Sequence[Layout],
     output_layouts: Sequence[Layout],
     fills: Sequence[bytes] = (),
+    fill_layouts: Sequence[Layout | None] = (),
 ) -> Plan:
     """Lower logical copies through tensor layouts to a coalesced plan (negative sources
-    write `fills`)."""
+    write `fills`: one element, strides 0, or a tensor fill through its `fill_layouts`
+    entry)."""
     resolved = []
     for lc in copies:
         lo = output_layouts[lc.dst]
-        li = Layout(0, (0,) * len(lc.shape)) if lc.src < 0 else input_layouts[lc.src]
+        if lc.src >= 0:
+            li = input_layouts[lc.src]
+        else:
+            k = -1 - lc.src
+            given = fill_layouts[k] if k < len(fill_layouts) else None
+            li = Layout(0, (0,) * len(lc.shape)) if given is None else given
         src_off = li.offset + sum(a * t for a, t in zip(lc.src_start, li.strides, strict=True))
         dst_off = lo.offset + sum(a * t for a, t in zip(lc.dst_start, lo.strides, strict=True))
         src_st = tuple(k * t for k, t in zip(lc.src_step, li.strides, strict=True))

@@ -49,12 +49,15 @@ def element_sources(
 
 def _from_copies(desc: OperatorDesc) -> dict[tuple[int, tuple[int, ...]], Source]:
     found: dict[tuple[int, tuple[int, ...]], Source] = {}
+    layouts = desc.fill_layouts()
+    tensors = {-1 - k for k, layout in enumerate(layouts) if layout is not None}
     for c in desc.logical_copies():
         dst_step = c.dst_step or (1,) * len(c.shape)
         for idx in np.ndindex(*c.shape):
             src = tuple(s + k * t for s, k, t in zip(c.src_start, idx, c.src_step, strict=True))
             dst = tuple(s + k * t for s, k, t in zip(c.dst_start, idx, dst_step, strict=True))
-            found[(c.dst, dst)] = (c.src, ()) if c.src < 0 else (c.src, src)
+            constant = c.src < 0 and c.src not in tensors  # (a tensor fill: its coordinate)
+            found[(c.dst, dst)] = (c.src, ()) if constant else (c.src, src)
     return found
 
 

@@ -35,6 +35,7 @@ from .ops import (
     DiagonalMatrixDesc,
     ElementWiseIdentityDesc,
     FillValueConstantDesc,
+    FillValueSequenceDesc,
     GatherDesc,
     GatherElementsDesc,
     GatherNdDesc,
@@ -68,7 +69,7 @@ OPERATORS = (
     "slice", "slice1", "slice_grad", "split", "join", "tile", "padding", "padding1",
     "depth_to_space", "depth_to_space1", "space_to_depth", "space_to_depth1", "upsample_2d",
     "fill_value_constant", "element_wise_identity", "diagonal_matrix", "diagonal_matrix1",
-    "resample", "resample1", "resample2",
+    "resample", "resample1", "resample2", "fill_value_sequence",
     "max_unpooling", "gather",
     "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "one_hot",
     "reverse_subsequences",
@@ -94,6 +95,7 @@ _CLASSES: dict[str, type[OperatorDesc]] = {
     "resample": ResampleDesc,
     "resample1": Resample1Desc,
     "resample2": Resample2Desc,
+    "fill_value_sequence": FillValueSequenceDesc,
     "max_unpooling": MaxUnpoolingDesc,
     "gather": GatherDesc,
     "gather_elements": GatherElementsDesc,
@@ -247,6 +249,14 @@ def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> Oper
         return ElementWiseIdentityDesc(
             _tensor(rng, dt, sizes, False), _tensor(rng, dt, sizes, True)
         )
+    if op == "fill_value_sequence":  # steps either way; integer types wrap
+        t = _tensor(rng, dt, sizes, True)
+        if dt.numpy_dtype.kind == "f":
+            return FillValueSequenceDesc(t, None, float(rng.integers(-8, 8)) / 2, 0.25)
+        low = -100 if dt.numpy_dtype.kind == "i" else 0
+        first = int(rng.integers(low, 101))
+        step = int(rng.integers(-3, 4)) if low else int(rng.integers(0, 4))
+        return FillValueSequenceDesc(t, None, first, step)
     if op == "fill_value_constant":
         value = float(rng.integers(-64, 64)) / 4 if dt.numpy_dtype.kind == "f" else 0
         if dt.numpy_dtype.kind in "iu":
@@ -542,6 +552,9 @@ def _broken(rng: np.random.Generator, desc: OperatorDesc) -> OperatorDesc:
         )
     if isinstance(d, DiagonalMatrixDesc):  # an Offset past INT
         return DiagonalMatrixDesc(d.output_tensor, 2**31, d.value)
+    if isinstance(d, FillValueSequenceDesc):  # a ValueDataType other than the output's
+        other = DataType.UINT8 if d.output_tensor.data_type != DataType.UINT8 else DataType.INT8
+        return FillValueSequenceDesc(d.output_tensor, other, 1, 1)
     if isinstance(d, (ResampleDesc, Resample1Desc)):  # a scale of 0
         bad = copy.copy(d)
         bad.scales = (0.0, *d.scales[1:])

@@ -42,6 +42,7 @@ from ..ops import (
     DiagonalMatrixDesc,
     ElementWiseIdentityDesc,
     FillValueConstantDesc,
+    FillValueSequenceDesc,
     JoinDesc,
     OperatorDesc,
     Padding1Desc,
@@ -546,7 +547,7 @@ def _generated(
     fields: Hashable,
     shape: tuple[int, ...],
     dtype: Any,
-    value: float | int,
+    value: float | int | None,
     make: Callable[[BufferTensorDesc], OperatorDesc],
     feature_level: Any,
     out: Any,
@@ -723,3 +724,30 @@ def resample(
         None if sizes is None else _fields_key(int_tuple(sizes, "RESAMPLE.OutputTensor.Sizes")),
     )
     return _unary("RESAMPLE", fields, x, out, feature_level, device, shape_of, make)
+
+
+def fill_value_sequence(
+    sizes: Sequence[int],
+    start: float | int,
+    delta: float | int,
+    dtype: Any = np.float32,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML FILL_VALUE_SEQUENCE: an array of `sizes` whose elements, in order, are start,
+    start + delta, ... in `dtype` (out's type where `out` is given)."""
+    shape = int_tuple(sizes, "FILL_VALUE_SEQUENCE.OutputTensor.Sizes")
+    fields = (_fields_key(shape), repr(start), type(start), repr(delta), type(delta))
+    return _generated(
+        "FILL_VALUE_SEQUENCE",
+        (*fields, str(np.dtype(dtype))),
+        shape,
+        dtype,
+        None,
+        lambda o: FillValueSequenceDesc(o, None, start, delta),
+        feature_level,
+        out,
+        device,
+    )

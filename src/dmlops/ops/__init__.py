@@ -9,7 +9,7 @@ from .depth_space import (
     SpaceToDepthDesc,
 )
 from .diagonal import DiagonalMatrix1Desc, DiagonalMatrixDesc
-from .fill import FillValueConstantDesc
+from .fill import FillValueConstantDesc, FillValueSequenceDesc
 from .gather import GatherDesc, GatherElementsDesc, GatherNd1Desc, GatherNdDesc
 from .identity import ElementWiseIdentityDesc
 from .join import JoinDesc
@@ -55,6 +55,7 @@ __all__ = [
     "DiagonalMatrix1Desc",
     "ElementWiseIdentityDesc",
     "FillValueConstantDesc",
+    "FillValueSequenceDesc",
     "MaxUnpoolingDesc",
     "InterpolationMode",
     "Upsample2dDesc",

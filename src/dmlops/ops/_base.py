@@ -176,7 +176,9 @@ class OperatorDesc(abc.ABC):
             if output_layouts is not None
             else [Layout.of_desc(t) for t in outs]
         )
-        plan = compose(self.element_size, self.logical_copies(), li, lo, self.fills())
+        plan = compose(
+            self.element_size, self.logical_copies(), li, lo, self.fills(), self.fill_layouts()
+        )
         return self._finish(plan, li, lo)
 
     @property
@@ -260,11 +262,21 @@ class OperatorDesc(abc.ABC):
         """The operator's constants, encoded in its data type; none by default."""
         return ()
 
-    def fill_text(self, src: int) -> str:
-        """The constant that fill source `src` writes, as the data type reads it."""
-        import numpy as np
+    def fill_layouts(self) -> tuple[Layout | None, ...]:
+        """The layout of each tensor fill (FILL_VALUE_SEQUENCE's values), None for an
+        element fill; none by default."""
+        return ()
 
-        value = np.frombuffer(self.fills()[-1 - src], self.data_type.numpy_dtype)[0]
+    def fill_text(self, src: int, at: Sequence[int] = ()) -> str:
+        """The constant that fill source `src` writes (a tensor fill's at coordinate `at`),
+        as the data type reads it."""
+        k = -1 - src
+        layouts = self.fill_layouts()
+        layout = layouts[k] if k < len(layouts) else None
+        element = 0
+        if layout is not None:
+            element = layout.offset + sum(a * t for a, t in zip(at, layout.strides, strict=True))
+        value = np.frombuffer(self.fills()[k], self.data_type.numpy_dtype)[element]
         return f"{value:g}" if isinstance(value, np.floating) else str(value)
 
     def _allowed_types(self, name: str, row: SupportRow) -> frozenset[DataType]:

@@ -274,7 +274,10 @@ class EnginePlan:
             assert len(row) == record
             rows.append(row)
         _group_rows(rows, int(module.MOST_MEMBERS), tiled)
-        need_in = [hi for _, hi in plan.input_spans] + [size] * len(plan.fills)
+        need_in = [hi for _, hi in plan.input_spans]
+        need_in += [len(v) if plan.is_tensor_fill(k) else size for k, v in enumerate(plan.fills)][
+            ::-1
+        ]
         need_out = [hi for _, hi in plan.output_spans]
         header = [len(rows), inputs, len(need_out), 0, *need_in, *need_out]
         flat = header + [v for row in rows for v in row]
