@@ -13,6 +13,7 @@ from pathlib import Path
 
 from dmlops.errors import DmlError
 from dmlops.ops import (
+    CastDesc,
     DepthToSpace1Desc,
     DepthToSpaceDesc,
     DiagonalMatrix1Desc,
@@ -134,6 +135,7 @@ ALL: dict[str, list[type[OperatorDesc]]] = {
     "upsample": [Upsample2dDesc, ResampleDesc, Resample1Desc, Resample2Desc],
     "max-unpooling": [MaxUnpoolingDesc],
     "fill": [FillValueConstantDesc, FillValueSequenceDesc],
+    "cast": [CastDesc],
     "identity": [ElementWiseIdentityDesc],
     "diagonal": [DiagonalMatrixDesc, DiagonalMatrix1Desc],
     "indexed": [

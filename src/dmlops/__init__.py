@@ -13,6 +13,7 @@ from .errors import (
 )
 from .functional import (
     arange,
+    cast,
     depth_to_space,
     diagonal_matrix,
     diagonal_matrix1,
@@ -44,6 +45,7 @@ from .functional_indexed import (
 )
 from .graph import Graph, GraphTensor
 from .ops import (
+    CastDesc,
     DepthSpaceOrder,
     DepthToSpace1Desc,
     DepthToSpaceDesc,
@@ -94,6 +96,7 @@ __all__ = [
     "BindingError",
     "BindingTable",
     "BufferTensorDesc",
+    "CastDesc",
     "CompiledOperator",
     "DataType",
     "DepthSpaceOrder",
@@ -166,6 +169,7 @@ __all__ = [
     "fill_value_constant",
     "fill_value_sequence",
     "arange",
+    "cast",
     "element_wise_identity",
     "diagonal_matrix",
     "diagonal_matrix1",

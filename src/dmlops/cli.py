@@ -13,6 +13,7 @@ import numpy as np
 from .device import Device
 from .errors import DmlError
 from .ops import (
+    CastDesc,
     DepthToSpace1Desc,
     DepthToSpaceDesc,
     DiagonalMatrix1Desc,
@@ -295,6 +296,7 @@ _FIRST_AND_NEW = (
     "element_wise_identity",
     "fill_value_constant",
     "fill_value_sequence",
+    "cast",
     "diagonal_matrix",
     "diagonal_matrix1",
     "resample",
@@ -357,6 +359,9 @@ def _first_and_new_desc(args: argparse.Namespace, dt: DataType) -> OperatorDesc:
         return first(
             inp, BufferTensorDesc(dt, first.output_sizes_for(inp, args.block_size)), args.block_size
         )
+    if op == "cast":
+        target = DataType.parse(args.output_data_type, "CAST.OutputTensor.DataType")
+        return CastDesc(inp, BufferTensorDesc(target, inp.sizes))
     if op in ("resample", "resample1", "resample2"):
         scales = args.scales if args.scales is not None else [1.0] * len(inp.sizes)
         sizes = (
@@ -773,6 +778,9 @@ def build_parser() -> argparse.ArgumentParser:
     xp.add_argument("--diagonal-offset", type=int, default=0, help="DIAGONAL_MATRIX Offset")
     xp.add_argument("--scales", type=_floats, default=None, help="RESAMPLE* Scales")
     xp.add_argument(
+        "--output-data-type", default="INT32", help="CAST OutputTensor DataType (INT32)"
+    )
+    xp.add_argument(
         "--sequence",
         type=_floats,
         default=[0.0, 1.0],
@@ -829,7 +837,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="comma-separated operators (default: all). dxdispatch: slice, slice1, slice_grad, "
         "split, join, tile, padding, padding1, depth_to_space, depth_to_space1, space_to_depth, "
-        "space_to_depth1, upsample_2d, fill_value_constant, fill_value_sequence, "
+        "space_to_depth1, upsample_2d, fill_value_constant, fill_value_sequence, cast, "
         "element_wise_identity, "
         "diagonal_matrix, diagonal_matrix1, resample, resample1, resample2, gather, "
         "gather_elements, "

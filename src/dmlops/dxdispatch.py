@@ -20,6 +20,7 @@ from ._files import DEFAULT_MAX_FILE_BYTES, read_bounded
 from .device import Binding, Device
 from .errors import DmlError, ModelError
 from .ops import (
+    CastDesc,
     DepthToSpace1Desc,
     DepthToSpaceDesc,
     DiagonalMatrix1Desc,
@@ -421,6 +422,15 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
             )
         except DmlError as e:
             raise _fail(path[: -len(".desc")], str(e)) from None
+    if kind == "DML_OPERATOR_CAST":
+        d = _obj(value, path, {"InputTensor", "OutputTensor"}, set())
+        try:
+            return CastDesc(
+                _tensor(d["InputTensor"], f"{path}.InputTensor"),
+                _tensor(d["OutputTensor"], f"{path}.OutputTensor"),
+            )
+        except DmlError as e:
+            raise _fail(path[: -len(".desc")], str(e)) from None
     if kind == "DML_OPERATOR_ELEMENT_WISE_IDENTITY":
         d = _obj(value, path, {"InputTensor", "OutputTensor"}, {"ScaleBias"})
         scale_bias = None
@@ -552,7 +562,7 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
         "DML_OPERATOR_SPACE_TO_DEPTH, DML_OPERATOR_SPACE_TO_DEPTH1, DML_OPERATOR_UPSAMPLE_2D, "
         "DML_OPERATOR_FILL_VALUE_CONSTANT, DML_OPERATOR_ELEMENT_WISE_IDENTITY, "
         "DML_OPERATOR_DIAGONAL_MATRIX1, DML_OPERATOR_RESAMPLE, DML_OPERATOR_RESAMPLE1, "
-        "DML_OPERATOR_FILL_VALUE_SEQUENCE, "
+        "DML_OPERATOR_FILL_VALUE_SEQUENCE, DML_OPERATOR_CAST, "
         "DML_OPERATOR_RESAMPLE2, "
         "DML_OPERATOR_DIAGONAL_MATRIX, " + ", ".join(sorted(_INDEXED)),
     )

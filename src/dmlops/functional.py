@@ -49,6 +49,7 @@ __all__ = [
     "fill_value_constant",
     "fill_value_sequence",
     "arange",
+    "cast",
     "element_wise_identity",
     "diagonal_matrix",
     "diagonal_matrix1",
@@ -623,3 +624,35 @@ def arange(
     return fill_value_sequence(
         [count], start, step, kind, feature_level=feature_level, device=device
     )
+
+
+def cast(
+    x: Any,
+    dtype: Any,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML CAST (numpy's `astype`, torch's `to(dtype)`): x's elements converted to `dtype`
+    (a numpy or torch type of DirectML's 11; out's where `out` is given), into a new array of
+    x's library and device, or out of any layout. The page states no rules; dmlops follows
+    Direct3D's and IEEE 754's (`dmlops.conversion`): floats round to nearest even, floats to
+    integers truncate toward zero and saturate (NaN is 0), integers wrap. A torch tensor
+    that needs a gradient is refused (the gradient of a conversion is arithmetic).
+
+    >>> import numpy as np, dmlops
+    >>> dmlops.cast(np.array([1.9, -1.9, 300.0, np.nan], np.float32), np.uint8).tolist()
+    [1, 0, 255, 0]
+    """
+    if type(x) is not np.ndarray and _through_torch([x]):
+        if getattr(x, "requires_grad", False):
+            import torch
+
+            if torch.is_grad_enabled():
+                raise DmlError(
+                    "CAST: the input needs a gradient; a conversion's gradient is arithmetic "
+                    "(detach it, or call under torch.no_grad())"
+                )
+        x = x.detach()
+    return _arrays.cast(x, dtype, feature_level=feature_level, out=out, device=device)

@@ -126,6 +126,16 @@ class Plan:
     output_spans: tuple[tuple[int, int], ...]
     fills: tuple[bytes, ...] = ()  # the constants fill sources write, one element's bytes each
     indexed: tuple[IndexedCopy, ...] = ()  # run after `copies`, in order (indexed.py)
+    # CAST's: (source, destination) numpy type strings; each copy reads elements of the
+    # first (its source offset in their bytes) and writes the second (`element_size`'s)
+    conversion: tuple[str, str] | None = None
+
+    @property
+    def source_element_size(self) -> int:
+        """Bytes of one element the copies read (the written one's, but for a conversion)."""
+        if self.conversion is None:
+            return self.element_size
+        return int(np.dtype(self.conversion[0]).itemsize)
 
     @cached_property
     def span_arrays(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
@@ -190,7 +200,7 @@ class Plan:
             for c in self.copies
         )
         return (
-            f"<div>plan: {self._counted()} of {self.element_size}-byte elements"
+            f"<div>plan: {self._counted()} of {self._elements_text()}"
             f"<table>{head}{rows}</table></div>"
         )
 
@@ -198,9 +208,15 @@ class Plan:
         n = len(self.copies)
         return f"{n} strided {'copy' if n == 1 else 'copies'}"
 
+    def _elements_text(self) -> str:
+        if self.conversion is None:
+            return f"{self.element_size}-byte elements"
+        source, target = (np.dtype(t).name for t in self.conversion)
+        return f"elements converted from {source} to {target} (CAST)"
+
     def describe(self) -> str:
         """One line per copy, for humans."""
-        lines = [f"plan: {self._counted()} of {self.element_size}-byte elements"]
+        lines = [f"plan: {self._counted()} of {self._elements_text()}"]
         for c in self.copies:
             lines.append(
                 f"  {_source(c.src, 'input ')} @ byte {c.src_offset} "

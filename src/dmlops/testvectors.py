@@ -29,6 +29,7 @@ import numpy as np
 from .device import Device
 from .errors import DmlError
 from .ops import (
+    CastDesc,
     DepthToSpace1Desc,
     DepthToSpaceDesc,
     DiagonalMatrix1Desc,
@@ -69,7 +70,7 @@ OPERATORS = (
     "slice", "slice1", "slice_grad", "split", "join", "tile", "padding", "padding1",
     "depth_to_space", "depth_to_space1", "space_to_depth", "space_to_depth1", "upsample_2d",
     "fill_value_constant", "element_wise_identity", "diagonal_matrix", "diagonal_matrix1",
-    "resample", "resample1", "resample2", "fill_value_sequence",
+    "resample", "resample1", "resample2", "fill_value_sequence", "cast",
     "max_unpooling", "gather",
     "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "one_hot",
     "reverse_subsequences",
@@ -96,6 +97,7 @@ _CLASSES: dict[str, type[OperatorDesc]] = {
     "resample1": Resample1Desc,
     "resample2": Resample2Desc,
     "fill_value_sequence": FillValueSequenceDesc,
+    "cast": CastDesc,
     "max_unpooling": MaxUnpoolingDesc,
     "gather": GatherDesc,
     "gather_elements": GatherElementsDesc,
@@ -249,6 +251,9 @@ def _random_desc(rng: np.random.Generator, op: str, level: FeatureLevel) -> Oper
         return ElementWiseIdentityDesc(
             _tensor(rng, dt, sizes, False), _tensor(rng, dt, sizes, True)
         )
+    if op == "cast":  # to any type of the row (the input's values: the sidecar's own)
+        converted = sorted(row.data_types)[int(rng.integers(0, len(row.data_types)))]
+        return CastDesc(_tensor(rng, dt, sizes, False), _tensor(rng, converted, sizes, True))
     if op == "fill_value_sequence":  # steps either way; integer types wrap
         t = _tensor(rng, dt, sizes, True)
         if dt.numpy_dtype.kind == "f":
@@ -552,6 +557,9 @@ def _broken(rng: np.random.Generator, desc: OperatorDesc) -> OperatorDesc:
         )
     if isinstance(d, DiagonalMatrixDesc):  # an Offset past INT
         return DiagonalMatrixDesc(d.output_tensor, 2**31, d.value)
+    if isinstance(d, CastDesc):  # an output of other sizes
+        grown = [n + (k == 0) for k, n in enumerate(d.output_tensor.sizes)]
+        return CastDesc(d.input_tensor, BufferTensorDesc(d.output_tensor.data_type, grown))
     if isinstance(d, FillValueSequenceDesc):  # a ValueDataType other than the output's
         other = DataType.UINT8 if d.output_tensor.data_type != DataType.UINT8 else DataType.INT8
         return FillValueSequenceDesc(d.output_tensor, other, 1, 1)

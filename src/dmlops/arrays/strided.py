@@ -10,6 +10,7 @@ API does, for autograd and torch.compile): a torch tensor here runs as any other
 from __future__ import annotations
 
 import builtins
+import sys
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -26,6 +27,7 @@ from ..calls import (
     _fields_key,
     _filled,
     _level,
+    _on_device,
     _shape,
     _Tensor,
     backend_of,
@@ -35,6 +37,7 @@ from ..calls import (
 )
 from ..errors import DmlError, InvalidDescriptorError
 from ..ops import (
+    CastDesc,
     DepthSpaceOrder,
     DepthToSpace1Desc,
     DepthToSpaceDesc,
@@ -751,3 +754,60 @@ def fill_value_sequence(
         out,
         device,
     )
+
+
+def _numpy_type(dtype: Any) -> np.dtype[Any]:
+    """A numpy type from a numpy or torch one (CAST's: one of DirectML's 11 types)."""
+    try:
+        named: np.dtype[Any] = np.dtype(dtype)
+        return named
+    except TypeError:
+        from ..elements import element_of
+
+        element = element_of(dtype)
+        if element.data_type is None:
+            raise DmlError(f"CAST: {element.name} is not one of DirectML's data types") from None
+        return np.dtype(element.data_type.numpy_dtype)
+
+
+def cast(
+    x: Any,
+    dtype: Any,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: Any = None,
+    device: str | None = None,
+) -> Any:
+    """DML CAST: x's elements converted to `dtype` (out's type where `out` is given) by
+    CAST's rules (`dmlops.conversion`), into a new array of x's library and device or out."""
+    from ..elements import element_of
+
+    target = _numpy_type(dtype)
+    for field, kind in (("InputTensor", getattr(x, "dtype", None)), ("OutputTensor", target)):
+        element = None if kind is None else element_of(kind)
+        if element is not None and element.data_type is None:
+            raise DmlError(
+                f"CAST.{field}.DataType is {element.name}: not one of DirectML's 11 types "
+                "(a conversion reads values of its types; no other type carries them)"
+            )
+    if device is not None:
+        return _on_device(
+            device,
+            [x],
+            [out],
+            lambda i, o: [cast(i[0], target, feature_level=feature_level, out=o[0])],
+        )[0]
+    if out is None:
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(x, torch.Tensor):  # a torch tensor of the type
+            out = torch.empty(tuple(x.shape), dtype=getattr(torch, target.name), device=x.device)
+        else:
+            backend = backend_of([x])
+            out = backend.new_like(x, _shape(x), target)
+
+    def build(ins: list[Any], outs: list[Any]) -> _Call:
+        backend = backend_of([ins[0], outs[0]])
+        make = lambda i, o: CastDesc(i[0], o[0])  # noqa: E731
+        return _compile(backend, feature_level, make, ins, outs, [None], target)
+
+    return _dispatch("CAST", (target.str,), feature_level, [x], [out], build)[0]

@@ -20,6 +20,7 @@ from ..plan import Plan, StridedCopy
 from . import cpu_engine
 from .base import made_once, no_queue
 from .compiled_indexed import CompiledIndexed
+from .converting import HostConversion
 from .numpy_indexed import IndexedStep
 from .numpy_map import ElementMap
 from .numpy_runs import SideBySide
@@ -309,7 +310,9 @@ class NumpyBackend:
             and strided >= _MIN_CHUNK * len(plan.copies)
         )
 
-    def executor(self, plan: Plan) -> _NumpyExecutor:
+    def executor(self, plan: Plan) -> Any:
+        if plan.conversion is not None:  # CAST's converting copies
+            return HostConversion(plan)
         return _NumpyExecutor(self, plan)
 
     def _parallel(

@@ -276,6 +276,9 @@ def compile_staged(
                 if not group.add_indexed(node, a, names, constants, types):
                     flush(i)
                     steps.append(_indexed_step(node, a, names, constants, types, device))
+            elif op == "Cast" and _converts_floats(a, names[0], types):
+                flush(i)
+                steps.append(_cast_step(node, a, names, types, device))
             elif op in ARITHMETIC_OPS:
                 flush(i)
                 steps.append(_arith_step(node, a, names, constants, types, device, opset))
@@ -351,6 +354,41 @@ def _indexed_step(
         )
 
     return f"{node.op_type} -> {output} ({found.operator})", step
+
+
+def _cast_target(a: dict[str, Any]) -> np.dtype[Any]:
+    import onnx
+
+    return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(int(a["to"])))
+
+
+def _converts_floats(a: dict[str, Any], name: str, types: dict[str, Any]) -> bool:
+    """Whether a Cast of run-time data reads or writes a float type (DirectML's CAST; a Cast
+    between integer or boolean types stays index arithmetic)."""
+    source = types.get(name, (None, None))[1]
+    if source is None or "to" not in a:
+        return False
+    target = _cast_target(a)
+    return (source.kind == "f" or target.kind == "f") and "b" not in (source.kind, target.kind)
+
+
+def _cast_step(
+    node: Any, a: dict[str, Any], names: list[str], types: dict[str, Any], device: Device
+) -> tuple[str, Step]:
+    """A Cast of run-time data to or from a float type: DirectML's CAST (its rules where
+    ONNX leaves a value undefined: floats to integers truncate and saturate)."""
+    from ..arrays.strided import cast
+
+    target = _cast_target(a)
+    shape = types[names[0]][0]
+    output = node.output[0]
+    types[output] = (shape, target)
+    level = device.feature_level
+
+    def step(env: dict[str, Any]) -> None:
+        env[output] = cast(env[names[0]], target, feature_level=level)
+
+    return f"Cast -> {output} (CAST)", step
 
 
 def _identity_step(node: Any, names: list[str], types: dict[str, Any]) -> tuple[str, Step]:

@@ -1,6 +1,7 @@
 """The DirectML data-movement operator descriptors."""
 
 from ._base import OperatorDesc, SupportRow
+from .cast import CastDesc
 from .depth_space import (
     DepthSpaceOrder,
     DepthToSpace1Desc,
@@ -27,6 +28,7 @@ from .unpooling import MaxUnpoolingDesc
 from .upsample import InterpolationMode, Upsample2dDesc
 
 __all__ = [
+    "CastDesc",
     "DepthSpaceOrder",
     "DepthToSpace1Desc",
     "DepthToSpaceDesc",

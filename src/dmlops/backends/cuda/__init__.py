@@ -28,6 +28,7 @@ from .._address_cache import AddressCache
 from ..base import made_once
 from . import kernels
 from .arrays import TorchView
+from .convert import CudaConversion
 from .indexed import IndexedLaunch
 from .install import import_cupy
 from .launch import Prepared, is_capturing, relaxed_capture
@@ -413,7 +414,9 @@ class CudaBackend:
             for launch in launches:
                 launch.launch(cp, device, ins, outs, stream)
 
-    def executor(self, plan: Plan) -> _CudaExecutor:
+    def executor(self, plan: Plan) -> Any:
+        if plan.conversion is not None:  # CAST's converting copies
+            return CudaConversion(self, plan)
         return _CudaExecutor(self, plan)
 
 

@@ -26,6 +26,7 @@ from ...errors import BindingError, DmlError
 from ...plan import Plan, StridedCopy, array_byte_span, fill_reads
 from .._address_cache import AddressCache
 from ..base import made_once, no_queue
+from ..converting import HostConversion
 from .indexed import indexed_dispatches
 from .memory import Flat, Memory, WebGpuArray
 from .native import NativeEncoder, native_encoder, shader_module
@@ -541,8 +542,38 @@ class WebGpuBackend:
         ticks = np.frombuffer(self.queue.read_buffer(resolved, 0, 16), np.uint64)
         timing.append(float(ticks[1] - ticks[0]))
 
-    def executor(self, plan: Plan) -> _WebGpuExecutor:
+    def executor(self, plan: Plan) -> Any:
+        if plan.conversion is not None:  # CAST's converting copies: on the host, see below
+            return _HostConverting(self, plan)
         return _WebGpuExecutor(self, plan)
+
+
+class _HostConverting:
+    """CAST's converting copies, on the host: the bound bytes read back, converted by
+    CAST's rules (`HostConversion`) and the outputs written again (WGSL has no 8-, 16- or
+    64-bit arithmetic without extensions; a conversion shader is not written yet)."""
+
+    def __init__(self, backend: WebGpuBackend, plan: Plan) -> None:
+        self.backend = backend
+        self.conversion = HostConversion(plan)
+
+    def _bytes(self, f: Flat) -> tuple[np.ndarray[Any, Any], int, int]:
+        """The flat's bytes (read whole 4-byte words), where they start, and f's offset in them."""
+        start = f.offset - f.offset % 4
+        words = -(-(f.offset + f.size - start) // 4) * 4
+        return self.backend._read(f.buffer, start, words).copy(), start, f.offset - start
+
+    def __call__(self, ins: Sequence[Flat], outs: Sequence[Flat], queue: Any = None) -> None:
+        backend = self.backend
+        backend.flush()
+        read = [self._bytes(f) for f in ins]
+        written = [self._bytes(f) for f in outs]
+        self.conversion([raw[at:] for raw, _, at in read], [raw[at:] for raw, _, at in written])
+        for f, (raw, start, _) in zip(outs, written, strict=True):
+            backend.queue.write_buffer(f.buffer, start, raw)
+
+    def bound(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> Callable[..., None]:
+        return lambda queue=None: self(ins, outs)
 
 
 class _WebGpuExecutor:

@@ -1,0 +1,53 @@
+"""A converting plan (CAST's: `Plan.conversion`) on host byte buffers: each copy's source
+elements read as the source type, converted by CAST's rules (`dmlops.conversion`), written
+as the destination type. The numpy backend runs it on its buffers; the WebGPU backend on
+the bytes it reads back (and writes again)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..conversion import convert
+from ..plan import Plan
+
+__all__ = ["HostConversion", "strided_view"]
+
+
+def strided_view(
+    flat: Any,
+    offset: int,
+    strides: Sequence[int],
+    shape: Sequence[int],
+    dtype: np.dtype[Any],
+) -> np.ndarray[Any, Any]:
+    """The elements of `dtype` at byte `offset` of a bound buffer (anything exposing its
+    bytes), `strides` in elements."""
+    byte_strides = tuple(int(s) * dtype.itemsize for s in strides)
+    view: np.ndarray[Any, Any] = np.ndarray(tuple(shape), dtype, flat, offset, byte_strides)
+    return view
+
+
+class HostConversion:
+    """A converting plan over host byte buffers (numpy uint8 arrays, one per binding)."""
+
+    def __init__(self, plan: Plan) -> None:
+        assert plan.conversion is not None
+        self.plan = plan
+        self.source = np.dtype(plan.conversion[0])
+        self.target = np.dtype(plan.conversion[1])
+
+    def __call__(self, ins: Sequence[Any], outs: Sequence[Any], queue: Any = None) -> None:
+        """Convert every copy: all reads first, then the writes (an output may be its input)."""
+        plan, source, target = self.plan, self.source, self.target
+        made = [
+            convert(strided_view(ins[c.src], c.src_offset, c.src_strides, c.shape, source), target)
+            for c in plan.copies
+        ]
+        for c, values in zip(plan.copies, made, strict=True):
+            strided_view(outs[c.dst], c.dst_offset, c.dst_strides, c.shape, target)[...] = values
+
+    def bound(self, ins: Sequence[Any], outs: Sequence[Any]) -> Callable[..., None]:
+        return lambda queue=None: self(ins, outs)

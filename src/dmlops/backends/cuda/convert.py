@@ -1,0 +1,81 @@
+"""CAST's converting copies on CUDA: each copy's source and destination as CuPy views of
+the bound device addresses (their own strides), one elementwise kernel per type pair that
+applies CAST's rules (`dmlops.conversion`: saturating float-to-integer truncation, NaN to
+0, wrapping integer narrowing, nearest-even rounding to float types), launched on the
+call's stream."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ...plan import Plan
+
+__all__ = ["CudaConversion"]
+
+
+def _body(source: np.dtype[Any], target: np.dtype[Any]) -> str:
+    """The elementwise kernel's statement turning `x` (source) into `y` (target)."""
+    if target.kind == "f" or source.kind in "iu":
+        if target == np.float16 and source.kind in "iu" and source.itemsize == 8:
+            return "y = (Y)(double)x;"  # (|x| past 2^24 is past float16's range anyway)
+        return "y = (Y)x;"
+    info = np.iinfo(target)
+    low, high = f"{float(info.min)!r}", f"{float(info.max) + 1.0!r}"
+    minimum = f"{info.min}LL" if target.kind == "i" else "0ULL"
+    maximum = f"{info.max}ULL" if target.kind == "u" else f"{info.max}LL"
+    if target == np.int64:
+        minimum = "(-9223372036854775807LL - 1)"
+    return (
+        "double v = (double)x; "
+        f"y = isnan(v) ? (Y)0 : v < {low} ? (Y)({minimum}) : v >= {high} ? (Y)({maximum}) "
+        ": (Y)trunc(v);"
+    )
+
+
+class CudaConversion:
+    """A converting plan on device addresses (CuPy views, one kernel per type pair)."""
+
+    def __init__(self, backend: Any, plan: Plan) -> None:
+        assert plan.conversion is not None
+        self.backend = backend
+        self.plan = plan
+        self.source = np.dtype(plan.conversion[0])
+        self.target = np.dtype(plan.conversion[1])
+        self.kernel: Any = None
+
+    def _views(self, cp: Any, address: int, offset: int, strides: Sequence[int],
+               shape: Sequence[int], dtype: np.dtype[Any], device: int) -> Any:  # fmt: skip
+        size = int(np.dtype(dtype).itemsize)
+        low = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides, strict=True)) * size
+        high = sum(max(0, (n - 1) * s) for n, s in zip(shape, strides, strict=True)) * size
+        memory = cp.cuda.UnownedMemory(address + offset + low, high - low + size, None, device)
+        pointer = cp.cuda.MemoryPointer(memory, -low)
+        byte_strides = tuple(int(s) * size for s in strides)
+        return cp.ndarray(tuple(shape), dtype, pointer, strides=byte_strides)
+
+    def __call__(self, ins: Sequence[int], outs: Sequence[int], queue: Any = None) -> None:
+        backend = self.backend
+        cp = backend.cupy
+        device, stream = backend.default_queue() if queue is None else queue
+        if self.kernel is None:
+            self.kernel = cp.ElementwiseKernel(
+                "X x", "Y y", _body(self.source, self.target), "dmlops_cast"
+            )
+        with backend._on(device), cp.cuda.ExternalStream(stream, device):
+            made = []
+            for c in self.plan.copies:  # all reads first: an output may be its input
+                src = self._views(
+                    cp, ins[c.src], c.src_offset, c.src_strides, c.shape, self.source, device
+                )
+                made.append(self.kernel(src, cp.empty(c.shape, self.target)))
+            for c, values in zip(self.plan.copies, made, strict=True):
+                dst = self._views(
+                    cp, outs[c.dst], c.dst_offset, c.dst_strides, c.shape, self.target, device
+                )
+                dst[...] = values
+
+    def bound(self, ins: Sequence[int], outs: Sequence[int]) -> Callable[..., None]:
+        return lambda queue=None: self(ins, outs, queue)

@@ -1,0 +1,204 @@
+"""CAST: every rule, the table, every pair of DirectML's 11 types on every backend against a
+naive element-by-element conversion (special values: halves, infinities, NaN, the types'
+limits and past them), strided and in-place operands, torch tensors, DxDispatch files, and
+ONNX Cast of float data against onnxruntime."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import dmlops
+from conftest import to_device, to_host
+from dmlops import BufferTensorDesc, CastDesc, DataType, Device, DmlError
+from dmlops import UnsupportedFeatureLevelError as Unsupported
+
+TYPES = [np.float64, np.float32, np.float16, np.int64, np.int32, np.int16, np.int8,
+         np.uint64, np.uint32, np.uint16, np.uint8]  # fmt: skip
+
+
+def naive(value: Any, target: np.dtype[Any]) -> Any:
+    """One element converted: floats to integers truncated toward zero and saturated (NaN:
+    0), integers wrapped into the target's bits, anything to a float rounded (C's cast)."""
+    if target.kind in "iu":
+        info = np.iinfo(target)
+        if isinstance(value, (float, np.floating)):
+            if math.isnan(value):
+                return target.type(0)
+            if math.isinf(value):
+                return target.type(info.max if value > 0 else info.min)
+            whole = math.trunc(float(value))
+            return target.type(min(max(whole, int(info.min)), int(info.max)))
+        bits = 8 * target.itemsize
+        wrapped = int(value) % 2**bits
+        if target.kind == "i" and wrapped >= 2 ** (bits - 1):
+            wrapped -= 2**bits
+        return target.type(wrapped)
+    with np.errstate(over="ignore"):
+        return target.type(value)
+
+
+def samples(dtype: Any) -> np.ndarray:
+    """Values of `dtype` that test every rule: halves, the limits of every type, beyond."""
+    kind = np.dtype(dtype)
+    if kind.kind == "f":
+        values = [0.0, -0.0, 1.5, -1.5, 2.5, -2.5, 0.49, -0.99, 127.9, -128.9, 255.5, 256.0,
+                  32767.5, -32768.9, 65535.9, 65536.0, 2.0**31, -(2.0**31) - 1e3, 2.0**32,
+                  2.0**63, -(2.0**63) * 2, 2.0**64, 1e30, -1e30, np.inf, -np.inf, np.nan,
+                  65519.0, 65520.0, 1e-8]  # fmt: skip
+        with np.errstate(over="ignore"):
+            return np.array(values, np.float64).astype(kind)
+    info = np.iinfo(kind)
+    values = [0, 1, -1, 127, 128, -129, 255, 256, 32767, 32768, -32769, 65535, 65536, 2**31,
+              2**31 - 1, -(2**31) - 1, 2**32 + 5, 2**53 + 1, 2**62, -(2**62), 2**63 - 1,
+              -(2**63), 2**64 - 1, 16777217]  # fmt: skip
+    return np.array([v for v in values if info.min <= v <= info.max], kind)
+
+
+@pytest.mark.parametrize(("source", "target"), list(itertools.product(TYPES, TYPES)))
+def test_every_type_pair_on_every_backend(backend: str, source: Any, target: Any) -> None:
+    x = samples(source)
+    want = np.array([naive(v, np.dtype(target)) for v in x.tolist()], target)
+    got = to_host(dmlops.cast(to_device(backend, x), target))
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (x, got, want)
+
+
+@pytest.mark.parametrize(("source", "target"), [(np.float32, np.int16), (np.int64, np.float16),
+                                                (np.uint8, np.float64), (np.float64, np.uint32)])  # fmt: skip
+def test_strided_operands_ranks_and_out(backend: str, source: Any, target: Any) -> None:
+    rng = np.random.default_rng(3)
+    for rank in range(1, 9):
+        shape = tuple(int(n) for n in rng.integers(1, 4, rank))
+        x = (rng.standard_normal((*shape[:-1], 2 * shape[-1])) * 300).astype(source)
+        view = x[..., ::-2]
+        want = np.array([naive(v, np.dtype(target)) for v in view.reshape(-1).tolist()], target)
+        got = to_host(dmlops.cast(to_device(backend, view), target))
+        assert got.tobytes() == want.tobytes()
+        out = to_device(backend, np.zeros((*shape[:-1], 3 * shape[-1]), target))[..., ::3]
+        assert dmlops.cast(to_device(backend, view), target, out=out) is out
+        assert to_host(out).tobytes() == want.reshape(shape).tobytes()
+
+
+def test_in_place_over_the_same_bytes() -> None:
+    x = np.arange(12, dtype=np.float32) - 3.5
+    want = np.array([naive(v, np.dtype(np.int32)) for v in x.tolist()], np.int32)
+    dmlops.cast(x, np.int32, out=x.view(np.int32))
+    assert x.view(np.int32).tobytes() == want.tobytes()
+
+
+def _t(dt: DataType, *sizes: int) -> BufferTensorDesc:
+    return BufferTensorDesc(dt, sizes)
+
+
+def test_rules_and_table() -> None:
+    F32, I32 = DataType.FLOAT32, DataType.INT32
+    with pytest.raises(DmlError, match=r"OutputTensor\.Sizes is \[1, 1, 2, 3\]: must equal"):
+        CastDesc(_t(F32, 1, 1, 2, 2), _t(I32, 1, 1, 2, 3)).validate()
+    with pytest.raises(DmlError, match=r"OutputTensor\.DimensionCount is 3: must equal"):
+        CastDesc(_t(F32, 1, 1, 2, 2), _t(I32, 1, 4, 1)).validate()
+    CastDesc(_t(F32, 1, 1, 2, 2), _t(DataType.UINT8, 1, 1, 2, 2)).validate("1_0")
+    with pytest.raises(Unsupported, match=r"INT32: DML_FEATURE_LEVEL_1_0 and above supports"):
+        CastDesc(_t(F32, 1, 1, 2, 2), _t(I32, 1, 1, 2, 2)).validate("2_1")
+    CastDesc(_t(F32, 1, 1, 2, 2), _t(I32, 1, 1, 2, 2)).validate("3_0")
+    with pytest.raises(Unsupported, match=r"need DML_FEATURE_LEVEL_3_1"):
+        CastDesc(_t(F32, 2, 2), _t(I32, 2, 2)).validate("3_0")
+    with pytest.raises(Unsupported, match=r"FLOAT64 need DML_FEATURE_LEVEL_4_1"):
+        CastDesc(_t(DataType.FLOAT64, 2), _t(I32, 2)).validate("4_0")
+    with pytest.raises(DmlError, match=r"CAST\.InputTensor\.DataType is bool: not one of"):
+        dmlops.cast(np.ones(3, bool), np.int8)
+    with pytest.raises(DmlError, match=r"CAST\.OutputTensor\.DataType is bool: not one of"):
+        dmlops.cast(np.ones(3, np.float32), bool)
+
+
+def test_torch_tensors() -> None:
+    torch = pytest.importorskip("torch")
+    t = torch.tensor([[1.7, -2.5], [300.0, float("nan")]])
+    got = dmlops.cast(t.T, torch.int8)
+    assert got.dtype == torch.int8 and got.tolist() == [[1, 127], [-2, 0]]
+    with pytest.raises(DmlError, match=r"needs a gradient"):
+        dmlops.cast(t.requires_grad_(), torch.float16)
+    with torch.no_grad():
+        assert dmlops.cast(t, torch.float16).dtype == torch.float16
+
+
+def test_dxdispatch(tmp_path: Path) -> None:
+    from dmlops.dxdispatch import load_model, run_model
+
+    model = {
+        "resources": {
+            "x": {"initialValuesDataType": "FLOAT32", "initialValues": [1.5, -1.5, 1e9, -7.9]},
+            "y": {"initialValuesDataType": "INT16", "initialValues": {"valueCount": 4, "value": 0}},
+        },
+        "dispatchables": {
+            "c": {
+                "type": "DML_OPERATOR_CAST",
+                "desc": {
+                    "InputTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 2, 2]},
+                    "OutputTensor": {"DataType": "INT16", "Sizes": [1, 1, 2, 2]},
+                },
+            }
+        },
+        "commands": [
+            {
+                "type": "dispatch",
+                "dispatchable": "c",
+                "bindings": {"InputTensor": "x", "OutputTensor": "y"},
+            },
+            {"type": "print", "resource": "y"},
+        ],
+    }
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(model))
+    lines: list[str] = []
+    run_model(load_model(path), Device("1_0"), lines.append)
+    assert lines == ["Resource 'y': 1, -1, 32767, -7"]
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [
+        (np.float32, np.float16),
+        (np.float32, np.int32),
+        (np.int64, np.float32),
+        (np.float16, np.float32),
+        (np.float64, np.float32),
+        (np.float32, np.uint8),
+    ],
+)
+def test_onnx_cast_of_float_data_as_onnxruntime(source: Any, target: Any) -> None:
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    import dmlops.onnx
+
+    src = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(source))
+    dst = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(target))
+    nodes = [
+        h.make_node("Transpose", ["x"], ["t"], perm=[1, 0]),
+        h.make_node("Cast", ["t"], ["c"], to=dst),
+        h.make_node("Slice", ["c", "s", "e"], ["y"]),
+    ]
+    graph = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", src, [4, 6])],
+        [h.make_tensor_value_info("y", dst, None)],
+        [h.make_tensor("s", T.INT64, [1], [1]), h.make_tensor("e", T.INT64, [1], [5])],
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    model.ir_version = 8
+    x = (np.random.default_rng(0).standard_normal((4, 6)) * 50).astype(source)
+    if np.dtype(target).kind == "u":
+        x = np.abs(x)  # (onnxruntime's out-of-range conversions are undefined behaviour)
+    want = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+    got = dmlops.onnx.run(model, {"x": x})
+    got = np.asarray(got[0] if isinstance(got, (list, tuple)) else got)
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
