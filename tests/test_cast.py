@@ -202,3 +202,28 @@ def test_onnx_cast_of_float_data_as_onnxruntime(source: Any, target: Any) -> Non
     got = dmlops.onnx.run(model, {"x": x})
     got = np.asarray(got[0] if isinstance(got, (list, tuple)) else got)
     assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.gpu
+def test_cuda_runs_on_the_callers_stream() -> None:
+    """A cast on a CuPy side stream and on a torch side stream: ordered after the work
+    queued there (the input is written on that stream just before)."""
+    from conftest import HAS_CUDA
+
+    if not HAS_CUDA:
+        pytest.skip("no CUDA GPU")
+    cp = pytest.importorskip("cupy")
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        x = cp.arange(1 << 20, dtype=cp.float32) * 0.5
+        y = dmlops.cast(x, np.int32)
+    stream.synchronize()
+    assert (cp.asnumpy(y) == (np.arange(1 << 20) // 2)).all()
+    torch = pytest.importorskip("torch")
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        t = torch.arange(1 << 20, device="cuda", dtype=torch.float32) - 3.5
+        u = dmlops.cast(t, torch.int16)
+    side.synchronize()
+    want = np.array([naive(v, np.dtype(np.int16)) for v in (np.arange(1 << 20) - 3.5)[:4096]])
+    assert u.dtype == torch.int16 and (u[:4096].cpu().numpy() == want).all()
