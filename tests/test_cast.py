@@ -40,8 +40,17 @@ def naive(value: Any, target: np.dtype[Any]) -> Any:
         if target.kind == "i" and wrapped >= 2 ** (bits - 1):
             wrapped -= 2**bits
         return target.type(wrapped)
+    if isinstance(value, (float, np.floating)) and math.isnan(value):
+        return np.array(0x7FF8000000000000, np.uint64).view(np.float64).astype(target)[()]
     with np.errstate(over="ignore"):
         return target.type(value)
+
+
+NAN_PAYLOADS = {  # signs, payloads and a signalling NaN: each becomes the one quiet NaN
+    np.float16: [0x7E00, 0xFE00, 0x7C01, 0x7FFF],
+    np.float32: [0x7FC00000, 0xFFC00000, 0x7F800001, 0x7FC12345],
+    np.float64: [0x7FF8000000000000, 0xFFF8000000000000, 0x7FF0000000000001, 0x7FF8123456789ABC],
+}
 
 
 def samples(dtype: Any) -> np.ndarray:
@@ -53,7 +62,9 @@ def samples(dtype: Any) -> np.ndarray:
                   2.0**63, -(2.0**63) * 2, 2.0**64, 1e30, -1e30, np.inf, -np.inf, np.nan,
                   65519.0, 65520.0, 1e-8]  # fmt: skip
         with np.errstate(over="ignore"):
-            return np.array(values, np.float64).astype(kind)
+            made = np.array(values, np.float64).astype(kind)
+        bits = np.array(NAN_PAYLOADS[dtype], f"u{kind.itemsize}").view(kind)
+        return np.concatenate([made, bits])
     info = np.iinfo(kind)
     values = [0, 1, -1, 127, 128, -129, 255, 256, 32767, 32768, -32769, 65535, 65536, 2**31,
               2**31 - 1, -(2**31) - 1, 2**32 + 5, 2**53 + 1, 2**62, -(2**62), 2**63 - 1,

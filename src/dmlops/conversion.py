@@ -4,7 +4,9 @@ CAST's page gives no rounding or range rules; dmlops follows Direct3D's (which D
 shaders obey) and IEEE 754:
 
 - to a float type: round to nearest, ties to even; past the type's range, an infinity of
-  the value's sign; NaN stays NaN.
+  the value's sign; a NaN becomes the type's positive quiet NaN with no payload (0x7E00,
+  0x7FC00000, 0x7FF8000000000000: GPUs and CPUs keep different payload bits through a
+  conversion, so CAST's answer is the one every backend can give).
 - float to integer: truncate toward zero; past the type's range, its minimum or maximum
   (saturation, Direct3D's ftoi / ftou); NaN is 0.
 - integer to integer: the value's low bits in two's complement (wrapping), as C, numpy and
@@ -17,7 +19,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["convert"]
+__all__ = ["convert", "CANONICAL_NAN"]
+
+CANONICAL_NAN = np.array(0x7FF8000000000000, np.uint64).view(np.float64)
+"""float64's quiet NaN with no payload: as float32 0x7FC00000, as float16 0x7E00."""
 
 
 def convert(values: np.ndarray[Any, Any], dtype: Any) -> np.ndarray[Any, Any]:
@@ -27,6 +32,8 @@ def convert(values: np.ndarray[Any, Any], dtype: Any) -> np.ndarray[Any, Any]:
     if target.kind == "f" or source.kind in "iu":  # (integer to integer: numpy wraps)
         with np.errstate(over="ignore", invalid="ignore"):
             made: np.ndarray[Any, Any] = values.astype(target)
+        if source.kind == "f" and target.kind == "f":
+            made[np.isnan(values)] = CANONICAL_NAN.astype(target)
         return made
     info = np.iinfo(target)
     wide = values.astype(np.float64)  # exact for float16, float32 and float64

@@ -1,7 +1,7 @@
 """CAST's converting copies on CUDA: each copy's source and destination as CuPy views of
 the bound device addresses (their own strides), one elementwise kernel per type pair that
 applies CAST's rules (`dmlops.conversion`: saturating float-to-integer truncation, NaN to
-0, wrapping integer narrowing, nearest-even rounding to float types), launched on the
+0, wrapping integer narrowing, nearest-even rounding to float types, one NaN), launched on the
 call's stream."""
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ __all__ = ["CudaConversion"]
 
 def _body(source: np.dtype[Any], target: np.dtype[Any]) -> str:
     """The elementwise kernel's statement turning `x` (source) into `y` (target)."""
+    if target.kind == "f" and source.kind == "f":  # a NaN: the canonical quiet NaN
+        nan = "__longlong_as_double(0x7FF8000000000000LL)"
+        return f"double v = (double)x; y = isnan(v) ? (Y){nan} : (Y)x;"
     if target.kind == "f" or source.kind in "iu":
         if target == np.float16 and source.kind in "iu" and source.itemsize == 8:
             return "y = (Y)(double)x;"  # (|x| past 2^24 is past float16's range anyway)
