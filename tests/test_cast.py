@@ -41,12 +41,12 @@ def naive(value: Any, target: np.dtype[Any]) -> Any:
             wrapped -= 2**bits
         return target.type(wrapped)
     if isinstance(value, (float, np.floating)) and math.isnan(value):
-        return np.array(0x7FF8000000000000, np.uint64).view(np.float64).astype(target)[()]
+        return np.array(0x7FFFFFFFFFFFFFFF, np.uint64).view(np.float64).astype(target)[()]
     with np.errstate(over="ignore"):
         return target.type(value)
 
 
-NAN_PAYLOADS = {  # signs, payloads and a signalling NaN: each becomes the one quiet NaN
+NAN_PAYLOADS = {  # signs, payloads and a signalling NaN: each becomes the one NaN
     np.float16: [0x7E00, 0xFE00, 0x7C01, 0x7FFF],
     np.float32: [0x7FC00000, 0xFFC00000, 0x7F800001, 0x7FC12345],
     np.float64: [0x7FF8000000000000, 0xFFF8000000000000, 0x7FF0000000000001, 0x7FF8123456789ABC],

@@ -4,9 +4,9 @@ CAST's page gives no rounding or range rules; dmlops follows Direct3D's (which D
 shaders obey) and IEEE 754:
 
 - to a float type: round to nearest, ties to even; past the type's range, an infinity of
-  the value's sign; a NaN becomes the type's positive quiet NaN with no payload (0x7E00,
-  0x7FC00000, 0x7FF8000000000000: GPUs and CPUs keep different payload bits through a
-  conversion, so CAST's answer is the one every backend can give).
+  the value's sign; a NaN becomes the type's positive quiet NaN with every payload bit set
+  (0x7FFF, 0x7FFFFFFF, 0x7FFFFFFFFFFFFFFF: CUDA's own; GPUs and CPUs keep different payload
+  bits through a conversion, so CAST's answer is one every backend gives).
 - float to integer: truncate toward zero; past the type's range, its minimum or maximum
   (saturation, Direct3D's ftoi / ftou); NaN is 0.
 - integer to integer: the value's low bits in two's complement (wrapping), as C, numpy and
@@ -21,8 +21,9 @@ import numpy as np
 
 __all__ = ["convert", "CANONICAL_NAN"]
 
-CANONICAL_NAN = np.array(0x7FF8000000000000, np.uint64).view(np.float64)
-"""float64's quiet NaN with no payload: as float32 0x7FC00000, as float16 0x7E00."""
+CANONICAL_NAN = np.array(0x7FFFFFFFFFFFFFFF, np.uint64).view(np.float64)
+"""float64's positive NaN with every payload bit set: as float32 0x7FFFFFFF, as float16
+0x7FFF (a narrowing keeps the payload's top bits)."""
 
 
 def convert(values: np.ndarray[Any, Any], dtype: Any) -> np.ndarray[Any, Any]:

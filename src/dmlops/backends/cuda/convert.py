@@ -18,8 +18,12 @@ __all__ = ["CudaConversion"]
 
 def _body(source: np.dtype[Any], target: np.dtype[Any]) -> str:
     """The elementwise kernel's statement turning `x` (source) into `y` (target)."""
-    if target.kind == "f" and source.kind == "f":  # a NaN: the canonical quiet NaN
-        nan = "__longlong_as_double(0x7FF8000000000000LL)"
+    if target.kind == "f" and source.kind == "f":  # a NaN: the one NaN, every payload bit set
+        nan = (
+            "__longlong_as_double(0x7FFFFFFFFFFFFFFFLL)"
+            if target == np.float64
+            else "__int_as_float(0x7FFFFFFF)"  # (to float16: 0x7FFF)
+        )
         return f"double v = (double)x; y = isnan(v) ? (Y){nan} : (Y)x;"
     if target.kind == "f" or source.kind in "iu":
         if target == np.float16 and source.kind in "iu" and source.itemsize == 8:
