@@ -792,3 +792,13 @@ def test_threads_calling_at_once_each_get_their_results() -> None:
             WebGpuBackend._instance.synchronize()
         WebGpuBackend._instance = held
         dmlops.functional.clear_cache()
+
+
+def test_an_integer_index_gives_an_element_view() -> None:
+    """`a[k]` of a WebGPU array is the 0-D view of element k (numpy gives a scalar for the
+    stand-in's element: its address was taken from that copy)."""
+    import dmlops.webgpu as wg
+
+    a = wg.asarray(np.arange(12, dtype=np.uint32).reshape(3, 4))
+    assert a[1, 2].numpy().tolist() == 6 and a[-1][-1].numpy().tolist() == 11
+    assert a.reshape(-1)[5].shape == () and int(a.reshape(-1)[5].numpy()) == 5

@@ -27,6 +27,7 @@ from .ops import (
     GatherNdDesc,
     JoinDesc,
     MaxUnpoolingDesc,
+    NonzeroCoordinatesDesc,
     OperatorDesc,
     Padding1Desc,
     PaddingDesc,
@@ -297,6 +298,7 @@ _FIRST_AND_NEW = (
     "fill_value_constant",
     "fill_value_sequence",
     "cast",
+    "nonzero_coordinates",
     "diagonal_matrix",
     "diagonal_matrix1",
     "resample",
@@ -358,6 +360,11 @@ def _first_and_new_desc(args: argparse.Namespace, dt: DataType) -> OperatorDesc:
         first = DepthToSpaceDesc if op == "depth_to_space" else SpaceToDepthDesc
         return first(
             inp, BufferTensorDesc(dt, first.output_sizes_for(inp, args.block_size)), args.block_size
+        )
+    if op == "nonzero_coordinates":
+        count, coords = NonzeroCoordinatesDesc.output_sizes_for(inp.sizes)
+        return NonzeroCoordinatesDesc(
+            inp, BufferTensorDesc(DataType.UINT32, count), BufferTensorDesc(DataType.UINT32, coords)
         )
     if op == "cast":
         target = DataType.parse(args.output_data_type, "CAST.OutputTensor.DataType")

@@ -34,6 +34,7 @@ from .ops import (
     GatherNdDesc,
     JoinDesc,
     MaxUnpoolingDesc,
+    NonzeroCoordinatesDesc,
     OneHotDesc,
     OperatorDesc,
     Padding1Desc,
@@ -422,6 +423,17 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
             )
         except DmlError as e:
             raise _fail(path[: -len(".desc")], str(e)) from None
+    if kind == "DML_OPERATOR_NONZERO_COORDINATES":
+        names = {"InputTensor", "OutputCountTensor", "OutputCoordinatesTensor"}
+        d = _obj(value, path, names, set())
+        try:
+            return NonzeroCoordinatesDesc(
+                _tensor(d["InputTensor"], f"{path}.InputTensor"),
+                _tensor(d["OutputCountTensor"], f"{path}.OutputCountTensor"),
+                _tensor(d["OutputCoordinatesTensor"], f"{path}.OutputCoordinatesTensor"),
+            )
+        except DmlError as e:
+            raise _fail(path[: -len(".desc")], str(e)) from None
     if kind == "DML_OPERATOR_CAST":
         d = _obj(value, path, {"InputTensor", "OutputTensor"}, set())
         try:
@@ -562,7 +574,7 @@ def _desc(kind: str, value: Any, path: str) -> OperatorDesc:
         "DML_OPERATOR_SPACE_TO_DEPTH, DML_OPERATOR_SPACE_TO_DEPTH1, DML_OPERATOR_UPSAMPLE_2D, "
         "DML_OPERATOR_FILL_VALUE_CONSTANT, DML_OPERATOR_ELEMENT_WISE_IDENTITY, "
         "DML_OPERATOR_DIAGONAL_MATRIX1, DML_OPERATOR_RESAMPLE, DML_OPERATOR_RESAMPLE1, "
-        "DML_OPERATOR_FILL_VALUE_SEQUENCE, DML_OPERATOR_CAST, "
+        "DML_OPERATOR_FILL_VALUE_SEQUENCE, DML_OPERATOR_CAST, DML_OPERATOR_NONZERO_COORDINATES, "
         "DML_OPERATOR_RESAMPLE2, "
         "DML_OPERATOR_DIAGONAL_MATRIX, " + ", ".join(sorted(_INDEXED)),
     )

@@ -50,6 +50,8 @@ __all__ = [
     "fill_value_sequence",
     "arange",
     "cast",
+    "nonzero",
+    "nonzero_coordinates",
     "element_wise_identity",
     "diagonal_matrix",
     "diagonal_matrix1",
@@ -656,3 +658,71 @@ def cast(
                 )
         x = x.detach()
     return _arrays.cast(x, dtype, feature_level=feature_level, out=out, device=device)
+
+
+def nonzero_coordinates(
+    x: Any,
+    columns: int | None = None,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: tuple[Any, Any] | None = None,
+    device: str | None = None,
+) -> tuple[Any, Any]:
+    """DML NONZERO_COORDINATES of a 4- or 5-D array, as DirectML writes it: (count, a
+    [1, .., M, N] UINT32 array whose first `count` rows are the nonzero elements'
+    coordinates' last N = `columns` entries, in ascending element order; -0.0 is zero).
+    New arrays of x's library (rows past the count zeros), or `out` = (count, coordinates).
+    One pass on the caller's stream, no host synchronisation (on GPUs: a scan).
+
+    >>> import numpy as np, dmlops
+    >>> x = np.array([[1.0, 0.0, 0.0, 2.0], [-0.0, 3.5, 0.0, -5.2]], np.float32)
+    >>> count, coords = dmlops.nonzero_coordinates(x.reshape(1, 1, 2, 4))
+    >>> int(count.reshape(-1)[0]), coords[0, 0, :4].tolist()
+    (4, [[0, 0], [0, 3], [1, 1], [1, 3]])
+    """
+    if type(x) is not np.ndarray and _through_torch([x]):
+        x = x.detach()
+    return _arrays.nonzero_coordinates(
+        x, columns, feature_level=feature_level, out=out, device=device
+    )
+
+
+def nonzero(
+    x: Any,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    device: str | None = None,
+) -> Any:
+    """torch.nonzero / numpy.argwhere: the [count, rank] int64 coordinates of x's nonzero
+    elements in ascending element order (-0.0 is zero), of x's library: one
+    NONZERO_COORDINATES (x viewed with leading dimensions of size 1 to its 4 or 5), the count
+    read back (the output's size depends on it: a synchronisation), then one CAST to int64.
+    1 to 5 dimensions.
+
+    >>> import numpy as np, dmlops
+    >>> dmlops.nonzero(np.array([[0, 3], [4, 0]], np.int32)).tolist()
+    [[0, 1], [1, 0]]
+    """
+    shape = tuple(int(n) for n in x.shape)
+    rank = len(shape)
+    if not 1 <= rank <= 5:
+        raise DmlError(
+            f"nonzero: x has {rank} dimensions; NONZERO_COORDINATES takes 1 to 5 (as 4 or 5)"
+        )
+    if type(x) is not np.ndarray and _through_torch([x]):
+        x = x.detach()
+    wide = x if rank >= 4 else x.reshape((1,) * (4 - rank) + shape)
+    count, coords = _arrays.nonzero_coordinates(
+        wide, rank, feature_level=feature_level, device=device
+    )
+    found = _host_int(count)
+    rows = coords.reshape(coords.shape[-2], rank)[:found]
+    return _arrays.cast(rows, np.int64, feature_level=feature_level)
+
+
+def _host_int(a: Any) -> int:
+    """The one element of a (any library's: numpy, CuPy, torch, WebGPU) as a Python int."""
+    one = a.reshape(-1)[0]
+    if hasattr(one, "item"):
+        return int(one.item())
+    return int(one.numpy())  # (a WebGPU array)

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .compaction import Compaction
 from .errors import InvalidDescriptorError
 from .indexed import IndexedCopy, coalesce_indexed
 from .tensor import BufferTensorDesc
@@ -129,6 +130,7 @@ class Plan:
     # CAST's: (source, destination) numpy type strings; each copy reads elements of the
     # first (its source offset in their bytes) and writes the second (`element_size`'s)
     conversion: tuple[str, str] | None = None
+    compactions: tuple[Compaction, ...] = ()  # run last, in order (compaction.py)
 
     @property
     def source_element_size(self) -> int:
@@ -227,6 +229,14 @@ class Plan:
         if self.indexed:
             lines.append(f"then {len(self.indexed)} indexed copies")
             lines += [c.describe() for c in self.indexed]
+        for k in self.compactions:
+            lines.append(
+                f"then a compaction: input {k.src} @ byte {k.src_offset} strides "
+                f"{list(k.src_strides)} shape {list(k.shape)} ({k.element}) -> its nonzero "
+                f"elements' count at output {k.count_dst} @ byte {k.count_offset}, their last "
+                f"{k.columns} coordinates as rows of output {k.coords_dst} @ byte "
+                f"{k.coords_offset} strides [{k.row_stride}, {k.column_stride}]"
+            )
         return "\n".join(lines)
 
 

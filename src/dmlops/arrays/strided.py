@@ -47,6 +47,7 @@ from ..ops import (
     FillValueConstantDesc,
     FillValueSequenceDesc,
     JoinDesc,
+    NonzeroCoordinatesDesc,
     OperatorDesc,
     Padding1Desc,
     PaddingDesc,
@@ -811,3 +812,54 @@ def cast(
         return _compile(backend, feature_level, make, ins, outs, [None], target)
 
     return _dispatch("CAST", (target.str,), feature_level, [x], [out], build)[0]
+
+
+def _new_zeros(x: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
+    """Zeros of `shape` and `dtype` in x's library and on its device."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return torch.zeros(shape, dtype=getattr(torch, dtype.name), device=x.device)
+    backend = backend_of([x])
+    made = backend.new_like(x, shape, dtype)
+    if backend.name == "webgpu":  # (its arrays take no assignment: an upload of zeros)
+        return backend.upload(np.zeros(shape, dtype))
+    made.fill(0)  # numpy and CuPy
+    return made
+
+
+def nonzero_coordinates(
+    x: Any,
+    columns: int | None = None,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    out: tuple[Any, Any] | None = None,
+    device: str | None = None,
+) -> tuple[Any, Any]:
+    """DML NONZERO_COORDINATES of a 4- or 5-D array: (the count of its nonzero elements, a
+    [1, .., M, N] UINT32 array whose first `count` rows are their coordinates' last N =
+    `columns` entries, the effective rank by default), new arrays of x's library (rows past
+    the count zeros) or `out`."""
+    if device is not None:
+        again = lambda i, o: list(  # noqa: E731
+            nonzero_coordinates(
+                i[0],
+                columns,
+                feature_level=feature_level,
+                out=None if o[0] is None else (o[0], o[1]),
+            )
+        )
+        given = [None, None] if out is None else list(out)
+        return tuple(_on_device(device, [x], given, again))
+    shape = tuple(int(n) for n in _shape(x))
+    count_shape, coords_shape = NonzeroCoordinatesDesc.output_sizes_for(shape, columns)
+    if out is None:
+        uint32 = np.dtype(np.uint32)
+        out = (_new_zeros(x, count_shape, uint32), _new_zeros(x, coords_shape, uint32))
+
+    def build(ins: list[Any], outs: list[Any]) -> _Call:
+        backend = backend_of([ins[0], *outs])
+        make = lambda i, o: NonzeroCoordinatesDesc(i[0], o[0], o[1])  # noqa: E731
+        return _compile(backend, feature_level, make, ins, outs, [None, None], np.uint32)
+
+    made = _dispatch("NONZERO_COORDINATES", (columns,), feature_level, [x], list(out), build)
+    return made[0], made[1]

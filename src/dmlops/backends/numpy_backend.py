@@ -19,6 +19,7 @@ from ..errors import BindingError
 from ..plan import Plan, StridedCopy
 from . import cpu_engine
 from .base import made_once, no_queue
+from .compacting import HostCompaction
 from .compiled_indexed import CompiledIndexed
 from .converting import HostConversion
 from .numpy_indexed import IndexedStep
@@ -313,6 +314,8 @@ class NumpyBackend:
     def executor(self, plan: Plan) -> Any:
         if plan.conversion is not None:  # CAST's converting copies
             return HostConversion(plan)
+        if plan.compactions:  # NONZERO_COORDINATES's stream compaction
+            return HostCompaction(plan)
         return _NumpyExecutor(self, plan)
 
     def _parallel(

@@ -14,6 +14,7 @@ from .fill import FillValueConstantDesc, FillValueSequenceDesc
 from .gather import GatherDesc, GatherElementsDesc, GatherNd1Desc, GatherNdDesc
 from .identity import ElementWiseIdentityDesc
 from .join import JoinDesc
+from .nonzero import NonzeroCoordinatesDesc
 from .one_hot import OneHotDesc
 from .padding import Padding1Desc, PaddingDesc, PaddingMode
 from .resample import AxisDirection, Resample1Desc, Resample2Desc, ResampleDesc
@@ -28,6 +29,7 @@ from .unpooling import MaxUnpoolingDesc
 from .upsample import InterpolationMode, Upsample2dDesc
 
 __all__ = [
+    "NonzeroCoordinatesDesc",
     "CastDesc",
     "DepthSpaceOrder",
     "DepthToSpace1Desc",

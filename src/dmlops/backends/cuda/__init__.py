@@ -28,6 +28,7 @@ from .._address_cache import AddressCache
 from ..base import made_once
 from . import kernels
 from .arrays import TorchView
+from .compact import CudaCompaction
 from .convert import CudaConversion
 from .indexed import IndexedLaunch
 from .install import import_cupy
@@ -417,6 +418,8 @@ class CudaBackend:
     def executor(self, plan: Plan) -> Any:
         if plan.conversion is not None:  # CAST's converting copies
             return CudaConversion(self, plan)
+        if plan.compactions:  # NONZERO_COORDINATES's stream compaction: a scan
+            return CudaCompaction(self, plan)
         return _CudaExecutor(self, plan)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...plan import Plan
 
-__all__ = ["CudaConversion"]
+__all__ = ["CudaConversion", "device_view"]
 
 
 def _body(source: np.dtype[Any], target: np.dtype[Any]) -> str:
@@ -42,6 +42,26 @@ def _body(source: np.dtype[Any], target: np.dtype[Any]) -> str:
     )
 
 
+def device_view(
+    cp: Any,
+    address: int,
+    offset: int,
+    strides: Sequence[int],
+    shape: Sequence[int],
+    dtype: Any,
+    device: int,
+) -> Any:
+    """A CuPy array over bound device memory: elements of `dtype` at byte `offset` from
+    `address`, `strides` in elements (negative ones too)."""
+    size = int(np.dtype(dtype).itemsize)
+    low = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides, strict=True)) * size
+    high = sum(max(0, (n - 1) * s) for n, s in zip(shape, strides, strict=True)) * size
+    memory = cp.cuda.UnownedMemory(address + offset + low, high - low + size, None, device)
+    pointer = cp.cuda.MemoryPointer(memory, -low)
+    byte_strides = tuple(int(s) * size for s in strides)
+    return cp.ndarray(tuple(shape), dtype, pointer, strides=byte_strides)
+
+
 class CudaConversion:
     """A converting plan on device addresses (CuPy views, one kernel per type pair)."""
 
@@ -52,16 +72,6 @@ class CudaConversion:
         self.source = np.dtype(plan.conversion[0])
         self.target = np.dtype(plan.conversion[1])
         self.kernel: Any = None
-
-    def _views(self, cp: Any, address: int, offset: int, strides: Sequence[int],
-               shape: Sequence[int], dtype: np.dtype[Any], device: int) -> Any:  # fmt: skip
-        size = int(np.dtype(dtype).itemsize)
-        low = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides, strict=True)) * size
-        high = sum(max(0, (n - 1) * s) for n, s in zip(shape, strides, strict=True)) * size
-        memory = cp.cuda.UnownedMemory(address + offset + low, high - low + size, None, device)
-        pointer = cp.cuda.MemoryPointer(memory, -low)
-        byte_strides = tuple(int(s) * size for s in strides)
-        return cp.ndarray(tuple(shape), dtype, pointer, strides=byte_strides)
 
     def __call__(self, ins: Sequence[int], outs: Sequence[int], queue: Any = None) -> None:
         backend = self.backend
@@ -74,12 +84,12 @@ class CudaConversion:
         with backend._on(device), cp.cuda.ExternalStream(stream, device):
             made = []
             for c in self.plan.copies:  # all reads first: an output may be its input
-                src = self._views(
+                src = device_view(
                     cp, ins[c.src], c.src_offset, c.src_strides, c.shape, self.source, device
                 )
                 made.append(self.kernel(src, cp.empty(c.shape, self.target)))
             for c, values in zip(self.plan.copies, made, strict=True):
-                dst = self._views(
+                dst = device_view(
                     cp, outs[c.dst], c.dst_offset, c.dst_strides, c.shape, self.target, device
                 )
                 dst[...] = values

@@ -26,6 +26,7 @@ from ...errors import BindingError, DmlError
 from ...plan import Plan, StridedCopy, array_byte_span, fill_reads
 from .._address_cache import AddressCache
 from ..base import made_once, no_queue
+from ..compacting import HostCompaction
 from ..converting import HostConversion
 from .indexed import indexed_dispatches
 from .memory import Flat, Memory, WebGpuArray
@@ -544,18 +545,22 @@ class WebGpuBackend:
 
     def executor(self, plan: Plan) -> Any:
         if plan.conversion is not None:  # CAST's converting copies: on the host, see below
-            return _HostConverting(self, plan)
+            return _OnHost(self, HostConversion(plan))
+        if plan.compactions:  # NONZERO_COORDINATES's compaction: on the host too
+            return _OnHost(self, HostCompaction(plan))
         return _WebGpuExecutor(self, plan)
 
 
-class _HostConverting:
-    """CAST's converting copies, on the host: the bound bytes read back, converted by
-    CAST's rules (`HostConversion`) and the outputs written again (WGSL has no 8-, 16- or
-    64-bit arithmetic without extensions; a conversion shader is not written yet)."""
+class _OnHost:
+    """A plan stage that has no shader yet, run on the host: the bound bytes read back,
+    the host executor run on them (CAST's conversion, `HostConversion`; NONZERO's
+    compaction, `HostCompaction`) and the outputs written again. (WGSL has no 8-, 16- or
+    64-bit arithmetic without extensions; neither a conversion shader nor a scan is
+    written yet.)"""
 
-    def __init__(self, backend: WebGpuBackend, plan: Plan) -> None:
+    def __init__(self, backend: WebGpuBackend, host: Any) -> None:
         self.backend = backend
-        self.conversion = HostConversion(plan)
+        self.host = host
 
     def _bytes(self, f: Flat) -> tuple[np.ndarray[Any, Any], int, int]:
         """The flat's bytes (read whole 4-byte words), where they start, and f's offset in them."""
@@ -568,7 +573,7 @@ class _HostConverting:
         backend.flush()
         read = [self._bytes(f) for f in ins]
         written = [self._bytes(f) for f in outs]
-        self.conversion([raw[at:] for raw, _, at in read], [raw[at:] for raw, _, at in written])
+        self.host([raw[at:] for raw, _, at in read], [raw[at:] for raw, _, at in written])
         for f, (raw, start, _) in zip(outs, written, strict=True):
             backend.queue.write_buffer(f.buffer, start, raw)
 

@@ -245,6 +245,8 @@ class WebGpuArray:
             np.zeros(1, self.dtype), self.shape, self.strides, writeable=False
         )
         view = stand_in[key]
+        if not isinstance(view, np.ndarray):  # an element: numpy gives a scalar, not a view
+            view = stand_in[keys + (Ellipsis,)]
         moved = view.__array_interface__["data"][0] - stand_in.__array_interface__["data"][0]
         return WebGpuArray(
             view.shape, self.dtype, self.block, self._backend, self.offset + moved, view.strides
