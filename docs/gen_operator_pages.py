@@ -14,6 +14,7 @@ from pathlib import Path
 from dmlops.errors import DmlError
 from dmlops.ops import (
     CastDesc,
+    NonzeroCoordinatesDesc,
     DepthToSpace1Desc,
     DepthToSpaceDesc,
     DiagonalMatrix1Desc,
@@ -136,6 +137,7 @@ ALL: dict[str, list[type[OperatorDesc]]] = {
     "max-unpooling": [MaxUnpoolingDesc],
     "fill": [FillValueConstantDesc, FillValueSequenceDesc],
     "cast": [CastDesc],
+    "nonzero": [NonzeroCoordinatesDesc],
     "identity": [ElementWiseIdentityDesc],
     "diagonal": [DiagonalMatrixDesc, DiagonalMatrix1Desc],
     "indexed": [

@@ -560,3 +560,22 @@ def test_resample2d_nearest_whole_factors_in_both_layouts(backend: str) -> None:
     ):
         with pytest.raises(DmlError, match=match):
             webnn.resample2d(to_device(backend, x), options)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cast_to_every_type(backend: str) -> None:
+    x = np.array([[1.5, -2.5], [300.0, np.nan]], np.float32)
+    for name in webnn.DATA_TYPES:
+        kind = np.dtype(name)
+        got = to_host(webnn.cast(to_device(backend, x), name))
+        if kind.kind == "f":
+            assert got.dtype == kind and np.array_equal(got, x.astype(kind), equal_nan=True)
+        else:
+            info = np.iinfo(kind)
+            low = 0 if kind.kind == "u" else -2  # (-2.5 truncates to -2; unsigned saturate at 0)
+            want = [[1, low], [min(300, int(info.max)), 0]]
+            assert got.dtype == kind and got.tolist() == want
+    scalar = webnn.cast(np.float32(7.9), "int32")
+    assert np.asarray(to_host(scalar)).shape == () and int(to_host(scalar)) == 7
+    with pytest.raises(DmlError, match=r"webnn\.cast: type 'bool' is not one of"):
+        webnn.cast(x, "bool")

@@ -1,8 +1,8 @@
 """WebNN adapter: MLGraphBuilder's data-movement operations (slice, split, concat, expand,
 gather, gatherElements, gatherND, scatterElements, scatterND, pad, tile, reverse, resample2d,
-triangular, transpose, reshape), with WebNN's argument names and option dictionaries, lowered
-onto dmlops' operators (SLICE1, SPLIT, JOIN, TILE, PADDING1, UPSAMPLE_2D, DIAGONAL_MATRIX1,
-the GATHER / SCATTER family, identity copies).
+triangular, cast, transpose, reshape), with WebNN's argument names and option dictionaries,
+lowered onto dmlops' operators (SLICE1, SPLIT, JOIN, TILE, PADDING1, UPSAMPLE_2D, RESAMPLE2,
+DIAGONAL_MATRIX1, CAST, the GATHER / SCATTER family, identity copies).
 
 Arguments are checked in the order the WebNN specification's steps check them, and errors
 name the WebNN argument (`webnn.gather: options.axis 3 is outside [0, 2]`); the DirectML
@@ -40,6 +40,7 @@ __all__ = [
     "reverse",
     "resample2d",
     "triangular",
+    "cast",
     "transpose",
     "reshape",
     "gather_elements",
@@ -452,6 +453,24 @@ def _permuted(x: Any, perm: Sequence[int]) -> Any:
     """A view of `x` with its dimensions permuted (numpy, CuPy, torch, WebGPU arrays)."""
     permute = getattr(x, "permute", None)  # torch's name for it
     return permute(*perm) if permute is not None else x.transpose(tuple(perm))
+
+
+def cast(input: Any, type: str, options: Mapping[str, Any] | None = None) -> Any:  # noqa: A002
+    """MLGraphBuilder.cast: the input's elements converted to `type` (one of WebNN's data
+    types), by DirectML's CAST (its rules: `dmlops.conversion`; WebNN leaves out-of-range
+    conversions to the implementation).
+
+    >>> import numpy as np, dmlops.webnn as webnn
+    >>> webnn.cast(np.array([1.5, -2.5, 300.0], np.float32), "int8").tolist()
+    [1, -2, 127]
+    """
+    _options("cast", options)
+    _check_type("cast", "input", input)
+    if type not in DATA_TYPES:
+        raise _fail(f"cast: type {type!r} is not one of {', '.join(DATA_TYPES)}")
+    if not _shape(input):  # a 0-D tensor: DirectML's tensors have a dimension
+        return strided.cast(input.reshape(1), np.dtype(type)).reshape(())
+    return strided.cast(input, np.dtype(type))
 
 
 def triangular(input: Any, options: Mapping[str, Any] | None = None) -> Any:  # noqa: A002

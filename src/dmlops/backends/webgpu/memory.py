@@ -246,7 +246,8 @@ class WebGpuArray:
         )
         view = stand_in[key]
         if not isinstance(view, np.ndarray):  # an element: numpy gives a scalar, not a view
-            view = stand_in[keys + (Ellipsis,)]
+            whole = (*keys, Ellipsis)
+            view = stand_in[whole]
         moved = view.__array_interface__["data"][0] - stand_in.__array_interface__["data"][0]
         return WebGpuArray(
             view.shape, self.dtype, self.block, self._backend, self.offset + moved, view.strides
