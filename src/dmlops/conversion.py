@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["convert", "CANONICAL_NAN"]
+__all__ = ["convert", "convert_into", "CANONICAL_NAN"]
 
 CANONICAL_NAN = np.array(0x7FFFFFFFFFFFFFFF, np.uint64).view(np.float64)
 """float64's positive NaN with every payload bit set: as float32 0x7FFFFFFF, as float16
@@ -28,22 +28,32 @@ CANONICAL_NAN = np.array(0x7FFFFFFFFFFFFFFF, np.uint64).view(np.float64)
 
 def convert(values: np.ndarray[Any, Any], dtype: Any) -> np.ndarray[Any, Any]:
     """`values` as `dtype` by CAST's rules (a new array)."""
-    target = np.dtype(dtype)
-    source = values.dtype
-    if target.kind == "f" or source.kind in "iu":  # (integer to integer: numpy wraps)
-        with np.errstate(over="ignore", invalid="ignore"):
-            made: np.ndarray[Any, Any] = values.astype(target)
-        if source.kind == "f" and target.kind == "f":
-            made[np.isnan(values)] = CANONICAL_NAN.astype(target)
-        return made
-    info = np.iinfo(target)
-    wide = values.astype(np.float64)  # exact for float16, float32 and float64
-    whole = np.trunc(np.nan_to_num(wide, nan=0.0, posinf=np.inf, neginf=-np.inf))
-    low, high = float(info.min), float(info.max) + 1.0  # (2^bits-1 and 2^63 are exact)
-    out = np.empty(values.shape, target)
-    inside = (whole >= low) & (whole < high)
-    with np.errstate(invalid="ignore"):
-        out[inside] = whole[inside].astype(target)
-    out[whole < low] = info.min
-    out[whole >= high] = info.max
+    out: np.ndarray[Any, Any] = np.empty(values.shape, np.dtype(dtype))
+    convert_into(values, out)
     return out
+
+
+def convert_into(values: np.ndarray[Any, Any], out: np.ndarray[Any, Any]) -> None:
+    """`values` converted by CAST's rules into `out` (of their shape; memory of its own)."""
+    target, source = out.dtype, values.dtype
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.copyto(out, values, casting="unsafe")  # (C's conversion: right where in range)
+    if not values.size or source.kind not in "f":  # (integer sources: numpy wraps)
+        return
+    lowest = values.min()  # (NaN where any element is NaN)
+    if target.kind == "f":
+        if np.isnan(lowest):
+            out[np.isnan(values)] = CANONICAL_NAN.astype(target)
+        return
+    info = np.iinfo(target)
+    # the limits are powers of two, exact in the source's type (float16's range lies inside
+    # every 32- and 64-bit integer type's: compared in float64 there)
+    seen = values.astype(np.float64) if source.itemsize < 4 else values
+    kind = seen.dtype.type
+    low, high = kind(float(info.min)), kind(float(info.max) + 1.0)
+    if not np.isnan(lowest) and lowest >= low and seen.max() < high:
+        return
+    with np.errstate(invalid="ignore"):
+        out[seen >= high] = info.max
+        out[seen < low] = info.min
+        out[np.isnan(seen)] = 0

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..conversion import convert
+from ..conversion import convert, convert_into
 from ..plan import Plan
 
 __all__ = ["HostConversion", "strided_view"]
@@ -42,12 +42,20 @@ class HostConversion:
     def __call__(self, ins: Sequence[Any], outs: Sequence[Any], queue: Any = None) -> None:
         """Convert every copy: all reads first, then the writes (an output may be its input)."""
         plan, source, target = self.plan, self.source, self.target
-        made = [
-            convert(strided_view(ins[c.src], c.src_offset, c.src_strides, c.shape, source), target)
+        pairs = [
+            (
+                strided_view(ins[c.src], c.src_offset, c.src_strides, c.shape, source),
+                strided_view(outs[c.dst], c.dst_offset, c.dst_strides, c.shape, target),
+            )
             for c in plan.copies
         ]
-        for c, values in zip(plan.copies, made, strict=True):
-            strided_view(outs[c.dst], c.dst_offset, c.dst_strides, c.shape, target)[...] = values
+        if not any(np.may_share_memory(d, s) for _, d in pairs for s, _ in pairs):
+            for values, dst in pairs:  # straight into the outputs
+                convert_into(values, dst)
+            return
+        made = [convert(values, target) for values, _ in pairs]  # every read first
+        for (_, dst), values in zip(pairs, made, strict=True):
+            dst[...] = values
 
     def bound(self, ins: Sequence[Any], outs: Sequence[Any]) -> Callable[..., None]:
         return lambda queue=None: self(ins, outs)

@@ -4,7 +4,8 @@ Sections (one module each): operators, layouts (GPU), graphs, call-cost, dask (C
 LocalCluster, out of core), torch (GPU training steps with dmlops under torch.compile),
 indexed (gathers and scatters: embeddings, MoE, paged and in-place KV caches), contention
 (the CPU engine idle, beside busy processes and in a CPU set: medians and 99th percentiles),
-startup (a fresh process's import and first calls).
+startup (a fresh process's import and first calls), family (CAST, RESAMPLE, tril, arange,
+nonzero).
 Prints a Markdown table
 (median time, GB/s counted as 2 x output bytes, time over each section's
 reference), writes JSON and, with --plot, a PNG.
@@ -25,7 +26,7 @@ __all__ = ["main", "run_sections", "SECTIONS"]
 
 SECTIONS = (
     "operators", "layouts", "graphs", "contention", "startup", "call-cost", "dask", "torch",
-    "indexed",
+    "indexed", "family",
 )  # fmt: skip
 
 
@@ -83,6 +84,10 @@ def run_sections(
             from . import indexed
 
             results += indexed.run(devices, reps)
+        elif section == "family":
+            from . import family
+
+            results += family.run(devices, reps)
         elif section == "torch":
             from . import torch_steps
 
