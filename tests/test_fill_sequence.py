@@ -129,8 +129,14 @@ def test_every_backend_rank_and_type_against_a_naive_loop(
 def test_a_sequence_longer_than_a_gpu_fill_buffer(backend: str) -> None:
     count = 300_000  # 1.2 MB of int32: past the 64 KiB fill buffers of the GPU backends
     device = None if backend == "numpy" else backend
-    got = to_host(dmlops.fill_value_sequence([3, count // 3], -7, 3, np.int32, device=device))
-    assert got.tobytes() == (np.arange(count, dtype=np.int32) * 3 - 7).tobytes()
+    made = dmlops.fill_value_sequence([3, count // 3], -7, 3, np.int32, device=device)
+    assert isinstance(made, np.ndarray) == (device is None)  # made on the device named
+    assert to_host(made).tobytes() == (np.arange(count, dtype=np.int32) * 3 - 7).tobytes()
+    for generated in (
+        dmlops.arange(5, device=device),
+        dmlops.diagonal_matrix([2, 2], device=device),
+    ):
+        assert isinstance(generated, np.ndarray) == (device is None)
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backends import get_backend
 from ..calls import (
     _WINDOW,
     _Call,
@@ -546,6 +547,19 @@ def fill_value_constant(
     )
 
 
+def _device_empty(device: str, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
+    """A new array on `device` (a CuPy array on CuPy's current device, or a WebGPU one),
+    or None on the CPU."""
+    backend = get_backend(device)
+    if backend.name == "cuda":
+        import cupy
+
+        return cupy.empty(shape, dtype)
+    if backend.name == "webgpu":
+        return backend.empty(shape, dtype)  # type: ignore[attr-defined]
+    return None
+
+
 def _generated(
     op: str,
     fields: Hashable,
@@ -560,6 +574,9 @@ def _generated(
     """Run an operator that reads nothing and writes `value` (FILL_VALUE_CONSTANT,
     DIAGONAL_MATRIX): `make(output desc)` its descriptor; a new array of `shape` and `dtype`
     (numpy's, or `device`'s), or `out` of any library."""
+
+    if device is not None and out is None:  # made there: a generator reads no host array
+        out = _device_empty(device, shape, np.dtype(dtype))
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of([] if outs[0] is None else [outs[0]])

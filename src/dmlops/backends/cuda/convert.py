@@ -81,17 +81,30 @@ class CudaConversion:
             self.kernel = cp.ElementwiseKernel(
                 "X x", "Y y", _body(self.source, self.target), "dmlops_cast"
             )
+        plan = self.plan
+        apart = not any(  # no output byte among the input bytes: straight into the outputs
+            ins[i] + lo < outs[o] + hi2 and outs[o] + lo2 < ins[i] + hi
+            for i, (lo, hi) in enumerate(plan.input_spans)
+            for o, (lo2, hi2) in enumerate(plan.output_spans)
+        )
         with backend._on(device), cp.cuda.ExternalStream(stream, device):
-            made = []
-            for c in self.plan.copies:  # all reads first: an output may be its input
-                src = device_view(
-                    cp, ins[c.src], c.src_offset, c.src_strides, c.shape, self.source, device
+            pairs = [
+                (
+                    device_view(
+                        cp, ins[c.src], c.src_offset, c.src_strides, c.shape, self.source, device
+                    ),
+                    device_view(
+                        cp, outs[c.dst], c.dst_offset, c.dst_strides, c.shape, self.target, device
+                    ),
                 )
-                made.append(self.kernel(src, cp.empty(c.shape, self.target)))
-            for c, values in zip(self.plan.copies, made, strict=True):
-                dst = device_view(
-                    cp, outs[c.dst], c.dst_offset, c.dst_strides, c.shape, self.target, device
-                )
+                for c in plan.copies
+            ]
+            if apart:
+                for src, dst in pairs:
+                    self.kernel(src, dst)
+                return
+            made = [self.kernel(src, cp.empty(src.shape, self.target)) for src, _ in pairs]
+            for (_, dst), values in zip(pairs, made, strict=True):  # every read came first
                 dst[...] = values
 
     def bound(self, ins: Sequence[int], outs: Sequence[int]) -> Callable[..., None]:
