@@ -72,6 +72,7 @@ class CudaConversion:
         self.source = np.dtype(plan.conversion[0])
         self.target = np.dtype(plan.conversion[1])
         self.kernel: Any = None
+        self.bound_views: dict[tuple[int, ...], tuple[bool, list[tuple[Any, Any]]]] = {}
 
     def __call__(self, ins: Sequence[int], outs: Sequence[int], queue: Any = None) -> None:
         backend = self.backend
@@ -81,24 +82,15 @@ class CudaConversion:
             self.kernel = cp.ElementwiseKernel(
                 "X x", "Y y", _body(self.source, self.target), "dmlops_cast"
             )
-        plan = self.plan
-        apart = not any(  # no output byte among the input bytes: straight into the outputs
-            ins[i] + lo < outs[o] + hi2 and outs[o] + lo2 < ins[i] + hi
-            for i, (lo, hi) in enumerate(plan.input_spans)
-            for o, (lo2, hi2) in enumerate(plan.output_spans)
-        )
+        key = (device, *ins, *outs)
+        ready = self.bound_views.get(key)
+        if ready is None:
+            ready = self._views(cp, ins, outs, device)
+            if len(self.bound_views) >= 64:  # (a few bindings kept: each holds two views)
+                self.bound_views.clear()
+            self.bound_views[key] = ready
+        apart, pairs = ready
         with backend._on(device), cp.cuda.ExternalStream(stream, device):
-            pairs = [
-                (
-                    device_view(
-                        cp, ins[c.src], c.src_offset, c.src_strides, c.shape, self.source, device
-                    ),
-                    device_view(
-                        cp, outs[c.dst], c.dst_offset, c.dst_strides, c.shape, self.target, device
-                    ),
-                )
-                for c in plan.copies
-            ]
             if apart:
                 for src, dst in pairs:
                     self.kernel(src, dst)
@@ -106,6 +98,30 @@ class CudaConversion:
             made = [self.kernel(src, cp.empty(src.shape, self.target)) for src, _ in pairs]
             for (_, dst), values in zip(pairs, made, strict=True):  # every read came first
                 dst[...] = values
+
+    def _views(
+        self, cp: Any, ins: Sequence[int], outs: Sequence[int], device: int
+    ) -> tuple[bool, list[tuple[Any, Any]]]:
+        """Whether no output byte lies among the input bytes (then the kernel writes the
+        outputs directly), and each copy's (source, destination) views."""
+        plan = self.plan
+        apart = not any(
+            ins[i] + lo < outs[o] + hi2 and outs[o] + lo2 < ins[i] + hi
+            for i, (lo, hi) in enumerate(plan.input_spans)
+            for o, (lo2, hi2) in enumerate(plan.output_spans)
+        )
+        pairs = [
+            (
+                device_view(
+                    cp, ins[c.src], c.src_offset, c.src_strides, c.shape, self.source, device
+                ),
+                device_view(
+                    cp, outs[c.dst], c.dst_offset, c.dst_strides, c.shape, self.target, device
+                ),
+            )
+            for c in plan.copies
+        ]
+        return apart, pairs
 
     def bound(self, ins: Sequence[int], outs: Sequence[int]) -> Callable[..., None]:
         return lambda queue=None: self(ins, outs, queue)
