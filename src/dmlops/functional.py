@@ -32,7 +32,7 @@ from .calls import (
     clear_cache,
 )
 from .errors import DmlError
-from .ops import DepthToSpace1Desc, SpaceToDepth1Desc
+from .ops import DepthToSpace1Desc, SpaceToDepth1Desc, triangle_span
 from .tensor import FeatureLevel, int_tuple
 
 __all__ = [
@@ -460,9 +460,6 @@ def diagonal_matrix1(
     )
 
 
-_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
-
-
 def tril(
     x: Any,
     k: int = 0,
@@ -479,9 +476,8 @@ def tril(
     >>> dmlops.tril(np.ones((3, 3), np.int32)).tolist()
     [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
     """
-    height, width = _matrix(x, "tril")
-    begin = min(max(int(k), -height - 1), width) + 1  # (k clamped: the same elements)
-    return _triangle(x, begin, _INT_MAX, feature_level, out, device)
+    begin, end = triangle_span(False, k, *_matrix(x, "tril"))
+    return _triangle(x, begin, end, feature_level, out, device)
 
 
 def triu(
@@ -500,9 +496,8 @@ def triu(
     >>> dmlops.triu(np.ones((2, 3), np.float32), 1).tolist()
     [[0.0, 1.0, 1.0], [0.0, 0.0, 1.0]]
     """
-    height, width = _matrix(x, "triu")
-    end = min(max(int(k), -height), width + 1)
-    return _triangle(x, _INT_MIN, end, feature_level, out, device)
+    begin, end = triangle_span(True, k, *_matrix(x, "triu"))
+    return _triangle(x, begin, end, feature_level, out, device)
 
 
 def _triangle(

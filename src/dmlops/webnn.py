@@ -24,6 +24,7 @@ import numpy as np
 
 from .arrays import indexed, strided
 from .errors import InvalidDescriptorError
+from .ops import triangle_span
 
 __all__ = [
     "slice",
@@ -494,10 +495,7 @@ def triangular(input: Any, options: Mapping[str, Any] | None = None) -> Any:  # 
     if isinstance(diagonal, bool) or not isinstance(diagonal, int):
         raise _fail(f"triangular: options.diagonal {diagonal!r} is not an integer")
     *lead, height, width = shape
-    if upper:  # keep column - row >= diagonal: zeros on [INT_MIN, diagonal)
-        begin, end = -(2**31), min(max(diagonal, -height), width + 1)
-    else:  # keep column - row <= diagonal: zeros on [diagonal + 1, INT_MAX)
-        begin, end = min(max(diagonal, -height - 1), width) + 1, 2**31 - 1
+    begin, end = triangle_span(upper, diagonal, height, width)
     three = input if len(shape) <= 4 else _copy(input).reshape((math.prod(lead), height, width))
     kept = strided.diagonal_matrix1(three, begin, end, 0)
     return kept if len(shape) <= 4 else kept.reshape(shape)

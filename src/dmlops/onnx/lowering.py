@@ -22,6 +22,7 @@ from ..elements import element_of, encode, numpy_dtype, unsigned_dtype, word_ele
 from ..errors import DmlError, ModelError
 from ..graph import Graph, GraphTensor
 from ..ops.depth_space import block_axes
+from ..ops.diagonal import triangle_span
 from ..tensor import BufferTensorDesc, FeatureLevel, packed_strides
 from .host import HOST_OPS, folded, host_array, host_eval
 from .params import attributes, axis_of, slice_window, split_sizes, unsqueeze_axes
@@ -577,10 +578,7 @@ def _triangle(
         return _Empty(shape, dtype)
     *lead, height, width = shape
     k = (ints(node, 1) or [0])[0]
-    if int(a.get("upper", 1)):  # keep column - row >= k: zeros on [INT_MIN, k)
-        begin, end = -(2**31), min(max(k, -height), width + 1)
-    else:  # keep column - row <= k: zeros on [k + 1, INT_MAX)
-        begin, end = min(max(k, -height - 1), width) + 1, 2**31 - 1
+    begin, end = triangle_span(bool(int(a.get("upper", 1))), k, height, width)
     three = _reshaped(g, x, [math.prod(lead), height, width], dtype)
     kept = g.diagonal_matrix1(_tensor(three), begin, end, 0, name=node.name or None)
     return _reshaped(g, kept, list(shape), dtype)

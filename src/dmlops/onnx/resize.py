@@ -172,15 +172,14 @@ def nearest_scales(
     sizes: Sequence[int] | None,
 ) -> tuple[int, int]:
     """The (height, width) whole factors of a nearest Resize or Upsample of an input of
-    `shape` that UPSAMPLE_2D's copies make exactly; ModelError naming why where none do."""
+    `shape` (no size 0) that UPSAMPLE_2D's copies make exactly; ModelError naming why where
+    none do."""
     rank = len(shape)
-    coordinates, rounding, factors, out = _resize_plan(op, attrs, opset, shape, scales, sizes)
+    maps, out, (coordinates, rounding, _) = index_maps(op, attrs, opset, shape, scales, sizes)
     whole = []
-    for d, (n, o, s) in enumerate(zip(shape, out, factors, strict=True)):
+    for d, (n, o, got) in enumerate(zip(shape, out, maps, strict=True)):
         k = o // n if n and o % n == 0 else 0
-        want = np.arange(o) // k if k else None
-        got = source_indices(n, o, s, coordinates, rounding) if n else None
-        if want is None or got is None or not np.array_equal(got, want):
+        if not k or not np.array_equal(got, np.arange(o) // k):
             raise ModelError(
                 f"{op}: axis {d} from {n} to {o} ({coordinates}, {rounding}) is not a whole-"
                 "factor nearest upsample: dmlops lowers Resize onto UPSAMPLE_2D's copies"

@@ -9,7 +9,7 @@ from .depth_space import (
     SpaceToDepth1Desc,
     SpaceToDepthDesc,
 )
-from .diagonal import DiagonalMatrix1Desc, DiagonalMatrixDesc
+from .diagonal import DiagonalMatrix1Desc, DiagonalMatrixDesc, triangle_span
 from .fill import FillValueConstantDesc, FillValueSequenceDesc
 from .gather import GatherDesc, GatherElementsDesc, GatherNd1Desc, GatherNdDesc
 from .identity import ElementWiseIdentityDesc
@@ -29,6 +29,7 @@ from .unpooling import MaxUnpoolingDesc
 from .upsample import InterpolationMode, Upsample2dDesc
 
 __all__ = [
+    "triangle_span",
     "NonzeroCoordinatesDesc",
     "CastDesc",
     "DepthSpaceOrder",

@@ -17,7 +17,7 @@ from ._base import (
     scalar_bytes,
 )
 
-__all__ = ["DiagonalMatrixDesc", "DiagonalMatrix1Desc"]
+__all__ = ["DiagonalMatrixDesc", "DiagonalMatrix1Desc", "triangle_span"]
 
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 
@@ -242,3 +242,13 @@ _ATTRIBUTE = {
     "DiagonalFillBegin": "diagonal_fill_begin",
     "DiagonalFillEnd": "diagonal_fill_end",
 }
+
+
+def triangle_span(upper: bool, k: int, height: int, width: int) -> tuple[int, int]:
+    """DIAGONAL_MATRIX1's (DiagonalFillBegin, DiagonalFillEnd) that zero all but a triangle
+    of height x width matrices: the upper one (column - row >= k: zeros on [INT_MIN, k)) or
+    the lower one (column - row <= k: zeros on [k + 1, INT_MAX)); k clamped to the
+    matrices, where it keeps the same elements, so both stay INTs."""
+    if upper:
+        return _INT_MIN, min(max(int(k), -height), width + 1)
+    return min(max(int(k), -height - 1), width) + 1, _INT_MAX
