@@ -403,3 +403,29 @@ def test_onnx_resize_of_five_axes_merges_the_kept_ones_and_refuses_five_resample
     five = _resize_model(attrs, [2, 1.5, 1.5, 2, 0.5], None, [2, 2, 3, 4, 6], T.FLOAT)
     with pytest.raises(dmlops.ModelError, match=r"5 axes are resampled"):
         dmlops.onnx.run(five, {"x": x})
+
+
+@pytest.mark.parametrize("scales", [[1, 1, 1.5, 0.6], [1, 1, 0.5, 0.75], [1, 2, 3, 1.7]])
+def test_onnx_resize_10_uses_onnxruntimes_simple_nearest(scales: list[float]) -> None:
+    """Resize-10 (and Upsample): asymmetric coordinates, rounded down where an axis grows
+    and up where it shrinks, as onnxruntime's "simple" nearest mode."""
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    import dmlops.onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    graph = h.make_graph(
+        [h.make_node("Resize", ["x", "s"], ["y"], mode="nearest")],
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, [2, 3, 5, 7])],
+        [h.make_tensor_value_info("y", T.FLOAT, None)],
+        [h.make_tensor("s", T.FLOAT, [4], scales)],
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 10)])
+    model.ir_version = 8
+    x = np.arange(2 * 3 * 5 * 7, dtype=np.float32).reshape(2, 3, 5, 7)
+    want = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+    got = dmlops.onnx.run(model, {"x": x})
+    got = np.asarray(got[0] if isinstance(got, (list, tuple)) else got)
+    assert got.shape == want.shape and got.tobytes() == want.tobytes()

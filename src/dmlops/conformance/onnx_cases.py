@@ -559,26 +559,57 @@ def _flatten(b: _Builder, x: _Value) -> list[_Value]:
     return [_Value(out[0], (math.prod(x.shape[:axis]), math.prod(x.shape[axis:])), x.dtype)]
 
 
+_COORDINATES = ("half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners",
+                "tf_half_pixel_for_nn")  # fmt: skip
+_NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
 def _resize(b: _Builder, x: _Value) -> list[_Value] | None:
-    """A nearest Resize by whole factors of the last two axes (nn.Upsample as exporters
-    write it, and the half-pixel rounding that gives the same map), on the types both
-    onnxruntime's kernel and UPSAMPLE_2D's carriers take."""
-    if len(x.shape) < 2 or x.dtype not in (np.float32, np.int32):
+    """A nearest Resize of any axes by whole, fractional or shrinking scales, every
+    coordinate transformation and nearest mode from opset 11 (UPSAMPLE_2D's copies or
+    RESAMPLE2's), on the types onnxruntime's kernel takes."""
+    if x.dtype not in (np.float32, np.int32, np.uint8, np.int8):
         return None
     rank = len(x.shape)
-    factors = [1.0] * (rank - 2) + [float(b.rng.integers(1, 4)), float(b.rng.integers(1, 3))]
-    if b.opset >= 11 and b.rng.random() < 0.5:
-        attrs: dict[str, Any] = {
-            "coordinate_transformation_mode": "asymmetric",
-            "nearest_mode": "floor",
+    choices = [1.0, 1.0, 0.5, 0.75, 1.5, 2.0, 3.0]
+    factors = [float(b.rng.choice(choices)) for _ in range(rank)]
+    shape = tuple(int(np.float32(f) * np.float32(d)) for d, f in zip(x.shape, factors, strict=True))
+    if 0 in shape:
+        return None
+    attrs: dict[str, Any] = {}
+    if b.opset >= 11 and b.rng.random() < 0.8:
+        attrs = {
+            "coordinate_transformation_mode": str(b.rng.choice(_COORDINATES)),
+            "nearest_mode": str(b.rng.choice(_NEAREST)),
         }
-    else:
-        attrs = {}  # (half_pixel, round_prefer_floor from 11; asymmetric before)
     scales = b.constant("scales", np.array(factors, np.float32))
     ins = [x.name, scales] if b.opset < 11 else [x.name, "", scales]
     out = b.node("Resize", ins, mode="nearest", **attrs)
-    shape = tuple(int(d * f) for d, f in zip(x.shape, factors, strict=True))
     return [_Value(out[0], shape, x.dtype)]
+
+
+def _trilu(b: _Builder, x: _Value) -> list[_Value] | None:
+    """A triangle of each matrix of the last two axes, by a constant diagonal."""
+    if len(x.shape) < 2:
+        return None
+    k = int(b.rng.integers(-x.shape[-2] - 1, x.shape[-1] + 2))
+    upper = int(b.rng.integers(0, 2))
+    out = b.node("Trilu", [x.name, b.constant("k", np.array(k, np.int64))], upper=upper)
+    return [_Value(out[0], x.shape, x.dtype)]
+
+
+def _cast(b: _Builder, x: _Value) -> list[_Value] | None:
+    """A Cast of integer data to a float type: CAST's (rounded to nearest even), defined
+    for every value. (A float source carries a NaN with a payload, which CAST makes its one
+    NaN and onnxruntime on x86 keeps; out of an integer type's range onnxruntime's answer
+    is undefined behaviour: neither is drawn.)"""
+    from onnx import helper
+
+    if x.dtype.kind not in "iu":
+        return None
+    target = np.dtype(b.rng.choice(["float16", "float32", "float64"]))
+    out = b.node("Cast", [x.name], to=helper.np_dtype_to_tensor_dtype(target))
+    return [_Value(out[0], x.shape, target)]
 
 
 def _identity(b: _Builder, x: _Value) -> list[_Value]:
@@ -611,6 +642,8 @@ OPERATORS: dict[str, tuple[_Apply, tuple[int, ...]]] = {
     "Flatten": (_flatten, (1, 9, 11, 13, 21)),
     "Identity": (_identity, (1, 13, 16, 21)),
     "Resize": (_resize, (10, 11, 13, 19)),
+    "Trilu": (_trilu, (14,)),
+    "Cast": (_cast, (13, 19)),
 }
 # operators a chain may apply to a value it made (OneHot starts from integers; it stays single)
 CHAINABLE = tuple(op for op in OPERATORS if op != "OneHot")

@@ -69,7 +69,9 @@ def source_indices(
         original = (x + half) / s
     whole = np.trunc(original)
     away = np.where(np.abs(original - whole) >= half, whole + np.sign(original), whole)
-    if rounding == "floor":
+    if rounding == "simple":  # (Upsample, Resize-10: up when shrinking, else down)
+        index = np.ceil(original) if scale < 1 else np.floor(original)
+    elif rounding == "floor":
         index = np.floor(original)
     elif rounding == "ceil":
         index = np.ceil(original)
@@ -98,8 +100,8 @@ def _resize_plan(
             f"{op}: mode '{mode}' interpolates (arithmetic); dmlops moves elements: only mode "
             "'nearest' (DirectML's UPSAMPLE_2D NEAREST_NEIGHBOR)"
         )
-    if op == "Upsample" or opset < 11:
-        coordinates, rounding = "asymmetric", "floor" if op == "Upsample" else "round_prefer_floor"
+    if op == "Upsample" or opset < 11:  # onnxruntime's "simple" nearest there
+        coordinates, rounding = "asymmetric", "simple"
     else:
         coordinates = _text(attrs.get("coordinate_transformation_mode"), "half_pixel")
         rounding = _text(attrs.get("nearest_mode"), "round_prefer_floor")
@@ -240,10 +242,13 @@ def directml_fields(
         ins.append(a)
         outs.append(b)
     # the nearest mode as a rounding direction and a shift of the input offsets
+    shrinking = all(f < 1 for f in factors if f != 1) and any(f != 1 for f in factors)
     direction, shift = {
         "round_prefer_floor": ("INCREASING", 0.5),
         "round_prefer_ceil": ("DECREASING", -0.5),
         "floor": ("DECREASING", 0.0),
         "ceil": ("INCREASING", 0.0),
+        # (per axis: up where it shrinks; RESAMPLE2 has one direction, the maps decide)
+        "simple": ("INCREASING" if shrinking else "DECREASING", 0.0),
     }[rounding]
     return scales, [a + shift for a in ins], outs, direction
