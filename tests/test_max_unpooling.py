@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dmlops
-from conftest import to_device, to_host
+from conftest import TORCH_DEVICES, to_device, to_host
 from dmlops import (
     BufferTensorDesc,
     DataType,
@@ -125,8 +125,30 @@ def test_a_pooling_s_own_indices_and_torch_s_plane_indices(backend: str) -> None
     )
     want = torch.nn.functional.max_unpool2d(y, plane, 2).numpy()
     assert to_host(got).tobytes() == want.tobytes()
-    with pytest.raises(DmlError, match="no gradient"):
-        dmlops.max_unpooling(y.requires_grad_(), whole, [2, 3, 6, 8])
+    with pytest.raises(DmlError, match="takes no gradient"):
+        dmlops.max_unpooling(
+            y.clone().requires_grad_(), whole, [2, 3, 6, 8], out=torch.empty(2, 3, 6, 8)
+        )
+
+
+@pytest.mark.parametrize("device", TORCH_DEVICES)
+def test_torch_gradient_as_max_unpool2d(device: str) -> None:
+    """The gradient of each input element is the output gradient where it landed, as torch's
+    max_unpool2d gives it; of two elements sent to one place the later one takes it."""
+    torch = pytest.importorskip("torch")
+    t = torch.randn(2, 3, 6, 8, device=device)
+    y, plane = torch.nn.functional.max_pool2d(t, 2, return_indices=True)
+    whole = plane + torch.arange(6, device=device).reshape(2, 3, 1, 1) * 48
+    mine, theirs = y.clone().requires_grad_(), y.clone().requires_grad_()
+    weights = torch.randn(2, 3, 6, 8, device=device)
+    (dmlops.max_unpooling(mine, whole, [2, 3, 6, 8]) * weights).sum().backward()
+    (torch.nn.functional.max_unpool2d(theirs, plane, 2) * weights).sum().backward()
+    assert torch.equal(mine.grad, theirs.grad)
+    both = torch.tensor([[[[1.0, 2.0]]]], device=device, requires_grad=True)
+    dmlops.max_unpooling(
+        both, torch.tensor([[[[3, 3]]]], device=device), [1, 1, 2, 2]
+    ).sum().backward()
+    assert both.grad.tolist() == [[[[0.0, 1.0]]]]
 
 
 def test_indices_out_of_range_are_refused_before_any_write() -> None:

@@ -411,9 +411,10 @@ def test_onnx_resize_10_uses_onnxruntimes_simple_nearest(scales: list[float]) ->
     and up where it shrinks, as onnxruntime's "simple" nearest mode."""
     pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
-    import dmlops.onnx
     from onnx import TensorProto as T
     from onnx import helper as h
+
+    import dmlops.onnx
 
     graph = h.make_graph(
         [h.make_node("Resize", ["x", "s"], ["y"], mode="nearest")],

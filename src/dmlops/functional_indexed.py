@@ -296,8 +296,9 @@ def max_unpooling(
     with input[c] written at indices[c], each index a position of the whole output read as
     one contiguous array (ONNX MaxPool's Indices; torch's max_pool2d counts within each
     (n, c) plane: add (n * C + c) * H * W to use them). Signed indices are read as unsigned;
-    of two values for one element the later in index order wins. No gradient yet: a torch
-    tensor that needs one is refused.
+    of two values for one element the later in index order wins. A torch input that needs a
+    gradient gets it: each element's is the output gradient where it landed (zero where a
+    later element took its place, as the forward's winner rule says).
 
     >>> import numpy as np, dmlops
     >>> x = np.array([[[[5, 6], [7, 8]]]], np.float32)
@@ -306,10 +307,17 @@ def max_unpooling(
     [[5.0, 0.0, 0.0, 6.0], [0.0, 0.0, 0.0, 0.0], [0.0, 7.0, 0.0, 0.0], [0.0, 0.0, 0.0, 8.0]]
     """
     if getattr(input, "requires_grad", False) and _through_torch([input]):
-        raise DmlError(
-            "MAX_UNPOOLING: dmlops has no gradient for it yet; the input needs one "
-            "(detach it, or use torch.nn.functional.max_unpool2d)"
-        )
+        import torch
+
+        if torch.is_grad_enabled():
+            if out is not None or device is not None:
+                raise DmlError(
+                    "MAX_UNPOOLING: a call with out= or device= takes no gradient, and the "
+                    "input needs one (detach it, or call under torch.no_grad())"
+                )
+            from .torch.unpooling import unpooled_with_gradient
+
+            return unpooled_with_gradient(input, indices, output_sizes, feature_level)
     return _arrays.max_unpooling(
         input, indices, output_sizes, feature_level=feature_level, out=out, device=device
     )
