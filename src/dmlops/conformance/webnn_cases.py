@@ -114,6 +114,48 @@ def _pad(rng: np.random.Generator, x: Any) -> tuple[list[Any], Any]:
     return [{"beginningPadding": begin}, {"endingPadding": end}, {"options": options}], want
 
 
+def _triangular(rng: np.random.Generator, x: Any) -> tuple[list[Any], Any]:
+    upper = bool(rng.integers(0, 2))
+    diagonal = int(rng.integers(-x.shape[-2] - 1, x.shape[-1] + 2))
+    want = (np.triu if upper else np.tril)(x, diagonal)
+    return [{"options": {"upper": upper, "diagonal": diagonal}}], want
+
+
+def _cast(rng: np.random.Generator, x: Any) -> tuple[list[Any], Any]:
+    """A cast whose every value is in the target's range (out of range WebNN leaves the
+    answer to the implementation): floats truncate toward zero, integers wrap never."""
+    target = str(rng.choice(_TYPES))
+    values = np.abs(x) if np.dtype(target).kind == "u" else x  # (the case's input: see _case)
+    with np.errstate(invalid="ignore"):
+        want = values.astype(target)
+    return [{"type": target}], want
+
+
+def _resample2d(rng: np.random.Generator, x: Any) -> tuple[list[Any], Any]:
+    """Nearest-neighbour, half-pixel coordinates at the scale output / input size, ties to
+    the smaller index (web-platform-tests' rule), of two axes by scales or sizes."""
+    axes = [2, 3] if rng.random() < 0.6 else [1, 2]
+    options: dict[str, Any] = {"axes": axes}
+    if rng.random() < 0.5:
+        scales = [float(rng.choice([0.5, 0.75, 1.0, 1.5, 2.0])) for _ in axes]
+        sizes = [max(1, int(np.float32(f) * x.shape[a])) for f, a in zip(scales, axes, strict=True)]
+        if any(int(np.float32(f) * x.shape[a]) < 1 for f, a in zip(scales, axes, strict=True)):
+            scales = [1.0, 1.0]
+            sizes = [x.shape[a] for a in axes]
+        options["scales"] = scales
+    else:
+        sizes = [int(rng.integers(1, 2 * x.shape[a] + 2)) for a in axes]
+        options["sizes"] = sizes
+    want = x
+    for a, n in zip(axes, sizes, strict=True):
+        size_in = x.shape[a]
+        o = np.arange(n, dtype=np.float32)
+        coordinate = (o + np.float32(0.5)) / np.float32(n / size_in) - np.float32(0.5)
+        index = np.clip(np.ceil(coordinate - np.float32(0.5)), 0, size_in - 1).astype(np.int64)
+        want = np.take(want, index, axis=a)
+    return [{"options": options}], want
+
+
 _UNARY: dict[str, Callable[[np.random.Generator, Any], tuple[list[Any], Any]]] = {
     "slice": _slice,
     "split": _split,
@@ -123,6 +165,9 @@ _UNARY: dict[str, Callable[[np.random.Generator, Any], tuple[list[Any], Any]]] =
     "reverse": _reverse,
     "reshape": _reshape,
     "pad": _pad,
+    "triangular": _triangular,
+    "cast": _cast,
+    "resample2d": _resample2d,
 }
 OPERATIONS = (
     *_UNARY,
@@ -147,12 +192,20 @@ def _operand(a: np.ndarray[Any, Any], constant: bool = False) -> dict[str, Any]:
 
 
 def _case(rng: np.random.Generator, op: str, dtype: str) -> dict[str, Any]:
-    x = _values(rng, _shape(rng), dtype)
+    if op == "resample2d" and not dtype.startswith("float"):
+        dtype = "float32"  # (WebNN's resample2d takes float32 and float16)
+    shape = _shape(rng, 2)[:2] + _shape(rng, 2)[:2] if op == "resample2d" else _shape(rng)
+    if op == "triangular" and len(shape) < 2:
+        shape = [*shape, 2]
+    x = _values(rng, shape, dtype)
     inputs = {f"{op}Input": _operand(x)}
     operand: list[Any] = [{"input": f"{op}Input"}]
     if op in _UNARY:
         args, want = _UNARY[op](rng, x)
         args = operand + args
+        if op == "cast" and want.dtype.kind == "u":  # the input as the case casts it
+            x = np.abs(x)
+            inputs = {f"{op}Input": _operand(x)}
     elif op == "concat":
         axis = int(rng.integers(0, x.ndim))
         parts = [x]
@@ -217,7 +270,8 @@ def _case(rng: np.random.Generator, op: str, dtype: str) -> dict[str, Any]:
             "inputs": inputs,
             "operators": [{"name": op, "arguments": args, "outputs": outs if many else outs[0]}],
             "expectedOutputs": {
-                n: _operand(np.array(w, dtype=x.dtype)) for n, w in zip(outs, wants, strict=True)
+                n: _operand(np.array(w, dtype=np.asarray(w).dtype if op == "cast" else x.dtype))
+                for n, w in zip(outs, wants, strict=True)
             },
         },
     }
