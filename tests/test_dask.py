@@ -428,3 +428,67 @@ def test_gather_and_the_strided_operators_keep_cupy_chunks_on_the_gpu() -> None:
             got = result.compute()
             assert isinstance(got, cupy.ndarray)
             _same(cupy.asnumpy(got), want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(cases(), st.data())
+def test_gather_elements_one_hot_and_reverse_match_the_functional_api(
+    case: Any, data: st.DataObject
+) -> None:
+    """Indices known or a dask array (their own chunking), negative ones, every axis;
+    one-hot of chunked indices at any axis; reversals at any lengths on every axis pair."""
+    x, dx = case
+    rank = x.ndim
+    axis = data.draw(st.integers(-rank, rank - 1))
+    n = x.shape[axis]
+    shape = list(x.shape)
+    shape[axis] = data.draw(st.integers(0, 4))
+    count = int(np.prod(shape))
+    idx = np.array(data.draw(st.lists(st.integers(-n, n - 1), min_size=count, max_size=count)))
+    idx = idx.astype(np.int64).reshape(shape)
+    want = dmlops.gather_elements(x, idx, axis)
+    with dask.config.set(scheduler="threads"):
+        _same(dd.gather_elements(dx, idx, axis).compute(), want)
+        if 0 not in shape:
+            lazy = da.from_array(idx, chunks=tuple(_chunks(data.draw, k) for k in shape))
+            _same(dd.gather_elements(dx, lazy, axis).compute(), want)
+        hot_axis = data.draw(st.integers(-rank - 1, rank))
+        depth = data.draw(st.integers(1, 5))
+        ids = (x.astype(np.int64) % 7) - 2
+        table = np.array([1, -3], np.int16)
+        dids = da.from_array(ids, chunks=dx.chunks)
+        _same(
+            dd.one_hot(dids, depth, table, hot_axis).compute(),
+            dmlops.one_hot(ids, depth, table, hot_axis),
+        )
+        if rank >= 2:
+            time, batch = data.draw(st.permutations(range(rank)))[:2]
+            lengths = np.array(
+                data.draw(
+                    st.lists(
+                        st.integers(0, x.shape[time] + 1),
+                        min_size=x.shape[batch],
+                        max_size=x.shape[batch],
+                    )
+                )
+            )
+            _same(
+                dd.reverse_subsequences(dx, lengths, time, batch).compute(),
+                dmlops.reverse_subsequences(x, lengths, time, batch),
+            )
+
+
+def test_the_indexed_operators_validate_before_any_task_runs() -> None:
+    dx = da.from_array(np.zeros((4, 5), np.float32), chunks=2)
+    with pytest.raises(dmlops.IndexOutOfRangeError, match=r"outside \[-4, 4\)"):
+        dd.gather_elements(dx, np.full((4, 5), 4), 0)
+    with pytest.raises(dmlops.DmlError, match=r"the input's sizes off axis 0"):
+        dd.gather_elements(dx, np.zeros((2, 3), np.int64), 0)
+    with pytest.raises(dmlops.DmlError, match=r"ONE_HOT"):
+        dd.one_hot(da.from_array(np.zeros(3, np.float32)), 2, np.array([0, 1]))
+    with pytest.raises(dmlops.DmlError, match=r"indices are a dask array"):
+        dd.one_hot(np.zeros(3, np.int64), 2, np.array([0, 1]))
+    with pytest.raises(dmlops.DmlError, match=r"REVERSE_SUBSEQUENCES"):
+        dd.reverse_subsequences(dx, np.array([1, 2]), 0, 1)  # 2 lengths for 5 batch rows
+    with pytest.raises(dmlops.DmlError, match=r"compute them first"):
+        dd.reverse_subsequences(dx, da.from_array(np.ones(5, np.int64)), 0, 1)

@@ -57,6 +57,9 @@ __all__ = [
     "upsample_2d",
     "element_wise_identity",
     "gather",
+    "gather_elements",
+    "one_hot",
+    "reverse_subsequences",
 ]
 
 _CONTENT = "_dmlops_content"
@@ -835,3 +838,172 @@ def _in_order(axis: int, where: list[Any], *parts: Any) -> Any:
     joined = strided.join(list(parts), axis)
     order = np.argsort(np.concatenate(where), kind="stable")
     return indexed.gather(joined, _indices_like(joined, order), axis)
+
+
+def _like(block: Any, values: Any) -> Any:
+    """`values` as an array of `block`'s library (CuPy for CuPy chunks), its own type kept."""
+    if type(block).__module__.split(".")[0] == "cupy":
+        import cupy
+
+        return cupy.asarray(values)
+    return np.asarray(values)
+
+
+def _one_hot_block(depth: int, values: Any, axis: int, level: Any, block: Any) -> Any:
+    from .arrays import indexed
+
+    return indexed.one_hot(block, depth, _like(block, values), axis, feature_level=level)
+
+
+def one_hot(
+    indices: Any,
+    depth: int,
+    values: Any,
+    axis: int = -1,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+) -> Any:
+    """DML ONE_HOT of a dask array of indices (see dmlops.one_hot), lazily: each output chunk
+    is its indices chunk's one-hot rows, the `depth` dimension one chunk at `axis`; validated
+    before any task exists."""
+    da = _dask()
+    from dask.array.utils import meta_from_array
+
+    from .arrays import indexed
+
+    if not isinstance(indices, da.Array):
+        raise DmlError("dmlops.dask.one_hot: indices are a dask array (else use dmlops.one_hot)")
+    table = np.asarray(values)
+    rank = indices.ndim + 1
+    if not -rank <= int(axis) < rank:
+        raise DmlError(f"ONE_HOT: axis {axis} is outside [{-rank}, {rank})")
+    a = int(axis) % rank
+    probe = np.zeros((1,) * indices.ndim, indices.dtype)  # (the descriptor's checks, now)
+    indexed.one_hot(probe, int(depth), table, a, feature_level=feature_level)
+    chunks = list(indices.chunks)
+    chunks.insert(a, (int(depth),))
+    meta = meta_from_array(indices, ndim=rank, dtype=table.dtype)  # type: ignore[no-untyped-call]
+    block = functools.partial(_one_hot_block, int(depth), table, a, feature_level)
+    return indices.map_blocks(block, new_axis=a, chunks=tuple(chunks), dtype=table.dtype, meta=meta)
+
+
+def _reverse_block(
+    lengths: np.ndarray[Any, Any],
+    axis: int,
+    batch_axis: int,
+    level: Any,
+    block: Any,
+    block_info: Any = None,
+) -> Any:
+    from .arrays import indexed
+
+    start, stop = block_info[0]["array-location"][batch_axis]
+    here = _like(block, lengths[start:stop])
+    return indexed.reverse_subsequences(block, here, axis, batch_axis, feature_level=level)
+
+
+def reverse_subsequences(
+    x: Any,
+    lengths: Any,
+    axis: int = 0,
+    batch_axis: int = 1,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+) -> Any:
+    """DML REVERSE_SUBSEQUENCES on a dask array (see dmlops.reverse_subsequences), lazily, with
+    lengths whose values are known: the time axis is made one chunk (a reversal reads across
+    it: the one rechunk its meaning needs), each output chunk then its input chunk with the
+    lengths of its batch rows; validated before any task exists."""
+    da = _dask()
+    from .arrays import indexed
+
+    if isinstance(lengths, da.Array):
+        raise DmlError(
+            "dmlops.dask.reverse_subsequences: lengths that are a dask array are not taken "
+            "(compute them first)"
+        )
+    counts = np.asarray(lengths)
+    rank = x.ndim
+    for name, value in (("axis", axis), ("batch_axis", batch_axis)):
+        if not -rank <= int(value) < rank:
+            raise DmlError(f"REVERSE_SUBSEQUENCES: {name} {value} is outside [{-rank}, {rank})")
+    a, b = int(axis) % rank, int(batch_axis) % rank
+    probe_shape = [1] * rank
+    probe_shape[b] = int(x.shape[b])
+    probe = np.zeros(probe_shape, x.dtype)  # (the descriptor's checks, now)
+    indexed.reverse_subsequences(probe, counts, a, b, feature_level=feature_level)
+    whole = x.rechunk({a: -1}) if len(x.chunks[a]) > 1 else x
+    block = functools.partial(_reverse_block, counts.reshape(-1), a, b, feature_level)
+    return whole.map_blocks(block, dtype=x.dtype, meta=whole._meta)
+
+
+def _gather_elements_block(axis: int, level: Any, block: Any, indices: Any) -> Any:
+    from .arrays import indexed
+
+    return indexed.gather_elements(block, _like(block, indices), axis, feature_level=level)
+
+
+def gather_elements(
+    x: Any,
+    indices: Any,
+    axis: int = 0,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+) -> Any:
+    """DML GATHER_ELEMENTS on dask arrays (see dmlops.gather_elements: numpy's
+    take_along_axis), lazily: the gathered axis of x is made one chunk (an index may name any
+    element along it: the one rechunk its meaning needs), and each output chunk is one task
+    over its indices chunk and that column of x. The indices (a dask array, or known values)
+    have x's sizes off the axis; validated before any task exists."""
+    da = _dask()
+    from dask.array.utils import meta_from_array
+
+    from .arrays import indexed
+
+    rank = x.ndim
+    if not -rank <= int(axis) < rank:
+        raise DmlError(f"GATHER_ELEMENTS: axis {axis} is outside [{-rank}, {rank})")
+    a = int(axis) % rank
+    if indices.ndim != rank or any(
+        int(indices.shape[d]) != int(x.shape[d]) for d in range(rank) if d != a
+    ):
+        raise DmlError(
+            f"dmlops.dask.gather_elements: indices of shape {tuple(indices.shape)} for an input "
+            f"of {tuple(x.shape)}: on Dask they have the input's sizes off axis {a}"
+        )
+    probe_shape = [1] * rank
+    probe = np.zeros(probe_shape, x.dtype)  # (the descriptor's checks, now)
+    indexed.gather_elements(
+        probe, np.zeros(probe_shape, indices.dtype), a, feature_level=feature_level
+    )
+    if 0 in tuple(indices.shape):  # nothing gathered
+        return _empty(x, tuple(int(n) for n in indices.shape))
+    if not isinstance(indices, da.Array):
+        known = np.asarray(indices)
+        if known.size and (known.min() < -x.shape[a] or known.max() >= x.shape[a]):
+            raise IndexOutOfRangeError(
+                f"GATHER_ELEMENTS.IndicesTensor: an index is outside [{-x.shape[a]}, "
+                f"{x.shape[a]}) (nothing was read)"
+            )
+        indices = da.from_array(
+            known,
+            chunks=tuple(
+                x.chunks[d] if d != a else (max(1, int(known.shape[a])),) for d in range(rank)
+            ),
+        )
+    whole = x.rechunk({a: -1}) if len(x.chunks[a]) > 1 else x
+    ind = indices.rechunk({d: whole.chunks[d] for d in range(rank) if d != a})
+    letters = "abcdefghijklmnop"[:rank]
+    x_index = letters[:a] + "z" + letters[a + 1 :]
+    meta = meta_from_array(whole, ndim=rank)  # type: ignore[no-untyped-call]
+    return da.blockwise(
+        functools.partial(_gather_elements_block, a, feature_level),
+        letters,
+        whole,
+        x_index,
+        ind,
+        letters,
+        dtype=x.dtype,
+        concatenate=True,
+        meta=meta,
+    )
