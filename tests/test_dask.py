@@ -492,3 +492,25 @@ def test_the_indexed_operators_validate_before_any_task_runs() -> None:
         dd.reverse_subsequences(dx, np.array([1, 2]), 0, 1)  # 2 lengths for 5 batch rows
     with pytest.raises(dmlops.DmlError, match=r"compute them first"):
         dd.reverse_subsequences(dx, da.from_array(np.ones(5, np.int64)), 0, 1)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")
+def test_gather_elements_one_hot_and_reverse_keep_cupy_chunks() -> None:
+    import cupy
+
+    x = np.arange(6 * 5, dtype=np.float32).reshape(6, 5)
+    dx = da.from_array(cupy.asarray(x), chunks=(4, 2), asarray=False)
+    idx = np.arange(3 * 5).reshape(3, 5) % 6  # three rows picked per column
+    ids = np.array([[0, 3], [-1, 9]])
+    dids = da.from_array(cupy.asarray(ids), chunks=1, asarray=False)
+    table = np.array([0, 2], np.float32)
+    lengths = np.array([2, 0, 5, 6, 1])
+    results = [
+        (dd.gather_elements(dx, idx, 0), np.take_along_axis(x, idx, 0)),
+        (dd.one_hot(dids, 4, table, -1), dmlops.one_hot(ids, 4, table, -1)),
+        (dd.reverse_subsequences(dx, lengths, 0, 1), dmlops.reverse_subsequences(x, lengths, 0, 1)),
+    ]
+    for lazy, want in results:
+        assert type(lazy.blocks[0].compute()).__module__.split(".")[0] == "cupy"
+        _same(cupy.asnumpy(lazy.compute()), want)
