@@ -139,3 +139,29 @@ def test_dxdispatch(tmp_path: Path) -> None:
     path.write_text(json.dumps(model))
     with pytest.raises(DmlError, match="ScaleBias"):
         run_model(load_model(path), Device(), lines.append)
+
+
+def test_in_place_execution_as_the_page_permits(backend: str) -> None:
+    """The output binding may alias the input's (one address, one layout): every element
+    written where it was read; a layout change over the same bytes stays refused."""
+    import dmlops
+    from conftest import to_device, to_host
+    from dmlops import BindingError, BufferTensorDesc, DataType, Device, ElementWiseIdentityDesc
+
+    f32 = DataType.FLOAT32
+    host = np.arange(24, dtype=np.float32)
+    device = Device(backend=backend)
+    x = to_device(backend, host.copy())
+    same = ElementWiseIdentityDesc(
+        BufferTensorDesc(f32, (2, 3, 4)), BufferTensorDesc(f32, (2, 3, 4))
+    )
+    device.create_operator(same).execute([x], [x])
+    assert to_host(x).tobytes() == host.tobytes()
+    turned = ElementWiseIdentityDesc(
+        BufferTensorDesc(f32, (4, 6)), BufferTensorDesc(f32, (4, 6), (1, 4))
+    )
+    with pytest.raises(BindingError, match=r"overlaps ELEMENT_WISE_IDENTITY\.InputTensor"):
+        device.create_operator(turned).execute([x], [x])
+    back = to_device(backend, host.reshape(4, 6).copy())  # (the functional call: in place)
+    assert dmlops.element_wise_identity(back, out=back) is back
+    assert to_host(back).tobytes() == host.tobytes()

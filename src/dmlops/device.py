@@ -105,7 +105,10 @@ class CompiledOperator:
 
     def _check_overlaps(self, ins: list[Any], outs: list[Any]) -> None:
         address = self.device.backend.address
-        overlaps = find_overlaps(self.plan, [address(f) for f in ins], [address(f) for f in outs])
+        at_in, at_out = [address(f) for f in ins], [address(f) for f in outs]
+        if self._aliased_in_place(at_in, at_out):
+            return
+        overlaps = find_overlaps(self.plan, at_in, at_out)
         if overlaps:
             op = self.desc.OPERATOR
             raise BindingError(
@@ -116,6 +119,18 @@ class CompiledOperator:
                     [n for n, _ in self._outputs],
                 )
             )
+
+    def _aliased_in_place(self, at_in: list[int], at_out: list[int]) -> bool:
+        """Whether the operator executes in place (its page permits the output to alias the
+        input: ELEMENT_WISE_IDENTITY) and the two bindings are that alias: one address, one
+        tensor description, so every element is written where it was read."""
+        if not self.desc.IN_PLACE or len(at_in) != 1 or len(at_out) != 1:
+            return False
+        (_, source), (_, target) = self._inputs[0], self._outputs[0]
+        same_layout = tuple(source.sizes) == tuple(target.sizes) and tuple(
+            source.effective_strides
+        ) == tuple(target.effective_strides)
+        return at_in[0] == at_out[0] and same_layout
 
     def bind(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> BindingTable:
         """Check and bind buffers once (DirectML's binding table); dispatch it many times."""

@@ -71,6 +71,9 @@ class OperatorDesc(abc.ABC):
     # unsigned type (UPSAMPLE_2D: FLOAT32 and FLOAT16 alone); dmlops' backends move bits
     FLOAT_CARRIERS = False
     INDEX_FIELD: str | None = None  # the tensor field holding indices, not data
+    # whether its page permits in-place execution: the output binding aliasing the input's
+    # (ELEMENT_WISE_IDENTITY); any other overlap of bindings is refused
+    IN_PLACE = False
     # whether the field and rule checks hold for tensors with a size of 0 too (numpy's and
     # torch's empty arrays, which DirectML's tensors cannot describe): `check_empty_rules`
     EMPTY_RULES = False

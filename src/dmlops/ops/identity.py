@@ -20,6 +20,7 @@ class ElementWiseIdentityDesc(UnaryDesc):
     dmlops' data movement: a descriptor that has one is refused by name."""
 
     OPERATOR = "ELEMENT_WISE_IDENTITY"
+    IN_PLACE = True  # (its page: the output may alias the input during binding)
     # DirectML's ELEMENT_WISE_IDENTITY page (sdk-api, ns-directml-dml_element_wise_identity_
     # operator_desc.md): introduced in 1_0.
     SUPPORT = (
