@@ -403,8 +403,10 @@ def test_gather_reads_only_the_chunks_its_indices_name() -> None:
     with pytest.raises(dmlops.IndexOutOfRangeError, match=r"index at element 1 is 10"):
         dd.gather(dx, [0, 10], 0)
     _same(dd.gather(dx, [0, 10, -11], 0, clamp_indices=True).compute(), x[[0, 9, 0]])
-    with pytest.raises(dmlops.DmlError, match="dask array"):
-        dd.gather(dx, da.from_array(np.array([0, 1])), 0)
+    lazy = da.from_array(np.array([[9, -1], [0, 3]]), chunks=1)  # (values known when run)
+    _same(dd.gather(dx, lazy, 0).compute(), x[[[9, 9], [0, 3]]])
+    across = da.from_array(np.array([[3, -1], [0, 2]]), chunks=1)
+    _same(dd.gather(dx, across, 1).compute(), np.take(x, [[3, -1], [0, 2]], 1))
 
 
 @pytest.mark.gpu
@@ -514,3 +516,43 @@ def test_gather_elements_one_hot_and_reverse_keep_cupy_chunks() -> None:
     for lazy, want in results:
         assert type(lazy.blocks[0].compute()).__module__.split(".")[0] == "cupy"
         _same(cupy.asnumpy(lazy.compute()), want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(cases(), st.data())
+def test_gather_nd_and_lazy_gather_match_the_functional_api(case: Any, data: st.DataObject) -> None:
+    """Tuples of every length after any batch, indices known or a dask array of their own
+    chunking; GATHER with lazy indices on every axis."""
+    x, dx = case
+    rank = x.ndim
+    b = data.draw(st.integers(0, rank - 1))
+    k = data.draw(st.integers(1, rank - b))
+    picks = data.draw(st.lists(st.integers(1, 3), min_size=0, max_size=2))
+    ids = np.stack(
+        [
+            np.array(
+                data.draw(
+                    st.lists(
+                        st.integers(-x.shape[b + j], x.shape[b + j] - 1),
+                        min_size=int(np.prod((*x.shape[:b], *picks))),
+                        max_size=int(np.prod((*x.shape[:b], *picks))),
+                    )
+                ),
+                np.int64,
+            ).reshape((*x.shape[:b], *picks))
+            for j in range(k)
+        ],
+        -1,
+    )
+    want = dmlops.gather_nd(x, ids, b)
+    with dask.config.set(scheduler="threads"):
+        _same(dd.gather_nd(dx, ids, b).compute(), want)
+        chunked = da.from_array(ids, chunks=tuple(_chunks(data.draw, n) for n in ids.shape))
+        _same(dd.gather_nd(dx, chunked, b).compute(), want)
+        axis = data.draw(st.integers(-rank, rank - 1))
+        n = x.shape[axis]
+        flat = np.array(data.draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=5)))
+        lazy = da.from_array(flat.reshape(-1, 1), chunks=1)
+        _same(dd.gather(dx, lazy, axis).compute(), np.take(x, flat.reshape(-1, 1), axis))
+    with pytest.raises(dmlops.DmlError, match=r"GATHER_ND"):
+        dd.gather_nd(dx, np.zeros((2, rank + 1), np.int64))

@@ -58,6 +58,7 @@ __all__ = [
     "element_wise_identity",
     "gather",
     "gather_elements",
+    "gather_nd",
     "one_hot",
     "reverse_subsequences",
 ]
@@ -744,18 +745,16 @@ def gather(
     those parts in the indices' order, so no task holds more than a chunk and its parts.
     An index outside [-n, n) is an IndexOutOfRangeError before any task exists (with
     `clamp_indices`, WebNN's meaning: clamped into the axis). Indices that are themselves a
-    dask array are refused: their values decide which chunks a task reads."""
+    dask array (values known only when they are computed) are taken too: the gathered axis
+    of x is then made one chunk, and each output chunk is one task over an indices chunk and
+    that column of x (an index out of range is an error of that task)."""
     da = _dask()
     from dask.array.utils import meta_from_array
     from dask.base import tokenize
     from dask.highlevelgraph import HighLevelGraph
 
     if isinstance(indices, da.Array):
-        raise DmlError(
-            "dmlops.dask.gather: indices that are a dask array are not taken (their values "
-            "decide which chunks each task reads): compute them first, or use "
-            "dask.array.take"
-        )
+        return _gather_lazy(x, indices, axis, feature_level, clamp_indices)
     idx = np.asarray(indices)
     if idx.dtype.kind not in "iu" and idx.size:
         raise DmlError(f"GATHER.IndicesTensor.DataType is {idx.dtype}: indices are integers")
@@ -1003,6 +1002,115 @@ def gather_elements(
         x_index,
         ind,
         letters,
+        dtype=x.dtype,
+        concatenate=True,
+        meta=meta,
+    )
+
+
+def _gather_block(axis: int, level: Any, clamp: bool, block: Any, indices: Any) -> Any:
+    from .arrays import indexed
+
+    ids = _like(block, indices)
+    return indexed.gather(block, ids, axis, feature_level=level, clamp_indices=clamp)
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxy"
+
+
+def _gather_lazy(x: Any, indices: Any, axis: int, feature_level: Any, clamp_indices: bool) -> Any:
+    """GATHER with indices that are a dask array: the axis one chunk, a task per pair of
+    (indices chunk, x's chunks off the axis)."""
+    da = _dask()
+    from dask.array.utils import meta_from_array
+
+    from .arrays import indexed
+
+    rank = x.ndim
+    if rank == 0 or not -rank <= int(axis) < rank:
+        raise DmlError(f"GATHER: axis {axis} is outside [{-max(rank, 1)}, {max(rank, 1)})")
+    a = int(axis) % rank
+    probe = np.zeros((1,) * rank, x.dtype)  # (the descriptor's checks, now)
+    indexed.gather(
+        probe, np.zeros((1,) * indices.ndim, indices.dtype), a, feature_level=feature_level
+    )
+    shape = (*x.shape[:a], *indices.shape, *x.shape[a + 1 :])
+    if 0 in shape:
+        return _empty(x, shape)
+    whole = x.rechunk({a: -1}) if len(x.chunks[a]) > 1 else x
+    lead, ids = _LETTERS[:a], _LETTERS[a : a + indices.ndim]
+    tail = _LETTERS[a + indices.ndim : indices.ndim + rank - 1]
+    meta = meta_from_array(whole, ndim=len(shape))  # type: ignore[no-untyped-call]
+    return da.blockwise(
+        functools.partial(_gather_block, a, feature_level, clamp_indices),
+        lead + ids + tail,
+        whole,
+        lead + "z" + tail,
+        indices,
+        ids,
+        dtype=x.dtype,
+        concatenate=True,
+        meta=meta,
+    )
+
+
+def _gather_nd_block(batch_dims: int, level: Any, block: Any, indices: Any) -> Any:
+    from .arrays import indexed
+
+    return indexed.gather_nd(block, _like(block, indices), batch_dims, feature_level=level)
+
+
+def gather_nd(
+    x: Any,
+    indices: Any,
+    batch_dims: int = 0,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+) -> Any:
+    """DML GATHER_ND (GATHER_ND1 with `batch_dims`) on dask arrays (see dmlops.gather_nd),
+    lazily: the dimensions the index tuples address are made one chunk (a tuple may name any
+    sub-block of them: the one rechunk its meaning needs), the tuple axis of the indices one
+    chunk, and each output chunk is one task over an indices chunk and the matching batch of
+    x. Indices known (a numpy array: checked now, values too) or a dask array (an index out
+    of range is then an error of its task)."""
+    da = _dask()
+    from dask.array.utils import meta_from_array
+
+    from .arrays import indexed
+
+    lazy: Any = indices if isinstance(indices, da.Array) else None
+    known: Any = None if lazy is not None else np.asarray(indices)
+    ishape = tuple(int(n) for n in (lazy if lazy is not None else known).shape)
+    rank, b = x.ndim, int(batch_dims)
+    k = ishape[-1] if ishape else 0
+    if not ishape or not 0 <= b < len(ishape) or not 1 <= k <= rank - b:
+        raise DmlError(
+            f"GATHER_ND: indices of shape {list(ishape)} with batch_dims {batch_dims} for an "
+            f"input of {rank} dimensions (tuples of 1 to {rank - b} entries after the batch)"
+        )
+    if known is not None:  # the descriptor's checks and the values', now (no copy of x)
+        probe = np.broadcast_to(np.zeros((), x.dtype), (*x.shape[: b + k], *(1,) * (rank - b - k)))
+        indexed.gather_nd(probe, known, b, feature_level=feature_level)
+        lazy = da.from_array(known, chunks=(*x.chunks[:b], *((n,) for n in ishape[b:])))
+    else:
+        probe_ids = np.zeros((*(1,) * (len(ishape) - 1), k), lazy.dtype)
+        indexed.gather_nd(np.zeros((1,) * rank, x.dtype), probe_ids, b, feature_level=feature_level)
+    shape = (*x.shape[:b], *ishape[b:-1], *x.shape[b + k :])
+    if 0 in shape:
+        return _empty(x, shape)
+    whole = x.rechunk({d: -1 for d in range(b, b + k)})
+    ids = lazy.rechunk({len(ishape) - 1: -1, **{d: whole.chunks[d] for d in range(b)}})
+    batch, picks = _LETTERS[:b], _LETTERS[b : len(ishape) - 1]
+    tail = _LETTERS[len(ishape) - 1 : len(ishape) - 1 + rank - b - k]
+    addressed = "ABCDEFGH"[:k]  # (x's addressed dimensions: one chunk, contracted)
+    meta = meta_from_array(whole, ndim=len(shape))  # type: ignore[no-untyped-call]
+    return da.blockwise(
+        functools.partial(_gather_nd_block, b, feature_level),
+        batch + picks + tail,
+        whole,
+        batch + addressed + tail,
+        ids,
+        batch + picks + "z",
         dtype=x.dtype,
         concatenate=True,
         meta=meta,

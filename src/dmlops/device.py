@@ -124,7 +124,7 @@ class CompiledOperator:
         """Whether the operator executes in place (its page permits the output to alias the
         input: ELEMENT_WISE_IDENTITY) and the two bindings are that alias: one address, one
         tensor description, so every element is written where it was read."""
-        if not self.desc.IN_PLACE or len(at_in) != 1 or len(at_out) != 1:
+        if not getattr(self.desc, "IN_PLACE", False) or len(at_in) != 1 or len(at_out) != 1:
             return False
         (_, source), (_, target) = self._inputs[0], self._outputs[0]
         same_layout = tuple(source.sizes) == tuple(target.sizes) and tuple(
