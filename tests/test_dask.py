@@ -556,3 +556,43 @@ def test_gather_nd_and_lazy_gather_match_the_functional_api(case: Any, data: st.
         _same(dd.gather(dx, lazy, axis).compute(), np.take(x, flat.reshape(-1, 1), axis))
     with pytest.raises(dmlops.DmlError, match=r"GATHER_ND"):
         dd.gather_nd(dx, np.zeros((2, rank + 1), np.int64))
+
+
+@settings(max_examples=40, deadline=None)
+@given(cases(), st.data())
+def test_scatters_match_the_functional_api(case: Any, data: st.DataObject) -> None:
+    """Repeated targets (the later update wins, as DirectML), negative indices, every axis
+    and tuple length; indices and updates known or dask arrays of their own chunking."""
+    x, dx = case
+    rank = x.ndim
+    axis = data.draw(st.integers(-rank, rank - 1))
+    shape = list(x.shape)
+    shape[axis] = data.draw(st.integers(1, 4))
+    count = int(np.prod(shape))
+    n = x.shape[axis]
+    idx = np.array(data.draw(st.lists(st.integers(-n, n - 1), min_size=count, max_size=count)))
+    idx = idx.astype(np.int64).reshape(shape)
+    updates = (np.arange(count) + 100).astype(x.dtype).reshape(shape)
+    want = dmlops.scatter_elements(x, idx, updates, axis)
+    k = data.draw(st.integers(1, rank))
+    rows = data.draw(st.integers(1, 4))
+    tuples = np.stack(
+        [np.array(data.draw(st.lists(st.integers(-x.shape[j], x.shape[j] - 1), min_size=rows, max_size=rows)))
+         for j in range(k)], -1,
+    )  # fmt: skip
+    blocks = (np.arange(rows * int(np.prod(x.shape[k:]))) + 50).astype(x.dtype)
+    blocks = blocks.reshape(rows, *x.shape[k:])
+    want_nd = dmlops.scatter_nd(x, tuples, blocks)
+    with dask.config.set(scheduler="threads"):
+        _same(dd.scatter_elements(dx, idx, updates, axis).compute(), want)
+        chunks = tuple(_chunks(data.draw, m) for m in shape)
+        lazy = dd.scatter_elements(
+            dx, da.from_array(idx, chunks=chunks), da.from_array(updates, chunks=chunks), axis
+        )
+        _same(lazy.compute(), want)
+        _same(dd.scatter_nd(dx, tuples, blocks).compute(), want_nd)
+        _same(dd.scatter_nd(dx, da.from_array(tuples, chunks=1), blocks).compute(), want_nd)
+    with pytest.raises(dmlops.IndexOutOfRangeError):
+        dd.scatter_elements(dx, np.full(shape, n), updates, axis)
+    with pytest.raises(dmlops.DmlError, match=r"SCATTER_ND"):
+        dd.scatter_nd(dx, tuples, blocks[:, None])

@@ -1,13 +1,15 @@
 """DirectML's data-movement operators on Dask arrays: lazy, chunk by chunk (extra `dmlops[dask]`).
 
-`slice`, `slice1`, `split` and `join` validate their descriptor eagerly from shapes and
-dtypes (the array layer's rules and messages). A result remembers where its elements
-come from as boxes of the arrays it was first built from, so a chain of these operators
-composes into one layer: each output chunk is one task that runs one plan over exactly the
-source chunks it reads (numpy chunks on the numpy backend, CuPy chunks on the cuda one).
-A negative stride reverses chunk order without materialising more than one output chunk
-and its inputs. Output chunks are cut where the source's chunks are, so each reads one
-source chunk per piece (as dask.array's slicing and concatenate do); `chunks=` overrides.
+Every operator validates its descriptor eagerly from shapes and dtypes (the array layer's
+rules and messages), the indexed ones (gather, gather_elements, gather_nd, the scatters,
+one_hot, reverse_subsequences) by their indices too where their values are known. A result
+of the strided ones remembers where its elements come from as boxes of the arrays it was
+first built from, so a chain of them composes into one layer: each output chunk is one task
+that runs one plan over exactly the source chunks it reads (numpy chunks on the numpy
+backend, CuPy chunks on the cuda one). A negative stride reverses chunk order without
+materialising more than one output chunk and its inputs. Output chunks are cut where the
+source's chunks are, so each reads one source chunk per piece (as dask.array's slicing and
+concatenate do); `chunks=` overrides.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ __all__ = [
     "gather_nd",
     "one_hot",
     "reverse_subsequences",
+    "scatter_elements",
+    "scatter_nd",
 ]
 
 _CONTENT = "_dmlops_content"
@@ -1111,6 +1115,160 @@ def gather_nd(
         batch + addressed + tail,
         ids,
         batch + picks + "z",
+        dtype=x.dtype,
+        concatenate=True,
+        meta=meta,
+    )
+
+
+def _as_dask(a: Any, chunks: Any) -> Any:
+    """A dask array of `a` (already one, or known values chunked as given)."""
+    da = _dask()
+    return a if isinstance(a, da.Array) else da.from_array(np.asarray(a), chunks=chunks)
+
+
+def _scatter_elements_block(axis: int, level: Any, block: Any, indices: Any, updates: Any) -> Any:
+    from .arrays import indexed
+
+    return indexed.scatter_elements(
+        block, _like(block, indices), _like(block, updates), axis, feature_level=level
+    )
+
+
+def scatter_elements(
+    x: Any,
+    indices: Any,
+    updates: Any,
+    axis: int = 0,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+) -> Any:
+    """DML SCATTER_ELEMENTS on dask arrays (see dmlops.scatter_elements), lazily: the
+    scattered axis of x is made one chunk (an index may name any element along it: the one
+    rechunk its meaning needs) and each output chunk is one task over that column of x and
+    the indices and updates of its rows (of the later of two updates of one element, as
+    DirectML). Indices and updates (known or dask arrays) have x's sizes off the axis;
+    validated before any task exists."""
+    da = _dask()
+    from dask.array.utils import meta_from_array
+
+    from .arrays import indexed
+
+    rank = x.ndim
+    if not -rank <= int(axis) < rank:
+        raise DmlError(f"SCATTER_ELEMENTS: axis {axis} is outside [{-rank}, {rank})")
+    a = int(axis) % rank
+    shape = tuple(int(n) for n in indices.shape)
+    if (
+        tuple(int(n) for n in updates.shape) != shape
+        or len(shape) != rank
+        or any(shape[d] != int(x.shape[d]) for d in range(rank) if d != a)
+    ):
+        raise DmlError(
+            f"dmlops.dask.scatter_elements: indices {list(shape)} and updates "
+            f"{list(updates.shape)} for an input of {list(x.shape)}: on Dask both have the "
+            f"input's sizes off axis {a}"
+        )
+    probe = np.zeros((1,) * rank, x.dtype)  # (the descriptor's checks, now)
+    ids = np.zeros((1,) * rank, indices.dtype)
+    indexed.scatter_elements(probe, ids, probe, a, feature_level=feature_level)
+    if not isinstance(indices, da.Array):
+        known = np.asarray(indices)
+        n = int(x.shape[a])
+        if known.size and (known.min() < -n or known.max() >= n):
+            raise IndexOutOfRangeError(
+                f"SCATTER_ELEMENTS.IndicesTensor: an index is outside [{-n}, {n}) (nothing "
+                "was written)"
+            )
+    if 0 in x.shape or 0 in shape:
+        return x
+    whole = x.rechunk({a: -1}) if len(x.chunks[a]) > 1 else x
+    along = tuple(whole.chunks[d] if d != a else (shape[a],) for d in range(rank))
+    ind = _as_dask(indices, along).rechunk(along)
+    upd = _as_dask(updates, along).rechunk(along)
+    letters = _LETTERS[:rank]
+    rows = letters[:a] + "z" + letters[a + 1 :]
+    meta = meta_from_array(whole, ndim=rank)  # type: ignore[no-untyped-call]
+    return da.blockwise(
+        functools.partial(_scatter_elements_block, a, feature_level),
+        letters,
+        whole,
+        letters,
+        ind,
+        rows,
+        upd,
+        rows,
+        dtype=x.dtype,
+        concatenate=True,
+        meta=meta,
+    )
+
+
+def _scatter_nd_block(level: Any, block: Any, indices: Any, updates: Any) -> Any:
+    from .arrays import indexed
+
+    return indexed.scatter_nd(
+        block, _like(block, indices), _like(block, updates), feature_level=level
+    )
+
+
+def scatter_nd(
+    x: Any,
+    indices: Any,
+    updates: Any,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+) -> Any:
+    """DML SCATTER_ND on dask arrays (see dmlops.scatter_nd), lazily: the dimensions the
+    index tuples address are made one chunk (a tuple may name any sub-block of them) and
+    each output chunk is one task over its block of x, every index tuple and the updates of
+    its trailing chunk (the later of two tuples naming one place wins, as DirectML).
+    Indices and updates known or dask arrays; validated before any task exists."""
+    da = _dask()
+    from dask.array.utils import meta_from_array
+
+    from .arrays import indexed
+
+    ishape = tuple(int(n) for n in indices.shape)
+    rank = x.ndim
+    k = ishape[-1] if ishape else 0
+    want = (*ishape[:-1], *x.shape[k:]) if ishape else None
+    if not 1 <= k <= rank or tuple(int(n) for n in updates.shape) != want:
+        raise DmlError(
+            f"SCATTER_ND: indices of shape {list(ishape)} and updates {list(updates.shape)} for "
+            f"an input of {list(x.shape)} (updates: the indices' leading sizes, then the "
+            "input's past the tuple)"
+        )
+    if not isinstance(indices, da.Array):  # the descriptor's checks and the values', now
+        known = np.asarray(indices)
+        probe = np.broadcast_to(np.zeros((), x.dtype), (*x.shape[:k], *(1,) * (rank - k)))
+        small = np.zeros((*ishape[:-1], *(1,) * (rank - k)), x.dtype)
+        indexed.scatter_nd(probe.copy(), known, small, feature_level=feature_level)
+    else:
+        probe = np.zeros((1,) * rank, x.dtype)
+        ids = np.zeros((*(1,) * (len(ishape) - 1), k), indices.dtype)
+        small = np.zeros((*(1,) * (len(ishape) - 1), *(1,) * (rank - k)), x.dtype)
+        indexed.scatter_nd(probe, ids, small, feature_level=feature_level)
+    if 0 in x.shape or 0 in ishape:
+        return x
+    whole = x.rechunk({d: -1 for d in range(k)})
+    tail_chunks = whole.chunks[k:]
+    picks = len(ishape) - 1
+    ind = _as_dask(indices, ishape).rechunk(tuple((n,) for n in ishape))
+    upd = _as_dask(updates, (*ishape[:-1], *tail_chunks))
+    upd = upd.rechunk((*((n,) for n in ishape[:-1]), *tail_chunks))
+    addressed, tail = _LETTERS[:k], _LETTERS[k:rank]
+    rows = "ABCDEFGH"[:picks]
+    meta = meta_from_array(whole, ndim=rank)  # type: ignore[no-untyped-call]
+    return da.blockwise(
+        functools.partial(_scatter_nd_block, feature_level),
+        addressed + tail,
+        whole,
+        addressed + tail,
+        ind,
+        rows + "z",
+        upd,
+        rows + tail,
         dtype=x.dtype,
         concatenate=True,
         meta=meta,
