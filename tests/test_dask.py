@@ -512,6 +512,16 @@ def test_gather_elements_one_hot_and_reverse_keep_cupy_chunks() -> None:
         (dd.gather_elements(dx, idx, 0), np.take_along_axis(x, idx, 0)),
         (dd.one_hot(dids, 4, table, -1), dmlops.one_hot(ids, 4, table, -1)),
         (dd.reverse_subsequences(dx, lengths, 0, 1), dmlops.reverse_subsequences(x, lengths, 0, 1)),
+        (dd.gather_nd(dx, np.array([[5, 1], [0, -1]])), x[[5, 0], [1, -1]]),
+        (dd.gather(dx, dids % 5, 1), np.take(x, ids % 5, 1)),
+        (
+            dd.scatter_elements(dx, idx, np.ones((3, 5), np.float32), 0),
+            dmlops.scatter_elements(x, idx, np.ones((3, 5), np.float32), 0),
+        ),
+        (
+            dd.scatter_nd(dx, np.array([[4], [1]]), np.zeros((2, 5), np.float32)),
+            dmlops.scatter_nd(x, np.array([[4], [1]]), np.zeros((2, 5), np.float32)),
+        ),
     ]
     for lazy, want in results:
         assert type(lazy.blocks[0].compute()).__module__.split(".")[0] == "cupy"
