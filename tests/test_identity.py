@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -64,10 +65,13 @@ def test_rules_and_table() -> None:
         ElementWiseIdentityDesc(a, b).validate()
     with pytest.raises(DmlError, match=r"DataType is INT32: must equal"):
         ElementWiseIdentityDesc(a, BufferTensorDesc(DataType.INT32, (2, 3))).validate()
-    with pytest.raises(
-        DmlError, match=r"ScaleBias is \[2\.0, 1\.0\]: x \* Scale \+ Bias is arithmetic"
-    ):
-        ElementWiseIdentityDesc(a, a, (2.0, 1.0)).validate()
+    ints = BufferTensorDesc(DataType.INT32, (2, 3))
+    with pytest.raises(DmlError, match=r"ScaleBias is given for INT32 tensors: .* float"):
+        ElementWiseIdentityDesc(ints, ints, (2.0, 1.0)).validate()
+    with pytest.raises(DmlError, match=r"ScaleBias\.Scale is inf: must be a finite FLOAT"):
+        ElementWiseIdentityDesc(a, a, (float("inf"), 1.0)).validate()
+    with pytest.raises(DmlError, match=r"a DML_SCALE_BIAS is \(Scale, Bias\)"):
+        ElementWiseIdentityDesc(a, a, (2.0,)).validate()
     four = BufferTensorDesc(F32, (1, 1, 2, 3))
     ElementWiseIdentityDesc(four, four).validate("1_0")
     with pytest.raises(UnsupportedFeatureLevelError, match=r"need DML_FEATURE_LEVEL_3_0"):
@@ -135,10 +139,10 @@ def test_dxdispatch(tmp_path: Path) -> None:
     lines: list[str] = []
     run_model(load_model(path), Device("1_0"), lines.append)
     assert lines == ["Resource 'y': 0, 3, 1, 4, 2, 5"]
-    model["dispatchables"]["t"]["desc"]["ScaleBias"] = {"Scale": 2, "Bias": 0}
+    model["dispatchables"]["t"]["desc"]["ScaleBias"] = {"Scale": 2, "Bias": 0.5}
     path.write_text(json.dumps(model))
-    with pytest.raises(DmlError, match="ScaleBias"):
-        run_model(load_model(path), Device(), lines.append)
+    run_model(load_model(path), Device(), lines.append)
+    assert lines[-1] == "Resource 'y': 0.5, 6.5, 2.5, 8.5, 4.5, 10.5"
 
 
 def test_in_place_execution_as_the_page_permits(backend: str) -> None:
@@ -165,3 +169,29 @@ def test_in_place_execution_as_the_page_permits(backend: str) -> None:
     back = to_device(backend, host.reshape(4, 6).copy())  # (the functional call: in place)
     assert dmlops.element_wise_identity(back, out=back) is back
     assert to_host(back).tobytes() == host.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+def test_scale_bias_against_float_arithmetic(backend: str, dtype: Any) -> None:
+    """x * Scale + Bias element by element: in float32 (float64 for FLOAT64), the product
+    rounded before the sum, a FLOAT16 result rounded once more; NaN the one NaN; any layout."""
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal((5, 8)) * 1000).astype(dtype)
+    x.reshape(-1)[:3] = [np.nan, np.inf, -0.0]
+    scale, bias = 1.0 / 3.0, -7.1
+    wide = np.float64 if dtype == np.float64 else np.float32
+    s, b = wide(np.float32(scale)), wide(np.float32(bias))
+    want = np.empty((8, 5), dtype)
+    view = x.T
+    for i in range(8):
+        for j in range(5):
+            v = wide(view[i, j])
+            with np.errstate(invalid="ignore", over="ignore"):
+                r = wide(wide(v * s) + b)
+            want[i, j] = (
+                dtype(r)
+                if not np.isnan(r)
+                else np.array(0x7FFFFFFFFFFFFFFF, np.uint64).view(np.float64).astype(dtype)
+            )
+    got = dmlops.element_wise_identity(to_device(backend, view), scale_bias=(scale, bias))
+    assert to_host(got).tobytes() == want.tobytes()

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["convert", "convert_into", "CANONICAL_NAN"]
+__all__ = ["convert", "convert_into", "scaled", "CANONICAL_NAN"]
 
 CANONICAL_NAN = np.array(0x7FFFFFFFFFFFFFFF, np.uint64).view(np.float64)
 """float64's positive NaN with every payload bit set: as float32 0x7FFFFFFF, as float16
@@ -57,3 +57,15 @@ def convert_into(values: np.ndarray[Any, Any], out: np.ndarray[Any, Any]) -> Non
         out[seen >= high] = info.max
         out[seen < low] = info.min
         out[np.isnan(seen)] = 0
+
+
+def scaled(values: np.ndarray[Any, Any], scale: float, bias: float) -> np.ndarray[Any, Any]:
+    """ELEMENT_WISE_IDENTITY's ScaleBias, x * Scale + Bias, as dmlops computes it: Scale and
+    Bias are FLOATs; a FLOAT32 or FLOAT16 element is computed in float32, a FLOAT64 one in
+    float64, the product rounded, then the sum (no fused multiply-add), and a FLOAT16 result
+    rounded once more to its type."""
+    wide = np.float64 if values.dtype == np.float64 else np.float32
+    with np.errstate(over="ignore", invalid="ignore"):
+        product = np.multiply(values.astype(wide), wide(np.float32(scale)))
+        made: np.ndarray[Any, Any] = np.add(product, wide(np.float32(bias)))
+    return made

@@ -385,23 +385,37 @@ def fill_value_constant(
 def element_wise_identity(
     x: Any,
     *,
+    scale_bias: Sequence[float] | None = None,
     feature_level: FeatureLevel | int | str | None = None,
     out: Any = None,
     device: str | None = None,
 ) -> Any:
     """DML ELEMENT_WISE_IDENTITY: x copied element for element, into a new packed array or
     through `out`'s own strides — DirectML's layout change (numpy.ascontiguousarray,
-    `np.copyto`, torch's `contiguous`). Its ScaleBias is arithmetic and not offered.
+    `np.copyto`, torch's `contiguous`). With `scale_bias` = (Scale, Bias) each element is
+    x * Scale + Bias (float types; computed in float32, float64 for FLOAT64, the product
+    rounded before the sum: `dmlops.conversion.scaled`); a torch tensor that needs a
+    gradient then is refused (the gradient of an affine map is arithmetic).
 
     >>> import numpy as np, dmlops
     >>> x = np.arange(6, dtype=np.float32).reshape(2, 3)
     >>> dmlops.element_wise_identity(x.T).tolist()
     [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
     """
+    kwargs = {"feature_level": feature_level, "out": out, "device": device}
     if type(x) is not np.ndarray and _through_torch([x]):
-        kwargs = {"feature_level": feature_level, "out": out, "device": device}
-        return _moved("ELEMENT_WISE_IDENTITY", (x,), kwargs)
-    return _arrays.element_wise_identity(x, feature_level=feature_level, out=out, device=device)
+        if scale_bias is None:
+            return _moved("ELEMENT_WISE_IDENTITY", (x,), kwargs)
+        if getattr(x, "requires_grad", False):
+            import torch
+
+            if torch.is_grad_enabled():
+                raise DmlError(
+                    "ELEMENT_WISE_IDENTITY: with a ScaleBias the input's gradient is "
+                    "arithmetic (detach it, or call under torch.no_grad())"
+                )
+        x = x.detach()
+    return _arrays.element_wise_identity(x, scale_bias=scale_bias, **kwargs)
 
 
 def diagonal_matrix(

@@ -130,6 +130,9 @@ class Plan:
     # CAST's: (source, destination) numpy type strings; each copy reads elements of the
     # first (its source offset in their bytes) and writes the second (`element_size`'s)
     conversion: tuple[str, str] | None = None
+    # ELEMENT_WISE_IDENTITY's (Scale, Bias): with `conversion`, each value x * Scale + Bias
+    # before it is converted (the rounding: `dmlops.conversion.scaled`)
+    scale_bias: tuple[float, float] | None = None
     compactions: tuple[Compaction, ...] = ()  # run last, in order (compaction.py)
 
     @property

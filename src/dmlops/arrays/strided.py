@@ -592,21 +592,24 @@ def _generated(
 def element_wise_identity(
     x: Any,
     *,
+    scale_bias: Sequence[float] | None = None,
     feature_level: FeatureLevel | int | str | None = None,
     out: Any = None,
     device: str | None = None,
 ) -> Any:
     """DML ELEMENT_WISE_IDENTITY: x copied, into a new packed array or through out's own
-    strides (numpy.ascontiguousarray, torch's contiguous copy; a layout change)."""
+    strides (numpy.ascontiguousarray, torch's contiguous copy; a layout change); with
+    `scale_bias` = (Scale, Bias), each element x * Scale + Bias (float types)."""
+    given = None if scale_bias is None else tuple(float(v) for v in scale_bias)
     return _unary(
         "ELEMENT_WISE_IDENTITY",
-        (),
+        (given,),
         x,
         out,
         feature_level,
         device,
         lambda view: tuple(_dims(view)),
-        lambda i, o: ElementWiseIdentityDesc(i, o),
+        lambda i, o: ElementWiseIdentityDesc(i, o, given),
     )
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..conversion import convert, convert_into
+from ..conversion import convert, convert_into, scaled
 from ..plan import Plan
 
 __all__ = ["HostConversion", "strided_view"]
@@ -42,6 +42,20 @@ class HostConversion:
     def __call__(self, ins: Sequence[Any], outs: Sequence[Any], queue: Any = None) -> None:
         """Convert every copy: all reads first, then the writes (an output may be its input)."""
         plan, source, target = self.plan, self.source, self.target
+        if plan.scale_bias is not None:  # ELEMENT_WISE_IDENTITY's: every read, then writes
+            scale, bias = plan.scale_bias
+            made = [
+                scaled(
+                    strided_view(ins[c.src], c.src_offset, c.src_strides, c.shape, source),
+                    scale,
+                    bias,
+                )
+                for c in plan.copies
+            ]
+            for c, values in zip(plan.copies, made, strict=True):
+                dst = strided_view(outs[c.dst], c.dst_offset, c.dst_strides, c.shape, target)
+                convert_into(values, dst)
+            return
         pairs = [
             (
                 strided_view(ins[c.src], c.src_offset, c.src_strides, c.shape, source),

@@ -4,10 +4,13 @@ two tensor descriptions)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
+import numpy as np
+
 from ..errors import InvalidDescriptorError
-from ..plan import LogicalCopy
+from ..plan import Layout, LogicalCopy, Plan
 from ..tensor import BufferTensorDesc, DataType, FeatureLevel
 from ._base import ALL_DIMS, TYPES_8, TYPES_11, SupportRow, UnaryDesc
 
@@ -51,11 +54,27 @@ class ElementWiseIdentityDesc(UnaryDesc):
         return items
 
     def _check_fields(self) -> None:
-        if self.scale_bias is not None:
+        if self.scale_bias is None:
+            return
+        if len(self.scale_bias) != 2:
             raise InvalidDescriptorError(
-                f"ELEMENT_WISE_IDENTITY.ScaleBias is {list(self.scale_bias)}: x * Scale + Bias "
-                "is arithmetic, outside dmlops' data movement (a null ScaleBias copies)"
+                f"ELEMENT_WISE_IDENTITY.ScaleBias is {list(self.scale_bias)}: a DML_SCALE_BIAS "
+                "is (Scale, Bias)"
             )
+        for name, v in zip(("Scale", "Bias"), self.scale_bias, strict=True):
+            if not np.isfinite(np.float32(v)):
+                raise InvalidDescriptorError(
+                    f"ELEMENT_WISE_IDENTITY.ScaleBias.{name} is {v!r}: must be a finite FLOAT"
+                )
+
+    def carrier(
+        self, level: FeatureLevel | int | str, element_size: int, own: DataType | None
+    ) -> DataType | None:
+        """None with a ScaleBias (arithmetic in the data's own type, which no other type
+        carries); the common carrier otherwise."""
+        if self.scale_bias is not None:
+            return None
+        return super().carrier(level, element_size, own)
 
     def _check_rules(self) -> None:
         inp, out = self.input_tensor, self.output_tensor
@@ -65,8 +84,27 @@ class ElementWiseIdentityDesc(UnaryDesc):
                 f"ELEMENT_WISE_IDENTITY.OutputTensor.Sizes is {list(out.sizes)}: must equal "
                 f"InputTensor.Sizes {list(inp.sizes)}"
             )
+        if self.scale_bias is not None and np.dtype(inp.data_type.numpy_dtype).kind != "f":
+            raise InvalidDescriptorError(
+                f"ELEMENT_WISE_IDENTITY.ScaleBias is given for {inp.data_type.name} tensors: "
+                "x * Scale + Bias is float arithmetic (FLOAT16, FLOAT32, FLOAT64)"
+            )
 
     def logical_copies(self) -> list[LogicalCopy]:
         sizes = tuple(self.input_tensor.sizes)
         n = len(sizes)
         return [LogicalCopy(0, (0,) * n, (1,) * n, 0, (0,) * n, sizes)]
+
+    def lower(
+        self,
+        input_layouts: Sequence[Layout] | None = None,
+        output_layouts: Sequence[Layout] | None = None,
+    ) -> Plan:
+        """The copy; with a ScaleBias, a converting copy of the type to itself that applies
+        it (`Plan.scale_bias`, the rounding `dmlops.conversion.scaled` states)."""
+        plan = super().lower(input_layouts, output_layouts)
+        if self.scale_bias is None:
+            return plan
+        kind = np.dtype(self.input_tensor.data_type.numpy_dtype).str
+        scale, bias = (float(np.float32(v)) for v in self.scale_bias)
+        return dataclasses.replace(plan, conversion=(kind, kind), scale_bias=(scale, bias))

@@ -16,6 +16,20 @@ from ...plan import Plan
 __all__ = ["CudaConversion", "device_view"]
 
 
+def _scaled_body(target: np.dtype[Any], scale: float, bias: float) -> str:
+    """ELEMENT_WISE_IDENTITY's ScaleBias as `dmlops.conversion.scaled` rounds it: in float32
+    (float64 for FLOAT64), the product rounded, then the sum (no fused multiply-add)."""
+    bits = [int(np.array(v, np.float32).view(np.uint32)) for v in (scale, bias)]
+    s, b = (f"__int_as_float({v:#x})" for v in bits)
+    if target == np.float64:
+        value = f"double v = __dadd_rn(__dmul_rn((double)x, (double){s}), (double){b});"
+        nan = "__longlong_as_double(0x7FFFFFFFFFFFFFFFLL)"
+    else:
+        value = f"float v = __fadd_rn(__fmul_rn((float)x, {s}), {b});"
+        nan = "__int_as_float(0x7FFFFFFF)"
+    return f"{value} y = isnan(v) ? (Y){nan} : (Y)v;"
+
+
 def _body(source: np.dtype[Any], target: np.dtype[Any]) -> str:
     """The elementwise kernel's statement turning `x` (source) into `y` (target)."""
     if target.kind == "f" and source.kind == "f":  # a NaN: the one NaN, every payload bit set
@@ -79,9 +93,13 @@ class CudaConversion:
         cp = backend.cupy
         device, stream = backend.default_queue() if queue is None else queue
         if self.kernel is None:
-            self.kernel = cp.ElementwiseKernel(
-                "X x", "Y y", _body(self.source, self.target), "dmlops_cast"
+            scale_bias = self.plan.scale_bias
+            body = (
+                _body(self.source, self.target)
+                if scale_bias is None
+                else _scaled_body(self.target, *scale_bias)
             )
+            self.kernel = cp.ElementwiseKernel("X x", "Y y", body, "dmlops_cast")
         key = (device, *ins, *outs)
         ready = self.bound_views.get(key)
         if ready is None:
