@@ -217,6 +217,9 @@ class Plan:
         if self.conversion is None:
             return f"{self.element_size}-byte elements"
         source, target = (np.dtype(t).name for t in self.conversion)
+        if self.scale_bias is not None:
+            scale, bias = self.scale_bias
+            return f"{source} elements, each x * {scale:g} + {bias:g} (ScaleBias)"
         return f"elements converted from {source} to {target} (CAST)"
 
     def describe(self) -> str:
