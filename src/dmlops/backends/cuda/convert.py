@@ -76,6 +76,36 @@ def device_view(
     return cp.ndarray(tuple(shape), dtype, pointer, strides=byte_strides)
 
 
+_C_TYPES = {
+    "float32": "float", "float64": "double", "int8": "signed char", "uint8": "unsigned char",
+    "int16": "short", "uint16": "unsigned short", "int32": "int", "uint32": "unsigned int",
+    "int64": "long long", "uint64": "unsigned long long",
+}  # fmt: skip
+
+
+def _flat_kernel(cp: Any, source: np.dtype[Any], target: np.dtype[Any], body: str) -> Any:
+    """A grid-stride kernel applying `body` to packed arrays of two types without float16
+    (CuPy's elementwise kernels index every element through its shape: ~1.6 x slower on the
+    H100 for packed operands, measured), or None where a type has no C name here."""
+    if source.name not in _C_TYPES or target.name not in _C_TYPES:
+        return None
+    code = f"""
+typedef {_C_TYPES[source.name]} X;
+typedef {_C_TYPES[target.name]} Y;
+extern "C" __global__ void dmlops_cast_flat(const X* __restrict__ xs, Y* __restrict__ ys,
+                                            long long n) {{
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {{
+        X x = xs[i];
+        Y y;
+        {body}
+        ys[i] = y;
+    }}
+}}
+"""
+    return cp.RawKernel(code, "dmlops_cast_flat")
+
+
 class CudaConversion:
     """A converting plan on device addresses (CuPy views, one kernel per type pair)."""
 
@@ -86,6 +116,7 @@ class CudaConversion:
         self.source = np.dtype(plan.conversion[0])
         self.target = np.dtype(plan.conversion[1])
         self.kernel: Any = None
+        self.flat: Any = None  # the packed operands' kernel (no float16 side)
         self.bound_views: dict[tuple[int, ...], tuple[bool, list[tuple[Any, Any]]]] = {}
 
     def __call__(self, ins: Sequence[int], outs: Sequence[int], queue: Any = None) -> None:
@@ -100,6 +131,7 @@ class CudaConversion:
                 else _scaled_body(self.target, *scale_bias)
             )
             self.kernel = cp.ElementwiseKernel("X x", "Y y", body, "dmlops_cast")
+            self.flat = _flat_kernel(cp, self.source, self.target, body)
         key = (device, *ins, *outs)
         ready = self.bound_views.get(key)
         if ready is None:
@@ -111,11 +143,25 @@ class CudaConversion:
         with backend._on(device), cp.cuda.ExternalStream(stream, device):
             if apart:
                 for src, dst in pairs:
+                    packed = src.flags.c_contiguous and dst.flags.c_contiguous and src.size
+                    if packed and self.flat is not None and self._flat(cp, src, dst):
+                        continue
                     self.kernel(src, dst)
                 return
             made = [self.kernel(src, cp.empty(src.shape, self.target)) for src, _ in pairs]
             for (_, dst), values in zip(pairs, made, strict=True):  # every read came first
                 dst[...] = values
+
+    def _flat(self, cp: Any, src: Any, dst: Any) -> bool:
+        """The packed kernel over src into dst; False (and not again) where it does not
+        compile here (the elementwise kernel then runs)."""
+        blocks = min(4096, -(-src.size // 256))
+        try:
+            self.flat((blocks,), (256,), (src, dst, np.int64(src.size)))
+        except cp.cuda.compiler.CompileException:
+            self.flat = None
+            return False
+        return True
 
     def _views(
         self, cp: Any, ins: Sequence[int], outs: Sequence[int], device: int
