@@ -606,3 +606,20 @@ def test_scatters_match_the_functional_api(case: Any, data: st.DataObject) -> No
         dd.scatter_elements(dx, np.full(shape, n), updates, axis)
     with pytest.raises(dmlops.DmlError, match=r"SCATTER_ND"):
         dd.scatter_nd(dx, tuples, blocks[:, None])
+
+
+@settings(max_examples=40, deadline=None)
+@given(cases(), st.data())
+def test_cast_tril_and_triu_chunk_by_chunk(case: Any, data: st.DataObject) -> None:
+    """CAST to any type and the triangles at any diagonal, each chunk its own task (the
+    triangles shift the diagonal span by the chunk's corner), as the functional API."""
+    x, dx = case
+    target = data.draw(st.sampled_from([np.int8, np.uint16, np.float16, np.float64, np.int64]))
+    with dask.config.set(scheduler="threads"):
+        _same(dd.cast(dx, target).compute(), dmlops.cast(x, target))
+        if x.ndim >= 2:
+            k = data.draw(st.integers(-7, 7))
+            _same(dd.tril(dx, k).compute(), np.tril(x, k))
+            _same(dd.triu(dx, k).compute(), np.triu(x, k))
+    with pytest.raises(dmlops.DmlError, match=r"CAST\.OutputTensor\.DataType is bool"):
+        dd.cast(dx, bool)

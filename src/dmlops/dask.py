@@ -65,6 +65,9 @@ __all__ = [
     "reverse_subsequences",
     "scatter_elements",
     "scatter_nd",
+    "cast",
+    "tril",
+    "triu",
 ]
 
 _CONTENT = "_dmlops_content"
@@ -1273,3 +1276,56 @@ def scatter_nd(
         concatenate=True,
         meta=meta,
     )
+
+
+def _cast_block(dtype: np.dtype[Any], level: Any, block: Any) -> Any:
+    return strided.cast(block, dtype, feature_level=level)
+
+
+def cast(x: Any, dtype: Any, *, feature_level: FeatureLevel | int | str | None = None) -> Any:
+    """DML CAST on a dask array (see dmlops.cast: DirectML's conversion rules), lazily, chunk
+    by chunk; validated before any task exists."""
+    from dask.array.utils import meta_from_array
+
+    target = strided._numpy_type(dtype)
+    probe = np.zeros((1,) * max(x.ndim, 1), x.dtype)  # (the descriptor's checks, now)
+    strided.cast(probe, target, feature_level=feature_level)
+    meta = meta_from_array(x, ndim=x.ndim, dtype=target)  # type: ignore[no-untyped-call]
+    block = functools.partial(_cast_block, target, feature_level)
+    return x.map_blocks(block, dtype=target, meta=meta)
+
+
+def _triangle_block(upper: bool, k: int, level: Any, block: Any, block_info: Any = None) -> Any:
+    from .ops import triangle_span
+
+    (r0, _), (c0, _) = block_info[0]["array-location"][-2:]
+    # (the block's own diagonals: column - row there is column - row of the whole minus
+    # (c0 - r0))
+    begin, end = triangle_span(upper, k - (c0 - r0), *block.shape[-2:])
+    if block.ndim <= 4:
+        return strided.diagonal_matrix1(block, begin, end, 0, feature_level=level)
+    merged = block.reshape((-1, *block.shape[-2:]))
+    made = strided.diagonal_matrix1(merged, begin, end, 0, feature_level=level)
+    return made.reshape(block.shape)
+
+
+def _triangle(x: Any, k: int, upper: bool, feature_level: Any) -> Any:
+    name = "triu" if upper else "tril"
+    if x.ndim < 2:
+        raise DmlError(f"{name}: x has {x.ndim} dimensions; a matrix needs 2 (DIAGONAL_MATRIX1)")
+    probe = np.zeros((2, 2), x.dtype)  # (the descriptor's checks, now)
+    strided.diagonal_matrix1(probe, 0, 1, 0, feature_level=feature_level)
+    block = functools.partial(_triangle_block, upper, int(k), feature_level)
+    return x.map_blocks(block, dtype=x.dtype, meta=x._meta)
+
+
+def tril(x: Any, k: int = 0, *, feature_level: FeatureLevel | int | str | None = None) -> Any:
+    """numpy.tril on a dask array, lazily: each chunk one DIAGONAL_MATRIX1 with its own
+    diagonal span (no rechunk)."""
+    return _triangle(x, k, False, feature_level)
+
+
+def triu(x: Any, k: int = 0, *, feature_level: FeatureLevel | int | str | None = None) -> Any:
+    """numpy.triu on a dask array, lazily: each chunk one DIAGONAL_MATRIX1 with its own
+    diagonal span (no rechunk)."""
+    return _triangle(x, k, True, feature_level)
