@@ -68,6 +68,7 @@ __all__ = [
     "cast",
     "tril",
     "triu",
+    "resample",
 ]
 
 _CONTENT = "_dmlops_content"
@@ -1329,3 +1330,64 @@ def triu(x: Any, k: int = 0, *, feature_level: FeatureLevel | int | str | None =
     """numpy.triu on a dask array, lazily: each chunk one DIAGONAL_MATRIX1 with its own
     diagonal span (no rechunk)."""
     return _triangle(x, k, True, feature_level)
+
+
+def _resample_block(
+    kept: tuple[bool, ...], sizes: tuple[int, ...], options: dict[str, Any], block: Any
+) -> Any:
+    out = tuple(n if keep else m for n, m, keep in zip(block.shape, sizes, kept, strict=True))
+    return strided.resample(block, sizes=out, **options)
+
+
+def resample(
+    x: Any,
+    scales: Sequence[float],
+    *,
+    sizes: Sequence[int] | None = None,
+    input_pixel_offsets: Sequence[float] | None = None,
+    output_pixel_offsets: Sequence[float] | None = None,
+    rounding_direction: Any = None,
+    feature_level: FeatureLevel | int | str | None = None,
+) -> Any:
+    """DML RESAMPLE / RESAMPLE1 / RESAMPLE2 nearest on a dask array (see dmlops.resample),
+    lazily: every axis whose map is not the identity is made one chunk (an output element may
+    read any input element along it: the one rechunk its meaning needs); the other axes keep
+    their chunks, each chunk one task. Validated before any task exists."""
+    from .ops import Resample2Desc, ResampleDesc
+
+    factors = [float(v) for v in scales]
+    out = (
+        tuple(int(n) for n in sizes)
+        if sizes is not None
+        else ResampleDesc.output_sizes_for(x.shape, factors)
+    )
+    rank = x.ndim
+    ins = [0.5] * rank if input_pixel_offsets is None else list(input_pixel_offsets)
+    outs = [-0.5] * rank if output_pixel_offsets is None else list(output_pixel_offsets)
+    options: dict[str, Any] = {
+        "scales": factors,
+        "input_pixel_offsets": input_pixel_offsets,
+        "output_pixel_offsets": output_pixel_offsets,
+        "rounding_direction": rounding_direction,
+        "feature_level": feature_level,
+    }
+    probe = np.zeros((1,) * rank, x.dtype)  # (the descriptor's checks, now)
+    strided.resample(probe, sizes=(1,) * rank, **options)
+    if len(out) != rank:
+        raise DmlError(f"RESAMPLE: {len(out)} output sizes for an input of {rank} dimensions")
+    if 0 in x.shape or 0 in out:
+        return _empty(x, out)
+    if rounding_direction is None and input_pixel_offsets is None and output_pixel_offsets is None:
+        ins, outs = [0.5] * rank, [-0.5] * rank
+    direction = "DECREASING" if rounding_direction is None else rounding_direction
+    if rounding_direction is None:  # RESAMPLE and RESAMPLE1: nearest, halves up
+        ins = [float(np.float32(a) - np.float32(0.5)) for a in ins]
+    maps = Resample2Desc(_tensor(x), _tensor(x, out), factors, ins, outs, direction).axis_maps()
+    kept = tuple(
+        n == m and bool(np.array_equal(index, np.arange(m)))
+        for n, m, index in zip(x.shape, out, maps, strict=True)
+    )
+    whole = x.rechunk({d: -1 for d in range(rank) if not kept[d]})
+    chunks = tuple(c if keep else (m,) for c, m, keep in zip(whole.chunks, out, kept, strict=True))
+    block = functools.partial(_resample_block, kept, out, options)
+    return whole.map_blocks(block, chunks=chunks, dtype=x.dtype, meta=whole._meta)
