@@ -642,3 +642,20 @@ def test_resample_rechunks_only_the_axes_it_moves(case: Any, data: st.DataObject
     for d, s in enumerate(scales):
         if s == 1.0 and not form:
             assert got.chunks[d] == dx.chunks[d]
+
+
+def test_gather_nd_of_known_tuples_reads_only_the_chunks_they_name() -> None:
+    x = np.arange(10 * 4 * 3, dtype=np.int32).reshape(10, 4, 3)
+    dx = da.from_array(x, chunks=(2, 4, 3))
+    got = dd.gather_nd(dx, np.array([[9, 1], [8, -1], [1, 0]]))
+    graph = got.__dask_graph__()
+    sources = {
+        k[1]
+        for name, layer in graph.layers.items()
+        if name.startswith("dmlops-gather")
+        for task in dict(layer).values()
+        for k in task[1:]
+        if isinstance(k, tuple) and k and isinstance(k[0], str) and "reshape" in k[0]
+    }
+    _same(got.compute(), x[[9, 8, 1], [1, -1, 0]])
+    assert sources == {0, 4}  # (rows 0-1 and 8-9 alone, through x's merged view)

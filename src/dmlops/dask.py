@@ -1076,11 +1076,12 @@ def gather_nd(
     feature_level: FeatureLevel | int | str | None = None,
 ) -> Any:
     """DML GATHER_ND (GATHER_ND1 with `batch_dims`) on dask arrays (see dmlops.gather_nd),
-    lazily: the dimensions the index tuples address are made one chunk (a tuple may name any
-    sub-block of them: the one rechunk its meaning needs), the tuple axis of the indices one
-    chunk, and each output chunk is one task over an indices chunk and the matching batch of
-    x. Indices known (a numpy array: checked now, values too) or a dask array (an index out
-    of range is then an error of its task)."""
+    lazily. Known indices without batch dimensions are routed as `gather` routes rows (each
+    tuple is a row of x's addressed dimensions merged: an output chunk reads only the chunks
+    its tuples name). Otherwise the dimensions the tuples address are made one chunk (a tuple
+    may name any sub-block of them), the tuple axis of the indices one chunk, and each output
+    chunk is one task over an indices chunk and the matching batch of x (an index out of
+    range is then an error of its task). Known indices are checked now, values too."""
     da = _dask()
     from dask.array.utils import meta_from_array
 
@@ -1099,6 +1100,13 @@ def gather_nd(
     if known is not None:  # the descriptor's checks and the values', now (no copy of x)
         probe = np.broadcast_to(np.zeros((), x.dtype), (*x.shape[: b + k], *(1,) * (rank - b - k)))
         indexed.gather_nd(probe, known, b, feature_level=feature_level)
+        if b == 0 and known.size:  # routed as GATHER routes rows: each tuple one row
+            sizes = x.shape[:k]
+            tuples = known.reshape(-1, k).astype(np.int64)
+            tuples = np.where(tuples < 0, tuples + np.array(sizes), tuples)
+            rows = np.ravel_multi_index(tuple(tuples.T), sizes).reshape(ishape[:-1])
+            flat = x if k == 1 else x.reshape((math.prod(sizes), *x.shape[k:]))
+            return gather(flat, rows, 0, feature_level=feature_level)
         lazy = da.from_array(known, chunks=(*x.chunks[:b], *((n,) for n in ishape[b:])))
     else:
         probe_ids = np.zeros((*(1,) * (len(ishape) - 1), k), lazy.dtype)

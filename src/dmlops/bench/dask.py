@@ -170,6 +170,38 @@ def _take_theirs(x: Any) -> Any:
     return da.take(x, _rows(x), axis=0)
 
 
+def _rows_nd_ours(x: Any) -> Any:
+    import dmlops.dask as dd
+
+    return dd.gather_nd(x, _rows(x)[:, None])
+
+
+def _cast_ours(x: Any) -> Any:
+    import numpy as np
+
+    import dmlops.dask as dd
+
+    return dd.cast(x, np.float16)
+
+
+def _cast_theirs(x: Any) -> Any:
+    import numpy as np
+
+    return x.astype(np.float16)
+
+
+def _tril_ours(x: Any) -> Any:
+    import dmlops.dask as dd
+
+    return dd.tril(x, 100)
+
+
+def _tril_theirs(x: Any) -> Any:
+    da = _module("dask.array")
+
+    return da.tril(x, 100)
+
+
 Build = Callable[[Any], Any]
 SAME_BYTES = ("split 3 + join reversed",)  # cases writing as many bytes as the floor copies
 PIPELINES: dict[str, dict[str, Build]] = {
@@ -179,6 +211,9 @@ PIPELINES: dict[str, dict[str, Build]] = {
     "pad 64 rows each end (reflect)": {OURS: _pad_ours, THEIRS: _pad_theirs},
     "tile 2 x 1": {OURS: _tile_ours, THEIRS: _tile_theirs},
     "take every 8th row, shuffled": {OURS: _take_ours, THEIRS: _take_theirs},
+    "gather_nd of every 8th row, shuffled": {OURS: _rows_nd_ours, THEIRS: _take_theirs},
+    "cast to float16": {OURS: _cast_ours, THEIRS: _cast_theirs},
+    "tril (k = 100)": {OURS: _tril_ours, THEIRS: _tril_theirs},
 }
 
 
