@@ -484,16 +484,41 @@ def test_the_indexed_operators_validate_before_any_task_runs() -> None:
     dx = da.from_array(np.zeros((4, 5), np.float32), chunks=2)
     with pytest.raises(dmlops.IndexOutOfRangeError, match=r"outside \[-4, 4\)"):
         dd.gather_elements(dx, np.full((4, 5), 4), 0)
-    with pytest.raises(dmlops.DmlError, match=r"the input's sizes off axis 0"):
-        dd.gather_elements(dx, np.zeros((2, 3), np.int64), 0)
+    with pytest.raises(dmlops.DmlError, match=r"at most its sizes off axis 0"):
+        dd.gather_elements(dx, np.zeros((2, 6), np.int64), 0)
+    with pytest.raises(dmlops.DmlError, match=r"at most its sizes off axis 1"):
+        dd.scatter_elements(dx, np.zeros((5, 1), np.int64), np.zeros((5, 1), np.float32), 1)
     with pytest.raises(dmlops.DmlError, match=r"ONE_HOT"):
         dd.one_hot(da.from_array(np.zeros(3, np.float32)), 2, np.array([0, 1]))
     with pytest.raises(dmlops.DmlError, match=r"indices are a dask array"):
         dd.one_hot(np.zeros(3, np.int64), 2, np.array([0, 1]))
     with pytest.raises(dmlops.DmlError, match=r"REVERSE_SUBSEQUENCES"):
         dd.reverse_subsequences(dx, np.array([1, 2]), 0, 1)  # 2 lengths for 5 batch rows
-    with pytest.raises(dmlops.DmlError, match=r"compute them first"):
-        dd.reverse_subsequences(dx, da.from_array(np.ones(5, np.int64)), 0, 1)
+
+
+def test_lazy_lengths_and_indices_smaller_than_the_input_off_the_axis() -> None:
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((6, 7, 3)).astype(np.float32)
+    dx = da.from_array(x, chunks=(4, 3, 2))
+    lengths = np.array([0, 1, 6, 3, 2, 5, 4])
+    lazy = da.from_array(lengths, chunks=2)
+    _same(
+        dd.reverse_subsequences(dx, lazy, 0, 1).compute(),
+        dmlops.reverse_subsequences(x, lengths, 0, 1),
+    )
+    idx = rng.integers(-7, 7, (4, 5, 2))  # fewer rows and columns than x off axis 1
+    for indices in (idx, da.from_array(idx, chunks=(3, 2, 1))):
+        _same(
+            dd.gather_elements(dx, indices, 1).compute(),
+            dmlops.gather_elements(x, idx, 1),
+        )
+    updates = rng.standard_normal(idx.shape).astype(np.float32)
+    distinct = np.argsort(rng.random((4, 7, 2)), axis=1)[:, :5]  # no element written twice
+    for indices in (distinct, da.from_array(distinct, chunks=(3, 2, 1))):
+        _same(
+            dd.scatter_elements(dx, indices, updates, 1).compute(),
+            dmlops.scatter_elements(x, distinct, updates, 1),
+        )
 
 
 @pytest.mark.gpu

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arrays import indexed as fi
+from ..arrays import indexed as array_layer
 from ..errors import ModelError
 from ..tensor import FeatureLevel
 from .params import axis_of
@@ -40,16 +40,20 @@ def indexed_node(
     type_of: TypeOf,
     constant: Callable[[str], np.ndarray[Any, Any] | None],
     level: FeatureLevel,
+    library: Any = array_layer,
 ) -> IndexedNode:
     """The node as a call of the array layer; ModelError where ONNX's rules (or dmlops'
     scope) refuse it. `type_of(name)` gives an input's shape and dtype, `constant(name)` its
-    value where it is known when the model is compiled."""
+    value where it is known when the model is compiled. `library`: the module whose calls
+    the node makes (the array layer's `arrays.indexed`, or one of the same signatures, as
+    dmlops.dask's operators)."""
+    fi = library
     op = node.op_type
     names = list(node.input)
     if op == "OneHot":
-        return _one_hot(names, attrs, type_of, constant, level)
+        return _one_hot(names, attrs, type_of, constant, level, fi)
     if op == "MaxUnpool":
-        return _max_unpool(names, attrs, type_of, constant, level)
+        return _max_unpool(names, attrs, type_of, constant, level, fi)
     xshape, xtype = type_of(names[0])
     ishape, _ = type_of(names[1])
     rank = len(xshape)
@@ -135,6 +139,7 @@ def _one_hot(
     type_of: TypeOf,
     constant: Callable[[str], np.ndarray[Any, Any] | None],
     level: FeatureLevel,
+    fi: Any,
 ) -> IndexedNode:
     known = constant(names[1])
     if known is None:
@@ -161,6 +166,7 @@ def _max_unpool(
     type_of: TypeOf,
     constant: Callable[[str], np.ndarray[Any, Any] | None],
     level: FeatureLevel,
+    fi: Any,
 ) -> IndexedNode:
     """ONNX MaxUnpool of an [N, C, H, W] input onto MAX_UNPOOLING: the output's sizes from
     kernel_shape, strides and pads; the indices (MaxPool's, flattening that whole output) as

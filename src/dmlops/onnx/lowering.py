@@ -11,7 +11,7 @@ carried as shapes and produced empty, without a dispatch.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,8 @@ __all__ = [
     "CompiledModel",
     "NeedsRunTime",
     "compile_model",
+    "lower_model",
+    "Lowered",
     "GRAPH_OPS",
     "INDEXED_OPS",
     "RUNTIME_OPS",
@@ -679,14 +681,69 @@ def opset_of(model: Any) -> int:
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
 
 
+@dataclass
+class Lowered:
+    """A model's nodes applied to a graph builder: each value by name (graph tensors, empty
+    and scalar values), its ONNX element type, the constants (initializers and what was
+    folded), the data inputs entered in order, and the constants read as data."""
+
+    values: dict[str, Value]
+    dtypes: dict[str, np.dtype[Any]]
+    constants: dict[str, Any]
+    data_inputs: list[str]
+    constant_inputs: dict[str, np.ndarray[Any, Any]]
+
+
+# (node, attributes, the lowering so far) -> each output's value and type
+RunTime = Callable[[Any, dict[str, Any], Lowered], list[tuple[Value, np.dtype[Any]]]]
+
+
 def _compile_graph(
     model: Any, arrays: Mapping[str, Any], device: Device, opset: int
 ) -> CompiledModel:
     """The whole model as one Graph (NeedsRunTime where it cannot be)."""
+    g = Graph(device.feature_level, carry_types=True)
+    low = lower_model(model, arrays, g, opset, device)
+    graph, values, constants, dtypes = model.graph, low.values, low.constants, low.dtypes
+    data_inputs, constant_inputs = low.data_inputs, low.constant_inputs
+    outputs: list[tuple[str, Any]] = []
+    graph_tensors: list[GraphTensor] = []
+    for o in graph.output:
+        if o.name not in constants and o.name not in values:
+            raise ModelError(f"ONNX graph output '{o.name}' is produced by no node or input")
+        if o.name in constants:
+            outputs.append((o.name, ("const", np.asarray(constants[o.name]))))
+            continue
+        v = values[o.name]
+        if isinstance(v, _Empty):
+            outputs.append((o.name, ("empty", v.shape, v.dtype)))
+        else:
+            outputs.append((o.name, ("graph", len(graph_tensors), _shape(v), dtypes[o.name])))
+            graph_tensors.append(_tensor(v))
+    operator = g.compile(graph_tensors, device) if graph_tensors else None
+    scalars = [n for n in data_inputs if isinstance(values[n], _Scalar)]
+    return CompiledModel(operator, data_inputs, outputs, device, constant_inputs, scalars)
+
+
+def lower_model(
+    model: Any,
+    arrays: Mapping[str, Any],
+    g: Any,
+    opset: int,
+    device: Device,
+    *,
+    constants: dict[str, Any] | None = None,
+    run_time: RunTime | None = None,
+) -> Lowered:
+    """Apply `model`'s nodes to the graph builder `g` (a Graph, or any object with its
+    builder methods) for the shapes and dtypes of `arrays`. `constants` (filled here: the
+    initializers, folded values and given parameters) lets the builder see the constants it
+    is asked to enter as data; `run_time(node, attributes, lowered)` makes the nodes that
+    would need values at run time (NeedsRunTime without it)."""
     from onnx import numpy_helper
 
     graph = model.graph
-    constants: dict[str, np.ndarray[Any, Any]] = {}
+    constants = {} if constants is None else constants
     for i in graph.initializer:
         try:
             constants[i.name] = numpy_helper.to_array(i)
@@ -703,7 +760,6 @@ def _compile_graph(
     for name in parameter_names:
         if name not in constants and name in arrays:
             constants[name] = host_array(arrays[name])
-    g = Graph(device.feature_level, carry_types=True)
     values: dict[str, Value] = {}
     dtypes: dict[str, np.dtype[Any]] = {}  # each value's element type, as ONNX has it
     data_inputs: list[str] = []
@@ -724,11 +780,19 @@ def _compile_graph(
         enter(i.name, tuple(int(n) for n in a.shape), array_dtype(a))
 
     ints, number = parameter_readers(constants)
+    low = Lowered(values, dtypes, constants, data_inputs, constant_inputs)
+
+    def made(node: Any, outs: list[tuple[Value, np.dtype[Any]]]) -> None:
+        for name, (value, dtype) in zip(node.output, outs, strict=True):
+            values[name], dtypes[name] = value, dtype
 
     for node in graph.node:
         where = f"ONNX node '{node.name or node.op_type}'"
         if node.op_type in RUNTIME_OPS and any(n and n not in constants for n in node.input):
-            raise NeedsRunTime(f"{where}: {node.op_type} reads data at run time")
+            if run_time is None:
+                raise NeedsRunTime(f"{where}: {node.op_type} reads data at run time")
+            made(node, run_time(node, attributes(node), low))
+            continue
         if node.op_type in RUNTIME_OPS and node.domain in ("", "ai.onnx"):
             constants[node.output[0]] = folded(node, constants, device)
             continue
@@ -794,6 +858,9 @@ def _compile_graph(
             values.update(zip(node.output, outs, strict=True))
             dtypes.update((o, dtypes[names[0]]) for o in node.output)
             continue
+        if node.op_type not in GRAPH_OPS and run_time is not None:
+            made(node, run_time(node, a, low))
+            continue
         if node.op_type not in GRAPH_OPS:
             raise NeedsRunTime(
                 f"{where}: {node.op_type} would need the values of data tensors at run time "
@@ -818,23 +885,7 @@ def _compile_graph(
         values.update(zip(node.output, outs, strict=True))
         dtypes.update((o, dtypes[names[0]]) for o in node.output)
 
-    outputs: list[tuple[str, Any]] = []
-    graph_tensors: list[GraphTensor] = []
-    for o in graph.output:
-        if o.name not in constants and o.name not in values:
-            raise ModelError(f"ONNX graph output '{o.name}' is produced by no node or input")
-        if o.name in constants:
-            outputs.append((o.name, ("const", np.asarray(constants[o.name]))))
-            continue
-        v = values[o.name]
-        if isinstance(v, _Empty):
-            outputs.append((o.name, ("empty", v.shape, v.dtype)))
-        else:
-            outputs.append((o.name, ("graph", len(graph_tensors), _shape(v), dtypes[o.name])))
-            graph_tensors.append(_tensor(v))
-    operator = g.compile(graph_tensors, device) if graph_tensors else None
-    scalars = [n for n in data_inputs if isinstance(values[n], _Scalar)]
-    return CompiledModel(operator, data_inputs, outputs, device, constant_inputs, scalars)
+    return low
 
 
 def _gathered(

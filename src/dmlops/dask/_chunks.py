@@ -1,0 +1,422 @@
+"""The chunk engine of dmlops.dask: an array as boxes of its source dask arrays, and one
+task per output chunk running one plan over the source chunks it reads."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import calls
+from ..backends.numpy_backend import NumpyBackend
+from ..device import CompiledOperator, Device
+from ..elements import word_element
+from ..errors import DmlError
+from ..ops import (
+    OperatorDesc,
+)
+from ..plan import Layout, LogicalCopy, Plan, compose
+from ..tensor import BufferTensorDesc, DataType, FeatureLevel, packed_strides
+
+_CONTENT = "_dmlops_content"
+
+
+def _dask() -> Any:
+    try:
+        import dask.array as da
+    except ImportError as e:
+        raise DmlError("dmlops.dask needs dask: pip install 'dmlops[dask]'") from e
+    return da
+
+
+def _data_type(dtype: Any) -> DataType:
+    """The DirectML type describing these elements (an unsigned carrier for bool, bfloat16,
+    float8, ...); DmlError for elements a chunk plan does not move (over 8 bytes)."""
+    return word_element(dtype, "dmlops.dask").described_as
+
+
+def _tensor(x: Any, shape: Sequence[int] | None = None) -> BufferTensorDesc:
+    return BufferTensorDesc(_data_type(x.dtype), tuple(x.shape if shape is None else shape))
+
+
+def _empty(x: Any, shape: Sequence[int]) -> Any:
+    """An empty dask array of x's type (no chunk holds an element)."""
+    return _dask().empty(tuple(shape), dtype=x.dtype, chunks=-1)
+
+
+def _host_empty(x: Any) -> np.ndarray[Any, Any]:
+    """A numpy array of x's shape and type holding no element: the array layer validates
+    calls on it and answers with the result's shape, without moving anything."""
+    return np.empty(x.shape, x.dtype)
+
+
+@dataclass(frozen=True)
+class _Content:
+    """An array as boxes of source dask arrays (LogicalCopy: src indexes `sources`, dst 0;
+    a negative src -1 - k writes fill k, one element's bytes, as a plan's fills)."""
+
+    sources: tuple[Any, ...]
+    pieces: tuple[LogicalCopy, ...]
+    fills: tuple[bytes, ...] = ()
+
+    @property
+    def stepped(self) -> bool:
+        """Whether a piece steps its destination (depth / space blocks, upsampling): an
+        operator reading this array then reads its chunks, not its sources."""
+        return any(p.dst_step is not None and set(p.dst_step) != {1} for p in self.pieces)
+
+
+def _content(x: Any) -> _Content:
+    known = getattr(x, _CONTENT, None)
+    if known is not None and not known.stepped:
+        return known  # type: ignore[no-any-return]
+    zeros, ones = (0,) * x.ndim, (1,) * x.ndim
+    return _Content((x,), (LogicalCopy(0, zeros, ones, 0, zeros, tuple(x.shape)),))
+
+
+def _progression(first: int, step: int, count: int, lo: int, hi: int) -> tuple[int, int] | None:
+    """The range ta..tb of t in [0, count) with lo <= first + step*t < hi, or None."""
+    if step == 0:  # (an edge read again and again)
+        return (0, count - 1) if lo <= first < hi and count > 0 else None
+    if step > 0:
+        ta, tb = -(-(lo - first) // step), (hi - 1 - first) // step
+    else:
+        ta, tb = -(-(first - (hi - 1)) // -step), (first - lo) // -step
+    ta, tb = max(ta, 0), min(tb, count - 1)
+    return (ta, tb) if ta <= tb else None
+
+
+def _through(c: LogicalCopy, p: LogicalCopy, src: int) -> LogicalCopy | None:
+    """Copy c (reading its input) through piece p of that input: the part of c p supplies."""
+    start, step, dst, shape = [], [], [], []
+    for d in range(len(c.shape)):
+        t = _progression(
+            c.src_start[d], c.src_step[d], c.shape[d], p.dst_start[d], p.dst_start[d] + p.shape[d]
+        )
+        if t is None:
+            return None
+        ta, tb = t
+        at = c.src_start[d] + c.src_step[d] * ta - p.dst_start[d]
+        start.append(p.src_start[d] + p.src_step[d] * at)
+        step.append(p.src_step[d] * c.src_step[d])
+        dst.append(c.dst_start[d] + (c.dst_step[d] if c.dst_step else 1) * ta)
+        shape.append(tb - ta + 1)
+    return LogicalCopy(src, tuple(start), tuple(step), 0, tuple(dst), tuple(shape), c.dst_step)
+
+
+def _composed(desc: OperatorDesc, inputs: list[Any]) -> list[_Content]:
+    """Each output of `desc` as boxes of the sources its inputs come from."""
+    contents = [_content(x) for x in inputs]
+    sources: dict[str, int] = {}
+    ordered: list[Any] = []
+    for content in contents:
+        for s in content.sources:
+            if s.name not in sources:
+                sources[s.name] = len(ordered)
+                ordered.append(s)
+    fills: list[bytes] = []  # every fill met, numbered as sources -1, -2, ...
+
+    def fill(value: bytes) -> int:
+        if value not in fills:
+            fills.append(value)
+        return -1 - fills.index(value)
+
+    own = desc.fills()
+    per_output: list[list[LogicalCopy]] = [[] for _ in desc.output_fields()]
+    for c in desc.logical_copies():
+        if c.src < 0:  # the operator writes a constant there
+            zeros = (0,) * len(c.shape)
+            per_output[c.dst].append(
+                LogicalCopy(
+                    fill(own[-1 - c.src]), zeros, zeros, 0, c.dst_start, c.shape, c.dst_step
+                )
+            )
+            continue
+        content = contents[c.src]
+        for p in content.pieces:
+            src = (
+                fill(content.fills[-1 - p.src])
+                if p.src < 0
+                else sources[content.sources[p.src].name]
+            )
+            piece = _through(c, p, src)
+            if piece is not None:
+                per_output[c.dst].append(piece)
+    results = []
+    for pieces in per_output:
+        used = sorted({p.src for p in pieces if p.src >= 0})
+        kept = sorted({p.src for p in pieces if p.src < 0}, reverse=True)
+        renumber = {s: i for i, s in enumerate(used)} | {f: -1 - i for i, f in enumerate(kept)}
+        pieces = [
+            LogicalCopy(
+                renumber[p.src], p.src_start, p.src_step, 0, p.dst_start, p.shape, p.dst_step
+            )
+            for p in pieces
+        ]
+        results.append(
+            _Content(
+                tuple(ordered[s] for s in used),
+                tuple(pieces),
+                tuple(fills[-1 - f] for f in kept),
+            )
+        )
+    return results
+
+
+def _bounds(chunks: Sequence[int]) -> np.ndarray[Any, Any]:
+    return np.concatenate([[0], np.cumsum(chunks)]).astype(np.int64)
+
+
+def _cuts(start: int, step: int, t0: int, t1: int, n: int) -> tuple[int, int]:
+    """Chunk edges around the positions start + step * t0 .. start + step * t1 (aligned to
+    step's blocks, so that an upsampled or depth-to-space output is cut between blocks)."""
+    a, b = sorted((start + step * t0, start + step * t1))
+    size = abs(step)
+    return a - a % size, min(b + size - b % size, n)
+
+
+def _default_chunks(shape: Sequence[int], content: _Content) -> tuple[tuple[int, ...], ...]:
+    """Per axis, cuts where a piece starts or ends and where its reads cross a source chunk
+    boundary: each output chunk then reads one source chunk per piece (as dask's slicing)."""
+    result: list[tuple[int, ...]] = []
+    for d, n in enumerate(shape):
+        if n == 0:
+            result.append((0,))
+            continue
+        cuts = {0, n}
+        for p in content.pieces:
+            step = p.dst_step[d] if p.dst_step else 1
+            count = p.shape[d]
+            cuts.update(_cuts(p.dst_start[d], step, 0, count - 1, n))
+            if p.src < 0:
+                continue
+            bounds = content.sources[p.src].chunks[d]
+            for a, b in itertools.pairwise(_bounds(bounds)):
+                r = _progression(p.src_start[d], p.src_step[d], count, int(a), int(b))
+                if r is not None:
+                    cuts.update(_cuts(p.dst_start[d], step, r[0], r[1], n))
+        edges = sorted(cuts)
+        result.append(tuple(b - a for a, b in itertools.pairwise(edges)))
+    return tuple(result)
+
+
+class _ChunkDesc:
+    """What one chunk task binds: the source chunks it reads and the chunk it writes."""
+
+    OPERATOR = "dmlops.dask chunk"
+    operator_type = "DML_GRAPH"
+
+    def __init__(
+        self,
+        dtype: DataType,
+        inputs: Sequence[tuple[int, ...]],
+        output: tuple[int, ...],
+        elements: Any = None,
+        on_gpu: bool = False,
+    ):
+        """`elements`: the arrays' own numpy dtype (bfloat16, bool, ...: a chunk of fills
+        alone is made of it), `on_gpu`: whether the chunks are CuPy arrays (such a chunk is
+        one too)."""
+        self.elements = np.dtype(dtype.numpy_dtype if elements is None else elements)
+        self.on_gpu = on_gpu
+
+        def exact(shape: tuple[int, ...]) -> BufferTensorDesc:  # chunks are not padded to 4 bytes
+            return BufferTensorDesc(dtype, shape, None, dtype.element_size * math.prod(shape))
+
+        self.inputs = [exact(s) for s in inputs]
+        self.output = exact(output)
+
+    def input_fields(self) -> list[tuple[str, BufferTensorDesc]]:
+        return [(f"InputTensors[{k}]", t) for k, t in enumerate(self.inputs)]
+
+    def output_fields(self) -> list[tuple[str, BufferTensorDesc]]:
+        return [("OutputTensors[0]", self.output)]
+
+
+@functools.lru_cache(maxsize=8)
+def _device(backend: str, level: FeatureLevel) -> Device:
+    device = Device(level, backend=backend)
+    if backend == "numpy":  # dask spreads the tasks over the cores: each copies on its own
+        device.backend = NumpyBackend.serial()
+    return device
+
+
+def _chunk_task(plan: Plan, desc: _ChunkDesc, level: FeatureLevel, *blocks: Any) -> Any:
+    """Produce one output chunk: one plan from the source chunks it reads."""
+    shape = tuple(desc.output.sizes)
+    if not blocks:  # nothing read: fills alone (or nothing), where the other chunks are
+        if desc.on_gpu:
+            import cupy
+
+            out = cupy.empty(shape, desc.elements)
+        else:
+            out = np.empty(shape, desc.elements)
+        if plan.copies:
+            device = _device("cuda" if desc.on_gpu else "numpy", level)
+            CompiledOperator(device, desc, plan).execute([], [out])  # type: ignore[arg-type]
+        return out
+    cupy = type(blocks[0]).__module__.split(".")[0] == "cupy"
+    device = _device("cuda" if cupy else "numpy", level)
+    backend = device.backend
+    blocks = tuple(b if b.flags.c_contiguous else backend.copy_of(b) for b in blocks)
+    out = backend.new_like(blocks[0], shape)
+    CompiledOperator(device, desc, plan).execute(list(blocks), [out])  # type: ignore[arg-type]
+    return out
+
+
+def _is_whole(copy: LogicalCopy, block: tuple[int, ...], chunk: tuple[int, ...]) -> bool:
+    """Whether a copy moves a whole block unchanged into a chunk of its shape."""
+    zeros = (0,) * len(chunk)
+    identity = copy.src_start == zeros and copy.dst_start == zeros and set(copy.src_step) <= {1}
+    identity = identity and copy.src >= 0 and set(copy.dst_step or (1,)) == {1}
+    return identity and copy.shape == chunk == block
+
+
+def _c_layout(shape: Sequence[int]) -> Layout:
+    return Layout(0, packed_strides(shape))
+
+
+_Box = tuple[int, ...]
+
+
+def _reads(
+    p: LogicalCopy, lo: list[int], hi: list[int], bounds: list[np.ndarray[Any, Any]]
+) -> Iterator[tuple[_Box, _Box, _Box, _Box]]:
+    """What piece `p` copies into the output chunk [lo, hi): for each source chunk it reads
+    (its grid index), the copy's first element in that chunk, its first element in the
+    output chunk and its size. `bounds` are the source's chunk bounds per axis."""
+    steps = p.dst_step or (1,) * len(lo)
+    axes = []  # per axis: (first output index in the chunk, count, first source index, chunks)
+    for d in range(len(lo)):
+        t = _progression(p.dst_start[d], steps[d], p.shape[d], lo[d], hi[d])
+        if t is None:
+            return
+        first = p.src_start[d] + p.src_step[d] * t[0]
+        last = p.src_start[d] + p.src_step[d] * t[1]
+        if p.src < 0:  # a fill: no source chunk
+            chunks: range = range(1)
+        else:
+            i0 = int(np.searchsorted(bounds[d], min(first, last), side="right")) - 1
+            i1 = int(np.searchsorted(bounds[d], max(first, last), side="right")) - 1
+            chunks = range(i0, i1 + 1)
+        at = p.dst_start[d] + steps[d] * t[0] - lo[d]
+        axes.append((at, t[1] - t[0] + 1, first, chunks))
+    if p.src < 0:
+        yield (), (0,) * len(lo), tuple(a[0] for a in axes), tuple(a[1] for a in axes)
+        return
+    for grid in itertools.product(*(chunks for *_, chunks in axes)):
+        start, dst, size = [], [], []
+        for d, ((at, count, first, _), g) in enumerate(zip(axes, grid, strict=True)):
+            b0, b1 = int(bounds[d][g]), int(bounds[d][g + 1])
+            t = _progression(first, p.src_step[d], count, b0, b1)
+            if t is None:
+                break
+            start.append(first + p.src_step[d] * t[0] - b0)
+            dst.append(at + steps[d] * t[0])
+            size.append(t[1] - t[0] + 1)
+        else:
+            yield tuple(grid), tuple(start), tuple(dst), tuple(size)
+
+
+def _chunk_graph(
+    content: _Content,
+    out_chunks: tuple[tuple[int, ...], ...],
+    dtype: DataType,
+    level: FeatureLevel,
+    name: str,
+    elements: Any = None,
+    on_gpu: bool = False,
+) -> dict[Any, Any]:
+    """One task per output chunk: a plan over the source chunks its elements come from."""
+    out_bounds = [_bounds(c) for c in out_chunks]
+    src_bounds = [[_bounds(c) for c in s.chunks] for s in content.sources]
+    graph: dict[Any, Any] = {}
+    for index in itertools.product(*(range(len(c)) for c in out_chunks)):
+        lo = [int(out_bounds[d][i]) for d, i in enumerate(index)]
+        hi = [int(out_bounds[d][i + 1]) for d, i in enumerate(index)]
+        keys: dict[Any, int] = {}
+        block_shapes: list[tuple[int, ...]] = []
+        copies = []
+        for p in content.pieces:
+            bounds = src_bounds[p.src] if p.src >= 0 else []
+            for grid, start, dst, size in _reads(p, lo, hi, bounds):
+                if p.src < 0:
+                    zeros = (0,) * len(size)
+                    copies.append(LogicalCopy(p.src, zeros, zeros, 0, dst, size, p.dst_step))
+                    continue
+                key = (content.sources[p.src].name, *grid)
+                if key not in keys:
+                    keys[key] = len(keys)
+                    block_shapes.append(
+                        tuple(int(bounds[d][g + 1] - bounds[d][g]) for d, g in enumerate(grid))
+                    )
+                copies.append(LogicalCopy(keys[key], start, p.src_step, 0, dst, size, p.dst_step))
+        chunk_shape = tuple(h - low for low, h in zip(lo, hi, strict=True))
+        key = (name, *index)
+        if len(copies) == 1 and block_shapes and _is_whole(copies[0], block_shapes[0], chunk_shape):
+            graph[key] = next(iter(keys))  # the chunk is a source chunk: an alias, no copy
+            continue
+        plan = compose(
+            dtype.element_size,
+            copies,
+            [_c_layout(s) for s in block_shapes],
+            [_c_layout(chunk_shape)],
+            content.fills,
+        )
+        task = functools.partial(
+            _chunk_task,
+            plan,
+            _ChunkDesc(dtype, block_shapes, chunk_shape, elements, on_gpu),
+            level,
+        )
+        graph[key] = (task, *keys)
+    return graph
+
+
+def _build(
+    desc: OperatorDesc,
+    inputs: list[Any],
+    level: FeatureLevel,
+    chunks: Any,
+    token: str,
+) -> list[Any]:
+    """One dask array per output, composed through earlier dmlops.dask results."""
+    da = _dask()
+    from dask.array.utils import meta_from_array
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+
+    dtype = _data_type(inputs[0].dtype)
+    results = []
+    for (_, out_t), content in zip(desc.output_fields(), _composed(desc, inputs), strict=True):
+        shape = tuple(out_t.sizes)
+        out_chunks = (
+            da.core.normalize_chunks(chunks, shape, dtype=inputs[0].dtype)
+            if chunks is not None
+            else _default_chunks(shape, content)
+        )
+        sources = [s.name for s in content.sources]
+        name = f"dmlops-{token}-" + tokenize(content.pieces, sources, out_chunks, level, dtype)
+        on_gpu = type(getattr(inputs[0], "_meta", None)).__module__.split(".")[0] == "cupy"
+        graph = _chunk_graph(content, out_chunks, dtype, level, name, inputs[0].dtype, on_gpu)
+        hlg = HighLevelGraph.from_collections(name, graph, dependencies=content.sources)
+        meta = meta_from_array(  # type: ignore[no-untyped-call]
+            content.sources[0] if content.sources else inputs[0], ndim=len(shape)
+        )
+        result = da.Array(hlg, name, out_chunks, meta=meta)
+        setattr(result, _CONTENT, content)
+        results.append(result)
+    return results
+
+
+def _validated(desc: OperatorDesc, feature_level: FeatureLevel | int | str | None) -> FeatureLevel:
+    """DirectML's validation at the level, before any task exists (elements the table lacks
+    described by a carrier, as the array layer describes them)."""
+    level = calls._level(feature_level)
+    desc.as_carried(level).validate(level)
+    return level
