@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from .common import Result, format_table, gpu_present, have
@@ -40,6 +41,7 @@ def run_sections(
     dask_mib: int = 1536,
     dask_worker_mib: int = 256,
     calls: int = 200,
+    dask_cases: Sequence[str] = (),
 ) -> list[Result]:
     """Run the named sections on the named devices."""
     results: list[Result] = []
@@ -98,7 +100,7 @@ def run_sections(
                 continue
             from . import dask
 
-            results += dask.run(reps, dask_mib, dask_worker_mib)
+            results += dask.run(reps, dask_mib, dask_worker_mib, only=dask_cases)
     return results
 
 
@@ -129,6 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dask-mib", type=int, default=1536, help="dask: Zarr input size (MiB)")
     parser.add_argument(
         "--dask-worker-mib", type=int, default=256, help="dask: memory limit per worker (MiB)"
+    )
+    parser.add_argument(
+        "--dask-case",
+        action="append",
+        default=[],
+        help="dask: run only the cases whose name contains this (repeatable)",
     )
     parser.add_argument(
         "--no-compilers",
@@ -174,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         args.dask_mib,
         args.dask_worker_mib,
         args.calls,
+        args.dask_case,
     )
     print(f"machine: {platform.node()} {platform.machine()} {platform.processor()}")
     print(format_table(results))

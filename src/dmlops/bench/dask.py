@@ -19,15 +19,18 @@ over its idle size, sampled every 2 ms.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import itertools
 import shutil
 import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from .common import Result
 
@@ -202,6 +205,46 @@ def _tril_theirs(x: Any) -> Any:
     return da.tril(x, 100)
 
 
+def _window_model(shape: tuple[int, ...]) -> Any:
+    """An ONNX model of the pipeline below: a reversed window (Slice, steps -2 and -1), Split
+    in three, Concat of the pieces in reverse order."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rows = -(-shape[0] // 2)
+    params = {
+        "starts": [-1, -1],
+        "ends": [-(2**62), -(2**62)],
+        "steps": [-2, -1],
+        "split": _thirds(rows),
+    }
+    graph = helper.make_graph(
+        [
+            helper.make_node("Slice", ["x", "starts", "ends", "", "steps"], ["w"]),
+            helper.make_node("Split", ["w", "split"], ["a", "b", "c"], axis=0),
+            helper.make_node("Concat", ["c", "b", "a"], ["y"], axis=0),
+        ],
+        "window_split_join",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in params.items()],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def _onnx_ours(x: Any) -> Any:
+    import dmlops.dask as dd
+
+    return dd.run_onnx(_window_model(tuple(x.shape)), {"x": x})[0]
+
+
+def _onnx_theirs(x: Any) -> Any:
+    da = _module("dask.array")
+
+    w = _window_theirs(x)
+    cuts = list(itertools.accumulate([0, *_thirds(w.shape[0])]))
+    return da.concatenate([w[a:b] for a, b in itertools.pairwise(cuts)][::-1], axis=0)
+
+
 Build = Callable[[Any], Any]
 SAME_BYTES = ("split 3 + join reversed",)  # cases writing as many bytes as the floor copies
 PIPELINES: dict[str, dict[str, Build]] = {
@@ -214,6 +257,7 @@ PIPELINES: dict[str, dict[str, Build]] = {
     "gather_nd of every 8th row, shuffled": {OURS: _rows_nd_ours, THEIRS: _take_theirs},
     "cast to float16": {OURS: _cast_ours, THEIRS: _cast_theirs},
     "tril (k = 100)": {OURS: _tril_ours, THEIRS: _tril_theirs},
+    "ONNX model: window, split, join reversed": {OURS: _onnx_ours, THEIRS: _onnx_theirs},
 }
 
 
@@ -247,8 +291,15 @@ def _mib(values: list[int]) -> str:
     return "/".join(f"{v / 2**20:.0f}" for v in values)
 
 
-def run(reps: int, mib: int, worker_mib: int, directory: Path | None = None) -> list[Result]:
-    """Time each case through dmlops.dask and dask.array (and the Zarr copy floor)."""
+def run(
+    reps: int,
+    mib: int,
+    worker_mib: int,
+    directory: Path | None = None,
+    only: Sequence[str] = (),
+) -> list[Result]:
+    """Time each case through dmlops.dask and dask.array (and the Zarr copy floor); `only`:
+    the cases whose name contains one of these (every case where empty)."""
     da = _module("dask.array")
     distributed = _module("distributed")
 
@@ -264,6 +315,10 @@ def run(reps: int, mib: int, worker_mib: int, directory: Path | None = None) -> 
         ) as cluster, distributed.Client(cluster) as client:  # fmt: skip
             floor = measure(client, x, lambda a: a, where / "floor.zarr", reps)
             for case, builds in PIPELINES.items():
+                if only and not any(part in case for part in only):
+                    continue
+                if case.startswith("ONNX") and importlib.util.find_spec("onnx") is None:
+                    continue  # (dmlops[onnx] not installed)
                 rows = {
                     name: measure(client, x, b, where / f"{name}.zarr", reps)
                     for name, b in builds.items()

@@ -1,0 +1,133 @@
+"""dmlops.dask on a Dask GPU cluster: two worker processes, each pinned to one GPU (as
+dask-cuda's LocalCUDACluster sets them up), CuPy chunks staying on their worker's card."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+import dmlops  # noqa: E402
+import dmlops.dask as dd  # noqa: E402
+
+
+def _gpus() -> int:
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # noqa: BLE001 - no CuPy, no driver, no GPU
+        return 0
+
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(_gpus() < 2, reason="needs two CUDA GPUs"),
+]
+
+
+def _cluster() -> Any:
+    """dask-cuda's LocalCUDACluster where it is installed; else the same layout by hand: a
+    Nanny per GPU with CUDA_VISIBLE_DEVICES naming its card alone."""
+    try:
+        from dask_cuda import LocalCUDACluster
+
+        return LocalCUDACluster(
+            CUDA_VISIBLE_DEVICES="0,1", threads_per_worker=1, dashboard_address=None
+        )
+    except ImportError:
+        from distributed import Nanny, Scheduler, SpecCluster
+
+        workers = {
+            f"gpu{i}": {
+                "cls": Nanny,
+                "options": {"env": {"CUDA_VISIBLE_DEVICES": str(i)}, "nthreads": 1},
+            }
+            for i in range(2)
+        }
+        scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
+        return SpecCluster(workers=workers, scheduler=scheduler)
+
+
+def _where() -> tuple[str | None, int, str]:
+    """What a worker sees: its CUDA_VISIBLE_DEVICES, how many cards, its card's UUID."""
+    import cupy
+
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    return (
+        os.environ.get("CUDA_VISIBLE_DEVICES"),
+        cupy.cuda.runtime.getDeviceCount(),
+        bytes(props["uuid"]).hex(),
+    )
+
+
+def _on_gpu(block: Any) -> Any:
+    import cupy
+
+    return cupy.asarray(block)
+
+
+def _chunk_kind(block: Any) -> Any:
+    return np.array([[type(block).__module__.split(".")[0] == "cupy"]])
+
+
+def test_every_operator_on_a_two_gpu_cluster() -> None:
+    import cupy
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((64, 48)).astype(np.float32)
+    ids = rng.integers(-64, 64, 40)
+    idx2 = rng.integers(0, 64, (20, 48))
+    lengths = rng.integers(0, 65, 48)
+    nd = np.stack([rng.permutation(64)[:10], rng.integers(0, 48, 10)], 1)
+    with _cluster() as cluster, distributed.Client(cluster) as client:
+        seen = list(client.run(_where).values())
+        assert sorted(str(v[0]) for v in seen) == ["0", "1"]
+        assert all(v[1] == 1 for v in seen) and seen[0][2] != seen[1][2]  # one card each
+        dx = da.from_array(x, chunks=(16, 24)).map_blocks(_on_gpu, dtype=x.dtype)
+        dids = da.from_array(ids, chunks=10).map_blocks(_on_gpu, dtype=ids.dtype)
+        cases = {
+            "slice1 reversed": (
+                dd.slice1(dx, [0, 0], [64, 48], [-2, -1]),
+                x[::-2, ::-1],
+            ),
+            "split + join": (
+                dd.join(dd.split(dx, 1, [20, 28])[::-1], 1),
+                np.concatenate([x[:, 20:], x[:, :20]], 1),
+            ),
+            "padding reflect": (
+                dd.padding(dx, [3, 0], [2, 5], "REFLECT"),
+                np.pad(x, ((3, 2), (0, 5)), "reflect"),
+            ),
+            "tile": (dd.tile(dx, [2, 1]), np.tile(x, (2, 1))),
+            "gather, lazy indices": (dd.gather(dx, dids, 0), np.take(x, ids, 0)),
+            "gather_elements": (dd.gather_elements(dx, idx2, 0), np.take_along_axis(x, idx2, 0)),
+            "gather_nd": (dd.gather_nd(dx, nd), x[nd[:, 0], nd[:, 1]]),
+            "scatter_nd": (
+                dd.scatter_nd(dx, nd, np.ones(10, np.float32)),
+                dmlops.scatter_nd(x, nd, np.ones(10, np.float32)),
+            ),
+            "reverse_subsequences": (
+                dd.reverse_subsequences(dx, lengths, 0, 1),
+                dmlops.reverse_subsequences(x, lengths, 0, 1),
+            ),
+            "cast": (dd.cast(dx, np.float16), dmlops.cast(x, np.float16)),
+            "tril": (dd.tril(dx, 3), np.tril(x, 3)),
+            "resample": (dd.resample(dx, [1.5, 0.5]), dmlops.resample(x, [1.5, 0.5])),
+        }
+        lazy = [result for result, _ in cases.values()]
+        kinds = [r.map_blocks(_chunk_kind, chunks=(1, 1), dtype=bool) for r in lazy]
+        computed = client.compute(lazy + kinds, sync=True)
+        answers, chunk_kinds = computed[: len(lazy)], computed[len(lazy) :]
+        for (name, (_, want)), got, kind in zip(cases.items(), answers, chunk_kinds, strict=True):
+            host = cupy.asnumpy(got)
+            assert host.dtype == want.dtype and host.shape == want.shape, name
+            assert host.tobytes() == want.tobytes(), name
+            assert bool(np.all(kind)), f"{name}: a chunk left the GPU"
+        ran = client.run(lambda dask_worker: len(dask_worker.data))
+        assert all(n > 0 for n in ran.values()), "both workers hold chunks"
