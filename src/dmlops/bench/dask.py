@@ -39,6 +39,7 @@ __all__ = ["run", "start_sampler", "stop_sampler", "make_input", "PIPELINES"]
 SECTION = "dask"
 OURS = "dmlops.dask"
 THEIRS = "dask.array"
+XARRAY = "xarray isel"
 FLOOR = "zarr copy"
 COLUMNS = 4096
 CHUNK_ROWS = 256  # 4 MiB float32 chunks
@@ -245,19 +246,203 @@ def _onnx_theirs(x: Any) -> Any:
     return da.concatenate([w[a:b] for a, b in itertools.pairwise(cuts)][::-1], axis=0)
 
 
+def _xarray_window(x: Any) -> Any:
+    xr = _module("xarray")
+
+    return xr.DataArray(x).isel(dim_0=slice(None, None, -2), dim_1=slice(None, None, -1)).data
+
+
+def _xarray_take(x: Any) -> Any:
+    xr = _module("xarray")
+
+    return xr.DataArray(x).isel(dim_0=_rows(x)).data
+
+
+def _images(x: Any) -> Any:
+    """The input as a batch of 4-channel 64 x 64 images: [rows / 4, 4, 64, 64] (a reshape
+    that splits the chunks evenly: no data moves)."""
+    return x.reshape(x.shape[0] // 4, 4, 64, 64)
+
+
+def _depth_to_space_ours(x: Any) -> Any:
+    import dmlops.dask as dd
+
+    return dd.depth_to_space(_images(x), 2)
+
+
+def _depth_to_space_theirs(x: Any) -> Any:
+    images = _images(x)
+    n = images.shape[0]
+    blocks = images.reshape(n, 2, 2, 1, 64, 64).transpose(0, 3, 4, 1, 5, 2)
+    return blocks.reshape(n, 1, 128, 128)
+
+
+def _upsample_ours(x: Any) -> Any:
+    import dmlops.dask as dd
+
+    return dd.upsample_2d(_images(x), [2, 2])
+
+
+def _upsample_theirs(x: Any) -> Any:
+    da = _module("dask.array")
+
+    return da.repeat(da.repeat(_images(x), 2, axis=2), 2, axis=3)
+
+
+def _slice_grad_ours(x: Any) -> Any:
+    import dmlops.dask as dd
+
+    rows, columns = x.shape
+    return dd.slice_grad(x, [rows + 128, columns], [64, 0], [rows, columns], [1, 1])
+
+
+def _slice_grad_theirs(x: Any) -> Any:
+    da = _module("dask.array")
+
+    return da.pad(x, ((64, 64), (0, 0)))
+
+
+def _columns(x: Any) -> Any:
+    """Per row, 512 distinct columns in a shuffled order (the same for every row)."""
+    da = _module("dask.array")
+
+    picks = np.random.default_rng(3).permutation(x.shape[1])[:512]
+    return da.broadcast_to(da.from_array(picks[None, :]), (x.shape[0], 512)).rechunk(
+        (x.chunks[0], (512,))
+    )
+
+
+def _gather_elements_ours(x: Any) -> Any:
+    import dmlops.dask as dd
+
+    return dd.gather_elements(x, _columns(x), 1)
+
+
+def _gather_elements_theirs(x: Any) -> Any:
+    return x.map_blocks(
+        lambda block, ids: np.take_along_axis(block, ids, 1),
+        _columns(x),
+        chunks=(x.chunks[0], (512,)),
+        dtype=x.dtype,
+    )
+
+
+def _scatter_elements_ours(x: Any) -> Any:
+    import dmlops.dask as dd
+
+    return dd.scatter_elements(x, _columns(x), x[:, :512], 1)
+
+
+def _put_along(block: Any, ids: Any, updates: Any) -> Any:
+    out = block.copy()
+    np.put_along_axis(out, ids, updates, 1)
+    return out
+
+
+def _scatter_elements_theirs(x: Any) -> Any:
+    return x.map_blocks(_put_along, _columns(x), x[:, :512], dtype=x.dtype)
+
+
+def _scatter_nd_ours(x: Any) -> Any:
+    import dmlops.dask as dd
+
+    rows = _rows(x)
+    return dd.scatter_nd(x, rows[:, None], x[: len(rows)])
+
+
+def _scatter_nd_theirs(x: Any) -> Any:
+    rows = _rows(x)
+    out = x.copy()
+    out[rows] = x[: len(rows)]
+    return out
+
+
+def _ids(x: Any) -> Any:
+    da = _module("dask.array")
+
+    return da.random.default_rng(2).integers(0, x.shape[1], x.shape[0], chunks=x.chunks[0])
+
+
+def _one_hot_ours(x: Any) -> Any:
+    import dmlops.dask as dd
+
+    return dd.one_hot(_ids(x), x.shape[1], np.array([0, 1], np.float32), -1)
+
+
+def _one_hot_theirs(x: Any) -> Any:
+    da = _module("dask.array")
+
+    return (_ids(x)[:, None] == da.arange(x.shape[1])).astype(np.float32)
+
+
+def _lengths(x: Any) -> Any:
+    return np.random.default_rng(4).integers(0, x.shape[1] + 1, x.shape[0])
+
+
+def _reverse_ours(x: Any) -> Any:
+    import dmlops.dask as dd
+
+    return dd.reverse_subsequences(x, _lengths(x), 1, 0)
+
+
+def _reversed_rows(block: Any, lengths: Any) -> Any:
+    j = np.arange(block.shape[1])[None, :]
+    n = lengths.reshape(-1, 1)
+    return np.take_along_axis(block, np.where(j < n, n - 1 - j, j), 1)
+
+
+def _reverse_theirs(x: Any) -> Any:
+    da = _module("dask.array")
+
+    lengths = da.from_array(_lengths(x), chunks=(x.chunks[0],))
+    return x.map_blocks(_reversed_rows, lengths[:, None], dtype=x.dtype)
+
+
+def _resample_ours(x: Any) -> Any:
+    import dmlops.dask as dd
+
+    return dd.resample(x, [1.5, 1.0])
+
+
+def _resample_theirs(x: Any) -> Any:
+    da = _module("dask.array")
+
+    rows = int(x.shape[0] * 1.5)
+    index = np.minimum((np.arange(rows) + 0.5) / 1.5, x.shape[0] - 1).astype(np.int64)
+    return da.take(x, index, axis=0)
+
+
 Build = Callable[[Any], Any]
 SAME_BYTES = ("split 3 + join reversed",)  # cases writing as many bytes as the floor copies
 PIPELINES: dict[str, dict[str, Build]] = {
-    "window [-2,-1]": {OURS: _window_ours, THEIRS: _window_theirs},
+    "window [-2,-1]": {OURS: _window_ours, THEIRS: _window_theirs, XARRAY: _xarray_window},
     "split 3 + join reversed": {OURS: _split_join_ours, THEIRS: _split_join_theirs},
     "window, split, join": {OURS: _pipeline_ours, THEIRS: _pipeline_theirs},
     "pad 64 rows each end (reflect)": {OURS: _pad_ours, THEIRS: _pad_theirs},
     "tile 2 x 1": {OURS: _tile_ours, THEIRS: _tile_theirs},
-    "take every 8th row, shuffled": {OURS: _take_ours, THEIRS: _take_theirs},
+    "take every 8th row, shuffled": {OURS: _take_ours, THEIRS: _take_theirs, XARRAY: _xarray_take},
     "gather_nd of every 8th row, shuffled": {OURS: _rows_nd_ours, THEIRS: _take_theirs},
     "cast to float16": {OURS: _cast_ours, THEIRS: _cast_theirs},
     "tril (k = 100)": {OURS: _tril_ours, THEIRS: _tril_theirs},
     "ONNX model: window, split, join reversed": {OURS: _onnx_ours, THEIRS: _onnx_theirs},
+    "depth_to_space 2 (4-channel images)": {
+        OURS: _depth_to_space_ours,
+        THEIRS: _depth_to_space_theirs,
+    },
+    "upsample_2d 2 x 2 (4-channel images)": {OURS: _upsample_ours, THEIRS: _upsample_theirs},
+    "slice_grad: 64 zero rows each end": {OURS: _slice_grad_ours, THEIRS: _slice_grad_theirs},
+    "gather_elements: 512 columns a row": {
+        OURS: _gather_elements_ours,
+        THEIRS: _gather_elements_theirs,
+    },
+    "scatter_elements: 512 columns a row": {
+        OURS: _scatter_elements_ours,
+        THEIRS: _scatter_elements_theirs,
+    },
+    "scatter_nd: every 8th row": {OURS: _scatter_nd_ours, THEIRS: _scatter_nd_theirs},
+    "one_hot: 4096 classes a row": {OURS: _one_hot_ours, THEIRS: _one_hot_theirs},
+    "reverse_subsequences along rows": {OURS: _reverse_ours, THEIRS: _reverse_theirs},
+    "resample x 1.5 rows (nearest)": {OURS: _resample_ours, THEIRS: _resample_theirs},
 }
 
 
@@ -319,15 +504,22 @@ def run(
                     continue
                 if case.startswith("ONNX") and importlib.util.find_spec("onnx") is None:
                     continue  # (dmlops[onnx] not installed)
+                if importlib.util.find_spec("xarray") is None:
+                    builds = {k: v for k, v in builds.items() if k != XARRAY}
                 rows = {
                     name: measure(client, x, b, where / f"{name}.zarr", reps)
                     for name, b in builds.items()
                 }
                 if case in SAME_BYTES:
                     rows[FLOOR] = floor
-                a, b = (da.from_zarr(str(where / f"{n}.zarr")).view("u4") for n in builds)
-                if not bool((a == b).all().compute()):
-                    raise AssertionError(f"dask bench {case}: dmlops.dask wrote other bits")
+                ours, *others = (da.from_zarr(str(where / f"{n}.zarr")) for n in builds)
+                bits = f"u{ours.dtype.itemsize}"
+                for other in others:
+                    same = ours.shape == other.shape and bool(
+                        (ours.view(bits) == other.view(bits)).all().compute()
+                    )
+                    if not same:
+                        raise AssertionError(f"dask bench {case}: dmlops.dask wrote other bits")
                 result = Result(SECTION, case, "cpu", int(builds[OURS](x).nbytes), THEIRS)
                 for name, row in rows.items():
                     result.times[name] = row["seconds"]

@@ -15,6 +15,7 @@ from ._chunks import (
     _empty,
     _tensor,
 )
+from .indexed import gather
 
 
 def _cast_block(dtype: np.dtype[Any], level: Any, block: Any) -> Any:
@@ -100,13 +101,6 @@ def triu(x: Any, k: int = 0, *, feature_level: FeatureLevel | int | str | None =
     return _triangle(x, k, True, feature_level)
 
 
-def _resample_block(
-    kept: tuple[bool, ...], sizes: tuple[int, ...], options: dict[str, Any], block: Any
-) -> Any:
-    out = tuple(n if keep else m for n, m, keep in zip(block.shape, sizes, kept, strict=True))
-    return strided.resample(block, sizes=out, **options)
-
-
 def resample(
     x: Any,
     scales: Sequence[float],
@@ -118,9 +112,10 @@ def resample(
     feature_level: FeatureLevel | int | str | None = None,
 ) -> Any:
     """DML RESAMPLE / RESAMPLE1 / RESAMPLE2 nearest on a dask array (see dmlops.resample),
-    lazily: every axis whose map is not the identity is made one chunk (an output element may
-    read any input element along it: the one rechunk its meaning needs); the other axes keep
-    their chunks, each chunk one task. Validated before any task exists."""
+    lazily: along each axis whose map is not the identity, the map's indices are gathered
+    (routed to the chunks that hold them, as `gather` routes known indices: no rechunk, each
+    task a chunk and its parts); the other axes keep their chunks. Validated before any task
+    exists."""
     from ..ops import Resample2Desc, ResampleDesc
 
     factors = [float(v) for v in scales]
@@ -151,11 +146,8 @@ def resample(
     if rounding_direction is None:  # RESAMPLE and RESAMPLE1: nearest, halves up
         ins = [float(np.float32(a) - np.float32(0.5)) for a in ins]
     maps = Resample2Desc(_tensor(x), _tensor(x, out), factors, ins, outs, direction).axis_maps()
-    kept = tuple(
-        n == m and bool(np.array_equal(index, np.arange(m)))
-        for n, m, index in zip(x.shape, out, maps, strict=True)
-    )
-    whole = x.rechunk({d: -1 for d in range(rank) if not kept[d]})
-    chunks = tuple(c if keep else (m,) for c, m, keep in zip(whole.chunks, out, kept, strict=True))
-    block = functools.partial(_resample_block, kept, out, options)
-    return whole.map_blocks(block, chunks=chunks, dtype=x.dtype, meta=whole._meta)
+    moved = x
+    for d, index in enumerate(maps):  # each moved axis: a gather routed to the chunks it reads
+        if not np.array_equal(index, np.arange(x.shape[d])):
+            moved = gather(moved, np.asarray(index, np.int64), d, feature_level=feature_level)
+    return moved
