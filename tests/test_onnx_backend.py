@@ -17,7 +17,7 @@ CLAIMED = (
     "depthtospace", "spacetodepth", "pad", "tile", "expand", "identity", "gather",
     "gatherelements", "gather_elements", "gathernd", "scatter", "scatterelements",
     "scatter_elements", "scatternd", "onehot", "reversesequence", "resize", "upsample", "maxunpool",
-    "constant", "tril", "triu", "eyelike",
+    "constant", "tril", "triu", "eyelike", "nonzero", "range",
 )  # fmt: skip
 OUT_OF_SCOPE = {
     # arithmetic: interpolation, antialiasing, scatter reductions
@@ -30,6 +30,7 @@ OUT_OF_SCOPE = {
     r"test_identity_(opt|sequence)|test_split_to_sequence": "optional and sequence values",
     r"not_larger|not_smaller": "keep_aspect_ratio_policy",
     r"tf_crop_and_resize": "a region of interest",
+    r"test_range_.*_expanded": "Range's expansion is a Loop of arithmetic (Ceil, Div, ...)",
     # onnxruntime and onnx's reference disagree: onnxruntime's indices (and DirectML's) name
     # positions of the given output_shape, the reference's of the default-shaped result
     r"test_maxunpool_export_with_output_shape": "onnxruntime's meaning of output_shape",

@@ -712,26 +712,6 @@ def nonzero(
     >>> dmlops.nonzero(np.array([[0, 3], [4, 0]], np.int32)).tolist()
     [[0, 1], [1, 0]]
     """
-    shape = tuple(int(n) for n in x.shape)
-    rank = len(shape)
-    if not 1 <= rank <= 5:
-        raise DmlError(
-            f"nonzero: x has {rank} dimensions; NONZERO_COORDINATES takes 1 to 5 (as 4 or 5)"
-        )
     if type(x) is not np.ndarray and _through_torch([x]):
         x = x.detach()
-    wide = x if rank >= 4 else x.reshape((1,) * (4 - rank) + shape)
-    count, coords = _arrays.nonzero_coordinates(
-        wide, rank, feature_level=feature_level, device=device
-    )
-    found = _host_int(count)
-    rows = coords.reshape(coords.shape[-2], rank)[:found]
-    return _arrays.cast(rows, np.int64, feature_level=feature_level)
-
-
-def _host_int(a: Any) -> int:
-    """The one element of a (any library's: numpy, CuPy, torch, WebGPU) as a Python int."""
-    one = a.reshape(-1)[0]
-    if hasattr(one, "item"):
-        return int(one.item())
-    return int(one.numpy())  # (a WebGPU array)
+    return _arrays.nonzero(x, feature_level=feature_level, device=device)

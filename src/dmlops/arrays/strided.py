@@ -847,6 +847,18 @@ def _new_zeros(x: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
     return made
 
 
+def _bools_as_bytes(x: Any) -> Any:
+    """A bool array (numpy, CuPy, torch) viewed as UINT8, the type NONZERO_COORDINATES'
+    table has for it; any other array as it is."""
+    if str(x.dtype) not in ("bool", "torch.bool"):
+        return x
+    if type(x).__module__.split(".")[0] == "torch":
+        import torch
+
+        return x.view(torch.uint8)
+    return x.view(np.uint8)
+
+
 def nonzero_coordinates(
     x: Any,
     columns: int | None = None,
@@ -870,6 +882,7 @@ def nonzero_coordinates(
         )
         given = [None, None] if out is None else list(out)
         return tuple(_on_device(device, [x], given, again))
+    x = _bools_as_bytes(x)  # (a mask: True is 1, False 0, as UINT8 reads them)
     shape = tuple(int(n) for n in _shape(x))
     count_shape, coords_shape = NonzeroCoordinatesDesc.output_sizes_for(shape, columns)
     if out is None:
@@ -883,3 +896,34 @@ def nonzero_coordinates(
 
     made = _dispatch("NONZERO_COORDINATES", (columns,), feature_level, [x], list(out), build)
     return made[0], made[1]
+
+
+def nonzero(
+    x: Any,
+    *,
+    feature_level: FeatureLevel | int | str | None = None,
+    device: str | None = None,
+) -> Any:
+    """The [count, rank] int64 coordinates of x's nonzero elements in ascending element order
+    (numpy.argwhere), of x's library: one NONZERO_COORDINATES (x viewed with leading
+    dimensions of size 1 to its 4 or 5), the count read back (a synchronisation), one CAST
+    to int64. 1 to 5 dimensions."""
+    shape = tuple(int(n) for n in x.shape)
+    rank = len(shape)
+    if not 1 <= rank <= 5:
+        raise DmlError(
+            f"nonzero: x has {rank} dimensions; NONZERO_COORDINATES takes 1 to 5 (as 4 or 5)"
+        )
+    wide = x if rank >= 4 else x.reshape((1,) * (4 - rank) + shape)
+    count, coords = nonzero_coordinates(wide, rank, feature_level=feature_level, device=device)
+    found = host_int(count)
+    rows = coords.reshape(coords.shape[-2], rank)[:found]
+    return cast(rows, np.int64, feature_level=feature_level)
+
+
+def host_int(a: Any) -> int:
+    """The one element of a (any library's: numpy, CuPy, torch, WebGPU) as a Python int."""
+    one = a.reshape(-1)[0]
+    if hasattr(one, "item"):
+        return int(one.item())
+    return int(one.numpy())  # (a WebGPU array)

@@ -69,7 +69,10 @@ def start_sampler(dask_worker: Any) -> None:
 
 def stop_sampler(dask_worker: Any) -> dict[str, int]:
     """On a worker: stop sampling; peak managed bytes and peak resident growth in bytes."""
-    state, thread = dask_worker._dmlops_sampler
+    sampler = getattr(dask_worker, "_dmlops_sampler", None)
+    if sampler is None:  # the worker was restarted (it went over its memory limit)
+        return {"managed": -1, "rss_growth": -1}
+    state, thread = sampler
     state["stop"] = 1
     thread.join()
     return {"managed": state["managed"], "rss_growth": max(0, state["rss"] - state["base"])}
@@ -450,7 +453,7 @@ def measure(client: Any, x: Any, build: Build, out: Path, reps: int) -> dict[str
     """Median seconds from graph building to the last chunk in Zarr; tasks; memory peaks."""
     import warnings
 
-    times, managed, growth, tasks = [], [0], [0], 0
+    times, managed, growth, tasks, restarts = [], [0], [0], 0, 0
     for _ in range(reps):
         shutil.rmtree(out, ignore_errors=True)
         client.run(start_sampler)
@@ -461,7 +464,8 @@ def measure(client: Any, x: Any, build: Build, out: Path, reps: int) -> dict[str
             warnings.simplefilter("ignore")  # dask's note that it rechunks for Zarr
             result.to_zarr(str(out), overwrite=True, compressors=None)
         times.append(time.perf_counter() - start)
-        peaks = client.run(stop_sampler).values()
+        peaks = [p for p in client.run(stop_sampler).values() if p["managed"] >= 0]
+        restarts += len(client.scheduler_info()["workers"]) - len(peaks)
         managed = max(managed, sorted(p["managed"] for p in peaks))
         growth = max(growth, sorted(p["rss_growth"] for p in peaks))
     return {
@@ -469,6 +473,7 @@ def measure(client: Any, x: Any, build: Build, out: Path, reps: int) -> dict[str
         "tasks": tasks,
         "managed": managed,
         "growth": growth,
+        "restarts": restarts,
     }
 
 
@@ -526,6 +531,11 @@ def run(
                     result.details[name] = (
                         f"{row['tasks']} tasks; per worker peak managed "
                         f"{_mib(row['managed'])} MiB, RSS growth {_mib(row['growth'])} MiB"
+                        + (
+                            f"; {row['restarts']} worker restart(s) over the memory limit"
+                            if row["restarts"]
+                            else ""
+                        )
                     )
                 result.details["setup"] = (
                     f"{x.nbytes / 2**20:.0f} MiB input, {chunk / 2**20:.0f} MiB chunks, "

@@ -30,6 +30,7 @@ from ..calls import backend_of
 from ..device import Device
 from ..errors import ModelError
 from ..tensor import FeatureLevel
+from .dynamic import DynamicModel
 from .loading import load
 from .lowering import GRAPH_OPS, INDEXED_OPS, CompiledModel
 from .params import slice_window, split_sizes
@@ -39,6 +40,7 @@ from .staged import StagedModel
 __all__ = [
     "InferenceSession",
     "StagedModel",
+    "DynamicModel",
     "IOBinding",
     "NodeArg",
     "run",
@@ -127,7 +129,7 @@ def compile(  # noqa: A001 - the ONNX verb
     inputs: Mapping[str, Any] | Sequence[Any],
     device: Device | None = None,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-) -> CompiledModel | StagedModel:
+) -> CompiledModel | StagedModel | DynamicModel:
     """The model lowered into one dmlops Graph for these inputs' shapes (see `lowering`), or
     into steps where its data flow needs values at run time (see `staged`)."""
     session = _session(model, device, max_file_bytes)

@@ -99,11 +99,12 @@ class DmlopsBackend:
     @classmethod
     def prepare(cls, model: Any, device: str = "CPU", **kwargs: Any) -> DmlopsRep:
         """The model loaded into a session on `device` (nodes lowered at the first run)."""
+        from .dynamic import DATA_SHAPED_OPS
         from .host import HOST_OPS
         from .lowering import GRAPH_OPS, INDEXED_OPS
 
         session = InferenceSession(model, device=_device(device))
-        known = set(GRAPH_OPS) | set(INDEXED_OPS) | set(HOST_OPS) | {"Constant"}
+        known = set(GRAPH_OPS) | set(INDEXED_OPS) | set(HOST_OPS) | set(DATA_SHAPED_OPS)
         for node in session.model.graph.node:
             if node.domain not in ("", "ai.onnx") or node.op_type not in known:
                 raise ModelError(

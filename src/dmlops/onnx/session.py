@@ -16,11 +16,14 @@ from .._files import DEFAULT_MAX_FILE_BYTES
 from ..device import Device
 from ..errors import BindingError, ModelError
 from ..tensor import FeatureLevel
+from .dynamic import DynamicModel, compile_dynamic
 from .host import host_array
 from .loading import load
 from .lowering import _PARAMETERS, CompiledModel
 from .params import is_integer_type
-from .staged import StagedModel, compile_any
+from .staged import StagedModel
+
+Compiled = CompiledModel | StagedModel | DynamicModel
 
 __all__ = ["InferenceSession", "NodeArg", "IOBinding"]
 
@@ -104,7 +107,9 @@ class InferenceSession:
         self._input_set = frozenset(self._input_names)
         self._parameter_inputs = parameter_inputs(self._model)
         self._output_index = {o.name: k for k, o in enumerate(self._outputs)}
-        self._compiled: OrderedDict[Hashable, CompiledModel | StagedModel] = OrderedDict()
+        self._compiled: OrderedDict[Hashable, CompiledModel | StagedModel | DynamicModel] = (
+            OrderedDict()
+        )
         self._lock = threading.Lock()
 
     def get_inputs(self) -> list[NodeArg]:
@@ -143,16 +148,14 @@ class InferenceSession:
         results = compiled.run(values)
         return results if wanted is None else [results[k] for k in wanted]
 
-    def compiled_for(
-        self, input_feed: Mapping[str, Any]
-    ) -> tuple[CompiledModel | StagedModel, dict[str, Any]]:
+    def compiled_for(self, input_feed: Mapping[str, Any]) -> tuple[Compiled, dict[str, Any]]:
         """The compiled graph of these inputs' signature (compiled if new) and the inputs as
         the device's contiguous arrays."""
         values = self._placed(input_feed)
         key = self._signature(values)
         compiled = self._compiled.get(key)  # a dict read is atomic; writes take the lock
         if compiled is None:
-            compiled = compile_any(self._model, values, self.device)
+            compiled = compile_dynamic(self._model, values, self.device)
             with self._lock:
                 self._compiled[key] = compiled
                 while len(self._compiled) > COMPILED_SIGNATURES:
