@@ -5,12 +5,15 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from dmlops import Device
 from dmlops.cli import main
+from dmlops.dxdispatch import load_model, run_model
 from dmlops.tensor import DataType
 from dmlops.testvectors import check, generate
 
@@ -103,7 +106,7 @@ def test_the_vectors_cover_operators_dtypes_ranks_and_layouts(tmp_path: Path) ->
         "DEPTH_TO_SPACE", "DEPTH_TO_SPACE1", "SPACE_TO_DEPTH", "SPACE_TO_DEPTH1", "UPSAMPLE_2D",
         "FILL_VALUE_CONSTANT", "ELEMENT_WISE_IDENTITY", "DIAGONAL_MATRIX", "DIAGONAL_MATRIX1",
         "RESAMPLE", "RESAMPLE1", "RESAMPLE2", "FILL_VALUE_SEQUENCE", "CAST",
-        "MAX_UNPOOLING",
+        "MAX_UNPOOLING", "NONZERO_COORDINATES",
         "GATHER",
         "GATHER_ELEMENTS", "GATHER_ND", "SCATTER_ELEMENTS", "SCATTER_ND", "ONE_HOT",
         "REVERSE_SUBSEQUENCES",
@@ -338,3 +341,28 @@ def test_gather_nd_scatter_nd_gather_and_reverse_vectors_match_a_naive_reference
         (dispatchable,) = model["dispatchables"].values()
         checked.add(dispatchable["type"])
     assert len(checked) == 4
+
+
+def test_nonzero_vectors_leave_the_undefined_rows_unchecked(tmp_path: Path) -> None:
+    index = generate(tmp_path, 12, seed=3, operators=["nonzero_coordinates"], invalid_fraction=0)
+    for m in index:
+        expected = json.loads((tmp_path / str(m["expected"])).read_text())
+        model = json.loads((tmp_path / str(m["model"])).read_text())
+        lines: list[str] = []
+        run_model(load_model(model), Device(), lines.append)
+        assert check(expected, "\n".join(lines)) == []
+        count_line, coords_line = expected["printout"]
+        count = int(count_line.split(": ")[1].split(",")[0])
+        desc = next(iter(model["dispatchables"].values()))["desc"]
+        columns = desc["OutputCoordinatesTensor"]["Sizes"][-1]
+        values = coords_line.split(": ")[1].split(", ")
+        assert "*" not in values[: count * columns]
+        rows = math.prod(desc["OutputCoordinatesTensor"]["Sizes"]) // columns
+        assert values[count * columns : rows * columns] == ["*"] * ((rows - count) * columns)
+        # a backend's other values there pass; a wrong coordinate does not
+        other = [v if v != "*" else "9" for v in values]
+        printed = f"{count_line}\nResource 'out1': {', '.join(other)}"
+        assert check(expected, printed) == []
+        if count:
+            wrong = ["5" if k == 0 else v for k, v in enumerate(other)]
+            assert check(expected, f"{count_line}\nResource 'out1': {', '.join(wrong)}")
