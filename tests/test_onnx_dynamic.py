@@ -112,10 +112,18 @@ def test_range_of_run_time_bounds() -> None:
         _both(model, feeds)
 
 
-def test_what_is_refused_is_refused_by_name() -> None:
+def test_nonzero_of_any_rank_as_onnxruntime() -> None:
     model = _model([helper.make_node("NonZero", ["x"], ["nz"])], [("x", TensorProto.FLOAT)], ["nz"])
-    with pytest.raises(dmlops.ModelError, match="NonZero of 6 dimensions"):
-        donnx.run(model, {"x": np.ones((1,) * 6, np.float32)})
+    rng = np.random.default_rng(6)
+    for shape in [(), (7,), (2, 3, 1, 2, 2, 3), (1, 2, 1, 2, 1, 2, 2)]:
+        x = (rng.random(shape) < 0.5).astype(np.float32) * rng.standard_normal(shape)
+        x = np.asarray(x, np.float32)
+        _both(model, {"x": x})
+    for value in (0.0, -0.0, 2.5, np.nan):
+        _both(model, {"x": np.array(value, np.float32)})
+
+
+def test_what_is_refused_is_refused_by_name() -> None:
     zero_step = _model(
         [helper.make_node("Range", ["a", "b", "c"], ["r"])],
         [("a", TensorProto.INT64), ("b", TensorProto.INT64), ("c", TensorProto.INT64)],

@@ -174,23 +174,37 @@ class DynamicModel:
                 self._compiled.popitem(last=False)
         return compiled
 
+    def _nonzero(self, x: Any, where: str) -> Any:
+        """ONNX NonZero: the [rank, count] int64 coordinates of x's nonzero elements in
+        ascending order. Ranks 1 to 5 are one NONZERO_COORDINATES; others read the flat
+        positions (x as one dimension) and divide them into coordinates in x's library; a
+        0-D x gives [1, count] (onnxruntime's shape)."""
+        shape = tuple(int(n) for n in x.shape)
+        backend = backend_of([x])
+        if math.prod(shape) == 0:  # nothing to find (DirectML has no empty tensors)
+            return backend.new_like(x, (len(shape), 0), np.dtype(np.int64))
+        level = self.device.feature_level
+        try:
+            if 1 <= len(shape) <= 5:
+                found = array_layer.nonzero(x, feature_level=level)
+                return backend.copy_of(found.T)  # ONNX's [rank, count]
+            flat = array_layer.nonzero(x.reshape(-1), feature_level=level)[:, 0]
+        except DmlError as e:
+            raise ModelError(f"{where}: {e}") from None
+        if not shape:
+            return backend.copy_of((flat * 0).reshape(1, -1))
+        strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
+        rows = [(flat // s) % n for s, n in zip(strides, shape, strict=True)]
+        joined = backend.new_like(x, (len(shape), int(flat.shape[0])), np.dtype(np.int64))
+        for d, row in enumerate(rows):
+            joined[d] = row
+        return joined
+
     def _data_shaped(self, operands: list[Any], template: Any) -> Any:
         node = self.node
         where = f"ONNX node '{node.name or node.op_type}'"
         if node.op_type == "NonZero":
-            x = operands[0]
-            if not 1 <= len(x.shape) <= 5:
-                raise ModelError(
-                    f"{where}: NonZero of {len(x.shape)} dimensions; dmlops' "
-                    "NONZERO_COORDINATES takes 1 to 5"
-                )
-            if math.prod(x.shape) == 0:  # nothing to find (DirectML has no empty tensors)
-                return backend_of([x]).new_like(x, (len(x.shape), 0), np.dtype(np.int64))
-            try:
-                found = array_layer.nonzero(x, feature_level=self.device.feature_level)
-            except DmlError as e:
-                raise ModelError(f"{where}: {e}") from None
-            return backend_of([found]).copy_of(found.T)  # ONNX's [rank, count]
+            return self._nonzero(operands[0], where)
         start, limit, delta = (host_array(v).reshape(-1)[0] for v in operands[:3])
         sequence = _range(start, limit, delta, where)
         if template is None:
