@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import dmlops
-from conftest import to_device, to_host
+from conftest import HAS_WEBGPU, to_device, to_host
 from dmlops import BufferTensorDesc, CastDesc, DataType, Device, DmlError
 from dmlops import UnsupportedFeatureLevelError as Unsupported
 
@@ -238,3 +238,28 @@ def test_cuda_runs_on_the_callers_stream() -> None:
     side.synchronize()
     want = np.array([naive(v, np.dtype(np.int16)) for v in (np.arange(1 << 20) - 3.5)[:4096]])
     assert u.dtype == torch.int16 and (u[:4096].cpu().numpy() == want).all()
+
+
+WEBGPU_TYPES = [np.float32, np.float16, np.int32, np.uint32, np.int16, np.uint16, np.int8,
+                np.uint8]  # fmt: skip
+
+
+@pytest.mark.webgpu
+@pytest.mark.skipif(not HAS_WEBGPU, reason="no WebGPU adapter")
+def test_webgpu_converts_32_bit_and_narrower_types_on_the_device(dispatches: list[Any]) -> None:
+    """convert.wgsl: every pair of the types WGSL can hold in 32 bits, from random bits
+    (every float32 and float16 class: subnormals, halves, NaN payloads) and every integer,
+    gathered from strided views and scattered into strided outputs."""
+    rng = np.random.default_rng(11)
+    for source, target in itertools.product(WEBGPU_TYPES, WEBGPU_TYPES):
+        size = np.dtype(source).itemsize
+        bits = rng.integers(0, 2 ** (8 * size), 1003, dtype=np.uint64).astype(f"u{size}")
+        x = np.concatenate([bits.view(source), samples(source)])[::-1]
+        view = np.stack([x, x])[:, ::2]  # (a strided read of 2 rows)
+        want = np.array([naive(v, np.dtype(target)) for v in view.reshape(-1).tolist()], target)
+        out = to_device("webgpu", np.zeros((2, 2 * view.shape[1]), target))[:, 1::2]
+        dispatches.clear()
+        dmlops.cast(to_device("webgpu", view), target, out=out)
+        got = to_host(out)
+        assert got.tobytes() == want.reshape(view.shape).tobytes(), (source, target)
+        assert f"convert {np.dtype(source).name} -> {np.dtype(target).name}" in dispatches

@@ -511,10 +511,10 @@ def run(
                     continue  # (dmlops[onnx] not installed)
                 if importlib.util.find_spec("xarray") is None:
                     builds = {k: v for k, v in builds.items() if k != XARRAY}
-                rows = {
-                    name: measure(client, x, b, where / f"{name}.zarr", reps)
-                    for name, b in builds.items()
-                }
+                rows = {}
+                for name, b in builds.items():
+                    client.restart()  # (fresh workers: no memory kept from the last run)
+                    rows[name] = measure(client, x, b, where / f"{name}.zarr", reps)
                 if case in SAME_BYTES:
                     rows[FLOOR] = floor
                 ours, *others = (da.from_zarr(str(where / f"{n}.zarr")) for n in builds)

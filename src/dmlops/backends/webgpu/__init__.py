@@ -28,6 +28,8 @@ from .._address_cache import AddressCache
 from ..base import made_once, no_queue
 from ..compacting import HostCompaction
 from ..converting import HostConversion
+from .convert import conversion_dispatch, converts_on_device, packed_stages
+from .convert import shader as conversion_shader
 from .indexed import indexed_dispatches
 from .memory import Flat, Memory, WebGpuArray
 from .native import NativeEncoder, native_encoder, shader_module
@@ -447,6 +449,24 @@ class WebGpuBackend:
                 self._pipelines[key] = pipeline
         return pipeline
 
+    def conversion_pipeline(self, source: int, target: int, same_buffer: bool) -> Any:
+        """convert.wgsl's pipeline for a pair of type codes (convert.py), built once."""
+        key = ("convert", source, target, same_buffer)
+        pipeline = self._pipelines.get(key)
+        if pipeline is None:
+            code = conversion_shader(_kernel_source("convert.wgsl"), same_buffer)
+            pipeline = self.device.create_compute_pipeline(
+                layout="auto",
+                compute={
+                    "module": shader_module(self.device, code),
+                    "entry_point": "main",
+                    "constants": {"SRC": source, "DST": target},
+                },
+            )
+            with self._lock:
+                self._pipelines[key] = pipeline
+        return pipeline
+
     def _fill_flat(self, pattern: bytes) -> Flat:
         """The buffer holding `pattern`, read by the copies that write that fill (made once)."""
         found = self._fills.get(pattern)
@@ -544,19 +564,55 @@ class WebGpuBackend:
         timing.append(float(ticks[1] - ticks[0]))
 
     def executor(self, plan: Plan) -> Any:
-        if plan.conversion is not None:  # CAST's converting copies: on the host, see below
+        if plan.conversion is not None and converts_on_device(plan):
+            return _DeviceConversion(self, plan)
+        if plan.conversion is not None:  # 64-bit types and ScaleBias: on the host, see below
             return _OnHost(self, HostConversion(plan))
         if plan.compactions:  # NONZERO_COORDINATES's compaction: on the host too
             return _OnHost(self, HostCompaction(plan))
         return _WebGpuExecutor(self, plan)
 
 
+class _DeviceConversion:
+    """CAST's converting copies on the GPU (convert.py): gathered into a packed buffer of
+    the source type, converted into one of the target type, scattered into place; the two
+    packed buffers are the executor's own (one call at a time uses them)."""
+
+    def __init__(self, backend: WebGpuBackend, plan: Plan) -> None:
+        assert plan.conversion is not None
+        self.backend = backend
+        self.conversion = plan.conversion
+        gather, scatter, self.count = packed_stages(plan)
+        self.gather = _WebGpuExecutor(backend, gather)
+        self.scatter = _WebGpuExecutor(backend, scatter)
+        source, target = (np.dtype(t).itemsize for t in plan.conversion)
+        words = [max(1, -(-self.count * size // 4)) for size in (source, target)]
+        self.packed = [backend.empty((n,), np.uint32) for n in words]
+        self.flats = [backend.byte_view(a, True)[0] for a in self.packed]
+        source_flat, target_flat = self.flats
+        self._convert = conversion_dispatch(
+            backend, source_flat, target_flat, self.count, plan.conversion
+        )
+        self._lock = threading.Lock()
+
+    def __call__(self, ins: Sequence[Flat], outs: Sequence[Flat], queue: Any = None) -> None:
+        if not self.count:
+            return
+        with self._lock:
+            self.gather(ins, [self.flats[0]])
+            self.backend.run([self._convert])
+            self.scatter([self.flats[1]], outs)
+
+    def bound(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> Callable[..., None]:
+        return lambda queue=None: self(ins, outs)
+
+
 class _OnHost:
     """A plan stage that has no shader yet, run on the host: the bound bytes read back,
     the host executor run on them (CAST's conversion, `HostConversion`; NONZERO's
-    compaction, `HostCompaction`) and the outputs written again. (WGSL has no 8-, 16- or
-    64-bit arithmetic without extensions; neither a conversion shader nor a scan is
-    written yet.)"""
+    compaction, `HostCompaction`) and the outputs written again. (WGSL has no 64-bit
+    arithmetic: conversions with a 64-bit type and ScaleBias run here; no scan is written
+    yet.)"""
 
     def __init__(self, backend: WebGpuBackend, host: Any) -> None:
         self.backend = backend
