@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dmlops
-from conftest import HAS_CUDA, to_device, to_host
+from conftest import HAS_CUDA, HAS_WEBGPU, to_device, to_host
 from dmlops import BufferTensorDesc, DataType, Device, DmlError, NonzeroCoordinatesDesc
 from dmlops import UnsupportedFeatureLevelError as Unsupported
 
@@ -209,3 +209,33 @@ def test_cuda_runs_on_the_callers_stream_without_a_sync() -> None:
     assert int(cp.asnumpy(count).reshape(-1)[0]) == int(np.count_nonzero(host))
     want = np.argwhere(host[0, 0])
     assert (cp.asnumpy(coords)[0, 0, : len(want)] == want).all()
+
+
+@pytest.mark.webgpu
+@pytest.mark.skipif(not HAS_WEBGPU, reason="no WebGPU adapter")
+@pytest.mark.parametrize("dtype", [np.int8, np.float16, np.float32, np.uint32])
+def test_webgpu_compacts_on_the_device_across_many_blocks(
+    dispatches: list[Any], dtype: Any
+) -> None:
+    """compact.wgsl's passes: more blocks than one scan workgroup's threads (each thread then
+    sums several), a strided box, rows past the count left as they were."""
+    rng = np.random.default_rng(int(np.dtype(dtype).itemsize))
+    shape = (1, 3, 300, 400)  # 360,000 elements: 352 blocks of 1,024
+    values = rng.integers(-3, 3, (1, 3, 300, 800)).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        values[values == 1] = -0.0  # zero
+        values[values == 2] = np.nan  # nonzero
+    view = values[..., ::-2]
+    assert view.shape == shape
+    want = np.argwhere((view != 0) | (np.isnan(view) if view.dtype.kind == "f" else False))
+    count = np.full((1, 1, 1, 1), 5, np.uint32)
+    coords = np.full((1, 1, view.size, 4), 9, np.uint32)
+    out = (to_device("webgpu", count), to_device("webgpu", coords))
+    dispatches.clear()
+    dmlops.nonzero_coordinates(to_device("webgpu", view), 4, out=out)
+    assert "compact write_rows" in dispatches
+    got_count, got = (to_host(a) for a in out)
+    assert int(got_count.reshape(-1)[0]) == len(want)
+    rows = got.reshape(-1, 4)
+    assert np.array_equal(rows[: len(want)], want)
+    assert (rows[len(want) :] == 9).all()

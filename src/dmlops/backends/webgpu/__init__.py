@@ -26,8 +26,9 @@ from ...errors import BindingError, DmlError
 from ...plan import Plan, StridedCopy, array_byte_span, fill_reads
 from .._address_cache import AddressCache
 from ..base import made_once, no_queue
-from ..compacting import HostCompaction
 from ..converting import HostConversion
+from .compact import compaction_dispatches, scratch_words
+from .compact import shader as compaction_shader
 from .convert import conversion_dispatch, converts_on_device, packed_stages
 from .convert import shader as conversion_shader
 from .indexed import indexed_dispatches
@@ -467,6 +468,20 @@ class WebGpuBackend:
                 self._pipelines[key] = pipeline
         return pipeline
 
+    def compaction_pipeline(self, entry: str, roles: dict[str, int], written: set[int]) -> Any:
+        """One of compact.wgsl's passes for a layout of its buffers (compact.py), built once."""
+        key = ("compact", entry, tuple(sorted(roles.items())), tuple(sorted(written)))
+        pipeline = self._pipelines.get(key)
+        if pipeline is None:
+            code = compaction_shader(_kernel_source("compact.wgsl"), roles, written)
+            pipeline = self.device.create_compute_pipeline(
+                layout="auto",
+                compute={"module": shader_module(self.device, code), "entry_point": entry},
+            )
+            with self._lock:
+                self._pipelines[key] = pipeline
+        return pipeline
+
     def _fill_flat(self, pattern: bytes) -> Flat:
         """The buffer holding `pattern`, read by the copies that write that fill (made once)."""
         found = self._fills.get(pattern)
@@ -568,8 +583,8 @@ class WebGpuBackend:
             return _DeviceConversion(self, plan)
         if plan.conversion is not None:  # 64-bit types and ScaleBias: on the host, see below
             return _OnHost(self, HostConversion(plan))
-        if plan.compactions:  # NONZERO_COORDINATES's compaction: on the host too
-            return _OnHost(self, HostCompaction(plan))
+        if plan.compactions:  # NONZERO_COORDINATES's compaction: compact.wgsl's passes
+            return _DeviceCompaction(self, plan)
         return _WebGpuExecutor(self, plan)
 
 
@@ -607,12 +622,47 @@ class _DeviceConversion:
         return lambda queue=None: self(ins, outs)
 
 
+class _DeviceCompaction:
+    """A plan of compactions on the GPU (compact.py): three passes each, in one compute
+    pass; their dispatches made once per binding tuple."""
+
+    def __init__(self, backend: WebGpuBackend, plan: Plan) -> None:
+        assert plan.compactions and not plan.copies and not plan.indexed
+        self.backend = backend
+        self.plan = plan
+        usage = backend.wgpu.BufferUsage.STORAGE
+        self.scratch = [
+            backend.device.create_buffer(size=4 * scratch_words(c), usage=usage)
+            for c in plan.compactions
+        ]
+        self.cache: AddressCache[list[Any]] = AddressCache(_TABLE_CACHE)
+        self._lock = threading.Lock()
+
+    def _dispatches(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> list[Any]:
+        key = tuple(f.base + f.offset for f in (*ins, *outs))
+        backend = self.backend
+
+        def made() -> list[Any]:
+            found: list[Any] = []
+            for c, scratch in zip(self.plan.compactions, self.scratch, strict=True):
+                found += compaction_dispatches(backend, c, ins, outs, scratch)
+            return found
+
+        return self.cache.get(key, made)
+
+    def __call__(self, ins: Sequence[Flat], outs: Sequence[Flat], queue: Any = None) -> None:
+        with self._lock:  # (the scratch is the executor's own)
+            self.backend.run(self._dispatches(ins, outs))
+
+    def bound(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> Callable[..., None]:
+        return lambda queue=None: self(ins, outs)
+
+
 class _OnHost:
     """A plan stage that has no shader yet, run on the host: the bound bytes read back,
     the host executor run on them (CAST's conversion, `HostConversion`; NONZERO's
     compaction, `HostCompaction`) and the outputs written again. (WGSL has no 64-bit
-    arithmetic: conversions with a 64-bit type and ScaleBias run here; no scan is written
-    yet.)"""
+    arithmetic: conversions with a 64-bit type and ScaleBias run here.)"""
 
     def __init__(self, backend: WebGpuBackend, host: Any) -> None:
         self.backend = backend
