@@ -239,3 +239,17 @@ def test_webgpu_compacts_on_the_device_across_many_blocks(
     rows = got.reshape(-1, 4)
     assert np.array_equal(rows[: len(want)], want)
     assert (rows[len(want) :] == 9).all()
+
+
+def test_nonzero_of_64_bit_elements_reads_a_mask() -> None:
+    """NONZERO_COORDINATES' table has no 64-bit types: dmlops.nonzero compares them with zero
+    in the array's library first (-0.0 is zero, NaN and the smallest subnormal are not)."""
+    x = np.array([[0.0, -0.0, np.nan], [5e-324, 0.0, -2.0]])
+    assert dmlops.nonzero(x).tolist() == [[0, 2], [1, 0], [1, 2]]
+    ints = np.array([0, 2**40, 0, -1], np.int64)
+    assert dmlops.nonzero(ints).tolist() == [[1], [3]]
+    torch = pytest.importorskip("torch")
+    got = dmlops.nonzero(torch.tensor(x))
+    assert isinstance(got, torch.Tensor) and got.tolist() == [[0, 2], [1, 0], [1, 2]]
+    with pytest.raises(DmlError, match="FLOAT64"):
+        dmlops.nonzero_coordinates(x.reshape(1, 1, 2, 3))  # the operator itself refuses

@@ -847,6 +847,10 @@ def _new_zeros(x: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
     return made
 
 
+def _is_webgpu(x: Any) -> bool:
+    return type(x).__module__.startswith("dmlops.")
+
+
 def _bools_as_bytes(x: Any) -> Any:
     """A bool array (numpy, CuPy, torch) viewed as UINT8, the type NONZERO_COORDINATES'
     table has for it; any other array as it is."""
@@ -907,7 +911,13 @@ def nonzero(
     """The [count, rank] int64 coordinates of x's nonzero elements in ascending element order
     (numpy.argwhere), of x's library: one NONZERO_COORDINATES (x viewed with leading
     dimensions of size 1 to its 4 or 5), the count read back (a synchronisation), one CAST
-    to int64. 1 to 5 dimensions."""
+    to int64. 1 to 5 dimensions. 64-bit elements, which NONZERO_COORDINATES' table lacks,
+    are compared with zero in x's library first (numpy, CuPy, torch: -0.0 is zero, NaN is
+    not), and that mask's nonzero elements found."""
+    from ..elements import element_of
+
+    if element_of(x.dtype).size == 8 and not _is_webgpu(x):
+        x = x != 0
     shape = tuple(int(n) for n in x.shape)
     rank = len(shape)
     if not 1 <= rank <= 5:
