@@ -479,7 +479,7 @@ def measure(client: Any, x: Any, build: Build, out: Path, reps: int) -> dict[str
 
 def _warm() -> None:
     """On a worker: import what the contenders' tasks use."""
-    for name in ("numpy", "zarr", "dask.array", "dmlops", "dmlops.dask", "xarray", "onnx"):
+    for name in ("numpy", "zarr", "dask.array", "dmlops", "dmlops.dask"):
         if importlib.util.find_spec(name.split(".")[0]) is not None:
             importlib.import_module(name)
 
@@ -514,7 +514,10 @@ def run(
                 memory_limit=f"{worker_mib}MiB", dashboard_address=None,
             ) as cluster, distributed.Client(cluster) as client:  # fmt: skip
                 client.run(_warm)  # (imports outside the timed runs, as a warm cluster has)
-                return measure(client, x, build, out, reps)
+                try:
+                    return measure(client, x, build, out, reps)
+                except Exception as e:  # noqa: BLE001 - a contender that cannot run it: said
+                    return {"failed": f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"}
 
         floor = on_fresh_cluster(lambda a: a, where / "floor.zarr")
         for case, builds in PIPELINES.items():
@@ -527,7 +530,10 @@ def run(
             rows = {name: on_fresh_cluster(b, where / f"{name}.zarr") for name, b in builds.items()}
             if case in SAME_BYTES:
                 rows[FLOOR] = floor
-            ours, *others = (da.from_zarr(str(where / f"{n}.zarr")) for n in builds)
+            ran = [n for n in builds if "failed" not in rows[n]]
+            if OURS not in ran:
+                raise AssertionError(f"dask bench {case}: dmlops.dask failed: {rows[OURS]}")
+            ours, *others = (da.from_zarr(str(where / f"{n}.zarr")) for n in ran)
             bits = f"u{ours.dtype.itemsize}"
             for other in others:
                 same = ours.shape == other.shape and bool(
@@ -537,6 +543,9 @@ def run(
                     raise AssertionError(f"dask bench {case}: dmlops.dask wrote other bits")
             result = Result(SECTION, case, "cpu", int(builds[OURS](x).nbytes), THEIRS)
             for name, row in rows.items():
+                if "failed" in row:
+                    result.details[name] = f"failed: {row['failed']}"
+                    continue
                 result.times[name] = row["seconds"]
                 result.details[name] = (
                     f"{row['tasks']} tasks; per worker peak managed "
