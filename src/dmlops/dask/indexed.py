@@ -533,6 +533,47 @@ def scatter_elements(
     )
 
 
+def _scatter_nd_routed(
+    x: Any, known: np.ndarray[Any, Any], updates: Any, k: int, level: Any
+) -> Any:
+    """SCATTER_ND with known tuples (validated, in range): each block of x's first k
+    dimensions gets the tuples inside it, in their order, made local to it."""
+    da = _dask()
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+
+    tuples = known.reshape(-1, k).astype(np.int64)
+    tuples = np.where(tuples < 0, tuples + np.array(x.shape[:k], np.int64), tuples)
+    count, tail = tuples.shape[0], tuple(int(n) for n in x.shape[k:])
+    flat = updates.reshape((count, *tail))
+    rows = _as_dask(flat, ((count,), *x.chunks[k:])).rechunk(
+        {d + 1: c for d, c in enumerate(x.chunks[k:])}
+    )
+    edges = [_bounds(x.chunks[d]) for d in range(k)]
+    block_of = np.stack(
+        [np.searchsorted(edges[d], tuples[:, d], side="right") - 1 for d in range(k)], axis=1
+    )
+    name = "dmlops-scatter_nd-" + tokenize(x, known, updates, k, level)
+    graph: dict[Any, Any] = {}
+    parts: list[Any] = []
+    tail_grid = list(itertools.product(*(range(len(c)) for c in x.chunks[k:])))
+    for lead in itertools.product(*(range(len(x.chunks[d])) for d in range(k))):
+        picked = np.flatnonzero((block_of == np.array(lead)).all(axis=1))  # (in order)
+        if picked.size:
+            part = gather(rows, picked, 0, feature_level=level).rechunk({0: -1})
+            parts.append(part)
+            local = tuples[picked] - np.array([edges[d][i] for d, i in enumerate(lead)])
+        for trail in tail_grid:
+            key = (name, *lead, *trail)
+            if not picked.size:
+                graph[key] = (x.name, *lead, *trail)  # no tuple lands here: x's chunk
+                continue
+            task = functools.partial(_scatter_nd_block, level)
+            graph[key] = (task, (x.name, *lead, *trail), local, (part.name, 0, *trail))
+    hlg = HighLevelGraph.from_collections(name, graph, dependencies=[x, *parts])
+    return da.Array(hlg, name, x.chunks, meta=x._meta)
+
+
 def _scatter_nd_block(level: Any, block: Any, indices: Any, updates: Any) -> Any:
     from ..arrays import indexed
 
@@ -548,11 +589,14 @@ def scatter_nd(
     *,
     feature_level: FeatureLevel | int | str | None = None,
 ) -> Any:
-    """DML SCATTER_ND on dask arrays (see dmlops.scatter_nd), lazily: the dimensions the
-    index tuples address are made one chunk (a tuple may name any sub-block of them) and
-    each output chunk is one task over its block of x, every index tuple and the updates of
-    its trailing chunk (the later of two tuples naming one place wins, as DirectML).
-    Indices and updates known or dask arrays; validated before any task exists."""
+    """DML SCATTER_ND on dask arrays (see dmlops.scatter_nd), lazily, the later of two tuples
+    naming one place winning (as DirectML). Index tuples whose values are known are routed
+    to the chunks they name, as `gather` routes rows: each output chunk is one task over its
+    block of x, the tuples that land in it and their updates (gathered from the chunks that
+    hold them), and a chunk no tuple names is x's own (no copy); no rechunk. Indices that are
+    a dask array make the addressed dimensions one chunk (a tuple may name any sub-block of
+    them), each output chunk then one task over its block of x, every tuple and the updates
+    of its trailing chunk. Validated before any task exists."""
     da = _dask()
     from dask.array.utils import meta_from_array
 
@@ -580,6 +624,8 @@ def scatter_nd(
         indexed.scatter_nd(probe, ids, small, feature_level=feature_level)
     if 0 in x.shape or 0 in ishape:
         return x
+    if not isinstance(indices, da.Array):
+        return _scatter_nd_routed(x, np.asarray(indices), updates, k, feature_level)
     whole = x.rechunk({d: -1 for d in range(k)})
     tail_chunks = whole.chunks[k:]
     picks = len(ishape) - 1
