@@ -684,3 +684,19 @@ def test_gather_nd_of_known_tuples_reads_only_the_chunks_they_name() -> None:
     }
     _same(got.compute(), x[[9, 8, 1], [1, -1, 0]])
     assert sources == {0, 4}  # (rows 0-1 and 8-9 alone, through x's merged view)
+
+
+def test_scatter_nd_of_known_tuples_touches_only_the_chunks_they_name() -> None:
+    x = np.arange(40 * 6, dtype=np.float32).reshape(40, 6)
+    dx = da.from_array(x, chunks=(8, 3))
+    rows = np.array([[33], [2], [33], [-1]])  # row 33 twice: the later update wins
+    updates = np.arange(4 * 6, dtype=np.float32).reshape(4, 6) + 1000
+    result = dd.scatter_nd(dx, rows, da.from_array(updates, chunks=(1, 3)))
+    graph = dict(result.__dask_graph__())
+    ours = {k: v for k, v in graph.items() if k[0] == result.name}
+    aliases = [k for k, v in ours.items() if v[0] == dx.name]
+    assert len(aliases) == 3 * 2  # rows 8-31 (three blocks of 8): no tuple lands there
+    for task in ours.values():  # each output chunk reads one chunk of x, no merged block
+        reads = [a for a in task if isinstance(a, tuple) and a and a[0] == dx.name]
+        assert len(reads) == 1 or task[0] == dx.name
+    _same(result.compute(), dmlops.scatter_nd(x, rows, updates))
