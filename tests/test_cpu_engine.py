@@ -159,6 +159,37 @@ def test_small_calls_never_import_numba() -> None:
     assert out.stdout.strip() == "False"
 
 
+def test_a_schedulers_tasks_keep_to_one_thread_numpys_memory_and_no_compiler() -> None:
+    """Inside scheduler_task (dask's chunk tasks): repeated small indexed copies stay on
+    numpy's path (numba, ~100 MiB, never loaded), large outputs are numpy's own memory, and
+    calls use one thread; outside it, the same calls take the engine's paths again."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np, dmlops\n"
+        "from dmlops.backends import cpu_engine\n"
+        "from dmlops.backends.numpy_backend import NumpyBackend\n"
+        "ids = np.arange(256) * 7 % 4096\n"
+        "with cpu_engine.scheduler_task():\n"
+        "    for _ in range(6):\n"
+        "        y = dmlops.one_hot(ids, 4096, np.array([0., 1.], np.float32))\n"
+        "    assert y.base is None or type(y.base) is np.ndarray, type(y.base)\n"
+        "    assert NumpyBackend.instance().threads == 1\n"
+        "    assert (y.argmax(1) == ids).all() and y.sum() == 256\n"
+        "print('numba' in sys.modules, end=' ')\n"
+        "for _ in range(6):\n"
+        "    y = dmlops.one_hot(ids, 4096, np.array([0., 1.], np.float32))\n"
+        "print('numba' in sys.modules, type(y.base).__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    from dmlops.backends import compiled_indexed
+
+    compiled = str(compiled_indexed.available())
+    block = "Block" if cpu_engine.available() else "NoneType"
+    assert out.stdout.split() == ["False", compiled, block]
+
+
 @pytest.mark.parametrize("engine", [True, False])
 def test_the_bench_all_cores_copy_ceiling_copies(engine: bool) -> None:
     from dmlops.bench.common import all_cores_copy

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -257,6 +258,28 @@ def test_a_chunk_that_is_a_source_chunk_is_an_alias() -> None:
     graph = dict(b.__dask_graph__())
     assert graph[(b.name, 0, 0)] == (dx.name, 1, 0)  # no task: the source chunk itself
     _same(b.compute(scheduler="threads"), x[4:])
+
+
+def test_a_window_of_one_source_chunk_is_a_view_of_it() -> None:
+    x = np.arange(96, dtype=np.float32).reshape(12, 8)
+    dx = da.from_array(x, chunks=(4, 8))
+    w = dd.slice1(dx, [0, 0], [12, 8], [-1, -2])  # reversed rows, every other column
+    graph = dict(w.__dask_graph__())
+    task = graph[(w.name, 0, 0)]
+    assert task[0] is operator.getitem and task[1] == (dx.name, 2, 0)  # no copy task
+    block = x[8:12]
+    chunk = task[0](block, task[2])
+    assert np.shares_memory(chunk, block)
+    _same(chunk, x[11:7:-1, 7::-2])
+    _same(w.compute(scheduler="threads"), x[::-1, ::-2])
+    across = dd.slice1(dx, [2, 0], [4, 8], [1, 1], chunks=(4, 8))  # two blocks: a copy
+    assert graph_task_reads(across, (across.name, 0, 0)) == 2
+
+
+def graph_task_reads(arr: Any, key: Any) -> int:
+    """How many source chunks the task making `key` reads."""
+    task = dict(arr.__dask_graph__())[key]
+    return sum(isinstance(a, tuple) and isinstance(a[0], str) for a in task[1:])
 
 
 @st.composite

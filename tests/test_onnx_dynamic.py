@@ -174,3 +174,16 @@ def test_boolean_mask_indexing_on_cupy_arrays() -> None:
     want = donnx.run(MASKED, {"x": x, "mask": mask})
     for g, w in zip(got, want, strict=True):
         assert cupy.asnumpy(g).tobytes() == np.asarray(w).tobytes()
+
+
+def test_explain_says_a_model_runs_in_parts(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dmlops.cli import main
+
+    path = tmp_path / "masked.onnx"
+    onnx.save(MASKED, str(path))
+    shapes = ["--input-shape", "x=4,5,6", "--input-shape", "mask=4,5"]
+    assert main(["explain", str(path), *shapes]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("VALID at") and "in parts at NonZero" in out

@@ -441,6 +441,9 @@ def _run_explain_onnx(
         )
         print(compiled.describe())
         return 0
+    if isinstance(compiled, dml_onnx.DynamicModel):
+        print(f"VALID at {level.dml_name}: {path} {compiled.describe()}")
+        return 0
     notes = getattr(compiled.operator, "notes", [])
     passes = f"in {len(notes) + 1} passes" if notes else "as one graph"
     print(f"VALID at {level.dml_name}: {path} {passes}")

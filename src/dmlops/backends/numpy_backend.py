@@ -140,7 +140,10 @@ class NumpyBackend:
     @property
     def threads(self) -> int:
         """Threads a call may use: the backend's own count, else the engine's setting
-        (`dmlops.set_num_threads`, DMLOPS_NUM_THREADS, the CPUs this process may use)."""
+        (`dmlops.set_num_threads`, DMLOPS_NUM_THREADS, the CPUs this process may use); one
+        in a scheduler's task (cpu_engine.scheduler_task)."""
+        if cpu_engine.in_scheduler_task():
+            return 1
         return self._threads or cpu_engine.get_num_threads()
 
     @classmethod
@@ -547,7 +550,7 @@ class _NumpyExecutor:
             return  # a lone gather: one numpy.take
         if self.fills:
             ins = [*ins, *self.fills]
-        if self.kernels is None and self.runs_to_compile > 0:
+        if self.kernels is None and self.runs_to_compile > 0 and not cpu_engine.in_scheduler_task():
             self.runs_to_compile -= 1
             if not self.runs_to_compile:
                 self._compile_steps()

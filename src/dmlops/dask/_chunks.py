@@ -6,13 +6,15 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+import operator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from .. import calls
+from ..backends import cpu_engine
 from ..backends.numpy_backend import NumpyBackend
 from ..device import CompiledOperator, Device
 from ..elements import word_element
@@ -24,6 +26,20 @@ from ..plan import Layout, LogicalCopy, Plan, compose
 from ..tensor import BufferTensorDesc, DataType, FeatureLevel, packed_strides
 
 _CONTENT = "_dmlops_content"
+
+_Task = TypeVar("_Task", bound=Callable[..., Any])
+
+
+def task(function: _Task) -> _Task:
+    """A function that dask runs as a task: its calls on one thread, on numpy's memory, with
+    no compiler loaded (cpu_engine.scheduler_task)."""
+
+    @functools.wraps(function)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with cpu_engine.scheduler_task():
+            return function(*args, **kwargs)
+
+    return run  # type: ignore[return-value]
 
 
 def _dask() -> Any:
@@ -246,6 +262,7 @@ def _device(backend: str, level: FeatureLevel) -> Device:
     return device
 
 
+@task
 def _chunk_task(plan: Plan, desc: _ChunkDesc, level: FeatureLevel, *blocks: Any) -> Any:
     """Produce one output chunk: one plan from the source chunks it reads."""
     shape = tuple(desc.output.sizes)
@@ -275,6 +292,18 @@ def _is_whole(copy: LogicalCopy, block: tuple[int, ...], chunk: tuple[int, ...])
     identity = copy.src_start == zeros and copy.dst_start == zeros and set(copy.src_step) <= {1}
     identity = identity and copy.src >= 0 and set(copy.dst_step or (1,)) == {1}
     return identity and copy.shape == chunk == block
+
+
+def _is_view(copy: LogicalCopy, chunk: tuple[int, ...]) -> bool:
+    """Whether a copy fills a whole chunk from one block by a window with nonzero steps."""
+    whole = copy.dst_start == (0,) * len(chunk) and set(copy.dst_step or (1,)) <= {1}
+    return whole and copy.src >= 0 and copy.shape == chunk and 0 not in copy.src_step
+
+
+def _window(start: int, step: int, count: int) -> slice:
+    """The basic slice reading `count` elements from `start` by `step` (step nonzero)."""
+    stop = start + step * count
+    return slice(start, None if stop < 0 else stop, step)
 
 
 def _c_layout(shape: Sequence[int]) -> Layout:
@@ -360,6 +389,12 @@ def _chunk_graph(
         key = (name, *index)
         if len(copies) == 1 and block_shapes and _is_whole(copies[0], block_shapes[0], chunk_shape):
             graph[key] = next(iter(keys))  # the chunk is a source chunk: an alias, no copy
+            continue
+        if len(copies) == 1 and block_shapes and _is_view(copies[0], chunk_shape):
+            c = copies[0]  # one strided window of one block: a view, as dask's own slicing
+            steps = zip(c.src_start, c.src_step, c.shape, strict=True)
+            window = tuple(_window(a, s, n) for a, s, n in steps)
+            graph[key] = (operator.getitem, next(iter(keys)), window)
             continue
         plan = compose(
             dtype.element_size,

@@ -14,10 +14,12 @@ from ..tensor import FeatureLevel
 from ._chunks import (
     _empty,
     _tensor,
+    task,
 )
 from .indexed import gather
 
 
+@task
 def _cast_block(dtype: np.dtype[Any], level: Any, block: Any) -> Any:
     return strided.cast(block, dtype, feature_level=level)
 
@@ -46,6 +48,7 @@ def _block_span(begin: int, end: int, shift: int, height: int, width: int) -> tu
     return b, e
 
 
+@task
 def _diagonal_block(
     begin: int, end: int, value: Any, level: Any, block: Any, block_info: Any = None
 ) -> Any:

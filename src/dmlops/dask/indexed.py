@@ -20,6 +20,7 @@ from ._chunks import (
     _dask,
     _data_type,
     _empty,
+    task,
 )
 
 
@@ -112,6 +113,7 @@ def _indices_like(block: Any, values: Any) -> Any:
     return np.asarray(values, dtype=np.int64)
 
 
+@task
 def _gather_part(axis: int, local: Any, block: Any) -> Any:
     """The rows of one source chunk that one output chunk wants (one GATHER): a task that
     reads that chunk alone, so no task holds more than a chunk and what it sends on."""
@@ -120,6 +122,7 @@ def _gather_part(axis: int, local: Any, block: Any) -> Any:
     return indexed.gather(block, _indices_like(block, local), axis)
 
 
+@task
 def _in_order(axis: int, where: list[Any], *parts: Any) -> Any:
     """One output chunk from the parts its source chunks sent: joined, then put back in the
     indices' order (one more GATHER) where more than one chunk sent rows."""
@@ -141,6 +144,7 @@ def _like(block: Any, values: Any) -> Any:
     return np.asarray(values)
 
 
+@task
 def _one_hot_block(depth: int, values: Any, axis: int, level: Any, block: Any) -> Any:
     from ..arrays import indexed
 
@@ -179,6 +183,7 @@ def one_hot(
     return indices.map_blocks(block, new_axis=a, chunks=tuple(chunks), dtype=table.dtype, meta=meta)
 
 
+@task
 def _reverse_block(
     lengths: np.ndarray[Any, Any],
     axis: int,
@@ -239,6 +244,7 @@ def reverse_subsequences(
     return whole.map_blocks(block, dtype=x.dtype, meta=whole._meta)
 
 
+@task
 def _reverse_lazy_block(axis: int, batch_axis: int, level: Any, block: Any, lengths: Any) -> Any:
     from ..arrays import indexed
 
@@ -253,6 +259,7 @@ def _corner(x: Any, shape: Sequence[int], axis: int) -> Any:
     return x if all(int(n) == int(m) for n, m in zip(shape, x.shape, strict=True)) else x[box]
 
 
+@task
 def _gather_elements_block(axis: int, level: Any, block: Any, indices: Any) -> Any:
     from ..arrays import indexed
 
@@ -327,6 +334,7 @@ def gather_elements(
     )
 
 
+@task
 def _gather_block(axis: int, level: Any, clamp: bool, block: Any, indices: Any) -> Any:
     from ..arrays import indexed
 
@@ -373,6 +381,7 @@ def _gather_lazy(x: Any, indices: Any, axis: int, feature_level: Any, clamp_indi
     )
 
 
+@task
 def _gather_nd_block(batch_dims: int, level: Any, block: Any, indices: Any) -> Any:
     from ..arrays import indexed
 
@@ -450,6 +459,7 @@ def _as_dask(a: Any, chunks: Any) -> Any:
     return a if isinstance(a, da.Array) else da.from_array(np.asarray(a), chunks=chunks)
 
 
+@task
 def _scatter_elements_block(axis: int, level: Any, block: Any, indices: Any, updates: Any) -> Any:
     from ..arrays import indexed
 
@@ -574,6 +584,7 @@ def _scatter_nd_routed(
     return da.Array(hlg, name, x.chunks, meta=x._meta)
 
 
+@task
 def _scatter_nd_block(level: Any, block: Any, indices: Any, updates: Any) -> Any:
     from ..arrays import indexed
 

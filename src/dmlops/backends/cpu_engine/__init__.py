@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ...plan import Plan
+from .scope import in_scheduler_task, scheduler_task
 from .threads import choose_threads, cpu_quota, get_num_threads, set_num_threads
 
 __all__ = [
@@ -33,7 +34,9 @@ __all__ = [
     "choose_threads",
     "cpu_quota",
     "get_num_threads",
+    "in_scheduler_task",
     "native",
+    "scheduler_task",
     "set_cache_limit",
     "set_enabled",
     "set_num_threads",
@@ -99,13 +102,13 @@ CACHED_BYTES = 256 << 10  # new outputs at least this large take memory from the
 def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
     """A new uninitialised array whose memory comes from the engine's cache of dropped
     outputs' memory (kept mapped: no page faults on reuse) where the engine is there and the
-    array is large, else numpy's own."""
+    array is large, else (and in a scheduler's task) numpy's own."""
     dtype = np.dtype(dtype)
     nbytes = dtype.itemsize
     for n in shape:
         nbytes *= n
     module = native()
-    if module is None or nbytes < CACHED_BYTES or not enabled():
+    if module is None or nbytes < CACHED_BYTES or not enabled() or in_scheduler_task():
         return np.empty(shape, dtype)
     made: np.ndarray[Any, Any] = np.ndarray(shape, dtype, buffer=module.block(nbytes))
     return made
