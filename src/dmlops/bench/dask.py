@@ -42,6 +42,7 @@ THEIRS = "dask.array"
 XARRAY = "xarray isel"
 FLOOR = "zarr copy"
 COLUMNS = 4096
+TIMEOUT_S = 300  # a contender's run that takes longer is said to have failed
 CHUNK_ROWS = 256  # 4 MiB float32 chunks
 
 
@@ -462,7 +463,11 @@ def measure(client: Any, x: Any, build: Build, out: Path, reps: int) -> dict[str
         tasks = len(result.__dask_graph__())
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # dask's note that it rechunks for Zarr
-            result.to_zarr(str(out), overwrite=True, compressors=None)
+            stored = result.to_zarr(str(out), overwrite=True, compressors=None, compute=False)
+        try:  # (a worker paused over its memory limit waits forever: said, not a hang)
+            client.compute(stored).result(timeout=TIMEOUT_S)
+        except TimeoutError:
+            raise TimeoutError(f"not done in {TIMEOUT_S} s (a worker paused?)") from None
         times.append(time.perf_counter() - start)
         peaks = [p for p in client.run(stop_sampler).values() if p["managed"] >= 0]
         restarts += len(client.scheduler_info()["workers"]) - len(peaks)
