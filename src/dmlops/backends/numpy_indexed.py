@@ -67,15 +67,19 @@ def affine(shape: tuple[int, ...], strides: tuple[int, ...], base: int) -> Any:
 
 _SET = 256  # offsets up to which repeats are found by a Python set
 _STAMPED = 1 << 16  # destinations up to which repeats are found by stamping, not sorting
+_STAMPS_A_ROW = 16  # ... or up to this many a row (a stamp table of 128 bytes a row)
 
 
 def _distinct(starts: np.ndarray[Any, Any]) -> bool:
     """Whether no two of these element offsets are equal."""
     if len(starts) <= _SET:
         return len(set(starts.tolist())) == len(starts)
+    if bool((starts[1:] > starts[:-1]).all()):
+        return True  # (rising, as a scatter's rows in order mostly are: one pass)
     low, high = int(starts.min()), int(starts.max())
-    if high - low >= _STAMPED:
-        return len(np.unique(starts)) == len(starts)
+    if high - low >= max(_STAMPED, _STAMPS_A_ROW * len(starts)):
+        ordered = np.sort(starts)  # (numpy's hashing unique: 6 x slower on 2**17 offsets)
+        return not bool((ordered[1:] == ordered[:-1]).any())
     # each offset stamps its own position: a repeat loses one stamp
     order = np.arange(len(starts))
     stamp = np.empty(high - low + 1, np.intp)

@@ -2,11 +2,53 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 from .common import Result
 
-__all__ = ["plot", "plot_contention"]
+__all__ = ["plot", "plot_contention", "plot_dask"]
+
+_MANAGED = re.compile(r"peak managed ([\d/]+) MiB, RSS growth ([\d/]+) MiB")
+
+
+def plot_dask(results: list[Result], path: str) -> None:
+    """The dask section: each contender's time over the reference's per case (log axis), and
+    its largest per-worker peak of Dask's managed memory and of resident growth."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(dict.fromkeys(n for r in results for n in r.times if n != r.reference))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 0.42 * len(results) + 1.6), sharey=True)
+    height = 0.8 / max(1, len(names))
+    for k, n in enumerate(names):
+        ys = [i + k * height for i, r in enumerate(results) if n in r.times]
+        ratios = [r.times[n] / r.times[r.reference] for r in results if n in r.times]
+        left.barh(ys, ratios, height, label=n)
+    left.axvline(1.0, color="black", linewidth=0.8)
+    left.set_xscale("log")
+    left.set_xlabel("time / dask.array's (median; below 1: faster)")
+    left.set_yticks([i + 0.4 - height / 2 for i in range(len(results))])
+    left.set_yticklabels([r.case for r in results], fontsize=7)
+    left.invert_yaxis()
+    left.legend(fontsize=7)
+    contenders = list(dict.fromkeys(n for r in results for n in r.times))
+    height = 0.8 / max(1, len(contenders))
+    for k, n in enumerate(contenders):
+        ys, peaks = [], []
+        for i, r in enumerate(results):
+            found = _MANAGED.search(r.details.get(n, ""))
+            if found:
+                ys.append(i + k * height)
+                peaks.append(max(int(v) for g in found.groups() for v in g.split("/")))
+        right.barh(ys, peaks, height, label=n)
+    right.set_xlabel("MiB a worker (largest of peak managed and RSS growth)")
+    right.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def plot_contention(results: list[Result], path: str) -> None:
@@ -53,7 +95,7 @@ def plot_contention(results: list[Result], path: str) -> None:
 
 def plot(results: list[Result], path: str) -> None:
     """Bandwidth bars for cases of one size; log-log time-per-call lines for call-cost series;
-    the contention section's cases in a picture of their own (beside `path`)."""
+    the contention and dask sections' cases in pictures of their own (beside `path`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -64,6 +106,11 @@ def plot(results: list[Result], path: str) -> None:
         stem, dot, suffix = path.rpartition(".")
         plot_contention(contention, f"{stem}_contention.{suffix}" if dot else f"{path}_contention")
         results = [r for r in results if r.section != "contention"]
+    dask = [r for r in results if r.section == "dask"]
+    if dask:
+        stem, dot, suffix = path.rpartition(".")
+        plot_dask(dask, f"{stem}_dask.{suffix}" if dot else f"{path}_dask")
+        results = [r for r in results if r.section != "dask"]
 
     bars = [r for r in results if r.count is None and r.output_bytes > 1 << 20]
     series: dict[tuple[str, str], list[Result]] = {}
