@@ -15,6 +15,7 @@ import dmlops
 from dmlops import BufferTensorDesc, DataType
 from dmlops.backends import cpu_engine
 from dmlops.backends import numpy_backend as nb
+from dmlops.backends.words import UNSIGNED
 from dmlops.ops import JoinDesc, Padding1Desc, Slice1Desc
 from reference import apply_to_buffers, slice1_mapping
 from strategies import layouts
@@ -576,6 +577,61 @@ def test_the_parts_of_a_join_walk_their_rows_together() -> None:
     whole = ins[0].view(np.float32).reshape(300, 76)
     for got, (a, b) in zip(_run(split, ins, 3), ((0, 5), (5, 69), (69, 76)), strict=True):
         assert got.tobytes() == np.ascontiguousarray(whole[:, a:b]).tobytes()
+
+
+@pytest.mark.parametrize(
+    "dtype", [DataType.UINT8, DataType.FLOAT16, DataType.FLOAT32, DataType.FLOAT64]
+)
+@pytest.mark.parametrize("block", [2, 3, 4])
+def test_phases_side_by_side_are_woven_into_each_destination_row(
+    dtype: DataType, block: int
+) -> None:
+    """A copy whose innermost dimension is a few phases side by side in the destination (an
+    upsampling's repeats, a depth-to-space's columns) runs as one record a phase, grouped
+    and woven: each destination row written once, in order; right on any thread count, and
+    a table whose woven group would write elsewhere is refused."""
+    from dmlops.ops import DepthToSpace1Desc, Upsample2dDesc
+
+    d2s = DepthToSpace1Desc(
+        BufferTensorDesc(dtype, (2, 4 * block * block, 9, 33)),
+        BufferTensorDesc(dtype, (2, 4, 9 * block, 33 * block)),
+        block,
+        "DCR",
+    )
+    descs = [d2s]
+    if dtype in (DataType.FLOAT16, DataType.FLOAT32):
+        descs.append(
+            Upsample2dDesc(
+                BufferTensorDesc(dtype, (2, 3, 9, 33)),
+                BufferTensorDesc(dtype, (2, 3, 9 * block, 33 * 2)),
+                [block, 2],
+            )
+        )
+    record = int(cpu_engine.native().RECORD)
+    for desc in descs:
+        plan = desc.lower()
+        made = cpu_engine.EnginePlan.of(plan)
+        assert made is not None
+        header = 4 + len(plan.input_spans) + len(plan.fills) + len(plan.output_spans)
+        rows = made.table[header:].reshape(-1, record)
+        assert rows[0, 9] >= 2 and rows[0, -1] == 1  # a woven group leads the table
+        ins = _inputs(desc, block)
+        x = ins[0].view(UNSIGNED[dtype.element_size]).reshape(desc.input_tensor.sizes)
+        n, c, h, w = np.indices(desc.output_tensor.sizes)  # each output element's source:
+        if isinstance(desc, DepthToSpace1Desc):  # out[n, c, h b + i, w b + j] =
+            channels = desc.output_tensor.sizes[1]  # in[n, (i b + j) C + c, h, w]
+            phase = (h % block) * block + w % block
+            want = x[n, phase * channels + c, h // block, w // block]
+        else:  # out[n, c, h s + i, w 2 + j] = in[n, c, h, w]
+            want = x[n, c, h // block, w // 2]
+        for threads in (1, 3):
+            (got,) = _run(desc, ins, threads)
+            assert got.tobytes() == want.tobytes()
+        bad = made.table.copy()
+        bad[header + record + 3] += dtype.element_size  # a member off its place in the row
+        outs = [np.zeros(hi, np.uint8) for _, hi in plan.output_spans]
+        with pytest.raises(ValueError, match="out of range"):
+            cpu_engine.EnginePlan(bad).run(ins, outs, 2)
 
 
 def test_a_torch_dataloader_worker_runs_the_engine_on_one_thread() -> None:

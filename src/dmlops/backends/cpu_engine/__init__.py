@@ -157,6 +157,37 @@ def _rows_sharing_lines_last(
 _ELEMENT, _COUNT, _SRC_STEP, _DST_STEP, _OUTER, _MEMBERS, _SHAPE = 4, 5, 6, 7, 8, 9, 10
 
 _GROUP_ROW_BYTES = 64 << 10  # copies group while a row of each, together, is this short
+_INTERLEAVED = -1  # (the record's last field)
+_DST, _DST_OFFSET = 1, 3
+
+
+def _interleaved_run(rows: list[list[int]], k: int, most: int) -> int:
+    """How many copies from `k` on interleave their rows element by element into one
+    contiguous destination row (copy m of them writing elements m, m + n, ... of it, n the
+    run's length, with the same outer walk of the destination): an upsampling's phases, a
+    depth-to-space's columns. 0 where they do not."""
+    lead = rows[k]
+    element, outer = lead[_ELEMENT], lead[_OUTER]
+    n, rest = divmod(lead[_DST_STEP], element) if element else (0, 1)
+    if rest or not 2 <= n <= most or k + n > len(rows):
+        return 0
+    most_outer = (len(lead) - _SHAPE - 1) // 3
+    shape = lead[_SHAPE : _SHAPE + outer]
+    dst_strides = lead[_SHAPE + 2 * most_outer : _SHAPE + 2 * most_outer + outer]
+    for m, r in enumerate(rows[k : k + n]):
+        same = (
+            r[_DST] == lead[_DST]
+            and r[_ELEMENT] == element
+            and r[_COUNT] == lead[_COUNT]
+            and r[_DST_STEP] == lead[_DST_STEP]
+            and r[_OUTER] == outer
+            and r[_DST_OFFSET] == lead[_DST_OFFSET] + m * element
+            and r[_SHAPE : _SHAPE + outer] == shape
+            and r[_SHAPE + 2 * most_outer : _SHAPE + 2 * most_outer + outer] == dst_strides
+        )
+        if not same:
+            return 0
+    return n
 
 
 def _group_rows(rows: list[list[int]], members: int, tiled: set[int]) -> None:
@@ -165,9 +196,17 @@ def _group_rows(rows: list[list[int]], members: int, tiled: set[int]) -> None:
     destination (a join) or the source (a split) is then swept once, in memory order, not
     once a part (a 3-way join of 256 MiB on the 16-core host: 91 -> 60 ms on one thread,
     7.9 -> 6.7 ms on 16). Copies walked in tiles stay apart (QKV's heads were slower
-    grouped on the VM and on 4 threads)."""
+    grouped on the VM and on 4 threads). Copies whose rows interleave element by element
+    into one destination row group as one sweep of that row (_interleaved_run)."""
     k = 0
     while k < len(rows):
+        woven = 0 if k in tiled else _interleaved_run(rows, k, members)
+        if woven and not tiled.intersection(range(k, k + woven)):
+            rows[k][_MEMBERS], rows[k][_INTERLEAVED] = woven, 1
+            for r in rows[k + 1 : k + woven]:
+                r[_MEMBERS] = 0
+            k += woven
+            continue
         outer = None if k in tiled else _rows_of(rows[k])
         run = 1
         while (
@@ -235,6 +274,19 @@ def _tiled_across_pages(
     )
 
 
+_MOST_WOVEN = 16  # phases (innermost elements) a woven copy may have
+
+
+def _weaves(shape: tuple[int, ...], dst_strides: tuple[int, ...], most: int) -> bool:
+    """Whether a copy's innermost dimension is a few phases side by side in the destination
+    (its stride 1, the next dimension's its size: an upsampling's repeats, a depth-to-space's
+    columns from their channels), moved better as one copy a phase whose rows the engine
+    weaves into each destination row than as rows of a few elements."""
+    if len(shape) < 2 or not 2 <= shape[-1] <= min(most, _MOST_WOVEN) or shape[-2] < 4:
+        return False
+    return dst_strides[-1] == 1 and dst_strides[-2] == shape[-1]
+
+
 class EnginePlan:
     """A plan's strided copies as the engine's table: one record per copy (bindings, byte
     offsets, element size, the innermost dimension's count and byte steps, the outer
@@ -267,15 +319,23 @@ class EnginePlan:
                 shape, ss, ds = _tiled_across_pages(shape, ss, ds, size)
                 if shape != plain:
                     tiled.add(len(rows))
-            outer = len(shape) - 1
             src = c.src if c.src >= 0 else inputs + c.src  # (fill k: inputs[-1 - k])
-            row = [src, c.dst, c.src_offset, c.dst_offset, size, shape[-1]]
-            row += [ss[-1] * size, ds[-1] * size, outer, 1]
-            row += [*shape[:-1], *[0] * (most - outer)]
-            row += [t * size for t in ss[:-1]] + [0] * (most - outer)
-            row += [t * size for t in ds[:-1]] + [0] * (most - outer)
-            assert len(row) == record
-            rows.append(row)
+            phases = 1
+            if len(rows) not in tiled and _weaves(shape, ds, int(module.MOST_MEMBERS)):
+                phases = shape[-1]  # one copy a phase, their rows woven (_group_rows)
+                shape = shape[:-1]
+            outer = len(shape) - 1
+            for m in range(phases):
+                row = [src, c.dst, c.src_offset + m * ss[-1] * size, c.dst_offset + m * size]
+                row += [size, shape[-1]]
+                k = len(shape) - 1  # (the innermost dimension's strides)
+                row += [ss[k] * size, ds[k] * size, outer, 1]
+                row += [*shape[:-1], *[0] * (most - outer)]
+                row += [t * size for t in ss[:outer]] + [0] * (most - outer)
+                row += [t * size for t in ds[:outer]] + [0] * (most - outer)
+                row.append(0)  # (interleaved: set by _group_rows)
+                assert len(row) == record
+                rows.append(row)
         _group_rows(rows, int(module.MOST_MEMBERS), tiled)
         need_in = [hi for _, hi in plan.input_spans]
         need_in += [len(v) if plan.is_tensor_fill(k) else size for k, v in enumerate(plan.fills)][

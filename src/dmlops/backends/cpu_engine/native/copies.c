@@ -148,6 +148,49 @@ static void move_elements(char *restrict d, const char *restrict s, int64_t n, i
     }
 }
 
+/* k rows interleaved into one contiguous row of n * k elements: element j of member m's row
+ * (at s[m] + j * ss[m]) to d[j * k + m]; two contiguous members (an upsampling's pair of
+ * phases, a depth-to-space's columns) in one loop that compilers vectorise */
+#define INTERLEAVE(type)                                                        \
+    {                                                                           \
+        type *restrict to = (type *)(void *)d;                                  \
+        if (k == 2 && ss[0] == (int64_t)sizeof(type) && ss[1] == ss[0]) {       \
+            const type *a = (const type *)(const void *)s[0];                   \
+            const type *b = (const type *)(const void *)s[1];                   \
+            for (int64_t j = 0; j < n; j++) {                                   \
+                to[2 * j] = a[j];                                               \
+                to[2 * j + 1] = b[j];                                           \
+            }                                                                   \
+            return;                                                             \
+        }                                                                       \
+        for (int64_t j = 0; j < n; j++) {                                       \
+            for (int64_t m = 0; m < k; m++) {                                   \
+                to[j * k + m] = *(const type *)(const void *)(s[m] + j * ss[m]); \
+            }                                                                   \
+        }                                                                       \
+        return;                                                                 \
+    }
+
+static void interleave_rows(char *restrict d, const char *const *s, const int64_t *ss, int64_t k,
+                            int64_t n, int64_t size) {
+    switch (size) {
+    case 1:
+        INTERLEAVE(loose8)
+    case 2:
+        INTERLEAVE(loose16)
+    case 4:
+        INTERLEAVE(loose32)
+    case 8:
+        INTERLEAVE(loose64)
+    default:
+        for (int64_t j = 0; j < n; j++) {
+            for (int64_t m = 0; m < k; m++) {
+                memcpy(d + (j * k + m) * size, s[m] + j * ss[m], (size_t)size);
+            }
+        }
+    }
+}
+
 /* The copy holding piece `piece` (cuts are in piece order). */
 static int64_t copy_of_piece(const job_t *job, int64_t piece) {
     int64_t low = 0, high = job->count - 1;
@@ -183,10 +226,18 @@ static void move_group_rows(const job_t *job, const copy_t *lead, int64_t first,
             d[m] += index[k] * lead[m].dst_strides[k];
         }
     }
+    int64_t steps[MOST_MEMBERS];
+    for (int64_t m = 0; m < members; m++) {
+        steps[m] = lead[m].src_step;
+    }
     for (int64_t row = first; row < last; row++) {
-        for (int64_t m = 0; m < members; m++) {
-            move_elements(d[m], s[m], lead[m].count, lead[m].element, lead[m].dst_step,
-                          lead[m].src_step);
+        if (lead->interleaved) {
+            interleave_rows(d[0], s, steps, members, lead->count, lead->element);
+        } else {
+            for (int64_t m = 0; m < members; m++) {
+                move_elements(d[m], s[m], lead[m].count, lead[m].element, lead[m].dst_step,
+                              lead[m].src_step);
+            }
         }
         for (int64_t k = lead->outer - 1; k >= 0; k--) { /* the next row */
             int64_t wrapped = ++index[k] == lead->shape[k];

@@ -21,6 +21,10 @@ typedef struct {
     int64_t shape[MOST_OUTER];
     int64_t src_strides[MOST_OUTER];
     int64_t dst_strides[MOST_OUTER];
+    int64_t interleaved;          /* a group's first copy: 1 where its members' rows interleave
+                                     element by element into one contiguous row (member m
+                                     writes elements m, m + members, ...: an upsampling's or a
+                                     depth-to-space's phases), written in one sweep */
 } copy_t;
 
 /* A copy's place in one run: how it is cut (bytes of a unit of rows or row segments). */

@@ -128,6 +128,20 @@ static PyObject *run(PyObject *self, PyObject *args) {
                     bad = copy[m].shape[k] != copy->shape[k];
                 }
             }
+            /* interleaved: member m writes exactly where the lead's sweep puts its elements */
+            for (int64_t m = 0; m < copy->members && !bad && copy->interleaved; m++) {
+                const copy_t *member = &copy[m];
+                bad = member->dst != copy->dst || member->element != copy->element ||
+                      member->count != copy->count ||
+                      member->dst_step != copy->members * copy->element ||
+                      member->dst_offset != copy->dst_offset + m * copy->element ||
+                      (m > 0 && member->interleaved);
+                for (int64_t k = 0; k < copy->outer && !bad; k++) {
+                    bad = member->dst_strides[k] != copy->dst_strides[k];
+                }
+            }
+        } else if (copy->interleaved) {
+            bad = 1; /* (only a group's first copy) */
         }
         if (bad) {
             PyErr_SetString(PyExc_ValueError, "a plan table record is out of range");
