@@ -762,6 +762,42 @@ def test_reverse_subsequences_matches_reference(backend: str, data, shape) -> No
     assert bits(got) == bits(ref_reverse(x, lengths, axis, batch))
 
 
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), shape=st.lists(st.integers(1, 5), min_size=2, max_size=5).map(tuple))
+def test_reversals_line_by_line_match_the_reference(data, shape) -> None:  # type: ignore[no-untyped-def]
+    """The numpy path's reversal along a long dimension (each line two views; here every
+    reversal takes it, its offset tables turned off) against the element loop."""
+    from dmlops import functional
+    from dmlops.backends import numpy_indexed
+
+    x = _view(data.draw, _data(data.draw, shape, data.draw(st.sampled_from(DTYPES))))
+    axis, batch = data.draw(st.permutations(range(len(shape))))[:2]
+    itype = data.draw(st.sampled_from([np.uint32, np.int64, np.uint64, np.int8]))
+    n = shape[axis]
+    low = -3 if np.dtype(itype).kind == "i" else 0
+    values = st.integers(low, n + 2)
+    lengths = np.array(
+        data.draw(st.lists(values, min_size=shape[batch], max_size=shape[batch])), itype
+    )
+    largest = numpy_indexed._Reversal.LARGEST
+    numpy_indexed._Reversal.LARGEST = 0
+    functional.clear_cache()
+    try:
+        got = dmlops.reverse_subsequences(x, lengths, axis, batch, device="numpy")
+    finally:
+        numpy_indexed._Reversal.LARGEST = largest
+        functional.clear_cache()
+    assert bits(got) == bits(ref_reverse(x, lengths, axis, batch))
+
+
+def test_a_long_reversal_of_strided_views() -> None:
+    x = np.arange(3 * 2 * 700, dtype=np.float32).reshape(3, 2, 700)
+    view = x[::-1, :, ::-2]  # (3, 2, 350), negative strides
+    for lengths in ([0, 1, 349], [350, 400, 7]):
+        got = dmlops.reverse_subsequences(view, np.array(lengths, np.int64), 2, 0)
+        assert bits(got) == bits(ref_reverse(view, np.array(lengths), 2, 0))
+
+
 @pytest.mark.parametrize("backend", INDEXED_BACKENDS)
 @pytest.mark.parametrize(
     "itype", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
