@@ -1018,12 +1018,12 @@ def test_offset_tables_agree_with_the_full_path(data) -> None:  # type: ignore[n
     functional.clear_cache()
     fast = [_answer(c) for c in calls]
     saved = numpy_indexed._OffsetTable.of, numpy_indexed._SET, numpy_indexed._STAMPED
-    stamps_a_row = numpy_indexed._STAMPS_A_ROW
+    stamps_a_row = numpy_indexed._FLAGS_A_ROW
     try:
-        numpy_indexed._SET = 0  # repeats found by stamping
+        numpy_indexed._SET = 0  # repeats found by flags
         functional.clear_cache()
         assert [_answer(c) for c in calls] == fast
-        numpy_indexed._STAMPED = numpy_indexed._STAMPS_A_ROW = 0  # by sorting
+        numpy_indexed._STAMPED = numpy_indexed._FLAGS_A_ROW = 0  # by sorting
         functional.clear_cache()
         assert [_answer(c) for c in calls] == fast
         numpy_indexed._OffsetTable.of = staticmethod(lambda copy: None)  # type: ignore[method-assign]
@@ -1031,7 +1031,7 @@ def test_offset_tables_agree_with_the_full_path(data) -> None:  # type: ignore[n
         assert [_answer(c) for c in calls] == fast
     finally:
         numpy_indexed._OffsetTable.of, numpy_indexed._SET, numpy_indexed._STAMPED = saved
-        numpy_indexed._STAMPS_A_ROW = stamps_a_row
+        numpy_indexed._FLAGS_A_ROW = stamps_a_row
         functional.clear_cache()
 
 
