@@ -448,7 +448,12 @@ class IndexedStep:
             looked = self.offsets.look_up(raw)
             if looked is not None:
                 along, keep = looked
-                moved = self.moving + along
+                if along.shape == self.outer and along.dtype == self.moving.dtype:
+                    # (in place: a new array of offsets costs its page faults where the
+                    # allocator returns freed memory at once, as in dask's workers)
+                    moved = np.add(along, self.moving, out=along)
+                else:
+                    moved = self.moving + along
                 if not c.scatter:
                     return moved, None
                 return self._winners(moved, None if keep is None else np.flatnonzero(keep))

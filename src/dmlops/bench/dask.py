@@ -505,7 +505,7 @@ def run(
     da = _module("dask.array")
     distributed = _module("distributed")
 
-    reps = max(1, min(reps, 3))
+    reps = max(1, min(reps, 5))
     where = Path(tempfile.mkdtemp(prefix="dmlops-bench-dask-")) if directory is None else directory
     results: list[Result] = []
     try:

@@ -318,18 +318,18 @@ def gather_elements(
         )
     whole = x.rechunk({a: -1}) if len(x.chunks[a]) > 1 else x
     ind = indices.rechunk({d: whole.chunks[d] for d in range(rank) if d != a})
-    letters = "abcdefghijklmnop"[:rank]
-    x_index = letters[:a] + "z" + letters[a + 1 :]
+    letters = _LETTERS[:rank]
     meta = meta_from_array(whole, ndim=rank)  # type: ignore[no-untyped-call]
-    return da.blockwise(
-        functools.partial(_gather_elements_block, a, feature_level),
+    return da.blockwise(  # (both one block along the axis: no contraction, so dask fuses
+        functools.partial(_gather_elements_block, a, feature_level),  # the read of x in)
         letters,
         whole,
-        x_index,
+        letters,
         ind,
         letters,
         dtype=x.dtype,
-        concatenate=True,
+        align_arrays=False,
+        adjust_chunks={letters[a]: ind.chunks[a]},
         meta=meta,
     )
 
@@ -368,15 +368,28 @@ def _gather_lazy(x: Any, indices: Any, axis: int, feature_level: Any, clamp_indi
     lead, ids = _LETTERS[:a], _LETTERS[a : a + indices.ndim]
     tail = _LETTERS[a + indices.ndim : indices.ndim + rank - 1]
     meta = meta_from_array(whole, ndim=len(shape))  # type: ignore[no-untyped-call]
-    return da.blockwise(
-        functools.partial(_gather_block, a, feature_level, clamp_indices),
-        lead + ids + tail,
+    if not ids:  # (a scalar index: x's axis contracted)
+        return da.blockwise(
+            functools.partial(_gather_block, a, feature_level, clamp_indices),
+            lead + tail,
+            whole,
+            lead + "z" + tail,
+            indices,
+            ids,
+            dtype=x.dtype,
+            concatenate=True,
+            meta=meta,
+        )
+    return da.blockwise(  # (x's one block along the axis broadcast over the indices' first
+        functools.partial(_gather_block, a, feature_level, clamp_indices),  # dimension: no
+        lead + ids + tail,  # contraction, so dask fuses the read of x in)
         whole,
-        lead + "z" + tail,
+        lead + ids[0] + tail,
         indices,
         ids,
         dtype=x.dtype,
-        concatenate=True,
+        align_arrays=False,
+        adjust_chunks={ids[0]: indices.chunks[0]},
         meta=meta,
     )
 
@@ -526,19 +539,19 @@ def scatter_elements(
     ind = _as_dask(indices, along).rechunk(along)
     upd = _as_dask(updates, along).rechunk(along)
     letters = _LETTERS[:rank]
-    rows = letters[:a] + "z" + letters[a + 1 :]
     meta = meta_from_array(whole, ndim=rank)  # type: ignore[no-untyped-call]
-    return da.blockwise(
-        functools.partial(_scatter_elements_block, a, feature_level),
+    return da.blockwise(  # (each one block along the axis: no contraction, so dask fuses
+        functools.partial(_scatter_elements_block, a, feature_level),  # the read of x in)
         letters,
         whole,
         letters,
         ind,
-        rows,
+        letters,
         upd,
-        rows,
+        letters,
         dtype=x.dtype,
-        concatenate=True,
+        align_arrays=False,
+        adjust_chunks={letters[a]: whole.chunks[a]},
         meta=meta,
     )
 
