@@ -18,6 +18,7 @@ over its idle size, sampled every 2 ms.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import itertools
@@ -482,6 +483,18 @@ def measure(client: Any, x: Any, build: Build, out: Path, reps: int) -> dict[str
     }
 
 
+def _combined(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One contender's runs as measure() reports several: the median time, the largest
+    peaks, the restarts summed."""
+    return {
+        "seconds": statistics.median(r["seconds"] for r in runs),
+        "tasks": runs[-1]["tasks"],
+        "managed": max(r["managed"] for r in runs),
+        "growth": max(r["growth"] for r in runs),
+        "restarts": sum(r["restarts"] for r in runs),
+    }
+
+
 def _warm() -> None:
     """On a worker: import what the contenders' tasks use."""
     for name in ("numpy", "zarr", "dask.array", "dmlops", "dmlops.dask"):
@@ -505,26 +518,42 @@ def run(
     da = _module("dask.array")
     distributed = _module("distributed")
 
-    reps = max(1, min(reps, 5))
+    reps = max(1, min(reps, 9))
     where = Path(tempfile.mkdtemp(prefix="dmlops-bench-dask-")) if directory is None else directory
     results: list[Result] = []
     try:
         x = make_input(where / "input.zarr", mib)
         chunk = CHUNK_ROWS * COLUMNS * 4
 
-        def on_fresh_cluster(build: Build, out: Path) -> dict[str, Any]:
-            """One contender on a cluster of its own (no memory kept from the last run)."""
-            with distributed.LocalCluster(
-                n_workers=2, threads_per_worker=1, processes=True,
-                memory_limit=f"{worker_mib}MiB", dashboard_address=None,
-            ) as cluster, distributed.Client(cluster) as client:  # fmt: skip
-                client.run(_warm)  # (imports outside the timed runs, as a warm cluster has)
-                try:
-                    return measure(client, x, build, out, reps)
-                except Exception as e:  # noqa: BLE001 - a contender that cannot run it: said
-                    return {"failed": f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"}
+        def in_turns(builds: dict[str, Build]) -> dict[str, dict[str, Any]]:
+            """Each contender on a cluster of its own (no memory kept from another's runs),
+            the contenders run in turn, once a round, so that the machine's drift (the VM's
+            timings swing by tens of per cent over a minute) falls on each alike."""
+            with contextlib.ExitStack() as stack:
+                clients = {}
+                for name in builds:
+                    made = distributed.LocalCluster(
+                        n_workers=2, threads_per_worker=1, processes=True,
+                        memory_limit=f"{worker_mib}MiB", dashboard_address=None,
+                    )  # fmt: skip
+                    cluster = stack.enter_context(made)
+                    clients[name] = stack.enter_context(distributed.Client(cluster))
+                    clients[name].run(_warm)  # (imports outside the timed runs)
+                runs: dict[str, list[dict[str, Any]]] = {name: [] for name in builds}
+                failed: dict[str, dict[str, Any]] = {}
+                for _ in range(reps):
+                    for name, build in builds.items():
+                        if name in failed:
+                            continue
+                        out = where / f"{name}.zarr"
+                        try:
+                            runs[name].append(measure(clients[name], x, build, out, 1))
+                        except Exception as e:  # noqa: BLE001 - one that cannot run it: said
+                            first = str(e).splitlines()[0][:160] if str(e) else ""
+                            failed[name] = {"failed": f"{type(e).__name__}: {first}"}
+                return {name: failed.get(name) or _combined(runs[name]) for name in builds}
 
-        floor = on_fresh_cluster(lambda a: a, where / "floor.zarr")
+        floor = in_turns({FLOOR: lambda a: a})[FLOOR]
         for case, builds in PIPELINES.items():
             if only and not any(part in case for part in only):
                 continue
@@ -532,7 +561,7 @@ def run(
                 continue  # (dmlops[onnx] not installed)
             if importlib.util.find_spec("xarray") is None:
                 builds = {k: v for k, v in builds.items() if k != XARRAY}
-            rows = {name: on_fresh_cluster(b, where / f"{name}.zarr") for name, b in builds.items()}
+            rows = in_turns(builds)
             if case in SAME_BYTES:
                 rows[FLOOR] = floor
             ran = [n for n in builds if "failed" not in rows[n]]
