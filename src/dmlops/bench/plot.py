@@ -20,13 +20,15 @@ def plot_dask(results: list[Result], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = list(dict.fromkeys(n for r in results for n in r.times if n != r.reference))
+    contenders = list(dict.fromkeys(n for r in results for n in r.times))
+    color = {n: f"C{k}" for k, n in enumerate(contenders)}  # (the same in both panels)
+    names = [n for n in contenders if all(n != r.reference for r in results)]
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 0.42 * len(results) + 1.6), sharey=True)
     height = 0.8 / max(1, len(names))
     for k, n in enumerate(names):
         ys = [i + k * height for i, r in enumerate(results) if n in r.times]
         ratios = [r.times[n] / r.times[r.reference] for r in results if n in r.times]
-        left.barh(ys, ratios, height, label=n)
+        left.barh(ys, ratios, height, label=n, color=color[n])
     left.axvline(1.0, color="black", linewidth=0.8)
     left.set_xscale("log")
     left.set_xlabel("time / dask.array's (median; below 1: faster)")
@@ -34,7 +36,6 @@ def plot_dask(results: list[Result], path: str) -> None:
     left.set_yticklabels([r.case for r in results], fontsize=7)
     left.invert_yaxis()
     left.legend(fontsize=7)
-    contenders = list(dict.fromkeys(n for r in results for n in r.times))
     height = 0.8 / max(1, len(contenders))
     for k, n in enumerate(contenders):
         ys, peaks = [], []
@@ -43,7 +44,7 @@ def plot_dask(results: list[Result], path: str) -> None:
             if found:
                 ys.append(i + k * height)
                 peaks.append(max(int(v) for g in found.groups() for v in g.split("/")))
-        right.barh(ys, peaks, height, label=n)
+        right.barh(ys, peaks, height, label=n, color=color[n])
     right.set_xlabel("MiB a worker (largest of peak managed and RSS growth)")
     right.legend(fontsize=7)
     fig.tight_layout()
