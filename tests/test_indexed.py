@@ -1284,3 +1284,27 @@ def test_gather_of_a_0d_array_reads_its_one_element(backend: str) -> None:
     assert one.shape == () and float(one) == -2.5
     with pytest.raises(dmlops.DmlError, match="axis 1"):
         dmlops.gather(x, to_device(backend, np.array([0])), 1)
+
+
+def test_threads_gathering_and_scattering_at_once_keep_their_offsets_apart() -> None:
+    """A lone indexed step keeps its offsets in its thread's reused buffer between finding
+    them and moving the rows: threads running one plan at once each get their own answer."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((64, 300)).astype(np.float32)
+    # 64 x 40 elements: past the compiled path's 2,048 rows, on numpy's
+    cases = [np.argsort(rng.random((64, 300)), 1)[:, :40] - 150 for _ in range(16)]
+    updates = rng.standard_normal((64, 40)).astype(np.float32)
+
+    def both(k: int) -> bool:
+        ids = cases[k % len(cases)]  # (distinct in each row: no repeated destination)
+        wrapped = np.where(ids < 0, ids + 300, ids)
+        got = dmlops.gather_elements(x, ids, 1)
+        put = dmlops.scatter_elements(x, ids, updates, 1)
+        expect = x.copy()
+        np.put_along_axis(expect, wrapped, updates, 1)
+        return bits(got) == bits(np.take_along_axis(x, wrapped, 1)) and bits(put) == bits(expect)
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(both, range(400)))

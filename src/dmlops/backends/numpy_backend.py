@@ -415,6 +415,8 @@ class _NumpyExecutor:
         if self.engine is not None:
             self.parallel = False
         self.steps = [IndexedStep(c, plan.element_size) for c in plan.indexed]
+        if len(self.steps) == 1:
+            self.steps[0].solo = True  # (its offsets in the thread's reused buffer)
         # small indexed copies as one compiled pass each (numba), once the plan has run
         # _WARM_RUNS times (a one-off call never imports numba)
         self.kernels: list[CompiledIndexed] | None = None
