@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import dmlops
@@ -21,6 +21,7 @@ from dmlops import (
     Padding1Desc,
     UnsupportedFeatureLevelError,
 )
+from dmlops.ops.padding import PaddingMode
 from strategies import DATA_TYPES, packed, shapes, tensor, unary_model
 
 F32 = DataType.FLOAT32
@@ -200,3 +201,42 @@ def test_dxdispatch_and_explain(tmp_path, capsys) -> None:  # type: ignore[no-un
     assert main([*args, "--end-padding", "2", "--padding-value", "7"]) == 0
     text = capsys.readouterr().out
     assert "Output[0] = 7" in text and "Output[1] = Input[0]" in text
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    mode=st.sampled_from(list(PaddingMode)),
+    size=st.integers(1, 40),
+    start=st.integers(0, 90),
+    end=st.integers(0, 90),
+)
+def test_padding_runs_read_what_each_position_reads(
+    mode: PaddingMode, size: int, start: int, end: int
+) -> None:
+    """A dimension's runs (the input's middle taken as one, the padding walked) give every
+    output position the input index the mode names, in order, with nothing left over."""
+    from dmlops.ops.padding import padding_runs
+
+    spelled: list[int | None] = []
+    for first, count, at, step in padding_runs(mode, size, start, end):
+        assert first == len(spelled) and count >= 1
+        spelled += [None if at is None else at + step * k for k in range(count)]
+    n = size
+    for o, got in enumerate(spelled):
+        i = o - start
+        if 0 <= i < n:
+            want: int | None = i
+        elif mode is PaddingMode.CONSTANT:
+            want = None
+        elif mode is PaddingMode.EDGE or n == 1:
+            want = min(max(i, 0), n - 1)
+        elif mode is PaddingMode.REFLECTION:
+            j = i % (2 * (n - 1))
+            want = j if j < n else 2 * (n - 1) - j
+        elif mode is PaddingMode.SYMMETRIC:
+            j = i % (2 * n)
+            want = j if j < n else 2 * n - 1 - j
+        else:
+            want = i % n
+        assert got == want, (o, got, want)
+    assert len(spelled) == start + size + end
