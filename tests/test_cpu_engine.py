@@ -533,6 +533,12 @@ def test_rows_that_interleave_in_the_source_move_in_its_memory_order() -> None:
     )
     qkv = ((16, 1024, 64), (64, 3072, 1), (65536, 64, 1))
     assert order(*qkv) == qkv
+    # heads of 64-byte rows side by side in the source: walked token by token
+    short = ((16, 4096, 16), (16, 256, 1), (65536, 16, 1))
+    assert order(*short, 4) == ((4096, 16, 16), (256, 16, 1), (16, 65536, 1))
+    assert order(*short, 16) == short  # (256-byte rows: the plan's order)
+    x = np.arange(4096 * 256, dtype=np.float32).reshape(4096, 16, 16).transpose(1, 0, 2)
+    assert np.array_equal(dmlops.slice1(x, [0, 0, 0], [16, 4096, 16], [1, 1, 1]), x)
 
 
 def test_rows_a_page_apart_in_the_source_are_walked_in_tiles() -> None:

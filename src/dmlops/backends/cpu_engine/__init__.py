@@ -129,21 +129,34 @@ def empty_cache() -> None:
         module.clear_cache()
 
 
+_SHORT_ROW = 256  # bytes: shorter rows side by side in the source move in its order
+
+
 def _rows_sharing_lines_last(
-    shape: tuple[int, ...], src_strides: tuple[int, ...], dst_strides: tuple[int, ...]
+    shape: tuple[int, ...],
+    src_strides: tuple[int, ...],
+    dst_strides: tuple[int, ...],
+    size: int = 4,
 ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """Where rows interleave in the source (an outer step shorter than a row's span: a
-    Focus stem's 2 x 2 offsets, a pixel unshuffle's column phase), the outer dimensions in
-    the source's memory order (largest step first), so that rows sharing source lines move
-    one after another and each line is read from memory once, not once a pass; other
-    copies keep the plan's order (by destination). On the 16-core host a Focus stem on one
-    thread 1.56 -> 0.88 ms, a pixel unshuffle on 16 threads 0.114 -> 0.075 ms; QKV's head
-    transpose, which has no such rows, was 5-10 % slower in source order."""
+    """Where rows share source lines — they interleave in the source (an outer step shorter
+    than a row's span: a Focus stem's 2 x 2 offsets, a pixel unshuffle's column phase), or
+    rows shorter than 256 bytes lie side by side there (an outer step equal to the span: a
+    head transpose of short heads) — the outer dimensions in the source's memory order
+    (largest step first), so that rows sharing source lines move one after another and each
+    line is read from memory once, not once a pass; other copies keep the plan's order (by
+    destination). On the 16-core host a Focus stem on one thread 1.56 -> 0.88 ms, a pixel
+    unshuffle on 16 threads 0.114 -> 0.075 ms; on the VM a transpose of 16 heads of 64-byte
+    rows (4 MiB) on one thread 816 -> 194 us (numpy 414). QKV's head transpose (rows of 256
+    bytes) was 5-10 % slower in source order on the 16-core host and level on the VM."""
     if len(shape) < 3:
         return shape, src_strides, dst_strides
     span = abs(src_strides[-1]) * shape[-1]
     outer = range(len(shape) - 1)
-    if not any(abs(src_strides[k]) < span for k in outer):
+    short = span * size < _SHORT_ROW and abs(src_strides[-1]) == 1
+    if not any(
+        abs(src_strides[k]) < span or (short and abs(src_strides[k]) == span and shape[k] > 1)
+        for k in outer
+    ):
         return shape, src_strides, dst_strides
     order = [*sorted(outer, key=lambda k: -abs(src_strides[k])), len(shape) - 1]
     return (
@@ -312,7 +325,7 @@ class EnginePlan:
             if len(c.shape) - 1 > most:
                 return None
             shape, ss, ds = _rows_sharing_lines_last(
-                c.shape or (1,), c.src_strides or (0,), c.dst_strides or (0,)
+                c.shape or (1,), c.src_strides or (0,), c.dst_strides or (0,), size
             )
             if len(shape) <= most and shape == c.shape:
                 plain = shape
