@@ -3,6 +3,7 @@ task per output chunk running one plan over the source chunks it reads."""
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import math
@@ -314,7 +315,7 @@ _Box = tuple[int, ...]
 
 
 def _reads(
-    p: LogicalCopy, lo: list[int], hi: list[int], bounds: list[np.ndarray[Any, Any]]
+    p: LogicalCopy, lo: list[int], hi: list[int], bounds: list[list[int]]
 ) -> Iterator[tuple[_Box, _Box, _Box, _Box]]:
     """What piece `p` copies into the output chunk [lo, hi): for each source chunk it reads
     (its grid index), the copy's first element in that chunk, its first element in the
@@ -330,8 +331,8 @@ def _reads(
         if p.src < 0:  # a fill: no source chunk
             chunks: range = range(1)
         else:
-            i0 = int(np.searchsorted(bounds[d], min(first, last), side="right")) - 1
-            i1 = int(np.searchsorted(bounds[d], max(first, last), side="right")) - 1
+            i0 = bisect.bisect_right(bounds[d], min(first, last)) - 1
+            i1 = bisect.bisect_right(bounds[d], max(first, last)) - 1
             chunks = range(i0, i1 + 1)
         at = p.dst_start[d] + steps[d] * t[0] - lo[d]
         axes.append((at, t[1] - t[0] + 1, first, chunks))
@@ -341,7 +342,7 @@ def _reads(
     for grid in itertools.product(*(chunks for *_, chunks in axes)):
         start, dst, size = [], [], []
         for d, ((at, count, first, _), g) in enumerate(zip(axes, grid, strict=True)):
-            b0, b1 = int(bounds[d][g]), int(bounds[d][g + 1])
+            b0, b1 = bounds[d][g], bounds[d][g + 1]
             t = _progression(first, p.src_step[d], count, b0, b1)
             if t is None:
                 break
@@ -362,12 +363,13 @@ def _chunk_graph(
     on_gpu: bool = False,
 ) -> dict[Any, Any]:
     """One task per output chunk: a plan over the source chunks its elements come from."""
-    out_bounds = [_bounds(c) for c in out_chunks]
-    src_bounds = [[_bounds(c) for c in s.chunks] for s in content.sources]
+    # (Python ints: a graph's chunk-by-chunk lookups cost a numpy scalar each otherwise)
+    out_bounds = [_bounds(c).tolist() for c in out_chunks]
+    src_bounds = [[_bounds(c).tolist() for c in s.chunks] for s in content.sources]
     graph: dict[Any, Any] = {}
     for index in itertools.product(*(range(len(c)) for c in out_chunks)):
-        lo = [int(out_bounds[d][i]) for d, i in enumerate(index)]
-        hi = [int(out_bounds[d][i + 1]) for d, i in enumerate(index)]
+        lo = [out_bounds[d][i] for d, i in enumerate(index)]
+        hi = [out_bounds[d][i + 1] for d, i in enumerate(index)]
         keys: dict[Any, int] = {}
         block_shapes: list[tuple[int, ...]] = []
         copies = []
@@ -382,7 +384,7 @@ def _chunk_graph(
                 if key not in keys:
                     keys[key] = len(keys)
                     block_shapes.append(
-                        tuple(int(bounds[d][g + 1] - bounds[d][g]) for d, g in enumerate(grid))
+                        tuple(bounds[d][g + 1] - bounds[d][g] for d, g in enumerate(grid))
                     )
                 copies.append(LogicalCopy(keys[key], start, p.src_step, 0, dst, size, p.dst_step))
         chunk_shape = tuple(h - low for low, h in zip(lo, hi, strict=True))
