@@ -35,7 +35,16 @@ import numpy as np
 
 from .common import Result
 
-__all__ = ["run", "start_sampler", "stop_sampler", "make_input", "PIPELINES"]
+__all__ = [
+    "PIPELINES",
+    "combine_runs",
+    "make_input",
+    "measure",
+    "run",
+    "start_sampler",
+    "stop_sampler",
+    "warm_imports",
+]
 
 SECTION = "dask"
 OURS = "dmlops.dask"
@@ -483,7 +492,7 @@ def measure(client: Any, x: Any, build: Build, out: Path, reps: int) -> dict[str
     }
 
 
-def _combined(runs: list[dict[str, Any]]) -> dict[str, Any]:
+def combine_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """One contender's runs as measure() reports several: the median time, the largest
     peaks, the restarts summed."""
     return {
@@ -495,7 +504,7 @@ def _combined(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _warm() -> None:
+def warm_imports() -> None:
     """On a worker: import what the contenders' tasks use."""
     for name in ("numpy", "zarr", "dask.array", "dmlops", "dmlops.dask"):
         if importlib.util.find_spec(name.split(".")[0]) is not None:
@@ -538,7 +547,7 @@ def run(
                     )  # fmt: skip
                     cluster = stack.enter_context(made)
                     clients[name] = stack.enter_context(distributed.Client(cluster))
-                    clients[name].run(_warm)  # (imports outside the timed runs)
+                    clients[name].run(warm_imports)  # (imports outside the timed runs)
                 runs: dict[str, list[dict[str, Any]]] = {name: [] for name in builds}
                 failed: dict[str, dict[str, Any]] = {}
                 for _ in range(reps):
@@ -551,7 +560,7 @@ def run(
                         except Exception as e:  # noqa: BLE001 - one that cannot run it: said
                             first = str(e).splitlines()[0][:160] if str(e) else ""
                             failed[name] = {"failed": f"{type(e).__name__}: {first}"}
-                return {name: failed.get(name) or _combined(runs[name]) for name in builds}
+                return {name: failed.get(name) or combine_runs(runs[name]) for name in builds}
 
         floor = in_turns({FLOOR: lambda a: a})[FLOOR]
         for case, builds in PIPELINES.items():
