@@ -53,7 +53,7 @@ def run(directory: Path, mib: int, worker_mib: int) -> list[dict[str, Any]]:
         runs: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in pipelines}
         for _ in range(3):  # in turns, so that the machine's drift falls on both alike
             for label, build in pipelines:
-                runs[label].append(measure(client, x, build, directory / f"{label}.zarr", 1))
+                runs[label].append(measure(client, x, build, directory / f"{label}.zarr"))
         for label, measured in runs.items():
             rows.append({"pipeline": label, **combine_runs(measured)})
     a, b = (da.from_zarr(str(directory / f"{r['pipeline']}.zarr")).view("u4") for r in rows)

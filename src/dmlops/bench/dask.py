@@ -460,41 +460,37 @@ PIPELINES: dict[str, dict[str, Build]] = {
 }
 
 
-def measure(client: Any, x: Any, build: Build, out: Path, reps: int) -> dict[str, Any]:
-    """Median seconds from graph building to the last chunk in Zarr; tasks; memory peaks."""
+def measure(client: Any, x: Any, build: Build, out: Path) -> dict[str, Any]:
+    """One run: seconds from graph building to the last chunk in Zarr; tasks; memory peaks
+    (combine_runs makes several one row)."""
     import warnings
 
-    times, managed, growth, tasks, restarts = [], [0], [0], 0, 0
-    for _ in range(reps):
-        shutil.rmtree(out, ignore_errors=True)
-        client.run(start_sampler)
-        start = time.perf_counter()
-        result = build(x)
-        tasks = len(result.__dask_graph__())
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # dask's note that it rechunks for Zarr
-            stored = result.to_zarr(str(out), overwrite=True, compressors=None, compute=False)
-        try:  # (a worker paused over its memory limit waits forever: said, not a hang)
-            client.compute(stored).result(timeout=TIMEOUT_S)
-        except TimeoutError:
-            raise TimeoutError(f"not done in {TIMEOUT_S} s (a worker paused?)") from None
-        times.append(time.perf_counter() - start)
-        peaks = [p for p in client.run(stop_sampler).values() if p["managed"] >= 0]
-        restarts += len(client.scheduler_info()["workers"]) - len(peaks)
-        managed = max(managed, sorted(p["managed"] for p in peaks))
-        growth = max(growth, sorted(p["rss_growth"] for p in peaks))
+    shutil.rmtree(out, ignore_errors=True)
+    client.run(start_sampler)
+    start = time.perf_counter()
+    result = build(x)
+    tasks = len(result.__dask_graph__())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # dask's note that it rechunks for Zarr
+        stored = result.to_zarr(str(out), overwrite=True, compressors=None, compute=False)
+    try:  # (a worker paused over its memory limit waits forever: said, not a hang)
+        client.compute(stored).result(timeout=TIMEOUT_S)
+    except TimeoutError:
+        raise TimeoutError(f"not done in {TIMEOUT_S} s (a worker paused?)") from None
+    seconds = time.perf_counter() - start
+    peaks = [p for p in client.run(stop_sampler).values() if p["managed"] >= 0]
     return {
-        "seconds": statistics.median(times),
+        "seconds": seconds,
         "tasks": tasks,
-        "managed": managed,
-        "growth": growth,
-        "restarts": restarts,
+        "managed": sorted(p["managed"] for p in peaks) or [0],
+        "growth": sorted(p["rss_growth"] for p in peaks) or [0],
+        "restarts": len(client.scheduler_info()["workers"]) - len(peaks),
     }
 
 
 def combine_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """One contender's runs as measure() reports several: the median time, the largest
-    peaks, the restarts summed."""
+    """One contender's runs as one row: the median time, the largest peaks, the restarts
+    summed."""
     return {
         "seconds": statistics.median(r["seconds"] for r in runs),
         "tasks": runs[-1]["tasks"],
@@ -556,7 +552,7 @@ def run(
                             continue
                         out = where / f"{name}.zarr"
                         try:
-                            runs[name].append(measure(clients[name], x, build, out, 1))
+                            runs[name].append(measure(clients[name], x, build, out))
                         except Exception as e:  # noqa: BLE001 - one that cannot run it: said
                             first = str(e).splitlines()[0][:160] if str(e) else ""
                             failed[name] = {"failed": f"{type(e).__name__}: {first}"}

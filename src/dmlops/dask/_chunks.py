@@ -16,7 +16,6 @@ import numpy as np
 
 from .. import calls
 from ..backends import cpu_engine
-from ..backends.numpy_backend import NumpyBackend
 from ..device import CompiledOperator, Device
 from ..elements import word_element
 from ..errors import DmlError
@@ -257,10 +256,9 @@ class _ChunkDesc:
 
 @functools.lru_cache(maxsize=8)
 def _device(backend: str, level: FeatureLevel) -> Device:
-    device = Device(level, backend=backend)
-    if backend == "numpy":  # dask spreads the tasks over the cores: each copies on its own
-        device.backend = NumpyBackend.serial()
-    return device
+    """The device a chunk task runs its plan on (one thread a task: the tasks run in
+    cpu_engine.scheduler_task)."""
+    return Device(level, backend=backend)
 
 
 @task

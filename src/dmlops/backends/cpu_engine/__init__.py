@@ -167,11 +167,10 @@ def _rows_sharing_lines_last(
 
 
 # fields of a copy record (copies.h: copy_t) that the table's builders read back
-_ELEMENT, _COUNT, _SRC_STEP, _DST_STEP, _OUTER, _MEMBERS, _SHAPE = 4, 5, 6, 7, 8, 9, 10
+_DST, _DST_OFFSET, _ELEMENT, _COUNT, _SRC_STEP, _DST_STEP = 1, 3, 4, 5, 6, 7
+_OUTER, _MEMBERS, _SHAPE, _INTERLEAVED = 8, 9, 10, -1  # (_INTERLEAVED: the last field)
 
 _GROUP_ROW_BYTES = 64 << 10  # copies group while a row of each, together, is this short
-_INTERLEAVED = -1  # (the record's last field)
-_DST, _DST_OFFSET = 1, 3
 
 
 def _interleaved_run(rows: list[list[int]], k: int, most: int) -> int:

@@ -96,32 +96,11 @@ typedef uint8_t loose8 __attribute__((may_alias));
         }                                                               \
     }
 
-/* a short contiguous run in moves of a size known at compile time, which compilers make
- * vector loads and stores in place: a call of the C library's memcpy costs a dispatch per
- * row, which a head transpose's rows of 256 bytes pay 16,000 times a megabyte */
-#define SHORT_RUN 1024
-static void copy_short(char *restrict d, const char *restrict s, size_t bytes) {
-    size_t i = 0;
-    for (; i + 32 <= bytes; i += 32) {
-        memcpy(d + i, s + i, 32);
-    }
-    for (; i + 8 <= bytes; i += 8) {
-        memcpy(d + i, s + i, 8);
-    }
-    for (; i < bytes; i++) {
-        d[i] = s[i];
-    }
-}
-
 /* n elements of `size` bytes, every ss-th byte of s to every ds-th byte of d */
 static void move_elements(char *restrict d, const char *restrict s, int64_t n, int64_t size,
                           int64_t ds, int64_t ss) {
     if (ds == size && ss == size) {
-        if (n * size <= SHORT_RUN) {
-            copy_short(d, s, (size_t)(n * size));
-        } else {
-            memcpy(d, s, (size_t)(n * size));
-        }
+        memcpy(d, s, (size_t)(n * size));
         return;
     }
     if (ds == size && ss % size == 0) {
