@@ -32,6 +32,8 @@ def main() -> None:
     seed = torch.arange(16, dtype=torch.float32, device=dev).reshape(1, 1, 4, 4)
     parts = [torch.randn(16, 64, generator=g).to(dev) for _ in range(64)]
     joined = torch.empty(1024, 64, device=dev)
+    many = [torch.randn(16, 64, generator=g).to(dev) for _ in range(1024)]
+    joined_many = torch.empty(16 * 1024, 64, device=dev)
     rows2 = rows.reshape(32, 1)
     slots = (1 << 30) // (8 * 128 * 2)
     kv = torch.zeros(slots, 8, 128, device=dev, dtype=torch.float16)
@@ -60,8 +62,16 @@ def main() -> None:
             lambda: kv.index_copy_(0, where, kv_new),
         ),
         "join 64": (
+            lambda: dmlops.join(parts, 0),
+            lambda: torch.cat(parts, 0),
+        ),
+        "join 64 out=": (
             lambda: dmlops.join(parts, 0, out=joined),
             lambda: torch.cat(parts, 0, out=joined),
+        ),
+        "join 1024 out=": (
+            lambda: dmlops.join(many, 0, out=joined_many),
+            lambda: torch.cat(many, 0, out=joined_many),
         ),
     }
     print(f"{'call':18s} {'dmlops us':>10s} {'torch us':>10s}")

@@ -44,3 +44,30 @@ def test_two_packages_are_refused_before_importing(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(install, "cupy_distributions", lambda: ["cupy", "cupy-cuda12x"])
     with pytest.raises(DmlError, match="several CuPy packages"):
         install.import_cupy()
+
+
+def test_distributions_are_read_from_the_metadata_folders(
+    tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from importlib import metadata
+    from pathlib import Path
+
+    root = Path(str(tmp_path))
+    for name in (
+        "cupy_cuda12x-13.6.0.dist-info",
+        "cupy-14.0.0.dist-info",
+        "cupy_rocm_5_0-13.0.0.egg-info",
+        "cupyx-1.0.dist-info",  # another project
+        "cupy",  # the package itself
+        "numpy-2.0.0.dist-info",
+    ):
+        (root / name).mkdir()
+        if name.endswith("-info"):
+            (root / name / "METADATA").write_text(f"Name: {name.split('-')[0]}\n")
+    monkeypatch.setattr(sys, "path", [str(root), str(root / "absent"), str(root / "cupy")])
+    assert install.cupy_distributions() == ["cupy", "cupy-cuda12x", "cupy-rocm-5-0"]
+    seen = {
+        (d.metadata["Name"] or "").lower().replace("_", "-")
+        for d in metadata.distributions(path=[str(root)])
+    }
+    assert {"cupy", "cupy-cuda12x", "cupy-rocm-5-0"} <= seen  # the names importlib gives

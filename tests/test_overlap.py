@@ -228,6 +228,15 @@ def test_many_bindings_are_checked_by_loop_or_vectorised(backend: str) -> None:
     many = to_device(backend, host[:300].copy())
     dmlops.join([many[k : k + 1] for k in range(299, -1, -1)], 0, out=many[:300])
     np.testing.assert_array_equal(to_host(many), host[:300][::-1])
+    # again, warm (the call's many-span test, not the first call's exact one), then apart
+    many = to_device(backend, host[:300].copy())
+    dmlops.join([many[k : k + 1] for k in range(299, -1, -1)], 0, out=many[:300])
+    np.testing.assert_array_equal(to_host(many), host[:300][::-1])
+    pieces = [to_device(backend, host[k : k + 1].copy()) for k in range(300)]
+    apart = to_device(backend, np.zeros(300, host.dtype))
+    for _ in range(2):
+        dmlops.join(pieces, 0, out=apart)
+        np.testing.assert_array_equal(to_host(apart), host[:300])
 
 
 _SPAN = st.tuples(st.integers(0, 64), st.integers(0, 16), st.integers(0, 16)).map(
@@ -235,11 +244,12 @@ _SPAN = st.tuples(st.integers(0, 64), st.integers(0, 16), st.integers(0, 16)).ma
 )
 
 
-@given(st.lists(_SPAN, max_size=4), st.lists(_SPAN, max_size=4))
+@given(st.lists(_SPAN, max_size=12), st.lists(_SPAN, max_size=6))
 def test_spans_meet_is_any_shared_byte(reads, writes) -> None:  # type: ignore[no-untyped-def]
     """Spans given as (binding, low, high) with each binding's address (spans at one address
-    share a binding; one write span or several), against a byte-by-byte reference."""
-    from dmlops.overlap import spans_meet
+    share a binding; one write span or several), against a byte-by-byte reference: the
+    Python loop and the vectorised test of many spans alike."""
+    from dmlops.overlap import ManySpans, spans_meet
 
     def cells(span):  # type: ignore[no-untyped-def]
         at, lo, hi = span
@@ -257,3 +267,4 @@ def test_spans_meet_is_any_shared_byte(reads, writes) -> None:  # type: ignore[n
     read_spans, in_addresses = as_bindings(reads)
     write_spans, out_addresses = as_bindings(writes)
     assert spans_meet(read_spans, in_addresses, write_spans, out_addresses) == want
+    assert ManySpans(read_spans, write_spans)(in_addresses, out_addresses) == want

@@ -869,3 +869,23 @@ def test_operators_without_views_refuse_torch_func_transforms() -> None:
         torch.func.vmap(lambda t: dmlops.gather(t, torch.tensor([1, 0]), 0))(x)
     with pytest.raises(DmlError, match=r"TILE: torch\.func transforms"):
         torch.func.grad(lambda t: dmlops.tile(t, [2, 1]).sum())(x[0])
+
+
+@pytest.mark.parametrize("count", [3, 8, 40])
+def test_which_calls_go_through_the_torch_operators(count: int) -> None:
+    """`wanted` answers alike for a few tensors (a loop) and many (a pass per field): CPU
+    tensors and tensors that need a gradient go through the operators, a Parameter (a
+    subclass) too, meta tensors with no gradient do not."""
+    from dmlops.torch.operators import wanted
+
+    def make(**kw):  # type: ignore[no-untyped-def]
+        return [torch.zeros(2, **kw) for _ in range(count)]
+
+    meta = make(device="meta")
+    assert wanted(make())
+    assert not wanted(meta)
+    assert wanted([*meta[1:], torch.zeros(2, device="meta", requires_grad=True)])
+    with torch.no_grad():
+        assert not wanted([*meta[1:], torch.zeros(2, device="meta", requires_grad=True)])
+    assert wanted([*meta[1:], torch.nn.Parameter(torch.zeros(2, device="meta"))])
+    assert wanted([*meta[1:], torch.zeros(2)])  # one CPU tensor among them

@@ -25,7 +25,7 @@ from .errors import BindingError, DmlError, InvalidDescriptorError, UnsupportedF
 from .ops import (
     OperatorDesc,
 )
-from .overlap import find_overlaps, owners_apart, spans_meet
+from .overlap import ManySpans, find_overlaps, owners_apart, spans_meet
 from .plan import Layout, Plan, array_byte_span, in_units
 from .tensor import BufferTensorDesc, DataType, FeatureLevel, packed_strides
 
@@ -387,6 +387,8 @@ class _Call:
         few = len(writes) * (len(spans) + len(writes)) <= _FEW_SPAN_PAIRS
         self.read_spans = spans if few else None
         self.write_spans = writes
+        # the same test over many spans, vectorised
+        self.many_spans = None if few else ManySpans(spans, writes)
         self.select: list[int] | None = None
         # contiguous arrays in, every output new: nothing to flatten, nothing can overlap
         self.fresh = self.direct and not self.any_given
@@ -500,8 +502,6 @@ class _Call:
                 return result.reshape(final) if reshape else result
 
             return hot_new
-        if self.read_spans is None:
-            return None
         writes, meets = self.write_spans, self._spans_meet
 
         def hot_given(ins: list[Any], out: Any) -> Any:
@@ -552,11 +552,11 @@ class _Call:
     def _spans_meet(self, in_flats: Sequence[Any], out_flats: Sequence[Any]) -> bool:
         """Whether any output's bytes may meet a read input's or another output's (False:
         none can overlap; True: find_overlaps decides)."""
-        if self.read_spans is None:
-            return True
         if not self.flats_are_addresses:
             address = self.backend.address
             in_flats, out_flats = list(map(address, in_flats)), list(map(address, out_flats))
+        if self.many_spans is not None:
+            return self.many_spans(in_flats, out_flats)
         return spans_meet(self.read_spans, in_flats, self.write_spans, out_flats)
 
     def _stage(

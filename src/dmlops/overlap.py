@@ -18,7 +18,7 @@ import numpy as np
 
 from .plan import Plan, StridedCopy
 
-__all__ = ["Overlap", "describe", "find_overlaps", "owners_apart"]
+__all__ = ["Overlap", "ManySpans", "describe", "find_overlaps", "owners_apart", "spans_meet"]
 
 _MAX_WORK = 1 << 16
 _TooHard: type[Exception] = getattr(np, "exceptions", np).TooHardError
@@ -152,6 +152,43 @@ def spans_meet(
             if low < w_high and w_low < high:
                 return True
     return False
+
+
+class ManySpans:
+    """`spans_meet` for many spans, vectorised: the spans' bindings and offsets kept as
+    arrays once, each test two sorts' worth of numpy calls instead of a Python loop over
+    every pair (a join or split of hundreds of arrays)."""
+
+    def __init__(
+        self,
+        read_spans: Sequence[tuple[int, int, int]],
+        write_spans: Sequence[tuple[int, int, int]],
+    ) -> None:
+        reads = np.array([s for s in read_spans if s[2] > s[1]], np.int64).reshape(-1, 3)
+        writes = np.array([s for s in write_spans if s[2] > s[1]], np.int64).reshape(-1, 3)
+        self.read_at, self.read_low, self.read_high = reads.T.copy()
+        self.write_at, self.write_low, self.write_high = writes.T.copy()
+
+    def __call__(self, in_addresses: Sequence[int], out_addresses: Sequence[int]) -> bool:
+        """Whether any write span meets a read span or another write span."""
+        if len(self.write_at) == 0:
+            return False
+        outs = np.fromiter(out_addresses, np.int64, len(out_addresses))[self.write_at]
+        w_low, w_high = outs + self.write_low, outs + self.write_high
+        if len(w_low) > 1:
+            order = np.argsort(w_low, kind="stable")
+            w_low, w_high = w_low[order], w_high[order]
+            if bool(np.any(w_low[1:] < np.maximum.accumulate(w_high)[:-1])):
+                return True  # two writes meet
+        if len(self.read_at) == 0:
+            return False
+        ins = np.fromiter(in_addresses, np.int64, len(in_addresses))[self.read_at]
+        r_low, r_high = ins + self.read_low, ins + self.read_high
+        # the writes are apart and sorted, so their ends are sorted too: the first write
+        # that ends after a read starts is the only one that can meet it
+        first = np.searchsorted(w_high, r_low, side="right")
+        inside = first < len(w_high)
+        return bool(np.any(w_low[first[inside]] < r_high[inside]))
 
 
 def find_overlaps(

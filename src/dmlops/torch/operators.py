@@ -66,11 +66,19 @@ from .moves import PLAIN_TENSORS, between_graphs, moved, moves_wanted, transform
 __all__ = ["wanted", "level_name", "order_name", "moved", "moves_wanted"]
 
 _LIB = "dmlops"
+_MANY = 8  # tensors in a call from which `wanted` reads each field in one pass
+_IS_CPU, _NEEDS_GRAD = operator.attrgetter("is_cpu"), operator.attrgetter("requires_grad")
 
 
 def wanted(tensors: Sequence[Any]) -> bool:
     """Whether a functional call on these arrays goes through the torch operators: some
     is a torch tensor that is traced (not a plain tensor), on the CPU, or needs a gradient."""
+    if len(tensors) >= _MANY and set(map(type, tensors)) == {Tensor}:  # (C passes, no loop)
+        if any(map(_IS_CPU, tensors)):
+            return True
+        if torch.is_grad_enabled() and any(map(_NEEDS_GRAD, tensors)):
+            return True
+        return bool(torch.compiler.is_compiling())
     found = False
     for t in tensors:
         if isinstance(t, Tensor):

@@ -41,6 +41,7 @@ __all__ = ["CudaBackend"]
 _TABLE_CACHE = 16
 FILL_BYTES = 64 << 10  # each fill's buffer per GPU, read by the copies that write it
 _ALREADY_THERE = contextlib.nullcontext()
+_MANY_TORCH = "torch tensors, a field a tuple"  # the tag of many tensors' keys
 
 
 class _DeviceState:
@@ -157,8 +158,9 @@ class CudaBackend:
         return keys
 
     def many_array_keys(self) -> dict[type, Callable[[Sequence[Any]], list[Hashable] | None]]:
-        """Keys of many torch tensors at once (each as `array_keys`' gives it; None where one
-        is on the CPU): four passes of C calls instead of a Python call per tensor."""
+        """Keys of many torch tensors at once (a tag, then their types, sizes, strides and
+        devices, each field a tuple; None where one is on the CPU): four passes of C calls
+        instead of a Python call per tensor."""
         torch = torch_module()
         if torch is None:
             return {}
@@ -166,13 +168,12 @@ class CudaBackend:
         dtype, shape = operator.attrgetter("dtype"), operator.attrgetter("shape")
 
         def torch_keys(ts: Sequence[Any]) -> list[Hashable] | None:
-            ordinals = list(map(tensor.get_device, ts))
+            ordinals = tuple(map(tensor.get_device, ts))
             if min(ordinals) < 0:
                 return None
-            keys = zip(
-                map(dtype, ts), map(shape, ts), map(tensor.stride, ts), ordinals, strict=True
-            )
-            return list(keys)
+            # (a column a field: four flat tuples, not a tuple an array, to make and hash)
+            fields = (tuple(map(dtype, ts)), tuple(map(shape, ts)), tuple(map(tensor.stride, ts)))
+            return [_MANY_TORCH, *fields, ordinals]
 
         return {tensor: torch_keys}
 
