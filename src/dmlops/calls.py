@@ -555,7 +555,8 @@ class _Call:
         if not self.flats_are_addresses:
             address = self.backend.address
             in_flats, out_flats = list(map(address, in_flats)), list(map(address, out_flats))
-        if self.many_spans is not None:
+        if self.read_spans is None:
+            assert self.many_spans is not None  # (one of the two is set)
             return self.many_spans(in_flats, out_flats)
         return spans_meet(self.read_spans, in_flats, self.write_spans, out_flats)
 
