@@ -59,7 +59,7 @@ def test_rows_fuzz(launches, dtype, rows, width, extra, start, out_shift, seed) 
     launches.clear()
     dmlops.slice1(x, [0, 0], [rows, width], [1, 1], out=out)
     _check(out, want)
-    assert _kernels(launches) <= {"rows", "strided"}
+    assert _kernels(launches) <= {"rows", "strided", "pack"}
     if width * item >= 128 and (start * item % 16 or out_shift * item % 16):
         # rows too misaligned for 16-byte vectors: narrower vectors or the rows kernel,
         # never one element per thread
@@ -116,7 +116,7 @@ def test_gather_fuzz(launches, dtype, rows, cols, step, offset, row_step, seed) 
     got = dmlops.slice1(x, [0, off], [rows, cols - off], [row_step, step])
     want = hx[::row_step, off:][:, ::step]
     _check(got, want)
-    assert _kernels(launches) <= {"strided", "rows", "transpose"}
+    assert _kernels(launches) <= {"strided", "rows", "transpose", "pack"}
 
 
 @settings(max_examples=30)
@@ -142,6 +142,34 @@ def test_high_rank_fuzz(launches, dtype, shape, data, seed) -> None:  # type: ig
     _check(got, want)
 
 
+@settings(max_examples=40)
+@given(
+    dtype=st.sampled_from([np.int8, np.float16, np.float32]),
+    shape=st.lists(st.integers(1, 9), min_size=1, max_size=6),
+    start=st.integers(0, 7),
+    data=st.data(),
+    seed=st.integers(0, 2**31),
+)
+def test_pack_fuzz(launches, dtype, shape, start, data, seed) -> None:  # type: ignore[no-untyped-def]
+    """Windows of any rank, step and sign read from a misaligned start into a new
+    (contiguous) output: the pack kernel where it is chosen, bit-exact everywhere."""
+    item = np.dtype(dtype).itemsize
+    n = int(np.prod(shape))
+    host, dev = _random_buffer((n + start) * item, seed)
+    x = dev.view(dtype)[start : start + n].reshape(shape)
+    hx = host.view(dtype)[start : start + n].reshape(shape)
+    offs = [data.draw(st.integers(0, s - 1)) for s in shape]
+    sizes = [data.draw(st.integers(1, s - o)) for s, o in zip(shape, offs, strict=True)]
+    steps = [data.draw(st.sampled_from([1, -1, 2, -3, 5])) for _ in shape]
+    launches.clear()
+    got = dmlops.slice1(x, offs, sizes, steps)
+    want = hx[tuple(slice(o, o + s) for o, s in zip(offs, sizes, strict=True))][
+        tuple(slice(None, None, t) for t in steps)
+    ]
+    _check(got, want)
+    assert _kernels(launches) <= {"strided", "rows", "transpose", "pack"}
+
+
 def test_each_strategy_is_chosen_and_exact(launches) -> None:  # type: ignore[no-untyped-def]
     import cupy
 
@@ -156,14 +184,22 @@ def test_each_strategy_is_chosen_and_exact(launches) -> None:  # type: ignore[no
             lambda a: dmlops.slice(a.T, [5, 7], [895, 493], [1, 1]),
         ),
         "strided": (
+            lambda a: a[:, :1024:2],
+            lambda a: dmlops.slice1(a, [0, 0], [512, 1024], [1, 2]),
+        ),
+        "pack (a step of 3 whose vectors do not fit: rows of 343 elements)": (
             lambda a: a[:, :1029:3],
             lambda a: dmlops.slice1(a, [0, 0], [512, 1029], [1, 3]),
+        ),
+        "pack (short misaligned rows, a tail vector cut short)": (
+            lambda a: a[1:102, 1:22],
+            lambda a: dmlops.slice(a, [1, 1], [101, 21], [1, 1]),
         ),
     }
     for kernel, (view, run) in cases.items():
         launches.clear()
         _check(run(x), view(host))
-        assert [g.kernel for g in launches] == [kernel]
+        assert [g.kernel for g in launches] == [kernel.split()[0]]
     launches.clear()
     _check(dmlops.slice1(x, [0, 0], [512, 1024], [1, -2]), host[:, 1023::-2])
     (group,) = launches

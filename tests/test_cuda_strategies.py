@@ -39,7 +39,8 @@ def test_misaligned_rows_use_the_rows_kernel(dt: DataType, offset: int) -> None:
     )
     ((kernel, d),) = kernels_for(desc)
     assert kernel == "rows" and d["OUTER"] == 1
-    # the same rows, aligned, take vectors; short misaligned rows stay element-wise
+    # the same rows, aligned, take vectors; short misaligned rows into a contiguous output
+    # take the pack kernel's vector stores
     aligned = SliceDesc(
         BufferTensorDesc(dt, [64, 4096]),
         BufferTensorDesc(dt, [64, 4000]),
@@ -53,15 +54,13 @@ def test_misaligned_rows_use_the_rows_kernel(dt: DataType, offset: int) -> None:
     )
     assert kernels_for(short) == [
         (
-            "strided",
+            "pack",
             {
                 "ES": dt.element_size,
-                "VW": dt.element_size,
-                "GATHER": 1,
-                "REVERSE": 0,
+                "VW": 16,
                 "RANK": 2,
                 "IDX64": 0,
-                "PER_THREAD": 2,  # a small copy: fewer vectors per thread fill the GPU
+                "PER_THREAD": 1,  # a small copy: fewer vectors per thread fill the GPU
             },
         )
     ]
@@ -132,7 +131,8 @@ def test_high_rank_boxes_use_fast_division() -> None:
         [1] * 8,
     )
     ((kernel, d),) = kernels_for(desc)
-    assert kernel == "strided" and d["RANK"] == 8 and d["IDX64"] == 0
+    # (misaligned 20-byte rows into a contiguous output: the pack kernel's vector stores)
+    assert kernel == "pack" and d["RANK"] == 8 and d["IDX64"] == 0 and d["VW"] == 16
 
 
 def test_mixed_plans_launch_once_per_strategy() -> None:
@@ -146,7 +146,7 @@ def test_mixed_plans_launch_once_per_strategy() -> None:
         1,
     )
     groups = kernels_for(desc)
-    assert sorted(k for k, _ in groups) == ["rows", "strided"]
+    assert sorted(k for k, _ in groups) == ["pack", "rows"]
 
 
 def test_fast_division_is_exact() -> None:
@@ -426,3 +426,72 @@ def test_a_winner_table_is_freed_by_the_copy_only_where_each_index_is_one_row(
         winner, _, _, each_call = launch._prepare(fake, 0, 0, 1 << 30, 1 << 31, 1 << 29)
     assert winner is not None and each_call == (not packed)
     assert len(cleared) == int(packed)  # cleared once, when made, where the copy frees it
+
+
+def _walk_pack_row(row: list[int], rank: int, v: int) -> list[list[int]]:
+    """The source element offsets of each destination vector of a pack-kernel row, walked
+    as the kernel walks them: one division chain a vector, then carries."""
+    count, shape = row[2], row[4 : 4 + rank]
+    strides = row[4 + rank : 4 + 2 * rank]
+    vectors = []
+    for i0 in range(0, count, v):
+        c, q, so = [0] * rank, i0, 0
+        for d in range(rank - 1, 0, -1):
+            q, c[d] = divmod(q, shape[d])
+            so += c[d] * strides[d]
+        c[0] = q
+        so += q * strides[0]
+        offsets = []
+        for e in range(v):
+            if e < count - i0:
+                offsets.append(so)
+            so += strides[-1]
+            c[-1] += 1
+            if c[-1] == shape[-1]:
+                c[-1] = 0
+                so -= shape[-1] * strides[-1]
+                for d in range(rank - 2, -1, -1):
+                    so += strides[d]
+                    c[d] += 1
+                    if c[d] < shape[d]:
+                        break
+                    c[d] = 0
+                    so -= shape[d] * strides[d]
+        vectors.append(offsets)
+    return vectors
+
+
+@pytest.mark.parametrize(
+    "sizes, offsets, window, steps, dt",
+    [
+        ((9, 9, 9, 12), [1, 1, 1, 1], [7, 7, 7, 10], [1, 1, 1, 1], DataType.UINT16),
+        ((5, 6, 7), [1, 1, 1], [3, 4, 5], [-1, -2, -1], DataType.UINT8),
+        ((4, 40), [0, 1], [4, 35], [1, 7], F32),
+        ((3, 3, 3), [0, 0, 0], [3, 3, 3], [1, 1, 1], DataType.UINT16),  # (a vector's tail)
+    ],
+)
+def test_the_pack_kernel_walks_every_source_element_in_destination_order(
+    sizes, offsets, window, steps, dt
+) -> None:  # type: ignore[no-untyped-def]
+    """Copies into a contiguous output that no vector fits on the source side take the pack
+    kernel; its rows, walked as the kernel walks them, visit each source element the copy
+    reads, in the output's order, with the last vector cut short."""
+    import dmlops
+    from dmlops import Slice1Desc
+
+    es = {DataType.UINT16: 2, DataType.UINT8: 1, F32: 4}[dt]
+    src = np.arange(int(np.prod(sizes)), dtype=np.int64).reshape(sizes)
+    want = dmlops.slice1(src, offsets, window, steps)  # (numpy's views: element numbers)
+    desc = Slice1Desc(
+        BufferTensorDesc(dt, sizes), BufferTensorDesc(dt, want.shape), offsets, window, steps
+    )
+    desc.validate()
+    groups = group_copies(desc.lower(), (BASE,), (BASE * 4,))
+    assert [g.kernel for g in groups] == ["pack"]
+    d = dict(groups[0].defines)
+    seen = []
+    for row in groups[0].table.tolist():
+        first = (row[0] - BASE) // es  # the element the row's walk starts at
+        seen += [first + o for vec in _walk_pack_row(row, d["RANK"], d["VW"] // es) for o in vec]
+        assert row[1] % d["VW"] == 0
+    assert seen == want.reshape(-1).tolist()

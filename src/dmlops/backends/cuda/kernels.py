@@ -21,6 +21,7 @@ ENTRY = {
     "strided": "dmlops_strided",
     "rows": "dmlops_rows",
     "transpose": "dmlops_transpose",
+    "pack": "dmlops_pack",
     "elements": "dmlops_indexed_elements",
 }
 _cache: dict[tuple[str, tuple[tuple[str, int], ...]], Any] = {}

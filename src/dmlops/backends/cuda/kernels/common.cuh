@@ -22,6 +22,17 @@ typedef long long IDX;
 #else
 typedef int IDX;
 #endif
+
+// q = n / d for 0 <= n < 2^31 with a precomputed (magic, shift) pair (Granlund-Montgomery).
+__device__ __forceinline__ IDX divide(IDX n, IDX d, unsigned magic, unsigned shift)
+{
+#if IDX64
+    return n / d;
+#else
+    unsigned t = __umulhi((unsigned)n, magic);
+    return (IDX)((t + (unsigned)n) >> shift);
+#endif
+}
 #endif
 
 // the row of the last piece whose first tile is at or before tile t (binary search)

@@ -52,17 +52,6 @@ typedef unsigned short VT;
 
 union Vec { VT v; T e[V]; };
 
-// q = n / d for 0 <= n < 2^31 with a precomputed (magic, shift) pair (Granlund-Montgomery).
-__device__ __forceinline__ IDX divide(IDX n, IDX d, unsigned magic, unsigned shift)
-{
-#if IDX64
-    return n / d;
-#else
-    unsigned t = __umulhi((unsigned)n, magic);
-    return (IDX)((t + (unsigned)n) >> shift);
-#endif
-}
-
 extern "C" __global__ void __launch_bounds__(THREADS)
 dmlops_strided(const long long* __restrict__ table, int pieces, long long tiles)
 {
