@@ -1,5 +1,6 @@
-"""The CPU engine's C extension, built where a C compiler is there (optional: without one,
-`pip install .` still succeeds and dmlops runs its numpy engine)."""
+"""The C extensions, built where a C compiler is there (optional: without one, `pip install
+.` still succeeds and dmlops runs its numpy engine, and launches CUDA kernels through
+ctypes): the CPU engine, and the CUDA backend's launch path."""
 
 import sys
 
@@ -16,6 +17,16 @@ if sys.platform != "win32":  # (POSIX threads; Windows runs the numpy engine)
             depends=[NATIVE + f for f in ("copies.h", "pool.h", "blocks.h")],
             extra_compile_args=["-O3", "-std=c11", "-fno-strict-aliasing"],
             extra_link_args=["-pthread"],
+            optional=True,
+        )
+    )
+
+    extensions.append(
+        Extension(
+            "dmlops.backends.cuda._launch",
+            sources=["src/dmlops/backends/cuda/native/launch.c"],
+            extra_compile_args=["-O2", "-std=c11"],
+            extra_link_args=["-ldl"],
             optional=True,
         )
     )

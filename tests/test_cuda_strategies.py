@@ -292,11 +292,7 @@ def test_a_scatters_launches_follow_the_choice(
         empty=lambda n, dtype: table, int32=np.int32, cuda=SimpleNamespace(runtime=runtime)
     )
     names: list[str] = []
-    kernels = cuda_indexed.kernels
-    monkeypatch.setattr(
-        kernels, "compiled_named", lambda cp, m, entry: names.append(entry) or entry
-    )
-    monkeypatch.setattr(kernels, "function_handle", lambda fn: fn)
+    monkeypatch.setattr(cuda_indexed, "_named", lambda cp, entry: names.append(entry) or entry)
     winner, launches, _, each_call = launch._prepare(fake, 0, 0, 1 << 30, 1 << 31, 1 << 29)
     assert launches[-1][0] == kernel
     assert each_call == (winner is not None and width * 4 > 2048)
@@ -335,8 +331,7 @@ def test_an_interrupted_winner_scatter_leaves_no_table_behind(
     (copy,) = plan.indexed
     launch = cuda_indexed.IndexedLaunch(copy, 4)
     monkeypatch.setattr(cuda_indexed, "GRAPHED_WINNERS", False)
-    monkeypatch.setattr(cuda_indexed.kernels, "compiled_named", lambda cp, m, entry: entry)
-    monkeypatch.setattr(cuda_indexed.kernels, "function_handle", lambda fn: fn)
+    monkeypatch.setattr(cuda_indexed, "_named", lambda cp, entry: entry)
     cleared: list[int] = []
     launched: list[str] = []
     interrupt = [False]
@@ -421,8 +416,7 @@ def test_a_winner_table_is_freed_by_the_copy_only_where_each_index_is_one_row(
         cuda=SimpleNamespace(runtime=SimpleNamespace(memsetAsync=lambda *a: cleared.append(a))),
     )
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(cuda_indexed.kernels, "compiled_named", lambda cp, mod, entry: entry)
-        m.setattr(cuda_indexed.kernels, "function_handle", lambda fn: fn)
+        m.setattr(cuda_indexed, "_named", lambda cp, entry: entry)
         winner, _, _, each_call = launch._prepare(fake, 0, 0, 1 << 30, 1 << 31, 1 << 29)
     assert winner is not None and each_call == (not packed)
     assert len(cleared) == int(packed)  # cleared once, when made, where the copy frees it

@@ -32,7 +32,7 @@ from .compact import CudaCompaction
 from .convert import CudaConversion
 from .indexed import IndexedLaunch
 from .install import import_cupy
-from .launch import Prepared, is_capturing, relaxed_capture
+from .launch import Prepared, is_capturing, launch_kernel, relaxed_capture
 from .strategies import Group, group_copies
 from .streams import Queue, current_stream_function, is_torch, queue_function, torch_module
 
@@ -86,8 +86,8 @@ class _DeviceState:
         key = (group.kernel, group.defines)
         found = self.functions.get(key)
         if found is None:
-            handle = kernels.function_handle(kernels.compiled(cupy, group.kernel, group.defines))
-            found = handle, kernels.blocks_per_multiprocessor(cupy, handle)
+            handle = kernels.handle(cupy.cuda.runtime, group.kernel, group.defines)
+            found = handle, kernels.blocks_per_multiprocessor(handle)
             self.functions[key] = found
         return found
 
@@ -97,6 +97,20 @@ _CUPY_TYPES = frozenset({
     "bool", "uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64",
     "float16", "float32", "float64", "complex64", "complex128",
 })  # fmt: skip
+
+
+class _OnDevice:
+    """CUDA's current device set to one GPU while the block runs, and put back after."""
+
+    def __init__(self, runtime: Any, ordinal: int) -> None:
+        self.runtime, self.ordinal = runtime, ordinal
+
+    def __enter__(self) -> None:
+        self.before = self.runtime.getDevice()
+        self.runtime.setDevice(self.ordinal)
+
+    def __exit__(self, *exc: object) -> None:
+        self.runtime.setDevice(self.before)
 
 
 class CudaBackend:
@@ -144,9 +158,9 @@ class CudaBackend:
         return self.as_array(obj)
 
     def array_keys(self) -> dict[type, Callable[[Any], Hashable]]:
-        keys: dict[type, Callable[[Any], Hashable]] = {
-            self.cupy.ndarray: lambda a: (a.dtype, a.shape, a.strides, a.data.device_id)
-        }
+        keys: dict[type, Callable[[Any], Hashable]] = {}
+        if self.cupy.imported():  # (no CuPy array before CuPy is imported: asked again then)
+            keys[self.cupy.ndarray] = lambda a: (a.dtype, a.shape, a.strides, a.data.device_id)
         torch = torch_module()
         if torch is not None:
             # CPU tensors are the numpy backend's, bound through numpy views: no key
@@ -272,9 +286,10 @@ class CudaBackend:
 
     def _on(self, ordinal: int) -> contextlib.AbstractContextManager[Any]:
         """A context with CuPy's current device set to `ordinal` (and put back after)."""
-        if ordinal == self.cupy.cuda.runtime.getDevice():
+        runtime = self.cupy.cuda.runtime
+        if ordinal == runtime.getDevice():
             return _ALREADY_THERE
-        return self.cupy.cuda.Device(ordinal)  # type: ignore[no-any-return]
+        return _OnDevice(runtime, ordinal)
 
     def new_like(self, template: Any, shape: tuple[int, ...], dtype: Any = None) -> Any:
         torch = torch_module()  # torch first: the commonest, and its call the cheapest
@@ -450,7 +465,7 @@ class _CudaExecutor:
                     if ready is None or ready[0] is not None:  # (new addresses, a winner table)
                         launch.launch(cp, device, ins, outs, stream)
                         continue
-                    go = cp.cuda.driver.launchKernel
+                    go = launch_kernel
                     for function, grid, threads, params in ready[1]:
                         go(function, grid[0], grid[1], 1, threads, 1, 1, 0, stream, params, 0)
                 return

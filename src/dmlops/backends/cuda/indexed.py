@@ -19,7 +19,7 @@ import numpy as np
 
 from ...indexed import IndexedCopy, rows_of
 from . import kernels
-from .launch import Graphed, is_capturing, relaxed_capture
+from .launch import Graphed, is_capturing, launch_kernel, relaxed_capture
 
 __all__ = ["IndexedLaunch"]
 
@@ -50,6 +50,11 @@ _SHARED_SCAN_BLOCKS = 264  # at most this many blocks in that launch
 # against 114 / 466 for that scan and 5.5 µs for a winner table at any count
 SHARED_SCAN_LOCATES = 1 << 16
 SHARED_SCAN_LOOK = 32
+
+
+def _named(cp: Any, entry: str) -> int:
+    """The handle of one of indexed.cu's kernels on the current device."""
+    return kernels.handle(cp.cuda.runtime, "indexed", entry=entry)
 
 
 def _shared_scan_blocks(rows: int, lanes: int) -> int:
@@ -259,7 +264,7 @@ class IndexedLaunch:
         winner, launches = prepared[0], prepared[1]
         if winner is not None and prepared[3]:
             _clear(cp, winner, stream)
-        launch = cp.cuda.driver.launchKernel
+        launch = launch_kernel
         for function, grid, threads, params in launches:
             launch(function, grid[0], grid[1], 1, threads, 1, 1, 0, stream, params, 0)
 
@@ -303,11 +308,11 @@ class IndexedLaunch:
         winner_ptr = np.uint64(0 if winner is None else winner.data.ptr)
         rows = np.int64(self.rows)
         if winner is not None:
-            fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed_winner")
+            fn = _named(cp, "dmlops_indexed_winner")
             grid = max(1, min(65535 * 8, -(-self.rows // _THREADS)))
             launches.append(
                 (
-                    kernels.function_handle(fn),
+                    fn,
                     (grid, 1),
                     _THREADS,
                     pack(meta, np.uint64(index), winner_ptr, rows),
@@ -327,19 +332,19 @@ class IndexedLaunch:
         grid = max(1, min(65535 * 8, -(-warps * lanes // _THREADS)))
         ends = (meta, np.uint64(src), np.uint64(dst), np.uint64(index))
         if shared_scan:
-            fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed_scan_shared")
+            fn = _named(cp, "dmlops_indexed_scan_shared")
             params = pack(*ends, rows)
             grid = _shared_scan_blocks(self.rows, lanes)
         elif scan:
-            fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed_scan")
+            fn = _named(cp, "dmlops_indexed_scan")
             params = pack(*ends, rows)
         elif winner is None and self.lean_reach and not (c.scatter and c.slot_count):
-            fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed_lean")
+            fn = _named(cp, "dmlops_indexed_lean")
             params = pack(*ends, np.int32(self.rows))
         else:
-            fn = kernels.compiled_named(cp, "indexed", "dmlops_indexed")
+            fn = _named(cp, "dmlops_indexed")
             params = pack(*ends, winner_ptr, rows, np.int32(clears_itself))
-        launches.append((kernels.function_handle(fn), (grid, 1), _THREADS, params))
+        launches.append((fn, (grid, 1), _THREADS, params))
         return winner, launches, keep, winner is not None and not clears_itself
 
     def _elements_launch(
@@ -357,10 +362,10 @@ class IndexedLaunch:
             ("ELEMENT", self.size),
             ("ELEMENTS_PER", per),
         )
-        fn = kernels.compiled(cp, "elements", defines)
+        fn = kernels.handle(cp.cuda.runtime, "elements", defines)
         pointers = [np.array([v], np.uint64) for v in (src, dst, index)]
         params = np.array([self.walk.ctypes.data] + [a.ctypes.data for a in pointers], np.uint64)
-        launch = (kernels.function_handle(fn), grid, threads, int(params.ctypes.data))
+        launch = (fn, grid, threads, int(params.ctypes.data))
         return launch, [self.walk, pointers, params]  # (kept alive with the launch)
 
 

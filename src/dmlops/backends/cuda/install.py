@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import sys
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...errors import DmlError
+from .lazy import LazyCupy
 
 __all__ = ["import_cupy", "cupy_distributions", "check_install", "INSTALL_HINT"]
 
@@ -65,18 +67,31 @@ def check_install(distributions: Sequence[str], driver: int, runtime: int) -> No
 
 
 def import_cupy() -> Any:
-    """The cupy module, or a DmlError that says what to install."""
+    """The cupy module (a `LazyCupy`, which imports CuPy at its first real use: its runtime
+    and driver bindings come first), or a DmlError that says what to install."""
     distributions = cupy_distributions()
     if len(distributions) > 1:
         check_install(distributions, 1, 0)
     try:
-        import cupy
-    except ImportError as e:
-        raise DmlError(f"the cuda backend needs CuPy: {INSTALL_HINT}") from e
+        found = sys.modules["cupy"] if "cupy" in sys.modules else importlib.util.find_spec("cupy")
+    except (ImportError, ValueError):
+        found = None
+    if found is None:
+        raise DmlError(f"the cuda backend needs CuPy: {INSTALL_HINT}")
     try:
-        driver = int(cupy.cuda.runtime.driverGetVersion())
-        runtime = int(cupy.cuda.runtime.runtimeGetVersion())
-    except Exception as e:  # no libcuda, or CuPy's libraries missing
-        raise DmlError(f"the cuda backend cannot load CUDA ({e}): {INSTALL_HINT}") from e
-    check_install(distributions, driver, runtime)
-    return cupy
+        from cupy_backends.cuda.api import driver as cuda_driver
+        from cupy_backends.cuda.api import runtime as cuda_runtime
+
+        versions = int(cuda_runtime.driverGetVersion()), int(cuda_runtime.runtimeGetVersion())
+    except Exception:  # noqa: BLE001 - CUDA's libraries not found alone: CuPy finds them
+        try:
+            import cupy
+        except ImportError as e:
+            raise DmlError(f"the cuda backend needs CuPy: {INSTALL_HINT}") from e
+        cuda_runtime, cuda_driver = cupy.cuda.runtime, cupy.cuda.driver
+        try:
+            versions = int(cuda_runtime.driverGetVersion()), int(cuda_runtime.runtimeGetVersion())
+        except Exception as e:  # no libcuda, or CuPy's libraries missing
+            raise DmlError(f"the cuda backend cannot load CUDA ({e}): {INSTALL_HINT}") from e
+    check_install(distributions, *versions)
+    return LazyCupy(cuda_runtime, cuda_driver)

@@ -1,21 +1,26 @@
-"""The CUDA kernel sources (package data, one .cu file per strategy) compiled through CuPy."""
+"""The CUDA kernel sources (package data, one .cu file per strategy), compiled once with
+NVRTC into a cubin kept on disk, and loaded into each GPU's context from there.
+
+A process whose kernels are all on disk loads them with the driver alone (no NVRTC, no
+CuPy import): `DMLOPS_CACHE_DIR`, else `$XDG_CACHE_HOME/dmlops/cuda` or
+`~/.cache/dmlops/cuda`, one file per source, options, architecture and NVRTC version.
+"""
 
 from __future__ import annotations
 
+import ctypes
+import hashlib
+import os
+import tempfile
 import threading
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
+from .launch import driver_library
 from .strategies import THREADS
 
-__all__ = [
-    "source",
-    "compiled",
-    "compiled_named",
-    "function_handle",
-    "ENTRY",
-    "blocks_per_multiprocessor",
-]
+__all__ = ["source", "handle", "cache_dir", "ENTRY", "blocks_per_multiprocessor"]
 
 ENTRY = {
     "strided": "dmlops_strided",
@@ -24,7 +29,9 @@ ENTRY = {
     "pack": "dmlops_pack",
     "elements": "dmlops_indexed_elements",
 }
-_cache: dict[tuple[str, tuple[tuple[str, int], ...]], Any] = {}
+_handles: dict[tuple[str, str, tuple[tuple[str, int], ...], int], int] = {}
+_images: dict[tuple[str, str, str], bytes] = {}
+_modules: list[int] = []  # loaded for the process's life (their functions are cached)
 _lock = threading.Lock()
 
 
@@ -37,40 +44,118 @@ def source(kernel: str) -> str:
     return _read(f"{kernel}.cu").replace('#include "common.cuh"', _read("common.cuh"))
 
 
-def compiled(cupy: Any, kernel: str, defines: tuple[tuple[str, int], ...]) -> Any:
-    """The kernel function of one specialisation, compiled once per process."""
-    key = (kernel, defines)
-    fn = _cache.get(key)
-    if fn is None:
-        options = (
-            "--std=c++14",
-            f"-DTHREADS={THREADS}",
-            *(f"-D{k}={v}" for k, v in defines),
-        )
-        module = cupy.RawModule(code=source(kernel), options=options)
-        fn = module.get_function(ENTRY[kernel])
+def cache_dir() -> Path:
+    """Where compiled kernels are kept between processes."""
+    named = os.environ.get("DMLOPS_CACHE_DIR")
+    if named:
+        return Path(named) / "cuda"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "dmlops" / "cuda"
+
+
+def _arch(runtime: Any, device: int) -> tuple[int, int]:
+    return (
+        int(runtime.deviceGetAttribute(75, device)),  # cudaDevAttrComputeCapabilityMajor
+        int(runtime.deviceGetAttribute(76, device)),  # cudaDevAttrComputeCapabilityMinor
+    )
+
+
+def _compile(code: str, options: tuple[str, ...], arch: tuple[int, int]) -> bytes:
+    """A cubin for `arch` (PTX for the newest architecture NVRTC knows where it does not
+    know this one, which the driver compiles on loading)."""
+    from cupy_backends.cuda.libs import nvrtc
+
+    wanted = arch[0] * 10 + arch[1]
+    known = [int(a) for a in nvrtc.getSupportedArchs()]
+    cubin = wanted in known
+    target = f"sm_{wanted}" if cubin else f"compute_{max(a for a in known if a <= wanted)}"
+    program = nvrtc.createProgram(code, "dmlops.cu", [], [])
+    try:
+        try:
+            nvrtc.compileProgram(program, [*options, f"--gpu-architecture={target}"])
+        except Exception as e:
+            log = nvrtc.getProgramLog(program)
+            raise RuntimeError(f"NVRTC failed on a dmlops kernel: {e}\n{log}") from e
+        image = nvrtc.getCUBIN(program) if cubin else nvrtc.getPTX(program)
+    finally:
+        nvrtc.destroyProgram(program)
+    return bytes(image) if cubin else (image.encode() if isinstance(image, str) else image)
+
+
+def _image(code: str, options: tuple[str, ...], runtime: Any, device: int) -> bytes:
+    """The compiled module of a source: from memory, from disk, or compiled now."""
+    arch = _arch(runtime, device)
+    tag = f"{arch[0]}{arch[1]}-cuda{int(runtime.runtimeGetVersion())}"
+    digest = hashlib.sha256("\0".join((code, *options, tag)).encode()).hexdigest()[:40]
+    key = (digest, tag, "")
+    found = _images.get(key)
+    if found is not None:
+        return found
+    path = cache_dir() / f"{digest}-sm{tag}.bin"
+    try:
+        found = path.read_bytes()
+    except OSError:
+        found = None
+    if not found:
+        found = _compile(code, options, arch)
+        try:  # written whole or not at all: another process may read it at once
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as f:
+                f.write(found)
+            os.replace(f.name, path)
+        except OSError:
+            pass  # (a read-only home: compiled again by the next process)
+    _images[key] = found
+    return found
+
+
+def _load(image: bytes, name: str) -> int:
+    """Load a module into the current context and find one function (libcuda itself: CuPy's
+    binding of the module load imports all of CuPy)."""
+    lib = driver_library()
+    module, function = ctypes.c_void_p(), ctypes.c_void_p()
+    status = lib.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(image))
+    if status != 0:
+        raise RuntimeError(f"cuModuleLoadData failed with CUDA driver error {status}")
+    _modules.append(int(module.value or 0))
+    status = lib.cuModuleGetFunction(ctypes.byref(function), module, name.encode())
+    if status != 0:
+        raise RuntimeError(f"cuModuleGetFunction({name}) failed with CUDA driver error {status}")
+    return int(function.value or 0)
+
+
+def handle(
+    runtime: Any,
+    kernel: str,
+    defines: tuple[tuple[str, int], ...] = (),
+    entry: str | None = None,
+) -> int:
+    """The CUfunction handle of kernel `entry` (the strategy's own by default) of one
+    specialisation on the current device, loaded there once."""
+    device = int(runtime.getDevice())
+    name = entry or ENTRY[kernel]
+    key = (kernel, name, defines, device)
+    found = _handles.get(key)
+    if found is None:
         with _lock:
-            _cache[key] = fn
-    return fn
+            found = _handles.get(key)
+            if found is None:
+                options = (
+                    "--std=c++14",
+                    f"-DTHREADS={THREADS}",
+                    *(f"-D{k}={v}" for k, v in defines),
+                )
+                found = _load(_image(source(kernel), options, runtime, device), name)
+                _handles[key] = found
+    return found
 
 
-def compiled_named(cupy: Any, kernel: str, entry: str) -> Any:
-    """A kernel function `entry` of a .cu file without specialisations, compiled once."""
-    key = (f"{kernel}:{entry}", ())
-    fn = _cache.get(key)
-    if fn is None:
-        module = cupy.RawModule(code=source(kernel), options=("--std=c++14",))
-        fn = module.get_function(entry)
-        with _lock:
-            _cache[key] = fn
-    return fn
-
-
-def function_handle(kernel: Any) -> int:
-    """The CUfunction handle of a compiled kernel on the current device (loaded there if new)."""
-    return int(kernel.kernel.ptr)
-
-
-def blocks_per_multiprocessor(cupy: Any, function: int) -> int:
+def blocks_per_multiprocessor(function: int) -> int:
     """How many THREADS-thread blocks of a kernel one multiprocessor holds at once."""
-    return int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(function, THREADS, 0))
+    blocks = ctypes.c_int()
+    status = driver_library().cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        ctypes.byref(blocks), ctypes.c_void_p(function), THREADS, ctypes.c_size_t(0)
+    )
+    if status != 0:
+        raise RuntimeError(f"cuOccupancyMaxActiveBlocksPerMultiprocessor failed ({status})")
+    return int(blocks.value)

@@ -12,6 +12,7 @@ launch reads are never freed, since the graph may be replayed at any time.
 from __future__ import annotations
 
 import ctypes
+import sys
 import threading
 import weakref
 from collections.abc import Sequence
@@ -21,11 +22,24 @@ import numpy as np
 
 from .strategies import THREADS, Group
 
-__all__ = ["Prepared", "Graphed", "relaxed_capture", "is_capturing", "external_stream"]
+__all__ = [
+    "Prepared",
+    "Graphed",
+    "relaxed_capture",
+    "is_capturing",
+    "external_stream",
+    "driver_library",
+    "launch_kernel",
+]
 
 _RELAXED = 2  # CU_STREAM_CAPTURE_MODE_RELAXED
 _driver: Any = None
 _driver_lock = threading.Lock()
+
+
+def driver_library() -> Any:
+    """libcuda, through ctypes (loaded once)."""
+    return _libcuda()
 
 
 def _libcuda() -> Any:
@@ -34,6 +48,34 @@ def _libcuda() -> Any:
         if _driver is None:
             _driver = ctypes.CDLL("libcuda.so.1")
         return _driver
+
+
+def _ctypes_launch(
+    function: int,
+    gx: int,
+    gy: int,
+    gz: int,
+    bx: int,
+    by: int,
+    bz: int,
+    shared: int,
+    stream: int,
+    params: int,
+    extra: int,
+) -> None:
+    """cuLaunchKernel through ctypes: the launch path where the C extension is not built."""
+    u = ctypes.c_uint
+    status = _libcuda().cuLaunchKernel(
+        ctypes.c_void_p(function), u(gx), u(gy), u(gz), u(bx), u(by), u(bz), u(shared),
+        ctypes.c_void_p(stream), ctypes.c_void_p(params), ctypes.c_void_p(extra),
+    )  # fmt: skip
+    _check(status, "cuLaunchKernel")
+
+
+try:  # one C call a launch (native/launch.c), built by `pip install .` where a compiler is
+    from ._launch import launch_kernel
+except ImportError:  # pragma: no cover - (no C compiler where dmlops was installed)
+    launch_kernel = _ctypes_launch
 
 
 class relaxed_capture:
@@ -118,6 +160,13 @@ def is_capturing(cupy: Any, stream: int) -> bool:
     return bool(cupy.cuda.runtime.streamIsCapturing(stream))
 
 
+def _torch_memory(cupy: Any) -> bool:
+    """Whether tables go in torch's memory: torch is imported and CuPy is not (a call on
+    torch tensors, which needs nothing of CuPy's but its runtime bindings)."""
+    imported = getattr(cupy, "imported", None)
+    return imported is not None and not imported() and "torch" in sys.modules
+
+
 class Prepared:
     """Launches of one plan on one device for one tuple of addresses."""
 
@@ -142,6 +191,8 @@ class Prepared:
             size += -(-g.table.nbytes // 256) * 256
         size = max(size, 256)
         self.uploaded: Any = None  # the upload's event: the staging memory is reused after it
+        self.staging: Any = None  # the host memory the table goes up from
+        pageable = not capturing and _torch_memory(cupy)
         if capturing:  # raw memory, never freed: a graph may replay the upload at any time
             with relaxed_capture():
                 self._device_ptr = int(runtime.malloc(size))
@@ -149,6 +200,17 @@ class Prepared:
             host = np.ctypeslib.as_array(
                 ctypes.cast(host_ptr, ctypes.POINTER(ctypes.c_uint8)), (size,)
             )
+        elif pageable:
+            # CuPy not imported: the table in torch's caching allocator, on this stream (it
+            # is reused in this stream's order only), uploaded from pageable memory (staged
+            # by the driver before the copy returns: nothing to wait for)
+            torch = sys.modules["torch"]
+            device = int(runtime.getDevice())
+            with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=device)):
+                self.memory = torch.empty(size, dtype=torch.uint8, device=f"cuda:{device}")
+            self._device_ptr = int(self.memory.data_ptr())
+            host = self.staging = np.zeros(size, np.uint8)
+            host_ptr = int(host.ctypes.data)
         else:
             with external_stream(cupy, stream):  # the pool reuses it on this stream only
                 self.memory = cupy.cuda.alloc(size)
@@ -169,7 +231,7 @@ class Prepared:
             self._params.append((values, params))
             self.launches.append((function, grid, int(params.ctypes.data)))
         runtime.memcpyAsync(self._device_ptr, host_ptr, size, runtime.memcpyHostToDevice, stream)
-        if not capturing:
+        if not capturing and not pageable:  # (pinned staging: reused once the copy is done)
             self.uploaded = cupy.cuda.Event(block=False, disable_timing=True)
             self.uploaded.record(external_stream(cupy, stream))
 
@@ -184,6 +246,6 @@ class Prepared:
             self.pinned = True  # another stream may still read it when it would be freed
         if not self.pinned and cupy.cuda.runtime.streamIsCapturing(stream):
             self.pinned = True
-        launch = cupy.cuda.driver.launchKernel
+        launch = launch_kernel
         for function, grid, params in self.launches:
             launch(function, grid, 1, 1, THREADS, 1, 1, 0, stream, params, 0)
