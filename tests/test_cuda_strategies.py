@@ -352,9 +352,9 @@ def test_an_interrupted_winner_scatter_leaves_no_table_behind(
                 memsetAsync=lambda ptr, *a: cleared.append(ptr),
                 streamIsCapturing=lambda stream: False,
             ),
-            driver=SimpleNamespace(launchKernel=launch_kernel),
         ),
     )
+    monkeypatch.setattr(cuda_indexed, "launch_kernel", launch_kernel)
     ins, outs = [1 << 30, 1 << 29, 1 << 31], [1 << 30]
     launch.launch(fake, 0, ins, outs, 0)
     launch.launch(fake, 0, ins, outs, 0)  # warm: no clearing
