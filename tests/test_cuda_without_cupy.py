@@ -35,6 +35,10 @@ _SCRIPT = textwrap.dedent(
              torch.nn.functional.pad(x[None], (2, 4, 1, 3), mode="reflect")[0])
         rows = torch.tensor([5, 0, 63, 5], device="cuda")
         same(dmlops.gather(x, rows, 0), x[rows])
+        where = torch.randint(0, 48, (64, 96, 40), device="cuda")  # (repeats: a winner table)
+        upd = torch.randn(64, 96, 40, device="cuda")
+        want = dmlops.scatter_elements(x.cpu().numpy(), where.cpu().numpy(), upd.cpu().numpy(), 1)
+        same(dmlops.scatter_elements(x, where, upd, 1), torch.from_numpy(want).cuda())
         box = torch.arange(9 ** 3 * 12, dtype=torch.int16, device="cuda").reshape(9, 9, 9, 12)
         same(dmlops.slice(box, [1, 1, 1, 1], [7, 7, 7, 10], [1, 1, 1, 1]),
              box[1:8, 1:8, 1:8, 1:11].contiguous())

@@ -19,7 +19,7 @@ import numpy as np
 
 from ...indexed import IndexedCopy, rows_of
 from . import kernels
-from .launch import Graphed, is_capturing, launch_kernel, relaxed_capture
+from .launch import DeviceTable, Graphed, is_capturing, launch_kernel, relaxed_capture
 
 __all__ = ["IndexedLaunch"]
 
@@ -295,7 +295,7 @@ class IndexedLaunch:
         if captured:
             winner: Any = _Raw(cp, np.empty(c.slot_count, np.int32)) if wants_winner else None
         else:
-            winner = cp.empty(c.slot_count, dtype=cp.int32) if wants_winner else None
+            winner = DeviceTable(cp, c.slot_count, np.int32, stream) if wants_winner else None
         keep: list[Any] = [meta, winner]
         launches = []
 

@@ -16,6 +16,7 @@ import sys
 import threading
 import weakref
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ __all__ = [
     "external_stream",
     "driver_library",
     "launch_kernel",
+    "DeviceTable",
 ]
 
 _RELAXED = 2  # CU_STREAM_CAPTURE_MODE_RELAXED
@@ -98,15 +100,19 @@ class Graphed:
 
     def __init__(self, cupy: Any, work: Any, keep: Any) -> None:
         """`work(stream)` enqueues the work on a raw stream handle; this device current."""
-        driver = _libcuda()
-        side = cupy.cuda.Stream(non_blocking=True)  # captured alone: nobody else's work
-        stream = ctypes.c_void_p(side.ptr)
-        _check(driver.cuStreamBeginCapture_v2(stream, _RELAXED), "cuStreamBeginCapture")
+        driver, runtime = _libcuda(), cupy.cuda.runtime
+        side = int(runtime.streamCreateWithFlags(1))  # non-blocking, captured alone
+        stream = ctypes.c_void_p(side)
         graph, runnable = ctypes.c_void_p(), ctypes.c_void_p()
         try:
-            work(int(side.ptr))
+            _check(driver.cuStreamBeginCapture_v2(stream, _RELAXED), "cuStreamBeginCapture")
+            try:
+                work(side)
+            finally:
+                status = driver.cuStreamEndCapture(stream, ctypes.byref(graph))
+                _check(status, "cuStreamEndCapture")
         finally:
-            _check(driver.cuStreamEndCapture(stream, ctypes.byref(graph)), "cuStreamEndCapture")
+            runtime.streamDestroy(side)  # (the graph keeps nothing of the stream)
         try:
             flags = ctypes.c_ulonglong(0)
             _check(
@@ -116,7 +122,7 @@ class Graphed:
         except BaseException:
             driver.cuGraphDestroy(graph)
             raise
-        self.keep = (keep, side)
+        self.keep = keep
         self._runnable = runnable
         self._launch = driver.cuGraphLaunch
         # (not at exit: the driver frees what the process held, its contexts perhaps first)
@@ -165,6 +171,26 @@ def _torch_memory(cupy: Any) -> bool:
     torch tensors, which needs nothing of CuPy's but its runtime bindings)."""
     imported = getattr(cupy, "imported", None)
     return imported is not None and not imported() and "torch" in sys.modules
+
+
+class DeviceTable:
+    """Device memory for a table on one stream, with CuPy's `data.ptr` and `nbytes`: torch's
+    where CuPy is not imported (`_torch_memory`), else a CuPy array."""
+
+    def __init__(self, cupy: Any, count: int, dtype: Any, stream: int) -> None:
+        """`count` elements of `dtype` (a numpy type) on the current device."""
+        self.nbytes = count * np.dtype(dtype).itemsize
+        if _torch_memory(cupy):
+            torch = sys.modules["torch"]
+            device = int(cupy.cuda.runtime.getDevice())
+            with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=device)):
+                self.memory: Any = torch.empty(
+                    max(self.nbytes, 1), dtype=torch.uint8, device=f"cuda:{device}"
+                )
+            self.data = SimpleNamespace(ptr=int(self.memory.data_ptr()))
+        else:
+            self.memory = cupy.empty(count, dtype=dtype)
+            self.data = self.memory.data
 
 
 class Prepared:
