@@ -1,0 +1,86 @@
+"""The CUDA backend's loading, without a GPU: CuPy held lazily, kernels compiled once into
+a cache on disk and read back from it."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from dmlops.backends.cuda import kernels
+from dmlops.backends.cuda.lazy import LazyCupy
+
+
+def test_lazy_cupy_answers_runtime_and_driver_without_importing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    runtime, driver = object(), object()
+    lazy = LazyCupy(runtime, driver)
+    assert lazy.cuda.runtime is runtime and lazy.cuda.driver is driver
+    assert not lazy.imported()
+    assert not isinstance(object(), lazy.ndarray)  # (no CuPy array can exist yet)
+    fake = types.ModuleType("cupy")
+    fake.ndarray = type("ndarray", (), {})  # type: ignore[attr-defined]
+    fake.asarray = lambda x: ("cupy", x)  # type: ignore[attr-defined]
+    fake.cuda = types.SimpleNamespace(Stream="the stream class")  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    assert lazy.imported()
+    assert lazy.ndarray is fake.ndarray  # type: ignore[attr-defined]
+    assert lazy.asarray(3) == ("cupy", 3)
+    assert lazy.cuda.Stream == "the stream class"
+    assert lazy.cuda.runtime is runtime  # (its own bindings still)
+
+
+def test_the_cache_folder_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DMLOPS_CACHE_DIR", "/somewhere")
+    assert kernels.cache_dir() == Path("/somewhere/cuda")
+    monkeypatch.delenv("DMLOPS_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", "/xdg")
+    assert kernels.cache_dir() == Path("/xdg/dmlops/cuda")
+
+
+class _Runtime:
+    def __init__(self, major: int) -> None:
+        self.major = major
+
+    def deviceGetAttribute(self, attribute: int, device: int) -> int:
+        return {75: self.major, 76: 0}[attribute]
+
+    def runtimeGetVersion(self) -> int:
+        return 12080
+
+
+def test_a_kernel_is_compiled_once_and_read_back_from_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DMLOPS_CACHE_DIR", str(tmp_path))
+    compiled: list[tuple[str, tuple[int, int]]] = []
+
+    def compile_(code: str, options: tuple[str, ...], arch: tuple[int, int]) -> bytes:
+        compiled.append((code, arch))
+        return f"cubin of {len(code)} for sm_{arch[0]}{arch[1]} {' '.join(options)}".encode()
+
+    monkeypatch.setattr(kernels, "_compile", compile_)
+    monkeypatch.setattr(kernels, "_images", {})
+    source = kernels.source("pack")
+    first = kernels._image(source, ("-DES=2",), _Runtime(9), 0)
+    assert len(compiled) == 1 and b"sm_90" in first
+    assert len(list((tmp_path / "cuda").iterdir())) == 1  # written whole, no temporary left
+    monkeypatch.setattr(kernels, "_images", {})  # (a new process: only the disk remains)
+    assert kernels._image(source, ("-DES=2",), _Runtime(9), 0) == first
+    assert len(compiled) == 1
+    kernels._image(source, ("-DES=4",), _Runtime(9), 0)  # another specialisation
+    kernels._image(source, ("-DES=2",), _Runtime(8), 0)  # another architecture
+    assert len(compiled) == 3 and len(list((tmp_path / "cuda").iterdir())) == 3
+
+
+def test_a_read_only_cache_still_compiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("DMLOPS_CACHE_DIR", str(blocker))  # (its cuda/ cannot be made)
+    monkeypatch.setattr(kernels, "_compile", lambda code, options, arch: b"cubin")
+    monkeypatch.setattr(kernels, "_images", {})
+    assert kernels._image("code", (), _Runtime(9), 0) == b"cubin"
