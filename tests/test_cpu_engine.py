@@ -661,3 +661,58 @@ def test_a_torch_dataloader_worker_runs_the_engine_on_one_thread() -> None:
     )
     assert out.split("]")[0] + "]" == "[(1, 1)]"
     assert out.split()[-1] == "4"  # (the parent's count, chosen before the workers)
+
+
+_NATIVE = pytest.mark.skipif(cpu_engine.native() is None, reason="the C engine is not built")
+
+
+@_NATIVE
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64, np.complex128])
+def test_scatters_write_in_index_order_through_the_engine(
+    monkeypatch: pytest.MonkeyPatch, dtype: Any
+) -> None:
+    """A scatter whose updates are one C-ordered run is written by the engine in index order
+    (no search for repeated destinations): of updates to one place the later stays, as
+    DirectML's rule says, against a naive loop; rows of several elements too."""
+    module = cpu_engine.native()
+    used: list[int] = []
+
+    class Spy:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(module, name)
+
+        def scatter(self, *args: Any) -> None:
+            used.append(len(args[1]))
+            module.scatter(*args)
+
+    monkeypatch.setitem(cpu_engine._STATE, "native", Spy())
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((16, 40)).astype(dtype)
+    index = rng.integers(-40, 40, (16, 90))  # (repeats in every row; negative indices)
+    updates = rng.standard_normal((16, 90)).astype(dtype)
+    want = x.copy()
+    for r in range(16):
+        for k in range(90):
+            want[r, index[r, k]] = updates[r, k]
+    got = dmlops.scatter_elements(x, index, updates, 1)
+    assert got.tobytes() == want.tobytes() and used
+    rows = rng.integers(0, 16, (30, 1))  # scatter_nd of whole rows, repeated
+    fresh = rng.standard_normal((30, 40)).astype(dtype)
+    want = x.copy()
+    for k in range(30):
+        want[rows[k, 0]] = fresh[k]
+    assert dmlops.scatter_nd(x, rows, fresh).tobytes() == want.tobytes()
+
+
+@_NATIVE
+def test_the_engines_scatter_checks_every_target_before_writing() -> None:
+    module = cpu_engine.native()
+    dst = np.zeros(8, np.uint32)
+    rows = np.arange(1, 4, dtype=np.uint32)
+    with pytest.raises(ValueError, match="outside"):
+        module.scatter(dst, np.array([0, 3, 8], np.intp), rows, 4, 1, 1)
+    with pytest.raises(ValueError, match="outside"):
+        module.scatter(dst, np.array([0, 3, 6], np.intp), np.arange(6, dtype=np.uint32), 4, 2, 2)
+    assert not dst.any()  # nothing written
+    module.scatter(dst, np.array([5, 5, 2], np.intp), rows, 4, 1, 1)
+    assert dst.tolist() == [0, 0, 3, 0, 0, 2, 0, 0]

@@ -90,6 +90,17 @@ def _scratch(name: str, count: int, dtype: Any) -> np.ndarray[Any, Any] | None:
     return buffer[:count]
 
 
+def _c_ordered(shape: tuple[int, ...], strides: tuple[int, ...], size: int) -> bool:
+    """Whether a strided view of these byte strides is one C-ordered run (dimensions of one
+    element may have any stride)."""
+    expected = size
+    for n, s in zip(reversed(shape), reversed(strides), strict=True):
+        if n != 1 and s != expected:
+            return False
+        expected *= n
+    return True
+
+
 def _distinct(starts: np.ndarray[Any, Any]) -> bool:
     """Whether no two of these element offsets are equal."""
     if len(starts) <= _SET:
@@ -551,9 +562,26 @@ class IndexedStep:
             return moved, None
         return self._winners(moved, None if keep is None else np.flatnonzero(keep))
 
+    def _ordered_scatter(self) -> Any:
+        """The C engine's scatter in index order (where it is built and this scatter's
+        updates are one C-ordered run), else None: rows written in order need no search for
+        repeated destinations, since the later row simply writes last."""
+        found = self.__dict__.get("_ordered")
+        if found is None:
+            from .cpu_engine import native
+
+            module = native()
+            shape, _, strides = self.plain_view
+            usable = _c_ordered(shape, strides, self.size) and (
+                self.row == 1 or self.row_strides[1] >= 0
+            )
+            found = module.scatter if module is not None and usable else False
+            self._ordered = found
+        return found or None
+
     def _winners(self, moved: Any, chosen: Any) -> tuple[Any, Any]:
         """A scatter's rows kept: of rows to one destination, the later in index order."""
-        if not self.copy.slot_count:
+        if not self.copy.slot_count or self._ordered_scatter() is not None:
             return moved, chosen
         starts = moved.reshape(-1)
         if chosen is not None:
@@ -596,6 +624,12 @@ class IndexedStep:
         targets = moved.reshape(-1)
         if chosen is not None:
             src, targets = src[chosen], targets[chosen]
+        ordered = self._ordered_scatter()
+        if ordered is not None:
+            step = self.row_strides[1] if self.row > 1 else 1
+            at = np.ascontiguousarray(targets, np.intp)
+            ordered(d, at, np.ascontiguousarray(src), self.size, self.row, step)
+            return
         if self.row == 1:
             d[targets] = src[:, 0]
         else:

@@ -265,7 +265,68 @@ static PyObject *clear_cache(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* scatter(destination, targets, rows, size, row, step): row k of `rows` (C-contiguous, `row`
+ * elements of `size` bytes each) written at element targets[k] of `destination`, its
+ * elements `step` elements apart, in k's order: of rows to one place the later stays
+ * (DirectML's later-update-wins) with no search for repeats. `targets` holds intp. Every
+ * target is checked before anything is written (ValueError, nothing written). */
+#define SCATTER_LOOP(TYPE)                                                             \
+    do {                                                                               \
+        TYPE *to = (TYPE *)dst.buf;                                                    \
+        const TYPE *from = (const TYPE *)src.buf;                                      \
+        for (Py_ssize_t k = 0; k < count; k++) {                                       \
+            const Py_ssize_t t = targets[k];                                           \
+            for (Py_ssize_t j = 0; j < row; j++) {                                     \
+                to[t + j * step] = from[k * row + j];                                  \
+            }                                                                          \
+        }                                                                              \
+    } while (0)
+
+static PyObject *scatter(PyObject *self, PyObject *args) {
+    Py_buffer dst, at, src;
+    Py_ssize_t size, row, step;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "w*y*y*nnn", &dst, &at, &src, &size, &row, &step)) {
+        return NULL;
+    }
+    const Py_ssize_t *targets = (const Py_ssize_t *)at.buf;
+    const Py_ssize_t count = at.len / (Py_ssize_t)sizeof(Py_ssize_t);
+    const Py_ssize_t places = size > 0 ? dst.len / size : 0;
+    int bad = size <= 0 || row < 1 || step < 0 || src.len < count * row * size;
+    for (Py_ssize_t k = 0; k < count && !bad; k++) {
+        bad = targets[k] < 0 || targets[k] + (row - 1) * step >= places;
+    }
+    if (bad) {
+        PyBuffer_Release(&dst);
+        PyBuffer_Release(&at);
+        PyBuffer_Release(&src);
+        PyErr_SetString(PyExc_ValueError, "scatter: a target lies outside the destination");
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    switch (size) {
+    case 1: SCATTER_LOOP(uint8_t); break;
+    case 2: SCATTER_LOOP(uint16_t); break;
+    case 4: SCATTER_LOOP(uint32_t); break;
+    case 8: SCATTER_LOOP(uint64_t); break;
+    default:
+        for (Py_ssize_t k = 0; k < count; k++) {
+            for (Py_ssize_t j = 0; j < row; j++) {
+                memcpy((char *)dst.buf + (targets[k] + j * step) * size,
+                       (const char *)src.buf + (k * row + j) * size, (size_t)size);
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&dst);
+    PyBuffer_Release(&at);
+    PyBuffer_Release(&src);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"scatter", scatter, METH_VARARGS,
+     "Rows written at element targets in order (the later of two to one place stays)."},
     {"block", block, METH_VARARGS, "A new Block of this many bytes (memory of a new output)."},
     {"cache_limit", cache_limit, METH_VARARGS, "Bytes of dropped outputs' memory kept."},
     {"cached", cached, METH_NOARGS, "Bytes of dropped outputs' memory kept now."},
