@@ -218,6 +218,7 @@ class Prepared:
         size = max(size, 256)
         self.uploaded: Any = None  # the upload's event: the staging memory is reused after it
         self.staging: Any = None  # the host memory the table goes up from
+        self.memory: Any = None  # the device memory it goes up to
         pageable = not capturing and _torch_memory(cupy)
         if capturing:  # raw memory, never freed: a graph may replay the upload at any time
             with relaxed_capture():
@@ -230,11 +231,8 @@ class Prepared:
             # CuPy not imported: the table in torch's caching allocator, on this stream (it
             # is reused in this stream's order only), uploaded from pageable memory (staged
             # by the driver before the copy returns: nothing to wait for)
-            torch = sys.modules["torch"]
-            device = int(runtime.getDevice())
-            with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=device)):
-                self.memory = torch.empty(size, dtype=torch.uint8, device=f"cuda:{device}")
-            self._device_ptr = int(self.memory.data_ptr())
+            self.memory = DeviceTable(cupy, size, np.uint8, stream)
+            self._device_ptr = int(self.memory.data.ptr)
             host = self.staging = np.zeros(size, np.uint8)
             host_ptr = int(host.ctypes.data)
         else:
