@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,3 +85,49 @@ def test_a_read_only_cache_still_compiles(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(kernels, "_compile", lambda code, options, arch: b"cubin")
     monkeypatch.setattr(kernels, "_images", {})
     assert kernels._image("code", (), _Runtime(9), 0) == b"cubin"
+
+
+class _Driver:
+    """libcuda's module calls, counted: each load a new module, each function a new handle."""
+
+    def __init__(self) -> None:
+        self.loads: list[bytes] = []
+        self.functions: list[tuple[int, bytes]] = []
+
+    def cuModuleLoadData(self, module: Any, image: Any) -> int:
+        self.loads.append(image.value)
+        module._obj.value = 100 * len(self.loads)
+        return 0
+
+    def cuModuleGetFunction(self, function: Any, module: Any, name: bytes) -> int:
+        self.functions.append((module.value, name))
+        function._obj.value = module.value + len(self.functions)
+        return 0
+
+
+class _OnDevice(_Runtime):
+    def getDevice(self) -> int:
+        return 0
+
+
+def test_a_module_is_loaded_once_for_all_its_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dmlops.backends.cuda import kernels as k
+
+    driver = _Driver()
+    monkeypatch.setenv("DMLOPS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(
+        k, "_compile", lambda code, options, arch: b"cubin " + str(options).encode()
+    )
+    monkeypatch.setattr(k, "driver_library", lambda: driver)
+    for name in ("_images", "_modules", "_handles"):
+        monkeypatch.setattr(k, name, {})
+    runtime = _OnDevice(9)
+    first = k.handle(runtime, "indexed", entry="dmlops_indexed")
+    second = k.handle(runtime, "indexed", entry="dmlops_indexed_lean")
+    assert k.handle(runtime, "indexed", entry="dmlops_indexed") == first != second
+    assert len(driver.loads) == 1  # one module, two functions of it
+    assert driver.functions == [(100, b"dmlops_indexed"), (100, b"dmlops_indexed_lean")]
+    k.handle(runtime, "pack", (("ES", 2), ("VW", 16)))
+    assert len(driver.loads) == 2 and driver.functions[-1] == (200, b"dmlops_pack")

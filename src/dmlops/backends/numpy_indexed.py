@@ -303,6 +303,7 @@ class IndexedStep:
             plain_offset,
             (*(s * element_size for s in plain_strides[:cut]), row_stride * element_size),
         )
+        self._ordered: Any = None  # the C engine's ordered scatter, or False: asked once
         moving_strides = copy.src_strides if not copy.scatter else copy.dst_strides
         moving_offset = copy.src_offset if not copy.scatter else copy.dst_offset
         self.moving = affine(self.outer, moving_strides[:cut], moving_offset // element_size)
@@ -566,7 +567,7 @@ class IndexedStep:
         """The C engine's scatter in index order (where it is built and this scatter's
         updates are one C-ordered run), else None: rows written in order need no search for
         repeated destinations, since the later row simply writes last."""
-        found = self.__dict__.get("_ordered")
+        found = self._ordered
         if found is None:
             from .cpu_engine import native
 

@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .launch import driver_library
+from .launch import check_driver, driver_library
 from .strategies import THREADS
 
 __all__ = ["source", "handle", "cache_dir", "ENTRY", "blocks_per_multiprocessor"]
@@ -30,8 +30,9 @@ ENTRY = {
     "elements": "dmlops_indexed_elements",
 }
 _handles: dict[tuple[str, str, tuple[tuple[str, int], ...], int], int] = {}
-_images: dict[tuple[str, str, str], bytes] = {}
-_modules: list[int] = []  # loaded for the process's life (their functions are cached)
+_images: dict[str, bytes] = {}  # by digest of source, options, architecture and CUDA
+# each source and specialisation's module on each device, loaded for the process's life
+_modules: dict[tuple[str, tuple[tuple[str, int], ...], int], int] = {}
 _lock = threading.Lock()
 
 
@@ -87,8 +88,7 @@ def _image(code: str, options: tuple[str, ...], runtime: Any, device: int) -> by
     arch = _arch(runtime, device)
     tag = f"{arch[0]}{arch[1]}-cuda{int(runtime.runtimeGetVersion())}"
     digest = hashlib.sha256("\0".join((code, *options, tag)).encode()).hexdigest()[:40]
-    key = (digest, tag, "")
-    found = _images.get(key)
+    found = _images.get(digest)
     if found is not None:
         return found
     path = cache_dir() / f"{digest}-sm{tag}.bin"
@@ -105,22 +105,26 @@ def _image(code: str, options: tuple[str, ...], runtime: Any, device: int) -> by
             os.replace(f.name, path)
         except OSError:
             pass  # (a read-only home: compiled again by the next process)
-    _images[key] = found
+    _images[digest] = found
     return found
 
 
-def _load(image: bytes, name: str) -> int:
-    """Load a module into the current context and find one function (libcuda itself: CuPy's
-    binding of the module load imports all of CuPy)."""
-    lib = driver_library()
-    module, function = ctypes.c_void_p(), ctypes.c_void_p()
-    status = lib.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(image))
-    if status != 0:
-        raise RuntimeError(f"cuModuleLoadData failed with CUDA driver error {status}")
-    _modules.append(int(module.value or 0))
-    status = lib.cuModuleGetFunction(ctypes.byref(function), module, name.encode())
-    if status != 0:
-        raise RuntimeError(f"cuModuleGetFunction({name}) failed with CUDA driver error {status}")
+def _load(image: bytes) -> int:
+    """Load a module into the current context (libcuda itself: CuPy's binding of the module
+    load imports all of CuPy)."""
+    module = ctypes.c_void_p()
+    status = driver_library().cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(image))
+    check_driver(status, "cuModuleLoadData")
+    return int(module.value or 0)
+
+
+def _function(module: int, name: str) -> int:
+    """One function of a loaded module."""
+    function = ctypes.c_void_p()
+    status = driver_library().cuModuleGetFunction(
+        ctypes.byref(function), ctypes.c_void_p(module), name.encode()
+    )
+    check_driver(status, f"cuModuleGetFunction({name})")
     return int(function.value or 0)
 
 
@@ -140,12 +144,16 @@ def handle(
         with _lock:
             found = _handles.get(key)
             if found is None:
-                options = (
-                    "--std=c++14",
-                    f"-DTHREADS={THREADS}",
-                    *(f"-D{k}={v}" for k, v in defines),
-                )
-                found = _load(_image(source(kernel), options, runtime, device), name)
+                module = _modules.get((kernel, defines, device))
+                if module is None:  # (one load a module: indexed.cu's entries share it)
+                    options = (
+                        "--std=c++14",
+                        f"-DTHREADS={THREADS}",
+                        *(f"-D{k}={v}" for k, v in defines),
+                    )
+                    module = _load(_image(source(kernel), options, runtime, device))
+                    _modules[(kernel, defines, device)] = module
+                found = _function(module, name)
                 _handles[key] = found
     return found
 
@@ -156,6 +164,5 @@ def blocks_per_multiprocessor(function: int) -> int:
     status = driver_library().cuOccupancyMaxActiveBlocksPerMultiprocessor(
         ctypes.byref(blocks), ctypes.c_void_p(function), THREADS, ctypes.c_size_t(0)
     )
-    if status != 0:
-        raise RuntimeError(f"cuOccupancyMaxActiveBlocksPerMultiprocessor failed ({status})")
+    check_driver(status, "cuOccupancyMaxActiveBlocksPerMultiprocessor")
     return int(blocks.value)

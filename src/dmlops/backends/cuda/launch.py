@@ -30,6 +30,7 @@ __all__ = [
     "is_capturing",
     "external_stream",
     "driver_library",
+    "check_driver",
     "launch_kernel",
     "DeviceTable",
 ]
@@ -71,11 +72,11 @@ def _ctypes_launch(
         ctypes.c_void_p(function), u(gx), u(gy), u(gz), u(bx), u(by), u(bz), u(shared),
         ctypes.c_void_p(stream), ctypes.c_void_p(params), ctypes.c_void_p(extra),
     )  # fmt: skip
-    _check(status, "cuLaunchKernel")
+    check_driver(status, "cuLaunchKernel")
 
 
 try:  # one C call a launch (native/launch.c), built by `pip install .` where a compiler is
-    from ._launch import launch_kernel
+    from ._launch import launch_kernel  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - (no C compiler where dmlops was installed)
     launch_kernel = _ctypes_launch
 
@@ -105,17 +106,17 @@ class Graphed:
         stream = ctypes.c_void_p(side)
         graph, runnable = ctypes.c_void_p(), ctypes.c_void_p()
         try:
-            _check(driver.cuStreamBeginCapture_v2(stream, _RELAXED), "cuStreamBeginCapture")
+            check_driver(driver.cuStreamBeginCapture_v2(stream, _RELAXED), "cuStreamBeginCapture")
             try:
                 work(side)
             finally:
                 status = driver.cuStreamEndCapture(stream, ctypes.byref(graph))
-                _check(status, "cuStreamEndCapture")
+                check_driver(status, "cuStreamEndCapture")
         finally:
             runtime.streamDestroy(side)  # (the graph keeps nothing of the stream)
         try:
             flags = ctypes.c_ulonglong(0)
-            _check(
+            check_driver(
                 driver.cuGraphInstantiateWithFlags(ctypes.byref(runnable), graph, flags),
                 "cuGraphInstantiateWithFlags",
             )
@@ -130,10 +131,11 @@ class Graphed:
 
     def launch(self, stream: int) -> None:
         """Replay the work on `stream` (this device current)."""
-        _check(self._launch(self._runnable, ctypes.c_void_p(stream)), "cuGraphLaunch")
+        check_driver(self._launch(self._runnable, ctypes.c_void_p(stream)), "cuGraphLaunch")
 
 
-def _check(status: int, call: str) -> None:
+def check_driver(status: int, call: str) -> None:
+    """Raise where a CUDA driver call did not succeed."""
     if status != 0:
         raise RuntimeError(f"{call} failed with CUDA driver error {status}")
 

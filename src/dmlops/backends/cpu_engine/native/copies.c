@@ -290,6 +290,22 @@ static void move_group_rows(const job_t *job, const copy_t *lead, int64_t first,
     }
 }
 
+/* The next row of a copy's outer index, counting at dimension k and carrying outwards, its
+ * source and destination offsets moved along. */
+static inline void next_row(const copy_t *copy, int64_t *index, int64_t k, const char **s,
+                            char **d) {
+    for (; k >= 0; k--) {
+        *s += copy->src_strides[k];
+        *d += copy->dst_strides[k];
+        if (++index[k] < copy->shape[k]) {
+            return;
+        }
+        *s -= index[k] * copy->src_strides[k];
+        *d -= index[k] * copy->dst_strides[k];
+        index[k] = 0;
+    }
+}
+
 void move_piece(void *context, int64_t piece) {
     const job_t *job = (const job_t *)context;
     int64_t c = copy_of_piece(job, piece);
@@ -346,16 +362,7 @@ void move_piece(void *context, int64_t piece) {
             s -= index[k] * sstep;
             d -= index[k] * dstep;
             index[k] = 0;
-            for (int64_t j = k - 1; j >= 0; j--) { /* the next run */
-                s += copy->src_strides[j];
-                d += copy->dst_strides[j];
-                if (++index[j] < copy->shape[j]) {
-                    break;
-                }
-                s -= index[j] * copy->src_strides[j];
-                d -= index[j] * copy->dst_strides[j];
-                index[j] = 0;
-            }
+            next_row(copy, index, k - 1, &s, &d); /* the next run */
         }
         return;
     }
@@ -371,15 +378,6 @@ void move_piece(void *context, int64_t piece) {
             continue;
         }
         segment = 0;
-        for (int64_t k = copy->outer - 1; k >= 0; k--) { /* the next row */
-            s += copy->src_strides[k];
-            d += copy->dst_strides[k];
-            if (++index[k] < copy->shape[k]) {
-                break;
-            }
-            s -= index[k] * copy->src_strides[k];
-            d -= index[k] * copy->dst_strides[k];
-            index[k] = 0;
-        }
+        next_row(copy, index, copy->outer - 1, &s, &d);
     }
 }

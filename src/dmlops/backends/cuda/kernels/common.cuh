@@ -46,3 +46,21 @@ __device__ __forceinline__ const long long* piece_of(
     }
     return table + (long long)lo * row_length;
 }
+
+#ifdef VW
+// vectors of VW bytes (V elements; one element where VW is ES), read and written whole
+#define V (VW / ES)
+#if VW == ES
+typedef T VT;
+#elif VW == 16
+typedef uint4 VT;
+#elif VW == 8
+typedef uint2 VT;
+#elif VW == 4
+typedef unsigned int VT;
+#else
+typedef unsigned short VT;
+#endif
+
+union Vec { VT v; T e[V]; };
+#endif

@@ -34,23 +34,8 @@
 #define LOADS GATHER
 #endif
 
-#define V (VW / ES)
 #define TILE (THREADS * PER_THREAD)
 #define ROW (5 + 5 * RANK)
-
-#if VW == ES
-typedef T VT;
-#elif VW == 16
-typedef uint4 VT;
-#elif VW == 8
-typedef uint2 VT;
-#elif VW == 4
-typedef unsigned int VT;
-#else
-typedef unsigned short VT;
-#endif
-
-union Vec { VT v; T e[V]; };
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 dmlops_strided(const long long* __restrict__ table, int pieces, long long tiles)
