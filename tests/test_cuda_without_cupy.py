@@ -24,7 +24,7 @@ _SCRIPT = textwrap.dedent(
 
     def same(a, b):
         assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape)
-        bits = {4: torch.int32, 2: torch.int16}[a.element_size()]
+        bits = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}[a.element_size()]
         assert torch.equal(a.contiguous().view(bits), b.contiguous().view(bits))
 
     x = torch.randn(64, 48, 40, device="cuda")
@@ -42,6 +42,11 @@ _SCRIPT = textwrap.dedent(
         box = torch.arange(9 ** 3 * 12, dtype=torch.int16, device="cuda").reshape(9, 9, 9, 12)
         same(dmlops.slice(box, [1, 1, 1, 1], [7, 7, 7, 10], [1, 1, 1, 1]),
              box[1:8, 1:8, 1:8, 1:11].contiguous())
+        view = x.transpose(0, 2)[::2]  # (CAST and NONZERO: dmlops' own kernels, no CuPy)
+        same(dmlops.cast(view, "float16"), view.half())
+        same(dmlops.cast(view * 1000, "int32"), (view * 1000).int())
+        same(dmlops.nonzero(view > 0.5), torch.nonzero(view > 0.5))
+        same(dmlops.nonzero(view.half()), torch.nonzero(view.half()))
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
         y = dmlops.slice1(x, [1, 0, 0], [63, 48, 40], [1, 1, -1])

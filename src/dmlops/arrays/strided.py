@@ -834,13 +834,17 @@ def cast(
     return _dispatch("CAST", (target.str,), feature_level, [x], [out], build)[0]
 
 
-def _new_zeros(x: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
-    """Zeros of `shape` and `dtype` in x's library and on its device."""
+def _new_zeros(x: Any, shape: tuple[int, ...], dtype: np.dtype[Any], clear: bool = True) -> Any:
+    """Zeros of `shape` and `dtype` in x's library and on its device (an uncleared array
+    where not `clear`)."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
-        return torch.zeros(shape, dtype=getattr(torch, dtype.name), device=x.device)
+        make = torch.zeros if clear else torch.empty
+        return make(shape, dtype=getattr(torch, dtype.name), device=x.device)
     backend = backend_of([x])
     made = backend.new_like(x, shape, dtype)
+    if not clear:
+        return made
     if backend.name == "webgpu":  # (its arrays take no assignment: an upload of zeros)
         return backend.upload(np.zeros(shape, dtype))
     made.fill(0)  # numpy and CuPy
@@ -925,7 +929,15 @@ def nonzero(
             f"nonzero: x has {rank} dimensions; NONZERO_COORDINATES takes 1 to 5 (as 4 or 5)"
         )
     wide = x if rank >= 4 else x.reshape((1,) * (4 - rank) + shape)
-    count, coords = nonzero_coordinates(wide, rank, feature_level=feature_level, device=device)
+    out = None
+    if device is None:  # (the rows past the count are never read: left uncleared)
+        count_shape, coords_shape = NonzeroCoordinatesDesc.output_sizes_for(wide.shape, rank)
+        uint32 = np.dtype(np.uint32)
+        coords = _new_zeros(wide, coords_shape, uint32, clear=False)
+        out = (_new_zeros(wide, count_shape, uint32), coords)
+    count, coords = nonzero_coordinates(
+        wide, rank, feature_level=feature_level, out=out, device=device
+    )
     found = host_int(count)
     rows = coords.reshape(coords.shape[-2], rank)[:found]
     return cast(rows, np.int64, feature_level=feature_level)

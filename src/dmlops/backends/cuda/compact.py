@@ -1,8 +1,8 @@
 """NONZERO_COORDINATES's stream compaction (`dmlops.compaction`) on CUDA, on the call's
-stream and without a host synchronisation: the nonzero test of the box (a CuPy view of the
-bound memory; -0.0 is zero, a NaN is not), an inclusive scan of it (`cupy.cumsum`: each
-nonzero element's row is the count before it), the count copied from the scan's last
-element, and one kernel that writes each nonzero element's coordinates into its row."""
+stream and without a host synchronisation: `kernels/compact.cu`'s three launches a
+compaction (the box's nonzero test into mask bytes with each block's count; one block's
+scan of the counts, which writes the count output; the coordinates of each nonzero element
+written at its row). Every compaction's input is read before any output is written."""
 
 from __future__ import annotations
 
@@ -11,32 +11,26 @@ from typing import Any
 
 import numpy as np
 
-from ...plan import Plan
-from .convert import device_view
+from ...compaction import Compaction
+from ...plan import Plan, coalesce
+from . import kernels
+from .convert import box_walk, dense_strides, pack_arguments
+from .launch import launch_kernel, scratch
+from .strategies import THREADS
+from .streams import Queue
 
 __all__ = ["CudaCompaction"]
 
-_SCATTER = r"""
-extern "C" __global__ void dmlops_coordinates(
-    const bool* mask, const unsigned int* rows, long long n, const long long* sizes,
-    int rank, int columns, unsigned int* out, long long row_stride, long long column_stride)
-{
-    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n || !mask[i]) return;
-    long long at = (long long)(rows[i] - 1) * row_stride;
-    long long rest = i;
-    int k = columns - 1;
-    for (int d = rank - 1; d >= 0; --d) {  // the coordinate's last `columns` entries
-        long long c = rest % sizes[d];
-        rest /= sizes[d];
-        if (k >= 0) {
-            out[at + k * column_stride] = (unsigned int)c;
-            --k;
-        }
-    }
-    for (; k >= 0; --k) out[at + k * column_stride] = 0u;  // (more columns than the rank)
-}
-"""
+_CHUNK = THREADS * 16  # compact.cu's CHUNK: the elements a block tests
+
+
+def _rows_walk(c: Compaction) -> np.ndarray[Any, Any]:
+    """compact.cu's `Rows` by value: element count, shape, row and column strides, rank and
+    columns (two int32s in the last word)."""
+    rank = len(c.shape)
+    words = [c.rows, *c.shape, *[0] * (8 - rank), c.row_stride, c.column_stride]
+    tail = np.array([rank, c.columns], np.int32).view(np.int64)
+    return np.concatenate([np.array(words, np.int64), tail])
 
 
 class CudaCompaction:
@@ -46,55 +40,52 @@ class CudaCompaction:
         assert plan.compactions and not plan.copies and not plan.indexed
         self.backend = backend
         self.plan = plan
-        self.kernel: Any = None
 
-    def __call__(self, ins: Sequence[int], outs: Sequence[int], queue: Any = None) -> None:
+    def __call__(self, ins: Sequence[int], outs: Sequence[int], queue: Queue | None = None) -> None:
         backend = self.backend
         cp = backend.cupy
         device, stream = backend.default_queue() if queue is None else queue
-        if self.kernel is None:
-            self.kernel = cp.RawKernel(_SCATTER, "dmlops_coordinates")
-        with backend._on(device), cp.cuda.ExternalStream(stream, device):
-            found = []
-            for c in self.plan.compactions:  # every read first: an output may share the input
-                values = device_view(
-                    cp,
-                    ins[c.src],
-                    c.src_offset,
-                    c.src_strides,
-                    c.shape,
-                    np.dtype(c.element),
-                    device,
+        runtime = cp.cuda.runtime
+        compactions = self.plan.compactions
+        blocks = [-(-c.rows // _CHUNK) for c in compactions]
+        starts, size = [], 0  # each compaction's counts, then its mask bytes
+        for c, b in zip(compactions, blocks, strict=True):
+            starts.append(size)
+            size += -(-(4 * b + c.rows) // 16) * 16
+        with backend._on(device):
+            memory = scratch(cp, max(size, 16), stream)
+            base = int(memory.data.ptr)
+            keep: list[Any] = []
+            go = launch_kernel
+            for c, b, at in zip(compactions, blocks, starts, strict=True):  # every read first
+                if not b:
+                    continue
+                element = np.dtype(c.element)
+                defines = (("ES", element.itemsize), ("FLOAT", int(element.kind == "f")))
+                count = kernels.handle(runtime, "compact", defines, "dmlops_compact_count")
+                shape, strides, _, src_at, _ = coalesce(
+                    c.shape, c.src_strides, dense_strides(c.shape)
                 )
-                mask = values != 0
-                if values.dtype.kind == "f":
-                    mask |= cp.isnan(values)
-                flat = cp.ascontiguousarray(mask).reshape(-1)
-                found.append((flat, cp.cumsum(flat, dtype=cp.uint32)))
-            for c, (flat, rows) in zip(self.plan.compactions, found, strict=True):
-                count = device_view(
-                    cp, outs[c.count_dst], c.count_offset, (1,), (1,), np.uint32, device
-                )
-                count[...] = rows[-1:]
-                sizes = cp.asarray(np.array(c.shape, np.int64))
-                out = outs[c.coords_dst] + c.coords_offset
-                n = int(flat.size)
-                threads = 256
-                self.kernel(
-                    ((n + threads - 1) // threads,),
-                    (threads,),
-                    (
-                        flat,
-                        rows,
-                        np.int64(n),
-                        sizes,
-                        np.int32(len(c.shape)),
-                        np.int32(c.columns),
-                        np.uint64(out),
-                        np.int64(c.row_stride),
-                        np.int64(c.column_stride),
-                    ),
-                )
+                src = np.uint64(ins[c.src] + c.src_offset + src_at * element.itemsize)
+                counts, mask = np.uint64(base + at), np.uint64(base + at + 4 * b)
+                params = pack_arguments(keep, box_walk(shape, strides), src, mask, counts)
+                go(count, b, 1, 1, THREADS, 1, 1, 0, stream, params, 0)
+            scan = kernels.handle(
+                runtime, "compact", (("ES", 1), ("FLOAT", 0)), "dmlops_compact_scan"
+            )
+            write = kernels.handle(
+                runtime, "compact", (("ES", 1), ("FLOAT", 0)), "dmlops_compact_write"
+            )
+            for c, b, at in zip(compactions, blocks, starts, strict=True):
+                counts, mask = np.uint64(base + at), np.uint64(base + at + 4 * b)
+                total = np.uint64(outs[c.count_dst] + c.count_offset)
+                params = pack_arguments(keep, counts, np.int64(b), total)
+                go(scan, 1, 1, 1, THREADS, 1, 1, 0, stream, params, 0)
+                if b:
+                    coords = np.uint64(outs[c.coords_dst] + c.coords_offset)
+                    params = pack_arguments(keep, _rows_walk(c), mask, counts, coords)
+                    go(write, b, 1, 1, THREADS, 1, 1, 0, stream, params, 0)
+            del memory  # (freed in the stream's order: the launches above come first)
 
     def bound(self, ins: Sequence[int], outs: Sequence[int]) -> Callable[..., None]:
         return lambda queue=None: self(ins, outs, queue)

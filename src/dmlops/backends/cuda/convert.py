@@ -1,8 +1,8 @@
-"""CAST's converting copies on CUDA: each copy's source and destination as CuPy views of
-the bound device addresses (their own strides), one elementwise kernel per type pair that
-applies CAST's rules (`dmlops.conversion`: saturating float-to-integer truncation, NaN to
-0, wrapping integer narrowing, nearest-even rounding to float types, one NaN), launched on the
-call's stream."""
+"""CAST's converting copies on CUDA: one launch of `kernels/convert.cu` a copy (the type
+pair, and ScaleBias where the plan has one, fixed when it is compiled), each copy's box
+coalesced and passed by value, on the call's stream. The launches of a tuple of bound
+addresses are packed once; a plan whose outputs share bytes with its inputs converts every
+copy into scratch memory first, then moves the bits into place."""
 
 from __future__ import annotations
 
@@ -11,103 +11,87 @@ from typing import Any
 
 import numpy as np
 
-from ...plan import Plan
+from ...plan import Plan, coalesce
+from . import kernels
+from .launch import launch_kernel, scratch
+from .streams import Queue
 
-__all__ = ["CudaConversion", "device_view"]
+__all__ = [
+    "CudaConversion",
+    "TYPE_CODES",
+    "box_walk",
+    "dense_strides",
+    "pack_arguments",
+]
 
-
-def _scaled_body(target: np.dtype[Any], scale: float, bias: float) -> str:
-    """ELEMENT_WISE_IDENTITY's ScaleBias as `dmlops.conversion.scaled` rounds it: in float32
-    (float64 for FLOAT64), the product rounded, then the sum (no fused multiply-add)."""
-    bits = [int(np.array(v, np.float32).view(np.uint32)) for v in (scale, bias)]
-    s, b = (f"__int_as_float({v:#x})" for v in bits)
-    if target == np.float64:
-        value = f"double v = __dadd_rn(__dmul_rn((double)x, (double){s}), (double){b});"
-        nan = "__longlong_as_double(0x7FFFFFFFFFFFFFFFLL)"
-    else:
-        value = f"float v = __fadd_rn(__fmul_rn((float)x, {s}), {b});"
-        nan = "__int_as_float(0x7FFFFFFF)"
-    return f"{value} y = isnan(v) ? (Y){nan} : (Y)v;"
-
-
-def _body(source: np.dtype[Any], target: np.dtype[Any]) -> str:
-    """The elementwise kernel's statement turning `x` (source) into `y` (target)."""
-    if target.kind == "f" and source.kind == "f":  # a NaN: the one NaN, every payload bit set
-        nan = (
-            "__longlong_as_double(0x7FFFFFFFFFFFFFFFLL)"
-            if target == np.float64
-            else "__int_as_float(0x7FFFFFFF)"  # (to float16: 0x7FFF)
-        )
-        return f"double v = (double)x; y = isnan(v) ? (Y){nan} : (Y)x;"
-    if target.kind == "f" or source.kind in "iu":
-        if target == np.float16 and source.kind in "iu" and source.itemsize == 8:
-            return "y = (Y)(double)x;"  # (|x| past 2^24 is past float16's range anyway)
-        return "y = (Y)x;"
-    info = np.iinfo(target)
-    low, high = f"{float(info.min)!r}", f"{float(info.max) + 1.0!r}"
-    minimum = f"{info.min}LL" if target.kind == "i" else "0ULL"
-    maximum = f"{info.max}ULL" if target.kind == "u" else f"{info.max}LL"
-    if target == np.int64:
-        minimum = "(-9223372036854775807LL - 1)"
-    return (
-        "double v = (double)x; "
-        f"y = isnan(v) ? (Y)0 : v < {low} ? (Y)({minimum}) : v >= {high} ? (Y)({maximum}) "
-        ": (Y)trunc(v);"
-    )
-
-
-def device_view(
-    cp: Any,
-    address: int,
-    offset: int,
-    strides: Sequence[int],
-    shape: Sequence[int],
-    dtype: Any,
-    device: int,
-) -> Any:
-    """A CuPy array over bound device memory: elements of `dtype` at byte `offset` from
-    `address`, `strides` in elements (negative ones too)."""
-    size = int(np.dtype(dtype).itemsize)
-    low = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides, strict=True)) * size
-    high = sum(max(0, (n - 1) * s) for n, s in zip(shape, strides, strict=True)) * size
-    memory = cp.cuda.UnownedMemory(address + offset + low, high - low + size, None, device)
-    pointer = cp.cuda.MemoryPointer(memory, -low)
-    byte_strides = tuple(int(s) * size for s in strides)
-    return cp.ndarray(tuple(shape), dtype, pointer, strides=byte_strides)
-
-
-_C_TYPES = {
-    "float32": "float", "float64": "double", "int8": "signed char", "uint8": "unsigned char",
-    "int16": "short", "uint16": "unsigned short", "int32": "int", "uint32": "unsigned int",
-    "int64": "long long", "uint64": "unsigned long long",
+TYPE_CODES = {
+    "float16": 0, "float32": 1, "float64": 2, "int8": 3, "uint8": 4, "int16": 5,
+    "uint16": 6, "int32": 7, "uint32": 8, "int64": 9, "uint64": 10,
 }  # fmt: skip
+"""convert.cu's codes of the element types CAST converts between."""
+
+_THREADS = 256
+_MOST_BLOCKS = 65535 * 8
+_RANK = 8  # the kernels' box holds this many dimensions
 
 
-def _flat_kernel(cp: Any, source: np.dtype[Any], target: np.dtype[Any], body: str) -> Any:
-    """A grid-stride kernel applying `body` to packed arrays of two types without float16
-    (CuPy's elementwise kernels index every element through its shape: ~1.6 x slower on the
-    H100 for packed operands, measured), or None where a type has no C name here."""
-    if source.name not in _C_TYPES or target.name not in _C_TYPES:
-        return None
-    code = f"""
-typedef {_C_TYPES[source.name]} X;
-typedef {_C_TYPES[target.name]} Y;
-extern "C" __global__ void dmlops_cast_flat(const X* __restrict__ xs, Y* __restrict__ ys,
-                                            long long n) {{
-    long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {{
-        X x = xs[i];
-        Y y;
-        {body}
-        ys[i] = y;
-    }}
-}}
-"""
-    return cp.RawKernel(code, "dmlops_cast_flat")
+def box_walk(shape: Sequence[int], *strides: Sequence[int]) -> np.ndarray[Any, Any]:
+    """A kernel's `Box` by value (int64 words): the element count, the shape and each
+    side's strides padded to eight dimensions; last, the rank and whether every index and
+    offset is below 2^31 (two int32s)."""
+    rank = len(shape)
+    assert 1 <= rank <= _RANK
+    count = int(np.prod(shape, dtype=np.int64))
+    reach = max(sum(abs((n - 1) * s) for n, s in zip(shape, side, strict=True)) for side in strides)
+    words = [count]
+    for values in (shape, *strides):
+        words += [int(v) for v in values] + [0] * (_RANK - rank)
+    narrow = int(count < 2**31 and reach < 2**31)
+    tail = np.array([rank, narrow], np.int32).view(np.int64)
+    return np.concatenate([np.array(words, np.int64), tail])
+
+
+def tiles_of(shape: Sequence[int]) -> int:
+    """convert.cu's tiles of a box: each row's last dimension in pieces of 128."""
+    rows = int(np.prod(shape[:-1], dtype=np.int64))
+    return rows * -(-int(shape[-1]) // 128)
+
+
+def pack_arguments(keep: list[Any], *values: Any) -> int:
+    """cuLaunchKernel's argument array for `values` (numpy arrays or scalars), its memory
+    appended to `keep`."""
+    arrays = [v if isinstance(v, np.ndarray) else np.array([v], type(v)) for v in values]
+    params = np.array([a.ctypes.data for a in arrays], np.uint64)
+    keep.append((arrays, params))
+    return int(params.ctypes.data)
+
+
+def _boxes(
+    shape: Sequence[int], src: Sequence[int], dst: Sequence[int], src_at: int, dst_at: int
+) -> list[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], int, int]]:
+    """A copy's coalesced box (offsets in elements), cut along its leading dimensions
+    where it still has more than the kernel's eight."""
+    shape, src, dst, src_at, dst_at = coalesce(shape, src, dst, src_at, dst_at)
+    if len(shape) <= _RANK:
+        return [(shape, src, dst, src_at, dst_at)]
+    return [
+        box
+        for k in range(shape[0])
+        for box in _boxes(shape[1:], src[1:], dst[1:], src_at + k * src[0], dst_at + k * dst[0])
+    ]
+
+
+def dense_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Row-major strides in elements of a packed array of `shape`."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= int(n)
+    return tuple(reversed(strides))
 
 
 class CudaConversion:
-    """A converting plan on device addresses (CuPy views, one kernel per type pair)."""
+    """A converting plan on device addresses."""
 
     def __init__(self, backend: Any, plan: Plan) -> None:
         assert plan.conversion is not None
@@ -115,77 +99,102 @@ class CudaConversion:
         self.plan = plan
         self.source = np.dtype(plan.conversion[0])
         self.target = np.dtype(plan.conversion[1])
-        self.kernel: Any = None
-        self.flat: Any = None  # the packed operands' kernel (no float16 side)
-        self.bound_views: dict[tuple[int, ...], tuple[bool, list[tuple[Any, Any]]]] = {}
+        scale_bias = plan.scale_bias
+        mode: tuple[tuple[str, int], ...] = (("MODE", 0),)
+        if scale_bias is not None:
+            scale, bias = (int(np.array(v, np.float32).view(np.int32)) for v in scale_bias)
+            mode = (("MODE", 1), ("SCALE", scale), ("BIAS", bias))
+        x, y = TYPE_CODES[self.source.name], TYPE_CODES[self.target.name]
+        self.converting = (("XT", x), ("YT", y), *mode)
+        self.moving = (("XT", y), ("YT", y), ("MODE", 2))
+        self.bound_launches: dict[tuple[int, ...], list[tuple[int, int, int]]] = {}
+        self._kept: dict[tuple[int, ...], list[Any]] = {}
 
-    def __call__(self, ins: Sequence[int], outs: Sequence[int], queue: Any = None) -> None:
+    def _function(self, defines: tuple[tuple[str, int], ...]) -> int:
+        return kernels.handle(self.backend.cupy.cuda.runtime, "convert", defines)
+
+    def __call__(self, ins: Sequence[int], outs: Sequence[int], queue: Queue | None = None) -> None:
         backend = self.backend
-        cp = backend.cupy
         device, stream = backend.default_queue() if queue is None else queue
-        if self.kernel is None:
-            scale_bias = self.plan.scale_bias
-            body = (
-                _body(self.source, self.target)
-                if scale_bias is None
-                else _scaled_body(self.target, *scale_bias)
-            )
-            self.kernel = cp.ElementwiseKernel("X x", "Y y", body, "dmlops_cast")
-            self.flat = _flat_kernel(cp, self.source, self.target, body)
         key = (device, *ins, *outs)
-        ready = self.bound_views.get(key)
-        if ready is None:
-            ready = self._views(cp, ins, outs, device)
-            if len(self.bound_views) >= 64:  # (a few bindings kept: each holds two views)
-                self.bound_views.clear()
-            self.bound_views[key] = ready
-        apart, pairs = ready
-        with backend._on(device), cp.cuda.ExternalStream(stream, device):
-            if apart:
-                for src, dst in pairs:
-                    packed = src.flags.c_contiguous and dst.flags.c_contiguous and src.size
-                    if packed and self.flat is not None and self._flat(cp, src, dst):
-                        continue
-                    self.kernel(src, dst)
-                return
-            made = [self.kernel(src, cp.empty(src.shape, self.target)) for src, _ in pairs]
-            for (_, dst), values in zip(pairs, made, strict=True):  # every read came first
-                dst[...] = values
+        with backend._on(device):
+            launches = self.bound_launches.get(key)
+            if launches is None:
+                if not self._apart(ins, outs):
+                    self._through_scratch(ins, outs, stream)
+                    return
+                keep: list[Any] = []
+                launches = self._launches(ins, outs, self.converting, keep)
+                if len(self.bound_launches) >= 64:  # (a few bindings kept)
+                    self.bound_launches.clear()
+                    self._kept.clear()
+                self.bound_launches[key] = launches
+                self._kept[key] = keep
+            go = launch_kernel
+            for function, grid, params in launches:
+                go(function, grid, 1, 1, _THREADS, 1, 1, 0, stream, params, 0)
 
-    def _flat(self, cp: Any, src: Any, dst: Any) -> bool:
-        """The packed kernel over src into dst; False (and not again) where it does not
-        compile here (the elementwise kernel then runs)."""
-        blocks = min(4096, -(-src.size // 256))
-        try:
-            self.flat((blocks,), (256,), (src, dst, np.int64(src.size)))
-        except cp.cuda.compiler.CompileException:
-            self.flat = None
-            return False
-        return True
-
-    def _views(
-        self, cp: Any, ins: Sequence[int], outs: Sequence[int], device: int
-    ) -> tuple[bool, list[tuple[Any, Any]]]:
-        """Whether no output byte lies among the input bytes (then the kernel writes the
-        outputs directly), and each copy's (source, destination) views."""
+    def _apart(self, ins: Sequence[int], outs: Sequence[int]) -> bool:
+        """Whether no output byte lies among the input bytes."""
         plan = self.plan
-        apart = not any(
+        return not any(
             ins[i] + lo < outs[o] + hi2 and outs[o] + lo2 < ins[i] + hi
             for i, (lo, hi) in enumerate(plan.input_spans)
             for o, (lo2, hi2) in enumerate(plan.output_spans)
         )
-        pairs = [
-            (
-                device_view(
-                    cp, ins[c.src], c.src_offset, c.src_strides, c.shape, self.source, device
-                ),
-                device_view(
-                    cp, outs[c.dst], c.dst_offset, c.dst_strides, c.shape, self.target, device
-                ),
-            )
-            for c in plan.copies
-        ]
-        return apart, pairs
+
+    def _launches(
+        self,
+        ins: Sequence[int],
+        outs: Sequence[int],
+        defines: tuple[tuple[str, int], ...],
+        keep: list[Any],
+        copies: Sequence[Any] | None = None,
+    ) -> list[tuple[int, int, int]]:
+        """(function, grid, argument array) of each box of the copies."""
+        function = self._function(defines)
+        xs, ys = self._sizes(defines)
+        launches = []
+        for c in self.plan.copies if copies is None else copies:
+            if not c.element_count:
+                continue
+            boxes = _boxes(c.shape, c.src_strides, c.dst_strides, 0, 0)
+            for shape, src, dst, src_at, dst_at in boxes:
+                walk = box_walk(shape, src, dst)
+                base_src = np.uint64(ins[c.src] + c.src_offset + src_at * xs)
+                base_dst = np.uint64(outs[c.dst] + c.dst_offset + dst_at * ys)
+                params = pack_arguments(keep, walk, base_src, base_dst)
+                blocks = -(-tiles_of(shape) * 32 // _THREADS)  # (a warp a tile)
+                launches.append((function, max(1, min(_MOST_BLOCKS, blocks)), params))
+        return launches
+
+    def _sizes(self, defines: tuple[tuple[str, int], ...]) -> tuple[int, int]:
+        named = dict(defines)
+        sizes = {code: np.dtype(name).itemsize for name, code in TYPE_CODES.items()}
+        return sizes[named["XT"]], sizes[named["YT"]]
+
+    def _through_scratch(self, ins: Sequence[int], outs: Sequence[int], stream: int) -> None:
+        """Every copy converted into packed scratch memory, then moved into place (the
+        outputs share bytes with the inputs: every read comes first)."""
+        plan, ys = self.plan, self.target.itemsize
+        cp = self.backend.cupy
+        starts, size = [], 0
+        for c in plan.copies:
+            starts.append(size)
+            size += -(-c.element_count * ys // 16) * 16
+        memory = scratch(cp, max(size, 16), stream)
+        base = int(memory.data.ptr)
+        packed, back = [], []
+        for c, at in zip(plan.copies, starts, strict=True):
+            dense = dense_strides(c.shape)
+            packed.append(type(c)(c.src, c.src_offset, c.src_strides, 0, at, dense, c.shape))
+            back.append(type(c)(0, at, dense, c.dst, c.dst_offset, c.dst_strides, c.shape))
+        keep: list[Any] = []
+        launches = self._launches(ins, [base], self.converting, keep, packed)
+        launches += self._launches([base], outs, self.moving, keep, back)
+        for function, grid, params in launches:
+            launch_kernel(function, grid, 1, 1, _THREADS, 1, 1, 0, stream, params, 0)
+        del memory  # (freed in the stream's order: the launches above come first)
 
     def bound(self, ins: Sequence[int], outs: Sequence[int]) -> Callable[..., None]:
         return lambda queue=None: self(ins, outs, queue)

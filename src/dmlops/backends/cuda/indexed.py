@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from ...indexed import IndexedCopy, rows_of
 from . import kernels
-from .launch import DeviceTable, Graphed, is_capturing, launch_kernel, relaxed_capture
+from .launch import DeviceTable, Graphed, RawMemory, is_capturing, launch_kernel, relaxed_capture
 
 __all__ = ["IndexedLaunch"]
 
@@ -293,7 +292,7 @@ class IndexedLaunch:
         way = winners_by(bool(c.scatter and c.slot_count), self.rows, lanes, c.slot_count)
         shared_scan, scan, wants_winner = way == "shared", way == "scan", way == "table"
         if captured:
-            winner: Any = _Raw(cp, np.empty(c.slot_count, np.int32)) if wants_winner else None
+            winner: Any = RawMemory(cp, 4 * c.slot_count) if wants_winner else None
         else:
             winner = DeviceTable(cp, c.slot_count, np.int32, stream) if wants_winner else None
         keep: list[Any] = [meta, winner]
@@ -372,12 +371,3 @@ class IndexedLaunch:
 def _clear(cp: Any, winner: Any, stream: int) -> None:
     """Every slot of a winner table free (-1), on `stream`."""
     cp.cuda.runtime.memsetAsync(int(winner.data.ptr), 0xFF, winner.nbytes, stream)
-
-
-class _Raw:
-    """Device memory that is never freed (a captured graph may use it at any replay), with
-    CuPy's `data.ptr` and `nbytes`."""
-
-    def __init__(self, cp: Any, host: np.ndarray[Any, Any]) -> None:
-        self.nbytes = int(host.nbytes)
-        self.data = SimpleNamespace(ptr=int(cp.cuda.runtime.malloc(max(self.nbytes, 1))))

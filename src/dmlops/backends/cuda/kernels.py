@@ -28,6 +28,7 @@ ENTRY = {
     "transpose": "dmlops_transpose",
     "pack": "dmlops_pack",
     "elements": "dmlops_indexed_elements",
+    "convert": "dmlops_convert",
 }
 _handles: dict[tuple[str, str, tuple[tuple[str, int], ...], int], int] = {}
 _images: dict[str, bytes] = {}  # by digest of source, options, architecture and CUDA

@@ -33,6 +33,8 @@ __all__ = [
     "check_driver",
     "launch_kernel",
     "DeviceTable",
+    "RawMemory",
+    "scratch",
 ]
 
 _RELAXED = 2  # CU_STREAM_CAPTURE_MODE_RELAXED
@@ -190,9 +192,28 @@ class DeviceTable:
                     max(self.nbytes, 1), dtype=torch.uint8, device=f"cuda:{device}"
                 )
             self.data = SimpleNamespace(ptr=int(self.memory.data_ptr()))
-        else:
-            self.memory = cupy.empty(count, dtype=dtype)
+        else:  # (CuPy's pool reuses memory in the order of the stream it was taken on)
+            with external_stream(cupy, stream):
+                self.memory = cupy.empty(count, dtype=dtype)
             self.data = self.memory.data
+
+
+class RawMemory:
+    """Device memory that is never freed (a captured graph may use it at any replay), with
+    CuPy's `data.ptr` and `nbytes`; taken in relaxed capture mode."""
+
+    def __init__(self, cupy: Any, nbytes: int) -> None:
+        self.nbytes = int(nbytes)
+        with relaxed_capture():
+            self.data = SimpleNamespace(ptr=int(cupy.cuda.runtime.malloc(max(self.nbytes, 1))))
+
+
+def scratch(cupy: Any, nbytes: int, stream: int) -> DeviceTable | RawMemory:
+    """`nbytes` of device memory for work enqueued on `stream` now: the stream's pool's (freed
+    in its order once dropped), or raw memory never freed while the stream is being captured."""
+    if is_capturing(cupy, stream):
+        return RawMemory(cupy, nbytes)
+    return DeviceTable(cupy, nbytes, np.uint8, stream)
 
 
 class Prepared:
