@@ -79,6 +79,6 @@ def test_the_structs_word_by_word() -> None:
     c = Compaction(0, 0, (60, 12, 4, 1), (1, 5, 3, 4), "float32", 0, 0, 1, 0, 8, 2, 6)
     rows = _rows_walk(c)
     assert rows.size == 12  # compact.cu's Rows: 96 bytes
-    assert rows[0] == 60 and list(rows[1:5]) == [1, 5, 3, 4] and list(rows[9:11]) == [8, 2]
-    assert list(rows[11:].view(np.int32)) == [4, 6]  # rank, then columns
+    assert rows[0] == 60 and list(rows[1:5]) == [5, 3, 4, 0] and list(rows[9:11]) == [8, 2]
+    assert list(rows[11:].view(np.int32)) == [3, 6]  # rank (the leading 1 left out), columns
     assert dense_strides((2, 3, 4)) == (12, 4, 1) and dense_strides(()) == ()

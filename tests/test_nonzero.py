@@ -211,6 +211,31 @@ def test_cuda_runs_on_the_callers_stream_without_a_sync() -> None:
     assert (cp.asnumpy(coords)[0, 0, : len(want)] == want).all()
 
 
+def _many_blocks(backend: str, dtype: Any) -> tuple[Any, Any, np.ndarray[Any, Any]]:
+    """NONZERO_COORDINATES of a strided box of 360,000 elements (many blocks of either
+    backend's compaction) into outputs holding other values: (count, coords, the answer)."""
+    rng = np.random.default_rng(int(np.dtype(dtype).itemsize))
+    values = rng.integers(-3, 3, (1, 3, 300, 800)).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        values[values == 1] = -0.0  # zero
+        values[values == 2] = np.nan  # nonzero
+    view = values[..., ::-2]
+    assert view.shape == (1, 3, 300, 400)
+    want = np.argwhere((view != 0) | (np.isnan(view) if view.dtype.kind == "f" else False))
+    count = to_device(backend, np.full((1, 1, 1, 1), 5, np.uint32))
+    coords = to_device(backend, np.full((1, 1, view.size, 4), 9, np.uint32))
+    dmlops.nonzero_coordinates(to_device(backend, view), 4, out=(count, coords))
+    return count, coords, want
+
+
+def _check_many_blocks(count: Any, coords: Any, want: np.ndarray[Any, Any]) -> None:
+    got_count, got = to_host(count), to_host(coords)
+    assert int(got_count.reshape(-1)[0]) == len(want)
+    rows = got.reshape(-1, 4)
+    assert np.array_equal(rows[: len(want)], want)
+    assert (rows[len(want) :] == 9).all()  # rows past the count left as they were
+
+
 @pytest.mark.webgpu
 @pytest.mark.skipif(not HAS_WEBGPU, reason="no WebGPU adapter")
 @pytest.mark.parametrize("dtype", [np.int8, np.float16, np.float32, np.uint32])
@@ -219,26 +244,19 @@ def test_webgpu_compacts_on_the_device_across_many_blocks(
 ) -> None:
     """compact.wgsl's passes: more blocks than one scan workgroup's threads (each thread then
     sums several), a strided box, rows past the count left as they were."""
-    rng = np.random.default_rng(int(np.dtype(dtype).itemsize))
-    shape = (1, 3, 300, 400)  # 360,000 elements: 352 blocks of 1,024
-    values = rng.integers(-3, 3, (1, 3, 300, 800)).astype(dtype)
-    if np.dtype(dtype).kind == "f":
-        values[values == 1] = -0.0  # zero
-        values[values == 2] = np.nan  # nonzero
-    view = values[..., ::-2]
-    assert view.shape == shape
-    want = np.argwhere((view != 0) | (np.isnan(view) if view.dtype.kind == "f" else False))
-    count = np.full((1, 1, 1, 1), 5, np.uint32)
-    coords = np.full((1, 1, view.size, 4), 9, np.uint32)
-    out = (to_device("webgpu", count), to_device("webgpu", coords))
     dispatches.clear()
-    dmlops.nonzero_coordinates(to_device("webgpu", view), 4, out=out)
+    count, coords, want = _many_blocks("webgpu", dtype)
     assert "compact write_rows" in dispatches
-    got_count, got = (to_host(a) for a in out)
-    assert int(got_count.reshape(-1)[0]) == len(want)
-    rows = got.reshape(-1, 4)
-    assert np.array_equal(rows[: len(want)], want)
-    assert (rows[len(want) :] == 9).all()
+    _check_many_blocks(count, coords, want)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")
+@pytest.mark.parametrize("dtype", [np.int8, np.float16, np.float32, np.uint32])
+def test_cuda_compacts_across_many_blocks(dtype: Any) -> None:
+    """compact.cu's launches over 44 blocks (the last one partial), a reversed box, a leading
+    dimension of size 1 among the four columns."""
+    _check_many_blocks(*_many_blocks("cuda", dtype))
 
 
 def test_nonzero_of_64_bit_elements_reads_a_mask() -> None:

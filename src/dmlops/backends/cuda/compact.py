@@ -1,8 +1,9 @@
 """NONZERO_COORDINATES's stream compaction (`dmlops.compaction`) on CUDA, on the call's
 stream and without a host synchronisation: `kernels/compact.cu`'s three launches a
-compaction (the box's nonzero test into mask bytes with each block's count; one block's
+compaction (the box's nonzero test with each block's count; one block's
 scan of the counts, which writes the count output; the coordinates of each nonzero element
-written at its row). Every compaction's input is read before any output is written."""
+written at its row; the tests kept as bits, a warp's ballot a round). Every compaction's
+input is read before any output is written."""
 
 from __future__ import annotations
 
@@ -21,14 +22,18 @@ from .streams import Queue
 
 __all__ = ["CudaCompaction"]
 
-_CHUNK = THREADS * 16  # compact.cu's CHUNK: the elements a block tests
+_CHUNK = THREADS * 32  # compact.cu's CHUNK: the elements a block tests
 
 
 def _rows_walk(c: Compaction) -> np.ndarray[Any, Any]:
     """compact.cu's `Rows` by value: element count, shape, row and column strides, rank and
-    columns (two int32s in the last word)."""
-    rank = len(c.shape)
-    words = [c.rows, *c.shape, *[0] * (8 - rank), c.row_stride, c.column_stride]
+    columns (two int32s in the last word). Leading dimensions of size 1 are left out: their
+    coordinates are the zeros written before the others."""
+    shape = list(c.shape)
+    while shape and shape[0] == 1:
+        shape.pop(0)
+    rank = len(shape)
+    words = [c.rows, *shape, *[0] * (8 - rank), c.row_stride, c.column_stride]
     tail = np.array([rank, c.columns], np.int32).view(np.int64)
     return np.concatenate([np.array(words, np.int64), tail])
 
@@ -48,10 +53,10 @@ class CudaCompaction:
         runtime = cp.cuda.runtime
         compactions = self.plan.compactions
         blocks = [-(-c.rows // _CHUNK) for c in compactions]
-        starts, size = [], 0  # each compaction's counts, then its mask bytes
-        for c, b in zip(compactions, blocks, strict=True):
+        starts, size = [], 0  # each compaction's counts, then its bits (a ballot a warp, round)
+        for b in blocks:
             starts.append(size)
-            size += -(-(4 * b + c.rows) // 16) * 16
+            size += 4 * b + _CHUNK // 8 * b
         with backend._on(device):
             memory = scratch(cp, max(size, 16), stream)
             base = int(memory.data.ptr)
@@ -67,8 +72,8 @@ class CudaCompaction:
                     c.shape, c.src_strides, dense_strides(c.shape)
                 )
                 src = np.uint64(ins[c.src] + c.src_offset + src_at * element.itemsize)
-                counts, mask = np.uint64(base + at), np.uint64(base + at + 4 * b)
-                params = pack_arguments(keep, box_walk(shape, strides), src, mask, counts)
+                counts, bits = np.uint64(base + at), np.uint64(base + at + 4 * b)
+                params = pack_arguments(keep, box_walk(shape, strides), src, bits, counts)
                 go(count, b, 1, 1, THREADS, 1, 1, 0, stream, params, 0)
             scan = kernels.handle(
                 runtime, "compact", (("ES", 1), ("FLOAT", 0)), "dmlops_compact_scan"
@@ -77,13 +82,13 @@ class CudaCompaction:
                 runtime, "compact", (("ES", 1), ("FLOAT", 0)), "dmlops_compact_write"
             )
             for c, b, at in zip(compactions, blocks, starts, strict=True):
-                counts, mask = np.uint64(base + at), np.uint64(base + at + 4 * b)
+                counts, bits = np.uint64(base + at), np.uint64(base + at + 4 * b)
                 total = np.uint64(outs[c.count_dst] + c.count_offset)
                 params = pack_arguments(keep, counts, np.int64(b), total)
                 go(scan, 1, 1, 1, THREADS, 1, 1, 0, stream, params, 0)
                 if b:
                     coords = np.uint64(outs[c.coords_dst] + c.coords_offset)
-                    params = pack_arguments(keep, _rows_walk(c), mask, counts, coords)
+                    params = pack_arguments(keep, _rows_walk(c), bits, counts, coords)
                     go(write, b, 1, 1, THREADS, 1, 1, 0, stream, params, 0)
             del memory  # (freed in the stream's order: the launches above come first)
 

@@ -1,17 +1,18 @@
 // NONZERO_COORDINATES's stream compaction in three launches on one stream, no host wait:
 //   dmlops_compact_count  each block's CHUNK elements of the box tested (-0.0 is zero, a NaN
-//                         is not: the bits but the sign of a float), one mask byte each
-//                         written and the block's count;
+//                         is not: the bits but the sign of a float), a warp's ballot a round
+//                         written (one bit an element) and the block's count;
 //   dmlops_compact_scan   one block: the counts turned into each block's first row, the
 //                         total written to the count output;
 //   dmlops_compact_write  each block's nonzero elements, in order, their coordinates written
-//                         from the block's first row (a warp's ballot orders its lanes).
+//                         from the block's first row (the ballots order them).
 // Specialised at compile time: ES (element bytes), FLOAT (1: the sign bit ignored).
-// Blocks have THREADS threads; a block covers ITEMS rounds of THREADS elements.
+// Blocks have THREADS threads; a block covers ITEMS rounds of THREADS elements, and each
+// launch synchronises its block at most twice (no barrier a round).
 
 #include "common.cuh"
 
-#define ITEMS 16
+#define ITEMS 32
 #define CHUNK (THREADS * ITEMS)
 #define WARPS (THREADS / 32)
 
@@ -49,8 +50,8 @@ __device__ __forceinline__ void coordinates(const Rows& rows, I i, unsigned int*
     int k = rows.columns - 1;
     for (int d = rows.rank - 1; d >= 0; --d) {
         const I n = (I)rows.shape[d];
-        const I c = rest % n;
-        rest /= n;
+        const I c = d ? rest % n : rest;  // (the first dimension's: what is left)
+        rest = d ? rest / n : 0;
         if (k >= 0) {
             dst[k * rows.column_stride] = (unsigned int)c;
             --k;
@@ -60,24 +61,41 @@ __device__ __forceinline__ void coordinates(const Rows& rows, I i, unsigned int*
 }
 
 extern "C" __global__ void dmlops_compact_count(const Box box, const T* __restrict__ src,
-                                                u8* __restrict__ mask,
+                                                unsigned int* __restrict__ bits,
                                                 unsigned int* __restrict__ counts)
 {
-    const long long base = (long long)blockIdx.x * CHUNK;
-    int count = 0;
-    for (int j = 0; j < ITEMS; ++j) {
-        const long long i = base + (long long)j * THREADS + threadIdx.x;
-        bool on = false;
-        if (i < box.n) {
-            const T v = src[box.narrow ? offset<int>(box, (int)i) : offset<long long>(box, i)];
-            on = NONZERO(v);
-            mask[i] = on;
+    __shared__ unsigned int sums[WARPS];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const long long base = (long long)blockIdx.x * CHUNK + threadIdx.x;
+    unsigned int* own = bits + (long long)blockIdx.x * (ITEMS * WARPS) + warp;
+    unsigned int count = 0;
+#pragma unroll
+    for (int j0 = 0; j0 < ITEMS; j0 += 8) {  // eight loads in flight a thread
+        T v[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            const long long i = base + (long long)(j0 + j) * THREADS;
+            v[j] = 0;
+            if (i < box.n) v[j] = src[box.narrow ? offset<int>(box, (int)i) : offset<long long>(box, i)];
         }
-        count += __syncthreads_count(on);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            const unsigned int ballot = __ballot_sync(0xffffffffu, NONZERO(v[j]));
+            if (lane == 0) own[(j0 + j) * WARPS] = ballot;
+            count += __popc(ballot);
+        }
     }
-    if (threadIdx.x == 0) counts[blockIdx.x] = (unsigned int)count;
+    if (lane == 0) sums[warp] = count;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned int total = 0;
+        for (int w = 0; w < WARPS; ++w) total += sums[w];
+        counts[blockIdx.x] = total;
+    }
 }
 
+// one block: each thread sums four neighbouring counts, the block scans the sums, and each
+// count becomes its block's first row (the counts before it); the total goes to `total`
 extern "C" __global__ void dmlops_compact_scan(unsigned int* __restrict__ counts,
                                                long long blocks,
                                                unsigned int* __restrict__ total)
@@ -87,52 +105,77 @@ extern "C" __global__ void dmlops_compact_scan(unsigned int* __restrict__ counts
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (threadIdx.x == 0) carry = 0;
     __syncthreads();
-    for (long long start = 0; start < blocks; start += THREADS) {
-        const long long i = start + threadIdx.x;
-        const unsigned int v = i < blocks ? counts[i] : 0u;
-        unsigned int x = v;  // inclusive scan within the warp
+    for (long long start = 0; start < blocks; start += 4 * THREADS) {
+        const long long at = start + 4 * threadIdx.x;
+        unsigned int v[4], own = 0;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            v[k] = at + k < blocks ? counts[at + k] : 0u;
+            own += v[k];
+        }
+        unsigned int x = own;  // inclusive scan within the warp
         for (int o = 1; o < 32; o <<= 1) {
             const unsigned int y = __shfl_up_sync(0xffffffffu, x, o);
             if (lane >= o) x += y;
         }
         if (lane == 31) sums[warp] = x;
         __syncthreads();
-        unsigned int before = carry + x - v;
+        unsigned int before = carry + x - own;
         for (int w = 0; w < warp; ++w) before += sums[w];
-        if (i < blocks) counts[i] = before;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            if (at + k < blocks) counts[at + k] = before;
+            before += v[k];
+        }
         __syncthreads();  // (every read of sums and carry done)
-        if (threadIdx.x == THREADS - 1) carry = before + v;
+        if (threadIdx.x == THREADS - 1) carry = before;
         __syncthreads();
     }
     if (threadIdx.x == 0) *total = carry;
 }
 
-extern "C" __global__ void dmlops_compact_write(const Rows rows, const u8* __restrict__ mask,
+// each block's nonzero elements in element order: its (round, warp) ballots scanned by one
+// warp, then each element's row from its ballot's slot and the lanes below it
+extern "C" __global__ void dmlops_compact_write(const Rows rows,
+                                                const unsigned int* __restrict__ bits,
                                                 const unsigned int* __restrict__ firsts,
                                                 unsigned int* __restrict__ out)
 {
-    __shared__ unsigned int sums[WARPS];
+    __shared__ unsigned int ballots[ITEMS * WARPS];
+    __shared__ unsigned int slots[ITEMS * WARPS];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const long long base = (long long)blockIdx.x * CHUNK;
-    long long row = firsts[blockIdx.x];
-    for (int j = 0; j < ITEMS; ++j) {
-        const long long i = base + (long long)j * THREADS + threadIdx.x;
-        const bool on = i < rows.n && mask[i];
-        const unsigned int ballot = __ballot_sync(0xffffffffu, on);
-        if (lane == 0) sums[warp] = __popc(ballot);
-        __syncthreads();
-        long long at = row + __popc(ballot & ((1u << lane) - 1u));
-        unsigned int round = 0;
-        for (int w = 0; w < WARPS; ++w) {
-            if (w < warp) at += sums[w];
-            round += sums[w];
+    for (int t = threadIdx.x; t < ITEMS * WARPS; t += THREADS)
+        ballots[t] = bits[(long long)blockIdx.x * (ITEMS * WARPS) + t];
+    __syncthreads();
+    if (warp == 0) {  // exclusive scan of the ballots' counts in (round, warp) order
+        const int per = ITEMS * WARPS / 32;
+        unsigned int own = 0;
+        for (int k = 0; k < per; ++k) own += __popc(ballots[lane * per + k]);
+        unsigned int x = own;
+        for (int o = 1; o < 32; o <<= 1) {
+            const unsigned int y = __shfl_up_sync(0xffffffffu, x, o);
+            if (lane >= o) x += y;
         }
-        if (on) {
+        unsigned int run = x - own;
+        for (int k = 0; k < per; ++k) {
+            slots[lane * per + k] = run;
+            run += __popc(ballots[lane * per + k]);
+        }
+    }
+    __syncthreads();
+    const long long first = firsts[blockIdx.x];
+    const long long base = (long long)blockIdx.x * CHUNK + threadIdx.x;
+    const unsigned int below = (1u << lane) - 1u;
+    const bool narrow = rows.n < 2147483648LL;
+#pragma unroll 1
+    for (int j = 0; j < ITEMS; ++j) {
+        const unsigned int ballot = ballots[j * WARPS + warp];
+        if ((ballot >> lane) & 1u) {
+            const long long i = base + (long long)j * THREADS;
+            const long long at = first + slots[j * WARPS + warp] + __popc(ballot & below);
             unsigned int* dst = out + at * rows.row_stride;
-            if (rows.n < 2147483648LL) coordinates<int>(rows, (int)i, dst);
+            if (narrow) coordinates<int>(rows, (int)i, dst);
             else coordinates<long long>(rows, i, dst);
         }
-        row += round;
-        __syncthreads();  // (sums read by every warp before the next round writes them)
     }
 }
