@@ -4,9 +4,14 @@ walk a converting launch makes over its boxes, emulated, against the copy's own 
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import itertools
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -82,3 +87,66 @@ def test_the_structs_word_by_word() -> None:
     assert rows[0] == 60 and list(rows[1:5]) == [5, 3, 4, 0] and list(rows[9:11]) == [8, 2]
     assert list(rows[11:].view(np.int32)) == [3, 6]  # rank (the leading 1 left out), columns
     assert dense_strides((2, 3, 4)) == (12, 4, 1) and dense_strides(()) == ()
+
+
+def test_a_converting_plan_apart_and_through_scratch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CudaConversion's launches run against a fake device (host memory at made-up addresses,
+    each launch's box walked as convert.cu walks it): a transposed read converted straight
+    into its output, and a conversion over its own bytes staged through scratch memory
+    (converted there first, then its bits moved back)."""
+    from dmlops import BufferTensorDesc, DataType
+    from dmlops.backends.cuda import convert
+    from dmlops.conversion import convert as cast_rules
+    from dmlops.ops.cast import CastDesc
+
+    base, memory = 1 << 40, np.zeros(1 << 16, np.uint8)
+    functions: dict[tuple[tuple[str, int], ...], int] = {}
+    types = {code: np.dtype(name) for name, code in convert.TYPE_CODES.items()}
+
+    def handle(runtime: Any, kernel: str, defines: Any, entry: Any = None) -> int:
+        assert kernel == "convert"
+        return functions.setdefault(defines, len(functions) + 1)
+
+    def launch(function: int, *grid_and_more: int) -> None:
+        named = dict(next(d for d, f in functions.items() if f == function))
+        x, y = types[named["XT"]], types[named["YT"]]
+        params = grid_and_more[-2]
+        arguments = (ctypes.c_uint64 * 3).from_address(params)
+        walk = np.ctypeslib.as_array((ctypes.c_int64 * 26).from_address(arguments[0]))
+        src = ctypes.c_uint64.from_address(arguments[1]).value - base
+        dst = ctypes.c_uint64.from_address(arguments[2]).value - base
+        for s, d in _walked(walk.copy(), 0, 0):
+            value = memory[src + s * x.itemsize : src + (s + 1) * x.itemsize].view(x)
+            moved = value.view(y) if named["MODE"] == 2 else cast_rules(value, y)
+            memory[dst + d * y.itemsize : dst + (d + 1) * y.itemsize] = moved.view(np.uint8)
+
+    monkeypatch.setattr(convert.kernels, "handle", handle)
+    monkeypatch.setattr(convert, "launch_kernel", launch)
+    monkeypatch.setattr(
+        convert,
+        "scratch",
+        lambda cp, n, stream: SimpleNamespace(data=SimpleNamespace(ptr=base + 40000)),
+    )
+    backend = SimpleNamespace(
+        cupy=SimpleNamespace(cuda=SimpleNamespace(runtime=None)),
+        _on=lambda device: contextlib.nullcontext(),
+    )
+    rng = np.random.default_rng(3)
+    values = (rng.standard_normal(60) * 40000).astype(np.float32)
+    values[:3] = [np.nan, -0.0, 3e9]
+    memory[:240] = values.view(np.uint8)
+    # a transposed [4, 15] view of the 60 floats, cast to int16 elsewhere
+    f32, i16, i32 = DataType.FLOAT32, DataType.INT16, DataType.INT32
+    desc = CastDesc(
+        BufferTensorDesc(f32, (1, 1, 4, 15), (60, 60, 1, 4)), BufferTensorDesc(i16, (1, 1, 4, 15))
+    )
+    apart = convert.CudaConversion(backend, desc.lower())
+    apart([base], [base + 20000], (0, 7))
+    want = cast_rules(values.reshape(15, 4).T, np.int16)
+    assert memory[20000:20120].view(np.int16).tobytes() == want.tobytes()
+    # float32 to int32 over the same 240 bytes
+    same = CastDesc(BufferTensorDesc(f32, (1, 1, 6, 10)), BufferTensorDesc(i32, (1, 1, 6, 10)))
+    in_place = convert.CudaConversion(backend, same.lower())
+    in_place([base], [base], (0, 7))
+    assert memory[:240].view(np.int32).tobytes() == cast_rules(values, np.int32).tobytes()
+    assert len(functions) == 3  # (float32 -> int16, float32 -> int32, int32's bits moved)
