@@ -96,6 +96,7 @@ def test_a_converting_plan_apart_and_through_scratch(monkeypatch: pytest.MonkeyP
     (converted there first, then its bits moved back)."""
     from dmlops import BufferTensorDesc, DataType
     from dmlops.backends.cuda import convert
+    from dmlops.backends.cuda import kernels as cuda_kernels
     from dmlops.conversion import convert as cast_rules
     from dmlops.ops.cast import CastDesc
 
@@ -120,7 +121,7 @@ def test_a_converting_plan_apart_and_through_scratch(monkeypatch: pytest.MonkeyP
             moved = value.view(y) if named["MODE"] == 2 else cast_rules(value, y)
             memory[dst + d * y.itemsize : dst + (d + 1) * y.itemsize] = moved.view(np.uint8)
 
-    monkeypatch.setattr(convert.kernels, "handle", handle)
+    monkeypatch.setattr(cuda_kernels, "handle", handle)
     monkeypatch.setattr(convert, "launch_kernel", launch)
     monkeypatch.setattr(
         convert,
