@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -10,6 +13,10 @@ from dmlops.backends.cuda.strategies import fast_divider, group_copies
 
 F32, F16, I8 = DataType.FLOAT32, DataType.FLOAT16, DataType.INT8
 BASE = 1 << 20  # a 16-byte aligned address
+
+
+# CuPy's Stream as the fakes need it: an external stream's context does nothing here
+_STREAM = SimpleNamespace(from_external=lambda handle: contextlib.nullcontext())
 
 
 def kernels_for(desc, ins=(BASE,), outs=None):  # type: ignore[no-untyped-def]
@@ -289,7 +296,9 @@ def test_a_scatters_launches_follow_the_choice(
     cleared: list[tuple[int, ...]] = []
     runtime = SimpleNamespace(memsetAsync=lambda *a: cleared.append(a))
     fake = SimpleNamespace(
-        empty=lambda n, dtype: table, int32=np.int32, cuda=SimpleNamespace(runtime=runtime)
+        empty=lambda n, dtype: table,
+        int32=np.int32,
+        cuda=SimpleNamespace(runtime=runtime, Stream=_STREAM),
     )
     names: list[str] = []
     monkeypatch.setattr(cuda_indexed, "_named", lambda cp, entry: names.append(entry) or entry)
@@ -352,6 +361,7 @@ def test_an_interrupted_winner_scatter_leaves_no_table_behind(
                 memsetAsync=lambda ptr, *a: cleared.append(ptr),
                 streamIsCapturing=lambda stream: False,
             ),
+            Stream=_STREAM,
         ),
     )
     monkeypatch.setattr(cuda_indexed, "launch_kernel", launch_kernel)
@@ -413,7 +423,9 @@ def test_a_winner_table_is_freed_by_the_copy_only_where_each_index_is_one_row(
     fake = SimpleNamespace(
         empty=lambda n, dtype: table,
         int32=np.int32,
-        cuda=SimpleNamespace(runtime=SimpleNamespace(memsetAsync=lambda *a: cleared.append(a))),
+        cuda=SimpleNamespace(
+            runtime=SimpleNamespace(memsetAsync=lambda *a: cleared.append(a)), Stream=_STREAM
+        ),
     )
     with pytest.MonkeyPatch.context() as m:
         m.setattr(cuda_indexed, "_named", lambda cp, entry: entry)
