@@ -107,8 +107,9 @@ class CudaConversion:
         x, y = TYPE_CODES[self.source.name], TYPE_CODES[self.target.name]
         self.converting = (("XT", x), ("YT", y), *mode)
         self.moving = (("XT", y), ("YT", y), ("MODE", 2))
-        self.bound_launches: dict[tuple[int, ...], list[tuple[int, int, int]]] = {}
-        self._kept: dict[tuple[int, ...], list[Any]] = {}
+        # each binding's launches, with the memory their argument arrays live in (held by
+        # whichever thread launches them, so a binding dropped meanwhile stays valid)
+        self.bound_launches: dict[tuple[int, ...], tuple[list[tuple[int, int, int]], Any]] = {}
 
     def _function(self, defines: tuple[tuple[str, int], ...]) -> int:
         return kernels.handle(self.backend.cupy.cuda.runtime, "convert", defines)
@@ -118,20 +119,18 @@ class CudaConversion:
         device, stream = backend.default_queue() if queue is None else queue
         key = (device, *ins, *outs)
         with backend._on(device):
-            launches = self.bound_launches.get(key)
-            if launches is None:
+            ready = self.bound_launches.get(key)
+            if ready is None:
                 if not self._apart(ins, outs):
                     self._through_scratch(ins, outs, stream)
                     return
                 keep: list[Any] = []
-                launches = self._launches(ins, outs, self.converting, keep)
+                ready = (self._launches(ins, outs, self.converting, keep), keep)
                 if len(self.bound_launches) >= 64:  # (a few bindings kept)
-                    self.bound_launches.clear()
-                    self._kept.clear()
-                self.bound_launches[key] = launches
-                self._kept[key] = keep
+                    self.bound_launches = {}
+                self.bound_launches[key] = ready
             go = launch_kernel
-            for function, grid, params in launches:
+            for function, grid, params in ready[0]:
                 go(function, grid, 1, 1, _THREADS, 1, 1, 0, stream, params, 0)
 
     def _apart(self, ins: Sequence[int], outs: Sequence[int]) -> bool:
