@@ -671,9 +671,10 @@ _NATIVE = pytest.mark.skipif(cpu_engine.native() is None, reason="the C engine i
 def test_scatters_write_in_index_order_through_the_engine(
     monkeypatch: pytest.MonkeyPatch, dtype: Any
 ) -> None:
-    """A scatter whose updates are one C-ordered run is written by the engine in index order
-    (no search for repeated destinations): of updates to one place the later stays, as
-    DirectML's rule says, against a naive loop; rows of several elements too."""
+    """A scatter is written by the engine in index order (no search for repeated
+    destinations): of updates to one place the later stays, as DirectML's rule says, against
+    a naive loop; updates of any strides (a column slice, reversed, Fortran-ordered: read in
+    the index order, not their memory's); rows of several elements too."""
     module = cpu_engine.native()
     used: list[int] = []
 
@@ -696,12 +697,22 @@ def test_scatters_write_in_index_order_through_the_engine(
             want[r, index[r, k]] = updates[r, k]
     got = dmlops.scatter_elements(x, index, updates, 1)
     assert got.tobytes() == want.tobytes() and used
+    wide = rng.standard_normal((16, 400)).astype(dtype)
+    for strided in (wide[:, 7:97], wide[::-1, ::-3][:, :90], np.asfortranarray(updates)):
+        want = x.copy()
+        for r in range(16):
+            for k in range(90):
+                want[r, index[r, k]] = strided[r, k]
+        used.clear()
+        got = dmlops.scatter_elements(x, index, strided, 1)
+        assert got.tobytes() == want.tobytes() and used
     rows = rng.integers(0, 16, (30, 1))  # scatter_nd of whole rows, repeated
     fresh = rng.standard_normal((30, 40)).astype(dtype)
     want = x.copy()
     for k in range(30):
         want[rows[k, 0]] = fresh[k]
     assert dmlops.scatter_nd(x, rows, fresh).tobytes() == want.tobytes()
+    assert dmlops.scatter_nd(x, rows, np.asfortranarray(fresh)).tobytes() == want.tobytes()
 
 
 @_NATIVE

@@ -90,17 +90,6 @@ def _scratch(name: str, count: int, dtype: Any) -> np.ndarray[Any, Any] | None:
     return buffer[:count]
 
 
-def _c_ordered(shape: tuple[int, ...], strides: tuple[int, ...], size: int) -> bool:
-    """Whether a strided view of these byte strides is one C-ordered run (dimensions of one
-    element may have any stride)."""
-    expected = size
-    for n, s in zip(reversed(shape), reversed(strides), strict=True):
-        if n != 1 and s != expected:
-            return False
-        expected *= n
-    return True
-
-
 def _distinct(starts: np.ndarray[Any, Any]) -> bool:
     """Whether no two of these element offsets are equal."""
     if len(starts) <= _SET:
@@ -564,18 +553,17 @@ class IndexedStep:
         return self._winners(moved, None if keep is None else np.flatnonzero(keep))
 
     def _ordered_scatter(self) -> Any:
-        """The C engine's scatter in index order (where it is built and this scatter's
-        updates are one C-ordered run), else None: rows written in order need no search for
-        repeated destinations, since the later row simply writes last."""
+        """The C engine's scatter in index order (where it is built and a row's destination
+        steps forwards), else None: rows written in order need no search for repeated
+        destinations, since the later row simply writes last. The updates are read in the
+        copy's row-major order, which is the index order (`rows_of`), whatever their strides
+        (a column slice of a chunk, as dask hands a task, is copied into one run first)."""
         found = self._ordered
         if found is None:
             from .cpu_engine import native
 
             module = native()
-            shape, _, strides = self.plain_view
-            usable = _c_ordered(shape, strides, self.size) and (
-                self.row == 1 or self.row_strides[1] >= 0
-            )
+            usable = self.row == 1 or self.row_strides[1] >= 0
             found = module.scatter if module is not None and usable else False
             self._ordered = found
         return found or None
