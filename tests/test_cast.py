@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import dmlops
-from conftest import HAS_WEBGPU, to_device, to_host
+from conftest import CUDA, HAS_WEBGPU, to_device, to_host
 from dmlops import BufferTensorDesc, CastDesc, DataType, Device, DmlError
 from dmlops import UnsupportedFeatureLevelError as Unsupported
 
@@ -96,11 +96,18 @@ def test_strided_operands_ranks_and_out(backend: str, source: Any, target: Any) 
         assert to_host(out).tobytes() == want.reshape(shape).tobytes()
 
 
-def test_in_place_over_the_same_bytes() -> None:
-    x = np.arange(12, dtype=np.float32) - 3.5
-    want = np.array([naive(v, np.dtype(np.int32)) for v in x.tolist()], np.int32)
+@pytest.mark.parametrize("backend", ["numpy", CUDA])
+def test_in_place_over_the_same_bytes(backend: str) -> None:
+    """The output over the input's own bytes (CUDA: converted into scratch memory first,
+    then moved back), and over a reversed view of them."""
+    host = np.arange(4096, dtype=np.float32) * 1.5e6 - 3.5e9  # (saturating at both ends)
+    want = np.array([naive(v, np.dtype(np.int32)) for v in host.tolist()], np.int32)
+    x = to_device(backend, host.copy())
     dmlops.cast(x, np.int32, out=x.view(np.int32))
-    assert x.view(np.int32).tobytes() == want.tobytes()
+    assert to_host(x.view(np.int32)).tobytes() == want.tobytes()
+    x = to_device(backend, host.copy())
+    dmlops.cast(x, np.int32, out=x.view(np.int32)[::-1])
+    assert to_host(x.view(np.int32)).tobytes() == want[::-1].tobytes()
 
 
 def _t(dt: DataType, *sizes: int) -> BufferTensorDesc:
