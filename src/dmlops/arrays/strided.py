@@ -834,16 +834,16 @@ def cast(
     return _dispatch("CAST", (target.str,), feature_level, [x], [out], build)[0]
 
 
-def _new_zeros(x: Any, shape: tuple[int, ...], dtype: np.dtype[Any], clear: bool = True) -> Any:
-    """Zeros of `shape` and `dtype` in x's library and on its device (an uncleared array
-    where not `clear`)."""
+def _new_array(x: Any, shape: tuple[int, ...], dtype: np.dtype[Any], zeroed: bool = True) -> Any:
+    """A new array of `shape` and `dtype` in x's library and on its device: zeros, or
+    uncleared where not `zeroed`."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
-        make = torch.zeros if clear else torch.empty
+        make = torch.zeros if zeroed else torch.empty
         return make(shape, dtype=getattr(torch, dtype.name), device=x.device)
     backend = backend_of([x])
     made = backend.new_like(x, shape, dtype)
-    if not clear:
+    if not zeroed:
         return made
     if backend.name == "webgpu":  # (its arrays take no assignment: an upload of zeros)
         return backend.upload(np.zeros(shape, dtype))
@@ -895,7 +895,7 @@ def nonzero_coordinates(
     count_shape, coords_shape = NonzeroCoordinatesDesc.output_sizes_for(shape, columns)
     if out is None:
         uint32 = np.dtype(np.uint32)
-        out = (_new_zeros(x, count_shape, uint32), _new_zeros(x, coords_shape, uint32))
+        out = (_new_array(x, count_shape, uint32), _new_array(x, coords_shape, uint32))
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of([ins[0], *outs])
@@ -933,8 +933,8 @@ def nonzero(
     if device is None:  # (the rows past the count are never read: left uncleared)
         count_shape, coords_shape = NonzeroCoordinatesDesc.output_sizes_for(wide.shape, rank)
         uint32 = np.dtype(np.uint32)
-        coords = _new_zeros(wide, coords_shape, uint32, clear=False)
-        out = (_new_zeros(wide, count_shape, uint32), coords)
+        coords = _new_array(wide, coords_shape, uint32, zeroed=False)
+        out = (_new_array(wide, count_shape, uint32), coords)
     count, coords = nonzero_coordinates(
         wide, rank, feature_level=feature_level, out=out, device=device
     )

@@ -15,14 +15,15 @@ import numpy as np
 from ...compaction import Compaction
 from ...plan import Plan, coalesce
 from . import kernels
-from .convert import box_walk, dense_strides, pack_arguments
-from .launch import launch_kernel, scratch
+from .convert import box_walk, dense_strides
+from .launch import launch_kernel, pack_arguments, scratch
 from .strategies import THREADS
 from .streams import Queue
 
 __all__ = ["CudaCompaction"]
 
 _CHUNK = THREADS * 32  # compact.cu's CHUNK: the elements a block tests
+_TYPELESS = (("ES", 1), ("FLOAT", 0))  # (the scan and write kernels read no elements)
 
 
 def _rows_walk(c: Compaction) -> np.ndarray[Any, Any]:
@@ -75,12 +76,8 @@ class CudaCompaction:
                 counts, bits = np.uint64(base + at), np.uint64(base + at + 4 * b)
                 params = pack_arguments(keep, box_walk(shape, strides), src, bits, counts)
                 go(count, b, 1, 1, THREADS, 1, 1, 0, stream, params, 0)
-            scan = kernels.handle(
-                runtime, "compact", (("ES", 1), ("FLOAT", 0)), "dmlops_compact_scan"
-            )
-            write = kernels.handle(
-                runtime, "compact", (("ES", 1), ("FLOAT", 0)), "dmlops_compact_write"
-            )
+            scan = kernels.handle(runtime, "compact", _TYPELESS, "dmlops_compact_scan")
+            write = kernels.handle(runtime, "compact", _TYPELESS, "dmlops_compact_write")
             for c, b, at in zip(compactions, blocks, starts, strict=True):
                 counts, bits = np.uint64(base + at), np.uint64(base + at + 4 * b)
                 total = np.uint64(outs[c.count_dst] + c.count_offset)

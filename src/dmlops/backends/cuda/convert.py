@@ -13,7 +13,7 @@ import numpy as np
 
 from ...plan import Plan, coalesce
 from . import kernels
-from .launch import launch_kernel, scratch
+from .launch import launch_kernel, pack_arguments, scratch
 from .streams import Queue
 
 __all__ = [
@@ -29,6 +29,7 @@ TYPE_CODES = {
     "uint16": 6, "int32": 7, "uint32": 8, "int64": 9, "uint64": 10,
 }  # fmt: skip
 """convert.cu's codes of the element types CAST converts between."""
+_ITEMSIZE = {code: np.dtype(name).itemsize for name, code in TYPE_CODES.items()}
 
 _THREADS = 256
 _MOST_BLOCKS = 65535 * 8
@@ -55,15 +56,6 @@ def tiles_of(shape: Sequence[int]) -> int:
     """convert.cu's tiles of a box: each row's last dimension in pieces of 128."""
     rows = int(np.prod(shape[:-1], dtype=np.int64))
     return rows * -(-int(shape[-1]) // 128)
-
-
-def pack_arguments(keep: list[Any], *values: Any) -> int:
-    """cuLaunchKernel's argument array for `values` (numpy arrays or scalars), its memory
-    appended to `keep`."""
-    arrays = [v if isinstance(v, np.ndarray) else np.array([v], type(v)) for v in values]
-    params = np.array([a.ctypes.data for a in arrays], np.uint64)
-    keep.append((arrays, params))
-    return int(params.ctypes.data)
 
 
 def _boxes(
@@ -152,7 +144,8 @@ class CudaConversion:
     ) -> list[tuple[int, int, int]]:
         """(function, grid, argument array) of each box of the copies."""
         function = self._function(defines)
-        xs, ys = self._sizes(defines)
+        named = dict(defines)
+        xs, ys = _ITEMSIZE[named["XT"]], _ITEMSIZE[named["YT"]]
         launches = []
         for c in self.plan.copies if copies is None else copies:
             if not c.element_count:
@@ -166,11 +159,6 @@ class CudaConversion:
                 blocks = -(-tiles_of(shape) * 32 // _THREADS)  # (a warp a tile)
                 launches.append((function, max(1, min(_MOST_BLOCKS, blocks)), params))
         return launches
-
-    def _sizes(self, defines: tuple[tuple[str, int], ...]) -> tuple[int, int]:
-        named = dict(defines)
-        sizes = {code: np.dtype(name).itemsize for name, code in TYPE_CODES.items()}
-        return sizes[named["XT"]], sizes[named["YT"]]
 
     def _through_scratch(self, ins: Sequence[int], outs: Sequence[int], stream: int) -> None:
         """Every copy converted into packed scratch memory, then moved into place (the

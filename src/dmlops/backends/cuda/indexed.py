@@ -18,7 +18,15 @@ import numpy as np
 
 from ...indexed import IndexedCopy, rows_of
 from . import kernels
-from .launch import DeviceTable, Graphed, RawMemory, is_capturing, launch_kernel, relaxed_capture
+from .launch import (
+    DeviceTable,
+    Graphed,
+    RawMemory,
+    is_capturing,
+    launch_kernel,
+    pack_arguments,
+    relaxed_capture,
+)
 
 __all__ = ["IndexedLaunch"]
 
@@ -298,12 +306,6 @@ class IndexedLaunch:
         keep: list[Any] = [meta, winner]
         launches = []
 
-        def pack(*values: Any) -> int:
-            arrays = [v if isinstance(v, np.ndarray) else np.array([v], type(v)) for v in values]
-            params = np.array([a.ctypes.data for a in arrays], np.uint64)
-            keep.append((arrays, params))
-            return int(params.ctypes.data)
-
         winner_ptr = np.uint64(0 if winner is None else winner.data.ptr)
         rows = np.int64(self.rows)
         if winner is not None:
@@ -314,7 +316,7 @@ class IndexedLaunch:
                     fn,
                     (grid, 1),
                     _THREADS,
-                    pack(meta, np.uint64(index), winner_ptr, rows),
+                    pack_arguments(keep, meta, np.uint64(index), winner_ptr, rows),
                 )
             )
         warps = self.rows
@@ -332,17 +334,17 @@ class IndexedLaunch:
         ends = (meta, np.uint64(src), np.uint64(dst), np.uint64(index))
         if shared_scan:
             fn = _named(cp, "dmlops_indexed_scan_shared")
-            params = pack(*ends, rows)
+            params = pack_arguments(keep, *ends, rows)
             grid = _shared_scan_blocks(self.rows, lanes)
         elif scan:
             fn = _named(cp, "dmlops_indexed_scan")
-            params = pack(*ends, rows)
+            params = pack_arguments(keep, *ends, rows)
         elif winner is None and self.lean_reach and not (c.scatter and c.slot_count):
             fn = _named(cp, "dmlops_indexed_lean")
-            params = pack(*ends, np.int32(self.rows))
+            params = pack_arguments(keep, *ends, np.int32(self.rows))
         else:
             fn = _named(cp, "dmlops_indexed")
-            params = pack(*ends, winner_ptr, rows, np.int32(clears_itself))
+            params = pack_arguments(keep, *ends, winner_ptr, rows, np.int32(clears_itself))
         launches.append((fn, (grid, 1), _THREADS, params))
         return winner, launches, keep, winner is not None and not clears_itself
 

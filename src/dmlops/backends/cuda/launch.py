@@ -32,6 +32,7 @@ __all__ = [
     "driver_library",
     "check_driver",
     "launch_kernel",
+    "pack_arguments",
     "DeviceTable",
     "RawMemory",
     "scratch",
@@ -44,10 +45,6 @@ _driver_lock = threading.Lock()
 
 def driver_library() -> Any:
     """libcuda, through ctypes (loaded once)."""
-    return _libcuda()
-
-
-def _libcuda() -> Any:
     global _driver
     with _driver_lock:
         if _driver is None:
@@ -70,7 +67,7 @@ def _ctypes_launch(
 ) -> None:
     """cuLaunchKernel through ctypes: the launch path where the C extension is not built."""
     u = ctypes.c_uint
-    status = _libcuda().cuLaunchKernel(
+    status = driver_library().cuLaunchKernel(
         ctypes.c_void_p(function), u(gx), u(gy), u(gz), u(bx), u(by), u(bz), u(shared),
         ctypes.c_void_p(stream), ctypes.c_void_p(params), ctypes.c_void_p(extra),
     )  # fmt: skip
@@ -83,16 +80,25 @@ except ImportError:  # pragma: no cover - (no C compiler where dmlops was instal
     launch_kernel = _ctypes_launch
 
 
+def pack_arguments(keep: list[Any], *values: Any) -> int:
+    """cuLaunchKernel's argument array for `values` (numpy arrays or scalars), its memory
+    appended to `keep`."""
+    arrays = [v if isinstance(v, np.ndarray) else np.array([v], type(v)) for v in values]
+    params = np.array([a.ctypes.data for a in arrays], np.uint64)
+    keep.append((arrays, params))
+    return int(params.ctypes.data)
+
+
 class relaxed_capture:
     """This thread in relaxed stream-capture mode while the block runs (allocations and module
     loads are legal even when a stream of this process is being captured)."""
 
     def __enter__(self) -> None:
         self.mode = ctypes.c_int(_RELAXED)
-        _libcuda().cuThreadExchangeStreamCaptureMode(ctypes.byref(self.mode))
+        driver_library().cuThreadExchangeStreamCaptureMode(ctypes.byref(self.mode))
 
     def __exit__(self, *exc: object) -> None:
-        _libcuda().cuThreadExchangeStreamCaptureMode(ctypes.byref(self.mode))
+        driver_library().cuThreadExchangeStreamCaptureMode(ctypes.byref(self.mode))
 
 
 class Graphed:
@@ -103,7 +109,7 @@ class Graphed:
 
     def __init__(self, cupy: Any, work: Any, keep: Any) -> None:
         """`work(stream)` enqueues the work on a raw stream handle; this device current."""
-        driver, runtime = _libcuda(), cupy.cuda.runtime
+        driver, runtime = driver_library(), cupy.cuda.runtime
         side = int(runtime.streamCreateWithFlags(1))  # non-blocking, captured alone
         stream = ctypes.c_void_p(side)
         graph, runnable = ctypes.c_void_p(), ctypes.c_void_p()

@@ -96,39 +96,11 @@ typedef uint8_t loose8 __attribute__((may_alias));
         }                                                               \
     }
 
-/* one contiguous run: runs of a few common lengths as moves of a size known at compile
- * time (a head transpose's 256-byte rows, which a group of outputs walks a row of each in
- * turn), others through memcpy */
-static inline void move_run(char *restrict d, const char *restrict s, int64_t bytes) {
-    switch (bytes) {
-    case 16:
-        memcpy(d, s, 16);
-        return;
-    case 32:
-        memcpy(d, s, 32);
-        return;
-    case 64:
-        memcpy(d, s, 64);
-        return;
-    case 128:
-        memcpy(d, s, 128);
-        return;
-    case 256:
-        memcpy(d, s, 256);
-        return;
-    case 512:
-        memcpy(d, s, 512);
-        return;
-    default:
-        memcpy(d, s, (size_t)bytes);
-    }
-}
-
 /* n elements of `size` bytes, every ss-th byte of s to every ds-th byte of d */
 static void move_elements(char *restrict d, const char *restrict s, int64_t n, int64_t size,
                           int64_t ds, int64_t ss) {
     if (ds == size && ss == size) {
-        move_run(d, s, n * size);
+        memcpy(d, s, (size_t)(n * size));
         return;
     }
     if (ds == size && ss % size == 0) {
