@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from dmlops import BufferTensorDesc, DataType, Slice1Desc, SliceDesc, SplitDesc
-from dmlops.backends.cuda.strategies import fast_divider, group_copies
+from dmlops.backends.cuda.strategies import group_copies
+from dmlops.backends.division import fast_divider
 
 F32, F16, I8 = DataType.FLOAT32, DataType.FLOAT16, DataType.INT8
 BASE = 1 << 20  # a 16-byte aligned address

@@ -100,9 +100,9 @@ def test_each_strategy_is_chosen_and_exact(dispatches: list[Any], workgroups: in
         (np.int8, (64, 61), ([0, 3], [64, 57], [1, 1]), "packed"),  # short rows
         (np.int8, (64, 61), ([0, 3], [64, 13], [1, 1]), "packed"),  # shorter than a block
         # short rows of whole destination words from inside source words: funnel-shifted
-        (np.float16, (64, 12), ([0, 1], [64, 10], [1, 1]), "funnel"),
+        (np.float16, (64, 12), ([0, 1], [64, 10], [1, 1]), "pack"),
         (np.int8, (64, 61), ([0, 3], [64, 12], [1, 1]), "funnel"),  # every row's own phase
-        (np.uint16, (4, 5, 7, 12), ([1, 2, 3, 1], [3, 3, 4, 10], [1, 1, 1, 1]), "funnel"),
+        (np.uint16, (4, 5, 7, 12), ([1, 2, 3, 1], [3, 3, 4, 10], [1, 1, 1, 1]), "pack"),
         (np.int8, (64, 64), ([0, 1], [64, 60], [1, 1]), "funnel"),
         (np.int8, (64, 131), ([0, 1], [64, 64], [1, 1]), "rows16+rows"),  # 64 bytes: blocks
         (np.int8, (64, 64), ([0, 0], [64, 64], [1, 2]), "pick1x2p0"),  # whole vectors
@@ -110,8 +110,8 @@ def test_each_strategy_is_chosen_and_exact(dispatches: list[Any], workgroups: in
         (np.float16, (64, 64), ([0, 0], [64, 64], [2, 2]), "pick2x2p0"),
         (np.float16, (64, 128), ([0, 0], [64, 128], [1, 4]), "pick2x4p0"),
         (np.int8, (64, 64), ([0, 0], [64, 60], [1, 2]), "packed"),  # rows of 30 bytes
-        (np.uint16, (64, 64), ([0, 1], [64, 61], [1, -3]), "packed"),
-        (np.float16, (64, 64), ([0, 1], [32, 29], [2, 2]), "packed"),  # rows of 30 bytes
+        (np.uint16, (64, 64), ([0, 1], [64, 61], [1, -3]), "pack"),
+        (np.float16, (64, 64), ([0, 1], [32, 29], [2, 2]), "pack"),  # rows of 30 bytes
         (np.float16, (64, 64), ([0, 1], [32, 31], [2, 2]), "pick2x2p1"),
     ]
     seen: set[int] = set()  # elements per thread of the element-wise dispatches
@@ -132,7 +132,7 @@ def test_each_strategy_is_chosen_and_exact(dispatches: list[Any], workgroups: in
         host = _random((1, 8, 6, 10), dtype, 50 + k)
         dispatches.clear()
         got = dmlops.depth_to_space(wg.asarray(host), 2)
-        _chosen(dispatches, "packed")
+        _chosen(dispatches, "packed" if dtype is np.int8 else "pack")
         _same(got, dmlops.depth_to_space(host, 2))
         # written at a stride (every other element of a given output): merged bytes
         out = wg.asarray(np.zeros((6, 20), dtype))
@@ -473,9 +473,9 @@ def test_high_rank_boxes_of_short_rows(dispatches: list[Any], workgroups: int) -
         (np.float32, (5, 6, 7, 32), ([1, 1, 1, 0], [3, 4, 5, 8], [1, 1, 1, -1]), "vec4r4"),
         (np.float32, (5, 6, 7, 9), ([1, 1, 1, 1], [3, 4, 5, 3], [1, 1, 1, 1]), "u32"),
         (np.float64, (3, 4, 5, 6, 9), ([0, 1, 1, 1, 0], [3, 3, 4, 5, 3], [1, 1, 1, 1, 3]), "u32"),
-        (np.uint16, (4, 5, 7, 12), ([1, 2, 3, 1], [3, 3, 4, 10], [1, 1, 1, 1]), "funnel"),
+        (np.uint16, (4, 5, 7, 12), ([1, 2, 3, 1], [3, 3, 4, 10], [1, 1, 1, 1]), "pack"),
         (np.int8, (3, 4, 5, 61), ([0, 1, 1, 3], [3, 3, 4, 12], [1, 1, 1, 1]), "funnel"),
-        (np.uint16, (9,) * 7 + (12,), ([1] * 8, [3] * 7 + [10], [1] * 8), "funnel"),
+        (np.uint16, (9,) * 7 + (12,), ([1] * 8, [3] * 7 + [10], [1] * 8), "pack"),
     ]
     for k, (dtype, shape, window, kernel) in enumerate(cases):
         host = _random(shape, dtype, 400 + k)
@@ -487,6 +487,72 @@ def test_high_rank_boxes_of_short_rows(dispatches: list[Any], workgroups: int) -
             walked = int(kernel == "funnel")
             assert (pads[:, 1] == walked).all() and (pads[:, 0] == pads[0, 0]).all(), pads
         _same(got, dmlops.slice1(host, *window))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    dtype=st.sampled_from([np.float16, np.uint16, np.int16]),
+    shape=st.lists(st.integers(1, 6), min_size=1, max_size=8),
+    data=st.data(),
+    seed=st.integers(0, 2**31),
+)
+def test_two_byte_windows_into_one_run_are_packed_and_bit_exact(
+    dtype: Any, shape: list[int], data: st.DataObject, seed: int
+) -> None:
+    """SLICE1 windows of 2-byte elements, every rank to 8, any steps (negative ones too),
+    written as a new array (one aligned run): `pack` where the run is whole words, a last
+    vector the run only partly fills included; the bytes numpy gives."""
+    import dmlops.webgpu as wg
+    from dmlops.backends.webgpu import WebGpuBackend
+
+    host = _random(tuple(shape), dtype, seed)
+    offsets, sizes, steps = [], [], []
+    for n in shape:
+        first = data.draw(st.integers(0, n - 1))
+        size = data.draw(st.integers(1, n - first))
+        step = data.draw(st.sampled_from([1, 1, 2, -1, -2, 3]))
+        offsets.append(first)
+        sizes.append(size)
+        steps.append(step)
+    backend = WebGpuBackend.instance()
+    held = backend.workgroups_wanted
+    backend.workgroups_wanted = data.draw(st.sampled_from([0, 1 << 20]))
+    dmlops.functional.clear_cache()
+    try:
+        got = dmlops.slice1(wg.asarray(host), offsets, sizes, steps)
+    finally:
+        backend.workgroups_wanted = held
+        dmlops.functional.clear_cache()
+    _same(got, dmlops.slice1(host, offsets, sizes, steps))
+
+
+def test_two_byte_runs_take_pack_the_old_kernels_without_it(
+    dispatches: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 2-byte layouts `pack` took over (a high-rank box of misaligned short rows, rows
+    read at step -3 or 5, short rows): `pack` writes the bytes the kernels before it wrote
+    (taken again with PACK_ELEMENTS emptied), into arrays of their own and into one arena
+    buffer beside their input (the source read through the destination's binding)."""
+    import dmlops.webgpu as wg
+    from dmlops.backends.webgpu import strategies
+
+    cases = [  # (dtype, shape, window, kernel before)
+        (np.uint16, (9,) * 7 + (12,), ([1] * 8, [3] * 7 + [10], [1] * 8), "funnel"),
+        (np.uint16, (64, 64), ([0, 1], [64, 61], [1, -3]), "packed"),
+        (np.float16, (40, 80), ([0, 2], [40, 76], [1, 5]), "packed"),
+        (np.float16, (300, 12), ([0, 1], [300, 10], [1, 1]), "funnel"),
+    ]
+    for k, (dtype, shape, window, before) in enumerate(cases):
+        host = _random(shape, dtype, 700 + k)
+        want = dmlops.slice1(host, *window)
+        for kernels, elements in (("pack", (2,)), (before, ())):
+            monkeypatch.setattr(strategies, "PACK_ELEMENTS", elements)
+            dmlops.functional.clear_cache()
+            dispatches.clear()
+            _same(dmlops.slice1(wg.asarray(host), *window), want)
+            _chosen(dispatches, kernels)
+    monkeypatch.undo()
+    dmlops.functional.clear_cache()
 
 
 def test_high_rank_vector_boxes_move_several_vectors_a_thread(

@@ -15,6 +15,7 @@ from dmlops.backends.webgpu.strategies import (
     pieces_of,
 )
 from dmlops.ops import SplitDesc
+from dmlops.plan import Plan, StridedCopy
 from dmlops.tensor import BufferTensorDesc, DataType
 
 
@@ -51,8 +52,9 @@ def test_misaligned_rows_are_blocks_and_edges_and_small_strided_elements_are_pac
     assert blocks.kernel == "rows16" and blocks.sizes == (3, 4) and blocks.element_bytes == 80
     assert blocks.src_strides == (0, 82) and blocks.dst_strides == (0, 80)
     assert edges.kernel == "rows" and edges.sizes == (8, 4)
-    # 14 bytes: shorter than a block, a destination word per invocation
-    (short,) = pieces_of(2, 2, 0, (4, 7), (9, 1), (7, 1))
+    # 14 bytes: shorter than a block, a destination word per invocation (written at a
+    # destination that is no 16-byte aligned run: see the pack test)
+    (short,) = pieces_of(2, 2, 4, (4, 7), (9, 1), (7, 1))
     assert short.kernel == "packed" and short.sizes == (3, 4)  # pairs of the <= 5 words
     assert short.extra == (7, 2) and short.src_strides == (0, 18)
     assert [p.kernel for p in pieces_of(4, 2, 0, (4, 8), (8, 1), (8, 1))] == ["rows16", "rows"]
@@ -74,6 +76,44 @@ def test_misaligned_rows_are_blocks_and_edges_and_small_strided_elements_are_pac
     assert piece_of(1, 1, 0, (4, 64), (65, 1), (64, 1)).kernel != "funnel"  # 64 bytes
     # written at a stride (DEPTH_TO_SPACE's copies): merged bytes
     assert piece_of(2, 0, 0, (4, 8), (8, 1), (32, 2)).kernel == "bytes"
+
+
+def test_two_byte_copies_into_one_aligned_run_are_packed_a_vector_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """2-byte elements whose copy writes one 16-byte aligned run of whole words take `pack`
+    where `funnel`, `packed` or `bytes` would move them; its table row holds each size's
+    divider where the other kernels keep destination strides and steps."""
+    from dmlops.backends.webgpu import strategies
+    from dmlops.backends.webgpu.strategies import PACK_REPLACES, ROW_WORDS, group_copies
+
+    box = ((7,) * 7 + (10,), (*(9 ** (6 - k) * 12 for k in range(7)), 1))
+    dense = (*(7 ** (6 - k) * 10 for k in range(7)), 1)
+    (p,) = pieces_of(2, 2, 0, box[0], box[1], dense)
+    assert p.kernel == "pack" and p.dst_offset == 0 and p.element_bytes == 2
+    assert p.sizes == (10,) + (7,) * 7 and p.src_strides == tuple(2 * s for s in box[1][::-1])
+    assert p.tiles(1) == -(-(7**7 * 10 * 2 // 16) // 256)
+    stepped = pieces_of(2, 0, 32, (64, 61), (64, -3), (61, 1))  # rows read at step -3
+    assert [q.kernel for q in stepped] == ["pack"] and stepped[0].dst_offset == 2
+    # not one aligned run: the kernels before
+    assert [q.kernel for q in pieces_of(2, 2, 2, box[0], box[1], dense)] == ["packed"]
+    assert pieces_of(2, 0, 0, (4, 8), (8, 1), (32, 2))[0].kernel == "bytes"  # (strided out)
+    assert pieces_of(2, 2, 0, (3, 3), (9, 1), (3, 1))[0].kernel != "pack"  # 18 bytes
+    assert pieces_of(1, 1, 0, (4, 12), (13, 1), (12, 1))[0].kernel == "funnel"  # (1-byte)
+    monkeypatch.setattr(strategies, "PACK_ELEMENTS", ())
+    assert [q.kernel for q in pieces_of(2, 2, 0, box[0], box[1], dense)] == ["funnel"]
+    monkeypatch.undo()
+    assert "funnel" in PACK_REPLACES
+    # the table: dividers in place of destination strides (magic) and steps (shift)
+    copy = StridedCopy(0, 0, box[1], 0, 0, dense, box[0])
+    plan = Plan(2, (copy,), ((0, 2 * 9**7 * 12),), ((0, 2 * 7**7 * 10),))
+    (group,) = group_copies(plan, [(0, 2)], [(1, 0)])
+    assert group.kernel == "pack"
+    row = group.table.reshape(-1, ROW_WORDS)[0]
+    for k, size in enumerate(row[8:16]):
+        magic, shift = int(row[24 + k]), int(row[32 + k])
+        for n in (0, 1, int(size) - 1, int(size), 12345, (1 << 31) - 1):
+            assert ((n * magic >> 32) + n) >> shift == n // int(size), (size, n)
 
 
 def test_two_byte_transposes_move_2x2_blocks_of_words_where_even_and_aligned() -> None:

@@ -28,6 +28,7 @@ import numpy as np
 
 from ...errors import DmlError
 from ...plan import Plan, StridedCopy
+from ..division import fast_divider
 
 __all__ = ["Group", "group_copies", "choose", "THREADS", "PER_THREAD", "ROW_BYTES"]
 
@@ -239,13 +240,6 @@ def _pack(copy: StridedCopy, dst: int, es: int) -> Choice | None:
         if dst % width == 0 and math.prod(copy.shape) * es >= width:
             return Choice("pack", (("ES", es), ("VW", width)))
     return None
-
-
-def fast_divider(d: int) -> tuple[int, int]:
-    """(magic, shift) with n // d == (umulhi(n, magic) + n) >> shift for 0 <= n < 2**31."""
-    shift = (d - 1).bit_length()
-    magic = ((1 << 32) * ((1 << shift) - d)) // d + 1
-    return magic, shift
 
 
 def _strided_row(

@@ -89,6 +89,8 @@ _WHOLE_WORDS = """
 @group(0) @binding(4) var<storage, read_write> whole_words: array<u32>;
 """
 _PLAIN_STORES = ("packed", "packed_transpose")
+# pipelines specialised to their element size (the override ES)
+_BY_ELEMENT = (*_PLAIN_STORES, "pack")
 # vec4r<element bytes>: the reorder.wgsl function that puts a backwards vector in order
 _REORDER = {1: "reverse_bytes", 2: "reverse_halves", 4: "reverse_words", 8: "reverse_pairs"}
 
@@ -113,6 +115,8 @@ def _shader(kernel: str, same_buffer: bool) -> str:
         code = code.replace("TJ: u32 = 32u", f"TJ: u32 = {tj}u")
         bindings = _BINDINGS[("word", same_buffer)].replace("REORDER", "")
         return f"alias Word = {word};\n" + bindings + pieces + _kernel_source(cells) + code
+    if kernel == "pack":  # (its own entry point)
+        return _ROWS16_BINDINGS[same_buffer] + pieces + _kernel_source("pack.wgsl")
     pieces += _kernel_source("elements.wgsl")
     if kernel.startswith("pick"):  # pick[w]<element bytes>x<stride>p<phase>[r: backwards]
         shape = parse_pick(kernel)
@@ -510,7 +514,7 @@ class WebGpuBackend:
         dispatches = []
         for g in groups:
             same = g.src == g.dst
-            element = int(g.table[0, 5]) if g.kernel in _PLAIN_STORES else 0
+            element = int(g.table[0, 5]) if g.kernel in _BY_ELEMENT else 0
             pipeline = self.pipeline(g.kernel, same, g.dims, element, g.per_thread)
             grid = g.grid
             table = device.create_buffer_with_data(data=g.table, usage=wgpu.BufferUsage.STORAGE)
