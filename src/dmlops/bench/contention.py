@@ -79,6 +79,9 @@ def _operators() -> list[tuple[str, int, dict[str, Callable[[], Any]]]]:
     sizes = [1024] * 256
     cuts = np.cumsum(sizes)[:-1]
     parts = [rng.standard_normal((64, 256, 64), dtype=np.float32) for _ in range(4)]
+    images = rng.standard_normal((8, 64, 128, 128), dtype=np.float32)
+    channels_last = images.transpose(0, 2, 3, 1)
+    shape = channels_last.shape
     return [
         (
             "slice1 reversed rows, 16 MiB",
@@ -102,6 +105,14 @@ def _operators() -> list[tuple[str, int, dict[str, Callable[[], Any]]]]:
             {
                 "dmlops": lambda: dmlops.join(parts, 1),
                 "numpy": lambda: np.concatenate(parts, 1),
+            },
+        ),
+        (
+            "NCHW -> NHWC of [8, 64, 128, 128], 32 MiB",
+            images.nbytes,
+            {
+                "dmlops": lambda: dmlops.slice1(channels_last, [0] * 4, list(shape), [1] * 4),
+                "numpy": lambda: np.ascontiguousarray(channels_last),
             },
         ),
     ]

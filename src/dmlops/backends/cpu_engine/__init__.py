@@ -286,6 +286,44 @@ def _tiled_across_pages(
     )
 
 
+_LINE = 64  # bytes
+TRANSPOSE_TILE_BYTES = 64  # a transpose tile's side, in bytes of its elements (a line)
+
+
+def _tiled_transpose(
+    shape: tuple[int, ...], src_strides: tuple[int, ...], dst_strides: tuple[int, ...], size: int
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """A transpose of elements (the destination's rows contiguous, each element of them a
+    line or more apart in the source, whose own unit axis is an outer dimension: a slice
+    of x.T, NHWC <-> NCHW) walked in square tiles of a line's worth of elements a side:
+    a tile's source lines are read once for all the destination rows that take from them,
+    where the plain walk reads a new source line (and at large strides a new page) for
+    every element. Sizes must split into whole tiles (a tile side of 4 or more that
+    divides both), else the copy keeps its walk."""
+    n = len(shape)
+    if n < 2 or dst_strides[-1] != 1 or abs(src_strides[-1]) * size < _LINE:
+        return shape, src_strides, dst_strides
+    units = [k for k in range(n - 1) if abs(src_strides[k]) == 1 and shape[k] > 1]
+    if not units:
+        return shape, src_strides, dst_strides
+    i = units[-1]
+    side = max(TRANSPOSE_TILE_BYTES // size, 4)
+    while side >= 4 and (shape[i] % side or shape[-1] % side):
+        side //= 2
+    if side < 4:
+        return shape, src_strides, dst_strides
+    dims = [(shape[k], src_strides[k], dst_strides[k]) for k in range(n - 1) if k != i]
+    dims.append((shape[i] // side, src_strides[i] * side, dst_strides[i] * side))
+    dims.append((shape[-1] // side, src_strides[-1] * side, dst_strides[-1] * side))
+    dims.append((side, src_strides[i], dst_strides[i]))
+    dims.append((side, src_strides[-1], dst_strides[-1]))
+    return (
+        tuple(d[0] for d in dims),
+        tuple(d[1] for d in dims),
+        tuple(d[2] for d in dims),
+    )
+
+
 _MOST_WOVEN = 16  # phases (innermost elements) a woven copy may have
 
 
@@ -326,9 +364,14 @@ class EnginePlan:
             shape, ss, ds = _rows_sharing_lines_last(
                 c.shape or (1,), c.src_strides or (0,), c.dst_strides or (0,), size
             )
+            transposed = False
             if len(shape) <= most and shape == c.shape:
                 plain = shape
                 shape, ss, ds = _tiled_across_pages(shape, ss, ds, size)
+                transposed = shape == plain and len(plain) + 1 < most
+                if transposed:
+                    shape, ss, ds = _tiled_transpose(shape, ss, ds, size)
+                    transposed = shape != plain
                 if shape != plain:
                     tiled.add(len(rows))
             src = c.src if c.src >= 0 else inputs + c.src  # (fill k: inputs[-1 - k])
@@ -345,6 +388,7 @@ class EnginePlan:
                 row += [*shape[:-1], *[0] * (most - outer)]
                 row += [t * size for t in ss[:outer]] + [0] * (most - outer)
                 row += [t * size for t in ds[:outer]] + [0] * (most - outer)
+                row.append(int(transposed))  # (tiled)
                 row.append(0)  # (interleaved: set by _group_rows)
                 assert len(row) == record
                 rows.append(row)

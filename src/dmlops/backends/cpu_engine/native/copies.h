@@ -21,6 +21,10 @@ typedef struct {
     int64_t shape[MOST_OUTER];
     int64_t src_strides[MOST_OUTER];
     int64_t dst_strides[MOST_OUTER];
+    int64_t tiled;                /* 1: a transpose in square tiles (a lone copy): its last
+                                     outer dimension and its innermost one are both `count`
+                                     long, the first a unit step in the source, the second in
+                                     the destination; a whole tile moves as one block */
     int64_t interleaved;          /* a group's first copy: 1 where its members' rows interleave
                                      element by element into one contiguous row (member m
                                      writes elements m, m + members, ...: an upsampling's or a

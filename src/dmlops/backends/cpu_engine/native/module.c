@@ -143,6 +143,10 @@ static PyObject *run(PyObject *self, PyObject *args) {
         } else if (copy->interleaved) {
             bad = 1; /* (only a group's first copy) */
         }
+        if (!bad && copy->tiled) { /* (a lone copy whose tiles are whole) */
+            bad = copy->members != 1 || copy->outer < 1 ||
+                  copy->shape[copy->outer - 1] != copy->count;
+        }
         if (bad) {
             PyErr_SetString(PyExc_ValueError, "a plan table record is out of range");
             goto sequences;
