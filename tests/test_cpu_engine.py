@@ -518,6 +518,23 @@ def test_results_on_cached_memory_are_independent_arrays() -> None:
     assert not np.shares_memory(parts[0], parts[1])
 
 
+def test_a_many_way_splits_parts_are_made_in_one_pass_as_independent_arrays() -> None:
+    """A split's new parts (small ones numpy's own, large ones on the engine's cached
+    memory; a big-endian type kept) are separate, writable arrays holding their bytes."""
+    x = np.arange(3 * (1 << 17), dtype=">f4")
+    sizes = [1] * 64 + [1 << 17, (1 << 17) - 64, 1 << 17]  # 4-byte parts and 512 KiB ones
+    parts = dmlops.split(x, 0, sizes)
+    assert [p.dtype for p in parts] == [np.dtype(">f4")] * len(sizes)
+    assert np.concatenate(parts).tobytes() == x.tobytes()
+    for k, p in enumerate(parts):
+        assert p.flags.writeable and p.flags.c_contiguous
+        p[...] = -k
+    for k, p in enumerate(parts):
+        assert (p == -k).all()
+        for q in parts[k + 1 : k + 3]:
+            assert not np.shares_memory(p, q)
+
+
 def test_rows_that_interleave_in_the_source_move_in_its_memory_order() -> None:
     """A Focus stem's merged copy walks its outer dimensions in the source's memory order
     (rows sharing source lines one after another); a copy without such rows keeps the plan's

@@ -401,6 +401,9 @@ class _Call:
         # the one new numpy output made here (the key fixes the type): no call to the backend's
         one_numpy = backend.name == "numpy" and self.one_shape is not None
         self.made_as = made_as if one_numpy else None
+        # several new numpy outputs of that type (a split's parts): made in one pass
+        many_numpy = backend.name == "numpy" and len(self.new_shapes) > 1
+        self.many_made_as = made_as if many_numpy else None
         # a backend's run into new outputs that nothing else sees (it may write them before
         # it finds an index out of range)
         self.run_fresh = getattr(self.run, "run_fresh", None) if self.fresh else None
@@ -427,6 +430,8 @@ class _Call:
                 if made_as is not None
                 else self.backend.new_like(ins[self.like], one_shape)
             ]
+        elif self.many_made_as is not None:
+            results = self.backend.empties(self.new_shapes, self.many_made_as)  # type: ignore[attr-defined]
         else:
             new_like, like = self.backend.new_like, ins[self.like]
             results = [new_like(like, shape) for shape in self.new_shapes]

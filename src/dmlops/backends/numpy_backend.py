@@ -253,6 +253,11 @@ class NumpyBackend:
         """A new output (large ones on memory the engine keeps mapped)."""
         return cpu_engine.empty(shape, dtype)
 
+    @staticmethod
+    def empties(shapes: Sequence[tuple[int, ...]], dtype: Any) -> list[np.ndarray[Any, Any]]:
+        """New outputs of one type (the small ones made in one pass)."""
+        return cpu_engine.empties(shapes, dtype)
+
     def upload(self, host: Any) -> np.ndarray[Any, Any]:
         return np.asarray(host)
 

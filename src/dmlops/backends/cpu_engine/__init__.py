@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -112,6 +113,15 @@ def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
         return np.empty(shape, dtype)
     made: np.ndarray[Any, Any] = np.ndarray(shape, dtype, buffer=module.block(nbytes))
     return made
+
+
+def empties(shapes: Sequence[tuple[int, ...]], dtype: Any) -> list[np.ndarray[Any, Any]]:
+    """New uninitialised arrays of one type (`empty` each, the small ones numpy's own made
+    in one pass: a many-way split's parts)."""
+    dtype = np.dtype(dtype)
+    most = CACHED_BYTES // dtype.itemsize
+    new, prod = np.empty, math.prod
+    return [new(shape, dtype) if prod(shape) < most else empty(shape, dtype) for shape in shapes]
 
 
 def set_cache_limit(nbytes: int) -> None:
