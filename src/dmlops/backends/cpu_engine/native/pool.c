@@ -8,9 +8,7 @@
  * while any claimed piece is still running.
  *
  * Idle workers spin a little (back-to-back calls find them awake), then sleep on their own
- * condition variable; a job wakes only the workers it wants, in a tree (the caller wakes
- * two, each woken one two more), so the caller starts on its own pieces after two signals,
- * not one per helper. fork(): the prepare handler
+ * condition variable; a job wakes only the workers it wants. fork(): the prepare handler
  * waits for a running job, and the child forgets the parent's workers (they do not exist
  * there) and starts its own on its first parallel job.
  */
@@ -61,10 +59,6 @@ static struct {
     pthread_mutex_t finished_mutex;
     pthread_cond_t finished;
     _Atomic int caller_sleeping;
-    /* the job's sleeping helpers are woken in a tree: the caller wakes WAKE_FAN of them, each
-     * woken one WAKE_FAN more, so no thread spends a signal per helper before its own work */
-    _Atomic int wake_next;
-    _Atomic int wake_count;
 } pool = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .spin_ns = 50000,
@@ -89,31 +83,6 @@ static struct {
 } adapt = {.cap = -1, .probe_after = 8, .straggle_ns = 1000000};
 
 static int64_t now_ns(void);
-
-#define WAKE_FAN 2
-
-/* Wakes up to WAKE_FAN of the job's helpers not yet woken, where they sleep. */
-static void wake_some(void) {
-    for (int n = 0; n < WAKE_FAN; n++) {
-        int k = atomic_fetch_add_explicit(&pool.wake_next, 1, memory_order_acq_rel);
-        if (k >= atomic_load_explicit(&pool.wake_count, memory_order_acquire)) {
-            return;
-        }
-        worker_t *w = pool.workers[k];
-        pthread_mutex_lock(&w->mutex);
-        if (w->sleeping) {
-            pthread_cond_signal(&w->wake);
-        }
-        pthread_mutex_unlock(&w->mutex);
-    }
-}
-
-/* Whether `epoch` still has pieces to claim. */
-static int pieces_left(uint32_t epoch) {
-    uint64_t seen = atomic_load_explicit(&pool.next, memory_order_acquire);
-    return (uint32_t)(seen >> (2 * PIECE_BITS)) == (epoch & 0xFFFF) &&
-           (seen & PIECE_MASK) < ((seen >> PIECE_BITS) & PIECE_MASK);
-}
 
 static void learn(int helpers, int most, int64_t own_ns, int64_t tail_ns) {
     if (helpers > 0 && tail_ns > adapt.straggle_ns && tail_ns > 2 * own_ns) {
@@ -195,9 +164,6 @@ static void *work(void *argument) {
             pthread_mutex_unlock(&self->mutex);
         }
         seen = asked;
-        if (pieces_left(asked)) {
-            wake_some();
-        }
         take_pieces(asked);
     }
     return NULL;
@@ -280,13 +246,15 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads) {
     atomic_store_explicit(&pool.next,
                           ((uint64_t)epoch << (2 * PIECE_BITS)) | ((uint64_t)pieces << PIECE_BITS),
                           memory_order_release);
-    atomic_store_explicit(&pool.wake_count, 0, memory_order_release);
-    atomic_store_explicit(&pool.wake_next, 0, memory_order_release);
-    for (int k = 0; k < helpers; k++) { /* spinning helpers start at once */
-        atomic_store_explicit(&pool.workers[k]->go, epoch, memory_order_release);
+    for (int k = 0; k < helpers; k++) {
+        worker_t *w = pool.workers[k];
+        atomic_store_explicit(&w->go, epoch, memory_order_release);
+        pthread_mutex_lock(&w->mutex);
+        if (w->sleeping) {
+            pthread_cond_signal(&w->wake);
+        }
+        pthread_mutex_unlock(&w->mutex);
     }
-    atomic_store_explicit(&pool.wake_count, helpers, memory_order_release);
-    wake_some();
     int64_t started = now_ns();
     take_pieces(epoch);
     int64_t own_done = now_ns();
@@ -341,8 +309,6 @@ static void after_fork_in_child(void) {
     pthread_cond_t woken = PTHREAD_COND_INITIALIZER;
     memcpy(&pool.finished, &woken, sizeof(woken));
     atomic_store(&pool.caller_sleeping, 0);
-    atomic_store(&pool.wake_count, 0);
-    atomic_store(&pool.wake_next, 0);
     adapt.cap = -1;
     adapt.calm = 0;
     adapt.probe_after = 8;
