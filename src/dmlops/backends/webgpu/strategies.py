@@ -103,6 +103,9 @@ WORKGROUPS_WANTED = 8192
 # thread, 25.3-25.5 unfolded; a 4-D box of 32-byte rows 12.3 -> 8.7 µs unfolded. A CPU
 # adapter keeps the pairs: lavapipe's 4-D box of 64-byte rows took 1.7x as long unfolded.
 # The 8-D uint16 box's funnel rows lose with more a thread, so vectors only)
+# The same share for `pack` pieces of as many dimensions, whose threads then reach their
+# next vectors by carries (the uint16 8-D box 27.6 -> 25.1 µs at 4 vectors a thread; 2-D
+# float16 rows of 10 lost with more a thread, 38.7 -> 43.9, so they keep the full count)
 BOX_VECTORS = (4, 16)  # (dimensions at least, divisor of the workgroups wanted)
 MAX_DIMS = 8
 ROW_WORDS = 40  # u32 words per table row (pieces.wgsl: struct Piece)
@@ -528,7 +531,7 @@ def _per_thread(pieces: list[Piece], workgroups_wanted: int) -> int:
     first = pieces[0]
     if not first.element_wise:
         return 0
-    if _vector_box(first):
+    if _vector_box(first) or (first.kernel == "pack" and len(first.sizes) >= BOX_VECTORS[0]):
         workgroups_wanted //= BOX_VECTORS[1]
     per_thread = PER_THREAD
     while per_thread > 1 and sum(p.tiles(per_thread) for p in pieces) < workgroups_wanted:

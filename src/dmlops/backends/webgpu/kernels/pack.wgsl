@@ -2,8 +2,9 @@
 // source (high-rank boxes of short rows, rows read at a step): one invocation fills a
 // whole 16-byte destination vector. It finds the source byte of the vector's first element
 // with one division chain over the piece's sizes, walks the next ones by carrying through
-// the dimensions (a source word read once for the elements it holds) and stores the
-// vector whole; a last vector the run only partly fills is stored a word at a time (the
+// the dimensions (each element's source word loaded on its own: the loads are independent)
+// and stores the vector whole; a thread's next vectors, THREADS on, are reached by adding
+// that step's digits with carries; a last vector the run only partly fills is stored a word at a time (the
 // run's length is whole words). The twin of the CUDA backend's pack.cu.
 //
 // Table: sizes, source strides in bytes (i32 bit patterns), innermost first; in place of
@@ -40,36 +41,57 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let per = PER_VECTOR;
     let vectors = (p.count + per - 1u) / per;
     let mask = (1u << (ES * 8u)) - 1u;
+    let v0 = (tile - p.tile_start) * TILE + lid;
+    if (v0 >= vectors) {
+        return;
+    }
+    // the first vector's first element by one division chain, and THREADS vectors in the
+    // piece's mixed radix by another: the thread's next vectors are carried to, not divided
+    var start: array<u32, 8>;
+    var step: array<u32, 8>;
+    var rest = v0 * per;
+    var stride = THREADS * per;
+    var base = p.src_offset;
+    for (var d = 0u; d < DIMS; d++) {
+        let quotient = (mul_high(rest, p.dst_strides[d]) + rest) >> p.steps[d];
+        start[d] = rest - quotient * p.sizes[d];
+        rest = quotient;
+        base += start[d] * p.src_strides[d];
+        let whole = (mul_high(stride, p.dst_strides[d]) + stride) >> p.steps[d];
+        step[d] = stride - whole * p.sizes[d];
+        stride = whole;
+    }
     for (var r = 0u; r < PER_THREAD; r++) {
-        let v = (tile - p.tile_start) * TILE + r * THREADS + lid;
+        let v = v0 + r * THREADS;
         if (v >= vectors) {
             return;
         }
-        let first = v * per;
-        var index: array<u32, 8>;
-        var rest = first;
-        var at = p.src_offset;
-        for (var d = 0u; d < DIMS; d++) {
-            let quotient = (mul_high(rest, p.dst_strides[d]) + rest) >> p.steps[d];
-            index[d] = rest - quotient * p.sizes[d];
-            rest = quotient;
-            at += index[d] * p.src_strides[d];
+        if (r > 0u) {  // THREADS vectors on: the step added with carries
+            var carry = 0u;
+            for (var d = 0u; d < DIMS; d++) {
+                let old = start[d];
+                var c = old + step[d] + carry;
+                carry = 0u;
+                if (c >= p.sizes[d] && d + 1u < DIMS) {
+                    c -= p.sizes[d];
+                    carry = 1u;
+                }
+                start[d] = c;
+                base += (c - old) * p.src_strides[d];
+            }
         }
+        let first = v * per;
+        var index = start;
+        var at = base;
         let left = min(per, p.count - first);
         var out = vec4<u32>(0u);
-        var held_at = 0xffffffffu;
-        var held = 0u;
         for (var e = 0u; e < PER_VECTOR; e++) {
             if (e >= left) {
                 break;
             }
-            let word = at >> 2u;
-            if (word != held_at) {
-                held = load_src(word);
-                held_at = word;
-            }
             let bit = e * ES * 8u;
-            out[bit >> 5u] |= ((held >> ((at & 3u) * 8u)) & mask) << (bit & 31u);
+            let word = load_src(at >> 2u);
+            out[bit >> 5u] |= ((word >> ((at & 3u) * 8u)) & mask) << (bit & 31u);
             // the next element: the inner coordinate, carried outwards
             at += p.src_strides[0];
             index[0] += 1u;
