@@ -33,6 +33,9 @@
 #endif
 
 #define MOST_WORKERS 1024
+#ifndef CALLER_SPIN_NS
+#define CALLER_SPIN_NS 20000 /* the caller's spin for the last pieces before it sleeps */
+#endif
 #define PIECE_BITS 24
 #define PIECE_MASK ((UINT64_C(1) << PIECE_BITS) - 1)
 
@@ -261,7 +264,7 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads) {
     /* the last pieces may still run on workers: spin a little, then sleep until the last
      * one is done (a sleeping caller leaves its CPU idle for a worker the kernel moved off
      * its own; spinning or yielding would keep it busy) */
-    int64_t until = now_ns() + 20000;
+    int64_t until = now_ns() + CALLER_SPIN_NS;
     for (int k = 1; atomic_load_explicit(&pool.done, memory_order_acquire) < pieces; k++) {
         CPU_RELAX();
         if ((k & 63) == 0 && now_ns() > until) {
