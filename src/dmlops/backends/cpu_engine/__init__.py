@@ -298,8 +298,6 @@ def _tiled_across_pages(
 
 _LINE = 64  # bytes
 TRANSPOSE_TILE_BYTES = 64  # a transpose tile's side, in bytes of its elements (a line)
-
-
 _REUSE_BYTES = 256 << 10  # the plain walk's lines between two reads of one line, at most
 
 
@@ -314,9 +312,9 @@ def _tiled_transpose(
     whole image), or a source step of whole pages (all the lines fall in a few cache sets).
     Sizes must split into whole tiles (a side of 4 or more that divides both), else the
     copy keeps its walk. One core of a 16-core Xeon host: [2048, 2048] float32 transposed
-    29.8 -> 13.4 ms, NCHW -> NHWC of [8, 64, 128, 128] 59.1 -> 20.5, NHWC -> NCHW 59.8 ->
-    14.9 (torch 14.6, 55.4, 61.2); where neither holds ([2000, 2000]: 6.5 ms, 15.6 tiled)
-    the plain walk's stream of lines is faster."""
+    22.5 -> 8.9 ms, NHWC -> NCHW of [8, 128, 128, 64] 53.0 -> 13.3, NCHW -> NHWC 47.5 ->
+    23.3 (torch 11.1, 60.4, 37.8); where neither holds the plain walk's stream of lines is
+    the faster ([2000, 2000]: 6.5 ms, 15.6 in tiles)."""
     n = len(shape)
     if n < 2 or dst_strides[-1] != 1 or abs(src_strides[-1]) * size < _LINE:
         return shape, src_strides, dst_strides
@@ -385,12 +383,11 @@ class EnginePlan:
             shape, ss, ds = _rows_sharing_lines_last(
                 c.shape or (1,), c.src_strides or (0,), c.dst_strides or (0,), size
             )
-            transposed = False
+            transposed = False  # (walked in square tiles: the record's `tiled`)
             if len(shape) <= most and shape == c.shape:
                 plain = shape
                 shape, ss, ds = _tiled_across_pages(shape, ss, ds, size)
-                transposed = shape == plain and len(plain) + 1 < most
-                if transposed:
+                if shape == plain and len(plain) + 1 <= most:  # (tiles add two dimensions)
                     shape, ss, ds = _tiled_transpose(shape, ss, ds, size)
                     transposed = shape != plain
                 if shape != plain:
