@@ -582,54 +582,56 @@ def test_rows_a_page_apart_in_the_source_are_walked_in_tiles() -> None:
 def test_element_transposes_are_walked_in_square_tiles() -> None:
     """A copy whose destination rows are contiguous and whose elements are a line or more
     apart in the source, where an outer dimension is the source's unit axis (a slice of x.T,
-    NCHW <-> NHWC), is cut into square tiles a line's worth of elements a side (the largest
-    side from 64 bytes' worth down to 4 that divides both dimensions) where the plain walk
-    would lose its lines: a source step of whole pages, or over 256 KiB read between two
-    uses of a line; others keep their walk."""
+    NCHW <-> NHWC), becomes its whole square tiles of a line's worth of elements a side and
+    the strips left over, where the plain walk would lose its lines: a source step of whole
+    pages, or over 256 KiB read between two uses of a line; others keep their walk."""
     tiled = cpu_engine._tiled_transpose
-    assert tiled((2048, 2048), (1, 2048), (2048, 1), 4) == (
-        (128, 128, 16, 16),
-        (16, 32768, 1, 2048),
-        (32768, 16, 2048, 1),
-    )
+    assert tiled((2048, 2048), (1, 2048), (2048, 1), 4) == [
+        ((128, 128, 16, 16), (16, 32768, 1, 2048), (32768, 16, 2048, 1), 0, 0, "tiles")
+    ]
     # NCHW -> NHWC of [8, 64, 128, 128]: W the source's unit axis, tiled against C (whose
     # elements are 64 KiB apart in the source)
     nhwc = ((8, 128, 128, 64), (1048576, 128, 1, 16384), (1048576, 8192, 64, 1))
-    assert tiled(*nhwc, 4)[0] == (8, 128, 8, 4, 16, 16)
+    assert [p[0] for p in tiled(*nhwc, 4)] == [(8, 128, 8, 4, 16, 16)]
     # NHWC -> NCHW of [8, 128, 128, 64]: a channel's whole image (1 MiB of lines) between
     # two uses of a source line
     nchw = ((8, 64, 128, 128), (1048576, 1, 8192, 64), (1048576, 16384, 128, 1))
-    assert tiled(*nchw, 4)[0] == (8, 128, 4, 8, 16, 16)
-    pitch = ((1000, 1000), (1, 1024), (1000, 1))  # page-long source rows; 16 does not divide
-    assert tiled(*pitch, 4)[0] == (125, 125, 8, 8)
+    assert [p[0] for p in tiled(*nchw, 4)] == [(8, 128, 4, 8, 16, 16)]
+    # page-long source rows, 1000 x 1001: 62 x 62 tiles, then the last 8 rows whole and
+    # the last 9 columns of the others, each shifted to where it starts
+    bulk, last_rows, last_columns = tiled((1000, 1001), (1, 1024), (1001, 1), 4)
+    assert bulk[0] == (62, 62, 16, 16) and bulk[3:] == (0, 0, "tiles")
+    assert last_rows == ((8, 1001), (1, 1024), (1001, 1), 992, 992 * 1001, "own")
+    assert last_columns == ((992, 9), (1, 1024), (1001, 1), 992 * 1024, 992, "own")
     kept = [
         ((2000, 2000), (1, 2000), (2000, 1)),  # 125 KiB between uses, rows not whole pages
         ((1024, 1024), (1, 1026), (1024, 1)),  # the same
-        ((1000, 1000), (1, 1024 + 2), (1000, 1)),
-        ((1026, 1026), (1, 1024), (1026, 1)),  # no side of 4 or more divides 1026
+        ((8, 2048), (1, 1024), (2048, 1)),  # fewer rows than a tile's side
         ((64, 64), (1, 8), (64, 1)),  # elements 32 bytes apart in the source: under a line
         ((64, 64), (1, 1024), (1, 64)),  # destination rows not contiguous
         ((64, 64), (128, 1024), (64, 1)),  # no source unit axis
     ]
     for shape, src, dst in kept:
-        assert tiled(shape, src, dst, 4) == (shape, src, dst), shape
+        assert tiled(shape, src, dst, 4) == [(shape, src, dst, 0, 0, "")], shape
 
 
 @pytest.mark.parametrize("size", [1, 2, 4, 8, 16])
 @pytest.mark.parametrize("threads", [1, 3])
 def test_each_element_size_transposes_through_its_tiles(size: int, threads: int) -> None:
-    """[128, 192] windows of the transposes of [192, n] arrays whose rows are a page long,
-    each element size (sides 64, 32, 16, 8 and 4; 16-byte elements by the walk alone), cut
-    into pieces of whole tiles across threads: numpy's bytes."""
+    """[131, 193] windows of the transposes of [193, n] arrays whose rows are a page long,
+    each element size (sides 64, 32, 16, 8 and 4; 16-byte elements by the walk alone): the
+    whole tiles, cut into pieces of whole tiles across threads, and the strips left over
+    along both axes hold numpy's bytes."""
     dtype = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64, 16: np.complex128}[size]
     n = 4096 // size
-    raw = np.random.default_rng(size).integers(0, 256, 192 * n * size, dtype=np.uint8)
-    view = raw.view(dtype).reshape(192, n)[:, :128].T
-    assert cpu_engine._tiled_transpose((128, 192), (1, n), (192, 1), size)[0] != (128, 192)
+    raw = np.random.default_rng(size).integers(0, 256, 193 * n * size, dtype=np.uint8)
+    view = raw.view(dtype).reshape(193, n)[:, :131].T
+    parts = cpu_engine._tiled_transpose((131, 193), (1, n), (193, 1), size)
+    assert [p[5] for p in parts] == ["tiles", "own", "own"]
     held = dmlops.get_num_threads()
     dmlops.set_num_threads(threads)
     try:
-        got = dmlops.slice1(view, [0, 0], [128, 192], [1, 1])
+        got = dmlops.slice1(view, [0, 0], [131, 193], [1, 1])
     finally:
         dmlops.set_num_threads(held)
     assert got.tobytes() == np.ascontiguousarray(view).tobytes()
@@ -638,7 +640,9 @@ def test_each_element_size_transposes_through_its_tiles(size: int, threads: int)
 @settings(max_examples=80, deadline=None)
 @given(
     size=st.sampled_from([1, 2, 4, 8, 16]),
-    sides=st.lists(st.sampled_from([4, 8, 12, 16, 64, 66, 256, 1024]), min_size=2, max_size=4),
+    sides=st.lists(
+        st.sampled_from([4, 8, 12, 16, 64, 66, 100, 256, 1023, 1024]), min_size=2, max_size=4
+    ),
     data=st.data(),
     threads=st.sampled_from([1, 3]),
 )

@@ -301,39 +301,61 @@ TRANSPOSE_TILE_BYTES = 64  # a transpose tile's side, in bytes of its elements (
 _REUSE_BYTES = 256 << 10  # the plain walk's lines between two reads of one line, at most
 
 
-def _tiled_transpose(
-    shape: tuple[int, ...], src_strides: tuple[int, ...], dst_strides: tuple[int, ...], size: int
-) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+Dims = tuple[int, ...]
+# a copy's walk: (sizes, source strides, destination strides, source and destination shift
+# in elements, how it is walked: "" as the plan gives it, "own" an order of its own (never
+# grouped), "tiles" in square transpose tiles, the record's `tiled`)
+Part = tuple[Dims, Dims, Dims, int, int, str]
+
+
+def _tiled_transpose(shape: Dims, src_strides: Dims, dst_strides: Dims, size: int) -> list[Part]:
     """A transpose of elements (the destination's rows contiguous, each element of them a
     line or more apart in the source, whose own unit axis is an outer dimension: a slice
-    of x.T, NHWC <-> NCHW) walked in square tiles of a line's worth of elements a side,
-    where the plain walk loses its source lines before it comes back for their next
-    elements: more than 256 KiB of other lines read in between (NHWC -> NCHW: a channel's
-    whole image), or a source step of whole pages (all the lines fall in a few cache sets).
-    Sizes must split into whole tiles (a side of 4 or more that divides both), else the
-    copy keeps its walk. One core of a 16-core Xeon host: [2048, 2048] float32 transposed
+    of x.T, NHWC <-> NCHW) as its whole square tiles of a line's worth of elements a side,
+    walked tile by tile, and the strips left over along the two axes (plain walks), where
+    the plain walk loses its source lines before it comes back for their next elements:
+    more than 256 KiB of other lines read in between (NHWC -> NCHW: a channel's whole
+    image), or a source step of whole pages (all the lines fall in a few cache sets); else
+    the copy as it is. One core of a 16-core Xeon host: [2048, 2048] float32 transposed
     22.5 -> 8.9 ms, NHWC -> NCHW of [8, 128, 128, 64] 53.0 -> 13.3, NCHW -> NHWC 47.5 ->
     23.3 (torch 11.1, 60.4, 37.8); where neither holds the plain walk's stream of lines is
     the faster ([2000, 2000]: 6.5 ms, 15.6 in tiles)."""
+    whole: list[Part] = [(shape, src_strides, dst_strides, 0, 0, "")]
     n = len(shape)
     if n < 2 or dst_strides[-1] != 1 or abs(src_strides[-1]) * size < _LINE:
-        return shape, src_strides, dst_strides
+        return whole
     units = [k for k in range(n - 1) if abs(src_strides[k]) == 1 and shape[k] > 1]
     if not units:
-        return shape, src_strides, dst_strides
+        return whole
     i = units[-1]
     between = int(np.prod(shape[i + 1 :], dtype=np.int64))  # lines before a line's next use
     pages = (abs(src_strides[-1]) * size) % _PAGE == 0
-    if between * _LINE <= _REUSE_BYTES and not pages:
-        return shape, src_strides, dst_strides
     side = max(TRANSPOSE_TILE_BYTES // size, 4)
-    while side >= 4 and (shape[i] % side or shape[-1] % side):
-        side //= 2
-    if side < 4:
-        return shape, src_strides, dst_strides
+    if (between * _LINE <= _REUSE_BYTES and not pages) or min(shape[i], shape[-1]) < side:
+        return whole
+    rows, columns = shape[i] // side * side, shape[-1] // side * side
+    parts: list[Part] = [
+        (*_in_tiles(shape, src_strides, dst_strides, i, side, rows, columns), 0, 0, "tiles")
+    ]
+    if rows < shape[i]:  # the last rows (along the source's unit axis), whole
+        strip = tuple(shape[i] - rows if k == i else m for k, m in enumerate(shape))
+        shift = (rows * src_strides[i], rows * dst_strides[i])
+        parts.append((strip, src_strides, dst_strides, *shift, "own"))
+    if columns < shape[-1]:  # the last columns of the other rows
+        strip = (*(rows if k == i else m for k, m in enumerate(shape[:-1])), shape[-1] - columns)
+        parts.append((strip, src_strides, dst_strides, columns * src_strides[-1], columns, "own"))
+    return parts
+
+
+def _in_tiles(
+    shape: Dims, src_strides: Dims, dst_strides: Dims, i: int, side: int, rows: int, columns: int
+) -> tuple[Dims, Dims, Dims]:
+    """The first `rows` x `columns` of a transpose (dimension i, the source's unit axis, and
+    the innermost) as tiles of `side` x `side`, walked tile by tile."""
+    n = len(shape)
     dims = [(shape[k], src_strides[k], dst_strides[k]) for k in range(n - 1) if k != i]
-    dims.append((shape[i] // side, src_strides[i] * side, dst_strides[i] * side))
-    dims.append((shape[-1] // side, src_strides[-1] * side, dst_strides[-1] * side))
+    dims.append((rows // side, src_strides[i] * side, dst_strides[i] * side))
+    dims.append((columns // side, src_strides[-1] * side, dst_strides[-1] * side))
     dims.append((side, src_strides[i], dst_strides[i]))
     dims.append((side, src_strides[-1], dst_strides[-1]))
     return (
@@ -383,33 +405,35 @@ class EnginePlan:
             shape, ss, ds = _rows_sharing_lines_last(
                 c.shape or (1,), c.src_strides or (0,), c.dst_strides or (0,), size
             )
-            transposed = False  # (walked in square tiles: the record's `tiled`)
+            parts: list[Part] = [(shape, ss, ds, 0, 0, "")]
             if len(shape) <= most and shape == c.shape:
                 plain = shape
                 shape, ss, ds = _tiled_across_pages(shape, ss, ds, size)
+                parts = [(shape, ss, ds, 0, 0, "own" if shape != plain else "")]
                 if shape == plain and len(plain) + 1 <= most:  # (tiles add two dimensions)
-                    shape, ss, ds = _tiled_transpose(shape, ss, ds, size)
-                    transposed = shape != plain
-                if shape != plain:
-                    tiled.add(len(rows))
+                    parts = _tiled_transpose(shape, ss, ds, size)
             src = c.src if c.src >= 0 else inputs + c.src  # (fill k: inputs[-1 - k])
-            phases = 1
-            if len(rows) not in tiled and _weaves(shape, ds, int(module.MOST_MEMBERS)):
-                phases = shape[-1]  # one copy a phase, their rows woven (_group_rows)
-                shape = shape[:-1]
-            outer = len(shape) - 1
-            for m in range(phases):
-                row = [src, c.dst, c.src_offset + m * ss[-1] * size, c.dst_offset + m * size]
-                row += [size, shape[-1]]
-                k = len(shape) - 1  # (the innermost dimension's strides)
-                row += [ss[k] * size, ds[k] * size, outer, 1]
-                row += [*shape[:-1], *[0] * (most - outer)]
-                row += [t * size for t in ss[:outer]] + [0] * (most - outer)
-                row += [t * size for t in ds[:outer]] + [0] * (most - outer)
-                row.append(int(transposed))  # (tiled)
-                row.append(0)  # (interleaved: set by _group_rows)
-                assert len(row) == record
-                rows.append(row)
+            for shape, ss, ds, src_shift, dst_shift, walk in parts:
+                if walk or len(parts) > 1:  # (a walk of its own: never grouped)
+                    tiled.add(len(rows))
+                phases = 1
+                if len(rows) not in tiled and _weaves(shape, ds, int(module.MOST_MEMBERS)):
+                    phases = shape[-1]  # one copy a phase, their rows woven (_group_rows)
+                    shape = shape[:-1]
+                outer = len(shape) - 1
+                src_at, dst_at = c.src_offset + src_shift * size, c.dst_offset + dst_shift * size
+                for m in range(phases):
+                    row = [src, c.dst, src_at + m * ss[-1] * size, dst_at + m * size]
+                    row += [size, shape[-1]]
+                    k = len(shape) - 1  # (the innermost dimension's strides)
+                    row += [ss[k] * size, ds[k] * size, outer, 1]
+                    row += [*shape[:-1], *[0] * (most - outer)]
+                    row += [t * size for t in ss[:outer]] + [0] * (most - outer)
+                    row += [t * size for t in ds[:outer]] + [0] * (most - outer)
+                    row.append(int(walk == "tiles"))  # (tiled)
+                    row.append(0)  # (interleaved: set by _group_rows)
+                    assert len(row) == record
+                    rows.append(row)
         _group_rows(rows, int(module.MOST_MEMBERS), tiled)
         need_in = [hi for _, hi in plan.input_spans]
         need_in += [len(v) if plan.is_tensor_fill(k) else size for k, v in enumerate(plan.fills)][
