@@ -1,0 +1,79 @@
+"""The CPU engine's element transposes: each copy's plain walk against its square tiles (and
+leftover strips), with numpy's and torch's copy of the same permuted view, float32, medians
+of 7 calls in ms. Prints one line per case.
+
+    python benchmarks/transposes.py [THREADS]   (default 1)
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import dmlops
+import dmlops.backends.cpu_engine as engine
+
+CASES: list[tuple[str, tuple[int, ...], Callable[[Any], Any]]] = [
+    ("[2000, 2000]", (2000, 2000), lambda x: x.T),
+    ("[2048, 2048]", (2048, 2048), lambda x: x.T),
+    ("[4096, 4096]", (4096, 4096), lambda x: x.T),
+    ("[1000, 1000]", (1000, 1000), lambda x: x.T),
+    ("NHWC -> NCHW [8, 128, 128, 64]", (8, 128, 128, 64), lambda x: x.permute(0, 3, 1, 2)
+     if hasattr(x, "permute") else x.transpose(0, 3, 1, 2)),
+    ("NCHW -> NHWC [8, 64, 128, 128]", (8, 64, 128, 128), lambda x: x.permute(0, 2, 3, 1)
+     if hasattr(x, "permute") else x.transpose(0, 2, 3, 1)),
+    ("batched [16, 512, 512]", (16, 512, 512), lambda x: x.transpose(1, 2)
+     if hasattr(x, "permute") else x.transpose(0, 2, 1)),
+    ("[4000, 4001] window of [4096, 4096]", (4096, 4096), lambda x: x[:4000, :4001].T),
+]  # fmt: skip
+
+
+def median_ms(fn: Callable[[], Any], calls: int = 7) -> float:
+    fn()
+    times = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def main() -> None:
+    threads = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+    dmlops.set_num_threads(threads)
+    try:
+        import torch
+
+        torch.set_num_threads(threads)
+    except ImportError:
+        torch = None
+    tiled = engine._tiled_transpose
+    print(f"threads {threads}: plain walk / tiles / numpy / torch (ms)")
+    for name, shape, view_of in CASES:
+        x = np.random.default_rng(0).random(shape, dtype=np.float32)
+        view = view_of(x)
+        out = np.empty(view.shape, np.float32)
+        row = []
+        for walk in (lambda s, a, b, size: [(s, a, b, 0, 0, "")], tiled):
+            engine._tiled_transpose = walk  # (the plain walk: every copy as the plan gives it)
+            dmlops.functional.clear_cache()
+            call = (view, [0] * view.ndim, list(view.shape), [1] * view.ndim)
+            row.append(median_ms(lambda call=call, out=out: dmlops.slice1(*call, out=out)))
+            assert np.array_equal(out, view)
+        engine._tiled_transpose = tiled
+        dmlops.functional.clear_cache()
+        row.append(median_ms(lambda out=out, view=view: np.copyto(out, view)))
+        if torch is not None:
+            source, target = torch.from_numpy(x), torch.from_numpy(out)
+            tview = view_of(source)
+            row.append(median_ms(lambda target=target, tview=tview: target.copy_(tview)))
+        print(f"{name:36s} " + " ".join(f"{t:8.2f}" for t in row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
