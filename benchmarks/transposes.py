@@ -7,9 +7,7 @@ of 7 calls in ms. Prints one line per case.
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +15,7 @@ import numpy as np
 
 import dmlops
 import dmlops.backends.cpu_engine as engine
+from dmlops.bench.common import median_cpu
 
 CASES: list[tuple[str, tuple[int, ...], Callable[[Any], Any]]] = [
     ("[2000, 2000]", (2000, 2000), lambda x: x.T),
@@ -34,13 +33,7 @@ CASES: list[tuple[str, tuple[int, ...], Callable[[Any], Any]]] = [
 
 
 def median_ms(fn: Callable[[], Any], calls: int = 7) -> float:
-    fn()
-    times = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
+    return median_cpu(fn, calls) * 1e3
 
 
 def main() -> None:

