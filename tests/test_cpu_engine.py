@@ -23,14 +23,20 @@ from strategies import layouts
 SIZES = {1: DataType.UINT8, 2: DataType.FLOAT16, 4: DataType.FLOAT32, 8: DataType.INT64}
 
 
-@pytest.fixture(autouse=True)
-def every_plan_on_the_engine(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+@pytest.fixture(autouse=True, params=["cached stores", "streaming stores"])
+def every_plan_on_the_engine(  # type: ignore[no-untyped-def]
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+):
     """Every plan runs on the engine, however small, cut into pieces of a few bytes spread
-    over every thread asked for (the engine's sizes are speed, not correctness)."""
+    over every thread asked for (the engine's sizes are speed, not correctness); once with
+    plain stores, once with every job's contiguous runs streamed past the caches."""
     if not cpu_engine.available():
         pytest.skip("the CPU engine is not built")
     monkeypatch.setattr(nb, "_ENGINE_BYTES", 0)
-    cpu_engine.configure(least_bytes_a_thread=1, least_grain=8, most_grain=64)
+    streaming = 1 if request.param == "streaming stores" else 1 << 62
+    cpu_engine.configure(
+        least_bytes_a_thread=1, least_grain=8, most_grain=64, streaming_bytes=streaming
+    )
     yield
     cpu_engine.configure(**cpu_engine.DEFAULTS)
 
@@ -797,6 +803,7 @@ def test_scatters_write_in_index_order_through_the_engine(
             module.scatter(*args)
 
     monkeypatch.setitem(cpu_engine._STATE, "native", Spy())
+    dmlops.functional.clear_cache()  # (calls compiled before hold the module itself)
     rng = np.random.default_rng(7)
     x = rng.standard_normal((16, 40)).astype(dtype)
     index = rng.integers(-40, 40, (16, 90))  # (repeats in every row; negative indices)
@@ -837,3 +844,38 @@ def test_the_engines_scatter_checks_every_target_before_writing() -> None:
     assert not dst.any()  # nothing written
     module.scatter(dst, np.array([5, 5, 2], np.intp), rows, 4, 1, 1)
     assert dst.tolist() == [0, 0, 3, 0, 0, 2, 0, 0]
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_streamed_runs_at_every_alignment_and_length(threads: int) -> None:
+    """Runs written with streaming stores (every job here streams): whole lines past the
+    caches, partial lines at either end plainly, at every destination alignment; rows of
+    64-512 bytes (whole lines a row) and longer runs, against the numpy engine's bytes."""
+    cpu_engine.configure(streaming_bytes=1)
+    rng = np.random.default_rng(11)
+    for row in (64, 100, 128, 256, 512, 4096 + 24):
+        for shift in (0, 1, 16, 63):
+            rows = 9
+            desc = Slice1Desc(
+                BufferTensorDesc(DataType.UINT8, (rows, row + 40), None),
+                BufferTensorDesc(DataType.UINT8, (rows, row), (row + shift, 1)),
+                [0, 5],
+                [rows, row],
+                [1, 1],
+            )
+            desc.validate()
+            ins = [rng.integers(0, 256, rows * (row + 40), dtype=np.uint8)]
+            size = desc.output_fields()[0][1].total_tensor_size_in_bytes
+            for pad in (0, 8, 33):  # the output's own address moved too
+                backend = nb.NumpyBackend(threads=threads)
+                executor = backend.executor(desc.lower())
+                assert executor.engine is not None
+                held = np.full(size + 128, 0xAB, np.uint8)
+                start = (-held.ctypes.data) % 64 + pad
+                out = held[start : start + size]
+                executor(ins, [out])
+                want = np.full(size, 0xAB, np.uint8)
+                view = np.lib.stride_tricks.as_strided(want, (rows, row), (row + shift, 1))
+                view[...] = ins[0].reshape(rows, row + 40)[:, 5 : 5 + row]
+                assert out.tobytes() == want.tobytes(), (row, shift, pad)
+                assert (held[:start] == 0xAB).all() and (held[start + size :] == 0xAB).all()

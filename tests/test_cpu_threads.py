@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import dmlops
-from dmlops.backends.cpu_engine import threads
+from dmlops.backends.cpu_engine import caches, threads
 from dmlops.backends.numpy_backend import NumpyBackend
 
 
@@ -84,3 +84,26 @@ def test_set_num_threads_at_run_time() -> None:
     for bad in (0, -2, 1.5, True):
         with pytest.raises(dmlops.DmlError, match="set_num_threads"):
             dmlops.set_num_threads(bad)  # type: ignore[arg-type]
+
+
+def _caches(tmp_path: Path, levels: dict[int, tuple[str, str]]) -> Path:
+    root = tmp_path / "cache"
+    for k, (level, (kind, size)) in enumerate(sorted(levels.items())):
+        entry = root / f"index{k}"
+        entry.mkdir(parents=True)
+        (entry / "level").write_text(f"{level}\n")
+        (entry / "type").write_text(f"{kind}\n")
+        (entry / "size").write_text(f"{size}\n")
+    return root
+
+
+def test_streaming_starts_at_half_the_last_level_cache(tmp_path: Path) -> None:
+    """The engine streams a job's stores from half the outermost data cache sysfs lists (an
+    instruction cache does not count); 32 MiB is assumed where none can be read."""
+    root = _caches(tmp_path, {1: ("Data", "48K"), 2: ("Unified", "2048K"), 3: ("Unified", "32M")})
+    assert caches.last_level_cache_bytes(root) == 32 << 20
+    assert caches.streaming_bytes(caches.last_level_cache_bytes(root)) == 16 << 20
+    only = _caches(tmp_path / "b", {1: ("Instruction", "32K"), 2: ("Data", "1024K")})
+    assert caches.last_level_cache_bytes(only) == 1 << 20
+    assert caches.last_level_cache_bytes(tmp_path / "none") == 32 << 20
+    assert caches.streaming_bytes(256 << 10) == 1 << 20  # (never below a megabyte)

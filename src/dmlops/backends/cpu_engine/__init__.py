@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ...plan import Plan
+from .caches import streaming_bytes
 from .scope import in_scheduler_task, scheduler_task
 from .threads import choose_threads, cpu_quota, get_num_threads, set_num_threads
 
@@ -46,15 +47,17 @@ __all__ = [
 # whether compiled CPU code may run: DMLOPS_CPU_ENGINE=numpy, read once, or set_enabled
 _STATE: dict[str, Any] = {"enabled": os.environ.get("DMLOPS_CPU_ENGINE", "") != "numpy"}
 
-# the pool's idle spin, the bytes that earn a thread, a piece's least and most bytes, and
-# the wait for a job's last pieces that counts as a straggle (setting it resets what the
-# pool learnt of the machine's load); given to the extension when it loads
+# the pool's idle spin, the bytes that earn a thread, a piece's least and most bytes, the
+# wait for a job's last pieces that counts as a straggle (setting it resets what the pool
+# learnt of the machine's load), and the job bytes from which stores stream past the caches
+# (half the last-level cache); given to the extension when it loads
 DEFAULTS = {
     "spin_us": 50,
     "least_bytes_a_thread": 64 << 10,
     "least_grain": 16 << 10,
     "most_grain": 1 << 20,
     "straggle_us": 1000,
+    "streaming_bytes": streaming_bytes(),
 }
 
 

@@ -1,9 +1,65 @@
 /* Strided copies (copies.h): rows walked with incremental offsets, contiguous rows as
  * memcpy, strided elements of 1, 2, 4, 8 and 16 bytes as typed loads and stores (through
- * memcpy of a fixed size, which compilers make one move: no alignment is assumed). */
+ * memcpy of a fixed size, which compilers make one move: no alignment is assumed). A job
+ * larger than the caches keep (job_t.streaming) writes its contiguous runs' whole lines
+ * with streaming stores: none is read before it is overwritten, none evicts the sources. */
 #include "copies.h"
 
+#include <stdint.h>
 #include <string.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define STREAMS 1
+#else
+#define STREAMS 0 /* (streaming is memcpy there) */
+#endif
+
+#define LINE 64     /* a cache line's bytes */
+
+#if STREAMS
+/* one line of s to the line at d (aligned) with streaming stores */
+static inline void stream_line(char *restrict d, const char *restrict s) {
+    const __m128i *from = (const __m128i *)(const void *)s;
+    __m128i *to = (__m128i *)(void *)d;
+    __m128i a = _mm_loadu_si128(from), b = _mm_loadu_si128(from + 1);
+    __m128i c = _mm_loadu_si128(from + 2), e = _mm_loadu_si128(from + 3);
+    _mm_stream_si128(to, a);
+    _mm_stream_si128(to + 1, b);
+    _mm_stream_si128(to + 2, c);
+    _mm_stream_si128(to + 3, e);
+}
+#endif
+
+/* n bytes of s to d: the whole cache lines of d with streaming stores (no line read for
+ * ownership, none left in the caches), the partial lines at either end as plain stores */
+static void stream_bytes(char *restrict d, const char *restrict s, int64_t n) {
+#if STREAMS
+    int64_t head = (int64_t)(-(uintptr_t)d & (LINE - 1));
+    if (n - head < LINE) {
+        memcpy(d, s, (size_t)n);
+        return;
+    }
+    memcpy(d, s, (size_t)head);
+    d += head;
+    s += head;
+    n -= head;
+    int64_t body = n & ~(int64_t)(LINE - 1);
+    for (int64_t i = 0; i < body; i += LINE) {
+        stream_line(d + i, s + i);
+    }
+    memcpy(d + body, s + body, (size_t)(n - body));
+#else
+    memcpy(d, s, (size_t)n);
+#endif
+}
+
+/* the streaming stores of this thread made visible before its piece counts as done */
+static inline void stream_fence(void) {
+#if STREAMS
+    _mm_sfence();
+#endif
+}
 
 int64_t copy_bytes(const copy_t *copy) {
     int64_t n = copy->count * copy->element;
@@ -100,9 +156,14 @@ typedef uint8_t loose8 __attribute__((may_alias));
         }                                                               \
     }
 
-/* n elements of `size` bytes, every ss-th byte of s to every ds-th byte of d */
+/* n elements of `size` bytes, every ss-th byte of s to every ds-th byte of d; streaming: a
+ * contiguous run of a line or more is written past the caches */
 static void move_elements(char *restrict d, const char *restrict s, int64_t n, int64_t size,
-                          int64_t ds, int64_t ss) {
+                          int64_t ds, int64_t ss, int streaming) {
+    if (streaming && ds == size && ss == size && n * size >= LINE) {
+        stream_bytes(d, s, n * size);
+        return;
+    }
     if (ds == size && ss == size) {
         memcpy(d, s, (size_t)(n * size));
         return;
@@ -226,6 +287,7 @@ static int move_tile(char *d, const char *s, int64_t side, int64_t drow, int64_t
     }
 }
 
+
 /* `rows` whole rows of a copy, dstep and sstep bytes apart: rows of a few common lengths
  * copied in moves of a size known at compile time (a head transpose's 256-byte rows, 16,000
  * a megabyte: a call per row was a third of the time), others row by row */
@@ -235,14 +297,42 @@ static int move_tile(char *d, const char *s, int64_t side, int64_t drow, int64_t
     }                                                                   \
     return;
 
+#if STREAMS
+/* rows of whole lines, each at a line boundary, streamed */
+#define STREAMED_ROWS_OF(bytes)                                         \
+    for (int64_t r = 0; r < rows; r++) {                                \
+        for (int64_t i = 0; i < (bytes); i += LINE) {                   \
+            stream_line(d + r * dstep + i, s + r * sstep + i);          \
+        }                                                               \
+    }                                                                   \
+    return;
+#endif
+
 static void move_rows(char *d, const char *s, int64_t rows, int64_t dstep, int64_t sstep,
-                      const copy_t *copy) {
+                      const copy_t *copy, int streaming) {
     int64_t element = copy->element, n = copy->count;
     if (copy->tiled && rows == n && sstep == element && copy->dst_step == element &&
         move_tile(d, s, n, dstep, copy->src_step, element)) {
         return;
     }
-    if (copy->dst_step == element && copy->src_step == element) {
+#if STREAMS
+    if (streaming && copy->dst_step == element && copy->src_step == element &&
+        ((uintptr_t)d & (LINE - 1)) == 0 && (dstep & (LINE - 1)) == 0) {
+        switch (n * element) {
+        case 64:
+            STREAMED_ROWS_OF(64)
+        case 128:
+            STREAMED_ROWS_OF(128)
+        case 256:
+            STREAMED_ROWS_OF(256)
+        case 512:
+            STREAMED_ROWS_OF(512)
+        default:
+            break;
+        }
+    }
+#endif
+    if (copy->dst_step == element && copy->src_step == element) { /* (kept in the caches) */
         switch (n * element) {
         case 16:
             ROWS_OF(16)
@@ -261,7 +351,8 @@ static void move_rows(char *d, const char *s, int64_t rows, int64_t dstep, int64
         }
     }
     for (int64_t r = 0; r < rows; r++) {
-        move_elements(d + r * dstep, s + r * sstep, n, element, copy->dst_step, copy->src_step);
+        move_elements(d + r * dstep, s + r * sstep, n, element, copy->dst_step, copy->src_step,
+                      streaming);
     }
 }
 
@@ -310,7 +401,7 @@ static void move_group_rows(const job_t *job, const copy_t *lead, int64_t first,
         } else {
             for (int64_t m = 0; m < members; m++) {
                 move_elements(d[m], s[m], lead[m].count, lead[m].element, lead[m].dst_step,
-                              lead[m].src_step);
+                              lead[m].src_step, job->streaming);
             }
         }
         for (int64_t k = lead->outer - 1; k >= 0; k--) { /* the next row */
@@ -345,8 +436,17 @@ static inline void next_row(const copy_t *copy, int64_t *index, int64_t k, const
     }
 }
 
+static void move_piece_of(const job_t *job, int64_t piece);
+
 void move_piece(void *context, int64_t piece) {
     const job_t *job = (const job_t *)context;
+    move_piece_of(job, piece);
+    if (job->streaming) {
+        stream_fence();
+    }
+}
+
+static void move_piece_of(const job_t *job, int64_t piece) {
     int64_t c = copy_of_piece(job, piece);
     const copy_t *copy = &job->copies[c];
     const cut_t *cut = &job->cuts[c];
@@ -390,7 +490,7 @@ void move_piece(void *context, int64_t piece) {
             if (run > last - u) {
                 run = last - u;
             }
-            move_rows(d, s, run, dstep, sstep, copy);
+            move_rows(d, s, run, dstep, sstep, copy, job->streaming);
             u += run;
             s += run * sstep;
             d += run * dstep;
@@ -412,7 +512,7 @@ void move_piece(void *context, int64_t piece) {
             end = copy->count;
         }
         move_elements(d + begin * copy->dst_step, s + begin * copy->src_step, end - begin,
-                      copy->element, copy->dst_step, copy->src_step);
+                      copy->element, copy->dst_step, copy->src_step, job->streaming);
         if (++segment < cut->segments) {
             continue;
         }

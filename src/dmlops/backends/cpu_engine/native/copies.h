@@ -45,6 +45,8 @@ typedef struct {
     int64_t count;
     char *const *src_base;
     char *const *dst_base;
+    int streaming; /* 1: destinations written with streaming stores, past the caches (an
+                      output larger than they hold: no line read before it is written) */
 } job_t;
 
 /* Cuts every copy into pieces of about `grain` bytes; the pieces in all. */

@@ -24,6 +24,7 @@
 static int64_t least_bytes_a_thread = 64 << 10;
 static int64_t least_grain = 16 << 10;
 static int64_t most_grain = 1 << 20;
+static int64_t streaming_bytes = INT64_MAX; /* jobs this large stream their stores */
 
 static void release_all(Py_buffer *views, Py_ssize_t count) {
     for (Py_ssize_t k = 0; k < count; k++) {
@@ -155,11 +156,12 @@ static PyObject *run(PyObject *self, PyObject *args) {
             walked--;
         }
     }
-    job_t job = {list, cuts, copies, bases, bases + n_in};
+    job_t job = {list, cuts, copies, bases, bases + n_in, 0};
     int64_t total = 0;
     for (int64_t c = 0; c < copies; c++) {
         total += copy_bytes(&list[c]);
     }
+    job.streaming = total >= streaming_bytes;
     int64_t used = total / least_bytes_a_thread;
     if (used > threads) {
         used = threads;
@@ -195,13 +197,16 @@ done:
 }
 
 static PyObject *configure(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *names[] = {"spin_us",    "least_bytes_a_thread", "least_grain",
-                            "most_grain", "straggle_us",          NULL};
-    long long spin = -1, least = -1, low = -1, high = -1, straggle = -1;
+    static char *names[] = {"spin_us",     "least_bytes_a_thread", "least_grain", "most_grain",
+                            "straggle_us", "streaming_bytes",      NULL};
+    long long spin = -1, least = -1, low = -1, high = -1, straggle = -1, streaming = -1;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLL", names, &spin, &least, &low, &high,
-                                     &straggle)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLL", names, &spin, &least, &low, &high,
+                                     &straggle, &streaming)) {
         return NULL;
+    }
+    if (streaming > 0) {
+        streaming_bytes = streaming;
     }
     if (straggle >= 0) {
         pool_set_straggle(straggle);
@@ -337,7 +342,7 @@ static PyMethodDef methods[] = {
     {"clear_cache", clear_cache, METH_NOARGS, "Free the memory of dropped outputs kept."},
     {"run", run, METH_VARARGS, "Run a plan table's copies between the bound buffers."},
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
-     "Set the pool's spin time and the engine's grain sizes."},
+     "Set the pool's spin time, the engine's grain sizes and its streaming threshold."},
     {"workers", workers, METH_NOARGS, "Worker threads started in this process."},
     {"helper_cap", helper_cap, METH_NOARGS,
      "Workers a job may wake, as learnt from straggling jobs (-1: no limit)."},

@@ -1,0 +1,41 @@
+"""The machine's last-level cache, and the job size from which the engine writes past it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["last_level_cache_bytes", "streaming_bytes"]
+
+_FALLBACK = 32 << 20  # where no cache size can be read
+
+
+def _size(text: str) -> int:
+    """Bytes of a sysfs cache size ("32768K", "1M", "512")."""
+    text = text.strip().upper()
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    digits = text[:-1] if text[-1:] in "KMG" else text
+    return int(digits) * scale
+
+
+def last_level_cache_bytes(root: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> int:
+    """Bytes of CPU 0's outermost data (or unified) cache as sysfs describes it, or 32 MiB
+    where it cannot be read (not Linux, no sysfs in the container)."""
+    best = (0, 0)
+    try:
+        entries = sorted(root.glob("index*"))
+        for entry in entries:
+            kind = (entry / "type").read_text().strip()
+            if kind not in ("Data", "Unified"):
+                continue
+            level = int((entry / "level").read_text())
+            best = max(best, (level, _size((entry / "size").read_text())))
+    except (OSError, ValueError):
+        return _FALLBACK
+    return best[1] if best[1] > 0 else _FALLBACK
+
+
+def streaming_bytes(cache: int | None = None) -> int:
+    """A job writing this many bytes or more streams its stores past the caches: half the
+    last-level cache (its sources and its output no longer both fit; a cached write would
+    first read each line it replaces)."""
+    return max(1 << 20, (last_level_cache_bytes() if cache is None else cache) // 2)
