@@ -97,15 +97,15 @@ def _caches(tmp_path: Path, levels: dict[int, tuple[str, str]]) -> Path:
     return root
 
 
-def test_streaming_starts_at_half_the_last_level_cache(tmp_path: Path) -> None:
-    """The engine streams a job's stores from half the outermost data cache sysfs lists (an
-    instruction cache does not count; 32 MiB assumed where none can be read), 1-16 MiB."""
+def test_streaming_starts_at_three_eighths_of_the_last_level_cache(tmp_path: Path) -> None:
+    """The engine streams a job's stores from 3/8 of the outermost data cache sysfs lists
+    (an instruction cache does not count; 32 MiB assumed where none can be read), 1-16 MiB."""
     root = _caches(tmp_path, {1: ("Data", "48K"), 2: ("Unified", "2048K"), 3: ("Unified", "32M")})
     assert caches.last_level_cache_bytes(root) == 32 << 20
-    assert caches.streaming_bytes(caches.last_level_cache_bytes(root)) == 16 << 20
+    assert caches.streaming_bytes(caches.last_level_cache_bytes(root)) == 12 << 20
     only = _caches(tmp_path / "b", {1: ("Instruction", "32K"), 2: ("Data", "1024K")})
     assert caches.last_level_cache_bytes(only) == 1 << 20
     assert caches.last_level_cache_bytes(tmp_path / "none") == 32 << 20
     assert caches.streaming_bytes(256 << 10) == 1 << 20  # (never below a megabyte)
-    assert caches.streaming_bytes(8 << 20) == 4 << 20
+    assert caches.streaming_bytes(8 << 20) == 3 << 20
     assert caches.streaming_bytes(300 << 20) == 16 << 20  # (nor above 16 MiB)

@@ -50,7 +50,7 @@ _STATE: dict[str, Any] = {"enabled": os.environ.get("DMLOPS_CPU_ENGINE", "") != 
 # the pool's idle spin, the bytes that earn a thread, a piece's least and most bytes, the
 # wait for a job's last pieces that counts as a straggle (setting it resets what the pool
 # learnt of the machine's load), and the job bytes from which stores stream past the caches
-# (half the last-level cache); given to the extension when it loads
+# (3/8 of the last-level cache, 1-16 MiB); given to the extension when it loads
 DEFAULTS = {
     "spin_us": 50,
     "least_bytes_a_thread": 64 << 10,
