@@ -256,7 +256,7 @@ def test_onnx_trilu_of_data_is_one_plan_as_onnxruntime(upper: int, k: int, dtype
     x = (np.arange(2 * 2 * 3 * 5 * 4) % 7).astype(dtype).reshape(2, 2, 3, 5, 4)
     want = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
     import dmlops.onnx
-    from dmlops.onnx.lowering import CompiledModel
+    from dmlops.onnx.compiled import CompiledModel
 
     compiled = dmlops.onnx.compile(model, {"x": x})
     assert isinstance(compiled, CompiledModel)  # one graph: one plan

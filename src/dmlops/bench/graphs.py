@@ -301,7 +301,7 @@ def _bench_gpu(p: Pattern, reps: int) -> Result:
     xs = {n: cupy.asarray(a) for n, a in host.items()}
     model, source = _exported(p, shapes)
     compiled = dmlops.onnx.compile(model, xs, dmlops.Device(backend="cuda"))
-    assert isinstance(compiled, dmlops.onnx.lowering.CompiledModel)  # data movement only
+    assert isinstance(compiled, dmlops.onnx.compiled.CompiledModel)  # data movement only
     op = compiled.operator
     assert op is not None  # the patterns' outputs are never empty
     outs = [cupy.empty(t.sizes, cupy.float32) for _, t in op.desc.output_fields()]
@@ -359,7 +359,7 @@ def bound_on_cpu(p: Pattern, model: Any) -> BoundOnCpu:
     rng = np.random.default_rng(0)
     xs = {n: rng.standard_normal(s, dtype=np.float32) for n, s in shapes.items()}
     compiled = dmlops.onnx.compile(model, xs)
-    assert isinstance(compiled, dmlops.onnx.lowering.CompiledModel)  # data movement only
+    assert isinstance(compiled, dmlops.onnx.compiled.CompiledModel)  # data movement only
     op = compiled.operator
     assert op is not None  # the patterns' outputs are never empty
     outs = [np.empty(t.sizes, np.float32) for _, t in op.desc.output_fields()]

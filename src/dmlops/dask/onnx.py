@@ -216,7 +216,8 @@ def _run_time(builder: _DaskBuilder) -> Any:
     """The nodes the lowering cannot fix when it compiles (their indices, updates or cast
     data are arrays) as dmlops.dask calls."""
     from ..onnx.indexed import indexed_node
-    from ..onnx.lowering import INDEXED_OPS, Lowered, _Empty, _Scalar
+    from ..onnx.lowering import INDEXED_OPS, Lowered
+    from ..onnx.values import _Empty, _Scalar
 
     def unpool(*_: Any, **__: Any) -> Any:
         raise ModelError("MaxUnpool is not on Dask (a scatter into a whole output)")
@@ -297,7 +298,8 @@ def run_onnx(
     are read when the model is applied, as `dmlops.onnx` reads them. Nothing runs until the
     results are computed; an invalid model or parameter is an error now."""
     from ..onnx.loading import load
-    from ..onnx.lowering import _Empty, _Scalar, lower_model, opset_of
+    from ..onnx.lowering import lower_model, opset_of
+    from ..onnx.values import _Empty, _Scalar
 
     level = calls._level(feature_level)
     proto = load(model)

@@ -30,9 +30,10 @@ from ..calls import backend_of
 from ..device import Device
 from ..errors import ModelError
 from ..tensor import FeatureLevel
+from .compiled import CompiledModel
 from .dynamic import DynamicModel
 from .loading import load
-from .lowering import GRAPH_OPS, INDEXED_OPS, CompiledModel
+from .lowering import GRAPH_OPS, INDEXED_OPS
 from .params import slice_window, split_sizes
 from .session import InferenceSession, IOBinding, NodeArg
 from .staged import StagedModel

@@ -19,8 +19,8 @@ from ..arrays import strided as array_layer
 from ..calls import backend_of
 from ..device import Device
 from ..errors import DmlError, ModelError
+from .compiled import CompiledModel, array_dtype
 from .host import host_array
-from .lowering import CompiledModel, array_dtype
 from .staged import StagedModel, compile_any
 
 __all__ = ["DynamicModel", "DATA_SHAPED_OPS", "compile_dynamic", "data_shaped_node"]

@@ -16,10 +16,11 @@ from .._files import DEFAULT_MAX_FILE_BYTES
 from ..device import Device
 from ..errors import BindingError, ModelError
 from ..tensor import FeatureLevel
+from .compiled import CompiledModel
 from .dynamic import DynamicModel, compile_dynamic
 from .host import host_array
 from .loading import load
-from .lowering import _PARAMETERS, CompiledModel
+from .lowering import _PARAMETERS
 from .params import is_integer_type
 from .staged import StagedModel
 

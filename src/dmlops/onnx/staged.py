@@ -21,29 +21,22 @@ from ..errors import DmlError, ModelError
 from ..graph import Graph, GraphTensor
 from ..ops import GatherNd1Desc, GatherNdDesc, OneHotDesc, ScatterNdDesc
 from ..tensor import BufferTensorDesc, packed_strides
+from .compiled import CompiledModel, Feeds, array_dtype, new_array
 from .host import HOST_OPS, folded, host_array, host_eval
 from .indexed import indexed_node
 from .lowering import (
     _PARAMETERS,
     GRAPH_OPS,
     INDEXED_OPS,
-    CompiledModel,
-    Feeds,
     NeedsRunTime,
-    Value,
-    _Empty,
     _lower,
-    _reshaped,
-    _shape,
-    _tensor,
-    array_dtype,
     compile_model,
-    graph_value,
-    new_array,
     opset_of,
     parameter_readers,
 )
+from .nodes import _reshaped
 from .params import attributes, axis_of
+from .values import Value, _Empty, _shape, _tensor, graph_value
 
 __all__ = ["StagedModel", "compile_any", "compile_staged", "INDEXED_OPS", "ARITHMETIC_OPS"]
 

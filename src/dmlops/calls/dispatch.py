@@ -1,0 +1,177 @@
+"""Running a call: its signature looked up in the cache (a warm call straight from its raw
+arguments, `_quick_run`), compiled on a miss, run on a named device, or as the backend's
+own arrays where it has no signature; small helpers the operators' wrappers share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import numpy as np
+
+from ..backends import Backend
+from ..elements import element_of, encode, numpy_dtype
+from ..errors import InvalidDescriptorError
+from .cache import _LRU, CACHE_SIZE
+from .compiled import _MISS, _Call
+from .signatures import _keyed_inputs, _output_key, _signature
+from .tensors import _on_device, backend_of
+
+_CACHE: _LRU[_Call] = _LRU(CACHE_SIZE)
+_PLAIN = (int, bool, str, type(None))
+
+
+def clear_cache() -> None:
+    """Forget every compiled call signature."""
+    _CACHE.clear()
+
+
+def cache_size() -> int:
+    """How many call signatures are compiled and cached."""
+    return len(_CACHE)
+
+
+def _quick_run(
+    tag: tuple[Any, ...], ins: list[Any], out: Any, device: str | None, validate: bool = False
+) -> tuple[Hashable | None, Any]:
+    """(a call's signature from its raw arguments, before any shape work, its result where
+    that signature is compiled, else `_MISS`). The signature is `tag` (the operator and its
+    other arguments) and each array's key (type, shape, strides; a GPU array's device);
+    None where an argument is not a plain int, bool, str or None (1.0 must not find the
+    call of 1) or an array has no key (lists, CPU torch tensors). `_MISS` also where the
+    inputs must first be staged (nothing written). Neither where a device is named or an
+    index check asked (the call's general path)."""
+    if device is not None or validate:
+        return None, _MISS
+    for v in tag:
+        if type(v) not in _PLAIN:
+            return None, _MISS
+    parts: list[Hashable] = [tag]
+    if not _keyed_inputs(parts, ins):
+        return None, _MISS
+    if out is not None:
+        if out is ins[0] and type(out) is not np.ndarray:  # (in place: its key is read)
+            parts.append((parts[1], True))
+        else:
+            o_key = _output_key(out)
+            if o_key is None:
+                return None, _MISS
+            parts.append((o_key, out is ins[0]))
+    key = tuple(parts)
+    entry = _CACHE.items.get(key)  # (the LRU's get, in this frame)
+    if entry is None:
+        return key, _MISS
+    call: _Call = entry[0]
+    if entry[1] != _CACHE.clock:
+        _CACHE.get(key)  # refresh its place
+    hot = call.hot
+    if hot is not None:  # (a warm call on arrays whose addresses the backend reads at once)
+        return key, hot(ins, out)
+    if call.fresh:
+        result = call.fresh_results(ins)[0]
+    else:
+        results = call(ins, [out], _restaged)
+        if results is _MISS:
+            return key, _MISS
+        result = results[0]
+    if out is not None:
+        return key, out
+    shape = call.result_shape
+    if shape is None or tuple(result.shape) == shape:
+        return key, result
+    return key, result.reshape(shape)
+
+
+def _restaged(staged: list[Any]) -> Any:
+    return _MISS
+
+
+def _dispatch(
+    op: str,
+    fields: Hashable,
+    level: Any,
+    ins: list[Any],
+    outs: list[Any],
+    build: Callable[[list[Any], list[Any]], _Call],
+    device: str | None = None,
+    key: Hashable | None = None,
+) -> list[Any]:
+    """Run the call of this signature, compiling it first if it is new (on `device`, with
+    host arrays moved there and back, when one is named). `key`: the call's signature where
+    the caller made it (`_quick_run`)."""
+    if device is not None:
+        return _on_device(device, ins, outs, lambda i, o: _dispatch(op, fields, level, i, o, build))
+    if key is None:
+        key = _signature(op, fields, level, ins, outs)
+    call = None if key is None else _CACHE.get(key)
+    if call is None:
+        call = build(ins, outs)
+        if key is None:  # the build may have taught _ARRAY_KEYS a GPU array type
+            key = _signature(op, fields, level, ins, outs)
+        if key is None:
+            return _unkeyed(call, ins, outs, lambda i, o: _dispatch(op, fields, level, i, o, build))
+        _CACHE.put(key, call)
+    if call.fresh:  # nothing can need restaging
+        return call.fresh_results(ins)
+    hot = call.hot
+    if hot is not None:  # (a warm call on arrays whose addresses the backend reads at once)
+        result = hot(ins, outs[0])
+        if result is not _MISS:
+            return [result]
+    return call(ins, outs, lambda staged: _dispatch(op, fields, level, staged, outs, build))
+
+
+def _unkeyed(
+    call: _Call,
+    ins: list[Any],
+    outs: list[Any],
+    again: Callable[[list[Any], list[Any]], list[Any]],
+) -> list[Any]:
+    """Run arrays without a signature (lists, foreign arrays) as the backend's own; `again`
+    dispatches the call anew (on staged inputs)."""
+    as_array = call.backend.as_array
+    results = call(
+        [as_array(x) for x in ins],
+        [None if o is None else as_array(o) for o in outs],
+        lambda staged: again(staged, outs),
+    )
+    if not ins:  # a generator: its outputs are given, or new arrays of the backend's own
+        return [r if o is None else o for r, o in zip(results, outs, strict=True)]
+    in_library = call.backend.in_library_of
+    like = ins[call.like]  # (the input whose type new outputs take: ONE_HOT's values)
+    return [in_library(r, like) if o is None else o for r, o in zip(results, outs, strict=True)]
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    """An array's shape (lists as numpy reads them)."""
+    shape = getattr(x, "shape", None)
+    return tuple(shape) if shape is not None else np.shape(x)
+
+
+def _dims(view: Any) -> tuple[int, ...]:
+    """A described array's sizes as a tensor has them (a 0-D array is its 1-element view)."""
+    return tuple(view.shape) or (1,)
+
+
+def _empty_like(x: Any, shape: tuple[int, ...]) -> Any:
+    """A new array of `shape` (it holds no element) of x's library, type and device."""
+    backend = backend_of([x])
+    return backend.in_library_of(backend.new_like(x, shape), x)
+
+
+def _filled(x: Any, value: Any, rank: int) -> Any:
+    """An array of x's library, type and device holding one element, `value`, in `rank`
+    dimensions of size 1."""
+    backend = backend_of([x])
+    element = element_of(_dtype_of(backend, x))
+    dtype = numpy_dtype(element)
+    if dtype is None:
+        raise InvalidDescriptorError(f"no library here holds a {element.name} constant")
+    host = np.frombuffer(encode(value, element, "PADDING1.PaddingValue"), dtype)
+    host = host.reshape((1,) * rank).copy()
+    placed = host if backend.name == "numpy" else backend.upload(host)
+    return backend.in_library_of(placed, x)
+
+
+def _dtype_of(backend: Backend, x: Any) -> Any:
+    return backend.describe(x).dtype

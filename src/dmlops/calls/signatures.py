@@ -1,0 +1,98 @@
+"""A call's signature: the operator, its fields (pickled, so 1.0 never finds the call of
+1), the feature level and each array's key (type, dtype, shape, strides; a backend's own
+key function for its arrays, many arrays keyed at once)."""
+
+from __future__ import annotations
+
+import operator
+import pickle
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+
+def _numpy_key(a: Any) -> Hashable:
+    return (np.ndarray, a.dtype, a.shape, a.strides, a.flags.writeable)
+
+
+_ARRAY_KEYS: dict[type, Callable[[Any], Hashable]] = {np.ndarray: _numpy_key}
+# for many arrays of one type, a function giving all their keys at once (each as the type's
+# own key function gives it), or None where one has none
+_MANY = 8  # arrays in a call from which their keys are read at once
+_NUMPY_KEY = operator.attrgetter("dtype", "shape", "strides")  # a numpy array's key
+_MANY_KEYS: dict[type, Callable[[Sequence[Any]], list[Hashable] | None]] = {
+    np.ndarray: lambda arrays: list(map(_NUMPY_KEY, arrays))  # (one C call an array)
+}
+
+
+_UNKEYABLE = object()
+
+
+def _fields_key(*fields: Any) -> Hashable:
+    """An operator's fields as one key: their values with their types (pickled), so that
+    1.0 or True never finds the call compiled for 1 and skips the check that refuses it."""
+    try:
+        return pickle.dumps(fields, pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError, ValueError, RecursionError):
+        # an argument that does not pickle: always compiled
+        return _UNKEYABLE
+
+
+def _signature(
+    op: str, fields: Hashable, level: Any, ins: Sequence[Any], outs: Sequence[Any]
+) -> Hashable | None:
+    """The call's cache key, or None where an argument cannot be keyed (always compiled)."""
+    if fields is _UNKEYABLE:
+        return None
+    if level is not None:
+        try:
+            hash(level)
+        except TypeError:
+            return None
+    if len(ins) == 1 and len(outs) == 1 and outs[0] is None and type(ins[0]) is np.ndarray:
+        a = ins[0]
+        return op, fields, level, (a.dtype, a.shape, a.strides), None
+    parts: list[Hashable] = [op, fields, level]
+    if not _keyed_inputs(parts, ins):
+        return None
+    for o in outs:
+        key = None if o is None else _output_key(o)
+        if key is None and o is not None:
+            return None
+        parts.append(key)
+    return tuple(parts)
+
+
+def _keyed_inputs(parts: list[Hashable], ins: Sequence[Any]) -> bool:
+    """Each input array's key appended to `parts` (numpy's inline: many-array calls key
+    each array); False where one has none (no key function, or one that declines: a CPU
+    torch tensor)."""
+    if len(ins) >= _MANY:
+        kinds = set(map(type, ins))
+        many = _MANY_KEYS.get(kinds.pop()) if len(kinds) == 1 else None
+        if many is not None:
+            found = many(ins)
+            if found is None:
+                return False
+            parts.extend(found)
+            return True
+    ndarray = np.ndarray
+    append = parts.append
+    keys = _ARRAY_KEYS
+    for a in ins:
+        if type(a) is ndarray:
+            append((a.dtype, a.shape, a.strides))
+            continue
+        f = keys.get(type(a))
+        key = None if f is None else f(a)
+        if key is None:
+            return False
+        append(key)
+    return True
+
+
+def _output_key(o: Any) -> Hashable | None:
+    """A given output's key (a numpy one's writability included), or None."""
+    f = _ARRAY_KEYS.get(type(o))
+    return None if f is None else f(o)

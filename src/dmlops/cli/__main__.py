@@ -1,0 +1,7 @@
+"""`python -m dmlops.cli`."""
+
+import sys
+
+from . import main
+
+sys.exit(main())
