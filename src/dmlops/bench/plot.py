@@ -7,7 +7,7 @@ import textwrap
 
 from .common import Result
 
-__all__ = ["plot", "plot_contention", "plot_dask"]
+__all__ = ["contention_cases", "plot", "plot_contention", "plot_dask"]
 
 _MANAGED = re.compile(r"peak managed ([\d/]+) MiB, RSS growth ([\d/]+) MiB")
 
@@ -52,6 +52,17 @@ def plot_dask(results: list[Result], path: str) -> None:
     plt.close(fig)
 
 
+def contention_cases(results: list[Result]) -> dict[str, dict[str, Result]]:
+    """The contention section's results by case (its name before any parenthesis), then by
+    condition ("idle", "1 busy", ...: the bracket that ends a result's name; a case's own
+    name may hold brackets too)."""
+    cases: dict[str, dict[str, Result]] = {}
+    for r in results:
+        case, _, condition = r.case.rpartition(" [")
+        cases.setdefault(case.split(" (")[0], {})[condition.split(",")[0]] = r
+    return cases
+
+
 def plot_contention(results: list[Result], path: str) -> None:
     """One panel per case of the contention section: each contender's median per condition
     as a bar, its 99th percentile as a tick above it (log time axis)."""
@@ -60,10 +71,7 @@ def plot_contention(results: list[Result], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    cases: dict[str, dict[str, Result]] = {}
-    for r in results:
-        case, _, condition = r.case.partition(" [")
-        cases.setdefault(case.split(" (")[0], {})[condition.split(",")[0]] = r
+    cases = contention_cases(results)
     fig, axes = plt.subplots(
         (len(cases) + 1) // 2, 2, figsize=(12, 3.2 * ((len(cases) + 1) // 2)), squeeze=False
     )
