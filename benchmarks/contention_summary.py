@@ -1,8 +1,8 @@
 """The contention section's results as one summary table: for each JSON given (a host's
 `dmlops bench --section contention --json` output), each condition's dmlops rows (bound
 graphs, op-by-op chains, single operators) over numpy's median, over onnxruntime's (where it
-runs the case; its CPU-set session counted), and with a 99th percentile within 1.5x the
-median; numpy's own 99th percentiles beside. Prints a Markdown table.
+runs the case; in a CPU set, its session kept to the set), and with a 99th percentile within
+1.5x the median; numpy's own 99th percentiles beside. Prints a Markdown table.
 
     python benchmarks/contention_summary.py LABEL=FILE.json [LABEL=FILE.json ...]
 """
@@ -15,6 +15,7 @@ from collections import defaultdict
 from typing import Any
 
 CONDITIONS = ("idle", "1 busy", "2 busy", "cpuset 4")
+KEPT = "onnxruntime, threads = CPU set"
 
 
 def _condition(case: str) -> str:
@@ -31,7 +32,9 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, list[int]]:
             continue  # (a host run's other sections)
         times = row["median_seconds"]
         tally = found[_condition(row["case"])]
-        ort = [v for k, v in times.items() if k.startswith("onnxruntime") and "p99" not in k]
+        # in a CPU set, the session kept to it (the default one pins workers to every CPU)
+        kept = times.get(KEPT)
+        ort = [kept] if kept is not None else [times[k] for k in times if k == "onnxruntime"]
         for name, median in times.items():
             if name.endswith(" p99") or name.startswith(("numpy", "onnxruntime")):
                 continue
