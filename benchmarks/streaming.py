@@ -3,13 +3,16 @@ against its contiguous runs streamed past them, with numpy's copy beside; float3
 over `calls` calls, the least and most of three alternations, in ms. Prints one line per
 case, and the job size from which this machine's engine streams by default.
 
-    python benchmarks/streaming.py [THREADS]   (default: the engine's own count)
+    python benchmarks/streaming.py [THREADS] [--plot PNG]   (threads: the engine's own count)
+
+`--plot` also draws each case's least median of the three, streamed and numpy as ratios to
+the cached stores' (bars; below 1 is faster).
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -76,11 +79,39 @@ def _cases() -> dict[str, tuple[Callable[[], Any], Callable[[], Any] | None]]:
     return cases
 
 
+def draw(rows: dict[str, dict[str, float]], threads: int, path: str) -> None:
+    """Each case's streamed and numpy time as a ratio to its cached stores' (bars)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(rows)
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(names) + 1.2))
+    for k, contender in enumerate(("streamed", "numpy")):
+        ys = [i + 0.4 * k for i, n in enumerate(names) if contender in rows[n]]
+        ratios = [rows[n][contender] / rows[n]["cached"] for n in names if contender in rows[n]]
+        ax.barh(ys, ratios, 0.4, label=contender)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_yticks([i + 0.2 for i in range(len(names))])
+    ax.set_yticklabels(names, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"time / cached stores' time ({threads} threads; below 1 is faster)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("threads", nargs="?", type=int, help="the engine's thread count")
+    parser.add_argument("--plot", metavar="PNG", help="also draw the ratios into this file")
+    args = parser.parse_args()
     if cpu_engine.native() is None:
-        sys.exit("the CPU engine is not built")
-    if len(sys.argv) > 1:
-        dmlops.set_num_threads(int(sys.argv[1]))
+        raise SystemExit("the CPU engine is not built")
+    if args.threads:
+        dmlops.set_num_threads(args.threads)
     threads = dmlops.get_num_threads()
     calls = 60 if threads == 1 else 150
     default = cpu_engine.DEFAULTS["streaming_bytes"]
@@ -89,6 +120,7 @@ def main() -> None:
         f"{default / (1 << 20):g} MiB or more stream by default"
     )
     print(f"{'case':44s} {'cached':>15s} {'streamed':>15s} {'numpy':>15s}   (ms, least/most)")
+    least: dict[str, dict[str, float]] = {}
     for name, (ours, numpy_call) in _cases().items():
         got: dict[str, list[float]] = {"cached": [], "streamed": [], "numpy": []}
         for _ in range(3):
@@ -100,6 +132,9 @@ def main() -> None:
         cpu_engine.configure(streaming_bytes=default)
         cells = [f"{min(v) * 1e3:7.3f}/{max(v) * 1e3:<7.3f}" for v in got.values() if v]
         print(f"{name:44s} " + " ".join(cells), flush=True)
+        least[name] = {mode: min(v) for mode, v in got.items() if v}
+    if args.plot:
+        draw(least, threads, args.plot)
 
 
 if __name__ == "__main__":
