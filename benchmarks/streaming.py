@@ -87,7 +87,7 @@ def draw(rows: dict[str, dict[str, float]], threads: int, path: str) -> None:
     import matplotlib.pyplot as plt
 
     names = list(rows)
-    fig, ax = plt.subplots(figsize=(9, 0.45 * len(names) + 1.2))
+    fig, ax = plt.subplots(figsize=(10, 0.45 * len(names) + 1.2))
     for k, contender in enumerate(("streamed", "numpy")):
         ys = [i + 0.4 * k for i, n in enumerate(names) if contender in rows[n]]
         ratios = [rows[n][contender] / rows[n]["cached"] for n in names if contender in rows[n]]
@@ -100,6 +100,7 @@ def draw(rows: dict[str, dict[str, float]], threads: int, path: str) -> None:
     ax.set_xlabel(f"time / cached stores' time ({threads} threads; below 1 is faster)")
     ax.legend(fontsize=7)
     fig.tight_layout()
+    fig.subplots_adjust(left=0.36)  # (the cases' long names)
     fig.savefig(path, dpi=110)
 
 
