@@ -15,7 +15,7 @@
 #define STREAMS 0 /* (streaming is memcpy there) */
 #endif
 
-#define LINE 64     /* a cache line's bytes */
+#define LINE 64 /* a cache line's bytes */
 
 #if STREAMS
 /* one line of s to the line at d (aligned) with streaming stores */
@@ -287,7 +287,6 @@ static int move_tile(char *d, const char *s, int64_t side, int64_t drow, int64_t
     }
 }
 
-
 /* `rows` whole rows of a copy, dstep and sstep bytes apart: rows of a few common lengths
  * copied in moves of a size known at compile time (a head transpose's 256-byte rows, 16,000
  * a megabyte: a call per row was a third of the time), others row by row */
@@ -332,7 +331,8 @@ static void move_rows(char *d, const char *s, int64_t rows, int64_t dstep, int64
         }
     }
 #endif
-    if (copy->dst_step == element && copy->src_step == element) { /* (kept in the caches) */
+    /* (cached stores: no streaming asked, or rows off line boundaries) */
+    if (copy->dst_step == element && copy->src_step == element) {
         switch (n * element) {
         case 16:
             ROWS_OF(16)
@@ -436,16 +436,7 @@ static inline void next_row(const copy_t *copy, int64_t *index, int64_t k, const
     }
 }
 
-static void move_piece_of(const job_t *job, int64_t piece);
-
-void move_piece(void *context, int64_t piece) {
-    const job_t *job = (const job_t *)context;
-    move_piece_of(job, piece);
-    if (job->streaming) {
-        stream_fence();
-    }
-}
-
+/* One piece: its rows, or its row segments, of one copy or group. */
 static void move_piece_of(const job_t *job, int64_t piece) {
     int64_t c = copy_of_piece(job, piece);
     const copy_t *copy = &job->copies[c];
@@ -518,5 +509,13 @@ static void move_piece_of(const job_t *job, int64_t piece) {
         }
         segment = 0;
         next_row(copy, index, copy->outer - 1, &s, &d);
+    }
+}
+
+void move_piece(void *context, int64_t piece) {
+    const job_t *job = (const job_t *)context;
+    move_piece_of(job, piece);
+    if (job->streaming) {
+        stream_fence();
     }
 }
