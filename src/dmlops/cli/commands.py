@@ -1,5 +1,5 @@
 """The other commands: the bundled examples, DxDispatch JSON and ONNX models, test-vector
-generation, the conformance kits and the health check."""
+generation, the conformance kits, and a backend's run output checked against test vectors."""
 
 from __future__ import annotations
 
