@@ -723,3 +723,16 @@ def test_scatter_nd_of_known_tuples_touches_only_the_chunks_they_name() -> None:
         reads = [a for a in task if isinstance(a, tuple) and a and a[0] == dx.name]
         assert len(reads) == 1 or task[0] == dx.name
     _same(result.compute(), dmlops.scatter_nd(x, rows, updates))
+
+
+def test_chunks_alike_share_one_plan_and_task_function() -> None:
+    """A regular grid's chunks that read alike pieces of alike blocks share one compiled
+    plan (one task function), so a graph of many chunks composes a few plans, not one a
+    chunk; every chunk still gives its own numpy answer."""
+    x = np.arange(8 * 4 * 6 * 6, dtype=np.float32).reshape(8, 4, 6, 6)
+    dx = da.from_array(x, chunks=(1, 4, 6, 6))
+    got = dd.depth_to_space(dx, 2)
+    graph = dict(got.__dask_graph__())
+    functions = {id(task[0]) for key, task in graph.items() if key[0] == got.name}
+    assert len(functions) == 1 < got.npartitions
+    _same(got.compute(scheduler="sync"), dmlops.depth_to_space(x, 2))

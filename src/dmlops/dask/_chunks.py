@@ -365,6 +365,7 @@ def _chunk_graph(
     out_bounds = [_bounds(c).tolist() for c in out_chunks]
     src_bounds = [[_bounds(c).tolist() for c in s.chunks] for s in content.sources]
     graph: dict[Any, Any] = {}
+    tasks: dict[Any, Any] = {}
     for index in itertools.product(*(range(len(c)) for c in out_chunks)):
         lo = [out_bounds[d][i] for d, i in enumerate(index)]
         hi = [out_bounds[d][i + 1] for d, i in enumerate(index)]
@@ -396,19 +397,24 @@ def _chunk_graph(
             window = tuple(_window(a, s, n) for a, s, n in steps)
             graph[key] = (operator.getitem, next(iter(keys)), window)
             continue
-        plan = compose(
-            dtype.element_size,
-            copies,
-            [_c_layout(s) for s in block_shapes],
-            [_c_layout(chunk_shape)],
-            content.fills,
-        )
-        task = functools.partial(
-            _chunk_task,
-            plan,
-            _ChunkDesc(dtype, block_shapes, chunk_shape, elements, on_gpu),
-            level,
-        )
+        # chunks that read the same pieces of blocks of the same shapes (a regular grid's
+        # inner chunks) share one plan and one task function
+        same = (tuple(copies), tuple(block_shapes), chunk_shape)
+        task = tasks.get(same)
+        if task is None:
+            plan = compose(
+                dtype.element_size,
+                copies,
+                [_c_layout(s) for s in block_shapes],
+                [_c_layout(chunk_shape)],
+                content.fills,
+            )
+            task = tasks[same] = functools.partial(
+                _chunk_task,
+                plan,
+                _ChunkDesc(dtype, block_shapes, chunk_shape, elements, on_gpu),
+                level,
+            )
         graph[key] = (task, *keys)
     return graph
 
