@@ -22,6 +22,7 @@ import dmlops
 from dmlops.backends import cpu_engine
 from dmlops.backends.cpu_engine.caches import last_level_cache_bytes
 from dmlops.bench.contention import latencies
+from dmlops.bench.plot import plot_ratios
 
 CACHED = 1 << 62  # (no job this large: every store kept in the caches)
 
@@ -79,31 +80,6 @@ def _cases() -> dict[str, tuple[Callable[[], Any], Callable[[], Any] | None]]:
     return cases
 
 
-def draw(rows: dict[str, dict[str, float]], threads: int, path: str) -> None:
-    """Each case's streamed and numpy time as a ratio to its cached stores' (bars)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = list(rows)
-    fig, ax = plt.subplots(figsize=(10, 0.45 * len(names) + 1.2))
-    for k, contender in enumerate(("streamed", "numpy")):
-        ys = [i + 0.4 * k for i, n in enumerate(names) if contender in rows[n]]
-        ratios = [rows[n][contender] / rows[n]["cached"] for n in names if contender in rows[n]]
-        ax.barh(ys, ratios, 0.4, label=contender)
-    ax.axvline(1.0, color="black", linewidth=0.8)
-    ax.set_xscale("log")
-    ax.set_yticks([i + 0.2 for i in range(len(names))])
-    ax.set_yticklabels(names, fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xlabel(f"time / cached stores' time ({threads} threads; below 1 is faster)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.subplots_adjust(left=0.36)  # (the cases' long names)
-    fig.savefig(path, dpi=110)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("threads", nargs="?", type=int, help="the engine's thread count")
@@ -135,7 +111,7 @@ def main() -> None:
         print(f"{name:44s} " + " ".join(cells), flush=True)
         least[name] = {mode: min(v) for mode, v in got.items() if v}
     if args.plot:
-        draw(least, threads, args.plot)
+        plot_ratios(least, "cached", f"{threads} threads", args.plot)
 
 
 if __name__ == "__main__":

@@ -2,12 +2,14 @@
 leftover strips), with numpy's and torch's copy of the same permuted view, float32, medians
 of 7 calls in ms. Prints one line per case.
 
-    python benchmarks/transposes.py [THREADS]   (default 1)
+    python benchmarks/transposes.py [THREADS] [--plot PNG]   (threads: 1)
+
+`--plot` also draws each case's times as ratios to the plain walk's (bars).
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +18,7 @@ import numpy as np
 import dmlops
 import dmlops.backends.cpu_engine as engine
 from dmlops.bench.common import median_cpu
+from dmlops.bench.plot import plot_ratios
 
 CASES: list[tuple[str, tuple[int, ...], Callable[[Any], Any]]] = [
     ("[2000, 2000]", (2000, 2000), lambda x: x.T),
@@ -37,7 +40,11 @@ def median_ms(fn: Callable[[], Any], calls: int = 7) -> float:
 
 
 def main() -> None:
-    threads = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("threads", nargs="?", type=int, default=1)
+    parser.add_argument("--plot", metavar="PNG", help="also draw the ratios into this file")
+    args = parser.parse_args()
+    threads = args.threads
     dmlops.set_num_threads(threads)
     try:
         import torch
@@ -47,6 +54,7 @@ def main() -> None:
         torch = None
     tiled = engine._tiled_transpose
     print(f"threads {threads}: plain walk / tiles / numpy / torch (ms)")
+    rows: dict[str, dict[str, float]] = {}
     for name, shape, view_of in CASES:
         x = np.random.default_rng(0).random(shape, dtype=np.float32)
         view = view_of(x)
@@ -66,6 +74,9 @@ def main() -> None:
             tview = view_of(source)
             row.append(median_ms(lambda target=target, tview=tview: target.copy_(tview)))
         print(f"{name:36s} " + " ".join(f"{t:8.2f}" for t in row), flush=True)
+        rows[name] = dict(zip(("plain walk", "tiles", "numpy", "torch"), row, strict=False))
+    if args.plot:
+        plot_ratios(rows, "plain walk", f"{threads} threads", args.plot)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Pictures of benchmark results: bars of GB/s per case, and time per call against N."""
+"""Pictures of benchmark results: bars of GB/s per case, time per call against N, and each
+case's contenders as ratios to one of them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import textwrap
 
 from .common import Result
 
-__all__ = ["contention_cases", "plot", "plot_contention", "plot_dask"]
+__all__ = ["contention_cases", "plot", "plot_contention", "plot_dask", "plot_ratios"]
 
 _MANAGED = re.compile(r"peak managed ([\d/]+) MiB, RSS growth ([\d/]+) MiB")
 
@@ -158,5 +159,34 @@ def plot(results: list[Result], path: str) -> None:
         ax.set_title(f"{device}: {op}, time per call")
         ax.legend(fontsize=7)
     fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_ratios(rows: dict[str, dict[str, float]], baseline: str, label: str, path: str) -> None:
+    """Each case's contenders (seconds, by name) as ratios to `baseline`'s time, a bar each
+    on a log scale; `label` names the x axis's condition (threads, host)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(rows)
+    others = [c for c in dict.fromkeys(k for r in rows.values() for k in r) if c != baseline]
+    height = 0.8 / max(1, len(others))
+    fig, ax = plt.subplots(figsize=(10, 0.45 * len(names) * max(1, len(others)) / 2 + 1.2))
+    for k, contender in enumerate(others):
+        ys = [i + height * k for i, n in enumerate(names) if contender in rows[n]]
+        ratios = [rows[n][contender] / rows[n][baseline] for n in names if contender in rows[n]]
+        ax.barh(ys, ratios, height, label=contender)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_yticks([i + height * (len(others) - 1) / 2 for i in range(len(names))])
+    ax.set_yticklabels(names, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"time / {baseline}'s time ({label}; below 1 is faster)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.subplots_adjust(left=0.36)  # (the cases' long names)
     fig.savefig(path, dpi=110)
     plt.close(fig)
