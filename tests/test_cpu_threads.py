@@ -109,3 +109,35 @@ def test_streaming_starts_at_three_eighths_of_the_last_level_cache(tmp_path: Pat
     assert caches.streaming_bytes(256 << 10) == 1 << 20  # (never below a megabyte)
     assert caches.streaming_bytes(8 << 20) == 3 << 20
     assert caches.streaming_bytes(300 << 20) == 16 << 20  # (nor above 16 MiB)
+
+
+def test_the_environment_sets_the_streaming_threshold() -> None:
+    """DMLOPS_STREAMING_BYTES overrides the machine's threshold (0 or 'off': never stream);
+    anything else is refused by name."""
+    assert caches.chosen_streaming_bytes({"DMLOPS_STREAMING_BYTES": "8388608"}) == 8 << 20
+    assert caches.chosen_streaming_bytes({"DMLOPS_STREAMING_BYTES": "0"}) == caches.NEVER
+    assert caches.chosen_streaming_bytes({"DMLOPS_STREAMING_BYTES": " OFF "}) == caches.NEVER
+    assert caches.chosen_streaming_bytes({}) == caches.streaming_bytes()
+    for bad in ("-1", "8M", "lots"):
+        with pytest.raises(dmlops.DmlError, match="DMLOPS_STREAMING_BYTES"):
+            caches.chosen_streaming_bytes({"DMLOPS_STREAMING_BYTES": bad})
+
+
+def test_a_bad_streaming_threshold_is_refused_when_the_engine_loads() -> None:
+    """The variable is read when the engine loads, at its first call (as DMLOPS_NUM_THREADS
+    is): a bad value stops that call, naming the variable; 'off' runs."""
+    import os
+    import subprocess
+    import sys
+
+    from dmlops.backends import cpu_engine
+
+    if cpu_engine.native() is None:
+        pytest.skip("the CPU engine is not built")
+    code = "import dmlops, numpy as np; dmlops.join([np.ones((2, 9000))] * 2, 0)"
+    env = dict(os.environ, DMLOPS_STREAMING_BYTES="lots")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode != 0 and "DMLOPS_STREAMING_BYTES='lots'" in done.stderr
+    env["DMLOPS_STREAMING_BYTES"] = "off"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ...plan import Plan
-from .caches import streaming_bytes
+from .caches import chosen_streaming_bytes, streaming_bytes
 from .scope import in_scheduler_task, scheduler_task
 from .threads import choose_threads, cpu_quota, get_num_threads, set_num_threads
 
@@ -50,7 +50,8 @@ _STATE: dict[str, Any] = {"enabled": os.environ.get("DMLOPS_CPU_ENGINE", "") != 
 # the pool's idle spin, the bytes that earn a thread, a piece's least and most bytes, the
 # wait for a job's last pieces that counts as a straggle (setting it resets what the pool
 # learnt of the machine's load), and the job bytes from which stores stream past the caches
-# (3/8 of the last-level cache, 1-16 MiB); given to the extension when it loads
+# (3/8 of the last-level cache, 1-16 MiB); given to the extension when it loads, where
+# DMLOPS_STREAMING_BYTES then overrides the last
 DEFAULTS = {
     "spin_us": 50,
     "least_bytes_a_thread": 64 << 10,
@@ -70,6 +71,7 @@ def native() -> Any:
             _native = None
         else:
             _native.configure(**DEFAULTS)
+            _native.configure(streaming_bytes=chosen_streaming_bytes())
         _STATE["native"] = _native
     return _STATE["native"]
 

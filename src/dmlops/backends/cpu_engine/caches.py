@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["MOST_STREAMING_BYTES", "last_level_cache_bytes", "streaming_bytes"]
+from ...errors import DmlError
+
+__all__ = [
+    "MOST_STREAMING_BYTES",
+    "NEVER",
+    "chosen_streaming_bytes",
+    "last_level_cache_bytes",
+    "streaming_bytes",
+]
 
 _FALLBACK = 32 << 20  # where no cache size can be read
 MOST_STREAMING_BYTES = 16 << 20
@@ -43,3 +53,26 @@ def streaming_bytes(cache: int | None = None) -> int:
     host: streamed, each ran 1.1-1.9x faster on one core), at least 1 MiB."""
     share = (last_level_cache_bytes() if cache is None else cache) * 3 // 8
     return max(1 << 20, min(MOST_STREAMING_BYTES, share))
+
+
+NEVER = 1 << 62  # a threshold no job reaches: every store cached
+
+
+def chosen_streaming_bytes(environ: Mapping[str, str] = os.environ) -> int:
+    """The engine's streaming threshold: `DMLOPS_STREAMING_BYTES` where set (a whole number
+    of bytes; 0 or "off": never stream), else `streaming_bytes()` for this machine."""
+    named = environ.get("DMLOPS_STREAMING_BYTES", "").strip()
+    if not named:
+        return streaming_bytes()
+    if named.lower() == "off":
+        return NEVER
+    try:
+        value = int(named)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise DmlError(
+            f"DMLOPS_STREAMING_BYTES={named!r}: give a whole number of bytes >= 0 (0 or 'off': "
+            "never stream)"
+        )
+    return value or NEVER
