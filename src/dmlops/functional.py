@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .arrays import family as _family
 from .arrays import strided as _arrays
 from .calls import (
     _SLICE,
@@ -377,7 +378,7 @@ def fill_value_constant(
     >>> dmlops.fill_value_constant([2, 3], 7, np.int16).tolist()
     [[7, 7, 7], [7, 7, 7]]
     """
-    return _arrays.fill_value_constant(
+    return _family.fill_value_constant(
         sizes, value, dtype, feature_level=feature_level, out=out, device=device
     )
 
@@ -436,7 +437,7 @@ def diagonal_matrix(
     >>> dmlops.diagonal_matrix([2, 3], offset=1).tolist()
     [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
     """
-    return _arrays.diagonal_matrix(
+    return _family.diagonal_matrix(
         sizes, offset, value, dtype, feature_level=feature_level, out=out, device=device
     )
 
@@ -469,7 +470,7 @@ def diagonal_matrix1(
             raise DmlError("DIAGONAL_MATRIX1: sizes and dtype are the input's where one is given")
         moved = (x, diagonal_fill_begin, diagonal_fill_end)
         return _moved("DIAGONAL_MATRIX1", moved, {"value": value, **kwargs})
-    return _arrays.diagonal_matrix1(
+    return _family.diagonal_matrix1(
         x, diagonal_fill_begin, diagonal_fill_end, value, sizes=sizes, dtype=dtype, **kwargs
     )
 
@@ -579,7 +580,7 @@ def resample(
     }
     if type(x) is not np.ndarray and _through_torch([x]):
         return _moved("RESAMPLE", (x, scales), kwargs)
-    return _arrays.resample(x, scales, **kwargs)
+    return _family.resample(x, scales, **kwargs)
 
 
 def fill_value_sequence(
@@ -602,7 +603,7 @@ def fill_value_sequence(
     >>> dmlops.fill_value_sequence([2, 2], 10, -2, np.uint8).tolist()
     [[10, 8], [6, 4]]
     """
-    return _arrays.fill_value_sequence(
+    return _family.fill_value_sequence(
         sizes, start, delta, dtype, feature_level=feature_level, out=out, device=device
     )
 
@@ -666,7 +667,7 @@ def cast(
                     "(detach it, or call under torch.no_grad())"
                 )
         x = x.detach()
-    return _arrays.cast(x, dtype, feature_level=feature_level, out=out, device=device)
+    return _family.cast(x, dtype, feature_level=feature_level, out=out, device=device)
 
 
 def nonzero_coordinates(
@@ -691,7 +692,7 @@ def nonzero_coordinates(
     """
     if type(x) is not np.ndarray and _through_torch([x]):
         x = x.detach()
-    return _arrays.nonzero_coordinates(
+    return _family.nonzero_coordinates(
         x, columns, feature_level=feature_level, out=out, device=device
     )
 
@@ -714,4 +715,4 @@ def nonzero(
     """
     if type(x) is not np.ndarray and _through_torch([x]):
         x = x.detach()
-    return _arrays.nonzero(x, feature_level=feature_level, device=device)
+    return _family.nonzero(x, feature_level=feature_level, device=device)

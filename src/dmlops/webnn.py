@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import indexed, strided
+from .arrays import family, indexed, strided
 from .errors import InvalidDescriptorError
 from .ops import triangle_span
 
@@ -382,7 +382,7 @@ def resample2d(input: Any, options: Mapping[str, Any] | None = None) -> Any:  # 
             scales4[a] = out[a] / shape[a]
         if 0 in out:
             raise _fail(f"resample2d: the output's sizes {out} are empty (scales too small)")
-        return strided.resample(
+        return family.resample(
             input,
             scales4,
             sizes=out,
@@ -470,8 +470,8 @@ def cast(input: Any, type: str, options: Mapping[str, Any] | None = None) -> Any
     if type not in DATA_TYPES:
         raise _fail(f"cast: type {type!r} is not one of {', '.join(DATA_TYPES)}")
     if not _shape(input):  # a 0-D tensor: DirectML's tensors have a dimension
-        return strided.cast(input.reshape(1), np.dtype(type)).reshape(())
-    return strided.cast(input, np.dtype(type))
+        return family.cast(input.reshape(1), np.dtype(type)).reshape(())
+    return family.cast(input, np.dtype(type))
 
 
 def triangular(input: Any, options: Mapping[str, Any] | None = None) -> Any:  # noqa: A002
@@ -497,7 +497,7 @@ def triangular(input: Any, options: Mapping[str, Any] | None = None) -> Any:  # 
     *lead, height, width = shape
     begin, end = triangle_span(upper, diagonal, height, width)
     three = input if len(shape) <= 4 else _copy(input).reshape((math.prod(lead), height, width))
-    kept = strided.diagonal_matrix1(three, begin, end, 0)
+    kept = family.diagonal_matrix1(three, begin, end, 0)
     return kept if len(shape) <= 4 else kept.reshape(shape)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arrays import strided
+from ..arrays import family
 from ..errors import DmlError
 from ..tensor import FeatureLevel
 from ._chunks import (
@@ -21,7 +21,7 @@ from .indexed import gather
 
 @task
 def _cast_block(dtype: np.dtype[Any], level: Any, block: Any) -> Any:
-    return strided.cast(block, dtype, feature_level=level)
+    return family.cast(block, dtype, feature_level=level)
 
 
 def cast(x: Any, dtype: Any, *, feature_level: FeatureLevel | int | str | None = None) -> Any:
@@ -29,9 +29,9 @@ def cast(x: Any, dtype: Any, *, feature_level: FeatureLevel | int | str | None =
     by chunk; validated before any task exists."""
     from dask.array.utils import meta_from_array
 
-    target = strided._numpy_type(dtype)
+    target = family._numpy_type(dtype)
     probe = np.zeros((1,) * max(x.ndim, 1), x.dtype)  # (the descriptor's checks, now)
-    strided.cast(probe, target, feature_level=feature_level)
+    family.cast(probe, target, feature_level=feature_level)
     meta = meta_from_array(x, ndim=x.ndim, dtype=target)  # type: ignore[no-untyped-call]
     block = functools.partial(_cast_block, target, feature_level)
     return x.map_blocks(block, dtype=target, meta=meta)
@@ -55,9 +55,9 @@ def _diagonal_block(
     (r0, _), (c0, _) = block_info[0]["array-location"][-2:]
     b, e = _block_span(begin, end, c0 - r0, *block.shape[-2:])
     if block.ndim <= 4:
-        return strided.diagonal_matrix1(block, b, e, value, feature_level=level)
+        return family.diagonal_matrix1(block, b, e, value, feature_level=level)
     merged = block.reshape((-1, *block.shape[-2:]))
-    made = strided.diagonal_matrix1(merged, b, e, value, feature_level=level)
+    made = family.diagonal_matrix1(merged, b, e, value, feature_level=level)
     return made.reshape(block.shape)
 
 
@@ -77,7 +77,7 @@ def diagonal_matrix1(
     if x.ndim < 2:
         raise DmlError(f"DIAGONAL_MATRIX1: x has {x.ndim} dimensions; a matrix needs 2 or more")
     probe = np.zeros((2, 2), x.dtype)  # (the descriptor's checks, now)
-    strided.diagonal_matrix1(probe, begin, end, value, feature_level=feature_level)
+    family.diagonal_matrix1(probe, begin, end, value, feature_level=feature_level)
     block = functools.partial(_diagonal_block, begin, end, value, feature_level)
     return x.map_blocks(block, dtype=x.dtype, meta=x._meta)
 
@@ -138,7 +138,7 @@ def resample(
         "feature_level": feature_level,
     }
     probe = np.zeros((1,) * rank, x.dtype)  # (the descriptor's checks, now)
-    strided.resample(probe, sizes=(1,) * rank, **options)
+    family.resample(probe, sizes=(1,) * rank, **options)
     if len(out) != rank:
         raise DmlError(f"RESAMPLE: {len(out)} output sizes for an input of {rank} dimensions")
     if 0 in x.shape or 0 in out:

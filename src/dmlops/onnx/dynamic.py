@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arrays import strided as array_layer
+from ..arrays import family as array_family
 from ..calls import backend_of
 from ..device import Device
 from ..errors import DmlError, ModelError
@@ -186,9 +186,9 @@ class DynamicModel:
         level = self.device.feature_level
         try:
             if 1 <= len(shape) <= 5:
-                found = array_layer.nonzero(x, feature_level=level)
+                found = array_family.nonzero(x, feature_level=level)
                 return backend.copy_of(found.T)  # ONNX's [rank, count]
-            flat = array_layer.nonzero(x.reshape(-1), feature_level=level)[:, 0]
+            flat = array_family.nonzero(x.reshape(-1), feature_level=level)[:, 0]
         except DmlError as e:
             raise ModelError(f"{where}: {e}") from None
         if not shape:

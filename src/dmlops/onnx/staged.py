@@ -370,7 +370,7 @@ def _cast_step(
 ) -> tuple[str, Step]:
     """A Cast of run-time data to or from a float type: DirectML's CAST (its rules where
     ONNX leaves a value undefined: floats to integers truncate and saturate)."""
-    from ..arrays.strided import cast
+    from ..arrays.family import cast
 
     target = _cast_target(a)
     shape = types[names[0]][0]

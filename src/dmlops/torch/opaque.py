@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ..arrays import family
 from ..arrays import indexed as FI
 from ..arrays import strided as F
 from ..arrays.indexed import _axis
@@ -291,7 +292,7 @@ OPAQUE = {
     ),
     "DIAGONAL_MATRIX1": Opaque(
         "diagonal_matrix1",
-        F.diagonal_matrix1,
+        family.diagonal_matrix1,
         _same_shape,
         ("x", "diagonal_fill_begin", "diagonal_fill_end"),
         ("value", "feature_level"),
@@ -300,7 +301,7 @@ OPAQUE = {
     ),
     "RESAMPLE": Opaque(
         "resample",
-        F.resample,
+        family.resample,
         _resample_shape,
         ("x", "scales"),
         (
