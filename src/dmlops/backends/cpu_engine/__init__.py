@@ -70,8 +70,8 @@ def native() -> Any:
         except ImportError:
             _native = None
         else:
-            _native.configure(**DEFAULTS)
-            _native.configure(streaming_bytes=chosen_streaming_bytes())
+            chosen = chosen_streaming_bytes(machine=DEFAULTS["streaming_bytes"])
+            _native.configure(**{**DEFAULTS, "streaming_bytes": chosen})
         _STATE["native"] = _native
     return _STATE["native"]
 

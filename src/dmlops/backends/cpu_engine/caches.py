@@ -58,12 +58,15 @@ def streaming_bytes(cache: int | None = None) -> int:
 NEVER = 1 << 62  # a threshold no job reaches: every store cached
 
 
-def chosen_streaming_bytes(environ: Mapping[str, str] = os.environ) -> int:
+def chosen_streaming_bytes(
+    environ: Mapping[str, str] = os.environ, machine: int | None = None
+) -> int:
     """The engine's streaming threshold: `DMLOPS_STREAMING_BYTES` where set (a whole number
-    of bytes; 0 or "off": never stream), else `streaming_bytes()` for this machine."""
+    of bytes; 0 or "off": never stream), else this machine's (`machine`, where the caller
+    has it already, else `streaming_bytes()`)."""
     named = environ.get("DMLOPS_STREAMING_BYTES", "").strip()
     if not named:
-        return streaming_bytes()
+        return streaming_bytes() if machine is None else machine
     if named.lower() == "off":
         return NEVER
     try:
