@@ -149,6 +149,62 @@ def test_every_backend_rank_and_type_against_a_naive_loop(
     assert to_host(out).tobytes() == want.tobytes()
 
 
+def _vectorised_naive(x: np.ndarray, value: Any, begin: int, end: int) -> np.ndarray:
+    """The page's rule over whole index grids (the naive loop's, for matrices too large for
+    it; checked against it on a small one)."""
+    rows, cols = np.indices(x.shape[-2:])
+    top = cols - rows
+    use = (end >= begin) ^ (top >= begin) ^ (top < end)
+    return np.where(use, np.asarray(value, x.dtype), x)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    height=st.integers(1, 100),
+    width=st.integers(1, 100),
+    begin=st.integers(-110, 110),
+    end=st.integers(-110, 110),
+    dtype=st.sampled_from([np.float16, np.float32, np.int8, np.float64]),
+)
+def test_blocks_of_rows_on_every_backend(
+    backend: str, height: int, width: int, begin: int, end: int, dtype: Any
+) -> None:
+    """Matrices of many rows (lowered in blocks of rows: shared columns one box, each row's
+    remainder its own), every span and alignment, against the page's rule."""
+    x = np.arange(2 * height * width).astype(dtype).reshape(2, height, width)
+    want = _vectorised_naive(x, 3, begin, end)
+    got = to_host(dmlops.diagonal_matrix1(to_device(backend, x), begin, end, 3))
+    assert got.tobytes() == want.tobytes()
+
+
+def test_the_vectorised_rule_is_the_naive_loop() -> None:
+    x = np.arange(2 * 6 * 7, dtype=np.int32).reshape(2, 6, 7)
+    for begin, end in itertools.product(range(-8, 9, 3), repeat=2):
+        want = naive(x, x.shape, np.int32, 3, begin, end)
+        assert _vectorised_naive(x, 3, begin, end).tobytes() == want.tobytes()
+
+
+def test_a_triangle_moves_in_boxes_of_rows_aligned_to_16_bytes() -> None:
+    """tril of 1024 x 1024 float16: each element written once; all but the rows' remainders
+    (under 5 %) in boxes of 32 rows (fewer in the last block, whose last row has one run
+    less: halved) whose columns start and end on 16-byte boundaries."""
+    desc = DiagonalMatrix1Desc(
+        BufferTensorDesc(DataType.FLOAT16, [1024, 1024]),
+        BufferTensorDesc(DataType.FLOAT16, [1024, 1024]),
+        DataType.FLOAT16, 0, 1, 2**31 - 1,
+    )  # fmt: skip
+    written = np.zeros((1024, 1024), np.int32)
+    in_boxes = 0
+    for c in desc.logical_copies():
+        (y, x), (rows, cols) = c.dst_start, c.shape
+        written[y : y + rows, x : x + cols] += 1
+        if rows > 1:
+            assert rows in (2, 4, 8, 16, 32) and x % 8 == 0 and cols % 8 == 0
+            in_boxes += rows * cols
+    assert (written == 1).all()
+    assert in_boxes > 0.95 * written.size
+
+
 @pytest.mark.parametrize("k", [-9, -2, -1, 0, 1, 3, 9])
 def test_tril_and_triu_as_numpy(backend: str, k: int) -> None:
     x = np.arange(2 * 3 * 2 * 4 * 5, dtype=np.int32).reshape(2, 3, 2, 4, 5)  # rank 5: merged

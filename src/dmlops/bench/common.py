@@ -13,7 +13,7 @@ from typing import Any
 
 __all__ = [
     "Fn", "Result", "have", "median_cpu", "median_gpu", "gpu_present", "format_table",
-    "all_cores_copy", "ALL_CORES", "DRAM_CEILING", "dram_copy_time",
+    "all_cores_copy", "ALL_CORES", "DRAM_CEILING", "dram_copy_time", "HOLD", "hold_stream",
 ]  # fmt: skip
 
 ALL_CORES = "copy ceiling, all cores"
@@ -115,12 +115,45 @@ def best_per_call(fn: Fn, calls: int, sync: Fn, warm: int = 20, runs: int = 5) -
     return best
 
 
+_HOLD_SOURCE = r"""
+extern "C" __global__ void dmlops_bench_hold(unsigned long long ns)
+{
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); while (t - t0 < ns);
+}
+"""
+_held: list[Any] = []
+# seconds a batched sample's stream is held before its first event: the batch's calls are
+# all queued when the device starts them, so the first call's host latency is not counted
+# as device time (the call-cost table measures host time)
+HOLD = 0.002
+
+
+def hold_stream(seconds: float) -> None:
+    """Keep the current CUDA stream busy for `seconds` (one thread spinning on the global
+    timer): work queued behind it starts together, the host's launch time out of its timing."""
+    import cupy
+    import numpy as np
+
+    if not _held:
+        _held.append(cupy.RawKernel(_HOLD_SOURCE, "dmlops_bench_hold"))
+    _held[0]((1,), (1,), (np.uint64(int(seconds * 1e9)),))
+
+
 def median_gpu(
-    fn: Fn, reps: int, wall: bool = False, sync: Fn | None = None, batch: int = 1
+    fn: Fn,
+    reps: int,
+    wall: bool = False,
+    sync: Fn | None = None,
+    batch: int = 1,
+    hold: float = 0.0,
 ) -> float:
     """Median time of `fn`: CUDA events on the current stream around `batch` calls back to
     back (per call: with batch > 1 the device's time where it exceeds the host's, as a
-    program with queued work sees it), or (wall) host time to sync."""
+    program with queued work sees it), or (wall) host time to sync. `hold` (seconds): the
+    stream is held that long before each sample's first event, so that the first call's
+    host latency is queued behind it rather than timed."""
     import cupy
 
     for _ in range(3):
@@ -138,6 +171,8 @@ def median_gpu(
                 cupy.cuda.Device().synchronize()
             times.append(time.perf_counter() - t0)
         else:
+            if hold:
+                hold_stream(hold)
             start.record()
             for _ in range(batch):
                 fn()

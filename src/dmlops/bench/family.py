@@ -12,7 +12,7 @@ import numpy as np
 
 import dmlops
 
-from .common import Result, median_cpu, median_gpu
+from .common import HOLD, Result, median_cpu, median_gpu
 
 _BATCH = 8
 
@@ -47,13 +47,13 @@ def _gpu(torch: Any, reps: int) -> list[Result]:
         moved = torch.empty(max(1, nbytes // 2), dtype=torch.float16, device=dev)
         source = torch.empty_like(moved)
         times = {
-            "dmlops": median_gpu(ours, reps, batch=_BATCH),
-            "torch eager": median_gpu(theirs, reps, batch=_BATCH),
-            "copy ceiling": median_gpu(partial(moved.copy_, source), reps, batch=_BATCH),
+            "dmlops": median_gpu(ours, reps, batch=_BATCH, hold=HOLD),
+            "torch eager": median_gpu(theirs, reps, batch=_BATCH, hold=HOLD),
+            "copy ceiling": median_gpu(partial(moved.copy_, source), reps, batch=_BATCH, hold=HOLD),
         }
         if compile_it:
             compiled = torch.compile(theirs)
-            times["torch.compile"] = median_gpu(compiled, reps, batch=_BATCH)
+            times["torch.compile"] = median_gpu(compiled, reps, batch=_BATCH, hold=HOLD)
         results.append(Result("family", case, "gpu", nbytes, "torch eager", times))
         torch.cuda.empty_cache()
     return results

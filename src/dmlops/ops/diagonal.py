@@ -101,14 +101,20 @@ class DiagonalMatrixDesc(GeneratorDesc):
         return copies
 
 
+# rows whose shared columns are lowered as one box (each row's remainder a run of its own):
+# most of a triangle's bytes move in boxes of this many rows
+_BLOCK_ROWS = 32
+
+
 class DiagonalMatrix1Desc(OperatorDesc):
     """DML_DIAGONAL_MATRIX1_OPERATOR_DESC: OutputTensor[..., y, x] = Value where the
     diagonal x - y lies in [DiagonalFillBegin, DiagonalFillEnd) (outside [End, Begin) where
     Begin > End, the span inverted), else InputTensor[..., y, x], or 0 without an input
     (numpy.tril / triu, torch.tril / triu, ONNX Trilu, WebNN triangular, torch.eye).
 
-    Lowered per row: at most two runs of Value and the runs between them, copied from the
-    input (or zeros), each a box over the batch; every element is written once.
+    Lowered in blocks of rows: per row at most two runs of Value and the runs between them,
+    copied from the input (or zeros); the columns that every row of a block shares in a run
+    one box, each row's remainder a box of one row; every element is written once.
     """
 
     OPERATOR = "DIAGONAL_MATRIX1"
@@ -211,30 +217,54 @@ class DiagonalMatrix1Desc(OperatorDesc):
             runs = [clipped(-(2**62), y + end), clipped(y + begin, 2**62)]
         return [(a, b) for a, b in runs if b > a]
 
+    def row_runs(self, y: int, width: int) -> list[tuple[int, int, int]]:
+        """Row `y`'s runs in column order: (source, start, stop), the source -1 for Value,
+        0 for the input, -2 for zeros (no input); none empty."""
+        rest = 0 if self.input_tensor is not None else -2
+        runs, at = [], 0
+        for start, stop in [*self.filled_runs(y, width), (width, width)]:
+            runs += [(src, a, b) for src, a, b in ((rest, at, start), (-1, start, stop)) if b > a]
+            at = stop
+        return runs
+
     def logical_copies(self) -> list[LogicalCopy]:
         sizes = tuple(self.output_tensor.sizes)
         lead, (height, width) = sizes[:-2], sizes[-2:]
         batch = (0,) * len(lead)
-        ones = (1,) * len(sizes)
-        rest = 0 if self.input_tensor is not None else -2  # the input, or zeros
-        copies = []
-        for y in range(height):
-            at = 0
-            for start, stop in [*self.filled_runs(y, width), (width, width)]:
-                for src, a, b in ((rest, at, start), (-1, start, stop)):
-                    if b > a:
-                        corner = (*batch, y, a)
-                        copies.append(
-                            LogicalCopy(
-                                src,
-                                corner if src >= 0 else (*batch, 0, 0),
-                                ones if src >= 0 else (0,) * len(sizes),
-                                0,
-                                corner,
-                                (*lead, 1, b - a),
-                            )
-                        )
-                at = stop
+        copies: list[LogicalCopy] = []
+        # a box's columns start and end on 16-byte boundaries of the row (vector accesses)
+        align = max(1, 16 // self.output_tensor.data_type.element_size)
+
+        def box(src: int, y: int, rows: int, a: int, b: int) -> None:
+            corner = (*batch, y, a)
+            start, step = (corner, (1,) * len(sizes)) if src >= 0 else ((0,) * len(sizes),) * 2
+            copies.append(LogicalCopy(src, start, step, 0, corner, (*lead, rows, b - a)))
+
+        def block(y0: int, y1: int) -> None:
+            """Rows [y0, y1): where they have runs of the same sources in the same order,
+            the columns all of them share as one box, each row's remainder its own run;
+            else halved."""
+            runs = [self.row_runs(y, width) for y in range(y0, y1)]
+            if len({tuple(src for src, _, _ in r) for r in runs}) > 1:
+                middle = (y0 + y1) // 2
+                block(y0, middle)
+                block(middle, y1)
+                return
+            for i, (src, _, _) in enumerate(runs[0]):
+                lo = -(-max(r[i][1] for r in runs) // align) * align
+                hi = min(r[i][2] for r in runs) // align * align
+                shared = hi > lo
+                if shared:
+                    box(src, y0, y1 - y0, lo, hi)
+                for y, r in zip(range(y0, y1), runs, strict=True):
+                    _, a, b = r[i]
+                    rest = ((a, lo), (hi, b)) if shared else ((a, b),)
+                    for c, d in rest:
+                        if d > c:
+                            box(src, y, 1, c, d)
+
+        for y0 in range(0, height, _BLOCK_ROWS):
+            block(y0, min(y0 + _BLOCK_ROWS, height))
         return copies
 
 
