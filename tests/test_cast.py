@@ -80,6 +80,22 @@ def test_every_type_pair_on_every_backend(backend: str, source: Any, target: Any
     assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (x, got, want)
 
 
+@pytest.mark.parametrize(("source", "target"), list(itertools.product(TYPES, TYPES)))
+def test_rows_at_every_alignment(backend: str, source: Any, target: Any) -> None:
+    """Rows of 4 k and 4 k + 2 elements starting 0 to 3 elements into their buffer (on CUDA,
+    a view of the device buffer), two rows in a pitch of 4 k + 4."""
+    values = samples(source)
+    for inner, offset in itertools.product((8, 10), range(4)):
+        flat = np.resize(values, 2 * (inner + 4) + 4)
+        # (on CUDA, the view taken of the buffer on the device)
+        placed = to_device(backend, flat) if backend == "cuda" else flat
+        x = placed[offset : offset + 2 * (inner + 4)].reshape(2, inner + 4)[:, :inner]
+        host = flat[offset : offset + 2 * (inner + 4)].reshape(2, inner + 4)[:, :inner]
+        want = np.array([naive(v, np.dtype(target)) for v in host.reshape(-1).tolist()], target)
+        got = to_host(dmlops.cast(x if backend == "cuda" else to_device(backend, x), target))
+        assert got.tobytes() == want.tobytes(), (inner, offset)
+
+
 @pytest.mark.parametrize(("source", "target"), [(np.float32, np.int16), (np.int64, np.float16),
                                                 (np.uint8, np.float64), (np.float64, np.uint32)])  # fmt: skip
 def test_strided_operands_ranks_and_out(backend: str, source: Any, target: Any) -> None:
