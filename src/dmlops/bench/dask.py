@@ -38,6 +38,7 @@ from .common import Result
 __all__ = [
     "PIPELINES",
     "combine_runs",
+    "round_order",
     "make_input",
     "measure",
     "run",
@@ -507,6 +508,13 @@ def warm_imports() -> None:
             importlib.import_module(name)
 
 
+def round_order(names: list[str], round_index: int) -> list[str]:
+    """The contenders' order in a round: each round starts with the next one, so that none
+    always runs first (after the previous round's last) or last."""
+    k = round_index % len(names)
+    return names[k:] + names[:k]
+
+
 def _mib(values: list[int]) -> str:
     return "/".join(f"{v / 2**20:.0f}" for v in values)
 
@@ -532,8 +540,9 @@ def run(
 
         def in_turns(builds: dict[str, Build]) -> dict[str, dict[str, Any]]:
             """Each contender on a cluster of its own (no memory kept from another's runs),
-            the contenders run in turn, once a round, so that the machine's drift (the VM's
-            timings swing by tens of per cent over a minute) falls on each alike."""
+            the contenders run in turn, once a round, each round starting with the next
+            one, so that the machine's drift (the VM's timings swing by tens of per cent
+            over a minute) and a place in the round fall on each alike."""
             with contextlib.ExitStack() as stack:
                 clients = {}
                 for name in builds:
@@ -546,8 +555,9 @@ def run(
                     clients[name].run(warm_imports)  # (imports outside the timed runs)
                 runs: dict[str, list[dict[str, Any]]] = {name: [] for name in builds}
                 failed: dict[str, dict[str, Any]] = {}
-                for _ in range(reps):
-                    for name, build in builds.items():
+                for r in range(reps):
+                    for name in round_order(list(builds), r):
+                        build = builds[name]
                         if name in failed:
                             continue
                         out = where / f"{name}.zarr"
