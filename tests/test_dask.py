@@ -260,6 +260,20 @@ def test_a_chunk_that_is_a_source_chunk_is_an_alias() -> None:
     _same(b.compute(scheduler="threads"), x[4:])
 
 
+@pytest.mark.parametrize("mode", ["REFLECTION", "EDGE", "SYMMETRIC", "WRAP", "CONSTANT"])
+def test_a_pad_keeps_every_input_chunk_as_it_is(mode: str) -> None:
+    """The middle of a pad is the input whole (a mirror or an edge run stops where the input
+    starts): every input chunk is an output chunk, no task."""
+    x = np.arange(12 * 3, dtype=np.float32).reshape(12, 3)
+    dx = da.from_array(x, chunks=(4, 3))
+    padded = dd.padding(dx, [2, 0], [3, 0], mode)
+    assert padded.chunks[0] == (2, 4, 4, 4, 3)
+    graph = dict(padded.__dask_graph__())
+    for i in range(3):
+        assert graph[(padded.name, i + 1, 0)] == (dx.name, i, 0)
+    _same(padded.compute(scheduler="threads"), dmlops.padding(x, [2, 0], [3, 0], mode))
+
+
 def test_a_window_of_one_source_chunk_is_a_view_of_it() -> None:
     x = np.arange(96, dtype=np.float32).reshape(12, 8)
     dx = da.from_array(x, chunks=(4, 8))

@@ -75,13 +75,15 @@ def padding_runs(
     mode: PaddingMode, size: int, start: int, end: int
 ) -> list[tuple[int, int, int | None, int]]:
     """One dimension's output as runs (output start, count, input start or None for the
-    constant, input step in -1/0/1), in order."""
+    constant, input step in -1/0/1), in order; the input's own run starts where it starts
+    in the output and ends where it ends (its first element is not the last of a mirror or
+    of an edge's repeats: the middle is the input whole, a chunk of it a chunk of the input)."""
     runs: list[tuple[int, int, int | None, int]] = []
     total = start + size + end
     o = 0
     while o < total:
         src = _source_index(mode, o - start, size)
-        if runs:
+        if runs and o not in (start, start + size):
             first, count, at, step = runs[-1]
             if src is None and at is None:
                 runs[-1] = (first, count + 1, None, 0)
