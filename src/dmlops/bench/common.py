@@ -123,22 +123,25 @@ extern "C" __global__ void dmlops_bench_hold(unsigned long long ns)
     do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); while (t - t0 < ns);
 }
 """
-_held: list[Any] = []
 # seconds a batched sample's stream is held before its first event: the batch's calls are
 # all queued when the device starts them, so the first call's host latency is not counted
 # as device time (the call-cost table measures host time)
 HOLD = 0.002
 
 
+@functools.cache
+def _hold_kernel() -> Any:
+    import cupy
+
+    return cupy.RawKernel(_HOLD_SOURCE, "dmlops_bench_hold")
+
+
 def hold_stream(seconds: float) -> None:
     """Keep the current CUDA stream busy for `seconds` (one thread spinning on the global
     timer): work queued behind it starts together, the host's launch time out of its timing."""
-    import cupy
     import numpy as np
 
-    if not _held:
-        _held.append(cupy.RawKernel(_HOLD_SOURCE, "dmlops_bench_hold"))
-    _held[0]((1,), (1,), (np.uint64(int(seconds * 1e9)),))
+    _hold_kernel()((1,), (1,), (np.uint64(int(seconds * 1e9)),))
 
 
 def median_gpu(
