@@ -54,7 +54,7 @@ def main() -> None:
     )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for argument in sys.argv[1:]:
-        label, _, path = argument.partition("=")
+        label, _, path = argument.rpartition("=")
         with open(path) as f:
             found = summary(json.load(f))
         for condition in CONDITIONS:

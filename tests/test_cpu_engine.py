@@ -28,14 +28,19 @@ def every_plan_on_the_engine(  # type: ignore[no-untyped-def]
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ):
     """Every plan runs on the engine, however small, cut into pieces of a few bytes spread
-    over every thread asked for (the engine's sizes are speed, not correctness); once with
+    over every thread asked for (the engine's sizes and its load estimate are speed, not
+    correctness); once with
     plain stores, once with every job's contiguous runs streamed past the caches."""
     if not cpu_engine.available():
         pytest.skip("the CPU engine is not built")
     monkeypatch.setattr(nb, "_ENGINE_BYTES", 0)
     streaming = 1 if request.param == "streaming stores" else 1 << 62
     cpu_engine.configure(
-        least_bytes_a_thread=1, least_grain=8, most_grain=64, streaming_bytes=streaming
+        least_bytes_a_thread=1,
+        least_grain=8,
+        most_grain=64,
+        streaming_bytes=streaming,
+        load_aware=0,  # (every thread asked for, however busy the machine)
     )
     yield
     cpu_engine.configure(**cpu_engine.DEFAULTS)
@@ -387,6 +392,29 @@ def test_sixteen_threads_calling_at_once() -> None:
         assert all(pool.map(call, [k % 16 for k in range(160)]))
 
 
+def test_sleeping_workers_are_all_woken() -> None:
+    """Workers asleep (a pause far longer than their spin), an 8-thread job of a few
+    hundred thousand pieces is taken up by all 7 of its helpers: each woken by the caller
+    or by the worker above it in the wake tree (a tree that stops short leaves some asleep,
+    and the others do their pieces)."""
+    import time
+
+    x = np.random.default_rng(2).standard_normal((1024, 16384), dtype=np.float32)  # 64 MiB
+    out = np.empty_like(x)
+    held = dmlops.get_num_threads()
+    dmlops.set_num_threads(8)
+    joined = []
+    try:
+        for _ in range(3):
+            time.sleep(0.02)
+            dmlops.slice1(x, [0, 0], list(x.shape), [1, -1], out=out)
+            joined.append(cpu_engine.native().joined())
+    finally:
+        dmlops.set_num_threads(held)
+    assert np.array_equal(out, x[:, ::-1])
+    assert max(joined) == 7, joined
+
+
 # a child process's work: the parent used the engine on every thread first
 _CHILD = """
 import numpy as np, dmlops
@@ -417,7 +445,8 @@ def _run_script(body: str, timeout: float = 120) -> str:
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**__import__("os").environ, "DMLOPS_NUM_THREADS": "4"},
+        # (four threads, every one asked for however many CPUs the machine has free)
+        env={**__import__("os").environ, "DMLOPS_NUM_THREADS": "4", "DMLOPS_LOAD_AWARE": "0"},
     )
     assert done.returncode == 0, done.stderr
     return done.stdout

@@ -1,13 +1,18 @@
 """The CPU engine's thread count: affinity, a cgroup CPU quota, DMLOPS_NUM_THREADS and
-set_num_threads, each decided deterministically."""
+set_num_threads, each decided deterministically; and the CPUs a job leaves to other
+runnable tasks (DMLOPS_LOAD_AWARE, the estimate from /proc/loadavg's runnable count)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import dmlops
+from dmlops import DmlError
+from dmlops.backends import cpu_engine
 from dmlops.backends.cpu_engine import caches, threads
 from dmlops.backends.numpy_backend import NumpyBackend
 
@@ -141,3 +146,82 @@ def test_a_bad_streaming_threshold_is_refused_when_the_engine_loads() -> None:
     env["DMLOPS_STREAMING_BYTES"] = "off"
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "aware"),
+    [("", True), ("1", True), ("on", True), (" YES ", True), ("0", False), ("off", False)],
+)
+def test_load_awareness_from_the_environment(value: str, aware: bool) -> None:
+    assert cpu_engine.load_aware({"DMLOPS_LOAD_AWARE": value}) is aware
+    assert cpu_engine.load_aware({}) is True
+
+
+def test_a_bad_load_awareness_is_refused_by_name() -> None:
+    with pytest.raises(DmlError, match="DMLOPS_LOAD_AWARE='maybe'"):
+        cpu_engine.load_aware({"DMLOPS_LOAD_AWARE": "maybe"})
+
+
+@pytest.mark.parametrize(
+    ("loadavg", "ours", "in_set", "online", "spare"),
+    [
+        ("0.50 0.40 0.30 1/120 99", 1, 16, 16, 16),  # only the caller runs
+        ("0.50 0.40 0.30 16/120 99", 16, 16, 16, 16),  # the caller and 15 spinning workers
+        ("0.50 0.40 0.30 3/120 99", 1, 16, 16, 14),  # two busy processes
+        ("0.50 0.40 0.30 18/120 99", 16, 16, 16, 14),  # ... beside our spinning workers
+        ("0.50 0.40 0.30 2/120 99", 1, 2, 2, 1),  # a 2-core machine beside a busy process
+        ("0.50 0.40 0.30 9/120 99", 1, 2, 2, 1),  # never below the caller
+        ("0.50 0.40 0.30 3/120 99", 1, 4, 16, 4),  # busy work fits outside a 4-CPU set
+        ("0.50 0.40 0.30 15/120 99", 1, 4, 16, 2),  # 14 others: 12 outside, 2 in the set
+        ("0.50 0.40 0.30 0/120 99", 3, 4, 4, 4),  # (fewer running than ours: a stale count)
+        ("garbage", 1, 4, 4, -1),
+        ("1.0 2.0 3.0 x/12 1", 1, 4, 4, -1),
+        ("1.0 2.0 3.0", 1, 4, 4, -1),
+    ],
+)
+def test_spare_cpus_from_the_runnable_count(
+    loadavg: str, ours: int, in_set: int, online: int, spare: int
+) -> None:
+    module = cpu_engine.native()
+    if module is None:
+        pytest.skip("the CPU engine is not built")
+    assert module.estimate_spare(loadavg, ours, in_set, online) == spare
+
+
+def test_a_job_leaves_cpus_that_other_processes_keep_busy() -> None:
+    """With every CPU kept busy by another process, a 2-thread job asks no helper (the
+    caller alone); told to ignore the load, the same job's helper takes part."""
+    import subprocess
+    import sys
+    import time
+
+    module = cpu_engine.native()
+    online = os.cpu_count() or 1
+    if module is None or not sys.platform.startswith("linux") or online > 32:
+        pytest.skip("needs the engine, /proc/loadavg and at most 32 CPUs to fill")
+    x = np.random.default_rng(3).standard_normal((1024, 16384), dtype=np.float32)  # 64 MiB
+    out = np.empty_like(x)
+    held = dmlops.get_num_threads()
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(online)]
+    dmlops.set_num_threads(2)
+    try:
+        time.sleep(0.5)
+        joined_aware = []
+        for _ in range(3):
+            time.sleep(0.002)  # (a fresh reading of the load)
+            dmlops.slice1(x, [0, 0], list(x.shape), [1, -1], out=out)
+            joined_aware.append(module.joined())
+        cpu_engine.configure(load_aware=0)
+        joined_blind = []
+        for _ in range(5):
+            dmlops.slice1(x, [0, 0], list(x.shape), [1, -1], out=out)
+            joined_blind.append(module.joined())
+    finally:
+        cpu_engine.configure(**cpu_engine.DEFAULTS)
+        dmlops.set_num_threads(held)
+        for s in spinners:
+            s.kill()
+            s.wait()
+    assert np.array_equal(out, x[:, ::-1])
+    assert joined_aware == [0, 0, 0]
+    assert max(joined_blind) == 1, joined_blind

@@ -5,7 +5,9 @@ The pool is made for machines that run other work too: a copy is cut into pieces
 more than the threads, pieces are claimed one at a time (the calling thread takes them
 too), so a worker the kernel has descheduled delays only a piece it holds, never a share
 fixed in advance; small jobs run on the calling thread alone; idle workers spin briefly,
-then sleep. It survives fork(): a child forgets the parent's workers and starts its own.
+then sleep, and are woken in a tree (no thread wakes more than two); a job asks only the
+CPUs of the set that other runnable tasks leave free. It survives fork(): a child forgets
+the parent's workers and starts its own.
 Calls from many Python threads run at once: one job holds the pool, the others run on
 their own threads (the GIL released throughout).
 """
@@ -22,7 +24,7 @@ import numpy as np
 from ...plan import Plan
 from .caches import chosen_streaming_bytes, streaming_bytes
 from .scope import in_scheduler_task, scheduler_task
-from .threads import choose_threads, cpu_quota, get_num_threads, set_num_threads
+from .threads import choose_threads, cpu_quota, get_num_threads, load_aware, set_num_threads
 
 __all__ = [
     "EnginePlan",
@@ -37,6 +39,7 @@ __all__ = [
     "cpu_quota",
     "get_num_threads",
     "in_scheduler_task",
+    "load_aware",
     "native",
     "scheduler_task",
     "set_cache_limit",
@@ -49,15 +52,18 @@ _STATE: dict[str, Any] = {"enabled": os.environ.get("DMLOPS_CPU_ENGINE", "") != 
 
 # the pool's idle spin, the bytes that earn a thread, a piece's least and most bytes, the
 # wait for a job's last pieces that counts as a straggle (setting it resets what the pool
-# learnt of the machine's load), and the job bytes from which stores stream past the caches
-# (3/8 of the last-level cache, 1-16 MiB); given to the extension when it loads, where
-# DMLOPS_STREAMING_BYTES then overrides the last
+# learnt of the machine's load), whether a job asks only the CPUs other runnable tasks
+# leave free (the runnable count of /proc/loadavg, read at most once a ms), and the job
+# bytes from which stores stream past the caches (3/8 of the last-level cache, 1-16 MiB);
+# given to the extension when it loads, where DMLOPS_STREAMING_BYTES and DMLOPS_LOAD_AWARE
+# then override theirs
 DEFAULTS = {
     "spin_us": 50,
     "least_bytes_a_thread": 64 << 10,
     "least_grain": 16 << 10,
     "most_grain": 1 << 20,
     "straggle_us": 1000,
+    "load_aware": 1,
     "streaming_bytes": streaming_bytes(),
 }
 
@@ -71,7 +77,8 @@ def native() -> Any:
             _native = None
         else:
             chosen = chosen_streaming_bytes(machine=DEFAULTS["streaming_bytes"])
-            _native.configure(**{**DEFAULTS, "streaming_bytes": chosen})
+            aware = int(load_aware())
+            _native.configure(**{**DEFAULTS, "streaming_bytes": chosen, "load_aware": aware})
         _STATE["native"] = _native
     return _STATE["native"]
 

@@ -1,7 +1,9 @@
 """How many threads the CPU engine uses: the CPUs this process may run on (its affinity),
 capped by a container's CPU quota (cgroup v2 `cpu.max`, v1 `cpu.cfs_quota_us`), unless
 `DMLOPS_NUM_THREADS` or `set_num_threads` says otherwise; one in a torch DataLoader worker,
-as torch itself runs there (its workers already share the cores among themselves)."""
+as torch itself runs there (its workers already share the cores among themselves). Each
+job then asks only the CPUs of the set that other runnable tasks leave free, unless
+`DMLOPS_LOAD_AWARE=0` says not to."""
 
 from __future__ import annotations
 
@@ -18,8 +20,24 @@ __all__ = [
     "cpu_quota",
     "get_num_threads",
     "in_torch_worker",
+    "load_aware",
     "set_num_threads",
 ]
+
+_YES = {"", "1", "on", "yes", "true"}
+_NO = {"0", "off", "no", "false"}
+
+
+def load_aware(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether the engine's jobs leave the CPUs that other runnable tasks hold (the running
+    count of `/proc/loadavg`): `DMLOPS_LOAD_AWARE` (1/on/yes, 0/off/no), on where unset."""
+    named = environ.get("DMLOPS_LOAD_AWARE", "").strip().lower()
+    if named in _YES:
+        return True
+    if named in _NO:
+        return False
+    raise DmlError(f"DMLOPS_LOAD_AWARE={named!r}: give 1 (on) or 0 (off)")
+
 
 _CHOSEN: list[int] = []  # set_num_threads' count, or the default once computed
 _EXPLICIT: list[bool] = [False]  # whether set_num_threads chose it

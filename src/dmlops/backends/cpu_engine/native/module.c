@@ -16,6 +16,7 @@
 
 #include "blocks.h"
 #include "copies.h"
+#include "load.h"
 #include "pool.h"
 
 #define HEADER 4
@@ -198,12 +199,16 @@ done:
 
 static PyObject *configure(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"spin_us",     "least_bytes_a_thread", "least_grain", "most_grain",
-                            "straggle_us", "streaming_bytes",      NULL};
+                            "straggle_us", "streaming_bytes",      "load_aware",  NULL};
     long long spin = -1, least = -1, low = -1, high = -1, straggle = -1, streaming = -1;
+    long long load_aware = -1;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLL", names, &spin, &least, &low, &high,
-                                     &straggle, &streaming)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLL", names, &spin, &least, &low,
+                                     &high, &straggle, &streaming, &load_aware)) {
         return NULL;
+    }
+    if (load_aware >= 0) {
+        pool_set_load_aware((int)load_aware);
     }
     if (streaming > 0) {
         streaming_bytes = streaming;
@@ -230,6 +235,22 @@ static PyObject *workers(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
     return PyLong_FromLong(pool_workers());
+}
+
+static PyObject *estimate_spare(PyObject *self, PyObject *args) {
+    const char *text;
+    int ours, in_set, online;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "siii", &text, &ours, &in_set, &online)) {
+        return NULL;
+    }
+    return PyLong_FromLong(load_estimate_spare(text, ours, in_set, online));
+}
+
+static PyObject *joined(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyLong_FromLong(pool_last_joined());
 }
 
 static PyObject *helper_cap(PyObject *self, PyObject *unused) {
@@ -344,6 +365,10 @@ static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Set the pool's spin time, the engine's grain sizes and its streaming threshold."},
     {"workers", workers, METH_NOARGS, "Worker threads started in this process."},
+    {"estimate_spare", estimate_spare, METH_VARARGS,
+     "The spare-CPU estimate of a /proc/loadavg text, ours runnable, the set's and online CPUs."},
+    {"joined", joined, METH_NOARGS,
+     "Workers that took part in the last job that could have asked helpers (0: none asked)."},
     {"helper_cap", helper_cap, METH_NOARGS,
      "Workers a job may wake, as learnt from straggling jobs (-1: no limit)."},
     {NULL, NULL, 0, NULL},

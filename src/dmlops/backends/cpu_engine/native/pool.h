@@ -16,12 +16,20 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads);
 /* Workers started so far (0 in a fresh child after fork()). */
 int pool_workers(void);
 
+/* Workers that took part (a piece or more each) in the last job that could have asked
+ * helpers: 0 where the machine's load or what the pool learnt left it to the caller. */
+int pool_last_joined(void);
+
 /* Helpers a job may wake now, as learnt from straggling jobs (-1: no limit). */
 int pool_helper_cap(void);
 
 /* A caller's wait for the last pieces longer than this (and than its own share) counts as
  * a straggle; resets what was learnt. */
 void pool_set_straggle(int64_t microseconds);
+
+/* Whether a job asks only the CPUs of the set that other runnable tasks leave free (load.h;
+ * on by default). */
+void pool_set_load_aware(int on);
 
 /* How long an idle worker spins before it sleeps, in microseconds. */
 void pool_set_spin(int64_t microseconds);
