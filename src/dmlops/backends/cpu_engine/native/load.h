@@ -9,7 +9,8 @@
 int load_estimate_spare(const char *loadavg, int ours, int in_set, int online);
 
 /* The estimate for this process now, read at most once a millisecond (the last one kept
- * between), with `ours` of its own threads runnable; -1 where the system gives no count. */
+ * between), with `ours` of its own threads runnable; -1 where the system gives no count.
+ * Not for two threads at once: the pool calls it holding its lock. */
 int load_spare_cpus(int ours);
 
 #endif

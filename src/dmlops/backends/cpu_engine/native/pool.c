@@ -206,7 +206,7 @@ static void *work(void *argument) {
         }
         seen = asked;
         uint32_t job = atomic_load_explicit(&pool.asked, memory_order_acquire);
-        if ((job >> 16) == (asked & 0xFFFF)) { /* (a later job: this one is over) */
+        if ((job >> 16) == (asked & 0xFFFF)) { /* (else a later job's: this one is over) */
             wake_below(self->index + 1, (int)(job & 0xFFFF));
         }
         take_pieces(asked, 1);
