@@ -5,12 +5,18 @@
 #define _GNU_SOURCE
 #include "load.h"
 
-#include <fcntl.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
+
+#if defined(__linux__) /* (/proc/loadavg and sched_getaffinity: elsewhere no estimate) */
+#include <fcntl.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
+#define HAS_LOADAVG 1
+#else
+#define HAS_LOADAVG 0
+#endif
 
 int load_estimate_spare(const char *loadavg, int ours, int in_set, int online) {
     const char *p = loadavg;
@@ -46,6 +52,7 @@ int load_estimate_spare(const char *loadavg, int ours, int in_set, int online) {
     return spare < 1 ? 1 : (int)spare;
 }
 
+#if HAS_LOADAVG
 static int64_t monotonic_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -84,3 +91,9 @@ int load_spare_cpus(int ours) {
     }
     return spare = load_estimate_spare(text, ours, in_set, online);
 }
+#else
+int load_spare_cpus(int ours) {
+    (void)ours;
+    return -1;
+}
+#endif
