@@ -1,10 +1,12 @@
-"""The CPU engine's thread count: affinity, a cgroup CPU quota, DMLOPS_NUM_THREADS and
-set_num_threads, each decided deterministically; and the CPUs a job leaves to other
+"""The CPU engine's thread count: affinity, a cgroup CPU quota, OMP_NUM_THREADS,
+DMLOPS_NUM_THREADS and set_num_threads, each decided deterministically; and the CPUs a job leaves to other
 runnable tasks (DMLOPS_LOAD_AWARE, the estimate from /proc/loadavg's runnable count)."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +36,37 @@ def test_the_environment_overrides_both() -> None:
     for bad in ("0", "-1", "four"):
         with pytest.raises(dmlops.DmlError, match="DMLOPS_NUM_THREADS"):
             threads.choose_threads({"DMLOPS_NUM_THREADS": bad}, 2, None)
+
+
+def test_openmps_count_caps_the_default() -> None:
+    """OMP_NUM_THREADS (Dask's nanny, joblib's workers and batch schedulers set it) caps the
+    count; DMLOPS_NUM_THREADS still decides; a value OpenMP would refuse is ignored."""
+    assert threads.choose_threads({"OMP_NUM_THREADS": "1"}, 32, None) == 1
+    assert threads.choose_threads({"OMP_NUM_THREADS": "4,2"}, 32, None) == 4
+    assert threads.choose_threads({"OMP_NUM_THREADS": "64"}, 8, None) == 8
+    assert threads.choose_threads({"OMP_NUM_THREADS": "6"}, 32, 2.5) == 3
+    env = {"OMP_NUM_THREADS": "1", "DMLOPS_NUM_THREADS": "5"}
+    assert threads.choose_threads(env, 32, None) == 5
+    for ignored in ("", "0", "-2", "many", " "):
+        assert threads.choose_threads({"OMP_NUM_THREADS": ignored}, 12, None) == 12
+
+
+def test_a_child_with_openmps_count_set_uses_it() -> None:
+    """A process started with OMP_NUM_THREADS=2 (as a Dask worker with OMP_NUM_THREADS=1)
+    counts from it."""
+    code = "import dmlops; print(dmlops.get_num_threads())"
+    env = {k: v for k, v in os.environ.items() if k != "DMLOPS_NUM_THREADS"}
+    for value in ("1", "2"):
+        cpus, quota = threads._usable_cpus(), threads.cpu_quota()
+        want = threads.choose_threads({"OMP_NUM_THREADS": value}, cpus, quota)
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            env={**env, "OMP_NUM_THREADS": value},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert int(out.stdout) == want
 
 
 def _cgroup(tmp_path: Path, own: str, files: dict[str, str]) -> tuple[Path, Path]:

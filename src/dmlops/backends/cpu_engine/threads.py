@@ -1,7 +1,8 @@
 """How many threads the CPU engine uses: the CPUs this process may run on (its affinity),
-capped by a container's CPU quota (cgroup v2 `cpu.max`, v1 `cpu.cfs_quota_us`), unless
-`DMLOPS_NUM_THREADS` or `set_num_threads` says otherwise; one in a torch DataLoader worker,
-as torch itself runs there (its workers already share the cores among themselves). Each
+capped by a container's CPU quota (cgroup v2 `cpu.max`, v1 `cpu.cfs_quota_us`) and by
+`OMP_NUM_THREADS`, unless `DMLOPS_NUM_THREADS` or `set_num_threads` says otherwise; one
+in a torch DataLoader worker, as torch itself runs there (its workers already share the
+cores among themselves). Each
 job then asks only the CPUs of the set that other runnable tasks leave free, unless
 `DMLOPS_LOAD_AWARE=0` says not to."""
 
@@ -93,9 +94,19 @@ def cpu_quota(
     return quota_us / period_us if quota_us > 0 and period_us > 0 else None
 
 
+def _openmp_cap(environ: Mapping[str, str]) -> int | None:
+    """`OMP_NUM_THREADS`' count (its first level where it lists several, "4,2"), or None
+    where it is unset or not a whole number >= 1 (OpenMP's own setting: not dmlops' to
+    refuse)."""
+    first = environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    return int(first) if first.isdigit() and int(first) >= 1 else None
+
+
 def choose_threads(environ: Mapping[str, str], cpus: int, quota: float | None) -> int:
     """The engine's thread count: `DMLOPS_NUM_THREADS` where set, else the `cpus` this
-    process may use, capped by the quota rounded up (a quota of 2.5 CPUs: 3 threads)."""
+    process may use, capped by the quota rounded up (a quota of 2.5 CPUs: 3 threads) and by
+    `OMP_NUM_THREADS` (what Dask's workers, joblib's and batch schedulers set to keep each
+    process's libraries to their share)."""
     named = environ.get("DMLOPS_NUM_THREADS", "").strip()
     if named:
         try:
@@ -108,7 +119,8 @@ def choose_threads(environ: Mapping[str, str], cpus: int, quota: float | None) -
     threads = max(1, cpus)
     if quota is not None and quota > 0:
         threads = min(threads, max(1, math.ceil(quota)))
-    return threads
+    cap = _openmp_cap(environ)
+    return threads if cap is None else min(threads, cap)
 
 
 def _usable_cpus() -> int:
