@@ -25,6 +25,9 @@ upd = torch.randn(32, 256, 256, device="cuda")
 upd_e = torch.randn(64, 8, 256, device="cuda")
 oh = torch.randint(0, 64, (4096,), device="cuda")
 lens = torch.full((256,), 3, dtype=torch.int64, device="cuda")
+# every other column of each row: a max pool's indices into the whole [1, 64, 256, 512]
+pool = (torch.arange(1 << 21, device="cuda", dtype=torch.int64) * 2).reshape(1, 64, 128, 256)
+blank = torch.empty(64, 256, 256, device="cuda")
 calls = {
  "slice1": lambda: dmlops.slice1(x, [0, 0, 0], [64, 256, 256], [1, -1, 2]),
  "slice": lambda: dmlops.slice(x, [0, 0, 0], [32, 128, 128], [2, 2, 2]),
@@ -46,6 +49,16 @@ calls = {
  "nonzero": lambda: dmlops.nonzero(x[:4]),
  "tril": lambda: dmlops.tril(x),
  "resample": lambda: dmlops.resample(x.reshape(1, 64, 256, 256)[:, :16], [1, 1, 2, 2]),
+ "triu": lambda: dmlops.triu(x, 1),
+ "upsample_2d": lambda: dmlops.upsample_2d(x.reshape(1, 64, 256, 256)[:, :16], [2, 2]),
+ "max_unpooling": lambda: dmlops.max_unpooling(
+     x.reshape(1, 64, 256, 256)[:, :, :128], pool, [1, 64, 256, 512]),
+ "element_wise_identity": lambda: dmlops.element_wise_identity(x, scale_bias=[2.0, 1.0]),
+ "diagonal_matrix1": lambda: dmlops.diagonal_matrix1(x, 0, 2, 7.0),
+ "nonzero_coordinates": lambda: dmlops.nonzero_coordinates(x.reshape(1, 64, 256, 256)[:, :4]),
+ "fill_value_constant": lambda: dmlops.fill_value_constant([64, 256, 256], 7.0, out=blank),
+ "fill_value_sequence": lambda: dmlops.fill_value_sequence([64, 256, 256], 0, 2, out=blank),
+ "diagonal_matrix": lambda: dmlops.diagonal_matrix([64, 256, 256], 1, out=blank),
 }
 name = NAME
 t3 = time.perf_counter(); calls[name](); torch.cuda.synchronize(); t4 = time.perf_counter()
@@ -59,7 +72,9 @@ print(json.dumps({
 NAMES = [
     "slice1", "slice", "split", "join", "depth_to_space", "space_to_depth", "padding", "tile",
     "slice_grad", "gather", "gather_elements", "gather_nd", "scatter_elements", "scatter_nd",
-    "one_hot", "reverse_subsequences", "cast", "nonzero", "tril", "resample",
+    "one_hot", "reverse_subsequences", "cast", "nonzero", "tril", "resample", "triu",
+    "upsample_2d", "max_unpooling", "element_wise_identity", "diagonal_matrix1",
+    "nonzero_coordinates", "fill_value_constant", "fill_value_sequence", "diagonal_matrix",
 ]  # fmt: skip
 
 

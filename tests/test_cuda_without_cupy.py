@@ -47,6 +47,14 @@ _SCRIPT = textwrap.dedent(
         same(dmlops.cast(view * 1000, "int32"), (view * 1000).int())
         same(dmlops.nonzero(view > 0.5), torch.nonzero(view > 0.5))
         same(dmlops.nonzero(view.half()), torch.nonzero(view.half()))
+        # (signed indices and lengths: cast or viewed by torch, not through CuPy)
+        pooled, at = torch.nn.functional.max_pool2d(x[None], 2, return_indices=True)
+        planes = torch.arange(64, device="cuda").reshape(1, 64, 1, 1) * (48 * 40)
+        same(dmlops.max_unpooling(pooled, at + planes, [1, 64, 48, 40]),
+             torch.nn.functional.max_unpool2d(pooled, at, 2, output_size=(48, 40)))
+        lengths = torch.tensor([3, 0, 48, -2], device="cuda").repeat(10)
+        want = dmlops.reverse_subsequences(x.cpu().numpy(), lengths.cpu().numpy(), 1, 2)
+        same(dmlops.reverse_subsequences(x, lengths, 1, 2), torch.from_numpy(want).cuda())
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
         y = dmlops.slice1(x, [1, 0, 0], [63, 48, 40], [1, 1, -1])

@@ -240,3 +240,32 @@ def test_onnx_max_unpool_of_max_pool_against_onnxruntime(output_shape: bool) -> 
     got = dmlops.onnx.run(model, {"y": y, "i": i})
     got = got[0] if isinstance(got, (list, tuple)) else got
     assert got.shape == want.shape and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("source", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"])
+def test_torch_indices_are_cast_by_torch_as_numpy_casts_them(source: str) -> None:
+    """Signed torch indices and lengths become the unsigned types DirectML reads by torch
+    itself (a CUDA tensor's first call imports no CuPy for it): the same bits as numpy's
+    astype, clipped first where a bound is given, a view where only the sign changes."""
+    torch = pytest.importorskip("torch")
+    from dmlops.arrays.indexed import cast_in_library
+    from dmlops.elements import torch_to_numpy
+
+    rng = np.random.default_rng(5)
+    info = np.iinfo(source)
+    values = rng.integers(info.min, info.max, 64, dtype=source, endpoint=True)
+    values[:4] = [info.min, info.max, 0, 1]
+    tensor = torch.from_numpy(values.copy())
+    for dtype, low, high in (
+        ("uint64", None, None),
+        ("uint32", None, None),
+        ("uint32", 0, 2**32 - 1),
+        ("int64", None, None),
+    ):
+        got = cast_in_library(tensor, dtype, low, high)
+        want = cast_in_library(values, dtype, low, high)
+        assert isinstance(got, torch.Tensor) and str(got.dtype) == f"torch.{dtype}"
+        assert torch_to_numpy(got).tobytes() == want.tobytes(), (dtype, low, high)
+    same_width = getattr(torch, f"uint{8 * values.itemsize}")
+    if source.startswith("int"):
+        assert cast_in_library(tensor, str(same_width)[6:]).data_ptr() == tensor.data_ptr()

@@ -622,7 +622,7 @@ def numpy_or_cupy(array: Any, refusal: str) -> Any:
 
 def cast_in_library(array: Any, dtype: str, low: int | None = None, high: int | None = None) -> Any:
     """`array` as `dtype` (clipped to [low, high] first where given) on its own device: numpy
-    and CuPy arrays as they are, CPU torch tensors through numpy, CUDA ones through CuPy,
+    and CuPy arrays as they are, torch tensors by torch (CuPy where this torch cannot),
     WebGPU arrays (small index tensors) through the host."""
     if str(array.dtype).replace("torch.", "") == dtype:
         return array
@@ -630,8 +630,40 @@ def cast_in_library(array: Any, dtype: str, low: int | None = None, high: int | 
         import dmlops.webgpu
 
         return dmlops.webgpu.asarray(_clipped(array.numpy(), low, high).astype(dtype))
+    if type(array).__module__.startswith("torch"):
+        cast = _torch_cast(array, dtype, low, high)
+        if cast is not None:
+            return cast
     array = numpy_or_cupy(array, f"a {type(array).__name__} of {array.dtype} here must be {dtype}")
     return _clipped(array, low, high).astype(dtype)
+
+
+def _torch_cast(t: Any, dtype: str, low: int | None, high: int | None) -> Any:
+    """A torch tensor as `dtype` by torch itself (no CuPy to import on a CUDA tensor's first
+    call): an integer type's bits as the unsigned type of their width as a view (numpy's
+    astype keeps them as they are too), else clipped like `_clipped` and converted; None
+    where this torch lacks the type or the conversion."""
+    import torch
+
+    target = getattr(torch, dtype, None)
+    if not isinstance(target, torch.dtype):
+        return None
+    integer = not (t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool)
+    if integer:
+        info = torch.iinfo(t.dtype)
+        low = None if low is None or low <= info.min else low
+        high = None if high is None or high >= info.max else high
+        if (
+            low is None
+            and high is None
+            and dtype.startswith("uint")
+            and target.itemsize == t.dtype.itemsize
+        ):
+            return t.view(target)
+    try:
+        return (t if low is None and high is None else t.clamp(low, high)).to(target)
+    except (RuntimeError, NotImplementedError, TypeError):
+        return None
 
 
 def _clipped(array: Any, low: int | None, high: int | None) -> Any:
