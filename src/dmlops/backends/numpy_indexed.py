@@ -125,6 +125,10 @@ class _OffsetTable:
     full path names it."""
 
     MISSING = np.iinfo(np.intp).min
+    # the longest axis given a table (2n + 2 offsets: 4 MiB here); a longer one, as
+    # MAX_UNPOOLING's whole output, computes its offsets (a table of its 8.4M positions took
+    # 0.8 s and 134 MB to build on a fresh signature)
+    LONGEST = 1 << 18
 
     def __init__(self, copy: IndexedCopy) -> None:
         axis = copy.axes[0]
@@ -148,9 +152,12 @@ class _OffsetTable:
 
     @classmethod
     def of(cls, copy: IndexedCopy) -> _OffsetTable | None:
-        """The table of a copy indexed along one axis by an index type numpy reads exactly
-        (clamped 64-bit unsigned values would wrap: they keep the full path); None else."""
+        """The table of a copy indexed along one axis of at most LONGEST positions by an index
+        type numpy reads exactly (clamped 64-bit unsigned values would wrap: they keep the
+        full path); None else."""
         if len(copy.axes) != 1 or copy.reverse_dim >= 0 or copy.axes[0].size == 0:
+            return None
+        if copy.axes[0].size > cls.LONGEST:
             return None
         if copy.clamp and copy.index_type.name == "UINT64":
             return None
