@@ -286,3 +286,71 @@ def test_webgpu_converts_32_bit_and_narrower_types_on_the_device(dispatches: lis
         got = to_host(out)
         assert got.tobytes() == want.reshape(view.shape).tobytes(), (source, target)
         assert f"convert {np.dtype(source).name} -> {np.dtype(target).name}" in dispatches
+
+
+def _half_patterns() -> np.ndarray:
+    """float32 bit patterns around every rounding of float16: every exponent and sign with
+    the mantissas at and beside each tie (the 13 dropped bits' half, the kept bit odd and
+    even), the overflow and subnormal edges, NaN payloads, and random ones."""
+    rng = np.random.default_rng(11)
+    edges = [0, 1, 2, 0xFFF, 0x1000, 0x1001, 0x1FFF, 0x2000, 0x2001, 0x3000, 0x3FFF,
+             0x400000, 0x7FFFFF, 0x7FF000, 0x7FEFFF, 0x7FE000, 0x7FDFFF, 0x401000, 0x403000]  # fmt: skip
+    mantissas = np.array([*edges, *rng.integers(0, 1 << 23, 200)], np.uint32)
+    # subnormal results: the dropped bits' half at every shift of 14 .. 24
+    mantissas = np.concatenate([mantissas, (1 << np.arange(13, 24, dtype=np.uint32)) - 1,
+                                1 << np.arange(12, 23, dtype=np.uint32)])  # fmt: skip
+    exponents = np.arange(256, dtype=np.uint32)
+    bits = ((exponents[:, None] << 23) | mantissas[None, :]).ravel()
+    randoms = rng.integers(0, 1 << 32, 1 << 18, dtype=np.uint64).astype(np.uint32)
+    return np.concatenate([bits, bits | 0x80000000, randoms])
+
+
+@pytest.mark.parametrize("hardware", [True, False])
+def test_the_engines_float_to_half_gives_numpys_rounding(hardware: bool) -> None:
+    """The CPU engine's float32 -> float16 (F16C where the CPU has it, integer arithmetic
+    else; `benchmarks/verify_halves.py` checks all 2^32 patterns) against numpy's astype:
+    round to nearest even, overflow to infinity, exact subnormals, NaN 0x7FFF."""
+    from dmlops.backends import cpu_engine
+
+    engine = cpu_engine.native()
+    if engine is None:
+        pytest.skip("the CPU engine is not built")
+    values = _half_patterns().view(np.float32)
+    with np.errstate(all="ignore"):
+        want = values.astype(np.float16).view(np.uint16)
+    want[np.isnan(values)] = 0x7FFF
+    made = np.empty(len(values), np.uint16)
+    engine.halves(values, made, hardware)
+    assert np.array_equal(made, want), np.flatnonzero(made != want)[:10]
+    with pytest.raises(ValueError, match="2 bytes for each 4"):
+        engine.halves(values, made[:-1], hardware)
+
+
+def test_cast_to_half_on_the_engine_and_on_numpy_agree(monkeypatch: Any) -> None:
+    """dmlops.cast float32 -> float16 of contiguous and strided arrays (small, subnormal,
+    overflowing and NaN values) gives the same bits with the engine (numpy's conversion
+    left out: it would fail here) and without it."""
+    from dmlops.backends import converting, cpu_engine
+
+    if not cpu_engine.available():
+        pytest.skip("the CPU engine is not built")
+    values = _half_patterns().view(np.float32)[: 1 << 16].reshape(256, 256)
+    arrays = [values, values[::2, ::-3], values.T]
+    numpys = converting.convert_into
+
+    def not_to_half(source: Any, target: Any) -> None:
+        assert (source.dtype, target.dtype) != (np.float32, np.float16), "numpy converted"
+        numpys(source, target)
+
+    monkeypatch.setattr(converting, "convert_into", not_to_half)
+    engine = [dmlops.cast(a, np.float16).tobytes() for a in arrays]
+    monkeypatch.setattr(converting, "convert_into", numpys)
+    cpu_engine.set_enabled(False)
+    try:
+        plain = [dmlops.cast(a, np.float16).tobytes() for a in arrays]
+    finally:
+        cpu_engine.set_enabled(True)
+    assert engine == plain
+    out = np.zeros((256, 512), np.float16)[:, ::2]  # a strided output
+    dmlops.cast(values, np.float16, out=out)
+    assert out.tobytes() == plain[0]

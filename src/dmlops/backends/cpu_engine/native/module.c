@@ -17,6 +17,7 @@
 #include "blocks.h"
 #include "copies.h"
 #include "load.h"
+#include "halves.h"
 #include "pool.h"
 
 #define HEADER 4
@@ -312,6 +313,35 @@ static PyObject *clear_cache(PyObject *self, PyObject *unused) {
         }                                                                              \
     } while (0)
 
+/* halves(src, dst[, hardware]): float32 elements (src's bytes) to float16 bits in dst, by
+ * CAST's rules. */
+static PyObject *halves(PyObject *self, PyObject *args) {
+    Py_buffer src, dst;
+    int hardware = 1; /* 0: the integer conversion even where F16C is there (for tests) */
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*w*|p", &src, &dst, &hardware)) {
+        return NULL;
+    }
+    if (src.len % 4 != 0 || dst.len * 2 != src.len) {
+        PyBuffer_Release(&src);
+        PyBuffer_Release(&dst);
+        PyErr_SetString(PyExc_ValueError, "halves: dst must hold 2 bytes for each 4 of src");
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    halves_from_floats((const uint32_t *)src.buf, (uint16_t *)dst.buf, src.len / 4, hardware);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&dst);
+    Py_RETURN_NONE;
+}
+
+static PyObject *hardware_halves(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(halves_in_hardware());
+}
+
 static PyObject *scatter(PyObject *self, PyObject *args) {
     Py_buffer dst, at, src;
     Py_ssize_t size, row, step;
@@ -355,6 +385,10 @@ static PyObject *scatter(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
+    {"halves", halves, METH_VARARGS,
+     "float32 elements to float16 bits by CAST's rules (round to nearest even, NaN 0x7FFF)."},
+    {"hardware_halves", hardware_halves, METH_NOARGS,
+     "Whether halves uses the CPU's F16C conversion."},
     {"scatter", scatter, METH_VARARGS,
      "Rows written at element targets in order (the later of two to one place stays)."},
     {"block", block, METH_VARARGS, "A new Block of this many bytes (memory of a new output)."},

@@ -1,0 +1,92 @@
+/* float32 to float16 (halves.h). */
+#include "halves.h"
+
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define X86 1
+#else
+#define X86 0
+#endif
+
+#define CANONICAL_NAN 0x7FFFu
+#define OVERFLOWS 0x477FF000u /* 65520.0f: from here on, round to nearest gives infinity */
+#define SMALLEST_NORMAL 0x38800000u /* 2^-14 */
+
+/* One value, in integer arithmetic. */
+static inline uint16_t half_of(uint32_t x) {
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t magnitude = x & 0x7FFFFFFFu;
+    if (magnitude > 0x7F800000u) {
+        return CANONICAL_NAN;
+    }
+    if (magnitude >= OVERFLOWS) {
+        return (uint16_t)(sign | 0x7C00u);
+    }
+    if (magnitude >= SMALLEST_NORMAL) {
+        /* the exponent rebiased (127 -> 15), the 13 dropped bits rounded to even */
+        magnitude += 0xC8000FFFu + ((magnitude >> 13) & 1u);
+        return (uint16_t)(sign | (magnitude >> 13));
+    }
+    uint32_t exponent = magnitude >> 23;
+    if (exponent < 102) { /* under half the smallest subnormal: zero */
+        return (uint16_t)sign;
+    }
+    /* a subnormal (or the smallest normal, where rounding carries into it): the value in
+     * units of 2^-24, rounded to nearest even */
+    uint32_t mantissa = (magnitude & 0x7FFFFFu) | 0x800000u;
+    uint32_t shift = 126 - exponent; /* 14 .. 24 */
+    uint32_t kept = mantissa >> shift;
+    uint32_t rest = mantissa & ((1u << shift) - 1u);
+    uint32_t halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (kept & 1u))) {
+        kept++;
+    }
+    return (uint16_t)(sign | kept);
+}
+
+#if X86
+__attribute__((target("avx,f16c"))) static void in_hardware(const uint32_t *from, uint16_t *to,
+                                                            int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps((const float *)(const void *)(from + i));
+        __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm_storeu_si128((__m128i *)(void *)(to + i), h);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q))) {
+            for (int k = 0; k < 8; k++) { /* NaNs: the canonical one */
+                to[i + k] = half_of(from[i + k]);
+            }
+        }
+    }
+    for (; i < n; i++) {
+        to[i] = half_of(from[i]);
+    }
+}
+
+static int f16c_found = -1;
+
+int halves_in_hardware(void) {
+    if (f16c_found < 0) {
+        __builtin_cpu_init();
+        f16c_found = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    }
+    return f16c_found;
+}
+#else
+int halves_in_hardware(void) { return 0; }
+#endif
+
+void halves_from_floats(const uint32_t *from, uint16_t *to, int64_t n, int hardware) {
+#if X86
+    if (hardware && halves_in_hardware()) {
+        in_hardware(from, to, n);
+        return;
+    }
+#else
+    (void)hardware;
+#endif
+    for (int64_t i = 0; i < n; i++) {
+        to[i] = half_of(from[i]);
+    }
+}
