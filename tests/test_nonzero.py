@@ -271,3 +271,36 @@ def test_nonzero_of_64_bit_elements_reads_a_mask() -> None:
     assert isinstance(got, torch.Tensor) and got.tolist() == [[0, 2], [1, 0], [1, 2]]
     with pytest.raises(DmlError, match="FLOAT64"):
         dmlops.nonzero_coordinates(x.reshape(1, 1, 2, 3))  # the operator itself refuses
+
+
+@pytest.mark.parametrize("dtype", [*TYPES, np.bool_, np.float64, np.int64])
+def test_the_engines_compaction_agrees_with_numpys(dtype: Any, monkeypatch: Any) -> None:
+    """On the CPU engine (numpy's compaction left out: it would fail here) a box of every
+    type, reversed and strided, ranks 1 to 5, gives numpy's rows (64-bit types as nonzero's
+    mask); an output that shares the input's memory is read whole first (numpy's path)."""
+    from dmlops.backends import compacting, cpu_engine
+
+    if not cpu_engine.available():
+        pytest.skip("the CPU engine is not built")
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 3, (2, 3, 37, 82)).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        x.reshape(-1)[:4] = np.array([-0.0, np.nan, 0.0, -np.nan], dtype)
+    views = [x[..., ::-2], x[1, ::2], x[0, 0, 5], x[None, :, :, 3:40:3]]
+
+    def refused(*args: Any) -> Any:
+        raise AssertionError("numpy's compaction ran")
+
+    monkeypatch.setattr(compacting, "compacted", refused)
+    for view in views:
+        want = np.argwhere((view != 0) | np.isnan(view) if view.dtype.kind == "f" else view)
+        assert np.array_equal(dmlops.nonzero(view), want)
+    monkeypatch.undo()
+    buffer = np.zeros(64, np.uint32)
+    buffer[[3, 5, 6, 15]] = [1, 7, 2, 9]
+    inside = buffer[:16].reshape(1, 1, 4, 4)
+    want = np.argwhere(inside.copy())
+    count = np.zeros((1, 1, 1, 1), np.uint32)
+    dmlops.nonzero_coordinates(inside, 4, out=(count, buffer.reshape(1, 1, 16, 4)))
+    assert int(count.reshape(-1)[0]) == 4
+    assert np.array_equal(buffer.reshape(16, 4)[:4], want)

@@ -17,6 +17,7 @@
 #include "blocks.h"
 #include "copies.h"
 #include "load.h"
+#include "compact.h"
 #include "halves.h"
 #include "pool.h"
 
@@ -336,6 +337,101 @@ static PyObject *halves(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* The lowest and highest byte offsets a box of `shape` with byte `strides` reaches. */
+static void reach(const int64_t *shape, const int64_t *strides, int rank, int64_t *low,
+                  int64_t *high) {
+    *low = 0;
+    *high = 0;
+    for (int d = 0; d < rank; d++) {
+        int64_t extent = (shape[d] - 1) * strides[d];
+        if (extent < 0) {
+            *low += extent;
+        } else {
+            *high += extent;
+        }
+    }
+}
+
+/* A sequence of at most MOST_COMPACT_RANK ints into `into`; its length, or -1 (set). */
+static int int64s(PyObject *sequence, int64_t *into) {
+    PyObject *fast = PySequence_Fast(sequence, "compact: expected a sequence of ints");
+    if (fast == NULL) {
+        return -1;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (n > MOST_COMPACT_RANK) {
+        Py_DECREF(fast);
+        PyErr_SetString(PyExc_ValueError, "compact: too many dimensions");
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        into[k] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, k));
+        if (into[k] == -1 && PyErr_Occurred()) {
+            Py_DECREF(fast);
+            return -1;
+        }
+    }
+    Py_DECREF(fast);
+    return (int)n;
+}
+
+/* compact(src, src_offset, shape, src_strides, element, sign_free, dst, dst_offset,
+ * row_stride, column_stride, columns) -> count: a stream compaction (compact.h), byte
+ * offsets and strides; every place it may touch is checked against the buffers first. */
+static PyObject *compact(PyObject *self, PyObject *args) {
+    Py_buffer src, dst;
+    Py_ssize_t src_offset, dst_offset, row_stride, column_stride;
+    PyObject *shape_list, *strides_list;
+    int element, sign_free, columns;
+    int64_t shape[MOST_COMPACT_RANK], strides[MOST_COMPACT_RANK];
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*nOOipw*nnni", &src, &src_offset, &shape_list, &strides_list,
+                          &element, &sign_free, &dst, &dst_offset, &row_stride,
+                          &column_stride, &columns)) {
+        return NULL;
+    }
+    int rank = int64s(shape_list, shape);
+    int same = rank < 0 ? -1 : int64s(strides_list, strides);
+    const char *bad = NULL;
+    int64_t rows = 1, low, high, dst_low, dst_high;
+    if (rank < 0 || same < 0) {
+        bad = "";
+    } else if (same != rank || (element != 1 && element != 2 && element != 4 && element != 8) ||
+               columns < 1) {
+        bad = "compact: strides, element size or columns do not fit the box";
+    } else {
+        for (int d = 0; d < rank; d++) {
+            rows = shape[d] > 0 ? rows * shape[d] : 0;
+        }
+        reach(shape, strides, rank, &low, &high);
+        int64_t box[2] = {rows, columns}, steps[2] = {row_stride, column_stride};
+        reach(box, steps, 2, &dst_low, &dst_high);
+        if (rows > 0 && (src_offset + low < 0 || src_offset + high + element > src.len ||
+                         dst_offset + dst_low < 0 || dst_offset + dst_high + 4 > dst.len)) {
+            bad = "compact: the box or its rows lie outside their buffers";
+        }
+    }
+    if (bad != NULL) {
+        PyBuffer_Release(&src);
+        PyBuffer_Release(&dst);
+        if (*bad) {
+            PyErr_SetString(PyExc_ValueError, bad);
+        }
+        return NULL;
+    }
+    int64_t found = 0;
+    if (rows > 0) {
+        Py_BEGIN_ALLOW_THREADS
+        found = compact_nonzero((const char *)src.buf + src_offset, shape, strides, rank,
+                                element, sign_free, (char *)dst.buf + dst_offset, row_stride,
+                                column_stride, columns);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&dst);
+    return PyLong_FromLongLong(found);
+}
+
 static PyObject *hardware_halves(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
@@ -385,6 +481,8 @@ static PyObject *scatter(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
+    {"compact", compact, METH_VARARGS,
+     "Nonzero elements' coordinates of a strided box as UINT32 rows; returns their count."},
     {"halves", halves, METH_VARARGS,
      "float32 elements to float16 bits by CAST's rules (round to nearest even, NaN 0x7FFF)."},
     {"hardware_halves", hardware_halves, METH_NOARGS,
