@@ -319,9 +319,10 @@ def test_the_engines_float_to_half_gives_numpys_rounding(hardware: bool) -> None
     with np.errstate(all="ignore"):
         want = values.astype(np.float16).view(np.uint16)
     want[np.isnan(values)] = 0x7FFF
-    made = np.empty(len(values), np.uint16)
-    engine.halves(values, made, hardware)
-    assert np.array_equal(made, want), np.flatnonzero(made != want)[:10]
+    for threads in (1, 4):  # (pieces of 64K elements: several here, on the pool)
+        made = np.empty(len(values), np.uint16)
+        engine.halves(values, made, hardware, threads)
+        assert np.array_equal(made, want), (threads, np.flatnonzero(made != want)[:10])
     with pytest.raises(ValueError, match="2 bytes for each 4"):
         engine.halves(values, made[:-1], hardware)
 

@@ -34,17 +34,17 @@ def strided_view(
 _FLOAT32, _FLOAT16 = np.dtype(np.float32), np.dtype(np.float16)
 
 
-def _converted_into(values: np.ndarray[Any, Any], dst: np.ndarray[Any, Any]) -> None:
-    """`convert_into`, float32 to float16 by the CPU engine where it runs (numpy's
-    conversion takes ~70 ns an element whose result overflows or is subnormal or zero:
-    a cast of small activations 280 ms for 4M elements, the engine's 1 ms), strided
-    views through contiguous temporaries."""
+def _converted_into(values: np.ndarray[Any, Any], dst: np.ndarray[Any, Any], threads: int) -> None:
+    """`convert_into`, float32 to float16 by the CPU engine where it runs, on up to
+    `threads` threads (numpy's conversion takes ~70 ns an element whose result overflows
+    or is subnormal or zero: a cast of small activations 280 ms for 4M elements, the
+    engine's 1 ms), strided views through contiguous temporaries."""
     if values.dtype != _FLOAT32 or dst.dtype != _FLOAT16 or not cpu_engine.available():
         convert_into(values, dst)
         return
     source = values if values.flags.c_contiguous else np.ascontiguousarray(values)
     made = dst if dst.flags.c_contiguous else np.empty(dst.shape, _FLOAT16)
-    cpu_engine.native().halves(source, made.view(np.uint16))
+    cpu_engine.native().halves(source, made.view(np.uint16), True, threads)
     if made is not dst:
         dst[...] = made
 
@@ -52,15 +52,18 @@ def _converted_into(values: np.ndarray[Any, Any], dst: np.ndarray[Any, Any]) -> 
 class HostConversion:
     """A converting plan over host byte buffers (numpy uint8 arrays, one per binding)."""
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, threads: Callable[[], int] | None = None) -> None:
+        """`threads`: how many threads a call may use now (the backend's count), else one."""
         assert plan.conversion is not None
         self.plan = plan
+        self.threads = threads
         self.source = np.dtype(plan.conversion[0])
         self.target = np.dtype(plan.conversion[1])
 
     def __call__(self, ins: Sequence[Any], outs: Sequence[Any], queue: Any = None) -> None:
         """Convert every copy: all reads first, then the writes (an output may be its input)."""
         plan, source, target = self.plan, self.source, self.target
+        threads = 1 if self.threads is None else self.threads()
         if plan.scale_bias is not None:  # ELEMENT_WISE_IDENTITY's: every read, then writes
             scale, bias = plan.scale_bias
             made = [
@@ -73,7 +76,7 @@ class HostConversion:
             ]
             for c, values in zip(plan.copies, made, strict=True):
                 dst = strided_view(outs[c.dst], c.dst_offset, c.dst_strides, c.shape, target)
-                _converted_into(values, dst)
+                _converted_into(values, dst, threads)
             return
         pairs = [
             (
@@ -84,7 +87,7 @@ class HostConversion:
         ]
         if not any(np.may_share_memory(d, s) for _, d in pairs for s, _ in pairs):
             for values, dst in pairs:  # straight into the outputs
-                _converted_into(values, dst)
+                _converted_into(values, dst, threads)
             return
         made = [convert(values, target) for values, _ in pairs]  # every read first
         for (_, dst), values in zip(pairs, made, strict=True):

@@ -321,7 +321,7 @@ class NumpyBackend:
 
     def executor(self, plan: Plan) -> Any:
         if plan.conversion is not None:  # CAST's converting copies
-            return HostConversion(plan)
+            return HostConversion(plan, lambda: self.threads)
         if plan.compactions:  # NONZERO_COORDINATES's stream compaction
             return HostCompaction(plan)
         return _NumpyExecutor(self, plan)
