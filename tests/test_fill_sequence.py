@@ -139,6 +139,36 @@ def test_a_sequence_longer_than_a_gpu_fill_buffer(backend: str) -> None:
         assert isinstance(generated, np.ndarray) == (device is None)
 
 
+def test_a_gpu_keeps_a_bounded_set_of_sequences(backend: str, monkeypatch: Any) -> None:
+    """Sequences of many lengths (an ONNX Range of a growing length makes one a step) keep
+    at most the budget of tensor fills on the GPU, the least recently used let go (on CUDA,
+    freed once no prepared launch holds them), each result right; an operator bound before
+    its sequence was let go still dispatches it right."""
+    if backend == "numpy":
+        pytest.skip("tensor fills are read in place on the host")
+    from dmlops.backends import get_backend
+
+    module = __import__(f"dmlops.backends.{backend}", fromlist=["TENSOR_FILLS_KEPT"])
+    monkeypatch.setattr(module, "TENSOR_FILLS_KEPT", 1 << 20)
+    gpu = get_backend(backend)
+    desc = FillValueSequenceDesc(BufferTensorDesc(DataType.INT32, (300_000,)), DataType.INT32, 5, 3)
+    bound_out = to_device(backend, np.zeros(300_000, np.int32))
+    table = dmlops.Device(backend=backend).create_operator(desc).bind([], [bound_out])
+    table.dispatch()
+    for n in range(10_000, 400_000, 39_000):  # (40 KB to 1.6 MB each)
+        made = dmlops.arange(n, dtype=np.int32, device=backend)
+        assert to_host(made).tobytes() == np.arange(n, dtype=np.int32).tobytes(), n
+    state = gpu.state(0) if backend == "cuda" else gpu
+    assert 1 <= len(state._tensor_fills) <= 2 and state._tensor_fill_bytes <= 2 << 20
+    dmlops.fill_value_constant([300_000], 0, np.int32, out=bound_out)
+    assert not to_host(bound_out).any()
+    table.dispatch()
+    assert to_host(bound_out).tobytes() == (np.arange(300_000, dtype=np.int32) * 3 + 5).tobytes()
+    if backend == "cuda":
+        dmlops.arange(7, device=backend)  # (a preparation frees what no one holds)
+        assert state.dropped == []
+
+
 @pytest.mark.parametrize(
     "args", [(5,), (2, 11, 3), (0,), (3, 1), (-4, 4, 3), (0.0, 1.0, 0.125), (1, 2.5, 0.5)]
 )

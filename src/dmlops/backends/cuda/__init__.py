@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import operator
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -40,8 +41,24 @@ __all__ = ["CudaBackend"]
 
 _TABLE_CACHE = 16
 FILL_BYTES = 64 << 10  # each fill's buffer per GPU, read by the copies that write it
+# tensor fills (FILL_VALUE_SEQUENCE's values) a GPU keeps for later plans; one a plan's
+# prepared launches hold stays until they are dropped
+TENSOR_FILLS_KEPT = 64 << 20
 _ALREADY_THERE = contextlib.nullcontext()
 _MANY_TORCH = "torch tensors, a field a tuple"  # the tag of many tensors' keys
+
+
+class _TensorFill:
+    """A tensor fill's device memory, freed (at the next launch preparation outside a
+    capture: `_DeviceState.free_dropped`) once neither the GPU's cache of fills nor any
+    prepared launches that read it hold it."""
+
+    def __init__(self, state: _DeviceState, pattern: bytes) -> None:
+        self.state = state
+        self.ptr = state.upload(pattern)
+
+    def __del__(self) -> None:
+        self.state.dropped.append(self.ptr)  # (a list append: safe from any thread, in GC)
 
 
 class _DeviceState:
@@ -55,30 +72,64 @@ class _DeviceState:
         self.multiprocessors = int(props["multiProcessorCount"])
         self.functions: dict[tuple[str, tuple[tuple[str, int], ...]], tuple[int, int]] = {}
         self._fills: dict[bytes, int] = {}
+        self._tensor_fills: OrderedDict[bytes, _TensorFill] = OrderedDict()
+        self._tensor_fill_bytes = 0
+        self.dropped: list[int] = []  # tensor fills' memory no one holds, to free
         self.fill(bytes(FILL_BYTES))  # zeros, which SLICE_GRAD writes
 
+    def upload(self, pattern: bytes) -> int:
+        """New device memory holding `pattern`, written by a blocking copy in relaxed capture
+        mode, so it is there before any stream reads it and legal while another stream is
+        being captured."""
+        runtime = self.runtime
+        current = runtime.getDevice()
+        host = np.frombuffer(pattern, np.uint8)
+        with relaxed_capture():
+            runtime.setDevice(self.ordinal)
+            try:
+                found = int(runtime.malloc(len(pattern)))
+                kind = runtime.memcpyHostToDevice
+                runtime.memcpy(found, host.ctypes.data, len(pattern), kind)
+                runtime.streamSynchronize(0)
+            finally:
+                runtime.setDevice(current)
+        return found
+
     def fill(self, pattern: bytes) -> int:
-        """The device buffer holding `pattern` (FILL_BYTES long), made once per pattern with
-        a blocking copy in relaxed capture mode, so it is written before any stream reads it
-        and legal while another stream is being captured."""
+        """The device buffer holding an element fill's `pattern` (FILL_BYTES long), made once
+        per pattern and kept."""
         found = self._fills.get(pattern)
         if found is None:
-            import numpy as np
-
-            runtime = self.runtime
-            current = runtime.getDevice()
-            host = np.frombuffer(pattern, np.uint8)
-            with relaxed_capture():
-                runtime.setDevice(self.ordinal)
-                try:
-                    found = int(runtime.malloc(len(pattern)))
-                    kind = runtime.memcpyHostToDevice
-                    runtime.memcpy(found, host.ctypes.data, len(pattern), kind)
-                    runtime.streamSynchronize(0)
-                finally:
-                    runtime.setDevice(current)
-            self._fills[pattern] = found
+            found = self._fills[pattern] = self.upload(pattern)
         return found
+
+    def tensor_fill(self, pattern: bytes) -> _TensorFill:
+        """A tensor fill's device memory: the GPU keeps the most recently used ones up to
+        TENSOR_FILLS_KEPT bytes (an ONNX Range of a growing length made a new one each
+        step, each kept for good); the prepared launches that read one hold it too."""
+        fills = self._tensor_fills
+        found = fills.get(pattern)
+        if found is not None:
+            fills.move_to_end(pattern)
+            return found
+        found = fills[pattern] = _TensorFill(self, pattern)
+        self._tensor_fill_bytes += len(pattern)
+        while self._tensor_fill_bytes > TENSOR_FILLS_KEPT and len(fills) > 1:
+            oldest, _ = fills.popitem(last=False)
+            self._tensor_fill_bytes -= len(oldest)
+        return found
+
+    def free_dropped(self) -> None:
+        """Free the tensor fills no one holds any more (outside a capture: cudaFree waits for
+        the device's work, kernels that read them included)."""
+        while self.dropped:
+            ptr = self.dropped.pop()
+            current = self.runtime.getDevice()
+            self.runtime.setDevice(self.ordinal)
+            try:
+                self.runtime.free(ptr)
+            finally:
+                self.runtime.setDevice(current)
 
     def function(self, cupy: Any, group: Group) -> tuple[int, int]:
         """(CUfunction handle, blocks per multiprocessor) of a group's kernel on this GPU
@@ -376,8 +427,18 @@ class CudaBackend:
             self._sweep()
         with self._on(device), relaxed_capture() if capturing else contextlib.nullcontext():
             state = self.state(device)
+            if not capturing:
+                state.free_dropped()
+            held: list[_TensorFill] = []  # the tensor fills these launches read
             if plan.writes_fills:
-                fills = [state.fill(b) for b in plan.fill_buffers(FILL_BYTES)]
+                fills = []
+                buffers = plan.fill_buffers(FILL_BYTES)  # (fill k is buffers[-1 - k])
+                for j, value in enumerate(buffers):
+                    if plan.is_tensor_fill(len(buffers) - 1 - j):
+                        held.append(state.tensor_fill(value))
+                        fills.append(held[-1].ptr)
+                    else:
+                        fills.append(state.fill(value))
                 plan, ins = fill_reads(plan, FILL_BYTES), [*ins, *fills]
             groups = group_copies(plan, ins, outs, state.multiprocessors)
             functions = []
@@ -386,7 +447,9 @@ class CudaBackend:
                 # a persistent grid of two waves of resident blocks (or one block per tile)
                 grid = int(max(1, min(group.tiles, 2 * state.multiprocessors * blocks)))
                 functions.append((handle, grid))
-            return Prepared(cp, groups, functions, stream, capturing)
+            prepared = Prepared(cp, groups, functions, stream, capturing)
+            prepared.held = held
+            return prepared
 
     def retire(self, prepared: Prepared) -> None:
         """Take an entry pushed out of a cache: its memory is freed once nothing can read it."""

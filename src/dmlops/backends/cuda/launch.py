@@ -240,6 +240,7 @@ class Prepared:
         self.groups = list(groups)
         self.streams = {stream}
         self.pinned = capturing  # read by a captured graph: never to be freed
+        self.held: list[Any] = []  # what the launches read that lives as long as they do
         starts, size = [], 0  # each table at a 256-byte boundary of one allocation
         for g in groups:
             starts.append(size)

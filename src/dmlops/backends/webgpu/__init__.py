@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from importlib import resources
 from typing import Any
@@ -50,6 +51,7 @@ ARENA_BYTES = 256 << 20
 _TABLE_CACHE = 16
 STAGING_KEPT = 16 << 20  # read-back buffers up to this size are kept, one per power of two
 FILL_BYTES = 64 << 10  # each fill's buffer, read by the copies that write it
+TENSOR_FILLS_KEPT = 64 << 20  # tensor fills (FILL_VALUE_SEQUENCE's values) kept for later plans
 
 # Bindings and `load_src` prepended to a kernel: (word kernel?, one buffer read and written)
 _BINDINGS = {
@@ -216,6 +218,8 @@ class WebGpuBackend:
         self._timing: list[float] | None = None  # timestamp ticks of each pass, while timed
         self.queue = self.device.queue
         self._fills: dict[bytes, WebGpuArray] = {}
+        self._tensor_fills: OrderedDict[bytes, WebGpuArray] = OrderedDict()
+        self._tensor_fill_bytes = 0
         max_binding = min(limits["max-storage-buffer-binding-size"], limits["max-buffer-size"])
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         self.memory = Memory(self.device, usage, min(ARENA_BYTES, max_binding), max_binding)
@@ -486,18 +490,37 @@ class WebGpuBackend:
                 self._pipelines[key] = pipeline
         return pipeline
 
-    def _fill_flat(self, pattern: bytes) -> Flat:
-        """The buffer holding `pattern`, read by the copies that write that fill (made once)."""
-        found = self._fills.get(pattern)
+    def _fill_array(self, pattern: bytes, tensor: bool) -> WebGpuArray:
+        """The array holding `pattern`, read by the copies that write that fill: an element
+        fill's made once and kept; a tensor fill's kept among the most recently used up to
+        TENSOR_FILLS_KEPT bytes (the dispatches that read one hold it too: its memory goes
+        back to the pool when the last holder drops it)."""
+        fills = self._tensor_fills if tensor else self._fills
+        found = fills.get(pattern)
         if found is None:
-            found = self._fills[pattern] = self.upload(np.frombuffer(pattern, np.uint8))
-        return self.byte_view(found, False)[0]
+            found = fills[pattern] = self.upload(np.frombuffer(pattern, np.uint8))
+            if tensor:
+                self._tensor_fill_bytes += len(pattern)
+                while self._tensor_fill_bytes > TENSOR_FILLS_KEPT and len(fills) > 1:
+                    oldest = next(iter(fills))
+                    del fills[oldest]
+                    self._tensor_fill_bytes -= len(oldest)
+        elif tensor:
+            self._tensor_fills.move_to_end(pattern)
+        return found
 
     def _dispatches(self, plan: Plan, ins: Sequence[Flat], outs: Sequence[Flat]) -> list[Any]:
         """(pipeline, bind group, grid, group, kept buffers) of every dispatch of `plan`."""
         wgpu, device = self.wgpu, self.device
+        held: tuple[WebGpuArray, ...] = ()  # the fills' arrays, kept as long as the dispatches
         if plan.writes_fills:
-            fills = [self._fill_flat(b) for b in plan.fill_buffers(FILL_BYTES)]
+            patterns = plan.fill_buffers(FILL_BYTES)  # (fill k is patterns[-1 - k])
+            arrays = [
+                self._fill_array(b, plan.is_tensor_fill(len(patterns) - 1 - j))
+                for j, b in enumerate(patterns)
+            ]
+            held = tuple(arrays)
+            fills = [self.byte_view(a, False)[0] for a in arrays]
             plan, ins = fill_reads(plan, FILL_BYTES), [*ins, *fills]
         index: dict[int, int] = {}
         buffers: list[Any] = []
@@ -534,7 +557,7 @@ class WebGpuBackend:
             bind_group = device.create_bind_group(
                 layout=pipeline.get_bind_group_layout(0), entries=entries
             )
-            dispatches.append((pipeline, bind_group, grid, g, (table, header)))
+            dispatches.append((pipeline, bind_group, grid, g, (table, header, *held)))
         if plan.indexed:
             dispatches += indexed_dispatches(self, plan.indexed, plan.element_size, ins, outs)
         return dispatches
