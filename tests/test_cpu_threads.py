@@ -70,6 +70,7 @@ def test_a_child_with_openmps_count_set_uses_it() -> None:
 
 
 def _cgroup(tmp_path: Path, own: str, files: dict[str, str]) -> tuple[Path, Path]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     membership = tmp_path / "cgroup"
     membership.write_text(f"0::{own}\n")
     root = tmp_path / "fs"
@@ -99,6 +100,37 @@ def test_no_quota(tmp_path: Path) -> None:
     root, membership = _cgroup(tmp_path, "/", {"cpu.max": "max 100000\n"})
     assert threads.cpu_quota(root, membership) is None
     assert threads.cpu_quota(tmp_path / "missing", tmp_path / "missing") is None
+
+
+def test_memory_limits_of_cgroup_v2_and_v1(tmp_path: Path) -> None:
+    """A container's memory limit: v2's memory.max, the smallest of the own group and the
+    groups above it ("max" is none), else v1's limit_in_bytes (its near-2^63 "no limit"
+    is none); nothing readable is none."""
+    from dmlops.backends.cpu_engine import cgroups
+
+    root, membership = _cgroup(
+        tmp_path / "a",
+        "/box/job",
+        {"box/job/memory.max": "max\n", "box/memory.max": "536870912\n", "memory.max": "max\n"},
+    )
+    assert cgroups.memory_limit(root, membership) == 512 << 20
+    root, membership = _cgroup(tmp_path / "b", "/job", {"job/memory.max": "max\n"})
+    assert cgroups.memory_limit(root, membership) is None
+    root, membership = _cgroup(
+        tmp_path / "c", "/", {"memory/memory.limit_in_bytes": "1073741824\n"}
+    )
+    assert cgroups.memory_limit(root, membership) == 1 << 30
+    root, membership = _cgroup(
+        tmp_path / "d", "/", {"memory/memory.limit_in_bytes": "9223372036854771712\n"}
+    )
+    assert cgroups.memory_limit(root, membership) is None
+    assert cgroups.memory_limit(tmp_path / "missing", tmp_path / "missing") is None
+
+
+def test_the_output_cache_keeps_an_eighth_of_a_containers_memory_at_most() -> None:
+    assert cpu_engine.default_cache_limit(None) == 256 << 20
+    assert cpu_engine.default_cache_limit(512 << 20) == 64 << 20
+    assert cpu_engine.default_cache_limit(64 << 30) == 256 << 20
 
 
 def test_cgroup_v1_quota(tmp_path: Path) -> None:

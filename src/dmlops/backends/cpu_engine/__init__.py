@@ -23,6 +23,7 @@ import numpy as np
 
 from ...plan import Plan
 from .caches import chosen_streaming_bytes, streaming_bytes
+from .cgroups import memory_limit
 from .scope import in_scheduler_task, scheduler_task
 from .threads import choose_threads, cpu_quota, get_num_threads, load_aware, set_num_threads
 
@@ -37,6 +38,8 @@ __all__ = [
     "enabled",
     "choose_threads",
     "cpu_quota",
+    "default_cache_limit",
+    "memory_limit",
     "get_num_threads",
     "in_scheduler_task",
     "load_aware",
@@ -79,6 +82,7 @@ def native() -> Any:
             chosen = chosen_streaming_bytes(machine=DEFAULTS["streaming_bytes"])
             aware = int(load_aware())
             _native.configure(**{**DEFAULTS, "streaming_bytes": chosen, "load_aware": aware})
+            _native.cache_limit(default_cache_limit(memory_limit()))
         _STATE["native"] = _native
     return _STATE["native"]
 
@@ -136,9 +140,20 @@ def empties(shapes: Sequence[tuple[int, ...]], dtype: Any) -> list[np.ndarray[An
     return [new(shape, dtype) if prod(shape) < most else empty(shape, dtype) for shape in shapes]
 
 
+CACHE_KEPT = 256 << 20  # dropped outputs' memory kept for new outputs, where memory allows
+
+
+def default_cache_limit(memory: int | None) -> int:
+    """The dropped outputs' memory kept by default: CACHE_KEPT, or an eighth of a cgroup's
+    memory limit where that is less (a container of 512 MiB keeps 64 MiB, not half its
+    memory)."""
+    return CACHE_KEPT if memory is None else min(CACHE_KEPT, memory // 8)
+
+
 def set_cache_limit(nbytes: int) -> None:
     """Keep at most `nbytes` of dropped outputs' memory for new outputs (256 MiB by
-    default; 0 returns each block to the system as soon as it is dropped)."""
+    default, an eighth of a container's memory limit where that is less; 0 returns each
+    block to the system as soon as it is dropped)."""
     module = native()
     if module is not None:
         module.cache_limit(int(nbytes))

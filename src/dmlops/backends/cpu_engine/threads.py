@@ -12,9 +12,9 @@ import math
 import os
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 
 from ...errors import DmlError
+from .cgroups import cpu_quota
 
 __all__ = [
     "choose_threads",
@@ -53,45 +53,6 @@ def _forget_default() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_default)
-
-
-def cpu_quota(
-    root: Path = Path("/sys/fs/cgroup"), membership: Path = Path("/proc/self/cgroup")
-) -> float | None:
-    """The CPUs a cgroup quota grants this process (2.5 for "250000 100000"), or None where
-    no quota is set or none can be read: cgroup v2's `cpu.max` of the process's own group
-    and each group above it (the smallest counts), else v1's `cpu.cfs_quota_us`."""
-    own = ""
-    try:
-        for line in membership.read_text().splitlines():
-            hierarchy, _, path = line.partition("::")
-            if hierarchy == "0" and path.startswith("/"):
-                own = path.strip("/")
-    except OSError:
-        pass
-    parts = [p for p in own.split("/") if p]
-    groups = [root.joinpath(*parts[:k]) for k in range(len(parts), -1, -1)]
-    found: list[float] = []
-    for group in groups:
-        try:
-            fields = (group / "cpu.max").read_text().split()
-        except OSError:
-            continue
-        if len(fields) >= 2 and fields[0] != "max":
-            try:
-                quota, period = int(fields[0]), int(fields[1])
-            except ValueError:
-                continue
-            if quota > 0 and period > 0:
-                found.append(quota / period)
-    if found:
-        return min(found)
-    try:
-        quota_us = int((root / "cpu" / "cpu.cfs_quota_us").read_text())
-        period_us = int((root / "cpu" / "cpu.cfs_period_us").read_text())
-    except (OSError, ValueError):
-        return None
-    return quota_us / period_us if quota_us > 0 and period_us > 0 else None
 
 
 def _openmp_cap(environ: Mapping[str, str]) -> int | None:
