@@ -75,6 +75,7 @@ class _DeviceState:
         self._tensor_fills: OrderedDict[bytes, _TensorFill] = OrderedDict()
         self._tensor_fill_bytes = 0
         self.dropped: list[int] = []  # tensor fills' memory no one holds, to free
+        self._tensor_lock = threading.Lock()  # (calls from several threads at once)
         self.fill(bytes(FILL_BYTES))  # zeros, which SLICE_GRAD writes
 
     def upload(self, pattern: bytes) -> int:
@@ -107,29 +108,39 @@ class _DeviceState:
         """A tensor fill's device memory: the GPU keeps the most recently used ones up to
         TENSOR_FILLS_KEPT bytes (an ONNX Range of a growing length made a new one each
         step, each kept for good); the prepared launches that read one hold it too."""
-        fills = self._tensor_fills
-        found = fills.get(pattern)
-        if found is not None:
-            fills.move_to_end(pattern)
+        with self._tensor_lock:
+            fills = self._tensor_fills
+            found = fills.get(pattern)
+            if found is not None:
+                fills.move_to_end(pattern)
+                return found
+            found = fills[pattern] = _TensorFill(self, pattern)
+            self._tensor_fill_bytes += len(pattern)
+            while self._tensor_fill_bytes > TENSOR_FILLS_KEPT and len(fills) > 1:
+                oldest, _ = fills.popitem(last=False)
+                self._tensor_fill_bytes -= len(oldest)
             return found
-        found = fills[pattern] = _TensorFill(self, pattern)
-        self._tensor_fill_bytes += len(pattern)
-        while self._tensor_fill_bytes > TENSOR_FILLS_KEPT and len(fills) > 1:
-            oldest, _ = fills.popitem(last=False)
-            self._tensor_fill_bytes -= len(oldest)
-        return found
 
     def free_dropped(self) -> None:
         """Free the tensor fills no one holds any more (outside a capture: cudaFree waits for
         the device's work, kernels that read them included)."""
+        freed = []
         while self.dropped:
-            ptr = self.dropped.pop()
-            current = self.runtime.getDevice()
-            self.runtime.setDevice(self.ordinal)
             try:
-                self.runtime.free(ptr)
+                freed.append(self.dropped.pop())  # (atomic: an append meanwhile stays)
+            except IndexError:  # (another thread took the last)
+                break
+        if not freed:
+            return
+        runtime = self.runtime
+        current = runtime.getDevice()
+        with relaxed_capture():
+            runtime.setDevice(self.ordinal)
+            try:
+                for ptr in freed:
+                    runtime.free(ptr)
             finally:
-                self.runtime.setDevice(current)
+                runtime.setDevice(current)
 
     def function(self, cupy: Any, group: Group) -> tuple[int, int]:
         """(CUfunction handle, blocks per multiprocessor) of a group's kernel on this GPU
