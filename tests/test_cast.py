@@ -327,10 +327,31 @@ def test_the_engines_float_to_half_gives_numpys_rounding(hardware: bool) -> None
         engine.halves(values, made[:-1], hardware)
 
 
+@pytest.mark.parametrize("hardware", [True, False])
+def test_the_engines_half_to_float_is_exact_on_every_pattern(hardware: bool) -> None:
+    """The CPU engine's float16 -> float32 on all 65,536 float16 patterns, on one thread and
+    on four: numpy's exact widening, every NaN 0x7FFFFFFF."""
+    from dmlops.backends import cpu_engine
+
+    engine = cpu_engine.native()
+    if engine is None:
+        pytest.skip("the CPU engine is not built")
+    patterns = np.tile(np.arange(1 << 16, dtype=np.uint16), 3)  # (several pieces)
+    halves = patterns.view(np.float16)
+    want = halves.astype(np.float32).view(np.uint32).copy()
+    want[np.isnan(halves)] = 0x7FFFFFFF
+    for threads in (1, 4):
+        made = np.empty(len(patterns), np.uint32)
+        engine.floats(patterns, made, hardware, threads)
+        assert np.array_equal(made, want), (threads, np.flatnonzero(made != want)[:10])
+    with pytest.raises(ValueError, match="4 bytes for each 2"):
+        engine.floats(patterns, made[:-1], hardware)
+
+
 def test_cast_to_half_on_the_engine_and_on_numpy_agree(monkeypatch: Any) -> None:
-    """dmlops.cast float32 -> float16 of contiguous and strided arrays (small, subnormal,
-    overflowing and NaN values) gives the same bits with the engine (numpy's conversion
-    left out: it would fail here) and without it."""
+    """dmlops.cast float32 -> float16 and float16 -> float32 of contiguous and strided arrays
+    (small, subnormal, overflowing and NaN values) gives the same bits with the engine
+    (numpy's conversion left out: it would fail here) and without it."""
     from dmlops.backends import converting, cpu_engine
 
     if not cpu_engine.available():
@@ -340,15 +361,19 @@ def test_cast_to_half_on_the_engine_and_on_numpy_agree(monkeypatch: Any) -> None
     numpys = converting.convert_into
 
     def not_to_half(source: Any, target: Any) -> None:
-        assert (source.dtype, target.dtype) != (np.float32, np.float16), "numpy converted"
+        pair = {source.dtype, target.dtype}
+        assert pair != {np.dtype(np.float32), np.dtype(np.float16)}, "numpy converted"
         numpys(source, target)
 
+    halves = [a.astype(np.float16) for a in arrays]
     monkeypatch.setattr(converting, "convert_into", not_to_half)
     engine = [dmlops.cast(a, np.float16).tobytes() for a in arrays]
+    engine += [dmlops.cast(h[::-1], np.float32).tobytes() for h in halves]
     monkeypatch.setattr(converting, "convert_into", numpys)
     cpu_engine.set_enabled(False)
     try:
         plain = [dmlops.cast(a, np.float16).tobytes() for a in arrays]
+        plain += [dmlops.cast(h[::-1], np.float32).tobytes() for h in halves]
     finally:
         cpu_engine.set_enabled(True)
     assert engine == plain

@@ -40,9 +40,8 @@ def convert_into(values: np.ndarray[Any, Any], out: np.ndarray[Any, Any]) -> Non
         np.copyto(out, values, casting="unsafe")  # (C's conversion: right where in range)
     if not values.size or source.kind not in "f":  # (integer sources: numpy wraps)
         return
-    lowest = values.min()  # (NaN where any element is NaN)
     if target.kind == "f":
-        if np.isnan(lowest):
+        if _has_nan(values):
             out[np.isnan(values)] = CANONICAL_NAN.astype(target)
         return
     info = np.iinfo(target)
@@ -51,12 +50,22 @@ def convert_into(values: np.ndarray[Any, Any], out: np.ndarray[Any, Any]) -> Non
     seen = values.astype(np.float64) if source.itemsize < 4 else values
     kind = seen.dtype.type
     low, high = kind(float(info.min)), kind(float(info.max) + 1.0)
+    lowest = seen.min()  # (NaN where any element is NaN)
     if not np.isnan(lowest) and lowest >= low and seen.max() < high:
         return
     with np.errstate(invalid="ignore"):
         out[seen >= high] = info.max
         out[seen < low] = info.min
         out[np.isnan(seen)] = 0
+
+
+def _has_nan(values: np.ndarray[Any, Any]) -> bool:
+    """Whether any element is a NaN: float16's from its bits (numpy reduces float16 in
+    software: its min took 3x the conversion itself), others from their minimum."""
+    if values.dtype.itemsize == 2 and values.dtype.kind == "f" and values.dtype.isnative:
+        bits = values.view(np.uint16)
+        return bool(((bits & 0x7FFF) > 0x7C00).any())
+    return bool(np.isnan(values.min()))
 
 
 def scaled(values: np.ndarray[Any, Any], scale: float, bias: float) -> np.ndarray[Any, Any]:

@@ -45,7 +45,47 @@ static inline uint16_t half_of(uint32_t x) {
     return (uint16_t)(sign | kept);
 }
 
+/* One float16 value as float32, exactly. */
+static inline uint32_t float_of(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exponent = (h >> 10) & 0x1Fu;
+    uint32_t mantissa = h & 0x3FFu;
+    if (exponent == 0x1F) {
+        return mantissa ? 0x7FFFFFFFu : (sign | 0x7F800000u);
+    }
+    if (exponent == 0) {
+        if (mantissa == 0) {
+            return sign;
+        }
+        uint32_t shift = 0; /* a subnormal: its leading bit made the implicit one */
+        while (!(mantissa & 0x400u)) {
+            mantissa <<= 1;
+            shift++;
+        }
+        return sign | ((113u - shift) << 23) | ((mantissa & 0x3FFu) << 13);
+    }
+    return sign | ((exponent + 112u) << 23) | (mantissa << 13);
+}
+
 #if X86
+__attribute__((target("avx,f16c"))) static void widened_in_hardware(const uint16_t *from,
+                                                                    uint32_t *to, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(from + i));
+        __m256 v = _mm256_cvtph_ps(h);
+        _mm256_storeu_ps((float *)(void *)(to + i), v);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q))) {
+            for (int k = 0; k < 8; k++) { /* NaNs: the canonical one */
+                to[i + k] = float_of(from[i + k]);
+            }
+        }
+    }
+    for (; i < n; i++) {
+        to[i] = float_of(from[i]);
+    }
+}
+
 __attribute__((target("avx,f16c"))) static void in_hardware(const uint32_t *from, uint16_t *to,
                                                             int64_t n) {
     int64_t i = 0;
@@ -88,5 +128,19 @@ void halves_from_floats(const uint32_t *from, uint16_t *to, int64_t n, int hardw
 #endif
     for (int64_t i = 0; i < n; i++) {
         to[i] = half_of(from[i]);
+    }
+}
+
+void floats_from_halves(const uint16_t *from, uint32_t *to, int64_t n, int hardware) {
+#if X86
+    if (hardware && halves_in_hardware()) {
+        widened_in_hardware(from, to, n);
+        return;
+    }
+#else
+    (void)hardware;
+#endif
+    for (int64_t i = 0; i < n; i++) {
+        to[i] = float_of(from[i]);
     }
 }

@@ -316,50 +316,74 @@ static PyObject *clear_cache(PyObject *self, PyObject *unused) {
 
 /* A conversion cut into pieces for the pool. */
 typedef struct {
-    const uint32_t *from;
-    uint16_t *to;
+    const void *from;
+    void *to;
     int64_t count, piece;
     int hardware;
+    int widen; /* 1: float16 to float32; 0: float32 to float16 */
 } halves_job_t;
 
 static void halves_piece(void *context, int64_t k) {
     const halves_job_t *job = (const halves_job_t *)context;
     int64_t first = k * job->piece;
     int64_t n = job->count - first < job->piece ? job->count - first : job->piece;
-    halves_from_floats(job->from + first, job->to + first, n, job->hardware);
+    if (job->widen) {
+        floats_from_halves((const uint16_t *)job->from + first, (uint32_t *)job->to + first, n,
+                           job->hardware);
+    } else {
+        halves_from_floats((const uint32_t *)job->from + first, (uint16_t *)job->to + first, n,
+                           job->hardware);
+    }
 }
 
 #define HALVES_PIECE (64 << 10) /* elements a piece: 256 KiB read, 128 KiB written */
 
-/* halves(src, dst[, hardware[, threads]]): float32 elements (src's bytes) to float16 bits in
- * dst, by CAST's rules, on up to `threads` threads (a piece of 64K elements each). */
-static PyObject *halves(PyObject *self, PyObject *args) {
+/* A float16 <-> float32 conversion of src's elements into dst on up to `threads` threads
+ * (a piece of 64K elements each); widen: float16 to float32, else float32 to float16. */
+static PyObject *converted(PyObject *args, int widen) {
     Py_buffer src, dst;
     int hardware = 1; /* 0: the integer conversion even where F16C is there (for tests) */
     int threads = 1;
-    (void)self;
     if (!PyArg_ParseTuple(args, "y*w*|pi", &src, &dst, &hardware, &threads)) {
         return NULL;
     }
-    if (src.len % 4 != 0 || dst.len * 2 != src.len) {
+    Py_ssize_t in_size = widen ? 2 : 4, out_size = widen ? 4 : 2;
+    if (src.len % in_size != 0 || dst.len * in_size != src.len * out_size) {
         PyBuffer_Release(&src);
         PyBuffer_Release(&dst);
-        PyErr_SetString(PyExc_ValueError, "halves: dst must hold 2 bytes for each 4 of src");
+        PyErr_SetString(PyExc_ValueError, widen ? "floats: dst must hold 4 bytes for each 2 of src"
+                                                : "halves: dst must hold 2 bytes for each 4 of src");
         return NULL;
     }
-    halves_job_t job = {(const uint32_t *)src.buf, (uint16_t *)dst.buf, src.len / 4,
-                        HALVES_PIECE, hardware};
+    halves_job_t job = {src.buf, dst.buf, src.len / in_size, HALVES_PIECE, hardware, widen};
     int64_t pieces = (job.count + HALVES_PIECE - 1) / HALVES_PIECE;
     Py_BEGIN_ALLOW_THREADS
     if (threads > 1 && pieces > 1) {
         pool_run(halves_piece, &job, pieces, threads < pieces ? threads : (int)pieces);
-    } else {
-        halves_from_floats(job.from, job.to, job.count, hardware);
+    } else if (job.count > 0) {
+        halves_piece(&job, 0);
+        for (int64_t k = 1; k < pieces; k++) {
+            halves_piece(&job, k);
+        }
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&src);
     PyBuffer_Release(&dst);
     Py_RETURN_NONE;
+}
+
+/* halves(src, dst[, hardware[, threads]]): float32 elements (src's bytes) to float16 bits in
+ * dst, by CAST's rules. */
+static PyObject *halves(PyObject *self, PyObject *args) {
+    (void)self;
+    return converted(args, 0);
+}
+
+/* floats(src, dst[, hardware[, threads]]): float16 elements to float32 in dst (exact; a NaN
+ * the canonical 0x7FFFFFFF). */
+static PyObject *floats(PyObject *self, PyObject *args) {
+    (void)self;
+    return converted(args, 1);
 }
 
 /* The lowest and highest byte offsets a box of `shape` with byte `strides` reaches. */
@@ -510,6 +534,8 @@ static PyMethodDef methods[] = {
      "Nonzero elements' coordinates of a strided box as UINT32 rows; returns their count."},
     {"halves", halves, METH_VARARGS,
      "float32 elements to float16 bits by CAST's rules (round to nearest even, NaN 0x7FFF)."},
+    {"floats", floats, METH_VARARGS,
+     "float16 elements to float32 (exact; NaN 0x7FFFFFFF)."},
     {"hardware_halves", hardware_halves, METH_NOARGS,
      "Whether halves uses the CPU's F16C conversion."},
     {"scatter", scatter, METH_VARARGS,
