@@ -174,6 +174,27 @@ def encode(value: Any, element: Element, field: str = "the value") -> bytes:
     return np.array(value).astype(dtype).tobytes()
 
 
+def in_native_order(a: Any) -> Any:
+    """A numpy array whose values an operator reads (indices, lengths, a conversion's or a
+    zero test's input) in this machine's byte order: a byte-swapped copy of the same values
+    where it is in the other one; anything else as it is (moves copy bytes: order kept)."""
+    if type(a) is np.ndarray and not a.dtype.isnative:
+        return a.astype(a.dtype.newbyteorder("="))
+    return a
+
+
+def values_into(out: Any, run: Any) -> Any:
+    """`run(target)` writes values (a conversion's) into `target`: `out` itself, or, where
+    `out` is a numpy array in the other byte order, a native one whose values are then
+    assigned to it (byte-swapped). Returns `out`."""
+    if type(out) is np.ndarray and not out.dtype.isnative:
+        made = np.empty(out.shape, out.dtype.newbyteorder("="))
+        run(made)
+        out[...] = made
+        return out
+    return run(out)
+
+
 def _torch_module() -> Any:
     import sys
 

@@ -23,6 +23,7 @@ from ..calls import (
     _shape,
     backend_of,
 )
+from ..elements import in_native_order, values_into
 from ..errors import DmlError
 from ..ops import (
     CastDesc,
@@ -325,6 +326,9 @@ def cast(
             [out],
             lambda i, o: [cast(i[0], target, feature_level=feature_level, out=o[0])],
         )[0]
+    x = in_native_order(x)  # (values are read: in this machine's byte order)
+    if out is None and not target.isnative:  # (a byte order asked for: numpy's astype's)
+        return cast(x, target.newbyteorder("="), feature_level=feature_level).astype(target)
     if out is None:
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(x, torch.Tensor):  # a torch tensor of the type
@@ -338,7 +342,11 @@ def cast(
         make = lambda i, o: CastDesc(i[0], o[0])  # noqa: E731
         return _compile(backend, feature_level, make, ins, outs, [None], target)
 
-    return _dispatch("CAST", (target.str,), feature_level, [x], [out], build)[0]
+    def into(given: Any) -> Any:
+        target_of = given.dtype if type(given) is np.ndarray else target
+        return _dispatch("CAST", (target_of.str,), feature_level, [x], [given], build)[0]
+
+    return values_into(out, into)
 
 
 def _new_array(x: Any, shape: tuple[int, ...], dtype: np.dtype[Any], zeroed: bool = True) -> Any:
@@ -397,7 +405,8 @@ def nonzero_coordinates(
         )
         given = [None, None] if out is None else list(out)
         return tuple(_on_device(device, [x], given, again))
-    x = _bools_as_bytes(x)  # (a mask: True is 1, False 0, as UINT8 reads them)
+    x = in_native_order(_bools_as_bytes(x))  # (a mask: True is 1, False 0, as UINT8 reads
+    # them; a float's zero test finds its sign bit in this machine's byte order)
     shape = tuple(int(n) for n in _shape(x))
     count_shape, coords_shape = NonzeroCoordinatesDesc.output_sizes_for(shape, columns)
     if out is None:

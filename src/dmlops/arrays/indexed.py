@@ -26,6 +26,7 @@ from ..calls import (
     _Tensor,
     backend_of,
 )
+from ..elements import in_native_order
 from ..errors import DmlError, IndexOutOfRangeError
 from ..ops import (
     GatherDesc,
@@ -75,9 +76,10 @@ def _axis(axis: int, rank: int, op: str) -> int:
 
 
 def _array(x: Any, like: Any) -> Any:
-    """`x` as an array of `like`'s library (lists and ints become int64 index arrays)."""
+    """`x` (indices or lengths: values read) as an array of `like`'s library in this
+    machine's byte order (lists and ints become int64 index arrays)."""
     if hasattr(x, "shape") and hasattr(x, "dtype"):
-        return x
+        return in_native_order(x)
     host = np.asarray(x, dtype=np.int64)
     if isinstance(like, np.ndarray):
         return host

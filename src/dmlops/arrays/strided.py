@@ -34,6 +34,7 @@ from ..calls import (
     check_empty_gradient,
     clear_cache,
 )
+from ..elements import in_native_order, values_into
 from ..errors import DmlError, InvalidDescriptorError
 from ..ops import (
     DepthSpaceOrder,
@@ -522,13 +523,25 @@ def element_wise_identity(
     strides (numpy.ascontiguousarray, torch's contiguous copy; a layout change); with
     `scale_bias` = (Scale, Bias), each element x * Scale + Bias (float types)."""
     given = None if scale_bias is None else tuple(float(v) for v in scale_bias)
-    return _unary(
-        "ELEMENT_WISE_IDENTITY",
-        (given,),
-        x,
-        out,
-        feature_level,
-        device,
-        lambda view: tuple(_dims(view)),
-        lambda i, o: ElementWiseIdentityDesc(i, o, given),
-    )
+
+    def run(source: Any, target: Any) -> Any:
+        return _unary(
+            "ELEMENT_WISE_IDENTITY",
+            (given,),
+            source,
+            target,
+            feature_level,
+            device,
+            lambda view: tuple(_dims(view)),
+            lambda i, o: ElementWiseIdentityDesc(i, o, given),
+        )
+
+    if given is None:  # (a copy of bytes: any byte order moves as it is)
+        return run(x, out)
+    # x * Scale + Bias reads values: in this machine's byte order; a new result in the
+    # input's order, as a copy's
+    order = x.dtype if type(x) is np.ndarray and out is None and device is None else None
+    x = in_native_order(x)
+    if order is not None and not order.isnative:
+        return run(x, None).astype(order)
+    return values_into(out, lambda target: run(x, target))

@@ -1,0 +1,84 @@
+"""numpy arrays in the other byte order: where an operator reads values (indices, lengths, a
+conversion's input, a zero test, x * Scale + Bias) it reads them as the array's dtype says,
+the same answer as for the array in this machine's order; moves copy bytes and keep the
+input's order; outputs in the other order receive the values byte-swapped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import dmlops
+
+X = np.arange(20, dtype=np.float32).reshape(5, 4)
+ROWS = np.ones((5, 1), np.float32)
+
+
+def _swapped(a: Any, dtype: str) -> np.ndarray[Any, Any]:
+    """`a` as `dtype` in the other byte order than this machine's."""
+    native = np.asarray(a, dtype)
+    return native.astype(native.dtype.newbyteorder("S"))
+
+
+CALLS: dict[str, Callable[[Callable[[Any, str], Any]], Any]] = {
+    "gather": lambda t: dmlops.gather(X, t([4, 0, -1], "i8"), 0),
+    "gather_elements": lambda t: dmlops.gather_elements(X, t([[1], [2], [0], [3], [1]], "i4"), 1),
+    "gather_nd": lambda t: dmlops.gather_nd(X, t([[1], [3]], "i8")),
+    "scatter_elements": lambda t: dmlops.scatter_elements(
+        X, t([[1], [2], [0], [3], [1]], "i8"), ROWS, 1
+    ),
+    "scatter_nd": lambda t: dmlops.scatter_nd(X, t([[1], [4]], "i4"), np.ones((2, 4), np.float32)),
+    "one_hot": lambda t: dmlops.one_hot(t([1, 2, 0], "u4"), 3, np.array([0.0, 1.0], np.float32)),
+    "reverse_subsequences": lambda t: dmlops.reverse_subsequences(X, t([2, 0, 4, 1], "i8"), 0, 1),
+    "max_unpooling": lambda t: dmlops.max_unpooling(
+        np.ones((1, 1, 1, 2), np.float32), t([[[[0, 3]]]], "u8"), [1, 1, 2, 2]
+    ),
+    "nonzero": lambda t: dmlops.nonzero(t([0.0, -0.0, 2.0, np.nan, 0.0], "f4")),
+    "nonzero_coordinates": lambda t: dmlops.nonzero_coordinates(t([[[[0.0, -0.0, 1.5]]]], "f2")),
+    "cast to int32": lambda t: dmlops.cast(t([1.0, -2.7, 3e9, np.nan], "f4"), np.int32),
+    "cast to float16": lambda t: dmlops.cast(t([1.0, -2.7, 1e-6, 7e4], "f4"), np.float16),
+    "cast from float16": lambda t: dmlops.cast(t([1.0, -2.5, 6e-5, np.inf], "f2"), np.float32),
+}
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+def test_values_read_in_either_byte_order_give_one_answer(name: str) -> None:
+    call = CALLS[name]
+    native = call(lambda a, d: np.asarray(a, d))
+    swapped = call(_swapped)
+    pairs = zip(native, swapped, strict=True) if isinstance(native, tuple) else [(native, swapped)]
+    for mine, theirs in pairs:
+        assert mine.dtype == theirs.dtype and mine.tobytes() == theirs.tobytes(), name
+
+
+def test_scale_bias_reads_values_and_keeps_the_inputs_order() -> None:
+    """x * Scale + Bias of an array in the other order: the same values, a new array in the
+    input's order (as a copy keeps it); a plain copy moves the bytes as they are."""
+    x = _swapped([1.0, 2.5, -3.0], "f4")
+    made = dmlops.element_wise_identity(x, scale_bias=[2.0, 1.0])
+    assert made.dtype == x.dtype and made.tolist() == [3.0, 6.0, -5.0]
+    assert dmlops.element_wise_identity(x).tobytes() == x.tobytes()
+    out = np.zeros(3, x.dtype)
+    assert dmlops.element_wise_identity(x, scale_bias=[2.0, 1.0], out=out) is out
+    assert out.tolist() == [3.0, 6.0, -5.0]
+
+
+def test_casts_into_the_other_byte_order() -> None:
+    """A dtype or an `out` in the other byte order receives the converted values as numpy's
+    astype gives them."""
+    x = np.array([1.0, -2.7, 1e-6, 7e4, np.inf], np.float32)
+    other = np.dtype(np.float16).newbyteorder("S")
+    made = dmlops.cast(x, other)
+    assert made.dtype == other and made.tolist() == x.astype(other).tolist()
+    out = np.zeros(5, other)
+    assert dmlops.cast(x, other, out=out) is out
+    assert out.tobytes() == x.astype(other).tobytes()
+
+
+def test_moves_keep_the_inputs_byte_order() -> None:
+    x = _swapped(np.arange(6), "i4")
+    made = dmlops.slice1(x, [0], [6], [-1])
+    assert made.dtype == x.dtype and made.tolist() == [5, 4, 3, 2, 1, 0]
