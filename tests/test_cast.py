@@ -380,3 +380,33 @@ def test_cast_to_half_on_the_engine_and_on_numpy_agree(monkeypatch: Any) -> None
     out = np.zeros((256, 512), np.float16)[:, ::2]  # a strided output
     dmlops.cast(values, np.float16, out=out)
     assert out.tobytes() == plain[0]
+
+
+def test_the_engines_float16_conversions_ignore_flush_to_zero() -> None:
+    """With the calling thread's floating-point unit flushing denormals (torch's
+    set_flush_denormal, as some libraries leave it), the engine's conversions still give
+    float16's subnormals exactly, both ways."""
+    torch = pytest.importorskip("torch")
+    from dmlops.backends import cpu_engine
+
+    engine = cpu_engine.native()
+    if engine is None:
+        pytest.skip("the CPU engine is not built")
+    values = np.array([1e-5, 3e-6, 6e-8, -4e-7, 1e-40, 1.0], np.float32)
+    with np.errstate(all="ignore"):
+        narrowed = values.astype(np.float16).view(np.uint16)
+    patterns = np.arange(1 << 16, dtype=np.uint16)
+    widened = patterns.view(np.float16).astype(np.float32).view(np.uint32).copy()
+    widened[np.isnan(patterns.view(np.float16))] = 0x7FFFFFFF
+    if not torch.set_flush_denormal(True):
+        pytest.skip("this CPU has no flush-to-zero mode torch sets")
+    try:
+        for hardware in (True, False):  # (one thread: the caller's, whose mode is set)
+            made = np.empty(len(values), np.uint16)
+            engine.halves(values, made, hardware, 1)
+            assert made.tolist() == narrowed.tolist()
+            wide = np.empty(1 << 16, np.uint32)
+            engine.floats(patterns, wide, hardware, 1)
+            assert np.array_equal(wide, widened)
+    finally:
+        torch.set_flush_denormal(False)
