@@ -41,6 +41,26 @@ def test_the_cache_folder_follows_the_environment(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delenv("DMLOPS_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", "/xdg")
     assert kernels.cache_dir() == Path("/xdg/dmlops/cuda")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", "/home/someone")
+    assert kernels.cache_dir() == Path("/home/someone/.cache/dmlops/cuda")
+
+
+def test_a_user_with_no_home_caches_in_the_temporary_directory(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A container's arbitrary user id has no HOME and no passwd entry (Path.home raises):
+    the kernels are kept under the temporary directory instead of the call failing."""
+    monkeypatch.delenv("DMLOPS_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    monkeypatch.setattr(kernels.tempfile, "gettempdir", lambda: str(tmp_path))
+    found = kernels.cache_dir()
+    assert found.parent.parent.parent == tmp_path and found.parts[-2:] == ("dmlops", "cuda")
 
 
 class _Runtime:

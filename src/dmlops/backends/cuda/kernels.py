@@ -3,7 +3,8 @@ NVRTC into a cubin kept on disk, and loaded into each GPU's context from there.
 
 A process whose kernels are all on disk loads them with the driver alone (no NVRTC, no
 CuPy import): `DMLOPS_CACHE_DIR`, else `$XDG_CACHE_HOME/dmlops/cuda` or
-`~/.cache/dmlops/cuda`, one file per source, options, architecture and NVRTC version.
+`~/.cache/dmlops/cuda` (a user with no home: the temporary directory's), one file per
+source, options, architecture and NVRTC version.
 """
 
 from __future__ import annotations
@@ -47,11 +48,18 @@ def source(kernel: str) -> str:
 
 
 def cache_dir() -> Path:
-    """Where compiled kernels are kept between processes."""
+    """Where compiled kernels are kept between processes (a user with no home, as a
+    container's arbitrary user id may be: the temporary directory's `dmlops-<uid>`)."""
     named = os.environ.get("DMLOPS_CACHE_DIR")
     if named:
         return Path(named) / "cuda"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except (RuntimeError, KeyError):  # (no HOME, and no passwd entry for this user)
+            user = os.getuid() if hasattr(os, "getuid") else "user"
+            base = str(Path(tempfile.gettempdir()) / f"dmlops-{user}")
     return Path(base) / "dmlops" / "cuda"
 
 
