@@ -31,18 +31,20 @@ def strided_view(
     return view
 
 
-_FLOAT32, _FLOAT16 = np.dtype(np.float32), np.dtype(np.float16)
+_FLOAT64, _FLOAT32, _FLOAT16 = np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.float16)
 
 
 # the pairs the CPU engine converts: (its function's name, the destination's word type)
 _ON_THE_ENGINE = {
     (_FLOAT32, _FLOAT16): ("halves", np.uint16),
     (_FLOAT16, _FLOAT32): ("floats", np.uint32),
+    (_FLOAT64, _FLOAT16): ("halves_of_doubles", np.uint16),
 }
 
 
 def _converted_into(values: np.ndarray[Any, Any], dst: np.ndarray[Any, Any], threads: int) -> None:
-    """`convert_into`, float32 to float16 and back by the CPU engine where it runs, on up to
+    """`convert_into`, float32 or float64 to float16 and float16 to float32 by the CPU engine
+    where it runs, on up to
     `threads` threads (numpy's narrowing takes ~70 ns an element whose result overflows or
     is subnormal or zero: a cast of small activations 280 ms for 4M elements, the engine's
     1 ms; its widening 7 ms, the engine's under 1), strided views through contiguous

@@ -144,3 +144,41 @@ void floats_from_halves(const uint16_t *from, uint32_t *to, int64_t n, int hardw
         to[i] = float_of(from[i]);
     }
 }
+
+/* One float64 value as float16 bits, rounded once (a double rounded to float first could
+ * round a second time the wrong way). */
+static inline uint16_t half_of_double(uint64_t x) {
+    uint16_t sign = (uint16_t)((x >> 48) & 0x8000u);
+    uint64_t magnitude = x & UINT64_C(0x7FFFFFFFFFFFFFFF);
+    if (magnitude > UINT64_C(0x7FF0000000000000)) {
+        return CANONICAL_NAN;
+    }
+    if (magnitude >= UINT64_C(0x40EFFE0000000000)) { /* 65520.0 on: infinity */
+        return (uint16_t)(sign | 0x7C00u);
+    }
+    if (magnitude >= UINT64_C(0x3F10000000000000)) { /* 2^-14 on: a normal half */
+        /* the exponent rebiased (1023 -> 15), the 42 dropped bits rounded to even */
+        magnitude += UINT64_C(0xC100000000000000) + UINT64_C(0x1FFFFFFFFFF) +
+                     ((magnitude >> 42) & 1u);
+        return (uint16_t)(sign | (uint16_t)(magnitude >> 42));
+    }
+    uint64_t exponent = magnitude >> 52;
+    if (exponent < 997) { /* under half the smallest subnormal: zero */
+        return sign;
+    }
+    uint64_t mantissa = (magnitude & UINT64_C(0xFFFFFFFFFFFFF)) | (UINT64_C(1) << 52);
+    uint64_t shift = 1051 - exponent; /* 43 .. 54: the value in units of 2^-24 */
+    uint64_t kept = mantissa >> shift;
+    uint64_t rest = mantissa & ((UINT64_C(1) << shift) - 1u);
+    uint64_t halfway = UINT64_C(1) << (shift - 1);
+    if (rest > halfway || (rest == halfway && (kept & 1u))) {
+        kept++;
+    }
+    return (uint16_t)(sign | (uint16_t)kept);
+}
+
+void halves_from_doubles(const uint64_t *from, uint16_t *to, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        to[i] = half_of_double(from[i]);
+    }
+}

@@ -16,6 +16,9 @@ void halves_from_floats(const uint32_t *from, uint16_t *to, int64_t n, int hardw
  * where the CPU has it and `hardware` is nonzero. */
 void floats_from_halves(const uint16_t *from, uint32_t *to, int64_t n, int hardware);
 
+/* n float64 values to float16 bits by the same rules (one rounding, from the double). */
+void halves_from_doubles(const uint64_t *from, uint16_t *to, int64_t n);
+
 /* Whether halves_from_floats and floats_from_halves use the CPU's F16C conversion. */
 int halves_in_hardware(void);
 

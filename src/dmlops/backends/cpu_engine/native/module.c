@@ -320,42 +320,50 @@ typedef struct {
     void *to;
     int64_t count, piece;
     int hardware;
-    int widen; /* 1: float16 to float32; 0: float32 to float16 */
+    int mode; /* NARROW (float32 to float16), WIDEN (float16 to float32), NARROW_DOUBLES */
 } halves_job_t;
+
+enum { NARROW, WIDEN, NARROW_DOUBLES };
 
 static void halves_piece(void *context, int64_t k) {
     const halves_job_t *job = (const halves_job_t *)context;
     int64_t first = k * job->piece;
     int64_t n = job->count - first < job->piece ? job->count - first : job->piece;
-    if (job->widen) {
+    if (job->mode == WIDEN) {
         floats_from_halves((const uint16_t *)job->from + first, (uint32_t *)job->to + first, n,
                            job->hardware);
-    } else {
+    } else if (job->mode == NARROW) {
         halves_from_floats((const uint32_t *)job->from + first, (uint16_t *)job->to + first, n,
                            job->hardware);
+    } else {
+        halves_from_doubles((const uint64_t *)job->from + first, (uint16_t *)job->to + first, n);
     }
 }
 
 #define HALVES_PIECE (64 << 10) /* elements a piece: 256 KiB read, 128 KiB written */
 
-/* A float16 <-> float32 conversion of src's elements into dst on up to `threads` threads
- * (a piece of 64K elements each); widen: float16 to float32, else float32 to float16. */
-static PyObject *converted(PyObject *args, int widen) {
+/* A float16 <-> float32 (or float64 -> float16) conversion of src's elements into dst on
+ * up to `threads` threads (a piece of 64K elements each). */
+static PyObject *converted(PyObject *args, int mode) {
     Py_buffer src, dst;
     int hardware = 1; /* 0: the integer conversion even where F16C is there (for tests) */
     int threads = 1;
     if (!PyArg_ParseTuple(args, "y*w*|pi", &src, &dst, &hardware, &threads)) {
         return NULL;
     }
-    Py_ssize_t in_size = widen ? 2 : 4, out_size = widen ? 4 : 2;
+    Py_ssize_t in_size = mode == WIDEN ? 2 : mode == NARROW ? 4 : 8;
+    Py_ssize_t out_size = mode == WIDEN ? 4 : 2;
     if (src.len % in_size != 0 || dst.len * in_size != src.len * out_size) {
         PyBuffer_Release(&src);
         PyBuffer_Release(&dst);
-        PyErr_SetString(PyExc_ValueError, widen ? "floats: dst must hold 4 bytes for each 2 of src"
-                                                : "halves: dst must hold 2 bytes for each 4 of src");
+        PyErr_SetString(PyExc_ValueError,
+                        mode == WIDEN    ? "floats: dst must hold 4 bytes for each 2 of src"
+                        : mode == NARROW ? "halves: dst must hold 2 bytes for each 4 of src"
+                                         : "halves_of_doubles: dst must hold 2 bytes for each 8 "
+                                           "of src");
         return NULL;
     }
-    halves_job_t job = {src.buf, dst.buf, src.len / in_size, HALVES_PIECE, hardware, widen};
+    halves_job_t job = {src.buf, dst.buf, src.len / in_size, HALVES_PIECE, hardware, mode};
     int64_t pieces = (job.count + HALVES_PIECE - 1) / HALVES_PIECE;
     Py_BEGIN_ALLOW_THREADS
     if (threads > 1 && pieces > 1) {
@@ -376,14 +384,21 @@ static PyObject *converted(PyObject *args, int widen) {
  * dst, by CAST's rules. */
 static PyObject *halves(PyObject *self, PyObject *args) {
     (void)self;
-    return converted(args, 0);
+    return converted(args, NARROW);
+}
+
+/* halves_of_doubles(src, dst[, hardware[, threads]]): float64 elements to float16 bits, one
+ * rounding (integer arithmetic: no hardware conversion of doubles to halves). */
+static PyObject *halves_of_doubles(PyObject *self, PyObject *args) {
+    (void)self;
+    return converted(args, NARROW_DOUBLES);
 }
 
 /* floats(src, dst[, hardware[, threads]]): float16 elements to float32 in dst (exact; a NaN
  * the canonical 0x7FFFFFFF). */
 static PyObject *floats(PyObject *self, PyObject *args) {
     (void)self;
-    return converted(args, 1);
+    return converted(args, WIDEN);
 }
 
 /* The lowest and highest byte offsets a box of `shape` with byte `strides` reaches. */
@@ -536,6 +551,8 @@ static PyMethodDef methods[] = {
      "float32 elements to float16 bits by CAST's rules (round to nearest even, NaN 0x7FFF)."},
     {"floats", floats, METH_VARARGS,
      "float16 elements to float32 (exact; NaN 0x7FFFFFFF)."},
+    {"halves_of_doubles", halves_of_doubles, METH_VARARGS,
+     "float64 elements to float16 bits by CAST's rules, rounded once."},
     {"hardware_halves", hardware_halves, METH_NOARGS,
      "Whether halves uses the CPU's F16C conversion."},
     {"scatter", scatter, METH_VARARGS,
