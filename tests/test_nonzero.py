@@ -304,3 +304,25 @@ def test_the_engines_compaction_agrees_with_numpys(dtype: Any, monkeypatch: Any)
     dmlops.nonzero_coordinates(inside, 4, out=(count, buffer.reshape(1, 1, 16, 4)))
     assert int(count.reshape(-1)[0]) == 4
     assert np.array_equal(buffer.reshape(16, 4)[:4], want)
+
+
+def test_a_large_compaction_cut_over_threads_keeps_element_order() -> None:
+    """A box of a million elements or more on several threads (ranges of rows counted, then
+    written from the rows the ranges before them fill): numpy's argwhere, in order, for
+    ranges that do not divide the rows evenly, a reversed view and a lone long row."""
+    from dmlops.backends import cpu_engine
+
+    if not cpu_engine.available():
+        pytest.skip("the CPU engine is not built")
+    rng = np.random.default_rng(9)
+    held = dmlops.get_num_threads()
+    dmlops.set_num_threads(4)
+    try:
+        for shape in [(1, 3, 701, 523), (2, 3, 5, 7, 3001), (1, 1, 1, 1 << 20)]:
+            x = rng.standard_normal(shape).astype(np.float32) * (rng.random(shape) < 0.3)
+            x.reshape(-1)[:3] = [-0.0, np.nan, 0.0]
+            view = x[..., ::-1]
+            want = np.argwhere((view != 0) | np.isnan(view))
+            assert np.array_equal(dmlops.nonzero(view), want), shape
+    finally:
+        dmlops.set_num_threads(held)

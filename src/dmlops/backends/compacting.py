@@ -36,9 +36,11 @@ def _engine_reads(c: Compaction) -> bool:
 class HostCompaction:
     """A plan of compactions only, over host byte buffers (one per binding)."""
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, threads: Callable[[], int] | None = None) -> None:
+        """`threads`: how many threads a call may use now (the backend's count), else one."""
         assert plan.compactions and not plan.copies and not plan.indexed
         self.plan = plan
+        self.threads = threads
 
     def __call__(self, ins: Sequence[Any], outs: Sequence[Any], queue: Any = None) -> None:
         if self._on_the_engine(ins, outs):
@@ -70,13 +72,14 @@ class HostCompaction:
         written = {k for c in compactions for k in (c.count_dst, c.coords_dst)}
         if any(np.may_share_memory(ins[i], outs[o]) for i in read for o in written):
             return False
+        threads = 1 if self.threads is None else self.threads()
         for c in compactions:
             element = np.dtype(c.element)
             size = element.itemsize
             count = engine.compact(
                 ins[c.src], c.src_offset, c.shape, [s * size for s in c.src_strides], size,
                 element.kind == "f" or element.name == "bfloat16", outs[c.coords_dst],
-                c.coords_offset, c.row_stride * 4, c.column_stride * 4, c.columns,
+                c.coords_offset, c.row_stride * 4, c.column_stride * 4, c.columns, threads,
             )  # fmt: skip
             strided_view(outs[c.count_dst], c.count_offset, (1,), (1,), _UINT32)[0] = count
         return True

@@ -323,7 +323,7 @@ class NumpyBackend:
         if plan.conversion is not None:  # CAST's converting copies
             return HostConversion(plan, lambda: self.threads)
         if plan.compactions:  # NONZERO_COORDINATES's stream compaction
-            return HostCompaction(plan)
+            return HostCompaction(plan, lambda: self.threads)
         return _NumpyExecutor(self, plan)
 
     def _parallel(

@@ -440,18 +440,18 @@ static int int64s(PyObject *sequence, int64_t *into) {
 }
 
 /* compact(src, src_offset, shape, src_strides, element, sign_free, dst, dst_offset,
- * row_stride, column_stride, columns) -> count: a stream compaction (compact.h), byte
+ * row_stride, column_stride, columns[, threads]) -> count: a stream compaction (compact.h), byte
  * offsets and strides; every place it may touch is checked against the buffers first. */
 static PyObject *compact(PyObject *self, PyObject *args) {
     Py_buffer src, dst;
     Py_ssize_t src_offset, dst_offset, row_stride, column_stride;
     PyObject *shape_list, *strides_list;
-    int element, sign_free, columns;
+    int element, sign_free, columns, threads = 1;
     int64_t shape[MOST_COMPACT_RANK], strides[MOST_COMPACT_RANK];
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*nOOipw*nnni", &src, &src_offset, &shape_list, &strides_list,
-                          &element, &sign_free, &dst, &dst_offset, &row_stride,
-                          &column_stride, &columns)) {
+    if (!PyArg_ParseTuple(args, "y*nOOipw*nnni|i", &src, &src_offset, &shape_list,
+                          &strides_list, &element, &sign_free, &dst, &dst_offset, &row_stride,
+                          &column_stride, &columns, &threads)) {
         return NULL;
     }
     int rank = int64s(shape_list, shape);
@@ -488,7 +488,7 @@ static PyObject *compact(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
         found = compact_nonzero((const char *)src.buf + src_offset, shape, strides, rank,
                                 element, sign_free, (char *)dst.buf + dst_offset, row_stride,
-                                column_stride, columns);
+                                column_stride, columns, threads);
         Py_END_ALLOW_THREADS
     }
     PyBuffer_Release(&src);
