@@ -13,6 +13,7 @@ import time
 import onnxruntime as ort
 
 from dmlops.backends import cpu_engine
+from dmlops.bench import contention
 from dmlops.bench.graphs import PATTERNS, bound_on_cpu
 
 SETTINGS = {
@@ -24,16 +25,8 @@ SETTINGS = {
 
 
 def latencies(fn, calls: int = 400) -> tuple[float, float]:  # type: ignore[no-untyped-def]
-    """(median, 99th percentile) in ms of `calls` calls after 0.2 s of warm-up calls."""
-    start = time.perf_counter()
-    while time.perf_counter() - start < 0.2:
-        fn()
-    times = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    times.sort()
+    """(median, 99th percentile) in ms of `calls` calls (the contention section's timing)."""
+    times = contention.latencies(fn, calls)
     return times[calls // 2] * 1e3, times[int(calls * 0.99)] * 1e3
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import operator
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -26,6 +25,7 @@ import numpy as np
 from ...errors import BindingError, DmlError
 from ...plan import Plan, fill_reads
 from .._address_cache import AddressCache
+from .._fill_cache import KeptFills
 from ..base import made_once
 from . import kernels
 from .arrays import TorchView
@@ -72,10 +72,8 @@ class _DeviceState:
         self.multiprocessors = int(props["multiProcessorCount"])
         self.functions: dict[tuple[str, tuple[tuple[str, int], ...]], tuple[int, int]] = {}
         self._fills: dict[bytes, int] = {}
-        self._tensor_fills: OrderedDict[bytes, _TensorFill] = OrderedDict()
-        self._tensor_fill_bytes = 0
+        self._tensor_fills: KeptFills[_TensorFill] = KeptFills()
         self.dropped: list[int] = []  # tensor fills' memory no one holds, to free
-        self._tensor_lock = threading.Lock()  # (calls from several threads at once)
         self.fill(bytes(FILL_BYTES))  # zeros, which SLICE_GRAD writes
 
     def upload(self, pattern: bytes) -> int:
@@ -104,22 +102,15 @@ class _DeviceState:
             found = self._fills[pattern] = self.upload(pattern)
         return found
 
+    @property
+    def _tensor_fill_bytes(self) -> int:
+        return self._tensor_fills.bytes
+
     def tensor_fill(self, pattern: bytes) -> _TensorFill:
         """A tensor fill's device memory: the GPU keeps the most recently used ones up to
         TENSOR_FILLS_KEPT bytes (an ONNX Range of a growing length made a new one each
         step, each kept for good); the prepared launches that read one hold it too."""
-        with self._tensor_lock:
-            fills = self._tensor_fills
-            found = fills.get(pattern)
-            if found is not None:
-                fills.move_to_end(pattern)
-                return found
-            found = fills[pattern] = _TensorFill(self, pattern)
-            self._tensor_fill_bytes += len(pattern)
-            while self._tensor_fill_bytes > TENSOR_FILLS_KEPT and len(fills) > 1:
-                oldest, _ = fills.popitem(last=False)
-                self._tensor_fill_bytes -= len(oldest)
-            return found
+        return self._tensor_fills.get(pattern, lambda p: _TensorFill(self, p), TENSOR_FILLS_KEPT)
 
     def free_dropped(self) -> None:
         """Free the tensor fills no one holds any more (outside a capture: cudaFree waits for

@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from importlib import resources
 from typing import Any
@@ -26,6 +25,7 @@ import numpy as np
 from ...errors import BindingError, DmlError
 from ...plan import Plan, StridedCopy, array_byte_span, fill_reads
 from .._address_cache import AddressCache
+from .._fill_cache import KeptFills
 from ..base import made_once, no_queue
 from ..converting import HostConversion
 from .compact import compaction_dispatches, scratch_words
@@ -218,8 +218,7 @@ class WebGpuBackend:
         self._timing: list[float] | None = None  # timestamp ticks of each pass, while timed
         self.queue = self.device.queue
         self._fills: dict[bytes, WebGpuArray] = {}
-        self._tensor_fills: OrderedDict[bytes, WebGpuArray] = OrderedDict()
-        self._tensor_fill_bytes = 0
+        self._tensor_fills: KeptFills[WebGpuArray] = KeptFills()
         max_binding = min(limits["max-storage-buffer-binding-size"], limits["max-buffer-size"])
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         self.memory = Memory(self.device, usage, min(ARENA_BYTES, max_binding), max_binding)
@@ -490,23 +489,24 @@ class WebGpuBackend:
                 self._pipelines[key] = pipeline
         return pipeline
 
+    @property
+    def _tensor_fill_bytes(self) -> int:
+        return self._tensor_fills.bytes
+
     def _fill_array(self, pattern: bytes, tensor: bool) -> WebGpuArray:
         """The array holding `pattern`, read by the copies that write that fill: an element
         fill's made once and kept; a tensor fill's kept among the most recently used up to
         TENSOR_FILLS_KEPT bytes (the dispatches that read one hold it too: its memory goes
         back to the pool when the last holder drops it)."""
-        fills = self._tensor_fills if tensor else self._fills
-        found = fills.get(pattern)
+
+        def made(p: bytes) -> WebGpuArray:
+            return self.upload(np.frombuffer(p, np.uint8))
+
+        if tensor:
+            return self._tensor_fills.get(pattern, made, TENSOR_FILLS_KEPT)
+        found = self._fills.get(pattern)
         if found is None:
-            found = fills[pattern] = self.upload(np.frombuffer(pattern, np.uint8))
-            if tensor:
-                self._tensor_fill_bytes += len(pattern)
-                while self._tensor_fill_bytes > TENSOR_FILLS_KEPT and len(fills) > 1:
-                    oldest = next(iter(fills))
-                    del fills[oldest]
-                    self._tensor_fill_bytes -= len(oldest)
-        elif tensor:
-            self._tensor_fills.move_to_end(pattern)
+            found = self._fills[pattern] = made(pattern)
         return found
 
     def _dispatches(self, plan: Plan, ins: Sequence[Flat], outs: Sequence[Flat]) -> list[Any]:
