@@ -1,0 +1,70 @@
+"""CAST float32 -> float16 (32 MiB) and NONZERO of a [2048, 2048] uint8 mask beside BUSY
+spinning processes (argv[1]): dmlops, numpy and an onnxruntime session in the same process,
+median / 99th percentile of 100 calls (the contention section's timing), in ms.
+
+    python benchmarks/family_under_load.py BUSY      (taskset -c 0-3 ... for a CPU set)
+"""
+
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnxruntime as ort
+from onnx import TensorProto, helper
+
+import dmlops
+from dmlops.bench.contention import latencies
+
+
+def session(node: object, inputs: int, outputs: int, shape: list[int]) -> ort.InferenceSession:
+    """An onnxruntime session of one node from input x to output y."""
+    graph = helper.make_graph(
+        [node],
+        "m",
+        [helper.make_tensor_value_info("x", inputs, shape)],
+        [helper.make_tensor_value_info("y", outputs, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def main() -> None:
+    rng = np.random.default_rng(0)
+    values = rng.standard_normal((2048, 4096), dtype=np.float32)
+    mask = (rng.random((1, 1, 2048, 2048)) < 0.5).astype(np.uint8)
+    cast = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT16)
+    cast_session = session(cast, TensorProto.FLOAT, TensorProto.FLOAT16, list(values.shape))
+    nonzero = helper.make_node("NonZero", ["x"], ["y"])
+    nonzero_session = session(nonzero, TensorProto.UINT8, TensorProto.INT64, list(mask.shape))
+    cases = {
+        "CAST fp32->fp16 32 MiB": {
+            "dmlops": lambda: dmlops.cast(values, np.float16),
+            "numpy": lambda: values.astype(np.float16),
+            "onnxruntime": lambda: cast_session.run(None, {"x": values}),
+        },
+        "NONZERO [2048,2048] uint8": {
+            "dmlops": lambda: dmlops.nonzero(mask),
+            "numpy": lambda: np.argwhere(mask),
+            "onnxruntime": lambda: nonzero_session.run(None, {"x": mask}),
+        },
+    }
+    busy = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
+    time.sleep(0.3)
+    try:
+        for case, contenders in cases.items():
+            row = []
+            for name, fn in contenders.items():
+                times = latencies(fn, 100)
+                row.append(f"{name} {times[50] * 1e3:.2f}/{times[99] * 1e3:.2f}")
+            print(f"[{busy} busy] {case}: " + "; ".join(row), flush=True)
+    finally:
+        for s in spinners:
+            s.kill()
+            s.wait()
+
+
+if __name__ == "__main__":
+    main()
