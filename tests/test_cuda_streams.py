@@ -409,7 +409,10 @@ def test_second_gpu_through_every_entry_point() -> None:
         c = cupy.arange(64, dtype=cupy.int16).reshape(8, 8)
     assert cupy.cuda.runtime.getDevice() == 0
     parts = dmlops.split(c, 0, [3, 5])
-    assert parts[0].device.id == 1 and bool((dmlops.join(parts, 0) == c).all())
+    assert parts[0].device.id == 1
+    # compared on the host: CuPy's comparison of GPU-1 arrays from GPU 0 enables peer access,
+    # an API error that compute-sanitizer counts
+    np.testing.assert_array_equal(cupy.asnumpy(dmlops.join(parts, 0)), cupy.asnumpy(c))
     # Device API and a compiled graph on buffers of GPU 1
     desc = JoinDesc(
         [BufferTensorDesc(DataType.FLOAT32, [1, 1, 4, 8])] * 2,
@@ -605,7 +608,8 @@ def test_second_gpu_indexed_calls() -> None:
         c = cupy.arange(40, dtype=cupy.int64).reshape(10, 4)
         i = cupy.asarray([9, 1])
     g = dmlops.gather(c, i, 0)
-    assert g.device.id == 1 and bool((g == c[i]).all())
+    assert g.device.id == 1
+    np.testing.assert_array_equal(cupy.asnumpy(g), np.arange(40).reshape(10, 4)[[9, 1]])
     with pytest.raises(BindingError):
         dmlops.gather(table, ids.to("cuda:0"), 0)  # arrays on two GPUs: refused by name
     assert torch.cuda.current_device() == 0 and cupy.cuda.runtime.getDevice() == 0

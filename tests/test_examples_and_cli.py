@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -270,6 +272,47 @@ def test_copies_on_a_lattice_merge_into_one_visiting_the_same_pairs(data) -> Non
     ]
     if not perturbed and outer[1] > (b - 1) * inner[1]:  # destination order is lattice order
         assert len(merged) == 1
+
+
+def _element_pairs(copies):  # type: ignore[no-untyped-def]
+    """The pairs a plan's copies (offsets in bytes of 4-byte elements) visit, in elements."""
+    import dataclasses
+
+    return _pairs(
+        dataclasses.replace(c, src_offset=c.src_offset // 4, dst_offset=c.dst_offset // 4)
+        for c in copies
+    )
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_a_repeated_box_composes_to_the_pairs_of_its_boxes(data) -> None:  # type: ignore[no-untyped-def]
+    """LogicalCopy.repeat (an operator's compact form): composed through any layouts, the
+    plan visits the element pairs of the plain boxes `expanded` gives, one by one."""
+    from dmlops.plan import Layout, LogicalCopy, compose
+
+    rank = data.draw(st.integers(1, 3))
+    dims = st.lists(st.integers(1, 3), min_size=rank, max_size=rank)
+    shape = tuple(data.draw(dims))
+    repeat = tuple(
+        (
+            data.draw(st.integers(1, 3)),
+            tuple(data.draw(st.lists(st.integers(0, 4), min_size=rank, max_size=rank))),
+            tuple(data.draw(st.lists(st.integers(0, 4), min_size=rank, max_size=rank))),
+        )
+        for _ in range(data.draw(st.integers(1, 2)))
+    )
+    src = data.draw(st.sampled_from([0, -1]))
+    start = tuple(data.draw(dims)) if src >= 0 else (0,) * rank
+    step = tuple(data.draw(dims)) if src >= 0 else (0,) * rank
+    copy = LogicalCopy(src, start, step, 0, tuple(data.draw(dims)), shape, None, repeat)
+    strides = st.lists(st.integers(-40, 40), min_size=rank, max_size=rank)
+    ins = [Layout(5000, tuple(data.draw(strides)))]
+    outs = [Layout(5000, tuple(data.draw(strides)))]
+    plain = compose(4, copy.expanded(), ins, outs, (bytes(4),))
+    compact = compose(4, [copy], ins, outs, (bytes(4),))
+    assert _element_pairs(compact.copies) == _element_pairs(plain.copies)
+    assert len(copy.expanded()) == math.prod(n for n, _, _ in repeat)
 
 
 def test_a_merge_never_makes_a_copy_of_more_than_eight_dimensions() -> None:

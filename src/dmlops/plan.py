@@ -83,7 +83,10 @@ class LogicalCopy:
     """Copy a box of `shape` elements from input `src` to output `dst`, in tensor coordinates.
 
     Element c of the box is read at src_start + src_step * c and written at
-    dst_start + dst_step * c (dst_step: all ones unless given).
+    dst_start + dst_step * c (dst_step: all ones unless given). `repeat`: the box again
+    `count` times, its k-th copy moved k * (source, destination) coordinate steps, for each
+    (count, source step, destination step) in turn (an operator's compact form, which only
+    `compose` reads; `expanded` gives the plain boxes).
     """
 
     src: int
@@ -93,6 +96,26 @@ class LogicalCopy:
     dst_start: tuple[int, ...]
     shape: tuple[int, ...]
     dst_step: tuple[int, ...] | None = None
+    repeat: tuple[tuple[int, tuple[int, ...], tuple[int, ...]], ...] = ()
+
+    def expanded(self) -> list[LogicalCopy]:
+        """The plain boxes this copy writes (itself where it has no `repeat`)."""
+        if not self.repeat:
+            return [self]
+        boxes = [(self.src_start, self.dst_start)]
+        for count, src_step, dst_step in self.repeat:
+            boxes = [
+                (
+                    tuple(a + k * t for a, t in zip(s, src_step, strict=True)),
+                    tuple(a + k * t for a, t in zip(d, dst_step, strict=True)),
+                )
+                for s, d in boxes
+                for k in range(count)
+            ]
+        return [
+            LogicalCopy(self.src, s, self.src_step, self.dst, d, self.shape, self.dst_step)
+            for s, d in boxes
+        ]
 
 
 @dataclass(frozen=True)
@@ -371,7 +394,12 @@ def compose(
             if lc.dst_step is None
             else tuple(k * t for k, t in zip(lc.dst_step, lo.strides, strict=True))
         )
-        resolved.append(ElementCopy(lc.src, src_off, src_st, lc.dst, dst_off, dst_st, lc.shape))
+        shape = lc.shape
+        for count, src_step, dst_step in reversed(lc.repeat):  # outer dimensions, first outermost
+            shape = (count, *shape)
+            src_st = (sum(a * t for a, t in zip(src_step, li.strides, strict=True)), *src_st)
+            dst_st = (sum(a * t for a, t in zip(dst_step, lo.strides, strict=True)), *dst_st)
+        resolved.append(ElementCopy(lc.src, src_off, src_st, lc.dst, dst_off, dst_st, shape))
     return build_plan(element_size, resolved, len(input_layouts), len(output_layouts), fills)
 
 

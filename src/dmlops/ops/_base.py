@@ -112,6 +112,11 @@ class OperatorDesc(abc.ABC):
     def logical_copies(self) -> list[LogicalCopy]:
         """The copies this operator performs, in tensor coordinates."""
 
+    def compact_copies(self) -> list[LogicalCopy]:
+        """The copies of `logical_copies`, runs of like boxes as one (`LogicalCopy.repeat`):
+        what `lower` composes."""
+        return self.logical_copies()
+
     @abc.abstractmethod
     def _field_items(self) -> list[tuple[str, object]]:
         """(DirectML field name, value) pairs for repr."""
@@ -180,7 +185,7 @@ class OperatorDesc(abc.ABC):
             else [Layout.of_desc(t) for t in outs]
         )
         plan = compose(
-            self.element_size, self.logical_copies(), li, lo, self.fills(), self.fill_layouts()
+            self.element_size, self.compact_copies(), li, lo, self.fills(), self.fill_layouts()
         )
         return self._finish(plan, li, lo)
 

@@ -4,6 +4,10 @@ elsewhere (an identity matrix, torch.eye, ONNX EyeLike; DIAGONAL_MATRIX1: tril, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import pairwise
+from typing import Protocol
+
 from ..errors import InvalidDescriptorError
 from ..plan import LogicalCopy
 from ..tensor import BufferTensorDesc, DataType, FeatureLevel, check_int
@@ -17,9 +21,114 @@ from ._base import (
     scalar_bytes,
 )
 
-__all__ = ["DiagonalMatrixDesc", "DiagonalMatrix1Desc", "triangle_span"]
+__all__ = ["DiagonalMatrixDesc", "DiagonalMatrix1Desc", "band_copies", "triangle_span"]
 
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+_FAR = 1 << 62  # a diagonal past either end of every row
+
+# a run of a row's columns: (source, c_left, c_right), columns [y + c_left, y + c_right) of
+# row y clipped to the row (the source as a LogicalCopy's: an input, or -1 - k for fill k)
+Run = tuple[int, int, int]
+# a box repeated: (count, rows down, columns right) for each repetition in turn
+Repeat = tuple[tuple[int, int, int], ...]
+
+
+class Box(Protocol):
+    """Writes a box: its rows and columns, and its repetitions."""
+
+    def __call__(self, y: int, rows: int, a: int, b: int, repeat: Repeat = ()) -> None: ...
+
+
+def _align(t: BufferTensorDesc) -> int:
+    """Elements in 16 bytes of the tensor's type (boxes' columns split there: vector
+    accesses)."""
+    return max(1, 16 // t.data_type.element_size)
+
+
+def band_copies(sizes: Sequence[int], runs: Sequence[Run], align: int = 1) -> list[LogicalCopy]:
+    """The copies writing each run of columns between two diagonals in every matrix of a
+    stack of `sizes` (the last two: rows, columns), in compact form (`LogicalCopy.repeat`).
+    Per run, and per range of rows where each of its edges is fixed (off the rows' ends) or
+    moves with the row: a box where both are fixed; a band of rows (a one-row box repeated
+    a row down and a column right) where both move; a box and a triangle where one moves. A
+    triangle is a box, a triangle of a power of two rows and the rest; that one is a
+    repeated box per level of halving: O(log^2 n) copies for n rows. Columns split at
+    multiples of `align` elements where every repetition splits alike."""
+    lead, (height, width) = tuple(sizes[:-2]), tuple(sizes[-2:])
+    batch, ones, flat = (0,) * len(lead), (1,) * len(sizes), (0,) * len(sizes)
+    copies: list[LogicalCopy] = []
+
+    def rows_of(src: int) -> Box:
+        def box(y: int, rows: int, a: int, b: int, repeat: Repeat = ()) -> None:
+            """Columns [a, b) of rows [y, y + rows), repeated (count, rows down, columns
+            right); the aligned middle a box of its own."""
+            lo, hi = -(-a // align) * align, b // align * align
+            alike = all(dx % align == 0 for _, _, dx in repeat)
+            cuts = (a, lo, hi, b) if hi - lo >= align and alike else (a, b)
+            moves = tuple(
+                (n, (*batch, dy, dx) if src >= 0 else flat, (*batch, dy, dx))
+                for n, dy, dx in repeat
+            )
+            for c, d in pairwise(cuts):
+                if d > c:
+                    corner = (*batch, y, c)
+                    start, step = (corner, ones) if src >= 0 else (flat, flat)
+                    shape = (*lead, rows, d - c)
+                    copies.append(LogicalCopy(src, start, step, 0, corner, shape, None, moves))
+
+        return box
+
+    for src, c_left, c_right in runs:
+        box = rows_of(src)
+        turns = {y for c in (c_left, c_right) for y in (-c, width - c) if 0 < y < height}
+        for p, q in pairwise(sorted({0, height} | turns)):
+            left, right = _edge(c_left, p, q, width), _edge(c_right, p, q, width)
+            if left is not None and right is not None:
+                if right > left:
+                    box(p, q - p, left, right)
+            elif left is None and right is None:
+                if c_right > c_left:
+                    box(p, 1, p + c_left, p + c_right, ((q - p, 1, 1),))
+            elif left is None and right == width:  # [y + c_left, width): rows shrinking
+                box(p, q - p, q - 1 + c_left, width)
+                _triangle(box, p, q, c_left, shrinking=True)
+            elif right is None and left == 0:  # [0, y + c_right): rows growing
+                box(p, q - p, 0, p + c_right)
+                _triangle(box, p, q, c_right, shrinking=False)
+    return copies
+
+
+def _edge(c: int, p: int, q: int, width: int) -> int | None:
+    """Where the diagonal x = y + c cuts rows [p, q): a fixed column (0 or the width) where
+    it passes off their ends, None where it moves with the row (inside each of them)."""
+    if q - 1 + c <= 0:
+        return 0
+    if p + c >= width:
+        return width
+    return None
+
+
+def _triangle(box: Box, p: int, q: int, c: int, shrinking: bool) -> None:
+    """Rows [p, q) between the diagonal x = y + c and a fixed column: its left, q - 1 + c
+    (`shrinking`: row q - 1 empty), or its right, p + c (row p empty)."""
+    while q - p > 1:
+        whole = 1 << ((q - p - 1).bit_length() - 1)  # a triangle of a power of two rows
+        if shrinking:  # that triangle below; above it, its width left of the column
+            cut = q - whole
+            box(p, cut - p, cut - 1 + c, q - 1 + c)
+            top, (p, q) = cut, (p, cut)
+        else:  # that triangle above; below it, its width right of the column
+            cut = p + whole
+            box(cut, q - cut, p + c, cut + c)
+            top, (p, q) = p, (cut, q)
+        half = whole // 2
+        while half:  # its levels: `whole // (2 * half)` boxes of half x half, 2 * half apart
+            count = ((whole // (2 * half)), 2 * half, 2 * half)
+            if shrinking:
+                box(top, half, top + half - 1 + c, top + 2 * half - 1 + c, (count,))
+            else:
+                box(top + half, half, top + c, top + half + c, (count,))
+            half //= 2
 
 
 class DiagonalMatrixDesc(GeneratorDesc):
@@ -82,28 +191,13 @@ class DiagonalMatrixDesc(GeneratorDesc):
         """Zeros, then Value (the carried value where `carrying` gave one: value_bytes)."""
         return self._own_fills()
 
+    def compact_copies(self) -> list[LogicalCopy]:
+        k = self.offset  # zeros left and right of the diagonal x - y = Offset, Value on it
+        runs = [(-1, -_FAR, k), (-2, k, k + 1), (-1, k + 1, _FAR)]
+        return band_copies(self.output_tensor.sizes, runs, _align(self.output_tensor))
+
     def logical_copies(self) -> list[LogicalCopy]:
-        sizes = tuple(self.output_tensor.sizes)
-        lead, (height, width) = sizes[:-2], sizes[-2:]
-        batch = (0,) * len(lead)
-        zeros = (0,) * len(sizes)
-        copies = []
-        for y in range(height):
-            x = y + self.offset
-            runs = [(0, width)] if not 0 <= x < width else [(0, x), (x + 1, width - x - 1)]
-            for start, count in runs:
-                if count:
-                    copies.append(
-                        LogicalCopy(-1, zeros, zeros, 0, (*batch, y, start), (*lead, 1, count))
-                    )
-            if 0 <= x < width:
-                copies.append(LogicalCopy(-2, zeros, zeros, 0, (*batch, y, x), (*lead, 1, 1)))
-        return copies
-
-
-# rows whose shared columns are lowered as one box (each row's remainder a run of its own):
-# most of a triangle's bytes move in boxes of this many rows
-_BLOCK_ROWS = 32
+        return [box for c in self.compact_copies() for box in c.expanded()]
 
 
 class DiagonalMatrix1Desc(OperatorDesc):
@@ -112,9 +206,8 @@ class DiagonalMatrix1Desc(OperatorDesc):
     Begin > End, the span inverted), else InputTensor[..., y, x], or 0 without an input
     (numpy.tril / triu, torch.tril / triu, ONNX Trilu, WebNN triangular, torch.eye).
 
-    Lowered in blocks of rows: per row at most two runs of Value and the runs between them,
-    copied from the input (or zeros); the columns that every row of a block shares in a run
-    one box, each row's remainder a box of one row; every element is written once.
+    Lowered by `band_copies`: each row's runs of Value and of the rest (the input, or
+    zeros) lie between diagonals; every element is written once.
     """
 
     OPERATOR = "DIAGONAL_MATRIX1"
@@ -204,68 +297,21 @@ class DiagonalMatrix1Desc(OperatorDesc):
         """Value (the carried value where `carrying` gave one), then zeros without an input."""
         return self._own_fills()
 
-    def filled_runs(self, y: int, width: int) -> list[tuple[int, int]]:
-        """(start, stop) column runs of row `y` that hold Value."""
+    def runs(self) -> list[Run]:
+        """Each row's three runs of columns between diagonals (source, edges): -1 Value,
+        0 the input, -2 zeros (no input); Value's from Begin to End (outside them where the
+        span is inverted)."""
         begin, end = self.diagonal_fill_begin, self.diagonal_fill_end
-
-        def clipped(lo: int, hi: int) -> tuple[int, int]:
-            return min(max(lo, 0), width), min(max(hi, 0), width)
-
-        if end >= begin:
-            runs = [clipped(y + begin, y + end)]
-        else:  # inverted: everything outside [end, begin)
-            runs = [clipped(-(2**62), y + end), clipped(y + begin, 2**62)]
-        return [(a, b) for a, b in runs if b > a]
-
-    def row_runs(self, y: int, width: int) -> list[tuple[int, int, int]]:
-        """Row `y`'s runs in column order: (source, start, stop), the source -1 for Value,
-        0 for the input, -2 for zeros (no input); none empty."""
         rest = 0 if self.input_tensor is not None else -2
-        runs, at = [], 0
-        for start, stop in [*self.filled_runs(y, width), (width, width)]:
-            runs += [(src, a, b) for src, a, b in ((rest, at, start), (-1, start, stop)) if b > a]
-            at = stop
-        return runs
+        if end >= begin:
+            return [(rest, -_FAR, begin), (-1, begin, end), (rest, end, _FAR)]
+        return [(-1, -_FAR, end), (rest, end, begin), (-1, begin, _FAR)]
+
+    def compact_copies(self) -> list[LogicalCopy]:
+        return band_copies(self.output_tensor.sizes, self.runs(), _align(self.output_tensor))
 
     def logical_copies(self) -> list[LogicalCopy]:
-        sizes = tuple(self.output_tensor.sizes)
-        lead, (height, width) = sizes[:-2], sizes[-2:]
-        batch = (0,) * len(lead)
-        copies: list[LogicalCopy] = []
-        # a box's columns start and end on 16-byte boundaries of the row (vector accesses)
-        align = max(1, 16 // self.output_tensor.data_type.element_size)
-
-        def box(src: int, y: int, rows: int, a: int, b: int) -> None:
-            corner = (*batch, y, a)
-            start, step = (corner, (1,) * len(sizes)) if src >= 0 else ((0,) * len(sizes),) * 2
-            copies.append(LogicalCopy(src, start, step, 0, corner, (*lead, rows, b - a)))
-
-        def block(y0: int, y1: int) -> None:
-            """Rows [y0, y1): where they have runs of the same sources in the same order,
-            the columns all of them share as one box, each row's remainder its own run;
-            else halved."""
-            runs = [self.row_runs(y, width) for y in range(y0, y1)]
-            if len({tuple(src for src, _, _ in r) for r in runs}) > 1:
-                middle = (y0 + y1) // 2
-                block(y0, middle)
-                block(middle, y1)
-                return
-            for i, (src, _, _) in enumerate(runs[0]):
-                lo = -(-max(r[i][1] for r in runs) // align) * align
-                hi = min(r[i][2] for r in runs) // align * align
-                shared = hi > lo
-                if shared:
-                    box(src, y0, y1 - y0, lo, hi)
-                for y, r in zip(range(y0, y1), runs, strict=True):
-                    _, a, b = r[i]
-                    rest = ((a, lo), (hi, b)) if shared else ((a, b),)
-                    for c, d in rest:
-                        if d > c:
-                            box(src, y, 1, c, d)
-
-        for y0 in range(0, height, _BLOCK_ROWS):
-            block(y0, min(y0 + _BLOCK_ROWS, height))
-        return copies
+        return [box for c in self.compact_copies() for box in c.expanded()]
 
 
 _ATTRIBUTE = {
