@@ -61,10 +61,12 @@ def band_copies(sizes: Sequence[int], runs: Sequence[Run], align: int = 1) -> li
     def rows_of(src: int) -> Box:
         def box(y: int, rows: int, a: int, b: int, repeat: Repeat = ()) -> None:
             """Columns [a, b) of rows [y, y + rows), repeated (count, rows down, columns
-            right); the aligned middle a box of its own."""
+            right); the aligned middle a box of its own (whole rows stay one box: one
+            contiguous run in a packed layout)."""
             lo, hi = -(-a // align) * align, b // align * align
             alike = all(dx % align == 0 for _, _, dx in repeat)
-            cuts = (a, lo, hi, b) if hi - lo >= align and alike else (a, b)
+            whole = a == 0 and b == width
+            cuts = (a, lo, hi, b) if hi - lo >= align and alike and not whole else (a, b)
             moves = tuple(
                 (n, (*batch, dy, dx) if src >= 0 else flat, (*batch, dy, dx))
                 for n, dy, dx in repeat
