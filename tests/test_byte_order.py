@@ -82,3 +82,47 @@ def test_moves_keep_the_inputs_byte_order() -> None:
     x = _swapped(np.arange(6), "i4")
     made = dmlops.slice1(x, [0], [6], [-1])
     assert made.dtype == x.dtype and made.tolist() == [5, 4, 3, 2, 1, 0]
+
+
+WRITTEN: dict[str, Callable[[str, Any], Any]] = {
+    "fill_value_constant": lambda d, o: dmlops.fill_value_constant([2, 3], 7, dtype=d, out=o),
+    "fill_value_sequence": lambda d, o: dmlops.fill_value_sequence([7], -3, 2, dtype=d, out=o),
+    "diagonal_matrix": lambda d, o: dmlops.diagonal_matrix([3, 4], 1, 6.0, dtype=d, out=o),
+    "diagonal_matrix1": lambda d, o: dmlops.diagonal_matrix1(
+        None, -1, 1, 4.0, sizes=[3, 4], dtype=d, out=o
+    ),
+}
+
+
+@pytest.mark.parametrize("dtype", ["f4", "i4", "f8", "u2", "c8"])
+@pytest.mark.parametrize("name", list(WRITTEN))
+def test_written_constants_take_the_outputs_byte_order(name: str, dtype: str) -> None:
+    """A generator's values (a Value, a sequence) into a new array or an `out` in the other
+    byte order hold the same values as in this machine's order (they were written in this
+    machine's: 3.0 read back as 2.3e-41)."""
+    if name == "fill_value_sequence" and dtype in ("c8", "u2", "f8"):
+        pytest.skip("FILL_VALUE_SEQUENCE takes no FLOAT64 or complex type; -3 is no UINT16")
+    native = np.dtype(dtype)
+    other = native.newbyteorder("S")
+    want = WRITTEN[name](native, None)
+    made = WRITTEN[name](other, None)
+    assert made.dtype == other
+    np.testing.assert_array_equal(made, want)
+    out = np.zeros(want.shape, other)
+    assert WRITTEN[name](None if name == "fill_value_sequence" else other, out) is out
+    np.testing.assert_array_equal(out, want)
+
+
+def test_a_padding_value_and_a_band_value_amid_moved_bytes() -> None:
+    """PADDING1's constant and DIAGONAL_MATRIX1's Value beside the input's moved bytes, in
+    an array of the other byte order: every element reads as in this machine's order."""
+    x = np.arange(12, dtype=np.float64).reshape(3, 4)
+    swapped = x.astype(x.dtype.newbyteorder("S"))
+    for call in (
+        lambda a: dmlops.padding(a, [1, 0], [0, 2], "CONSTANT", 2.5),
+        lambda a: dmlops.diagonal_matrix1(a, 0, 2, 7.0),
+        lambda a: dmlops.tril(a, 1),
+    ):
+        got = call(swapped)
+        assert got.dtype == swapped.dtype
+        np.testing.assert_array_equal(got, call(x))

@@ -65,7 +65,7 @@ def fill_value_constant(
     """DML FILL_VALUE_CONSTANT: an array of `sizes` and `dtype` (out's where given) holding
     `value` everywhere (numpy.full)."""
     shape = int_tuple(sizes, "FILL_VALUE_CONSTANT.OutputTensor.Sizes")
-    fields = (_fields_key(shape), str(np.dtype(dtype)), repr(value), type(value))
+    fields = (_fields_key(shape), np.dtype(dtype), repr(value), type(value))
     return _generated(
         "FILL_VALUE_CONSTANT",
         fields,
@@ -134,7 +134,7 @@ def diagonal_matrix(
     """DML DIAGONAL_MATRIX: matrices of `sizes` (leading dimensions a batch) holding `value`
     where row + offset == column and zeros elsewhere (numpy.eye's k is offset)."""
     shape = int_tuple(sizes, "DIAGONAL_MATRIX.OutputTensor.Sizes")
-    fields = (_fields_key(shape), offset, str(np.dtype(dtype)), repr(value), type(value))
+    fields = (_fields_key(shape), offset, np.dtype(dtype), repr(value), type(value))
     return _generated(
         "DIAGONAL_MATRIX",
         fields,
@@ -191,7 +191,7 @@ def diagonal_matrix1(
     )
     return _generated(
         "DIAGONAL_MATRIX1",
-        (_fields_key(shape), *fields, str(np.dtype(kind))),
+        (_fields_key(shape), *fields, np.dtype(kind)),
         shape,
         kind,
         value,
@@ -274,7 +274,7 @@ def fill_value_sequence(
     fields = (_fields_key(shape), repr(start), type(start), repr(delta), type(delta))
     return _generated(
         "FILL_VALUE_SEQUENCE",
-        (*fields, str(np.dtype(dtype))),
+        (*fields, np.dtype(dtype)),
         shape,
         dtype,
         None,

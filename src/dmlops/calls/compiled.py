@@ -4,6 +4,7 @@ plan. `_compile` makes one; a call with an empty tensor only allocates."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -318,11 +319,29 @@ def _compile(
     ]
     queue = backend.placement(named)  # arrays on two GPUs are refused here
     plan = desc.lower([t.layout for t in in_t], [t.layout for t in out_t])
+    if outs:
+        given = new_shapes[0] is None and outs[0] is not None
+        plan = _fills_in_order_of(plan, getattr(outs[0], "dtype", None) if given else dtype)
     if plan.element_size > 8:
         plan = in_units(plan, 8)
     if edit is not None:
         plan = edit(plan)
     return _Call(backend, desc, plan, in_t, out_t, new_shapes, queue, like, dtype)
+
+
+def _fills_in_order_of(plan: Plan, dtype: Any) -> Plan:
+    """The plan with the constants it writes (its fills: a Value, a padding value, a
+    sequence) in the byte order of `dtype`, the output's, where that is not this machine's:
+    a '>f4' array then holds the values its dtype says; zeros and moved bytes are alike in
+    either order."""
+    if not isinstance(dtype, np.dtype) or dtype.isnative or not plan.fills:
+        return plan
+    native, size = dtype.newbyteorder("="), dtype.itemsize
+    fills = []
+    for f in plan.fills:
+        whole = len(f) // size * size  # (a tensor fill's padding past its values: zeros)
+        fills.append(np.frombuffer(f[:whole], native).astype(dtype).tobytes() + f[whole:])
+    return dataclasses.replace(plan, fills=tuple(fills))
 
 
 class _EmptyCall(_Call):
