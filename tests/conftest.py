@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -157,3 +158,15 @@ def dispatches():  # type: ignore[no-untyped-def]
     backend.dispatch_log = []
     yield backend.dispatch_log
     backend.dispatch_log = None
+
+
+ONNXRUNTIME_IR = 9  # an IR version every onnxruntime the tests meet reads
+
+
+def for_onnxruntime(model: Any) -> bytes:
+    """A model's bytes for onnxruntime, its IR version at most ONNXRUNTIME_IR: `onnx` newer
+    than `onnxruntime` stamps versions it refuses ("Unsupported model IR version")."""
+    copy = type(model)()
+    copy.CopyFrom(model)
+    copy.ir_version = min(copy.ir_version, ONNXRUNTIME_IR)
+    return bytes(copy.SerializeToString())

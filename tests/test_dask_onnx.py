@@ -15,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import dmlops  # noqa: E402
 import dmlops.dask as dd  # noqa: E402
-from conftest import HAS_CUDA  # noqa: E402
+from conftest import HAS_CUDA, for_onnxruntime  # noqa: E402
 from dmlops.conformance import onnx_cases  # noqa: E402
 
 
@@ -41,9 +41,7 @@ def _random_chunks(rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[in
 
 def _onnxruntime(model: Any, inputs: dict[str, np.ndarray]) -> list[np.ndarray] | None:
     try:
-        session = ort.InferenceSession(
-            model.SerializeToString(), providers=["CPUExecutionProvider"]
-        )
+        session = ort.InferenceSession(for_onnxruntime(model), providers=["CPUExecutionProvider"])
         return list(session.run(None, inputs))
     except Exception:  # noqa: BLE001 - a type or opset onnxruntime lacks: dmlops' answer alone
         return None

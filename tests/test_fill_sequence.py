@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dmlops
-from conftest import to_device, to_host
+from conftest import HAS_CUDA, to_device, to_host
 from dmlops import (
     BufferTensorDesc,
     DataType,
@@ -24,6 +24,7 @@ from dmlops import (
     FillValueSequenceDesc,
     UnsupportedFeatureLevelError,
 )
+from dmlops.plan import ValueSequence
 
 
 def naive(count: int, start: Any, delta: Any, dtype: Any) -> np.ndarray:
@@ -137,6 +138,80 @@ def test_a_sequence_longer_than_a_gpu_fill_buffer(backend: str) -> None:
         dmlops.diagonal_matrix([2, 2], device=device),
     ):
         assert isinstance(generated, np.ndarray) == (device is None)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "start", "delta"),
+    [("float32", 0.1, 3.3e-3), ("float16", -2.0, 1.5e-2), ("float16", 60000.0, 7.0),
+     ("int8", 120, 3), ("uint16", 65530, 1), ("int64", -(2**62), 2**40), ("uint64", 5, -1),
+     ("int32", 2**31 - 9, 4), ("uint8", 3, 250)],
+)  # fmt: skip
+def test_a_plan_carries_the_sequences_rule(dtype: str, start: Any, delta: Any) -> None:
+    """The plan's tensor fill is the rule (plan.ValueSequence), not 16 MiB of host bytes;
+    its values, made in pieces, are the page's arithmetic element by element (float types:
+    the product and the sum in float64, rounded once to the type; integer types modulo
+    2^bits), past a piece's end too, and infinity past float16's range."""
+    count = (1 << 16) + 37
+    dt = DataType.parse(dtype.upper(), "test")
+    desc = FillValueSequenceDesc(BufferTensorDesc(dt, (count,)), dt, start, delta)
+    (fill,) = desc.lower().fills
+    assert isinstance(fill, ValueSequence) and len(fill) == count * np.dtype(dtype).itemsize
+    got = fill.values()
+    kind = np.dtype(dtype)
+    for i in (0, 1, 2, (1 << 16) - 1, 1 << 16, count - 1):
+        if kind.kind == "f":  # (ValueStart and ValueDelta are elements of the type)
+            first, step = (float(np.array(v, kind)) for v in (start, delta))
+            want = np.array(first + step * i).astype(kind)
+        else:
+            bits = 8 * kind.itemsize
+            want = np.array((int(start) + int(delta) * i) % 2**bits, f"u{kind.itemsize}")
+            want = want.view(kind)
+        assert got[i].tobytes() == want.tobytes(), i
+    assert fill.tobytes() == got.tobytes()
+    assert fill.values(5, 9).tobytes() == got[5:9].tobytes()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8", "uint16", "int32", "uint64"])
+def test_cuda_makes_a_sequence_on_the_device(dtype: str, monkeypatch: Any) -> None:
+    """On CUDA a sequence is made by a kernel, not on the host (its host bytes made to
+    fail), bit for bit the host's values; a NaN start (whose payload the host's arithmetic
+    gives) is made on the host."""
+    from dmlops.plan import ValueSequence as Rule
+
+    want = {}
+    cases = [(3, 7), (100, -3)] if np.dtype(dtype).kind in "iu" else [(0.1, 3.3e-3), (-2.0, 1.5)]
+    for start, delta in cases:
+        want[start] = np.asarray(dmlops.fill_value_sequence([5, 40_000], start, delta, dtype))
+    monkeypatch.setattr(Rule, "tobytes", lambda self: pytest.fail("host bytes made"))
+    for start, delta in cases:
+        made = dmlops.fill_value_sequence([5, 40_000], start, delta, dtype, device="cuda")
+        assert to_host(made).tobytes() == want[start].tobytes()
+    if np.dtype(dtype).kind == "f":
+        monkeypatch.undo()
+        made = dmlops.fill_value_sequence([3], float("nan"), 1.0, dtype, device="cuda")
+        host = dmlops.fill_value_sequence([3], float("nan"), 1.0, dtype)
+        assert to_host(made).tobytes() == np.asarray(host).tobytes()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")
+def test_a_sequence_first_made_while_a_stream_is_captured() -> None:
+    """The first call of a new sequence inside torch's CUDA-graph capture on a side stream:
+    made on the backend's own stream (waited for), the replayed graph writes it."""
+    torch = pytest.importorskip("torch")
+    out = torch.zeros(70_001, dtype=torch.float32, device="cuda")
+    side = torch.cuda.Stream()
+    graph = torch.cuda.CUDAGraph()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side), torch.cuda.graph(graph, stream=side):
+        dmlops.fill_value_sequence([70_001], 0.5, 0.75, out=out)
+    out.zero_()
+    graph.replay()
+    torch.cuda.synchronize()
+    want = np.asarray(dmlops.fill_value_sequence([70_001], 0.5, 0.75))
+    assert out.cpu().numpy().tobytes() == want.tobytes()
 
 
 def test_a_gpu_keeps_a_bounded_set_of_sequences(backend: str, monkeypatch: Any) -> None:

@@ -15,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import dmlops  # noqa: E402
 import dmlops.onnx as donnx  # noqa: E402
-from conftest import HAS_CUDA  # noqa: E402
+from conftest import HAS_CUDA, for_onnxruntime  # noqa: E402
 
 
 def _model(nodes: list[Any], inputs: list[tuple[str, int]], outputs: list[str], inits=()) -> Any:
@@ -30,7 +30,7 @@ def _model(nodes: list[Any], inputs: list[tuple[str, int]], outputs: list[str], 
 
 
 def _both(model: Any, feeds: dict[str, np.ndarray]) -> None:
-    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+    want = ort.InferenceSession(for_onnxruntime(model), providers=["CPUExecutionProvider"]).run(
         None, feeds
     )
     got = donnx.run(model, feeds)

@@ -32,6 +32,8 @@ __all__ = [
     "ZERO",
     "fill_source",
     "TENSOR_FILL_BYTES",
+    "ValueSequence",
+    "fill_bytes",
     "fill_reads",
     "Layout",
     "LogicalCopy",
@@ -58,6 +60,60 @@ bind fill k's buffer so that `inputs[-1 - k]` is it: the fills after the inputs,
 TENSOR_FILL_BYTES = 16
 """The widest element a fill holds (16-byte elements); a longer fill is a tensor of
 constants, read in order through its copies' source strides (`Plan.is_tensor_fill`)."""
+
+
+_SEQUENCE_PIECE = 1 << 16  # elements of a value sequence made at a time (in the caches)
+
+
+@dataclass(frozen=True)
+class ValueSequence:
+    """A tensor fill given by its rule instead of its bytes (FILL_VALUE_SEQUENCE's values):
+    element i is `start` + `delta` x i in `dtype` (a numpy dtype string, its byte order
+    included): modulo 2^bits for integer types, the exact value rounded once for float
+    types (computed in float64: the product, then the sum, each rounded as numpy does).
+    `nbytes` counts the zeros past the values (a tensor fill is longer than
+    TENSOR_FILL_BYTES). A backend that can make it where it is read does (CUDA, on the
+    device); the others take `tobytes()`."""
+
+    dtype: str
+    start: int | float
+    delta: int | float
+    count: int
+    nbytes: int
+
+    def __len__(self) -> int:
+        return self.nbytes
+
+    def values(self, lo: int = 0, hi: int | None = None) -> np.ndarray[Any, Any]:
+        """Elements [lo, hi) (to the end by default), in pieces that stay in the caches."""
+        hi = self.count if hi is None else hi
+        dtype = np.dtype(self.dtype)
+        made = np.empty(max(0, hi - lo), dtype)
+        for at in range(lo, hi, _SEQUENCE_PIECE):
+            end = min(hi, at + _SEQUENCE_PIECE)
+            if dtype.kind in "iu":  # modulo 2^64, then the type's low bits
+                with np.errstate(over="ignore"):
+                    step = np.arange(at, end, dtype=np.uint64)
+                    step *= np.uint64(int(self.delta) % 2**64)
+                    step += np.uint64(int(self.start) % 2**64)
+                made[at - lo : end - lo] = step.astype(dtype)
+            else:  # (past the type's range: infinity, as DirectML's arithmetic gives)
+                exact = np.arange(at, end, dtype=np.float64)
+                exact *= np.float64(self.delta)
+                exact += np.float64(self.start)
+                with np.errstate(over="ignore"):
+                    made[at - lo : end - lo] = exact
+        return made
+
+    def tobytes(self) -> bytes:
+        """The fill's bytes: the values, then zeros to `nbytes`."""
+        packed = self.values().tobytes()
+        return packed + bytes(self.nbytes - len(packed))
+
+
+def fill_bytes(fill: bytes | ValueSequence) -> bytes:
+    """A fill's bytes (a value sequence's made)."""
+    return fill if isinstance(fill, bytes) else fill.tobytes()
 
 
 def fill_source(k: int) -> int:
@@ -148,7 +204,8 @@ class Plan:
     copies: tuple[StridedCopy, ...]
     input_spans: tuple[tuple[int, int], ...]
     output_spans: tuple[tuple[int, int], ...]
-    fills: tuple[bytes, ...] = ()  # the constants fill sources write, one element's bytes each
+    # the constants fill sources write: one element's bytes each, or a tensor fill
+    fills: tuple[bytes | ValueSequence, ...] = ()
     indexed: tuple[IndexedCopy, ...] = ()  # run after `copies`, in order (indexed.py)
     # CAST's: (source, destination) numpy type strings; each copy reads elements of the
     # first (its source offset in their bytes) and writes the second (`element_size`'s)
@@ -205,8 +262,15 @@ class Plan:
         """Host bytes of each fill's buffer, in the order a backend appends them to the inputs
         (so that `inputs[-1 - k]` is fill k): `length` bytes of an element fill's element
         repeated; a tensor fill whole."""
+        return [fill_bytes(value) for value in self.fill_patterns(length)]
+
+    def fill_patterns(self, length: int) -> list[bytes | ValueSequence]:
+        """`fill_buffers`, with value sequences as their rules (for a backend that makes
+        them where they are read)."""
         return [
-            value if len(value) > TENSOR_FILL_BYTES else (value * -(-length // len(value)))[:length]
+            value
+            if len(value) > TENSOR_FILL_BYTES
+            else (fill_bytes(value) * -(-length // len(value)))[:length]
             for value in reversed(self.fills)
         ]
 
@@ -371,7 +435,7 @@ def compose(
     copies: Sequence[LogicalCopy],
     input_layouts: Sequence[Layout],
     output_layouts: Sequence[Layout],
-    fills: Sequence[bytes] = (),
+    fills: Sequence[bytes | ValueSequence] = (),
     fill_layouts: Sequence[Layout | None] = (),
 ) -> Plan:
     """Lower logical copies through tensor layouts to a coalesced plan (negative sources
@@ -570,7 +634,7 @@ def build_plan(
     copies: Sequence[ElementCopy],
     inputs: int,
     outputs: int,
-    fills: Sequence[bytes] = (),
+    fills: Sequence[bytes | ValueSequence] = (),
 ) -> Plan:
     """Coalesce element-space copies into a plan (sets on a lattice merged first) and record
     each binding's byte span."""

@@ -8,7 +8,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from ..plan import ValueSequence
+
 __all__ = ["KeptFills"]
+
+Pattern = bytes | ValueSequence  # a tensor fill: its bytes, or its rule
 
 T = TypeVar("T")
 
@@ -19,14 +23,14 @@ class KeptFills(Generic[T]):
     prepared work holds of one it let go lives as long as that work (thread-safe)."""
 
     def __init__(self) -> None:
-        self.entries: OrderedDict[bytes, T] = OrderedDict()
+        self.entries: OrderedDict[Pattern, T] = OrderedDict()
         self.bytes = 0
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.entries)
 
-    def get(self, pattern: bytes, make: Callable[[bytes], T], budget: int) -> T:
+    def get(self, pattern: Pattern, make: Callable[[Pattern], T], budget: int) -> T:
         """The memory holding `pattern`, made (under the lock) where it is not kept."""
         with self._lock:
             entries = self.entries

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidDescriptorError, UnsupportedFeatureLevelError
-from ..plan import Layout, LogicalCopy, Plan, compose, is_injective
+from ..plan import Layout, LogicalCopy, Plan, ValueSequence, compose, is_injective
 from ..tensor import BufferTensorDesc, DataType, FeatureLevel, check_uint, int_tuple
 
 __all__ = ["OperatorDesc", "UnaryDesc", "SupportRow", "TYPES_6", "TYPES_8", "TYPES_11", "ALL_DIMS"]
@@ -258,15 +258,16 @@ class OperatorDesc(abc.ABC):
         indexed operators' index-driven copies); unchanged by default."""
         return plan
 
-    def fills(self) -> tuple[bytes, ...]:
+    def fills(self) -> tuple[bytes | ValueSequence, ...]:
         """The constants this operator writes (copies from source -1 - k write fills[k]), as
-        one element's bytes each (the carried fill, where `carrying` gave one)."""
+        one element's bytes each (the carried fill, where `carrying` gave one), or a tensor
+        fill's rule (`ValueSequence`)."""
         own = self._own_fills()
         if self._carried is not None and self._carried[1] is not None and own:
             return (self._carried[1],)
         return own
 
-    def _own_fills(self) -> tuple[bytes, ...]:
+    def _own_fills(self) -> tuple[bytes | ValueSequence, ...]:
         """The operator's constants, encoded in its data type; none by default."""
         return ()
 
@@ -284,7 +285,11 @@ class OperatorDesc(abc.ABC):
         element = 0
         if layout is not None:
             element = layout.offset + sum(a * t for a, t in zip(at, layout.strides, strict=True))
-        value = np.frombuffer(self.fills()[k], self.data_type.numpy_dtype)[element]
+        fill = self.fills()[k]
+        if isinstance(fill, ValueSequence):
+            value = fill.values(element, element + 1)[0]
+        else:
+            value = np.frombuffer(fill, self.data_type.numpy_dtype)[element]
         return f"{value:g}" if isinstance(value, np.floating) else str(value)
 
     def _allowed_types(self, name: str, row: SupportRow) -> frozenset[DataType]:

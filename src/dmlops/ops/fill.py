@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ..errors import InvalidDescriptorError
-from ..plan import TENSOR_FILL_BYTES, Layout, LogicalCopy
+from ..plan import TENSOR_FILL_BYTES, Layout, LogicalCopy, ValueSequence
 from ..tensor import BufferTensorDesc, DataType, FeatureLevel, packed_strides
 from ._base import ALL_DIMS, TYPES_8, TYPES_11, GeneratorDesc, SupportRow, scalar_bytes
 
@@ -91,7 +91,8 @@ class FillValueSequenceDesc(GeneratorDesc):
     Element i is start + delta x i in the output's type: modulo 2^bits for integer types
     (two's complement), the exact value rounded once to the nearest for float types (the
     page's `Value += Delta` loop, without its accumulated rounding). Lowered to one copy
-    from a tensor fill holding the values (computed once per descriptor on the host).
+    from a tensor fill of the values given by its rule (`plan.ValueSequence`): made on the
+    host where a backend reads host bytes, on the device by CUDA.
     """
 
     OPERATOR = "FILL_VALUE_SEQUENCE"
@@ -165,28 +166,25 @@ class FillValueSequenceDesc(GeneratorDesc):
                 f"OutputTensor.DataType {self.output_tensor.data_type.name}"
             )
 
-    def values(self) -> np.ndarray:
-        """The output's elements in order, in its type."""
+    def sequence(self) -> ValueSequence:
+        """The values as a tensor fill's rule (made on the device where a backend can)."""
         dtype = np.dtype(self.value_data_type.numpy_dtype)
         count = math.prod(self.output_tensor.sizes)
         start, delta = self._scalars()
-        # (in place: a 16 MiB output's sequence in a third of the time, no temporaries)
-        if dtype.kind in "iu":  # modulo 2^64, then the type's low bits
-            made = np.arange(count, dtype=np.uint64)
-            with np.errstate(over="ignore"):
-                made *= np.uint64(int(delta) % 2**64)
-                made += np.uint64(int(start) % 2**64)
-            wrapped: np.ndarray = made.astype(dtype)
-            return wrapped
-        exact = np.arange(count, dtype=np.float64)
-        exact *= np.float64(delta)
-        exact += np.float64(start)
-        rounded: np.ndarray = exact.astype(dtype)
-        return rounded
+        if dtype.kind in "iu":
+            first, step = int(start), int(delta)
+            rule: tuple[int | float, int | float] = (first, step)
+        else:
+            rule = (float(start), float(delta))
+        nbytes = max(count * dtype.itemsize, TENSOR_FILL_BYTES + 1)
+        return ValueSequence(dtype.str, *rule, count, nbytes)
 
-    def _own_fills(self) -> tuple[bytes, ...]:
-        packed = self.values().tobytes()
-        return (packed + bytes(max(0, TENSOR_FILL_BYTES + 1 - len(packed))),)
+    def values(self) -> np.ndarray:
+        """The output's elements in order, in its type."""
+        return self.sequence().values()
+
+    def _own_fills(self) -> tuple[bytes | ValueSequence, ...]:
+        return (self.sequence(),)
 
     def fill_layouts(self) -> tuple[Layout | None, ...]:
         return (Layout(0, packed_strides(tuple(self.output_tensor.sizes))),)

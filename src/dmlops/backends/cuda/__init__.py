@@ -15,6 +15,7 @@ asynchronously on that stream (`launch.py`); launches go through the driver.
 from __future__ import annotations
 
 import contextlib
+import math
 import operator
 import threading
 from collections.abc import Callable, Hashable, Sequence
@@ -23,17 +24,17 @@ from typing import Any
 import numpy as np
 
 from ...errors import BindingError, DmlError
-from ...plan import Plan, fill_reads
+from ...plan import Plan, ValueSequence, fill_bytes, fill_reads
 from .._address_cache import AddressCache
 from .._fill_cache import KeptFills
 from ..base import made_once
 from . import kernels
 from .arrays import TorchView
 from .compact import CudaCompaction
-from .convert import CudaConversion
+from .convert import TYPE_CODES, CudaConversion
 from .indexed import IndexedLaunch
 from .install import import_cupy
-from .launch import Prepared, is_capturing, launch_kernel, relaxed_capture
+from .launch import Prepared, is_capturing, launch_kernel, pack_arguments, relaxed_capture
 from .strategies import Group, group_copies
 from .streams import Queue, current_stream_function, is_torch, queue_function, torch_module
 
@@ -45,6 +46,9 @@ FILL_BYTES = 64 << 10  # each fill's buffer per GPU, read by the copies that wri
 # prepared launches hold stays until they are dropped
 TENSOR_FILLS_KEPT = 64 << 20
 _ALREADY_THERE = contextlib.nullcontext()
+# value sequences' types `kernels/sequence.cu` makes (convert.cu's codes); others uploaded
+_SEQUENCE_TYPES = {k: v for k, v in TYPE_CODES.items() if k != "float64"}
+_SEQUENCE_THREADS = 256
 _MANY_TORCH = "torch tensors, a field a tuple"  # the tag of many tensors' keys
 
 
@@ -53,9 +57,10 @@ class _TensorFill:
     capture: `_DeviceState.free_dropped`) once neither the GPU's cache of fills nor any
     prepared launches that read it hold it."""
 
-    def __init__(self, state: _DeviceState, pattern: bytes) -> None:
+    def __init__(self, state: _DeviceState, pattern: bytes | ValueSequence) -> None:
         self.state = state
-        self.ptr = state.upload(pattern)
+        made = None if isinstance(pattern, bytes) else state.generate(pattern)
+        self.ptr = state.upload(fill_bytes(pattern)) if made is None else made
 
     def __del__(self) -> None:
         self.state.dropped.append(self.ptr)  # (a list append: safe from any thread, in GC)
@@ -74,6 +79,7 @@ class _DeviceState:
         self._fills: dict[bytes, int] = {}
         self._tensor_fills: KeptFills[_TensorFill] = KeptFills()
         self.dropped: list[int] = []  # tensor fills' memory no one holds, to free
+        self._stream: int | None = None  # where value sequences are made (`generate`)
         self.fill(bytes(FILL_BYTES))  # zeros, which SLICE_GRAD writes
 
     def upload(self, pattern: bytes) -> int:
@@ -94,6 +100,48 @@ class _DeviceState:
                 runtime.setDevice(current)
         return found
 
+    def generate(self, sequence: ValueSequence) -> int | None:
+        """New device memory holding a value sequence, made there by `kernels/sequence.cu`
+        on a stream of this state's own that the host waits for (so it is there before any
+        stream reads it; legal, in relaxed mode, while another stream is being captured):
+        no host arithmetic, bytes or upload. None (the host's bytes uploaded) for a type the
+        kernel does not make, a byte order not this machine's, or a start or delta not
+        finite."""
+        dtype = np.dtype(sequence.dtype)
+        code = _SEQUENCE_TYPES.get(dtype.name) if dtype.isnative else None
+        finite = dtype.kind != "f" or math.isfinite(sequence.start + sequence.delta)
+        if code is None or not finite:  # (a NaN's payload as the host's arithmetic gives it)
+            return None
+        runtime = self.runtime
+        current = runtime.getDevice()
+        with relaxed_capture():
+            runtime.setDevice(self.ordinal)
+            try:
+                if self._stream is None:
+                    self._stream = int(runtime.streamCreateWithFlags(1))  # (non-blocking)
+                stream = self._stream
+                found = int(runtime.malloc(sequence.nbytes))
+                values = sequence.count * dtype.itemsize
+                runtime.memsetAsync(found + values, 0, sequence.nbytes - values, stream)
+                function = kernels.handle(runtime, "sequence", (("YT", code),))
+                integer = dtype.kind in "iu"
+                keep: list[Any] = []
+                params = pack_arguments(
+                    keep,
+                    np.uint64(found),
+                    np.int64(sequence.count),
+                    np.float64(0.0 if integer else sequence.start),
+                    np.float64(0.0 if integer else sequence.delta),
+                    np.uint64(int(sequence.start) % 2**64 if integer else 0),
+                    np.uint64(int(sequence.delta) % 2**64 if integer else 0),
+                )
+                blocks = max(1, min(-(-sequence.count // _SEQUENCE_THREADS), 1 << 16))
+                launch_kernel(function, blocks, 1, 1, _SEQUENCE_THREADS, 1, 1, 0, stream, params, 0)
+                runtime.streamSynchronize(stream)
+            finally:
+                runtime.setDevice(current)
+        return found
+
     def fill(self, pattern: bytes) -> int:
         """The device buffer holding an element fill's `pattern` (FILL_BYTES long), made once
         per pattern and kept."""
@@ -106,7 +154,7 @@ class _DeviceState:
     def _tensor_fill_bytes(self) -> int:
         return self._tensor_fills.bytes
 
-    def tensor_fill(self, pattern: bytes) -> _TensorFill:
+    def tensor_fill(self, pattern: bytes | ValueSequence) -> _TensorFill:
         """A tensor fill's device memory: the GPU keeps the most recently used ones up to
         TENSOR_FILLS_KEPT bytes (an ONNX Range of a growing length made a new one each
         step, each kept for good); the prepared launches that read one hold it too."""
@@ -434,13 +482,13 @@ class CudaBackend:
             held: list[_TensorFill] = []  # the tensor fills these launches read
             if plan.writes_fills:
                 fills = []
-                buffers = plan.fill_buffers(FILL_BYTES)  # (fill k is buffers[-1 - k])
+                buffers = plan.fill_patterns(FILL_BYTES)  # (fill k is buffers[-1 - k])
                 for j, value in enumerate(buffers):
                     if plan.is_tensor_fill(len(buffers) - 1 - j):
                         held.append(state.tensor_fill(value))
                         fills.append(held[-1].ptr)
                     else:
-                        fills.append(state.fill(value))
+                        fills.append(state.fill(fill_bytes(value)))
                 plan, ins = fill_reads(plan, FILL_BYTES), [*ins, *fills]
             groups = group_copies(plan, ins, outs, state.multiprocessors)
             functions = []

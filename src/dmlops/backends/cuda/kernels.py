@@ -30,6 +30,7 @@ ENTRY = {
     "pack": "dmlops_pack",
     "elements": "dmlops_indexed_elements",
     "convert": "dmlops_convert",
+    "sequence": "dmlops_sequence",
 }
 _handles: dict[tuple[str, str, tuple[tuple[str, int], ...], int], int] = {}
 _images: dict[str, bytes] = {}  # by digest of source, options, architecture and CUDA

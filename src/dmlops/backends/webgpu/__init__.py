@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import BindingError, DmlError
-from ...plan import Plan, StridedCopy, array_byte_span, fill_reads
+from ...plan import Plan, StridedCopy, ValueSequence, array_byte_span, fill_bytes, fill_reads
 from .._address_cache import AddressCache
 from .._fill_cache import KeptFills
 from ..base import made_once, no_queue
@@ -493,20 +493,21 @@ class WebGpuBackend:
     def _tensor_fill_bytes(self) -> int:
         return self._tensor_fills.bytes
 
-    def _fill_array(self, pattern: bytes, tensor: bool) -> WebGpuArray:
+    def _fill_array(self, pattern: bytes | ValueSequence, tensor: bool) -> WebGpuArray:
         """The array holding `pattern`, read by the copies that write that fill: an element
         fill's made once and kept; a tensor fill's kept among the most recently used up to
         TENSOR_FILLS_KEPT bytes (the dispatches that read one hold it too: its memory goes
         back to the pool when the last holder drops it)."""
 
-        def made(p: bytes) -> WebGpuArray:
-            return self.upload(np.frombuffer(p, np.uint8))
+        def made(p: bytes | ValueSequence) -> WebGpuArray:
+            return self.upload(np.frombuffer(fill_bytes(p), np.uint8))
 
-        if tensor:
+        if tensor:  # (a sequence's bytes made only where its rule is not kept)
             return self._tensor_fills.get(pattern, made, TENSOR_FILLS_KEPT)
-        found = self._fills.get(pattern)
+        element = fill_bytes(pattern)
+        found = self._fills.get(element)
         if found is None:
-            found = self._fills[pattern] = made(pattern)
+            found = self._fills[element] = made(element)
         return found
 
     def _dispatches(self, plan: Plan, ins: Sequence[Flat], outs: Sequence[Flat]) -> list[Any]:
@@ -514,7 +515,7 @@ class WebGpuBackend:
         wgpu, device = self.wgpu, self.device
         held: tuple[WebGpuArray, ...] = ()  # the fills' arrays, kept as long as the dispatches
         if plan.writes_fills:
-            patterns = plan.fill_buffers(FILL_BYTES)  # (fill k is patterns[-1 - k])
+            patterns = plan.fill_patterns(FILL_BYTES)  # (fill k is patterns[-1 - k])
             arrays = [
                 self._fill_array(b, plan.is_tensor_fill(len(patterns) - 1 - j))
                 for j, b in enumerate(patterns)
