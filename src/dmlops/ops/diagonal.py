@@ -50,10 +50,12 @@ def band_copies(sizes: Sequence[int], runs: Sequence[Run], align: int = 1) -> li
     stack of `sizes` (the last two: rows, columns), in compact form (`LogicalCopy.repeat`).
     Per run, and per range of rows where each of its edges is fixed (off the rows' ends) or
     moves with the row: a box where both are fixed; a band of rows (a one-row box repeated
-    a row down and a column right) where both move; a box and a triangle where one moves. A
+    a row down and a column right) where both move; where one moves, a box of the columns
+    every row shares, up to a multiple of `align` elements, and a triangle from there. A
     triangle is a box, a triangle of a power of two rows and the rest; that one is a
-    repeated box per level of halving: O(log^2 n) copies for n rows. Columns split at
-    multiples of `align` elements where every repetition splits alike."""
+    repeated box per level of halving: O(log^2 n) copies for n rows. Starting the triangles
+    at aligned columns (their rows outside the range left out) keeps their boxes' columns
+    on 16-byte boundaries, but for the narrowest levels beside the diagonal."""
     lead, (height, width) = tuple(sizes[:-2]), tuple(sizes[-2:])
     batch, ones, flat = (0,) * len(lead), (1,) * len(sizes), (0,) * len(sizes)
     copies: list[LogicalCopy] = []
@@ -61,22 +63,16 @@ def band_copies(sizes: Sequence[int], runs: Sequence[Run], align: int = 1) -> li
     def rows_of(src: int) -> Box:
         def box(y: int, rows: int, a: int, b: int, repeat: Repeat = ()) -> None:
             """Columns [a, b) of rows [y, y + rows), repeated (count, rows down, columns
-            right); the aligned middle a box of its own (whole rows stay one box: one
-            contiguous run in a packed layout)."""
-            lo, hi = -(-a // align) * align, b // align * align
-            alike = all(dx % align == 0 for _, _, dx in repeat)
-            whole = a == 0 and b == width
-            cuts = (a, lo, hi, b) if hi - lo >= align and alike and not whole else (a, b)
+            right)."""
             moves = tuple(
                 (n, (*batch, dy, dx) if src >= 0 else flat, (*batch, dy, dx))
                 for n, dy, dx in repeat
+                if n > 1
             )
-            for c, d in pairwise(cuts):
-                if d > c:
-                    corner = (*batch, y, c)
-                    start, step = (corner, ones) if src >= 0 else (flat, flat)
-                    shape = (*lead, rows, d - c)
-                    copies.append(LogicalCopy(src, start, step, 0, corner, shape, None, moves))
+            corner = (*batch, y, a)
+            start, step = (corner, ones) if src >= 0 else (flat, flat)
+            shape = (*lead, rows, b - a)
+            copies.append(LogicalCopy(src, start, step, 0, corner, shape, None, moves))
 
         return box
 
@@ -92,11 +88,15 @@ def band_copies(sizes: Sequence[int], runs: Sequence[Run], align: int = 1) -> li
                 if c_right > c_left:
                     box(p, 1, p + c_left, p + c_right, ((q - p, 1, 1),))
             elif left is None and right == width:  # [y + c_left, width): rows shrinking
-                box(p, q - p, q - 1 + c_left, width)
-                _triangle(box, p, q, c_left, shrinking=True)
+                edge = min(-(-(q - 1 + c_left) // align) * align, width)
+                if edge < width:
+                    box(p, q - p, edge, width)
+                _triangle(box, p, edge - c_left + 1, c_left, True, (p, q))
             elif right is None and left == 0:  # [0, y + c_right): rows growing
-                box(p, q - p, 0, p + c_right)
-                _triangle(box, p, q, c_right, shrinking=False)
+                edge = (p + c_right) // align * align
+                if edge > 0:
+                    box(p, q - p, 0, edge)
+                _triangle(box, edge - c_right, q, c_right, False, (p, q))
     return copies
 
 
@@ -110,26 +110,47 @@ def _edge(c: int, p: int, q: int, width: int) -> int | None:
     return None
 
 
-def _triangle(box: Box, p: int, q: int, c: int, shrinking: bool) -> None:
+def _triangle(box: Box, p: int, q: int, c: int, shrinking: bool, rows: tuple[int, int]) -> None:
     """Rows [p, q) between the diagonal x = y + c and a fixed column: its left, q - 1 + c
-    (`shrinking`: row q - 1 empty), or its right, p + c (row p empty)."""
+    (`shrinking`: row q - 1 empty), or its right, p + c (row p empty); of its boxes only
+    their rows in `rows` are written."""
+    lo, hi = rows
+
+    def clipped(y: int, h: int, a: int, b: int, count: int = 1, step: int = 0) -> None:
+        """Box k < count at rows [y + k step, + h), columns [a + k step, b + k step): those
+        inside [lo, hi) one repeated box, those across its ends cut to it."""
+        inside = range(count)
+        if step:
+            first, last = max(0, -(-(lo - y) // step)), min(count - 1, (hi - h - y) // step)
+            inside = range(first, last + 1)
+        elif not (lo <= y and y + h <= hi):
+            inside = range(0)
+        if inside:
+            k = inside.start
+            box(y + k * step, h, a + k * step, b + k * step, ((len(inside), step, step),))
+        for k in {inside.start - 1, inside.stop} if inside else range(count):
+            if 0 <= k < count:
+                top, bottom = max(y + k * step, lo), min(y + k * step + h, hi)
+                if bottom > top:
+                    box(top, bottom - top, a + k * step, b + k * step)
+
     while q - p > 1:
         whole = 1 << ((q - p - 1).bit_length() - 1)  # a triangle of a power of two rows
         if shrinking:  # that triangle below; above it, its width left of the column
             cut = q - whole
-            box(p, cut - p, cut - 1 + c, q - 1 + c)
+            clipped(p, cut - p, cut - 1 + c, q - 1 + c)
             top, (p, q) = cut, (p, cut)
         else:  # that triangle above; below it, its width right of the column
             cut = p + whole
-            box(cut, q - cut, p + c, cut + c)
+            clipped(cut, q - cut, p + c, cut + c)
             top, (p, q) = p, (cut, q)
         half = whole // 2
         while half:  # its levels: `whole // (2 * half)` boxes of half x half, 2 * half apart
-            count = ((whole // (2 * half)), 2 * half, 2 * half)
+            count = whole // (2 * half)
             if shrinking:
-                box(top, half, top + half - 1 + c, top + 2 * half - 1 + c, (count,))
+                clipped(top, half, top + half - 1 + c, top + 2 * half - 1 + c, count, 2 * half)
             else:
-                box(top + half, half, top + c, top + half + c, (count,))
+                clipped(top + half, half, top + c, top + half + c, count, 2 * half)
             half //= 2
 
 
