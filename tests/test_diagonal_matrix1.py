@@ -221,8 +221,8 @@ def test_the_boxes_write_each_element_once_from_its_source(
 
 
 def test_a_triangle_is_few_copies_mostly_aligned_to_16_bytes() -> None:
-    """tril of 1024 x 1024 float16: its plan has O(log^2 n) copies (a box a row before; a
-    triangle's boxes repeat down its diagonal a level of halving at a time), and over 98 %
+    """tril of 1024 x 1024 float16: its plan has n / 32 + 32 copies a side (a box or more a
+    row before: each block's remainders of a row repeat down the diagonal), and over 95 %
     of the elements move in boxes whose columns start and end on 16-byte boundaries."""
     t = BufferTensorDesc(DataType.FLOAT16, [1024, 1024])
     desc = DiagonalMatrix1Desc(t, t, DataType.FLOAT16, 0, 1, 2**31 - 1)
@@ -233,7 +233,7 @@ def test_a_triangle_is_few_copies_mostly_aligned_to_16_bytes() -> None:
         for c in desc.logical_copies()
         if c.dst_start[1] % 8 == 0 and c.shape[1] % 8 == 0
     )
-    assert aligned > 0.98 * 1024 * 1024
+    assert aligned > 0.95 * 1024 * 1024
     _painted(desc)
 
 
@@ -244,8 +244,8 @@ def test_a_triangle_is_few_copies_mostly_aligned_to_16_bytes() -> None:
 )  # fmt: skip
 def test_no_narrow_column_strips(sizes: list[int], begin: int, end: int) -> None:
     """No box narrower than 16 bytes spans more than 8 rows: a strip of columns down many
-    rows reads and writes a 32-byte sector an element (the triangles start at aligned
-    columns, their first rows left out, instead of leaving a strip beside a box)."""
+    rows reads and writes a 32-byte sector an element (a block's shared columns that would
+    leave one at the rows' ends leave each row its own run instead)."""
     t = BufferTensorDesc(DataType.FLOAT16, sizes)
     desc = DiagonalMatrix1Desc(t, t, DataType.FLOAT16, 0, begin, end)
     strips = [c for c in desc.logical_copies() if c.shape[-1] < 8 and c.shape[-2] > 8]
@@ -254,11 +254,11 @@ def test_no_narrow_column_strips(sizes: list[int], begin: int, end: int) -> None
 
 def test_a_tall_or_wide_stack_plans_in_milliseconds() -> None:
     """A matrix of 4096 rows was a box or more a row (12,000 copies, a third of a second of
-    planning); now a few hundred repeated boxes."""
+    planning); now a few hundred, the rows' remainders repeated boxes."""
     for sizes in ([4096, 4096], [3, 4000, 37], [2, 37, 4000]):
         t = BufferTensorDesc(F32, sizes)
         plan = DiagonalMatrix1Desc(t, t, F32, 7, 0, 2).lower()
-        assert len(plan.copies) <= 300
+        assert len(plan.copies) <= 400
 
 
 @pytest.mark.parametrize("k", [-9, -2, -1, 0, 1, 3, 9])

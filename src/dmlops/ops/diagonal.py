@@ -50,12 +50,11 @@ def band_copies(sizes: Sequence[int], runs: Sequence[Run], align: int = 1) -> li
     stack of `sizes` (the last two: rows, columns), in compact form (`LogicalCopy.repeat`).
     Per run, and per range of rows where each of its edges is fixed (off the rows' ends) or
     moves with the row: a box where both are fixed; a band of rows (a one-row box repeated
-    a row down and a column right) where both move; where one moves, a box of the columns
-    every row shares, up to a multiple of `align` elements, and a triangle from there. A
-    triangle is a box, a triangle of a power of two rows and the rest; that one is a
-    repeated box per level of halving: O(log^2 n) copies for n rows. Starting the triangles
-    at aligned columns (their rows outside the range left out) keeps their boxes' columns
-    on 16-byte boundaries, but for the narrowest levels beside the diagonal."""
+    a row down and a column right) where both move; where one moves, blocks of `_BLOCK`
+    rows, each the columns all its rows share (rounded inwards to a multiple of `align`
+    elements) as a box and each row's remainder its own box, the remainders of like rows of
+    the blocks one box repeated down the diagonal: n rows cost n / 32 + 32 copies, and each
+    row is two runs (what the CPU engine walks fastest)."""
     lead, (height, width) = tuple(sizes[:-2]), tuple(sizes[-2:])
     batch, ones, flat = (0,) * len(lead), (1,) * len(sizes), (0,) * len(sizes)
     copies: list[LogicalCopy] = []
@@ -64,6 +63,8 @@ def band_copies(sizes: Sequence[int], runs: Sequence[Run], align: int = 1) -> li
         def box(y: int, rows: int, a: int, b: int, repeat: Repeat = ()) -> None:
             """Columns [a, b) of rows [y, y + rows), repeated (count, rows down, columns
             right)."""
+            if b <= a or rows <= 0:
+                return
             moves = tuple(
                 (n, (*batch, dy, dx) if src >= 0 else flat, (*batch, dy, dx))
                 for n, dy, dx in repeat
@@ -82,21 +83,14 @@ def band_copies(sizes: Sequence[int], runs: Sequence[Run], align: int = 1) -> li
         for p, q in pairwise(sorted({0, height} | turns)):
             left, right = _edge(c_left, p, q, width), _edge(c_right, p, q, width)
             if left is not None and right is not None:
-                if right > left:
-                    box(p, q - p, left, right)
+                box(p, q - p, left, right)
             elif left is None and right is None:
                 if c_right > c_left:
                     box(p, 1, p + c_left, p + c_right, ((q - p, 1, 1),))
             elif left is None and right == width:  # [y + c_left, width): rows shrinking
-                edge = min(-(-(q - 1 + c_left) // align) * align, width)
-                if edge < width:
-                    box(p, q - p, edge, width)
-                _triangle(box, p, edge - c_left + 1, c_left, True, (p, q))
+                _blocks(box, p, q, c_left, width, align, shrinking=True)
             elif right is None and left == 0:  # [0, y + c_right): rows growing
-                edge = (p + c_right) // align * align
-                if edge > 0:
-                    box(p, q - p, 0, edge)
-                _triangle(box, edge - c_right, q, c_right, False, (p, q))
+                _blocks(box, p, q, c_right, width, align, shrinking=False)
     return copies
 
 
@@ -110,48 +104,43 @@ def _edge(c: int, p: int, q: int, width: int) -> int | None:
     return None
 
 
-def _triangle(box: Box, p: int, q: int, c: int, shrinking: bool, rows: tuple[int, int]) -> None:
-    """Rows [p, q) between the diagonal x = y + c and a fixed column: its left, q - 1 + c
-    (`shrinking`: row q - 1 empty), or its right, p + c (row p empty); of its boxes only
-    their rows in `rows` are written."""
-    lo, hi = rows
+_BLOCK = 32  # rows of a block (a multiple of every `align`: like rows' remainders alike)
 
-    def clipped(y: int, h: int, a: int, b: int, count: int = 1, step: int = 0) -> None:
-        """Box k < count at rows [y + k step, + h), columns [a + k step, b + k step): those
-        inside [lo, hi) one repeated box, those across its ends cut to it."""
-        inside = range(count)
-        if step:
-            first, last = max(0, -(-(lo - y) // step)), min(count - 1, (hi - h - y) // step)
-            inside = range(first, last + 1)
-        elif not (lo <= y and y + h <= hi):
-            inside = range(0)
-        if inside:
-            k = inside.start
-            box(y + k * step, h, a + k * step, b + k * step, ((len(inside), step, step),))
-        for k in {inside.start - 1, inside.stop} if inside else range(count):
-            if 0 <= k < count:
-                top, bottom = max(y + k * step, lo), min(y + k * step + h, hi)
-                if bottom > top:
-                    box(top, bottom - top, a + k * step, b + k * step)
 
-    while q - p > 1:
-        whole = 1 << ((q - p - 1).bit_length() - 1)  # a triangle of a power of two rows
-        if shrinking:  # that triangle below; above it, its width left of the column
-            cut = q - whole
-            clipped(p, cut - p, cut - 1 + c, q - 1 + c)
-            top, (p, q) = cut, (p, cut)
-        else:  # that triangle above; below it, its width right of the column
-            cut = p + whole
-            clipped(cut, q - cut, p + c, cut + c)
-            top, (p, q) = p, (cut, q)
-        half = whole // 2
-        while half:  # its levels: `whole // (2 * half)` boxes of half x half, 2 * half apart
-            count = whole // (2 * half)
-            if shrinking:
-                clipped(top, half, top + half - 1 + c, top + 2 * half - 1 + c, count, 2 * half)
-            else:
-                clipped(top + half, half, top + c, top + half + c, count, 2 * half)
-            half //= 2
+def _blocks(box: Box, p: int, q: int, c: int, width: int, align: int, shrinking: bool) -> None:
+    """Rows [p, q) of the run [y + c, width) (`shrinking`) or [0, y + c) in blocks of
+    _BLOCK rows: a block's shared columns one box; its rows' remainders boxes of one row,
+    those of the same row of consecutive blocks alike (same width, a block down and a block
+    right) one repeated box."""
+    remainders: dict[int, list[tuple[int, int, int]]] = {}  # row in block: (y, a, b) a block
+    for top in range(p, q, _BLOCK):
+        bottom = min(top + _BLOCK, q)
+        if shrinking:  # columns from the last row's start, rounded up, to the row's end
+            shared = min(-(-(bottom - 1 + c) // align) * align, width)
+            if width - shared < align:  # (no strip of the rows' ends: each row's own run)
+                shared = width
+            box(top, bottom - top, shared, width)
+            for y in range(top, bottom):
+                remainders.setdefault(y - top, []).append((y, y + c, shared))
+        else:  # columns from the row's start to the first row's end, rounded down
+            shared = (top + c) // align * align
+            box(top, bottom - top, 0, shared)
+            for y in range(top, bottom):
+                remainders.setdefault(y - top, []).append((y, shared, y + c))
+    for found in remainders.values():
+        k = 0
+        while k < len(found):  # runs of alike remainders a block apart: one repeated box
+            y, a, b = found[k]
+            end = k + 1
+            while (
+                end < len(found)
+                and found[end][0] - found[end - 1][0] == _BLOCK
+                and found[end][1] - found[end - 1][1] == _BLOCK
+                and found[end][2] - found[end - 1][2] == _BLOCK
+            ):
+                end += 1
+            box(y, 1, a, b, ((end - k, _BLOCK, _BLOCK),))
+            k = end
 
 
 class DiagonalMatrixDesc(GeneratorDesc):
