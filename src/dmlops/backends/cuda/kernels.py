@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import re
 import os
 import tempfile
 import threading
@@ -43,9 +44,12 @@ def _read(name: str) -> str:
     return resources.files(__package__).joinpath(f"kernels/{name}").read_text()
 
 
+_INCLUDE = re.compile(r'^#include "([a-z]+\.cuh)"$', re.MULTILINE)
+
+
 def source(kernel: str) -> str:
-    """The CUDA C++ source of one strategy's kernel, with the shared header inlined."""
-    return _read(f"{kernel}.cu").replace('#include "common.cuh"', _read("common.cuh"))
+    """The CUDA C++ source of one kernel file, with the headers it includes inlined."""
+    return _INCLUDE.sub(lambda m: _read(m.group(1)), _read(f"{kernel}.cu"))
 
 
 def cache_dir() -> Path:

@@ -7,18 +7,7 @@
 //       6 uint16, 7 int32, 8 uint32, 9 int64, 10 uint64
 // float16 is written as its bits through PTX's cvt (no CUDA headers needed).
 
-#define STORAGE(t) STORAGE_##t
-#define STORAGE_0 unsigned short
-#define STORAGE_1 float
-#define STORAGE_3 signed char
-#define STORAGE_4 unsigned char
-#define STORAGE_5 short
-#define STORAGE_6 unsigned short
-#define STORAGE_7 int
-#define STORAGE_8 unsigned int
-#define STORAGE_9 long long
-#define STORAGE_10 unsigned long long
-#define PICK(t) STORAGE(t)
+#include "types.cuh"
 
 typedef PICK(YT) Y;
 
