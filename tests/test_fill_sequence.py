@@ -171,6 +171,19 @@ def test_a_plan_carries_the_sequences_rule(dtype: str, start: Any, delta: Any) -
     assert fill.values(5, 9).tobytes() == got[5:9].tobytes()
 
 
+def test_sequences_apart_by_the_sign_of_a_zero(backend: str) -> None:
+    """Rules that differ only in a zero's sign are different fills (a GPU keeps fills by
+    their rule): 0 * -1 + -0.0 is -0.0, 0 * -1 + 0.0 is 0.0."""
+    assert ValueSequence("<f4", -0.0, -1.0, 5, 20) != ValueSequence("<f4", 0.0, -1.0, 5, 20)
+    same = ValueSequence("<f4", -0.0, -1.0, 5, 20)
+    assert hash(same) == hash(ValueSequence("<f4", -0.0, -1.0, 5, 20))
+    device = None if backend == "numpy" else backend
+    for start in (0.0, -0.0, 0.0):
+        got = to_host(dmlops.fill_value_sequence([40], start, -1.0, np.float32, device=device))
+        want = np.float64(start) + np.arange(40) * -1.0
+        assert got.tobytes() == want.astype(np.float32).tobytes(), start
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int8", "uint16", "int32", "uint64"])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -65,7 +66,7 @@ constants, read in order through its copies' source strides (`Plan.is_tensor_fil
 _SEQUENCE_PIECE = 1 << 16  # elements of a value sequence made at a time (in the caches)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ValueSequence:
     """A tensor fill given by its rule instead of its bytes (FILL_VALUE_SEQUENCE's values):
     element i is `start` + `delta` x i in `dtype` (a numpy dtype string, its byte order
@@ -83,6 +84,19 @@ class ValueSequence:
 
     def __len__(self) -> int:
         return self.nbytes
+
+    def _key(self) -> tuple[Any, ...]:
+        """The fields, floats by their bits (-0.0 is not 0.0: a sequence may start with it)."""
+        bits = tuple(
+            struct.pack("<d", v) if isinstance(v, float) else v for v in (self.start, self.delta)
+        )
+        return (self.dtype, *bits, self.count, self.nbytes)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ValueSequence) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     def values(self, lo: int = 0, hi: int | None = None) -> np.ndarray[Any, Any]:
         """Elements [lo, hi) (to the end by default), in pieces that stay in the caches."""

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import re
 import os
+import re
 import tempfile
 import threading
 from importlib import resources
