@@ -179,10 +179,6 @@ class FillValueSequenceDesc(GeneratorDesc):
         nbytes = max(count * dtype.itemsize, TENSOR_FILL_BYTES + 1)
         return ValueSequence(dtype.str, *rule, count, nbytes)
 
-    def values(self) -> np.ndarray:
-        """The output's elements in order, in its type."""
-        return self.sequence().values()
-
     def _own_fills(self) -> tuple[bytes | ValueSequence, ...]:
         return (self.sequence(),)
 

@@ -18,7 +18,7 @@ import contextlib
 import math
 import operator
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -87,18 +87,25 @@ class _DeviceState:
         mode, so it is there before any stream reads it and legal while another stream is
         being captured."""
         runtime = self.runtime
-        current = runtime.getDevice()
         host = np.frombuffer(pattern, np.uint8)
+        with self._current():
+            found = int(runtime.malloc(len(pattern)))
+            runtime.memcpy(found, host.ctypes.data, len(pattern), runtime.memcpyHostToDevice)
+            runtime.streamSynchronize(0)
+        return found
+
+    @contextlib.contextmanager
+    def _current(self) -> Iterator[None]:
+        """This GPU current, in relaxed capture mode (allocations and frees legal while
+        another stream is being captured), the caller's device current again after."""
+        runtime = self.runtime
+        before = runtime.getDevice()
         with relaxed_capture():
             runtime.setDevice(self.ordinal)
             try:
-                found = int(runtime.malloc(len(pattern)))
-                kind = runtime.memcpyHostToDevice
-                runtime.memcpy(found, host.ctypes.data, len(pattern), kind)
-                runtime.streamSynchronize(0)
+                yield
             finally:
-                runtime.setDevice(current)
-        return found
+                runtime.setDevice(before)
 
     def generate(self, sequence: ValueSequence) -> int | None:
         """New device memory holding a value sequence, made there by `kernels/sequence.cu`
@@ -113,33 +120,28 @@ class _DeviceState:
         if code is None or not finite:  # (a NaN's payload as the host's arithmetic gives it)
             return None
         runtime = self.runtime
-        current = runtime.getDevice()
-        with relaxed_capture():
-            runtime.setDevice(self.ordinal)
-            try:
-                if self._stream is None:
-                    self._stream = int(runtime.streamCreateWithFlags(1))  # (non-blocking)
-                stream = self._stream
-                found = int(runtime.malloc(sequence.nbytes))
-                values = sequence.count * dtype.itemsize
-                runtime.memsetAsync(found + values, 0, sequence.nbytes - values, stream)
-                function = kernels.handle(runtime, "sequence", (("YT", code),))
-                integer = dtype.kind in "iu"
-                keep: list[Any] = []
-                params = pack_arguments(
-                    keep,
-                    np.uint64(found),
-                    np.int64(sequence.count),
-                    np.float64(0.0 if integer else sequence.start),
-                    np.float64(0.0 if integer else sequence.delta),
-                    np.uint64(int(sequence.start) % 2**64 if integer else 0),
-                    np.uint64(int(sequence.delta) % 2**64 if integer else 0),
-                )
-                blocks = max(1, min(-(-sequence.count // _SEQUENCE_THREADS), 1 << 16))
-                launch_kernel(function, blocks, 1, 1, _SEQUENCE_THREADS, 1, 1, 0, stream, params, 0)
-                runtime.streamSynchronize(stream)
-            finally:
-                runtime.setDevice(current)
+        with self._current():
+            if self._stream is None:
+                self._stream = int(runtime.streamCreateWithFlags(1))  # (non-blocking)
+            stream = self._stream
+            found = int(runtime.malloc(sequence.nbytes))
+            values = sequence.count * dtype.itemsize
+            runtime.memsetAsync(found + values, 0, sequence.nbytes - values, stream)
+            function = kernels.handle(runtime, "sequence", (("YT", code),))
+            integer = dtype.kind in "iu"
+            keep: list[Any] = []
+            params = pack_arguments(
+                keep,
+                np.uint64(found),
+                np.int64(sequence.count),
+                np.float64(0.0 if integer else sequence.start),
+                np.float64(0.0 if integer else sequence.delta),
+                np.uint64(int(sequence.start) % 2**64 if integer else 0),
+                np.uint64(int(sequence.delta) % 2**64 if integer else 0),
+            )
+            blocks = max(1, min(-(-sequence.count // _SEQUENCE_THREADS), 1 << 16))
+            launch_kernel(function, blocks, 1, 1, _SEQUENCE_THREADS, 1, 1, 0, stream, params, 0)
+            runtime.streamSynchronize(stream)
         return found
 
     def fill(self, pattern: bytes) -> int:
@@ -171,15 +173,9 @@ class _DeviceState:
                 break
         if not freed:
             return
-        runtime = self.runtime
-        current = runtime.getDevice()
-        with relaxed_capture():
-            runtime.setDevice(self.ordinal)
-            try:
-                for ptr in freed:
-                    runtime.free(ptr)
-            finally:
-                runtime.setDevice(current)
+        with self._current():
+            for ptr in freed:
+                self.runtime.free(ptr)
 
     def function(self, cupy: Any, group: Group) -> tuple[int, int]:
         """(CUfunction handle, blocks per multiprocessor) of a group's kernel on this GPU
