@@ -22,9 +22,14 @@ def test_split_and_join_are_one_launch_each(launches) -> None:  # type: ignore[n
     assert bool((back == x).all())
 
 
-def test_vector_width_and_unaligned_fallback(launches) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("merge", [False, True])
+def test_vector_width_and_unaligned_fallback(launches, monkeypatch, merge) -> None:  # type: ignore[no-untyped-def]
     import cupy
 
+    from dmlops.backends.cuda import strategies
+
+    if not merge:  # (a small plan: its strategies' launches merge into one unless told not to)
+        monkeypatch.setattr(strategies, "MERGE_ELEMENTS", 0)
     x = cupy.arange(64 * 64, dtype=cupy.float32).reshape(64, 64)
     desc = SplitDesc(
         BufferTensorDesc(DataType.FLOAT32, [64, 64]),
@@ -42,7 +47,10 @@ def test_vector_width_and_unaligned_fallback(launches) -> None:  # type: ignore[
     kinds = sorted(
         (g.kernel, dict(g.defines)["VW"] if g.kernel == "strided" else 0) for g in launches
     )
-    assert kinds == [("rows", 0), ("strided", 16)]  # one launch per strategy, not per piece
+    if merge:
+        assert kinds == [("strided", 4)]  # one element-wise launch
+    else:
+        assert kinds == [("rows", 0), ("strided", 16)]  # one launch per strategy, not per piece
 
 
 def test_reversed_inner_axis_uses_vectors(launches) -> None:  # type: ignore[no-untyped-def]

@@ -204,3 +204,39 @@ def test_each_strategy_is_chosen_and_exact(launches) -> None:  # type: ignore[no
     _check(dmlops.slice1(x, [0, 0], [512, 1024], [1, -2]), host[:, 1023::-2])
     (group,) = launches
     assert dict(group.defines)["GATHER"] == 2 and dict(group.defines)["REVERSE"] == 1
+
+
+@pytest.mark.parametrize("merge", [True, False])
+def test_small_plans_are_exact_in_one_launch_or_per_strategy(launches, monkeypatch, merge) -> None:  # type: ignore[no-untyped-def]
+    import cupy
+
+    from dmlops.backends.cuda import strategies
+    from dmlops.functional import clear_cache
+
+    if not merge:
+        monkeypatch.setattr(strategies, "MERGE_ELEMENTS", 0)
+    clear_cache()
+    rng = np.random.default_rng(3)
+    for dtype in DTYPES:
+        host = rng.integers(0, 256, (2, 37, 403 * np.dtype(dtype).itemsize), np.uint8)
+        host = host.view(dtype)[..., :401]
+        x = cupy.asarray(host)
+        cases = [
+            (lambda a: dmlops.tril(a), np.tril(host)),
+            (lambda a: dmlops.triu(a, -3), np.triu(host, -3)),
+            (lambda a: dmlops.split(a, 2, [1, 397, 3])[1], host[..., 1:398]),
+            (
+                lambda a: dmlops.join([a[0].T, a[1, :, :5].T], 0),
+                np.concatenate([host[0].T, host[1, :, :5].T]),
+            ),
+        ]
+        for run, want in cases:
+            launches.clear()
+            _check(run(x), want)
+            strided = [g for g in launches if g.kernel != "transpose"]
+            if merge:
+                assert len(strided) == 1
+    if not merge:  # (the same plans, per strategy: several launches)
+        launches.clear()
+        dmlops.tril(cupy.asarray(host))
+        assert len(launches) > 1

@@ -9,8 +9,11 @@ import numpy as np
 import pytest
 
 from dmlops import BufferTensorDesc, DataType, Slice1Desc, SliceDesc, SplitDesc
+from dmlops.backends.cuda import strategies
 from dmlops.backends.cuda.strategies import group_copies
 from dmlops.backends.division import fast_divider
+from dmlops.ops import DiagonalMatrix1Desc, JoinDesc
+from dmlops.ops.diagonal import triangle_span
 
 F32, F16, I8 = DataType.FLOAT32, DataType.FLOAT16, DataType.INT8
 BASE = 1 << 20  # a 16-byte aligned address
@@ -143,18 +146,71 @@ def test_high_rank_boxes_use_fast_division() -> None:
     assert kernel == "pack" and d["RANK"] == 8 and d["IDX64"] == 0 and d["VW"] == 16
 
 
-def test_mixed_plans_launch_once_per_strategy() -> None:
-    desc = SplitDesc(
-        BufferTensorDesc(F32, [64, 4096]),
+def _three_way_split(rows: int) -> SplitDesc:
+    return SplitDesc(
+        BufferTensorDesc(F32, [rows, 4096]),
         [
-            BufferTensorDesc(F32, [64, 1]),
-            BufferTensorDesc(F32, [64, 4092]),
-            BufferTensorDesc(F32, [64, 3]),
+            BufferTensorDesc(F32, [rows, 1]),
+            BufferTensorDesc(F32, [rows, 4092]),
+            BufferTensorDesc(F32, [rows, 3]),
         ],
         1,
     )
-    groups = kernels_for(desc)
+
+
+def test_mixed_plans_launch_once_per_strategy() -> None:
+    # (over MERGE_ELEMENTS elements: each strategy keeps its own launch)
+    assert strategies.MERGE_ELEMENTS < 2048 * 4096
+    groups = kernels_for(_three_way_split(2048))
     assert sorted(k for k, _ in groups) == ["pack", "rows"]
+
+
+def _lower_triangle(shape: list[int]) -> DiagonalMatrix1Desc:
+    begin, end = triangle_span(False, 0, shape[-2], shape[-1])
+    t = BufferTensorDesc(F32, shape)
+    return DiagonalMatrix1Desc(t, t, None, 0, begin, end)
+
+
+def test_small_plans_of_several_strategies_take_one_element_wise_launch() -> None:
+    assert strategies.MERGE_ELEMENTS >= 64 * 4096
+    ((kernel, d),) = kernels_for(_three_way_split(64))
+    assert kernel == "strided" and d["VW"] == 4 and d["GATHER"] == 1 and d["REVERSE"] == 0
+    # a lower-triangle mask of a small batch: boxes, repeated remainders and zeros at
+    # several vector widths and ranks, one launch
+    tril = _lower_triangle([2, 37, 4000])
+    assert len(kernels_for(tril)) == 1
+
+
+def test_small_plans_keep_their_transposes_apart() -> None:
+    desc = JoinDesc(
+        [BufferTensorDesc(F32, [64, 64], strides=[1, 64]), BufferTensorDesc(F32, [64, 3])],
+        BufferTensorDesc(F32, [64, 67]),
+        1,
+    )
+    kernels = sorted(k for k, _ in kernels_for(desc, ins=(BASE, BASE * 2)))
+    assert kernels == ["strided", "transpose"]
+
+
+def test_copies_that_differ_only_in_rank_share_a_launch() -> None:
+    # a large lower triangle: whole-row boxes (rank 1 once coalesced) and the blocks' boxes
+    # (rank 2) at 16 bytes share one launch of the larger rank
+    big = _lower_triangle([4096, 4096])
+    groups = kernels_for(big)
+    widths = [(k, d["VW"]) for k, d in groups]
+    assert len(widths) == len(set(widths)) == len(groups)
+    assert {d["RANK"] for k, d in groups if d["VW"] == 16} == {2}
+    # rows of two outer axes (a pitched input: 8 rows 320 apart, blocks 3000 apart) and of
+    # one (a contiguous input), joined into odd-length rows: one launch, two outer axes
+    rows = JoinDesc(
+        [
+            BufferTensorDesc(F16, [4, 8, 300], strides=[3000, 320, 1]),
+            BufferTensorDesc(F16, [4, 8, 301]),
+        ],
+        BufferTensorDesc(F16, [4, 8, 601]),
+        2,
+    )
+    ((kernel, d),) = kernels_for(rows, ins=(BASE, BASE * 2))
+    assert kernel == "rows" and d["OUTER"] == 2
 
 
 def test_fast_division_is_exact() -> None:

@@ -40,6 +40,12 @@ ROW_BYTES = 128  # rows at least this long go to the rows kernel when vectors ar
 MIN_TRANSPOSE = 16  # both tile axes at least this long
 TRANSPOSE_BLOCK = {1: 4, 2: 4, 4: 2, 8: 1}  # V x V register blocks: tiles of 32 V
 MAX_GATHER = 4
+# a plan of at most this many elements whose copies would take several launches takes one
+# launch of the element-wise kernel instead (`_fewer_launches`). H200, device time of small
+# DIAGONAL_MATRIX1, SPLIT and PADDING1 plans against 1M and 16M: at 4M the float16 tril
+# [256,128,128] 18.1 -> 11.7 us and the reflecting pad [8,3,224,224] 19.8 -> 7.9; at 16M
+# the int8 tril [4096,4096] 19.2 -> 34.3 (single bytes a thread)
+MERGE_ELEMENTS = 1 << 22
 _INT32 = 2**31 - 1
 
 
@@ -216,7 +222,7 @@ def choose(copy: StridedCopy, src: int, dst: int, es: int) -> Choice:
     pack = _pack(copy, dst, es)
     if pack is not None:
         return pack
-    return Choice("strided", (("ES", es), ("VW", es), ("GATHER", 1), ("REVERSE", 0)))
+    return element_wise(es)
 
 
 def dense_destination(copy: StridedCopy) -> bool:
@@ -308,11 +314,12 @@ def _pack_row(
 
 
 def _rows_row(
-    copy: StridedCopy, src: int, dst: int, es: int, per_thread: int, first: int
+    copy: StridedCopy, src: int, dst: int, es: int, per_thread: int, first: int, outer: int
 ) -> tuple[list[int], int]:
-    shape = list(copy.shape[:-1]) or [1]
-    ss = [s * es for s in copy.src_strides[:-1]] or [0]
-    ds = [s * es for s in copy.dst_strides[:-1]] or [0]
+    pad = outer - max(1, len(copy.shape) - 1)  # (a row of fewer outer axes: size-1 ones first)
+    shape = [1] * pad + (list(copy.shape[:-1]) or [1])
+    ss = [0] * pad + ([s * es for s in copy.src_strides[:-1]] or [0])
+    ds = [0] * pad + ([s * es for s in copy.dst_strides[:-1]] or [0])
     row_bytes = copy.shape[-1] * es
     per_row = -(-(row_bytes // 16 + 1) // (THREADS * per_thread))
     tiles = math.prod(shape) * per_row
@@ -356,6 +363,38 @@ def _strided_work(members: list[tuple[StridedCopy, int, int]], defines: dict[str
     return sum(math.prod(c.shape) // v for c, _, _ in members)
 
 
+def _launch_key(choice: Choice) -> Choice:
+    """The launch a copy of this choice joins: the strided and rows kernels take the
+    largest rank of their copies (fewer axes padded with size-1 ones), so copies that differ
+    only in rank share one launch."""
+    if choice.kernel not in ("strided", "rows"):
+        return choice
+    kept = tuple(d for d in choice.defines if d[0] not in ("RANK", "OUTER"))
+    return Choice(choice.kernel, kept)
+
+
+def _fewer_launches(
+    by_choice: dict[Choice, list[tuple[StridedCopy, int, int]]], es: int
+) -> dict[Choice, list[tuple[StridedCopy, int, int]]]:
+    """Where a small plan would take several launches, its copies (transposes aside) as
+    one launch of the element-wise kernel: under MERGE_ELEMENTS elements a launch costs
+    more than the vectors it saves."""
+    merging = [c for c in by_choice if c.kernel != "transpose"]
+    if len(merging) < 2:
+        return by_choice
+    elements = sum(math.prod(m[0].shape) for c in merging for m in by_choice[c])
+    if elements > MERGE_ELEMENTS:
+        return by_choice
+    kept = {c: members for c, members in by_choice.items() if c.kernel == "transpose"}
+    kept[element_wise(es)] = [m for c in merging for m in by_choice[c]]
+    return kept
+
+
+def element_wise(es: int) -> Choice:
+    """The element-wise kernel: one element a thread, any strides (every copy fits it)."""
+    return Choice("strided", (("ES", es), ("VW", es), ("GATHER", 1), ("REVERSE", 0)))
+
+
 def group_copies(
     plan: Plan, inputs: Sequence[int], outputs: Sequence[int], multiprocessors: int = 132
 ) -> list[Group]:
@@ -368,7 +407,8 @@ def group_copies(
     by_choice: dict[Choice, list[tuple[StridedCopy, int, int]]] = {}
     for c in plan.copies:
         src, dst = inputs[c.src] + c.src_offset, outputs[c.dst] + c.dst_offset
-        by_choice.setdefault(choose(c, src, dst, es), []).append((c, src, dst))
+        by_choice.setdefault(_launch_key(choose(c, src, dst, es)), []).append((c, src, dst))
+    by_choice = _fewer_launches(by_choice, es)
     groups = []
     for choice, members in by_choice.items():
         defines = dict(choice.defines)
@@ -390,13 +430,15 @@ def group_copies(
             vectors = sum(math.prod(c.shape) // v for c, _, _ in members)
             if vectors // (THREADS * defines["PER_THREAD"]) < SMALL_TILES_PER_SM * multiprocessors:
                 defines["PER_THREAD"] = 1
+        elif choice.kernel == "rows":
+            defines["OUTER"] = max(max(1, len(c.shape) - 1) for c, _, _ in members)
         for c, src, dst in members:
             if choice.kernel == "strided":
                 row, n, r = _strided_row(c, src, dst, defines, defines["RANK"], tiles)
             elif choice.kernel == "pack":
                 row, n, r = _pack_row(c, src, dst, defines, tiles)
             elif choice.kernel == "rows":
-                row, n = _rows_row(c, src, dst, es, defines["PER_THREAD"], tiles)
+                row, n = _rows_row(c, src, dst, es, defines["PER_THREAD"], tiles, defines["OUTER"])
                 r = 0
             else:
                 row, n, r = _transpose_row(c, src, dst, defines["P"], 32 * defines["V"], tiles)
