@@ -156,6 +156,41 @@ typedef uint8_t loose8 __attribute__((may_alias));
         }                                                               \
     }
 
+/* n copies of the element at s into d's contiguous run (a constant's fill): memset where
+ * the element's bytes are all one byte (zeros), else one store of it a position, in a loop
+ * compilers vectorise */
+#define FILL_WITH(type)                                     \
+    {                                                       \
+        type value;                                         \
+        memcpy(&value, s, sizeof(type));                    \
+        type *restrict to = (type *)(void *)d;              \
+        for (int64_t j = 0; j < n; j++) to[j] = value;      \
+        return;                                             \
+    }
+
+static void fill_elements(char *restrict d, const char *restrict s, int64_t n, int64_t size) {
+    int one_byte = 1;
+    for (int64_t k = 1; k < size; k++) {
+        one_byte &= s[k] == s[0];
+    }
+    if (one_byte) {
+        memset(d, s[0], (size_t)(n * size));
+        return;
+    }
+    switch (size) {
+    case 2:
+        FILL_WITH(loose16)
+    case 4:
+        FILL_WITH(loose32)
+    case 8:
+        FILL_WITH(loose64)
+    default:
+        for (int64_t j = 0; j < n; j++) {
+            memcpy(d + j * size, s, (size_t)size);
+        }
+    }
+}
+
 /* n elements of `size` bytes, every ss-th byte of s to every ds-th byte of d; streaming: a
  * contiguous run of a line or more is written past the caches */
 static void move_elements(char *restrict d, const char *restrict s, int64_t n, int64_t size,
@@ -166,6 +201,10 @@ static void move_elements(char *restrict d, const char *restrict s, int64_t n, i
     }
     if (ds == size && ss == size) {
         memcpy(d, s, (size_t)(n * size));
+        return;
+    }
+    if (ds == size && ss == 0) {
+        fill_elements(d, s, n, size);
         return;
     }
     if (ds == size && ss % size == 0) {
