@@ -74,14 +74,15 @@ static void learn""",
 """,
     ),
     (
-        "    learn(helpers, threads - 1, own_done - started, now_ns() - own_done);",
-        """    int64_t end = now_ns();
+        "    atomic_store(&pool.last_joined, atomic_load(&pool.joined));\n    if (!long_job) {",
+        """    atomic_store(&pool.last_joined, atomic_load(&pool.joined));
+    int64_t end = now_ns();
     if (n_traces < 65536) {
         trace_t t = {t0, started, own_done, end, helpers, pieces, atomic_load(&n_mine),
                      atomic_load(&n_slept), atomic_load(&longest), adapt.cap};
         traces[n_traces++] = t;
     }
-    learn(helpers, threads - 1, own_done - started, now_ns() - own_done);""",
+    if (!long_job) {""",
     ),
 ]
 

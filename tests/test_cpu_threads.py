@@ -254,8 +254,10 @@ def test_spare_cpus_from_the_runnable_count(
 
 
 def test_a_job_leaves_cpus_that_other_processes_keep_busy() -> None:
-    """With every CPU kept busy by another process, a 2-thread job asks no helper (the
-    caller alone); told to ignore the load, the same job's helper takes part."""
+    """With every CPU kept busy by another process, a short 2-thread job (16 MiB: its one
+    thread's share under LONG_JOB_BYTES) asks no helper (the caller alone); told to ignore
+    the load, the same job's helper takes part. A long job (64 MiB) asks its helper
+    regardless: a scheduler slice's wait is then a small part of it."""
     import subprocess
     import sys
     import time
@@ -264,29 +266,36 @@ def test_a_job_leaves_cpus_that_other_processes_keep_busy() -> None:
     online = os.cpu_count() or 1
     if module is None or not sys.platform.startswith("linux") or online > 32:
         pytest.skip("needs the engine, /proc/loadavg and at most 32 CPUs to fill")
-    x = np.random.default_rng(3).standard_normal((1024, 16384), dtype=np.float32)  # 64 MiB
-    out = np.empty_like(x)
+    rng = np.random.default_rng(3)
+    short = rng.standard_normal((256, 16384), dtype=np.float32)  # 16 MiB
+    long = rng.standard_normal((1024, 16384), dtype=np.float32)  # 64 MiB
+    short_out, long_out = np.empty_like(short), np.empty_like(long)
+
+    def joined_in(x: np.ndarray, out: np.ndarray, calls: int) -> list[int]:
+        found = []
+        for _ in range(calls):
+            time.sleep(0.002)  # (a fresh reading of the load)
+            dmlops.slice1(x, [0, 0], list(x.shape), [1, -1], out=out)
+            found.append(module.joined())
+        return found
+
     held = dmlops.get_num_threads()
     spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(online)]
     dmlops.set_num_threads(2)
     try:
         time.sleep(0.5)
-        joined_aware = []
-        for _ in range(3):
-            time.sleep(0.002)  # (a fresh reading of the load)
-            dmlops.slice1(x, [0, 0], list(x.shape), [1, -1], out=out)
-            joined_aware.append(module.joined())
+        joined_aware = joined_in(short, short_out, 3)
+        joined_long = joined_in(long, long_out, 5)
+        joined_after = joined_in(short, short_out, 3)  # (the long jobs taught the pool nothing)
         cpu_engine.configure(load_aware=0)
-        joined_blind = []
-        for _ in range(5):
-            dmlops.slice1(x, [0, 0], list(x.shape), [1, -1], out=out)
-            joined_blind.append(module.joined())
+        joined_blind = joined_in(short, short_out, 5)
     finally:
         cpu_engine.configure(**cpu_engine.DEFAULTS)
         dmlops.set_num_threads(held)
         for s in spinners:
             s.kill()
             s.wait()
-    assert np.array_equal(out, x[:, ::-1])
-    assert joined_aware == [0, 0, 0]
+    assert np.array_equal(short_out, short[:, ::-1]) and np.array_equal(long_out, long[:, ::-1])
+    assert joined_aware == [0, 0, 0] and joined_after == [0, 0, 0]
+    assert max(joined_long) == 1, joined_long
     assert max(joined_blind) == 1, joined_blind

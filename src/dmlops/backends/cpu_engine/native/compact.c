@@ -154,14 +154,16 @@ int64_t compact_nonzero(const char *src, const int64_t *shape, const int64_t *sr
     }
     job.pieces = pieces;
     /* each piece counts its rows, then writes them from the rows the pieces before it fill */
-    pool_run(count_piece, &job, pieces, threads < pieces ? threads : (int)pieces);
+    pool_run(count_piece, &job, pieces, threads < pieces ? threads : (int)pieces,
+             elements * element);
     int64_t total = 0;
     for (int64_t k = 0; k < pieces; k++) {
         int64_t n = job.counts[k];
         job.counts[k] = total;
         total += n;
     }
-    pool_run(write_piece, &job, pieces, threads < pieces ? threads : (int)pieces);
+    pool_run(write_piece, &job, pieces, threads < pieces ? threads : (int)pieces,
+             elements * element);
     free(job.counts);
     return total;
 }

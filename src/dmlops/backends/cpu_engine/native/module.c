@@ -179,7 +179,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
     }
     int64_t pieces = cut_copies(&job, grain);
     Py_BEGIN_ALLOW_THREADS
-    pool_run(move_piece, &job, pieces, (int)used);
+    pool_run(move_piece, &job, pieces, (int)used, total);
     Py_END_ALLOW_THREADS
     result = Py_True;
     Py_INCREF(result);
@@ -367,7 +367,8 @@ static PyObject *converted(PyObject *args, int mode) {
     int64_t pieces = (job.count + HALVES_PIECE - 1) / HALVES_PIECE;
     Py_BEGIN_ALLOW_THREADS
     if (threads > 1 && pieces > 1) {
-        pool_run(halves_piece, &job, pieces, threads < pieces ? threads : (int)pieces);
+        pool_run(halves_piece, &job, pieces, threads < pieces ? threads : (int)pieces,
+                 (int64_t)dst.len);
     } else if (job.count > 0) {
         halves_piece(&job, 0);
         for (int64_t k = 1; k < pieces; k++) {

@@ -255,7 +255,7 @@ static void run_alone(piece_fn fn, void *context, int64_t pieces) {
     }
 }
 
-void pool_run(piece_fn fn, void *context, int64_t pieces, int threads) {
+void pool_run(piece_fn fn, void *context, int64_t pieces, int threads, int64_t bytes) {
     if (threads <= 1 || pieces <= 1 || pieces > (int64_t)PIECE_MASK) {
         run_alone(fn, context, pieces);
         return;
@@ -264,10 +264,11 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads) {
         run_alone(fn, context, pieces); /* another thread's job holds the pool */
         return;
     }
-    int helpers = threads - 1;
-    if (helpers > pieces - 1) {
-        helpers = (int)(pieces - 1);
+    int most = threads - 1;
+    if (most > pieces - 1) {
+        most = (int)(pieces - 1);
     }
+    int helpers = most;
     if (adapt.cap >= 0 && helpers > adapt.cap) {
         helpers = adapt.cap;
     }
@@ -277,6 +278,11 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads) {
         if (spare > 0 && helpers > spare - 1) {
             helpers = spare - 1;
         }
+    }
+    /* long for the threads left it: every thread (what it learns is for short jobs) */
+    int long_job = helpers < most && bytes / (helpers + 1) >= LONG_JOB_BYTES;
+    if (long_job) {
+        helpers = most;
     }
     if (helpers == 0) {
         run_alone(fn, context, pieces);
@@ -327,7 +333,9 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads) {
         }
     }
     atomic_store(&pool.last_joined, atomic_load(&pool.joined));
-    learn(helpers, threads - 1, own_done - started, now_ns() - own_done);
+    if (!long_job) {
+        learn(helpers, threads - 1, own_done - started, now_ns() - own_done);
+    }
     pthread_mutex_unlock(&pool.lock);
 }
 

@@ -10,8 +10,15 @@ typedef void (*piece_fn)(void *context, int64_t piece);
 /* Runs pieces [0, pieces) on the calling thread and up to `threads` - 1 workers; returns
  * when every piece is done. The caller takes pieces too, and pieces are claimed one at a
  * time, so a worker the kernel has not scheduled delays nothing it has not claimed. Where
- * another thread's job holds the pool, the caller runs every piece itself. */
-void pool_run(piece_fn fn, void *context, int64_t pieces, int threads);
+ * another thread's job holds the pool, the caller runs every piece itself. `bytes`: what the
+ * job moves; a job long for the threads its machine's load leaves it (LONG_JOB_BYTES a
+ * thread) asks every thread (`threads`) regardless. */
+void pool_run(piece_fn fn, void *context, int64_t pieces, int threads, int64_t bytes);
+
+/* Bytes a thread a job must move, with the threads the load and the learnt cap leave it,
+ * for it to ask every thread: a scheduler slice's wait for a worker that shares its core
+ * with other work is then a small part of the job, and that worker's share a gain. */
+#define LONG_JOB_BYTES (32LL << 20)
 
 /* Workers started so far (0 in a fresh child after fork()). */
 int pool_workers(void);
