@@ -1,4 +1,5 @@
-"""CAST float32 -> float16 (32 MiB) and NONZERO of a [2048, 2048] uint8 mask beside BUSY
+"""CAST float32 -> float16 (32 MiB), NONZERO of a [2048, 2048] uint8 mask, DIAGONAL_MATRIX1's
+tril of [16, 1024, 1024] float32 and FILL_VALUE_SEQUENCE's arange of 4M float32 beside BUSY
 spinning processes (argv[1]): dmlops, numpy and an onnxruntime session in the same process,
 median / 99th percentile of 100 calls (the contention section's timing), in ms.
 
@@ -17,13 +18,16 @@ import dmlops
 from dmlops.bench.contention import latencies
 
 
-def session(node: object, inputs: int, outputs: int, shape: list[int]) -> ort.InferenceSession:
-    """An onnxruntime session of one node from input x to output y."""
+def session(
+    node: object, inputs: int, outputs: int, shape: list[int], initializers: list[object] = []
+) -> ort.InferenceSession:
+    """An onnxruntime session of one node from input x (and constant initializers) to y."""
     graph = helper.make_graph(
         [node],
         "m",
         [helper.make_tensor_value_info("x", inputs, shape)],
         [helper.make_tensor_value_info("y", outputs, None)],
+        initializer=initializers,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
@@ -38,6 +42,14 @@ def main() -> None:
     cast_session = session(cast, TensorProto.FLOAT, TensorProto.FLOAT16, list(values.shape))
     nonzero = helper.make_node("NonZero", ["x"], ["y"])
     nonzero_session = session(nonzero, TensorProto.UINT8, TensorProto.INT64, list(mask.shape))
+    square = rng.standard_normal((16, 1024, 1024), dtype=np.float32)
+    trilu = helper.make_node("Trilu", ["x"], ["y"], upper=0)
+    tril_session = session(trilu, TensorProto.FLOAT, TensorProto.FLOAT, list(square.shape))
+    start = np.array(1.5, np.float32)
+    delta = helper.make_tensor("delta", TensorProto.FLOAT, [], [0.25])
+    limit = helper.make_tensor("limit", TensorProto.FLOAT, [], [1.5 + 0.25 * (1 << 22)])
+    ranged = helper.make_node("Range", ["x", "limit", "delta"], ["y"])
+    range_session = session(ranged, TensorProto.FLOAT, TensorProto.FLOAT, [], [limit, delta])
     cases = {
         "CAST fp32->fp16 32 MiB": {
             "dmlops": lambda: dmlops.cast(values, np.float16),
@@ -48,6 +60,16 @@ def main() -> None:
             "dmlops": lambda: dmlops.nonzero(mask),
             "numpy": lambda: np.argwhere(mask),
             "onnxruntime": lambda: nonzero_session.run(None, {"x": mask}),
+        },
+        "DIAGONAL_MATRIX1 tril [16,1024,1024] fp32": {
+            "dmlops": lambda: dmlops.tril(square),
+            "numpy": lambda: np.tril(square),
+            "onnxruntime": lambda: tril_session.run(None, {"x": square}),
+        },
+        "FILL_VALUE_SEQUENCE arange 4M fp32": {
+            "dmlops": lambda: dmlops.arange(1.5, 1.5 + 0.25 * (1 << 22), 0.25, dtype=np.float32),
+            "numpy": lambda: np.arange(1 << 22, dtype=np.float32) * np.float32(0.25) + start,
+            "onnxruntime": lambda: range_session.run(None, {"x": start}),
         },
     }
     busy = int(sys.argv[1]) if len(sys.argv) > 1 else 0

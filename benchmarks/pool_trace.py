@@ -74,7 +74,7 @@ static void learn""",
 """,
     ),
     (
-        "    atomic_store(&pool.last_joined, atomic_load(&pool.joined));\n    if (!long_job) {",
+        "    atomic_store(&pool.last_joined, atomic_load(&pool.joined));\n",
         """    atomic_store(&pool.last_joined, atomic_load(&pool.joined));
     int64_t end = now_ns();
     if (n_traces < 65536) {
@@ -82,7 +82,7 @@ static void learn""",
                      atomic_load(&n_slept), atomic_load(&longest), adapt.cap};
         traces[n_traces++] = t;
     }
-    if (!long_job) {""",
+""",
     ),
 ]
 

@@ -254,10 +254,11 @@ def test_spare_cpus_from_the_runnable_count(
 
 
 def test_a_job_leaves_cpus_that_other_processes_keep_busy() -> None:
-    """With every CPU kept busy by another process, a short 2-thread job (16 MiB: its one
-    thread's share under LONG_JOB_BYTES) asks no helper (the caller alone); told to ignore
-    the load, the same job's helper takes part. A long job (64 MiB) asks its helper
-    regardless: a scheduler slice's wait is then a small part of it."""
+    """With every CPU kept busy by another process, a short 2-thread job asks no helper (the
+    caller alone); told to ignore the load, the same job's helper takes part. A job long
+    for one thread (four times the bytes, with `long_job_us` set between the two jobs'
+    times as the pool measured them) asks its helper regardless: a scheduler slice's wait is
+    then a small part of it. The long jobs teach the pool nothing: short ones stay alone."""
     import subprocess
     import sys
     import time
@@ -284,8 +285,15 @@ def test_a_job_leaves_cpus_that_other_processes_keep_busy() -> None:
     dmlops.set_num_threads(2)
     try:
         time.sleep(0.5)
+        never_long = 10**9  # (µs: no job here is long)
+        cpu_engine.configure(long_job_us=never_long)
+        t0 = time.perf_counter()
         joined_aware = joined_in(short, short_out, 3)
+        short_us = (time.perf_counter() - t0) / 3 * 1e6
+        # (a job of four times the bytes takes about four times as long: long from twice)
+        cpu_engine.configure(long_job_us=int(2 * short_us))
         joined_long = joined_in(long, long_out, 5)
+        cpu_engine.configure(long_job_us=never_long)
         joined_after = joined_in(short, short_out, 3)  # (the long jobs taught the pool nothing)
         cpu_engine.configure(load_aware=0)
         joined_blind = joined_in(short, short_out, 5)

@@ -67,6 +67,7 @@ DEFAULTS = {
     "most_grain": 1 << 20,
     "straggle_us": 1000,
     "load_aware": 1,
+    "long_job_us": 16000,  # (native/pool.h: LONG_JOB_NS)
     "streaming_bytes": streaming_bytes(),
 }
 

@@ -201,13 +201,17 @@ done:
 
 static PyObject *configure(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"spin_us",     "least_bytes_a_thread", "least_grain", "most_grain",
-                            "straggle_us", "streaming_bytes",      "load_aware",  NULL};
+                            "straggle_us", "streaming_bytes",      "load_aware",  "long_job_us",
+                            NULL};
     long long spin = -1, least = -1, low = -1, high = -1, straggle = -1, streaming = -1;
-    long long load_aware = -1;
+    long long load_aware = -1, long_job = -1;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLL", names, &spin, &least, &low,
-                                     &high, &straggle, &streaming, &load_aware)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLLL", names, &spin, &least, &low,
+                                     &high, &straggle, &streaming, &load_aware, &long_job)) {
         return NULL;
+    }
+    if (long_job >= 0) {
+        pool_set_long_job(long_job);
     }
     if (load_aware >= 0) {
         pool_set_load_aware((int)load_aware);

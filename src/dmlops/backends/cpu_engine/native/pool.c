@@ -96,7 +96,22 @@ static struct {
     int64_t probe_after;
     int raised;         /* the last change was a step up, not yet vindicated */
     int64_t straggle_ns;
-} adapt = {.cap = -1, .probe_after = 8, .straggle_ns = 1000000};
+    double ns_a_byte;   /* a thread's time a byte in recent jobs of 1 MiB or more (0: none) */
+} adapt = {.cap = -1, .probe_after = 8, .straggle_ns = 1000000, .ns_a_byte = 0.0};
+
+static _Atomic int64_t long_job_ns = LONG_JOB_NS;
+
+/* One thread moved `bytes` in `ns`: the running estimate of a thread's time a byte (the
+ * last jobs weigh most; under 1 MiB a time is mostly overhead, not counted). Of a job with
+ * helpers, the caller's own share is timed, not the job: helpers that share their cores with
+ * other work would make a byte look slower than a thread moves it. */
+static void time_a_byte(double bytes, int64_t ns) {
+    if (bytes < (double)(1 << 20) || ns <= 0) {
+        return;
+    }
+    double sample = (double)ns / bytes;
+    adapt.ns_a_byte = adapt.ns_a_byte > 0 ? 0.75 * adapt.ns_a_byte + 0.25 * sample : sample;
+}
 
 static int64_t now_ns(void);
 
@@ -151,14 +166,16 @@ static void wake_below(int node, int helpers) {
 }
 
 /* Claims and runs pieces of `epoch` until none is left; a worker (not the caller) counts
- * itself in the job's `joined` with its first piece, before that piece can be done. */
-static void take_pieces(uint32_t epoch, int worker) {
+ * itself in the job's `joined` with its first piece, before that piece can be done. Returns
+ * how many it ran. */
+static int64_t take_pieces(uint32_t epoch, int worker) {
+    int64_t ran = 0;
     for (;;) {
         uint64_t seen = atomic_load_explicit(&pool.next, memory_order_acquire);
         uint64_t count = (seen >> PIECE_BITS) & PIECE_MASK;
         uint64_t piece = seen & PIECE_MASK;
         if ((uint32_t)(seen >> (2 * PIECE_BITS)) != (epoch & 0xFFFF) || piece >= count) {
-            return;
+            return ran;
         }
         if (!atomic_compare_exchange_weak_explicit(&pool.next, &seen, seen + 1,
                                                    memory_order_acq_rel, memory_order_acquire)) {
@@ -169,6 +186,7 @@ static void take_pieces(uint32_t epoch, int worker) {
             worker = 0;
         }
         pool.fn(pool.context, (int64_t)piece);
+        ran++;
         int64_t done = atomic_fetch_add(&pool.done, 1) + 1; /* (seq_cst: see pool_run) */
         if (done == (int64_t)count && atomic_load(&pool.caller_sleeping)) {
             pthread_mutex_lock(&pool.finished_mutex);
@@ -280,12 +298,15 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads, int64_t b
         }
     }
     /* long for the threads left it: every thread (what it learns is for short jobs) */
-    int long_job = helpers < most && bytes / (helpers + 1) >= LONG_JOB_BYTES;
+    int64_t long_ns = atomic_load_explicit(&long_job_ns, memory_order_relaxed);
+    int long_job = helpers < most && (double)bytes * adapt.ns_a_byte / (helpers + 1) >= (double)long_ns;
     if (long_job) {
         helpers = most;
     }
     if (helpers == 0) {
+        int64_t alone_from = now_ns();
         run_alone(fn, context, pieces);
+        time_a_byte((double)bytes, now_ns() - alone_from);
         atomic_store(&pool.last_joined, 0);
         learn(0, threads - 1, 0, 0);
         pthread_mutex_unlock(&pool.lock);
@@ -313,7 +334,7 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads, int64_t b
     }
     wake_below(0, helpers);
     int64_t started = now_ns();
-    take_pieces(epoch, 0);
+    int64_t mine = take_pieces(epoch, 0);
     int64_t own_done = now_ns();
     /* the last pieces may still run on workers: spin a little, then sleep until the last
      * one is done (a sleeping caller leaves its CPU idle for a worker the kernel moved off
@@ -333,6 +354,7 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads, int64_t b
         }
     }
     atomic_store(&pool.last_joined, atomic_load(&pool.joined));
+    time_a_byte((double)bytes * (double)mine / (double)pieces, own_done - started);
     if (!long_job) {
         learn(helpers, threads - 1, own_done - started, now_ns() - own_done);
     }
@@ -347,10 +369,15 @@ int pool_helper_cap(void) { return adapt.cap; }
 
 void pool_set_straggle(int64_t microseconds) {
     adapt.straggle_ns = microseconds * 1000;
+    adapt.ns_a_byte = 0.0;
     adapt.cap = -1;
     adapt.calm = 0;
     adapt.probe_after = 8;
     adapt.raised = 0;
+}
+
+void pool_set_long_job(int64_t microseconds) {
+    atomic_store_explicit(&long_job_ns, microseconds * 1000, memory_order_relaxed);
 }
 
 void pool_set_load_aware(int on) { atomic_store(&pool.load_aware, on != 0); }

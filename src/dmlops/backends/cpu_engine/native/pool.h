@@ -11,14 +11,15 @@ typedef void (*piece_fn)(void *context, int64_t piece);
  * when every piece is done. The caller takes pieces too, and pieces are claimed one at a
  * time, so a worker the kernel has not scheduled delays nothing it has not claimed. Where
  * another thread's job holds the pool, the caller runs every piece itself. `bytes`: what the
- * job moves; a job long for the threads its machine's load leaves it (LONG_JOB_BYTES a
- * thread) asks every thread (`threads`) regardless. */
+ * job moves; a job long for the threads its machine's load leaves it (LONG_JOB_NS) asks
+ * every thread (`threads`) regardless. */
 void pool_run(piece_fn fn, void *context, int64_t pieces, int threads, int64_t bytes);
 
-/* Bytes a thread a job must move, with the threads the load and the learnt cap leave it,
- * for it to ask every thread: a scheduler slice's wait for a worker that shares its core
- * with other work is then a small part of the job, and that worker's share a gain. */
-#define LONG_JOB_BYTES (32LL << 20)
+/* How long a job must take on the threads the load and the learnt cap leave it (estimated
+ * from the time a byte took a thread in the jobs before it) for it to ask every thread: a
+ * scheduler slice's wait for a worker that shares its core with other work is then a small
+ * part of the job, and that worker's share a gain. */
+#define LONG_JOB_NS 16000000LL
 
 /* Workers started so far (0 in a fresh child after fork()). */
 int pool_workers(void);
@@ -31,12 +32,16 @@ int pool_last_joined(void);
 int pool_helper_cap(void);
 
 /* A caller's wait for the last pieces longer than this (and than its own share) counts as
- * a straggle; resets what was learnt. */
+ * a straggle; resets what was learnt (the helper cap, the time a byte takes). */
 void pool_set_straggle(int64_t microseconds);
 
 /* Whether a job asks only the CPUs of the set that other runnable tasks leave free (load.h;
  * on by default). */
 void pool_set_load_aware(int on);
+
+/* How long a job must take on the threads its machine's load leaves it to ask every thread
+ * (LONG_JOB_NS to begin with). */
+void pool_set_long_job(int64_t microseconds);
 
 /* How long an idle worker spins before it sleeps, in microseconds. */
 void pool_set_spin(int64_t microseconds);
