@@ -19,7 +19,7 @@ from dmlops.bench.contention import latencies
 
 
 def session(
-    node: object, inputs: int, outputs: int, shape: list[int], initializers: list[object] = []
+    node: object, inputs: int, outputs: int, shape: list[int], initializers: tuple[object, ...] = ()
 ) -> ort.InferenceSession:
     """An onnxruntime session of one node from input x (and constant initializers) to y."""
     graph = helper.make_graph(
@@ -27,7 +27,7 @@ def session(
         "m",
         [helper.make_tensor_value_info("x", inputs, shape)],
         [helper.make_tensor_value_info("y", outputs, None)],
-        initializer=initializers,
+        initializer=list(initializers),
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
@@ -49,7 +49,7 @@ def main() -> None:
     delta = helper.make_tensor("delta", TensorProto.FLOAT, [], [0.25])
     limit = helper.make_tensor("limit", TensorProto.FLOAT, [], [1.5 + 0.25 * (1 << 22)])
     ranged = helper.make_node("Range", ["x", "limit", "delta"], ["y"])
-    range_session = session(ranged, TensorProto.FLOAT, TensorProto.FLOAT, [], [limit, delta])
+    range_session = session(ranged, TensorProto.FLOAT, TensorProto.FLOAT, [], (limit, delta))
     cases = {
         "CAST fp32->fp16 32 MiB": {
             "dmlops": lambda: dmlops.cast(values, np.float16),
