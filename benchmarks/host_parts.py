@@ -8,29 +8,19 @@ bindings per tensor over 1,024 tensors. µs, best of 7 runs of 2,000 calls.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 import torch
+from profile_calls import cases
 
-import dmlops
+from dmlops.bench.common import best_per_call
 from dmlops.calls import dispatch
 
 
-def per_call(fn: Callable[[], Any], n: int = 2000, rounds: int = 7) -> float:
-    for _ in range(200):
-        fn()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(rounds):
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        torch.cuda.synchronize()
-        best = min(best, (time.perf_counter() - t) / n)
-    return best * 1e6
+def per_call(fn: Callable[[], Any], n: int = 2000) -> float:
+    return best_per_call(fn, n, torch.cuda.synchronize, warm=200, runs=7) * 1e6
 
 
 def _read_all(getter: Callable[[Any], Any], ts: list[Any]) -> tuple[Any, ...]:
@@ -62,38 +52,13 @@ def parts(
 
 
 def main() -> None:
-    dev = "cuda"
-    g = torch.Generator(device="cpu").manual_seed(0)
-    x = torch.randn(1000, 64, generator=g).to(dev)
-    idx = torch.randint(0, 1000, (32,), generator=g).to(dev)
-    cache = torch.zeros(4096, 64, device=dev)
-    rows = torch.randperm(4096, generator=g)[:32].to(dev)
-    upd = torch.randn(32, 64, generator=g).to(dev)
-    ie = torch.randint(0, 64, (1000, 8), generator=g).to(dev)
-    cases: dict[str, tuple[Callable[[], Any], Callable[[], Any], list[Any], Any]] = {
-        "gather": (
-            lambda: dmlops.gather(x, idx, 0),
-            lambda: torch.index_select(x, 0, idx),
-            [x, idx],
-            None,
-        ),
-        "scatter_nd out=": (
-            lambda: dmlops.scatter_nd(cache, rows.reshape(32, 1), upd, out=cache),
-            lambda: cache.index_copy_(0, rows, upd),
-            [cache, rows.reshape(32, 1), upd],
-            cache,
-        ),
-        "gather_elements": (
-            lambda: dmlops.gather_elements(x, ie, 1),
-            lambda: torch.gather(x, 1, ie),
-            [x, ie],
-            None,
-        ),
-    }
+    calls = cases()
+    x = calls["gather"][2][0]
     print(f"{'case':18} {'whole':>7} {'torch':>7} {'hot':>7} {'launch':>7} {'no launch':>9}")
-    for name, (ours, theirs, ins, out) in cases.items():
+    for name in ("gather", "scatter_nd out=", "gather_elements"):
+        ours, theirs, ins, out = calls[name]
         print(f"{name:18} " + " ".join(f"{t:7.2f}" for t in parts(ours, theirs, ins, out)))
-    ts = [torch.randn(16, 64, device=dev) for _ in range(1024)]
+    ts = calls["join 1024 out="][2]
     base = torch._C.TensorBase
     getters = {
         "get_device": base.get_device,
