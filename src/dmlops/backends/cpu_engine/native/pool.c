@@ -299,7 +299,8 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads, int64_t b
     }
     /* long for the threads left it: every thread (what it learns is for short jobs) */
     int64_t long_ns = atomic_load_explicit(&long_job_ns, memory_order_relaxed);
-    int long_job = helpers < most && (double)bytes * adapt.ns_a_byte / (helpers + 1) >= (double)long_ns;
+    double estimate_ns = (double)bytes * adapt.ns_a_byte / (helpers + 1);
+    int long_job = helpers < most && estimate_ns >= (double)long_ns;
     if (long_job) {
         helpers = most;
     }
