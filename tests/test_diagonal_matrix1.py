@@ -79,7 +79,7 @@ RULES = [
     (DiagonalMatrix1Desc(None, _t(F32, 2, 2), None, 1, 0.5, 1), r"Begin is 0\.5: not an INT"),  # type: ignore[arg-type]
     (DiagonalMatrix1Desc(None, _t(F32, 2, 2), "INT32", 1), r"ValueDataType is INT32: must equal"),
     (DiagonalMatrix1Desc(None, _t(DataType.UINT8, 2, 2), None, 300), r"Value is 300: not a UINT8"),
-    (DiagonalMatrix1Desc(None, _t(DataType.INT8, 2, 2), None, 1.5), r"Value is 1\.5: not a INT8"),
+    (DiagonalMatrix1Desc(None, _t(DataType.INT8, 2, 2), None, 1.5), r"Value is 1\.5: not an INT8"),
     (
         DiagonalMatrix1Desc(_t(DataType.INT32, 2, 2), _t(F32, 2, 2)),
         r"InputTensor\.DataType is INT32: must equal OutputTensor",

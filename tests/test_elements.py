@@ -130,9 +130,9 @@ def test_padding_writes_the_value_as_the_data_type(backend: str, dtype: np.dtype
 
 
 def test_padding_value_must_fit_the_data_type() -> None:
-    with pytest.raises(DmlError, match=r"PADDING1\.PaddingValue is 300: not a INT8"):
+    with pytest.raises(DmlError, match=r"PADDING1\.PaddingValue is 300: not an INT8"):
         dmlops.padding(np.zeros(2, np.int8), [1], [1], value=300)
-    with pytest.raises(DmlError, match=r"PaddingValue is 1.5: not a (int64|INT64)"):
+    with pytest.raises(DmlError, match=r"PaddingValue is 1.5: not an (int64|INT64)"):
         dmlops.padding(np.zeros(2, np.int64), [1], [1], value=1.5, feature_level="5_0")
     with pytest.raises(DmlError, match=r"not a float64"):
         encode(1j, element_of(np.float64))

@@ -38,11 +38,11 @@ RULES = [
     ),
     (
         FillValueConstantDesc(BufferTensorDesc(DataType.INT8, (2,)), None, 128),
-        r"Value is 128: not a INT8",
+        r"Value is 128: not an INT8",
     ),
     (
         FillValueConstantDesc(BufferTensorDesc(DataType.INT32, (2,)), None, 0.5),
-        r"Value is 0\.5: not a INT32",
+        r"Value is 0\.5: not an INT32",
     ),
     (FillValueConstantDesc(BufferTensorDesc(F32, (2,)), None, "1"), r"Value is '1': not a number"),
 ]
@@ -95,7 +95,7 @@ def test_every_backend_and_type(backend: str, dtype: type, value: float) -> None
 
 def test_a_failed_call_leaves_out_untouched() -> None:
     out = np.full(4, 9, np.int8)
-    with pytest.raises(DmlError, match="not a INT8"):
+    with pytest.raises(DmlError, match="not an INT8"):
         dmlops.fill_value_constant((4,), 300, out=out)
     assert (out == 9).all()
 

@@ -66,7 +66,7 @@ def _t(dt: DataType, *sizes: int) -> BufferTensorDesc:
 
 RULES = [
     (FillValueSequenceDesc(_t(DataType.INT32, 4), "UINT32", 0, 1), r"ValueDataType is UINT32"),
-    (FillValueSequenceDesc(_t(DataType.INT8, 4), None, 200, 1), r"ValueStart is 200: not a INT8"),
+    (FillValueSequenceDesc(_t(DataType.INT8, 4), None, 200, 1), r"ValueStart is 200: not an INT8"),
     (FillValueSequenceDesc(_t(DataType.UINT8, 4), None, 0, -129), r"ValueDelta is -129"),
     (FillValueSequenceDesc(_t(DataType.INT16, 4), None, 0, 0.5), r"ValueDelta is 0\.5"),
     (FillValueSequenceDesc(_t(DataType.FLOAT32, 4), None, "a", 1), r"ValueStart is 'a'"),

@@ -225,7 +225,7 @@ def test_functional_calls_take_the_first_versions_before_the_later_ones(backend:
     ints = to_device(backend, np.arange(4, dtype=np.int8).reshape(1, 1, 2, 2))
     got = to_host(dmlops.padding(ints, [0, 0, 1, 0], [0, 0, 0, 1], value=10.6, feature_level="3_0"))
     assert got.tolist() == [[[[10, 10, 10], [0, 1, 10], [2, 3, 10]]]]
-    with pytest.raises(DmlError, match=r"PADDING1\.PaddingValue is 10\.6: not a INT8"):
+    with pytest.raises(DmlError, match=r"PADDING1\.PaddingValue is 10\.6: not an INT8"):
         dmlops.padding(ints, [0, 0, 1, 0], [0, 0, 0, 1], value=10.6)
     with pytest.raises(
         UnsupportedFeatureLevelError, match=r"PADDING\.InputTensor\.DimensionCount is 1"

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidDescriptorError
+from .errors import InvalidDescriptorError, a_type
 from .tensor import DataType
 
 __all__ = ["Element", "element_of", "MOVABLE_SIZES"]
@@ -167,10 +167,10 @@ def encode(value: Any, element: Element, field: str = "the value") -> bytes:
         low, high = (0, 1) if dtype.kind == "b" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
         number = int(value.real) if isinstance(value, complex) else int(value)
         if not whole or not low <= number <= high:
-            raise InvalidDescriptorError(f"{field} is {value!r}: not a {element.label}")
+            raise InvalidDescriptorError(f"{field} is {value!r}: not {a_type(element.label)}")
         return np.array(number).astype(dtype).tobytes()
     if isinstance(value, complex) and dtype.kind != "c":
-        raise InvalidDescriptorError(f"{field} is {value!r}: not a {element.name}")
+        raise InvalidDescriptorError(f"{field} is {value!r}: not {a_type(element.name)}")
     return np.array(value).astype(dtype).tobytes()
 
 

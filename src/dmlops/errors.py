@@ -52,3 +52,8 @@ def seen_by_tracer(error: DmlError) -> DmlError:
     seen: DmlError = traced(*error.args)
     seen.__dict__.update(error.__dict__)
     return seen
+
+
+def a_type(name: str) -> str:
+    """A type's name after its article ("an INT8", "a UINT8", "a FLOAT16"), for messages."""
+    return f"{'an' if name[:1] in 'AEIOaeio' else 'a'} {name}"

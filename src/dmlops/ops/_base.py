@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InvalidDescriptorError, UnsupportedFeatureLevelError
+from ..errors import InvalidDescriptorError, UnsupportedFeatureLevelError, a_type
 from ..plan import Layout, LogicalCopy, Plan, ValueSequence, compose, is_injective
 from ..tensor import BufferTensorDesc, DataType, FeatureLevel, check_uint, int_tuple
 
@@ -393,7 +393,7 @@ def scalar_bytes(value: object, data_type: DataType, field: str) -> bytes:
         info = np.iinfo(dtype.name)
         whole = isinstance(value, (int, np.integer)) or float(value).is_integer()
         if not whole or not info.min <= int(value) <= info.max:
-            raise InvalidDescriptorError(f"{field} is {value!r}: not a {data_type.name}")
+            raise InvalidDescriptorError(f"{field} is {value!r}: not {a_type(data_type.name)}")
         return np.array(int(value), dtype).tobytes()
     return np.array(value, dtype).tobytes()
 
