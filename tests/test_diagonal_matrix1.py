@@ -158,12 +158,16 @@ def _vectorised_naive(x: np.ndarray, value: Any, begin: int, end: int) -> np.nda
     return np.where(use, np.asarray(value, x.dtype), x)
 
 
+def _matrix_and_span(most: int, reach: int) -> dict[str, st.SearchStrategy[int]]:
+    """Draws of a matrix's height and width (1 to `most`) and a diagonal span's ends (within
+    `reach` either side)."""
+    side, end = st.integers(1, most), st.integers(-reach, reach)
+    return {"height": side, "width": side, "begin": end, "end": end}
+
+
 @settings(max_examples=25, deadline=None)
 @given(
-    height=st.integers(1, 100),
-    width=st.integers(1, 100),
-    begin=st.integers(-110, 110),
-    end=st.integers(-110, 110),
+    **_matrix_and_span(100, 110),
     dtype=st.sampled_from([np.float16, np.float32, np.int8, np.float64]),
 )
 def test_blocks_of_rows_on_every_backend(
@@ -199,13 +203,7 @@ def _painted(desc: Any) -> np.ndarray:
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    height=st.integers(1, 300),
-    width=st.integers(1, 300),
-    begin=st.integers(-320, 320),
-    end=st.integers(-320, 320),
-    with_input=st.booleans(),
-)
+@given(**_matrix_and_span(300, 320), with_input=st.booleans())
 def test_the_boxes_write_each_element_once_from_its_source(
     height: int, width: int, begin: int, end: int, with_input: bool
 ) -> None:
