@@ -34,6 +34,7 @@ __all__ = [
     "fill_source",
     "TENSOR_FILL_BYTES",
     "ValueSequence",
+    "Fill",
     "fill_bytes",
     "fill_reads",
     "Layout",
@@ -125,7 +126,11 @@ class ValueSequence:
         return packed + bytes(self.nbytes - len(packed))
 
 
-def fill_bytes(fill: bytes | ValueSequence) -> bytes:
+Fill = bytes | ValueSequence
+"""A constant a plan writes: one element's (or a tensor fill's) bytes, or a sequence's rule."""
+
+
+def fill_bytes(fill: Fill) -> bytes:
     """A fill's bytes (a value sequence's made)."""
     return fill if isinstance(fill, bytes) else fill.tobytes()
 
@@ -219,7 +224,7 @@ class Plan:
     input_spans: tuple[tuple[int, int], ...]
     output_spans: tuple[tuple[int, int], ...]
     # the constants fill sources write: one element's bytes each, or a tensor fill
-    fills: tuple[bytes | ValueSequence, ...] = ()
+    fills: tuple[Fill, ...] = ()
     indexed: tuple[IndexedCopy, ...] = ()  # run after `copies`, in order (indexed.py)
     # CAST's: (source, destination) numpy type strings; each copy reads elements of the
     # first (its source offset in their bytes) and writes the second (`element_size`'s)
@@ -278,7 +283,7 @@ class Plan:
         repeated; a tensor fill whole."""
         return [fill_bytes(value) for value in self.fill_patterns(length)]
 
-    def fill_patterns(self, length: int) -> list[bytes | ValueSequence]:
+    def fill_patterns(self, length: int) -> list[Fill]:
         """`fill_buffers`, with value sequences as their rules (for a backend that makes
         them where they are read)."""
         return [
@@ -449,7 +454,7 @@ def compose(
     copies: Sequence[LogicalCopy],
     input_layouts: Sequence[Layout],
     output_layouts: Sequence[Layout],
-    fills: Sequence[bytes | ValueSequence] = (),
+    fills: Sequence[Fill] = (),
     fill_layouts: Sequence[Layout | None] = (),
 ) -> Plan:
     """Lower logical copies through tensor layouts to a coalesced plan (negative sources
@@ -648,7 +653,7 @@ def build_plan(
     copies: Sequence[ElementCopy],
     inputs: int,
     outputs: int,
-    fills: Sequence[bytes | ValueSequence] = (),
+    fills: Sequence[Fill] = (),
 ) -> Plan:
     """Coalesce element-space copies into a plan (sets on a lattice merged first) and record
     each binding's byte span."""

@@ -8,11 +8,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from ..plan import ValueSequence
+from ..plan import Fill
 
 __all__ = ["KeptFills"]
-
-Pattern = bytes | ValueSequence  # a tensor fill: its bytes, or its rule
 
 T = TypeVar("T")
 
@@ -23,14 +21,14 @@ class KeptFills(Generic[T]):
     prepared work holds of one it let go lives as long as that work (thread-safe)."""
 
     def __init__(self) -> None:
-        self.entries: OrderedDict[Pattern, T] = OrderedDict()
+        self.entries: OrderedDict[Fill, T] = OrderedDict()
         self.bytes = 0
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.entries)
 
-    def get(self, pattern: Pattern, make: Callable[[Pattern], T], budget: int) -> T:
+    def get(self, pattern: Fill, make: Callable[[Fill], T], budget: int) -> T:
         """The memory holding `pattern`, made (under the lock) where it is not kept."""
         with self._lock:
             entries = self.entries

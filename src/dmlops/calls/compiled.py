@@ -15,7 +15,7 @@ from ..elements import encode
 from ..errors import BindingError, InvalidDescriptorError, UnsupportedFeatureLevelError
 from ..ops import OperatorDesc
 from ..overlap import ManySpans, find_overlaps, owners_apart, spans_meet
-from ..plan import Plan, ValueSequence, in_units
+from ..plan import Fill, Plan, ValueSequence, in_units
 from ..tensor import BufferTensorDesc, FeatureLevel
 from .tensors import _Tensor
 
@@ -337,7 +337,7 @@ def _fills_in_order_of(plan: Plan, dtype: Any) -> Plan:
     if not isinstance(dtype, np.dtype) or dtype.isnative or not plan.fills:
         return plan
     native, size = dtype.newbyteorder("="), dtype.itemsize
-    fills: list[bytes | ValueSequence] = []
+    fills: list[Fill] = []
     for f in plan.fills:
         if isinstance(f, ValueSequence):  # (its rule, made in that order)
             fills.append(dataclasses.replace(f, dtype=np.dtype(f.dtype).newbyteorder("S").str))

@@ -22,7 +22,7 @@ from ..errors import DmlError
 from ..ops import (
     OperatorDesc,
 )
-from ..plan import Layout, LogicalCopy, Plan, ValueSequence, compose
+from ..plan import Fill, Layout, LogicalCopy, Plan, compose
 from ..tensor import BufferTensorDesc, DataType, FeatureLevel, packed_strides
 
 _CONTENT = "_dmlops_content"
@@ -78,7 +78,7 @@ class _Content:
 
     sources: tuple[Any, ...]
     pieces: tuple[LogicalCopy, ...]
-    fills: tuple[bytes | ValueSequence, ...] = ()
+    fills: tuple[Fill, ...] = ()
 
     @property
     def stepped(self) -> bool:
@@ -135,9 +135,9 @@ def _composed(desc: OperatorDesc, inputs: list[Any]) -> list[_Content]:
             if s.name not in sources:
                 sources[s.name] = len(ordered)
                 ordered.append(s)
-    fills: list[bytes | ValueSequence] = []  # every fill met, numbered as sources -1, -2, ...
+    fills: list[Fill] = []  # every fill met, numbered as sources -1, -2, ...
 
-    def fill(value: bytes | ValueSequence) -> int:
+    def fill(value: Fill) -> int:
         if value not in fills:
             fills.append(value)
         return -1 - fills.index(value)

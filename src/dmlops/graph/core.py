@@ -20,7 +20,7 @@ from ..ops import (
 )
 from ..ops._indexed import IndexedDesc
 from ..ops.depth_space import block_axes
-from ..plan import Layout, LogicalCopy, ValueSequence
+from ..plan import Fill, Layout, LogicalCopy
 from ..tensor import BufferTensorDesc, FeatureLevel, packed_strides
 from .pieces import (
     _MID,
@@ -110,7 +110,7 @@ class GraphCore:
         self._intermediates: list[tuple[int, str]] = []
         self._materialised: dict[int, int] = {}
         # constants pieces write: source -1 - k is fill k
-        self._fills: list[bytes | ValueSequence] = []
+        self._fills: list[Fill] = []
         # indexed copies that write a tensor after its pieces (scatters, ONE_HOT, reversals,
         # gathers whose order does not map onto pieces), per tensor index; their sources and
         # indices name graph sources as pieces do, their destination the packed tensor
@@ -386,7 +386,7 @@ class GraphCore:
     def _packed_desc(t: BufferTensorDesc) -> BufferTensorDesc:
         return BufferTensorDesc(t.data_type, t.sizes)
 
-    def _fill(self, value: bytes | ValueSequence) -> int:
+    def _fill(self, value: Fill) -> int:
         """The source index of the fill writing `value` (one per distinct value)."""
         if value not in self._fills:
             self._fills.append(value)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidDescriptorError, UnsupportedFeatureLevelError, a_type
-from ..plan import Layout, LogicalCopy, Plan, ValueSequence, compose, is_injective
+from ..plan import Fill, Layout, LogicalCopy, Plan, ValueSequence, compose, is_injective
 from ..tensor import BufferTensorDesc, DataType, FeatureLevel, check_uint, int_tuple
 
 __all__ = ["OperatorDesc", "UnaryDesc", "SupportRow", "TYPES_6", "TYPES_8", "TYPES_11", "ALL_DIMS"]
@@ -258,7 +258,7 @@ class OperatorDesc(abc.ABC):
         indexed operators' index-driven copies); unchanged by default."""
         return plan
 
-    def fills(self) -> tuple[bytes | ValueSequence, ...]:
+    def fills(self) -> tuple[Fill, ...]:
         """The constants this operator writes (copies from source -1 - k write fills[k]), as
         one element's bytes each (the carried fill, where `carrying` gave one), or a tensor
         fill's rule (`ValueSequence`)."""
@@ -267,7 +267,7 @@ class OperatorDesc(abc.ABC):
             return (self._carried[1],)
         return own
 
-    def _own_fills(self) -> tuple[bytes | ValueSequence, ...]:
+    def _own_fills(self) -> tuple[Fill, ...]:
         """The operator's constants, encoded in its data type; none by default."""
         return ()
 

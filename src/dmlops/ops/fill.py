@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ..errors import InvalidDescriptorError
-from ..plan import TENSOR_FILL_BYTES, Layout, LogicalCopy, ValueSequence
+from ..plan import TENSOR_FILL_BYTES, Fill, Layout, LogicalCopy, ValueSequence
 from ..tensor import BufferTensorDesc, DataType, FeatureLevel, packed_strides
 from ._base import ALL_DIMS, TYPES_8, TYPES_11, GeneratorDesc, SupportRow, scalar_bytes
 
@@ -179,7 +179,7 @@ class FillValueSequenceDesc(GeneratorDesc):
         nbytes = max(count * dtype.itemsize, TENSOR_FILL_BYTES + 1)
         return ValueSequence(dtype.str, *rule, count, nbytes)
 
-    def _own_fills(self) -> tuple[bytes | ValueSequence, ...]:
+    def _own_fills(self) -> tuple[Fill, ...]:
         return (self.sequence(),)
 
     def fill_layouts(self) -> tuple[Layout | None, ...]:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import BindingError, DmlError
-from ...plan import Plan, ValueSequence, fill_bytes, fill_reads
+from ...plan import Fill, Plan, ValueSequence, fill_bytes, fill_reads
 from .._address_cache import AddressCache
 from .._fill_cache import KeptFills
 from ..base import made_once
@@ -57,7 +57,7 @@ class _TensorFill:
     capture: `_DeviceState.free_dropped`) once neither the GPU's cache of fills nor any
     prepared launches that read it hold it."""
 
-    def __init__(self, state: _DeviceState, pattern: bytes | ValueSequence) -> None:
+    def __init__(self, state: _DeviceState, pattern: Fill) -> None:
         self.state = state
         made = None if isinstance(pattern, bytes) else state.generate(pattern)
         self.ptr = state.upload(fill_bytes(pattern)) if made is None else made
@@ -156,7 +156,7 @@ class _DeviceState:
     def _tensor_fill_bytes(self) -> int:
         return self._tensor_fills.bytes
 
-    def tensor_fill(self, pattern: bytes | ValueSequence) -> _TensorFill:
+    def tensor_fill(self, pattern: Fill) -> _TensorFill:
         """A tensor fill's device memory: the GPU keeps the most recently used ones up to
         TENSOR_FILLS_KEPT bytes (an ONNX Range of a growing length made a new one each
         step, each kept for good); the prepared launches that read one hold it too."""

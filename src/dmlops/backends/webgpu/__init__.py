@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import BindingError, DmlError
-from ...plan import Plan, StridedCopy, ValueSequence, array_byte_span, fill_bytes, fill_reads
+from ...plan import Fill, Plan, StridedCopy, array_byte_span, fill_bytes, fill_reads
 from .._address_cache import AddressCache
 from .._fill_cache import KeptFills
 from ..base import made_once, no_queue
@@ -493,13 +493,13 @@ class WebGpuBackend:
     def _tensor_fill_bytes(self) -> int:
         return self._tensor_fills.bytes
 
-    def _fill_array(self, pattern: bytes | ValueSequence, tensor: bool) -> WebGpuArray:
+    def _fill_array(self, pattern: Fill, tensor: bool) -> WebGpuArray:
         """The array holding `pattern`, read by the copies that write that fill: an element
         fill's made once and kept; a tensor fill's kept among the most recently used up to
         TENSOR_FILLS_KEPT bytes (the dispatches that read one hold it too: its memory goes
         back to the pool when the last holder drops it)."""
 
-        def made(p: bytes | ValueSequence) -> WebGpuArray:
+        def made(p: Fill) -> WebGpuArray:
             return self.upload(np.frombuffer(fill_bytes(p), np.uint8))
 
         if tensor:  # (a sequence's bytes made only where its rule is not kept)
