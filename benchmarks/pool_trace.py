@@ -46,9 +46,9 @@ int64_t pool_trace(void *out, int64_t most) {
 static void learn""",
     ),
     (
-        "        pool.fn(pool.context, (int64_t)piece);\n",
-        """        int64_t p0 = now_ns();
-        pool.fn(pool.context, (int64_t)piece);
+        "            pool.fn(pool.context, (int64_t)(own ? next : end - 1));\n",
+        """            int64_t p0 = now_ns();
+            pool.fn(pool.context, (int64_t)(own ? next : end - 1));
         int64_t took = now_ns() - p0;
         if (pthread_equal(pthread_self(), pool.owner)) atomic_fetch_add(&n_mine, 1);
         int64_t m = atomic_load(&longest);

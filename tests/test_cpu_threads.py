@@ -307,3 +307,59 @@ def test_a_job_leaves_cpus_that_other_processes_keep_busy() -> None:
     assert joined_aware == [0, 0, 0] and joined_after == [0, 0, 0]
     assert max(joined_long) == 1, joined_long
     assert max(joined_blind) == 1, joined_blind
+
+
+def _probe(pieces: int, threads: int, piece_us: int) -> tuple[np.ndarray, np.ndarray]:
+    """A pool job of `pieces` sleeping pieces on `threads` threads: each piece's runner (the
+    range of the thread that ran it, 0 the caller's) and how many times it ran."""
+    runners, runs = cpu_engine.native().pool_probe(pieces, threads, piece_us)
+    return np.frombuffer(runners, np.int32), np.frombuffer(runs, np.int32)
+
+
+# the pool on its own: the machine's load and learnt straggles asking fewer threads set aside
+_EVERY_THREAD = {"load_aware": 0, "straggle_us": 10**9}
+
+
+@pytest.mark.parametrize("home_ranges", [1, 0])
+def test_every_piece_runs_once_whichever_thread_takes_it(home_ranges: int) -> None:
+    """Pieces in one range each thread, taken by their owners and stolen by the others (or
+    one range all take from): each runs exactly once, on one of the job's threads, and a
+    copy on four threads is the copy numpy makes."""
+    if cpu_engine.native() is None:
+        pytest.skip("needs the engine")
+    held = dmlops.get_num_threads()
+    x = np.random.default_rng(5).standard_normal((512, 4096), dtype=np.float32)  # 8 MiB
+    try:
+        cpu_engine.configure(home_ranges=home_ranges, **_EVERY_THREAD)
+        for pieces, threads, piece_us in [(1000, 4, 0), (37, 3, 50), (8, 8, 300), (2, 2, 0)]:
+            runners, runs = _probe(pieces, threads, piece_us)
+            assert (runs == 1).all()
+            assert ((runners >= 0) & (runners < threads)).all()
+        dmlops.set_num_threads(4)
+        np.testing.assert_array_equal(
+            dmlops.slice1(x, [0, 0], list(x.shape), [-1, 1]).view(np.uint32),
+            x[::-1].view(np.uint32),
+        )
+    finally:
+        cpu_engine.configure(**cpu_engine.DEFAULTS)
+        dmlops.set_num_threads(held)
+
+
+def test_each_thread_takes_its_own_range_from_the_front_and_others_from_the_back() -> None:
+    """A job on three threads is cut into three ranges of eight pieces, the caller's first:
+    in each range the pieces its owner ran come before those other threads took (from the
+    back, once theirs were done), so the owner's share is the same part of the job each
+    time; and pieces long enough that no thread can finish its own range first leave the
+    caller's first piece to the caller."""
+    if cpu_engine.native() is None:
+        pytest.skip("needs the engine")
+    try:
+        cpu_engine.configure(home_ranges=1, **_EVERY_THREAD)
+        for _ in range(3):
+            runners, _ = _probe(24, 3, 1000)
+            for owner in range(3):
+                own = runners[8 * owner : 8 * owner + 8] == owner
+                assert not (own[1:] & ~own[:-1]).any(), runners  # no own piece after a stolen one
+            assert runners[0] == 0
+    finally:
+        cpu_engine.configure(**cpu_engine.DEFAULTS)

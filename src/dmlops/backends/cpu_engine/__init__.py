@@ -57,9 +57,12 @@ _STATE: dict[str, Any] = {"enabled": os.environ.get("DMLOPS_CPU_ENGINE", "") != 
 # wait for a job's last pieces that counts as a straggle (setting it resets what the pool
 # learnt of the machine's load), whether a job asks only the CPUs other runnable tasks
 # leave free (the runnable count of /proc/loadavg, read at most once a ms), and the job
-# bytes from which stores stream past the caches (3/8 of the last-level cache, 1-16 MiB);
-# given to the extension when it loads, where DMLOPS_STREAMING_BYTES and DMLOPS_LOAD_AWARE
-# then override theirs
+# bytes from which stores stream past the caches (3/8 of the last-level cache, 1-16 MiB),
+# the job time from which a job asks every thread whatever the load, and whether a job is
+# cut into one range of pieces a thread (each thread's own first: a call repeated on the
+# same arrays finds each part in the cache of the core that moved it); given to the
+# extension when it loads, where DMLOPS_STREAMING_BYTES and DMLOPS_LOAD_AWARE then override
+# theirs
 DEFAULTS = {
     "spin_us": 50,
     "least_bytes_a_thread": 64 << 10,
@@ -68,6 +71,7 @@ DEFAULTS = {
     "straggle_us": 1000,
     "load_aware": 1,
     "long_job_us": 16000,  # (native/pool.h: LONG_JOB_NS)
+    "home_ranges": 1,
     "streaming_bytes": streaming_bytes(),
 }
 

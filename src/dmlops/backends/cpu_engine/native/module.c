@@ -11,8 +11,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "blocks.h"
 #include "copies.h"
@@ -202,13 +204,17 @@ done:
 static PyObject *configure(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"spin_us",     "least_bytes_a_thread", "least_grain", "most_grain",
                             "straggle_us", "streaming_bytes",      "load_aware",  "long_job_us",
-                            NULL};
+                            "home_ranges", NULL};
     long long spin = -1, least = -1, low = -1, high = -1, straggle = -1, streaming = -1;
-    long long load_aware = -1, long_job = -1;
+    long long load_aware = -1, long_job = -1, home_ranges = -1;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLLL", names, &spin, &least, &low,
-                                     &high, &straggle, &streaming, &load_aware, &long_job)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLLLL", names, &spin, &least, &low,
+                                     &high, &straggle, &streaming, &load_aware, &long_job,
+                                     &home_ranges)) {
         return NULL;
+    }
+    if (home_ranges >= 0) {
+        pool_set_home_ranges((int)home_ranges);
     }
     if (long_job >= 0) {
         pool_set_long_job(long_job);
@@ -257,6 +263,58 @@ static PyObject *joined(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
     return PyLong_FromLong(pool_last_joined());
+}
+
+/* A job whose piece k sleeps `piece_us` and records the range of the thread that ran it. */
+typedef struct {
+    int32_t *runner;
+    _Atomic int32_t *runs;
+    int64_t piece_ns;
+} probe_job_t;
+
+static void probe_piece(void *context, int64_t k) {
+    const probe_job_t *job = (const probe_job_t *)context;
+    struct timespec pause = {(time_t)(job->piece_ns / 1000000000),
+                             (long)(job->piece_ns % 1000000000)};
+    if (job->piece_ns > 0) {
+        nanosleep(&pause, NULL);
+    }
+    job->runner[k] = (int32_t)pool_participant();
+    atomic_fetch_add(&job->runs[k], 1);
+}
+
+/* pool_probe(pieces, threads, piece_us) -> (runners, runs): for each piece the range of the
+ * thread that ran it (0: the caller's) and how many times it ran (for tests). */
+static PyObject *pool_probe(PyObject *self, PyObject *args) {
+    long long pieces, piece_us;
+    int threads;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "LiL", &pieces, &threads, &piece_us)) {
+        return NULL;
+    }
+    if (pieces < 1 || pieces > (1 << 20) || threads < 1 || piece_us < 0) {
+        PyErr_SetString(PyExc_ValueError, "pool_probe: 1 to 2^20 pieces, 1 thread or more");
+        return NULL;
+    }
+    PyObject *runner = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)pieces * 4);
+    int32_t *runs = (int32_t *)calloc((size_t)pieces, sizeof(int32_t));
+    if (runner == NULL || runs == NULL) {
+        Py_XDECREF(runner);
+        free(runs);
+        return PyErr_NoMemory();
+    }
+    probe_job_t job = {(int32_t *)(void *)PyBytes_AS_STRING(runner), (_Atomic int32_t *)runs,
+                       (int64_t)piece_us * 1000};
+    Py_BEGIN_ALLOW_THREADS
+    pool_run(probe_piece, &job, (int64_t)pieces, threads, 0);
+    Py_END_ALLOW_THREADS
+    PyObject *counts = PyBytes_FromStringAndSize((const char *)runs, (Py_ssize_t)pieces * 4);
+    free(runs);
+    if (counts == NULL) {
+        Py_DECREF(runner);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", runner, counts);
 }
 
 static PyObject *helper_cap(PyObject *self, PyObject *unused) {
@@ -574,6 +632,8 @@ static PyMethodDef methods[] = {
      "The spare-CPU estimate of a /proc/loadavg text, ours runnable, the set's and online CPUs."},
     {"joined", joined, METH_NOARGS,
      "Workers that took part in the last job that could have asked helpers (0: none asked)."},
+    {"pool_probe", pool_probe, METH_VARARGS,
+     "Run a job of sleeping pieces; each piece's runner (0: the caller) and run count."},
     {"helper_cap", helper_cap, METH_NOARGS,
      "Workers a job may wake, as learnt from straggling jobs (-1: no limit)."},
     {NULL, NULL, 0, NULL},

@@ -1,11 +1,15 @@
 /* The worker pool (pool.h).
  *
- * One job at a time holds the pool. Its pieces are claimed through one 64-bit word,
- * epoch (16 bits) | piece count (24) | next piece (24), by compare-and-swap: a worker that
- * wakes late, after its job is over, sees another epoch or no piece left and claims
- * nothing, so it can never touch a finished job's state. A job's fields are written before
- * its epoch is published and stay valid until its last piece is done, which cannot happen
- * while any claimed piece is still running.
+ * One job at a time holds the pool. Its pieces are cut into one range a participant (the
+ * caller's, then each helper's: the same thread takes the same part of a job each time, so
+ * a call repeated on the same arrays finds its bytes in that core's own cache), each range
+ * one 64-bit word, epoch (16 bits) | end (24) | next piece (24), claimed a piece at a time by
+ * compare-and-swap: a thread takes its own range from the front, then the others' from the
+ * back, so a worker the kernel has not scheduled delays only the piece it is running. A
+ * worker that wakes late, after its job is over, sees another epoch or no piece left and
+ * claims nothing, so it can never touch a finished job's state. A job's fields are written
+ * before its epoch is published and stay valid until its last piece is done, which cannot
+ * happen while any claimed piece is still running.
  *
  * Idle workers spin a little (back-to-back calls find them awake), then sleep on their own
  * condition variable; a job asks only the workers it wants. Sleeping ones are woken in a
@@ -45,6 +49,11 @@
 #define PIECE_BITS 24
 #define PIECE_MASK ((UINT64_C(1) << PIECE_BITS) - 1)
 
+/* One participant's range of a job's pieces: epoch | end | next (see above). */
+typedef struct {
+    _Alignas(64) _Atomic uint64_t word;
+} range_t;
+
 typedef struct {
     pthread_t thread;
     int index; /* in pool.workers */
@@ -61,7 +70,10 @@ static struct {
     uint32_t epoch;
     piece_fn fn;
     void *context;
-    _Atomic uint64_t next;
+    range_t ranges[MOST_WORKERS + 1]; /* the job's: the caller's, then worker k's at k + 1 */
+    _Atomic int parts;                /* ranges the job is cut into */
+    _Atomic int64_t pieces;
+    _Atomic int home_ranges;          /* a range a participant (else one range for all) */
     _Atomic uint32_t asked; /* epoch (16 bits) | the job's helpers (16): whom workers wake */
     _Atomic int64_t done;
     _Atomic int joined; /* workers that claimed a piece of the job */
@@ -78,6 +90,7 @@ static struct {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .spin_ns = 50000,
     .load_aware = 1,
+    .home_ranges = 1,
     .finished_mutex = PTHREAD_MUTEX_INITIALIZER,
     .finished = PTHREAD_COND_INITIALIZER,
 };
@@ -165,35 +178,52 @@ static void wake_below(int node, int helpers) {
     }
 }
 
-/* Claims and runs pieces of `epoch` until none is left; a worker (not the caller) counts
- * itself in the job's `joined` with its first piece, before that piece can be done. Returns
- * how many it ran. */
-static int64_t take_pieces(uint32_t epoch, int worker) {
+/* Claims and runs pieces of `epoch` until none is left: participant `me`'s own range from
+ * the front, then the others' from the back. A worker (not the caller) counts itself in the
+ * job's `joined` with its first piece, before that piece can be done. Returns how many it
+ * ran. */
+static _Thread_local int participant = -1;
+
+int pool_participant(void) { return participant; }
+
+static int64_t take_pieces(uint32_t epoch, int me, int worker) {
     int64_t ran = 0;
-    for (;;) {
-        uint64_t seen = atomic_load_explicit(&pool.next, memory_order_acquire);
-        uint64_t count = (seen >> PIECE_BITS) & PIECE_MASK;
-        uint64_t piece = seen & PIECE_MASK;
-        if ((uint32_t)(seen >> (2 * PIECE_BITS)) != (epoch & 0xFFFF) || piece >= count) {
-            return ran;
-        }
-        if (!atomic_compare_exchange_weak_explicit(&pool.next, &seen, seen + 1,
-                                                   memory_order_acq_rel, memory_order_acquire)) {
-            continue;
-        }
-        if (worker) {
-            atomic_fetch_add(&pool.joined, 1);
-            worker = 0;
-        }
-        pool.fn(pool.context, (int64_t)piece);
-        ran++;
-        int64_t done = atomic_fetch_add(&pool.done, 1) + 1; /* (seq_cst: see pool_run) */
-        if (done == (int64_t)count && atomic_load(&pool.caller_sleeping)) {
-            pthread_mutex_lock(&pool.finished_mutex);
-            pthread_cond_signal(&pool.finished);
-            pthread_mutex_unlock(&pool.finished_mutex);
+    participant = me;
+    int parts = atomic_load_explicit(&pool.parts, memory_order_relaxed);
+    for (int r = 0; r < parts; r++) {
+        _Atomic uint64_t *word = &pool.ranges[(me + r) % parts].word;
+        int own = r == 0;
+        for (;;) {
+            uint64_t seen = atomic_load_explicit(word, memory_order_acquire);
+            if ((uint32_t)(seen >> (2 * PIECE_BITS)) != (epoch & 0xFFFF)) {
+                return ran; /* (a later job's: this one is over) */
+            }
+            uint64_t end = (seen >> PIECE_BITS) & PIECE_MASK;
+            uint64_t next = seen & PIECE_MASK;
+            if (next >= end) {
+                break;
+            }
+            uint64_t claimed = own ? seen + 1 : seen - (UINT64_C(1) << PIECE_BITS);
+            if (!atomic_compare_exchange_weak_explicit(word, &seen, claimed, memory_order_acq_rel,
+                                                       memory_order_acquire)) {
+                continue;
+            }
+            if (worker) {
+                atomic_fetch_add(&pool.joined, 1);
+                worker = 0;
+            }
+            pool.fn(pool.context, (int64_t)(own ? next : end - 1));
+            ran++;
+            int64_t done = atomic_fetch_add(&pool.done, 1) + 1; /* (seq_cst: see pool_run) */
+            if (done == atomic_load_explicit(&pool.pieces, memory_order_relaxed) &&
+                atomic_load(&pool.caller_sleeping)) {
+                pthread_mutex_lock(&pool.finished_mutex);
+                pthread_cond_signal(&pool.finished);
+                pthread_mutex_unlock(&pool.finished_mutex);
+            }
         }
     }
+    return ran;
 }
 
 static void *work(void *argument) {
@@ -227,7 +257,7 @@ static void *work(void *argument) {
         if ((job >> 16) == (asked & 0xFFFF)) { /* (else a later job's: this one is over) */
             wake_below(self->index + 1, (int)(job & 0xFFFF));
         }
-        take_pieces(asked, 1);
+        take_pieces(asked, self->index + 1, 1);
     }
     return NULL;
 }
@@ -268,6 +298,7 @@ static void start_workers(int wanted) {
 }
 
 static void run_alone(piece_fn fn, void *context, int64_t pieces) {
+    participant = 0;
     for (int64_t p = 0; p < pieces; p++) {
         fn(context, p);
     }
@@ -326,16 +357,22 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads, int64_t b
     pool.context = context;
     atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
     atomic_store_explicit(&pool.joined, 0, memory_order_relaxed);
-    atomic_store_explicit(&pool.next,
-                          ((uint64_t)epoch << (2 * PIECE_BITS)) | ((uint64_t)pieces << PIECE_BITS),
-                          memory_order_release);
+    int parts = atomic_load_explicit(&pool.home_ranges, memory_order_relaxed) ? helpers + 1 : 1;
+    for (int k = 0; k < parts; k++) {
+        uint64_t first = (uint64_t)(pieces * k / parts), end = (uint64_t)(pieces * (k + 1) / parts);
+        atomic_store_explicit(&pool.ranges[k].word,
+                              ((uint64_t)epoch << (2 * PIECE_BITS)) | (end << PIECE_BITS) | first,
+                              memory_order_relaxed);
+    }
+    atomic_store_explicit(&pool.parts, parts, memory_order_relaxed);
+    atomic_store_explicit(&pool.pieces, pieces, memory_order_relaxed);
     atomic_store_explicit(&pool.asked, (epoch << 16) | (uint32_t)helpers, memory_order_release);
     for (int k = 0; k < helpers; k++) {
         atomic_store_explicit(&pool.workers[k]->go, epoch, memory_order_release);
     }
     wake_below(0, helpers);
     int64_t started = now_ns();
-    int64_t mine = take_pieces(epoch, 0);
+    int64_t mine = take_pieces(epoch, 0, 0);
     int64_t own_done = now_ns();
     /* the last pieces may still run on workers: spin a little, then sleep until the last
      * one is done (a sleeping caller leaves its CPU idle for a worker the kernel moved off
@@ -382,6 +419,8 @@ void pool_set_long_job(int64_t microseconds) {
 }
 
 void pool_set_load_aware(int on) { atomic_store(&pool.load_aware, on != 0); }
+
+void pool_set_home_ranges(int on) { atomic_store(&pool.home_ranges, on != 0); }
 
 void pool_set_spin(int64_t microseconds) {
     atomic_store(&pool.spin_ns, microseconds < 0 ? 0 : microseconds * 1000);

@@ -9,8 +9,9 @@ typedef void (*piece_fn)(void *context, int64_t piece);
 
 /* Runs pieces [0, pieces) on the calling thread and up to `threads` - 1 workers; returns
  * when every piece is done. The caller takes pieces too, and pieces are claimed one at a
- * time, so a worker the kernel has not scheduled delays nothing it has not claimed. Where
- * another thread's job holds the pool, the caller runs every piece itself. `bytes`: what the
+ * time (a thread's own range first, then what is left of the others'), so a worker the
+ * kernel has not scheduled delays nothing it has not claimed. Where another thread's job
+ * holds the pool, the caller runs every piece itself. `bytes`: what the
  * job moves; a job long for the threads its machine's load leaves it (LONG_JOB_NS) asks
  * every thread (`threads`) regardless. */
 void pool_run(piece_fn fn, void *context, int64_t pieces, int threads, int64_t bytes);
@@ -39,12 +40,21 @@ void pool_set_straggle(int64_t microseconds);
  * on by default). */
 void pool_set_load_aware(int on);
 
+/* Whether a job's pieces are cut into one range a thread, each thread taking its own range
+ * first (on by default: a call repeated on the same arrays finds each part of them in the
+ * cache of the core that moved it last), or kept in one range all threads take from. */
+void pool_set_home_ranges(int on);
+
 /* How long a job must take on the threads its machine's load leaves it to ask every thread
  * (LONG_JOB_NS to begin with). */
 void pool_set_long_job(int64_t microseconds);
 
 /* How long an idle worker spins before it sleeps, in microseconds. */
 void pool_set_spin(int64_t microseconds);
+
+/* The range of the job whose piece the calling thread runs: 0 the caller's (the whole job
+ * where the caller runs it alone), k + 1 worker k's (-1 before a thread's first piece). */
+int pool_participant(void);
 
 /* Registers the fork handlers; call once when the module loads. */
 int pool_init(void);
