@@ -571,6 +571,48 @@ def test_new_outputs_reuse_the_memory_of_dropped_ones() -> None:
         cpu_engine.set_cache_limit(256 << 20)
 
 
+def test_a_tagged_output_takes_the_memory_its_tag_had() -> None:
+    """Of dropped blocks of one size, a tagged output takes the newest its own tag gave
+    back, else the newest; untagged ones the newest."""
+    cpu_engine.empty_cache()
+    shape = (256, 1024)
+    a, b, c = (cpu_engine.empty(shape, np.float32, tag) for tag in (7, 8, 0))
+    where = {"a": a.ctypes.data, "b": b.ctypes.data, "c": c.ctypes.data}
+    del a, b, c  # (given back a, b, c: c the newest)
+    assert cpu_engine.empty(shape, np.float32, 7).ctypes.data == where["a"]  # (dropped again)
+    b_again = cpu_engine.empty(shape, np.float32, 8)
+    newest = cpu_engine.empty(shape, np.float32, 9)  # (a tag with none: the newest)
+    untagged = cpu_engine.empty(shape, np.float32)
+    assert b_again.ctypes.data == where["b"]
+    assert newest.ctypes.data == where["a"] and untagged.ctypes.data == where["c"]
+
+
+def test_two_calls_with_outputs_of_one_size_keep_their_own_memory_round_after_round() -> None:
+    """A split and the head transposes after it (QKV): every output of one size; round after
+    round each of the split's parts lies where it lay the round before, and the heads (three
+    calls of one signature, whose outputs the pool's threads cut alike) on the memory the
+    heads had (the threads then write the parts of it they wrote before); the values are
+    numpy's."""
+    x = np.random.default_rng(2).standard_normal((1, 256, 3 * 1024), dtype=np.float32)
+
+    def chain() -> tuple[list[int], list[np.ndarray]]:
+        parts = dmlops.split(x, 2, [1024] * 3)
+        heads = [p.reshape(1, 256, 16, 64).transpose(0, 2, 1, 3) for p in parts]
+        outs = [dmlops.slice1(v, [0] * 4, list(v.shape), [1] * 4) for v in heads]
+        return [p.ctypes.data for p in parts + outs], outs
+
+    cpu_engine.empty_cache()
+    chain()  # (the calls compiled, their outputs given back)
+    places = chain()[0]
+    for _ in range(3):
+        again, outs = chain()
+        assert again[:3] == places[:3] and sorted(again[3:]) == sorted(places[3:])
+        for k, out in enumerate(outs):
+            want = x[..., 1024 * k : 1024 * (k + 1)].reshape(1, 256, 16, 64).transpose(0, 2, 1, 3)
+            assert np.array_equal(out, want)
+        del outs, out  # (the round's outputs given back before the next)
+
+
 def test_results_on_cached_memory_are_independent_arrays() -> None:
     """Two calls' results never share memory, and a result outlives the call's caches."""
     x = np.arange(1 << 18, dtype=np.float32).reshape(512, 512)

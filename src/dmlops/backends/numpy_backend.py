@@ -249,14 +249,17 @@ class NumpyBackend:
         return cpu_engine.empty(shape, dtype)
 
     @staticmethod
-    def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
-        """A new output (large ones on memory the engine keeps mapped)."""
-        return cpu_engine.empty(shape, dtype)
+    def empty(shape: tuple[int, ...], dtype: Any, tag: int = 0) -> np.ndarray[Any, Any]:
+        """A new output (large ones on memory the engine keeps mapped, the memory `tag` had
+        before first)."""
+        return cpu_engine.empty(shape, dtype, tag)
 
     @staticmethod
-    def empties(shapes: Sequence[tuple[int, ...]], dtype: Any) -> list[np.ndarray[Any, Any]]:
-        """New outputs of one type (the small ones made in one pass)."""
-        return cpu_engine.empties(shapes, dtype)
+    def empties(
+        shapes: Sequence[tuple[int, ...]], dtype: Any, tag: int = 0
+    ) -> list[np.ndarray[Any, Any]]:
+        """New outputs of one type (the small ones made in one pass; tags from `tag` on)."""
+        return cpu_engine.empties(shapes, dtype, tag)
 
     def upload(self, host: Any) -> np.ndarray[Any, Any]:
         return np.asarray(host)

@@ -92,6 +92,7 @@ class _Call:
         # several new numpy outputs of that type (a split's parts): made in one pass
         many_numpy = backend.name == "numpy" and len(self.new_shapes) > 1
         self.many_made_as = made_as if many_numpy else None
+        self.tag = id(self) << 12  # (its outputs' tags: + 0, 1, ...)
         # a backend's run into new outputs that nothing else sees (it may write them before
         # it finds an index out of range)
         self.run_fresh = getattr(self.run, "run_fresh", None) if self.fresh else None
@@ -112,14 +113,16 @@ class _Call:
         if self.produce is not None:  # the output made by the copy itself
             return [self.produce(ins)]
         made_as, one_shape = self.made_as, self.one_shape
+        # (numpy outputs on the memory this call's outputs had before, where it is free: a
+        # repeated call writes the same memory, each part from the core that wrote it last)
         if one_shape is not None:  # (a numpy one made here, of the type the key fixes)
             results = [
-                self.backend.empty(one_shape, made_as)  # type: ignore[attr-defined]
+                self.backend.empty(one_shape, made_as, self.tag)  # type: ignore[attr-defined]
                 if made_as is not None
                 else self.backend.new_like(ins[self.like], one_shape)
             ]
         elif self.many_made_as is not None:
-            results = self.backend.empties(self.new_shapes, self.many_made_as)  # type: ignore[attr-defined]
+            results = self.backend.empties(self.new_shapes, self.many_made_as, self.tag)  # type: ignore[attr-defined]
         else:
             new_like, like = self.backend.new_like, ins[self.like]
             results = [new_like(like, shape) for shape in self.new_shapes]
@@ -237,6 +240,12 @@ class _Call:
         if not self.allocate:
             return outs if isinstance(outs, list) else list(outs)
         results = list(outs)
+        made_as = self.made_as if self.made_as is not None else self.many_made_as
+        if made_as is not None:  # (numpy's: on the memory of this call's outputs before)
+            empty, tag = self.backend.empty, self.tag  # type: ignore[attr-defined]
+            for k, shape in self.allocate:
+                results[k] = empty(shape, made_as, tag + k)
+            return results
         new_like = self.backend.new_like
         for k, shape in self.allocate:
             results[k] = new_like(ins[self.like], shape)

@@ -121,10 +121,11 @@ def available() -> bool:
 CACHED_BYTES = 256 << 10  # new outputs at least this large take memory from the cache
 
 
-def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
+def empty(shape: tuple[int, ...], dtype: Any, tag: int = 0) -> np.ndarray[Any, Any]:
     """A new uninitialised array whose memory comes from the engine's cache of dropped
     outputs' memory (kept mapped: no page faults on reuse) where the engine is there and the
-    array is large, else (and in a scheduler's task) numpy's own."""
+    array is large, else (and in a scheduler's task) numpy's own. `tag` names the output
+    (which output of which call): memory it had before is taken first."""
     dtype = np.dtype(dtype)
     nbytes = dtype.itemsize
     for n in shape:
@@ -132,17 +133,22 @@ def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
     module = native()
     if module is None or nbytes < CACHED_BYTES or not enabled() or in_scheduler_task():
         return np.empty(shape, dtype)
-    made: np.ndarray[Any, Any] = np.ndarray(shape, dtype, buffer=module.block(nbytes))
+    made: np.ndarray[Any, Any] = np.ndarray(shape, dtype, buffer=module.block(nbytes, tag))
     return made
 
 
-def empties(shapes: Sequence[tuple[int, ...]], dtype: Any) -> list[np.ndarray[Any, Any]]:
-    """New uninitialised arrays of one type (`empty` each, the small ones numpy's own made
-    in one pass: a many-way split's parts)."""
+def empties(
+    shapes: Sequence[tuple[int, ...]], dtype: Any, tag: int = 0
+) -> list[np.ndarray[Any, Any]]:
+    """New uninitialised arrays of one type (`empty` each, tags `tag`, `tag` + 1, ...; the
+    small ones numpy's own made in one pass: a many-way split's parts)."""
     dtype = np.dtype(dtype)
     most = CACHED_BYTES // dtype.itemsize
     new, prod = np.empty, math.prod
-    return [new(shape, dtype) if prod(shape) < most else empty(shape, dtype) for shape in shapes]
+    return [
+        new(shape, dtype) if prod(shape) < most else empty(shape, dtype, tag and tag + k)
+        for k, shape in enumerate(shapes)
+    ]
 
 
 CACHE_KEPT = 256 << 20  # dropped outputs' memory kept for new outputs, where memory allows

@@ -3,8 +3,12 @@
  * operating system when they are freed, so every call faults them in again): on the
  * 16-core host a QKV split into new arrays took 4 ms, into arrays made before 0.45 ms.
  * Blocks keep the memory of dropped outputs mapped, up to a limit, and hand it to the next
- * output of the same size. A Block is the base of the arrays made on it, so its memory
- * returns only when the last view of it is gone. */
+ * output of the same size: the newest one that the same output of the same call had
+ * before (its tag), else the newest of the size. A call repeated on the same arrays then
+ * writes the same memory each time, each part of it from the core that wrote it last (the
+ * pool gives a thread the same range of a job each time); two calls whose outputs are of
+ * one size would otherwise trade them at every round. A Block is the base of the arrays
+ * made on it, so its memory returns only when the last view of it is gone. */
 #include "blocks.h"
 
 #include <pthread.h>
@@ -19,12 +23,14 @@ typedef struct {
     char *memory;
     Py_ssize_t size;
     Py_ssize_t exports;
+    long long tag;
 } Block;
 
 static struct {
     pthread_mutex_t lock;
     char *memory[MOST_KEPT]; /* oldest first */
     Py_ssize_t size[MOST_KEPT];
+    long long tag[MOST_KEPT];
     int count;
     Py_ssize_t bytes;
     Py_ssize_t limit;
@@ -36,22 +42,32 @@ static void drop_oldest(void) { /* (lock held) */
     cache.count--;
     memmove(cache.memory, cache.memory + 1, (size_t)cache.count * sizeof(char *));
     memmove(cache.size, cache.size + 1, (size_t)cache.count * sizeof(Py_ssize_t));
+    memmove(cache.tag, cache.tag + 1, (size_t)cache.count * sizeof(long long));
 }
 
-static char *take(Py_ssize_t size) {
+static char *take(Py_ssize_t size, long long tag) {
     char *found = NULL;
+    int chosen = -1;
     pthread_mutex_lock(&cache.lock);
     for (int k = cache.count - 1; k >= 0; k--) { /* the newest first: warmest in cache */
         if (cache.size[k] == size) {
-            found = cache.memory[k];
-            cache.bytes -= size;
-            cache.count--;
-            memmove(cache.memory + k, cache.memory + k + 1,
-                    (size_t)(cache.count - k) * sizeof(char *));
-            memmove(cache.size + k, cache.size + k + 1,
-                    (size_t)(cache.count - k) * sizeof(Py_ssize_t));
-            break;
+            if (chosen < 0) {
+                chosen = k;
+            }
+            if (cache.tag[k] == tag) {
+                chosen = k;
+                break;
+            }
         }
+    }
+    if (chosen >= 0) {
+        found = cache.memory[chosen];
+        cache.bytes -= size;
+        cache.count--;
+        size_t after = (size_t)(cache.count - chosen);
+        memmove(cache.memory + chosen, cache.memory + chosen + 1, after * sizeof(char *));
+        memmove(cache.size + chosen, cache.size + chosen + 1, after * sizeof(Py_ssize_t));
+        memmove(cache.tag + chosen, cache.tag + chosen + 1, after * sizeof(long long));
     }
     pthread_mutex_unlock(&cache.lock);
     if (found == NULL) {
@@ -63,7 +79,7 @@ static char *take(Py_ssize_t size) {
     return found;
 }
 
-static void give_back(char *memory, Py_ssize_t size) {
+static void give_back(char *memory, Py_ssize_t size, long long tag) {
     pthread_mutex_lock(&cache.lock);
     if (size > cache.limit) {
         pthread_mutex_unlock(&cache.lock);
@@ -75,19 +91,21 @@ static void give_back(char *memory, Py_ssize_t size) {
     }
     cache.memory[cache.count] = memory;
     cache.size[cache.count] = size;
+    cache.tag[cache.count] = tag;
     cache.count++;
     cache.bytes += size;
     pthread_mutex_unlock(&cache.lock);
 }
 
-PyObject *block_new(Py_ssize_t size) {
+PyObject *block_new(Py_ssize_t size, long long tag) {
     Block *self = PyObject_New(Block, &BlockType);
     if (self == NULL) {
         return NULL;
     }
-    self->memory = take(size);
+    self->memory = take(size, tag);
     self->size = size;
     self->exports = 0;
+    self->tag = tag;
     if (self->memory == NULL) {
         self->size = 0;
         Py_DECREF(self);
@@ -98,7 +116,7 @@ PyObject *block_new(Py_ssize_t size) {
 
 static void block_dealloc(Block *self) {
     if (self->memory != NULL) {
-        give_back(self->memory, self->size);
+        give_back(self->memory, self->size, self->tag);
     }
     PyObject_Free(self);
 }

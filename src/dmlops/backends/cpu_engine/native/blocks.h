@@ -9,8 +9,9 @@
  * array viewing it is gone. */
 extern PyTypeObject BlockType;
 
-/* A new Block of `size` bytes (from the cache where one of that size waits). */
-PyObject *block_new(Py_ssize_t size);
+/* A new Block of `size` bytes (from the cache where one of that size waits: the newest
+ * given back with `tag`, else the newest). `tag`: which output of which call (0: none). */
+PyObject *block_new(Py_ssize_t size, long long tag);
 
 /* Bytes the cache may keep (0: none; blocks are freed as soon as they are dropped). */
 void blocks_set_limit(Py_ssize_t bytes);

@@ -325,15 +325,16 @@ static PyObject *helper_cap(PyObject *self, PyObject *unused) {
 
 static PyObject *block(PyObject *self, PyObject *args) {
     Py_ssize_t size;
+    long long tag = 0;
     (void)self;
-    if (!PyArg_ParseTuple(args, "n", &size)) {
+    if (!PyArg_ParseTuple(args, "n|L", &size, &tag)) {
         return NULL;
     }
     if (size < 0) {
         PyErr_SetString(PyExc_ValueError, "a block's size is a count of bytes >= 0");
         return NULL;
     }
-    return block_new(size);
+    return block_new(size, tag);
 }
 
 static PyObject *cache_limit(PyObject *self, PyObject *args) {
@@ -620,7 +621,8 @@ static PyMethodDef methods[] = {
      "Whether halves uses the CPU's F16C conversion."},
     {"scatter", scatter, METH_VARARGS,
      "Rows written at element targets in order (the later of two to one place stays)."},
-    {"block", block, METH_VARARGS, "A new Block of this many bytes (memory of a new output)."},
+    {"block", block, METH_VARARGS,
+     "A new Block of this many bytes (memory of a new output; the tag's own block first)."},
     {"cache_limit", cache_limit, METH_VARARGS, "Bytes of dropped outputs' memory kept."},
     {"cached", cached, METH_NOARGS, "Bytes of dropped outputs' memory kept now."},
     {"clear_cache", clear_cache, METH_NOARGS, "Free the memory of dropped outputs kept."},
