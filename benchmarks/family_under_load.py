@@ -1,11 +1,13 @@
 """CAST float32 -> float16 (32 MiB), NONZERO of a [2048, 2048] uint8 mask, DIAGONAL_MATRIX1's
 tril of [16, 1024, 1024] float32 and FILL_VALUE_SEQUENCE's arange of 4M float32 beside BUSY
-spinning processes (argv[1]): dmlops, numpy and an onnxruntime session in the same process,
-median / 99th percentile of 100 calls (the contention section's timing), in ms.
+spinning processes (argv[1]): dmlops, numpy and an onnxruntime session (threads: the CPU set's
+count) in the same process, median / 99th percentile of 100 calls (the contention section's
+timing), in ms.
 
     python benchmarks/family_under_load.py BUSY      (taskset -c 0-3 ... for a CPU set)
 """
 
+import os
 import subprocess
 import sys
 import time
@@ -21,7 +23,9 @@ from dmlops.bench.contention import latencies
 def session(
     node: object, inputs: int, outputs: int, shape: list[int], initializers: tuple[object, ...] = ()
 ) -> ort.InferenceSession:
-    """An onnxruntime session of one node from input x (and constant initializers) to y."""
+    """An onnxruntime session of one node from input x (and constant initializers) to y, its
+    threads as many as the process's CPU set (its default pool pins one to every CPU of the
+    machine, outside a set)."""
     graph = helper.make_graph(
         [node],
         "m",
@@ -31,7 +35,11 @@ def session(
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = len(os.sched_getaffinity(0))
+    return ort.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
 
 
 def main() -> None:
