@@ -1,0 +1,117 @@
+"""The CPU engine's cache affinity, A/B in one process, interleaved: the contention section's
+dmlops rows (and onnxruntime's, for reference) with each setting in turn, ROUNDS rounds of
+200 calls; prints each row's median / 99th percentile per round, in ms.
+
+    python benchmarks/engine_affinity.py ranges [BUSY] [ROUNDS]   a range of pieces a thread
+                                                                 (home_ranges=1) or one
+                                                                 shared range (=0)
+    python benchmarks/engine_affinity.py tags [BUSY] [ROUNDS]     new outputs on the memory
+                                                                 their call had (tags) or the
+                                                                 newest of their size
+    python benchmarks/engine_affinity.py swap [BUSY] [ROUNDS]     the QKV chain into fixed
+                                                                 buffers, the same buffers
+                                                                 swapped every call, and new
+                                                                 outputs
+
+BUSY: processes spinning beside (taskset -c 0-3 ... for a CPU set).
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import dmlops
+from dmlops.backends import cpu_engine
+from dmlops.backends import numpy_backend as nb
+from dmlops.bench.contention import _graphs, _operators, latencies
+from dmlops.bench.graphs import PATTERNS
+
+_TAGGED = (nb.NumpyBackend.empty, nb.NumpyBackend.empties)
+
+
+def _home_ranges(on: int) -> None:
+    cpu_engine.configure(home_ranges=on)
+
+
+def _tags(on: int) -> None:
+    empty, empties = _TAGGED
+    if not on:
+        empty = lambda shape, dtype, tag=0: _TAGGED[0](shape, dtype)  # noqa: E731
+        empties = lambda shapes, dtype, tag=0: _TAGGED[1](shapes, dtype)  # noqa: E731
+    setattr(nb.NumpyBackend, "empty", staticmethod(empty))  # noqa: B010
+    setattr(nb.NumpyBackend, "empties", staticmethod(empties))  # noqa: B010
+
+
+def _contention_cases(setting: str) -> list[tuple[str, dict[str, Callable[[], Any]]]]:
+    cases = [(case, contenders) for case, _, contenders in _graphs() + _operators()]
+    if setting == "ranges":
+        values = np.random.default_rng(0).standard_normal((2048, 4096), dtype=np.float32)
+        cast = {"dmlops": lambda: dmlops.cast(values, np.float16)}
+        cases.append(("CAST fp32->fp16 32 MiB", cast))
+    return cases
+
+
+def _swap_cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:
+    x = np.random.default_rng(0).standard_normal((1, 1024, 3072), dtype=np.float32)
+    a = [np.empty((1, 1024, 1024), np.float32) for _ in range(3)]
+    b = [np.empty((1, 1024, 1024), np.float32) for _ in range(3)]
+    calls = [0]
+
+    def run(parts: list[np.ndarray], heads: list[np.ndarray]) -> None:
+        for part, head in zip(dmlops.split(x, 2, [1024] * 3, outs=parts), heads, strict=True):
+            view = part.reshape(1, 1024, 16, 64).transpose(0, 2, 1, 3)
+            dmlops.slice1(view, [0] * 4, list(view.shape), [1] * 4, out=head.reshape(view.shape))
+
+    def swapped() -> None:
+        calls[0] += 1
+        run(a, b) if calls[0] % 2 else run(b, a)
+
+    contenders = {
+        "fixed buffers": lambda: run(a, b),
+        "buffers swapped": swapped,
+        "new outputs": lambda: PATTERNS[1].op_by_op([x]),
+    }
+    return [("QKV split + head transposes, 12 MiB", contenders)]
+
+
+def main() -> None:
+    setting = sys.argv[1] if len(sys.argv) > 1 else "ranges"
+    busy = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    switch = {"ranges": _home_ranges, "tags": _tags, "swap": None}[setting]
+    cases = _swap_cases() if switch is None else _contention_cases(setting)
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
+    time.sleep(0.3)
+    found: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    try:
+        for r in range(rounds):
+            for case, contenders in cases:
+                for name, fn in contenders.items():
+                    if name.startswith("numpy") or (setting == "tags" and "bound" in name):
+                        continue
+                    fixed = switch is None or name.startswith("onnxruntime")
+                    for on in [None] if fixed else [1, 0] if r % 2 else [0, 1]:
+                        if on is not None and switch is not None:
+                            switch(on)
+                        times = latencies(fn, 200)
+                        key = (case, name if on is None else f"{name} {setting}={on}")
+                        found.setdefault(key, []).append((statistics.median(times), times[197]))
+    finally:
+        for s in spinners:
+            s.kill()
+            s.wait()
+    print(f"# {setting}, busy={busy}, threads={dmlops.get_num_threads()}, {rounds} rounds:")
+    for (case, name), per_round in found.items():
+        cells = "  ".join(f"{m * 1e3:6.3f}/{p * 1e3:6.3f}" for m, p in per_round)
+        print(f"{case[:44]:44s} {name:36s} {cells}")
+
+
+if __name__ == "__main__":
+    main()
