@@ -345,6 +345,20 @@ def test_every_piece_runs_once_whichever_thread_takes_it(home_ranges: int) -> No
         dmlops.set_num_threads(held)
 
 
+def test_a_caller_that_sleeps_for_the_last_pieces_is_woken_by_them() -> None:
+    """With no spin, a caller whose own range is done sleeps until the last piece, run by a
+    worker, wakes it: jobs of slow pieces finish, each piece run once."""
+    if cpu_engine.native() is None:
+        pytest.skip("needs the engine")
+    try:
+        cpu_engine.configure(caller_spin_us=0, **_EVERY_THREAD)
+        for pieces, threads in [(3, 3), (12, 4), (5, 2)]:
+            _, runs = _probe(pieces, threads, 2000)
+            assert (runs == 1).all()
+    finally:
+        cpu_engine.configure(**cpu_engine.DEFAULTS)
+
+
 def test_each_thread_takes_its_own_range_from_the_front_and_others_from_the_back() -> None:
     """A job on three threads is cut into three ranges of eight pieces, the caller's first:
     in each range the pieces its owner ran come before those other threads took (from the

@@ -60,7 +60,8 @@ _STATE: dict[str, Any] = {"enabled": os.environ.get("DMLOPS_CPU_ENGINE", "") != 
 # bytes from which stores stream past the caches (3/8 of the last-level cache, 1-16 MiB),
 # the job time from which a job asks every thread whatever the load, and whether a job is
 # cut into one range of pieces a thread (each thread's own first: a call repeated on the
-# same arrays finds each part in the cache of the core that moved it); given to the
+# same arrays finds each part in the cache of the core that moved it), and how long a
+# caller with no piece left spins for the last ones before it sleeps; given to the
 # extension when it loads, where DMLOPS_STREAMING_BYTES and DMLOPS_LOAD_AWARE then override
 # theirs
 DEFAULTS = {
@@ -72,6 +73,7 @@ DEFAULTS = {
     "load_aware": 1,
     "long_job_us": 16000,  # (native/pool.h: LONG_JOB_NS)
     "home_ranges": 1,
+    "caller_spin_us": 20,
     "streaming_bytes": streaming_bytes(),
 }
 

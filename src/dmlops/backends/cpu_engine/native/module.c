@@ -204,14 +204,17 @@ done:
 static PyObject *configure(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"spin_us",     "least_bytes_a_thread", "least_grain", "most_grain",
                             "straggle_us", "streaming_bytes",      "load_aware",  "long_job_us",
-                            "home_ranges", NULL};
+                            "home_ranges", "caller_spin_us", NULL};
     long long spin = -1, least = -1, low = -1, high = -1, straggle = -1, streaming = -1;
-    long long load_aware = -1, long_job = -1, home_ranges = -1;
+    long long load_aware = -1, long_job = -1, home_ranges = -1, caller_spin = -1;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLLLL", names, &spin, &least, &low,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLLLLL", names, &spin, &least, &low,
                                      &high, &straggle, &streaming, &load_aware, &long_job,
-                                     &home_ranges)) {
+                                     &home_ranges, &caller_spin)) {
         return NULL;
+    }
+    if (caller_spin >= 0) {
+        pool_set_caller_spin(caller_spin);
     }
     if (home_ranges >= 0) {
         pool_set_home_ranges((int)home_ranges);

@@ -43,9 +43,6 @@
 #endif
 
 #define MOST_WORKERS 1024
-#ifndef CALLER_SPIN_NS
-#define CALLER_SPIN_NS 20000 /* the caller's spin for the last pieces before it sleeps */
-#endif
 #define PIECE_BITS 24
 #define PIECE_MASK ((UINT64_C(1) << PIECE_BITS) - 1)
 
@@ -81,6 +78,7 @@ static struct {
     _Atomic int asleep;      /* workers asleep on their condition variables */
     _Atomic int load_aware;  /* ask only the CPUs other processes leave free (load.h) */
     _Atomic int64_t spin_ns;
+    _Atomic int64_t caller_spin_ns; /* the caller's spin for the last pieces before it sleeps */
     /* the caller sleeps here while workers finish the last pieces: its CPU goes idle, so the
      * kernel can pull a descheduled worker onto it at once instead of at its next turn */
     pthread_mutex_t finished_mutex;
@@ -89,6 +87,7 @@ static struct {
 } pool = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .spin_ns = 50000,
+    .caller_spin_ns = 20000,
     .load_aware = 1,
     .home_ranges = 1,
     .finished_mutex = PTHREAD_MUTEX_INITIALIZER,
@@ -377,7 +376,7 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads, int64_t b
     /* the last pieces may still run on workers: spin a little, then sleep until the last
      * one is done (a sleeping caller leaves its CPU idle for a worker the kernel moved off
      * its own; spinning or yielding would keep it busy) */
-    int64_t until = now_ns() + CALLER_SPIN_NS;
+    int64_t until = now_ns() + atomic_load_explicit(&pool.caller_spin_ns, memory_order_relaxed);
     for (int k = 1; atomic_load_explicit(&pool.done, memory_order_acquire) < pieces; k++) {
         CPU_RELAX();
         if ((k & 63) == 0 && now_ns() > until) {
@@ -424,6 +423,10 @@ void pool_set_home_ranges(int on) { atomic_store(&pool.home_ranges, on != 0); }
 
 void pool_set_spin(int64_t microseconds) {
     atomic_store(&pool.spin_ns, microseconds < 0 ? 0 : microseconds * 1000);
+}
+
+void pool_set_caller_spin(int64_t microseconds) {
+    atomic_store(&pool.caller_spin_ns, microseconds < 0 ? 0 : microseconds * 1000);
 }
 
 static void before_fork(void) { pthread_mutex_lock(&pool.lock); }

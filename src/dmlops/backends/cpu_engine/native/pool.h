@@ -52,6 +52,10 @@ void pool_set_long_job(int64_t microseconds);
 /* How long an idle worker spins before it sleeps, in microseconds. */
 void pool_set_spin(int64_t microseconds);
 
+/* How long a caller with no piece left to take spins for the last ones before it sleeps
+ * (its core then idle for a descheduled worker), in microseconds. */
+void pool_set_caller_spin(int64_t microseconds);
+
 /* The range of the job whose piece the calling thread runs: 0 the caller's (the whole job
  * where the caller runs it alone), k + 1 worker k's (-1 before a thread's first piece). */
 int pool_participant(void);

@@ -1,18 +1,13 @@
-"""The CPU engine's cache affinity, A/B in one process, interleaved: the contention section's
-dmlops rows (and onnxruntime's, for reference) with each setting in turn, ROUNDS rounds of
-200 calls; prints each row's median / 99th percentile per round, in ms.
+"""CPU engine settings, A/B in one process, interleaved: the contention section's dmlops rows
+(and onnxruntime's, for reference) with each setting in turn, ROUNDS rounds of 200 calls;
+prints each row's median / 99th percentile per round, in ms.
 
-    python benchmarks/engine_affinity.py ranges [BUSY] [ROUNDS]   a range of pieces a thread
-                                                                 (home_ranges=1) or one
-                                                                 shared range (=0)
-    python benchmarks/engine_affinity.py tags [BUSY] [ROUNDS]     new outputs on the memory
-                                                                 their call had (tags) or the
-                                                                 newest of their size
-    python benchmarks/engine_affinity.py swap [BUSY] [ROUNDS]     the QKV chain into fixed
-                                                                 buffers, the same buffers
-                                                                 swapped every call, and new
-                                                                 outputs
+    python benchmarks/engine_ab.py SETTING [BUSY] [ROUNDS]
 
+SETTING: `ranges`, a range of pieces a thread (home_ranges=1) or one shared range (0);
+`tags`, new outputs on the memory their call had or the newest of their size; `caller_spin`,
+the caller's spin for a job's last pieces before it sleeps, 200 µs (1) or 20 µs (0); `swap`,
+the QKV chain into fixed buffers, the same buffers swapped every call, and new outputs.
 BUSY: processes spinning beside (taskset -c 0-3 ... for a CPU set).
 """
 
@@ -47,6 +42,10 @@ def _tags(on: int) -> None:
         empties = lambda shapes, dtype, tag=0: _TAGGED[1](shapes, dtype)  # noqa: E731
     setattr(nb.NumpyBackend, "empty", staticmethod(empty))  # noqa: B010
     setattr(nb.NumpyBackend, "empties", staticmethod(empties))  # noqa: B010
+
+
+def _caller_spin(on: int) -> None:
+    cpu_engine.configure(caller_spin_us=200 if on else 20)
 
 
 def _contention_cases(setting: str) -> list[tuple[str, dict[str, Callable[[], Any]]]]:
@@ -85,7 +84,9 @@ def main() -> None:
     setting = sys.argv[1] if len(sys.argv) > 1 else "ranges"
     busy = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
-    switch = {"ranges": _home_ranges, "tags": _tags, "swap": None}[setting]
+    switch = {"ranges": _home_ranges, "tags": _tags, "caller_spin": _caller_spin, "swap": None}[
+        setting
+    ]
     cases = _swap_cases() if switch is None else _contention_cases(setting)
     spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
     time.sleep(0.3)
