@@ -442,3 +442,11 @@ def test_the_engines_float16_conversions_ignore_flush_to_zero() -> None:
             assert np.array_equal(wide, widened)
     finally:
         torch.set_flush_denormal(False)
+
+
+@pytest.mark.parametrize("shape", [(1, 0), (0,), (3, 0, 2)])
+def test_an_empty_cast_is_of_the_type_asked_for(shape: tuple[int, ...]) -> None:
+    """CAST of an empty numpy array: an empty array of the target type (not the input's)."""
+    for source, target in [(np.uint32, np.int64), (np.float32, np.float16), (np.int8, np.float64)]:
+        made = dmlops.cast(np.empty(shape, source), target)
+        assert made.dtype == np.dtype(target) and made.shape == shape

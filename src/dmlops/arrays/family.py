@@ -329,6 +329,14 @@ def cast(
     x = in_native_order(x)  # (values are read: in this machine's byte order)
     if out is None and not target.isnative:  # (a byte order asked for: numpy's astype's)
         return cast(x, target.newbyteorder("="), feature_level=feature_level).astype(target)
+    if out is None and type(x) is np.ndarray:  # (made by the call: numpy's, in its cache)
+
+        def build_new(ins: list[Any], outs: list[Any]) -> _Call:
+            make = lambda i, o: CastDesc(i[0], o[0])  # noqa: E731
+            shape = tuple(ins[0].shape)
+            return _compile(backend_of(ins), feature_level, make, ins, outs, [shape], target)
+
+        return _dispatch("CAST", (target.str,), feature_level, [x], [None], build_new)[0]
     if out is None:
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(x, torch.Tensor):  # a torch tensor of the type
