@@ -982,3 +982,23 @@ def test_streamed_runs_at_every_alignment_and_length(threads: int) -> None:
                 view[...] = ins[0].reshape(rows, row + 40)[:, 5 : 5 + row]
                 assert out.tobytes() == want.tobytes(), (row, shift, pad)
                 assert (held[:start] == 0xAB).all() and (held[start + size :] == 0xAB).all()
+
+
+@pytest.mark.parametrize("wide", [1, 0])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64])
+def test_rows_read_backwards_at_every_length_and_alignment(wide: int, dtype: Any) -> None:
+    """Reversed rows (a source step of -1 element) of every element size, in 32-byte vectors
+    (where the CPU has AVX2) or the portable loop: rows shorter than a vector, a vector and
+    a tail, many vectors, at odd source and destination offsets; numpy's bytes."""
+    rng = np.random.default_rng(11)
+    try:
+        cpu_engine.configure(wide_vectors=wide)
+        for length in (1, 7, 31, 32, 33, 64, 100, 257):
+            for skip in (0, 1, 3):
+                raw = rng.integers(0, 256, 5 * (length + 8) * np.dtype(dtype).itemsize)
+                x = raw.astype(np.uint8).view(dtype).reshape(5, length + 8)[:, skip : skip + length]
+                out = np.empty((5, length + 1), dtype)[:, 1:]  # (an odd destination too)
+                dmlops.slice1(x, [0, 0], [5, length], [1, -1], out=out)
+                assert out.tobytes() == x[:, ::-1].tobytes(), (length, skip)
+    finally:
+        cpu_engine.configure(wide_vectors=1)

@@ -61,7 +61,8 @@ _STATE: dict[str, Any] = {"enabled": os.environ.get("DMLOPS_CPU_ENGINE", "") != 
 # the job time from which a job asks every thread whatever the load, and whether a job is
 # cut into one range of pieces a thread (each thread's own first: a call repeated on the
 # same arrays finds each part in the cache of the core that moved it), and how long a
-# caller with no piece left spins for the last ones before it sleeps; given to the
+# caller with no piece left spins for the last ones before it sleeps, and whether rows read
+# backwards move in 32-byte vectors where the CPU has AVX2; given to the
 # extension when it loads, where DMLOPS_STREAMING_BYTES and DMLOPS_LOAD_AWARE then override
 # theirs
 DEFAULTS = {
@@ -74,6 +75,7 @@ DEFAULTS = {
     "long_job_us": 16000,  # (native/pool.h: LONG_JOB_NS)
     "home_ranges": 1,
     "caller_spin_us": 20,
+    "wide_vectors": 1,
     "streaming_bytes": streaming_bytes(),
 }
 

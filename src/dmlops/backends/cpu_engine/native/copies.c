@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "reverse.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #define STREAMS 1
@@ -139,8 +141,8 @@ typedef uint8_t loose8 __attribute__((may_alias));
         type *restrict to = (type *)(void *)d;                          \
         const type *restrict from = (const type *)(const void *)s;      \
         switch (ss / (int64_t)sizeof(type)) {                           \
-        case -1:                                                        \
-            for (int64_t j = 0; j < n; j++) to[j] = from[-j];           \
+        case -1: /* (read up from the lowest element: reverse.h) */     \
+            reverse_elements(d, s, n, (int64_t)sizeof(type));           \
             return;                                                     \
         case 2:                                                         \
             for (int64_t j = 0; j < n; j++) to[j] = from[2 * j];        \

@@ -22,6 +22,7 @@
 #include "compact.h"
 #include "halves.h"
 #include "pool.h"
+#include "reverse.h"
 
 #define HEADER 4
 #define FEW_COPIES 64
@@ -204,14 +205,18 @@ done:
 static PyObject *configure(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"spin_us",     "least_bytes_a_thread", "least_grain", "most_grain",
                             "straggle_us", "streaming_bytes",      "load_aware",  "long_job_us",
-                            "home_ranges", "caller_spin_us", NULL};
+                            "home_ranges", "caller_spin_us", "wide_vectors", NULL};
     long long spin = -1, least = -1, low = -1, high = -1, straggle = -1, streaming = -1;
     long long load_aware = -1, long_job = -1, home_ranges = -1, caller_spin = -1;
+    long long wide_vectors = -1;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLLLLL", names, &spin, &least, &low,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLLLLLL", names, &spin, &least, &low,
                                      &high, &straggle, &streaming, &load_aware, &long_job,
-                                     &home_ranges, &caller_spin)) {
+                                     &home_ranges, &caller_spin, &wide_vectors)) {
         return NULL;
+    }
+    if (wide_vectors >= 0) {
+        reverse_set_wide((int)wide_vectors);
     }
     if (caller_spin >= 0) {
         pool_set_caller_spin(caller_spin);
