@@ -6,8 +6,10 @@ prints each row's median / 99th percentile per round, in ms.
 
 SETTING: `ranges`, a range of pieces a thread (home_ranges=1) or one shared range (0);
 `tags`, new outputs on the memory their call had or the newest of their size; `caller_spin`,
-the caller's spin for a job's last pieces before it sleeps, 200 µs (1) or 20 µs (0); `swap`,
-the QKV chain into fixed buffers, the same buffers swapped every call, and new outputs.
+the caller's spin for a job's last pieces before it sleeps, 200 µs (1) or 20 µs (0);
+`wide_vectors`, rows read backwards (16 MiB of each element size into a given output) in
+AVX2 vectors (1) or the portable loop (0), a forward copy beside; `swap`, the QKV chain into
+fixed buffers, the same buffers swapped every call, and new outputs.
 BUSY: processes spinning beside (taskset -c 0-3 ... for a CPU set).
 """
 
@@ -48,6 +50,28 @@ def _caller_spin(on: int) -> None:
     cpu_engine.configure(caller_spin_us=200 if on else 20)
 
 
+def _wide_vectors(on: int) -> None:
+    cpu_engine.configure(wide_vectors=on)
+
+
+def _reversed_rows_cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:
+    rng = np.random.default_rng(1)
+    cases: list[tuple[str, dict[str, Callable[[], Any]]]] = []
+    for dtype in (np.uint8, np.float16, np.float32, np.float64):
+        size = np.dtype(dtype).itemsize
+        x = rng.integers(0, 256, 16 << 20, dtype=np.uint8).view(dtype).reshape(-1, 512 // size)
+        cases.append((f"{np.dtype(dtype).name} rows of 512 bytes, 16 MiB", _rows_both_ways(x)))
+    return cases
+
+
+def _rows_both_ways(x: np.ndarray) -> dict[str, Callable[[], Any]]:
+    out, rows = np.empty_like(x), list(x.shape)
+    return {
+        "dmlops reversed": lambda: dmlops.slice1(x, [0, 0], rows, [1, -1], out=out),
+        "dmlops forward (fixed)": lambda: dmlops.slice1(x, [0, 0], rows, [1, 1], out=out),
+    }
+
+
 def _contention_cases(setting: str) -> list[tuple[str, dict[str, Callable[[], Any]]]]:
     cases = [(case, contenders) for case, _, contenders in _graphs() + _operators()]
     if setting == "ranges":
@@ -84,10 +108,14 @@ def main() -> None:
     setting = sys.argv[1] if len(sys.argv) > 1 else "ranges"
     busy = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
-    switch = {"ranges": _home_ranges, "tags": _tags, "caller_spin": _caller_spin, "swap": None}[
-        setting
-    ]
-    cases = _swap_cases() if switch is None else _contention_cases(setting)
+    switches = {"ranges": _home_ranges, "tags": _tags, "caller_spin": _caller_spin}
+    switch = {**switches, "wide_vectors": _wide_vectors, "swap": None}[setting]
+    if setting == "swap":
+        cases = _swap_cases()
+    elif setting == "wide_vectors":
+        cases = _reversed_rows_cases()
+    else:
+        cases = _contention_cases(setting)
     spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
     time.sleep(0.3)
     found: dict[tuple[str, str], list[tuple[float, float]]] = {}
@@ -97,7 +125,7 @@ def main() -> None:
                 for name, fn in contenders.items():
                     if name.startswith("numpy") or (setting == "tags" and "bound" in name):
                         continue
-                    fixed = switch is None or name.startswith("onnxruntime")
+                    fixed = switch is None or name.startswith("onnxruntime") or "fixed" in name
                     for on in [None] if fixed else [1, 0] if r % 2 else [0, 1]:
                         if on is not None and switch is not None:
                             switch(on)
