@@ -329,10 +329,10 @@ def cast(
     x = in_native_order(x)  # (values are read: in this machine's byte order)
     if out is None and not target.isnative:  # (a byte order asked for: numpy's astype's)
         return cast(x, target.newbyteorder("="), feature_level=feature_level).astype(target)
+    make = lambda i, o: CastDesc(i[0], o[0])  # noqa: E731
     if out is None and type(x) is np.ndarray:  # (made by the call: numpy's, in its cache)
 
         def build_new(ins: list[Any], outs: list[Any]) -> _Call:
-            make = lambda i, o: CastDesc(i[0], o[0])  # noqa: E731
             shape = tuple(ins[0].shape)
             return _compile(backend_of(ins), feature_level, make, ins, outs, [shape], target)
 
@@ -347,7 +347,6 @@ def cast(
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of([ins[0], outs[0]])
-        make = lambda i, o: CastDesc(i[0], o[0])  # noqa: E731
         return _compile(backend, feature_level, make, ins, outs, [None], target)
 
     def into(given: Any) -> Any:

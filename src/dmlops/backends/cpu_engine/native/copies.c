@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "loose.h"
 #include "reverse.h"
 
 #if defined(__SSE2__)
@@ -125,14 +126,6 @@ int64_t cut_copies(job_t *job, int64_t grain) {
         memcpy(&value, s + j * ss, sizeof(type));                       \
         memcpy(d + j * ds, &value, sizeof(type));                       \
     }
-
-/* elements that may sit at any address and alias anything: loops over them with a step
- * known at compile time vectorise (shuffles of whole vectors), where memcpy at a run-time
- * step stays one element at a time */
-typedef uint16_t loose16 __attribute__((aligned(1), may_alias));
-typedef uint32_t loose32 __attribute__((aligned(1), may_alias));
-typedef uint64_t loose64 __attribute__((aligned(1), may_alias));
-typedef uint8_t loose8 __attribute__((may_alias));
 
 /* a contiguous destination read every `step`-th source element (step -1: reversed rows,
  * 2: a stride-2 slice, a Focus stem, a pixel unshuffle's columns) */

@@ -1,13 +1,7 @@
 /* float32 to float16 (halves.h). */
 #include "halves.h"
 
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define X86 1
-#else
-#define X86 0
-#endif
+#include "loose.h"
 
 #define CANONICAL_NAN 0x7FFFu
 #define OVERFLOWS 0x477FF000u /* 65520.0f: from here on, round to nearest gives infinity */

@@ -33,8 +33,9 @@
 #include <string.h>
 #include <time.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
+#include "loose.h"
+
+#if X86
 #define CPU_RELAX() _mm_pause()
 #elif defined(__aarch64__)
 #define CPU_RELAX() __asm__ __volatile__("yield")
@@ -178,15 +179,16 @@ static void wake_below(int node, int helpers) {
 }
 
 /* Claims and runs pieces of `epoch` until none is left: participant `me`'s own range from
- * the front, then the others' from the back. A worker (not the caller) counts itself in the
- * job's `joined` with its first piece, before that piece can be done. Returns how many it
- * ran. */
+ * the front, then the others' from the back. A worker (`me` > 0: not the caller) counts
+ * itself in the job's `joined` with its first piece, before that piece can be done. Returns
+ * how many it ran. */
 static _Thread_local int participant = -1;
 
 int pool_participant(void) { return participant; }
 
-static int64_t take_pieces(uint32_t epoch, int me, int worker) {
+static int64_t take_pieces(uint32_t epoch, int me) {
     int64_t ran = 0;
+    int uncounted = me > 0; /* (a worker not yet in `joined`) */
     participant = me;
     int parts = atomic_load_explicit(&pool.parts, memory_order_relaxed);
     for (int r = 0; r < parts; r++) {
@@ -207,9 +209,9 @@ static int64_t take_pieces(uint32_t epoch, int me, int worker) {
                                                        memory_order_acquire)) {
                 continue;
             }
-            if (worker) {
+            if (uncounted) {
                 atomic_fetch_add(&pool.joined, 1);
-                worker = 0;
+                uncounted = 0;
             }
             pool.fn(pool.context, (int64_t)(own ? next : end - 1));
             ran++;
@@ -256,7 +258,7 @@ static void *work(void *argument) {
         if ((job >> 16) == (asked & 0xFFFF)) { /* (else a later job's: this one is over) */
             wake_below(self->index + 1, (int)(job & 0xFFFF));
         }
-        take_pieces(asked, self->index + 1, 1);
+        take_pieces(asked, self->index + 1);
     }
     return NULL;
 }
@@ -371,7 +373,7 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads, int64_t b
     }
     wake_below(0, helpers);
     int64_t started = now_ns();
-    int64_t mine = take_pieces(epoch, 0, 0);
+    int64_t mine = take_pieces(epoch, 0);
     int64_t own_done = now_ns();
     /* the last pieces may still run on workers: spin a little, then sleep until the last
      * one is done (a sleeping caller leaves its CPU idle for a worker the kernel moved off

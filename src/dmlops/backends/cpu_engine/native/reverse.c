@@ -1,19 +1,7 @@
 /* Rows read backwards (reverse.h). */
 #include "reverse.h"
 
-#include <string.h>
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define X86 1
-#else
-#define X86 0
-#endif
-
-typedef uint16_t loose16 __attribute__((aligned(1), may_alias));
-typedef uint32_t loose32 __attribute__((aligned(1), may_alias));
-typedef uint64_t loose64 __attribute__((aligned(1), may_alias));
-typedef uint8_t loose8 __attribute__((may_alias));
+#include "loose.h"
 
 static int wide_allowed = 1;
 
