@@ -9,7 +9,10 @@ SETTING: `ranges`, a range of pieces a thread (home_ranges=1) or one shared rang
 the caller's spin for a job's last pieces before it sleeps, 200 µs (1) or 20 µs (0);
 `wide_vectors`, rows read backwards (16 MiB of each element size into a given output) in
 AVX2 vectors (1) or the portable loop (0), a forward copy beside; `swap`, the QKV chain into
-fixed buffers, the same buffers swapped every call, and new outputs.
+fixed buffers, the same buffers swapped every call, and new outputs; `spin`, idle workers
+spinning 50 µs before they sleep (1) or sleeping at once (0); `streaming`, the same rows as
+`wide_vectors` with jobs from the machine's streaming size written past the caches (1; rows
+read backwards are staged and streamed) or every store cached (0).
 BUSY: processes spinning beside (taskset -c 0-3 ... for a CPU set).
 """
 
@@ -48,6 +51,14 @@ def _tags(on: int) -> None:
 
 def _caller_spin(on: int) -> None:
     cpu_engine.configure(caller_spin_us=200 if on else 20)
+
+
+def _streaming(on: int) -> None:
+    cpu_engine.configure(streaming_bytes=cpu_engine.DEFAULTS["streaming_bytes"] if on else 1 << 62)
+
+
+def _spin(on: int) -> None:
+    cpu_engine.configure(spin_us=50 if on else 0)
 
 
 def _wide_vectors(on: int) -> None:
@@ -109,10 +120,11 @@ def main() -> None:
     busy = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
     switches = {"ranges": _home_ranges, "tags": _tags, "caller_spin": _caller_spin}
-    switch = {**switches, "wide_vectors": _wide_vectors, "swap": None}[setting]
+    switches.update(spin=_spin, streaming=_streaming, wide_vectors=_wide_vectors)
+    switch = {**switches, "swap": None}[setting]
     if setting == "swap":
         cases = _swap_cases()
-    elif setting == "wide_vectors":
+    elif setting in ("wide_vectors", "streaming"):
         cases = _reversed_rows_cases()
     else:
         cases = _contention_cases(setting)

@@ -984,6 +984,32 @@ def test_streamed_runs_at_every_alignment_and_length(threads: int) -> None:
                 assert (held[:start] == 0xAB).all() and (held[start + size :] == 0xAB).all()
 
 
+@pytest.mark.parametrize("grain", ["rows cut in parts", "whole rows"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64])
+def test_rows_read_backwards_streamed_into_one_run(dtype: Any, grain: str) -> None:
+    """Reversed rows into one contiguous output, streamed past the caches (every job streams
+    here) from a buffer a few KiB at a time: rows shorter and longer than the buffer, rows
+    split at its edges, pieces of parts of rows or of whole rows, the output at odd offsets;
+    numpy's bytes, and nothing written around the output."""
+    size = np.dtype(dtype).itemsize
+    rng = np.random.default_rng(12)
+    cpu_engine.configure(streaming_bytes=1)
+    if grain == "whole rows":
+        cpu_engine.configure(least_grain=1 << 14, most_grain=1 << 16)
+    for length in (3, 40, 100, 1000, 2500):
+        rows = 7
+        raw = rng.integers(0, 256, rows * (length + 5) * size).astype(np.uint8)
+        x = raw.view(dtype).reshape(rows, length + 5)[:, 2 : 2 + length]
+        for offset in (0, size, 24 + 3 * size):
+            nbytes = rows * length * size
+            held = np.full(nbytes + 128, 0xAB, np.uint8)
+            start = (-held.ctypes.data) % 64 + offset
+            out = held[start : start + nbytes].view(dtype).reshape(rows, length)
+            dmlops.slice1(x, [0, 0], [rows, length], [1, -1], out=out)
+            assert out.tobytes() == x[:, ::-1].tobytes(), (length, offset)
+            assert (held[:start] == 0xAB).all() and (held[start + nbytes :] == 0xAB).all()
+
+
 @pytest.mark.parametrize("wide", [1, 0])
 @pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64])
 def test_rows_read_backwards_at_every_length_and_alignment(wide: int, dtype: Any) -> None:

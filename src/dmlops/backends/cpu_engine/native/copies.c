@@ -186,6 +186,40 @@ static void fill_elements(char *restrict d, const char *restrict s, int64_t n, i
     }
 }
 
+#if STREAMS
+/* rows read backwards (each n elements of `size` bytes, the first read at s + r * sstep,
+ * the others down from it) into one contiguous run at d, written past the caches: reversed
+ * a few KiB at a time into a buffer the cache keeps, each part streamed forwards from there
+ * whole lines at a time (reversed stores walk down each line, and a row's ends share lines
+ * with its neighbours': neither streams where it falls) */
+static void reverse_rows_streamed(char *restrict d, const char *restrict s, int64_t rows,
+                                  int64_t n, int64_t size, int64_t sstep) {
+    _Alignas(LINE) char staged[4096];
+    const int64_t row_bytes = n * size, total = rows * row_bytes;
+    int64_t done = 0, r = 0, j = 0; /* bytes streamed; the row and element staged next */
+    while (done < total) {
+        /* up to the buffer's size, ending on a line of d (or the run's end) */
+        int64_t end = done + (int64_t)sizeof(staged);
+        end = end >= total ? total : end - (int64_t)((uintptr_t)(d + end) & (LINE - 1));
+        for (int64_t at = done; at < end;) {
+            int64_t m = (end - at) / size;
+            if (m > n - j) {
+                m = n - j;
+            }
+            reverse_elements(staged + (at - done), s + r * sstep - j * size, m, size);
+            at += m * size;
+            j += m;
+            if (j == n) {
+                j = 0;
+                r++;
+            }
+        }
+        stream_bytes(d + done, staged, end - done);
+        done = end;
+    }
+}
+#endif
+
 /* n elements of `size` bytes, every ss-th byte of s to every ds-th byte of d; streaming: a
  * contiguous run of a line or more is written past the caches */
 static void move_elements(char *restrict d, const char *restrict s, int64_t n, int64_t size,
@@ -194,6 +228,13 @@ static void move_elements(char *restrict d, const char *restrict s, int64_t n, i
         stream_bytes(d, s, n * size);
         return;
     }
+#if STREAMS
+    if (streaming && ds == size && ss == -size && n * size >= 2 * LINE &&
+        (uintptr_t)d % (uintptr_t)size == 0) {
+        reverse_rows_streamed(d, s, 1, n, size, 0);
+        return;
+    }
+#endif
     if (ds == size && ss == size) {
         memcpy(d, s, (size_t)(n * size));
         return;
@@ -363,6 +404,12 @@ static void move_rows(char *d, const char *s, int64_t rows, int64_t dstep, int64
         default:
             break;
         }
+    }
+    if (streaming && copy->dst_step == element && copy->src_step == -element &&
+        dstep == n * element && rows * n * element >= 2 * LINE &&
+        (uintptr_t)d % (uintptr_t)element == 0) { /* reversed rows into one run */
+        reverse_rows_streamed(d, s, rows, n, element, sstep);
+        return;
     }
 #endif
     /* (cached stores: no streaming asked, or rows off line boundaries) */
