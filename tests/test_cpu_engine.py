@@ -4,6 +4,9 @@ layouts, long rows cut across the threads, constant fills, many copies in one jo
 
 from __future__ import annotations
 
+import ctypes
+import mmap
+import sys
 from typing import Any
 
 import numpy as np
@@ -984,6 +987,42 @@ def test_streamed_runs_at_every_alignment_and_length(threads: int) -> None:
                 assert (held[:start] == 0xAB).all() and (held[start + size :] == 0xAB).all()
 
 
+def _at_a_page_end(nbytes: int) -> np.ndarray[Any, Any]:
+    """`nbytes` of memory ending where an unreadable page begins (a read past the end of an
+    array there kills the process; the mapping goes when its last array does)."""
+    page = mmap.PAGESIZE
+    pages = -(-nbytes // page)
+    held = np.frombuffer(mmap.mmap(-1, (pages + 1) * page), np.uint8)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    assert libc.mprotect(held.ctypes.data + pages * page, page, 0) == 0  # PROT_NONE
+    return held[pages * page - nbytes : pages * page]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="mprotect through ctypes: Linux here")
+@pytest.mark.parametrize("wide", [1, 0])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64])
+def test_every_second_element_at_every_length(wide: int, dtype: Any) -> None:
+    """A stride-2 window of every element size, in 32-byte vectors (where the CPU has AVX2)
+    or the portable loop: every row length about a vector's, at odd offsets, its last
+    element the last readable byte of memory; numpy's bytes."""
+    size = np.dtype(dtype).itemsize
+    rng = np.random.default_rng(13)
+    try:
+        cpu_engine.configure(wide_vectors=wide, least_grain=1 << 14, most_grain=1 << 16)
+        for n in (*range(1, 24), 31, 32, 33, 63, 64, 65):
+            for skip in (0, 1, 3):
+                width = skip + 2 * n - 1  # (no element after the row's last one read)
+                memory = _at_a_page_end(3 * width * size)
+                memory[...] = rng.integers(0, 256, memory.size, dtype=np.uint8)
+                x = memory.view(dtype).reshape(3, width)
+                out = np.empty((3, n), dtype)
+                dmlops.slice1(x, [0, skip], [3, 2 * n - 1], [1, 2], out=out)
+                assert out.tobytes() == np.ascontiguousarray(x[:, skip::2]).tobytes(), n
+    finally:
+        cpu_engine.configure(wide_vectors=1)
+
+
 @pytest.mark.parametrize("grain", ["rows cut in parts", "whole rows"])
 @pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64])
 def test_rows_read_backwards_streamed_into_one_run(dtype: Any, grain: str) -> None:
@@ -1018,7 +1057,7 @@ def test_rows_read_backwards_at_every_length_and_alignment(wide: int, dtype: Any
     a tail, many vectors, at odd source and destination offsets; numpy's bytes."""
     rng = np.random.default_rng(11)
     try:
-        cpu_engine.configure(wide_vectors=wide)
+        cpu_engine.configure(wide_vectors=wide, least_grain=1 << 14, most_grain=1 << 16)
         for length in (1, 7, 31, 32, 33, 64, 100, 257):
             for skip in (0, 1, 3):
                 raw = rng.integers(0, 256, 5 * (length + 8) * np.dtype(dtype).itemsize)

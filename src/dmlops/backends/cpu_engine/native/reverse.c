@@ -33,7 +33,7 @@ static void reverse_loop(char *d, const char *s, int64_t n, int64_t size) {
 #if X86
 static int avx2_found = -1;
 
-static int wide(void) {
+int wide_vectors(void) {
     if (avx2_found < 0) {
         __builtin_cpu_init();
         avx2_found = __builtin_cpu_supports("avx2");
@@ -82,7 +82,7 @@ __attribute__((target("avx2"))) static int64_t reversed_vectors(char *d, const c
 
 void reverse_elements(char *d, const char *s, int64_t n, int64_t size) {
 #if X86
-    if (n * size >= 64 && wide()) {
+    if (n * size >= 64 && wide_vectors()) {
         /* 4- and 8-byte elements: the row's first and last vectors stored where they
          * fall, the others on 32-byte boundaries (a store split over two cache lines costs
          * a Xeon core 1.2-1.35x, and a numpy array's rows often sit 16 bytes past one); the

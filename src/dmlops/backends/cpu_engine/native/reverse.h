@@ -12,8 +12,13 @@
  * more: the first and last vectors may overlap the others, so d must not meet s). */
 void reverse_elements(char *d, const char *s, int64_t n, int64_t size);
 
-/* Whether 32-byte vectors may be used where the CPU has them (1 to begin with; 0 keeps the
- * portable loop: tests compare the two). */
+/* Whether 32-byte vectors may be used where the CPU has them, here and in evens.c (1 to
+ * begin with; 0 keeps the portable loops: tests compare the two). */
 void reverse_set_wide(int on);
+
+#if defined(__x86_64__) || defined(__i386__)
+/* Whether the CPU has AVX2 and reverse_set_wide allows 32-byte vectors. */
+int wide_vectors(void);
+#endif
 
 #endif

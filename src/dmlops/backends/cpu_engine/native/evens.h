@@ -1,0 +1,13 @@
+/* Every second element of a row into a contiguous run (a stride-2 slice, a Focus stem's
+ * columns, a pixel unshuffle's). */
+#ifndef DMLOPS_EVENS_H
+#define DMLOPS_EVENS_H
+
+#include <stdint.h>
+
+/* d[j] = s[2 j] for the first elements of n (`size`-byte elements, 4 or 8), in 32-byte
+ * vectors where the CPU has AVX2 (reverse.h's setting allows it); returns how many it moved,
+ * never reading past s's element 2 (n - 1): the rest is the caller's loop. */
+int64_t every_second(char *d, const char *s, int64_t n, int64_t size);
+
+#endif
