@@ -85,7 +85,7 @@ void reverse_elements(char *d, const char *s, int64_t n, int64_t size) {
     if (n * size >= 64 && wide_vectors()) {
         /* 4- and 8-byte elements: the row's first and last vectors stored where they
          * fall, the others on 32-byte boundaries (a store split over two cache lines costs
-         * a Xeon core 1.2-1.35x, and a numpy array's rows often sit 16 bytes past one); the
+         * a Xeon core 1.15-1.2x, and a numpy array's rows often sit 16 bytes past one); the
          * first and last overlap the others, writing the same bytes twice. (1- and 2-byte
          * rows lose more to the extra vector than they gain.) Otherwise the last vector
          * alone overlaps. */
