@@ -30,6 +30,7 @@ import numpy as np
 import dmlops
 from dmlops.backends import cpu_engine
 from dmlops.backends import numpy_backend as nb
+from dmlops.backends.cpu_engine.caches import NEVER, chosen_streaming_bytes
 from dmlops.bench.contention import _graphs, _operators, latencies
 from dmlops.bench.graphs import PATTERNS
 
@@ -54,7 +55,8 @@ def _caller_spin(on: int) -> None:
 
 
 def _streaming(on: int) -> None:
-    cpu_engine.configure(streaming_bytes=cpu_engine.DEFAULTS["streaming_bytes"] if on else 1 << 62)
+    chosen = chosen_streaming_bytes(machine=cpu_engine.DEFAULTS["streaming_bytes"])
+    cpu_engine.configure(streaming_bytes=chosen if on else NEVER)
 
 
 def _spin(on: int) -> None:
