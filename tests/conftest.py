@@ -91,9 +91,35 @@ NUMPY_COMPILED = pytest.param(
 )
 
 
+# the numpy backend with the CPU engine off: gathers through numpy's vectorised path (with
+# the engine on, they run on its native kernel)
+NUMPY_VECTORISED = "numpy-vectorised"
+
+
 def backend_name(backend: str) -> str:
-    """The backend a test backend names (numpy-compiled is the numpy backend)."""
-    return "numpy" if backend == "numpy-compiled" else backend
+    """The backend a test backend names (numpy-compiled and numpy-vectorised are the numpy
+    backend)."""
+    return "numpy" if backend in ("numpy-compiled", NUMPY_VECTORISED) else backend
+
+
+@pytest.fixture(autouse=True)
+def _engine_off(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """Under the "numpy-vectorised" backend: the CPU engine off (every call signature made
+    afresh, before and after)."""
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is None or callspec.params.get("backend") != NUMPY_VECTORISED:
+        yield
+        return
+    import dmlops
+    from dmlops.backends import cpu_engine
+
+    dmlops.functional.clear_cache()
+    cpu_engine.set_enabled(False)
+    try:
+        yield
+    finally:
+        cpu_engine.set_enabled(True)
+        dmlops.functional.clear_cache()
 
 
 @pytest.fixture(autouse=True)
@@ -125,7 +151,7 @@ def to_device(backend: str, a: np.ndarray):  # type: ignore[no-untyped-def]
         import cupy
 
         return cupy.asarray(a)
-    return a  # numpy, numpy-compiled
+    return a  # numpy, numpy-compiled, numpy-vectorised
 
 
 def to_host(a):  # type: ignore[no-untyped-def]

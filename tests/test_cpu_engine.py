@@ -1023,6 +1023,29 @@ def test_every_second_element_at_every_length(wide: int, dtype: Any) -> None:
         cpu_engine.configure(wide_vectors=1)
 
 
+@pytest.mark.parametrize("step", [3, 4, -2, -3, 5])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64])
+def test_rows_of_stepped_elements_in_one_loop_a_step(dtype: Any, step: int) -> None:
+    """Rows that read every k-th source element into contiguous outputs (strides 3 and 4,
+    backwards 2 and 3: a loop per step for all a piece's rows; 5, the general one), many
+    rows a piece and rows cut in parts; the element-by-element loop's bytes."""
+    size = np.dtype(dtype).itemsize
+    rng = np.random.default_rng(14)
+    x = rng.integers(0, 256, 40 * 97 * size, dtype=np.uint8).view(dtype).reshape(40, 97)
+    start = 0 if step > 0 else 96
+    n = len(range(start, -1 if step < 0 else 97, step))
+    for grain in (1 << 14, 16):
+        cpu_engine.configure(least_grain=grain, most_grain=max(grain, 64))
+        width = abs(step) * (n - 1) + 1  # (a backward window's offset is its low end)
+        low = start if step > 0 else start - width + 1
+        got = dmlops.slice1(x, [0, low], [40, width], [1, step])
+        want = np.empty((40, n), dtype)
+        for r in range(40):
+            for j in range(n):
+                want[r, j] = x[r, start + step * j]
+        assert got.tobytes() == want.tobytes(), grain
+
+
 @pytest.mark.parametrize("grain", ["rows cut in parts", "whole rows"])
 @pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64])
 def test_rows_read_backwards_streamed_into_one_run(dtype: Any, grain: str) -> None:

@@ -12,7 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dmlops
-from conftest import HAS_CUDA, NUMPY_COMPILED, WEBGPU, backend_name, to_device, to_host
+from conftest import (
+    HAS_CUDA,
+    NUMPY_COMPILED,
+    NUMPY_VECTORISED,
+    WEBGPU,
+    backend_name,
+    to_device,
+    to_host,
+)
 from dmlops import BufferTensorDesc as T
 from dmlops import DataType as D
 from dmlops.errors import (
@@ -33,6 +41,7 @@ from dmlops.ops import (
 INDEXED_BACKENDS = [
     "numpy",
     NUMPY_COMPILED,
+    NUMPY_VECTORISED,
     pytest.param(
         "cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")]
     ),
@@ -622,7 +631,7 @@ def test_one_hot_matches_reference(backend: str, ish, depth, data) -> None:  # t
 # -- DxDispatch ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("backend", ["numpy", INDEXED_BACKENDS[2]])  # DxDispatch: host or CUDA
+@pytest.mark.parametrize("backend", ["numpy", INDEXED_BACKENDS[3]])  # DxDispatch: host or CUDA
 def test_dxdispatch_gather_model(backend: str) -> None:
     from pathlib import Path
 

@@ -28,7 +28,14 @@ from ..plan import StridedCopy
 from . import cpu_engine
 from .words import UNSIGNED
 
-__all__ = ["CompiledIndexed", "SMALL_BYTES", "SMALL_ROWS", "available", "loaded_kernels"]
+__all__ = [
+    "CompiledIndexed",
+    "SMALL_BYTES",
+    "SMALL_ROWS",
+    "available",
+    "indexed_meta",
+    "loaded_kernels",
+]
 
 SMALL_BYTES = 256 << 10  # copies moving at most this many bytes run compiled
 SMALL_ROWS = 2048  # ... in at most this many rows
@@ -69,6 +76,42 @@ def _flat(buffer: Any, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
     return flat
 
 
+def indexed_meta(copy: IndexedCopy, element_size: int) -> np.ndarray[Any, Any]:
+    """The copy as the compiled kernels' table (numba_indexed.py's layout, which the CPU
+    engine's native gather reads too): a head (outer rank, axes, row length, scatter, index
+    bytes, signed, negative indices, mode, tuple stride, offsets, the row's strides), then
+    per outer dimension its size, strides and index stride, per axis its size and stride,
+    and the reversed dimension."""
+    walk = rows_of(copy)
+    cut = len(walk.outer)
+    size = element_size
+    isize = copy.index_element_size
+    signed = copy.index_type.numpy_dtype.kind == "i"
+    mode = "clamp" if copy.clamp else ("skip" if copy.skip_out_of_range else "strict")
+    meta = [
+        cut,
+        len(copy.axes),
+        walk.length,
+        int(copy.scatter),
+        isize,
+        int(signed),
+        int(copy.negative_indices),
+        _MODES[mode],
+        copy.tuple_stride * isize,
+        copy.src_offset // size,
+        copy.dst_offset // size,
+        copy.index_offset,
+        *walk.strides,
+    ]
+    for d in range(cut):
+        meta += [walk.outer[d], copy.src_strides[d], copy.dst_strides[d]]
+        meta.append(copy.index_strides[d] * isize)
+    for axis in copy.axes:
+        meta += [axis.size, axis.stride]
+    meta.append(copy.reverse_dim)  # last: the reversed dimension, -1 for none
+    return np.array(meta, np.int64)
+
+
 _BYTE = np.dtype(np.uint8)
 
 
@@ -77,36 +120,9 @@ class CompiledIndexed:
     `locate` and `move` split it where the plan's strided copies go between."""
 
     def __init__(self, copy: IndexedCopy, element_size: int) -> None:
-        walk = rows_of(copy)
-        cut = len(walk.outer)
-        size = element_size
-        isize = copy.index_element_size
-        signed = copy.index_type.numpy_dtype.kind == "i"
-        mode = "clamp" if copy.clamp else ("skip" if copy.skip_out_of_range else "strict")
-        meta = [
-            cut,
-            len(copy.axes),
-            walk.length,
-            int(copy.scatter),
-            isize,
-            int(signed),
-            int(copy.negative_indices),
-            _MODES[mode],
-            copy.tuple_stride * isize,
-            copy.src_offset // size,
-            copy.dst_offset // size,
-            copy.index_offset,
-            *walk.strides,
-        ]
-        for d in range(cut):
-            meta += [walk.outer[d], copy.src_strides[d], copy.dst_strides[d]]
-            meta.append(copy.index_strides[d] * isize)
-        for axis in copy.axes:
-            meta += [axis.size, axis.stride]
-        meta.append(copy.reverse_dim)  # last: the reversed dimension, -1 for none
-        self.meta = np.array(meta, np.int64)
-        self.count = walk.count
-        self.kind = np.dtype(UNSIGNED[size])
+        self.meta = indexed_meta(copy, element_size)
+        self.count = rows_of(copy).count
+        self.kind = np.dtype(UNSIGNED[element_size])
         self.src, self.dst, self.index = copy.src, copy.dst, copy.index
 
     @classmethod

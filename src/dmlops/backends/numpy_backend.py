@@ -22,6 +22,7 @@ from .base import made_once, no_queue
 from .compacting import HostCompaction
 from .compiled_indexed import CompiledIndexed
 from .converting import HostConversion
+from .native_gather import NativeGather
 from .numpy_indexed import IndexedStep
 from .numpy_map import ElementMap
 from .numpy_runs import SideBySide
@@ -433,6 +434,12 @@ class _NumpyExecutor:
         self.kernels_never_fail = all(
             c.clamp or c.skip_out_of_range or c.reverse_dim >= 0 for c in plan.indexed
         )
+        # gathers on the engine's pool (native/gather.c): a lone one (it checks every index
+        # before it writes), or any number after the strided copies where no index can be
+        # out of range; numpy's path and the compiled kernels otherwise
+        self.natives = self._natives(plan)
+        if self.natives is not None:
+            self.runs_to_compile = -1
         # a plan that is one gather numpy.take does whole (it checks before it writes)
         lone = len(self.steps) == 1 and not self.copies and not self.fills
         self.take = self.steps[0] if lone and self.steps[0].take_recipe is not None else None
@@ -482,6 +489,34 @@ class _NumpyExecutor:
         else:
             self._run = self._general
 
+    def _natives(self, plan: Plan) -> list[NativeGather] | None:
+        """The plan's gathers as the engine's native kernels, where it has them all and may
+        run them in order (see __init__), else None."""
+        if not plan.indexed or any(c.scatter for c in plan.indexed):
+            return None
+        lone = len(plan.indexed) == 1 and not plan.copies and not self.fills
+        if not (lone or self.kernels_never_fail):
+            return None
+        found = [NativeGather.of(c, plan.element_size) for c in plan.indexed]
+        return None if None in found else found  # type: ignore[return-value]
+
+    def _native_steps(self, ins: Sequence[Any], outs: Sequence[Any]) -> bool:
+        """The plan with its gathers on the engine's pool; False (nothing written) where an
+        index is out of range or an output meets an input (the numpy path then names the
+        index, or runs them in order)."""
+        assert self.natives is not None
+        threads = self.backend.threads
+        if len(self.natives) == 1 and not self.copies and not self.fills:
+            return self.natives[0].run(ins, outs, threads) is True
+        if self.fills:
+            ins = [*ins, *self.fills]
+        if any(g.meets(ins, outs) for g in self.natives):
+            return False
+        self._copy(ins, outs)  # (no index can be out of range: nothing to check first)
+        for g in self.natives:
+            g.run(ins, outs, threads)
+        return True
+
     def __call__(self, ins: Sequence[Any], outs: Sequence[Any], queue: Any = None) -> None:
         if self.one is not None:  # the commonest plan, in this frame
             shape, dtype, si, so, ss, di, do, ds = self.one
@@ -530,7 +565,15 @@ class _NumpyExecutor:
         general = self._general
         compiles = self.take is None  # (numpy.take of whole rows is as quick as the kernel)
 
+        native = self.natives[0] if self.natives is not None else None
+        backend = self.backend
+
         def make(ins: Sequence[Any]) -> np.ndarray[Any, Any]:
+            if native is not None:  # (the engine's gather; each index checked as it is read)
+                out = cpu_engine.empty(shape, dtype)
+                if native.run(ins, [out], backend.threads, False) is not True:
+                    general(ins, [out])  # (names the bad index)
+                return out
             if compiles and (self.kernels is not None or self.runs_to_compile > 0):
                 out = np.empty(shape, dtype)  # compiled, or counting the runs until it is
                 one = self.one_kernel
@@ -556,6 +599,8 @@ class _NumpyExecutor:
             self._copy(ins, outs)
 
     def _general(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
+        if self.natives is not None and self._native_steps(ins, outs):
+            return
         if self.take is not None and self.take.take(ins, outs):
             return  # a lone gather: one numpy.take
         if self.fills:

@@ -90,13 +90,18 @@ class SliceGradDesc(WindowDesc):
             runs: list[tuple[int, int, int]] = []  # (start, step, count) along d
             if first > 0:
                 runs.append((0, 1, first))
-            if last + 1 < sizes[d]:
-                runs.append((last + 1, 1, sizes[d] - last - 1))
+            # where a whole step fits after the last written element, each phase between
+            # written elements runs `count` long (as long as the written one: the engine
+            # then writes both into each row in one sweep) and the tail starts a step on
+            tail = last + step if step > 1 and count > 1 and last + step <= sizes[d] else last + 1
+            if tail < sizes[d]:
+                runs.append((tail, 1, sizes[d] - tail))
             if step > 1 and count > 1:
+                phase = count if tail > last + 1 else count - 1
                 if step - 1 <= count - 1:  # one run per phase k between written elements
-                    runs += [(first + k, step, count - 1) for k in range(1, step)]
-                else:  # one contiguous gap after each written element but the last
-                    runs += [(first + step * j + 1, 1, step - 1) for j in range(count - 1)]
+                    runs += [(first + k, step, phase) for k in range(1, step)]
+                else:  # one contiguous gap after each written element
+                    runs += [(first + step * j + 1, 1, step - 1) for j in range(phase)]
             before = [(f, s, c) for f, s, c in lines[:d]]
             after = [(0, 1, sizes[e]) for e in range(d + 1, len(sizes))]
             for run in runs:
@@ -126,6 +131,7 @@ class SliceGradDesc(WindowDesc):
                 self.input_window_strides,
             )
         ]
-        for start, step, shape in self.zero_boxes():
+        for start, step, shape in reversed(self.zero_boxes()):  # (the innermost's first:
+            # they lie in the rows of the copy before them, whose sweep may write them too)
             copies.append(LogicalCopy(ZERO, (0,) * n, (0,) * n, 0, start, shape, step))
         return copies

@@ -149,9 +149,39 @@ int64_t cut_copies(job_t *job, int64_t grain) {
         case 4:                                                         \
             for (int64_t j = 0; j < n; j++) to[j] = from[4 * j];        \
             return;                                                     \
+        case -2:                                                        \
+            for (int64_t j = 0; j < n; j++) to[j] = from[-2 * j];       \
+            return;                                                     \
+        case -3:                                                        \
+            for (int64_t j = 0; j < n; j++) to[j] = from[-3 * j];       \
+            return;                                                     \
         default:                                                        \
             break;                                                      \
         }                                                               \
+    }
+
+/* rows of a contiguous destination each read every `step`-th source element, the step's
+ * loop chosen once for all rows (a row of a few dozen elements costs less than the choice) */
+#define STEPPED_ROWS_OF(type, step)                                     \
+    for (int64_t r = 0; r < rows; r++) {                                \
+        type *restrict to = (type *)(void *)(d + r * dstep);            \
+        const type *restrict from = (const type *)(const void *)(s + r * sstep); \
+        for (int64_t j = 0; j < n; j++) to[j] = from[(step) * j];       \
+    }                                                                   \
+    return;
+
+#define STEPPED_ROWS(type)                                              \
+    switch (copy->src_step / (int64_t)sizeof(type)) {                   \
+    case 3:                                                             \
+        STEPPED_ROWS_OF(type, 3)                                        \
+    case 4:                                                             \
+        STEPPED_ROWS_OF(type, 4)                                        \
+    case -2:                                                            \
+        STEPPED_ROWS_OF(type, -2)                                       \
+    case -3:                                                            \
+        STEPPED_ROWS_OF(type, -3)                                       \
+    default:                                                            \
+        break;                                                          \
     }
 
 /* n copies of the element at s into d's contiguous run (a constant's fill): memset where
@@ -430,6 +460,24 @@ static void move_rows(char *d, const char *s, int64_t rows, int64_t dstep, int64
             ROWS_OF(256)
         case 512:
             ROWS_OF(512)
+        default:
+            break;
+        }
+    }
+    if (copy->dst_step == element && copy->src_step % element == 0) {
+        switch (element) {
+        case 1:
+            STEPPED_ROWS(loose8)
+            break;
+        case 2:
+            STEPPED_ROWS(loose16)
+            break;
+        case 4:
+            STEPPED_ROWS(loose32)
+            break;
+        case 8:
+            STEPPED_ROWS(loose64)
+            break;
         default:
             break;
         }

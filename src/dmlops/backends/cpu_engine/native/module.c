@@ -20,6 +20,7 @@
 #include "copies.h"
 #include "load.h"
 #include "compact.h"
+#include "gather.h"
 #include "halves.h"
 #include "pool.h"
 #include "reverse.h"
@@ -616,6 +617,66 @@ static PyObject *scatter(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* Whether the byte ranges of two buffers meet. */
+static int buffers_meet(const Py_buffer *a, const Py_buffer *b) {
+    const char *a0 = (const char *)a->buf, *b0 = (const char *)b->buf;
+    return a->len > 0 && b->len > 0 && a0 < b0 + b->len && b0 < a0 + a->len;
+}
+
+/* gather(meta, src, dst, index, element, threads[, check_first]) -> True (done), False (an
+ * index out of range where that is an error: nothing written where check_first, the
+ * default) or None (not run: dst meets src or the index, which the caller's ordered path
+ * handles). ValueError for a table that reaches outside its buffers or is not a gather's
+ * (gather.h). */
+static PyObject *gather(PyObject *self, PyObject *args) {
+    Py_buffer meta, src, dst, idx;
+    PyObject *src_object, *dst_object, *idx_object;
+    int element, threads, check_first = 1;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*OOOii|p", &meta, &src_object, &dst_object, &idx_object,
+                          &element, &threads, &check_first)) {
+        return NULL;
+    }
+    /* (bound buffers: arrays contiguous in either order, as the plan's copies take them) */
+    if (PyObject_GetBuffer(src_object, &src, PyBUF_ANY_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&meta);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(dst_object, &dst, PyBUF_ANY_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&meta);
+        PyBuffer_Release(&src);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(idx_object, &idx, PyBUF_ANY_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&meta);
+        PyBuffer_Release(&src);
+        PyBuffer_Release(&dst);
+        return NULL;
+    }
+    int done = GATHER_BAD_TABLE, meet = buffers_meet(&dst, &src) || buffers_meet(&dst, &idx);
+    if (!meet && meta.len % (Py_ssize_t)sizeof(int64_t) == 0) {
+        Py_BEGIN_ALLOW_THREADS
+        done = gather_run((const int64_t *)meta.buf, (int64_t)(meta.len / 8),
+                          (const char *)src.buf, (int64_t)src.len, (char *)dst.buf,
+                          (int64_t)dst.len, (const uint8_t *)idx.buf, (int64_t)idx.len,
+                          element, threads < 1 ? 1 : threads, check_first);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&meta);
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&dst);
+    PyBuffer_Release(&idx);
+    if (meet) {
+        Py_RETURN_NONE;
+    }
+    if (done == GATHER_BAD_TABLE) {
+        PyErr_SetString(PyExc_ValueError,
+                        "gather: the table is not a gather's or reaches outside its buffers");
+        return NULL;
+    }
+    return PyBool_FromLong(done == GATHER_DONE);
+}
+
 static PyMethodDef methods[] = {
     {"compact", compact, METH_VARARGS,
      "Nonzero elements' coordinates of a strided box as UINT32 rows; returns their count."},
@@ -627,6 +688,8 @@ static PyMethodDef methods[] = {
      "float64 elements to float16 bits by CAST's rules, rounded once."},
     {"hardware_halves", hardware_halves, METH_NOARGS,
      "Whether halves uses the CPU's F16C conversion."},
+    {"gather", gather, METH_VARARGS,
+     "A gather's rows (a meta table) moved on the pool, every index checked first."},
     {"scatter", scatter, METH_VARARGS,
      "Rows written at element targets in order (the later of two to one place stays)."},
     {"block", block, METH_VARARGS,
