@@ -1023,6 +1023,44 @@ def test_every_second_element_at_every_length(wide: int, dtype: Any) -> None:
         cpu_engine.configure(wide_vectors=1)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64])
+def test_slice_grad_writes_its_zeros_between_the_rows_elements(dtype: Any) -> None:
+    """SLICE_GRAD of strides 2 and 3: each written row's zeros woven between its elements in
+    one sweep (a row and a constant interleaved), the rows between them filled; the
+    element-by-element loop's bytes (every other element zero)."""
+    rng = np.random.default_rng(16)
+    g = rng.integers(0, 256, 9 * 20 * 33 * np.dtype(dtype).itemsize, dtype=np.uint8)
+    g = g.view(dtype).reshape(9, 20, 33)
+    for step, extra in ((2, 0), (2, 1), (3, 2)):
+        sizes = [9, step * 19 + 1 + extra, step * 32 + 1 + extra]
+        got = dmlops.slice_grad(g, sizes, [0, 0, 0], [9, sizes[1] - extra, sizes[2] - extra],
+                                [1, step, step])  # fmt: skip
+        want = np.zeros(sizes, dtype)
+        for a in range(9):
+            for b in range(20):
+                for c in range(33):
+                    want[a, step * b, step * c] = g[a, b, c]
+        assert got.tobytes() == want.tobytes(), (step, extra)
+
+
+@pytest.mark.parametrize("mode", ["EDGE", "REFLECTION", "SYMMETRIC"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64])
+def test_edge_and_mirror_pads_of_short_and_long_edges(dtype: Any, mode: str) -> None:
+    """Pads whose edges are rows of one repeated element (EDGE) or rows read backwards
+    (REFLECTION, SYMMETRIC): short edges (a loop for all a piece's rows) and long ones (the
+    vector loops); numpy.pad's bytes."""
+    rng = np.random.default_rng(15)
+    x = rng.integers(0, 256, 30 * 41 * 4 * np.dtype(dtype).itemsize, dtype=np.uint8)
+    x = x.view(dtype).reshape(30, 41, 4)
+    numpy_mode = {"EDGE": "edge", "REFLECTION": "reflect", "SYMMETRIC": "symmetric"}[mode]
+    for before, after in ((1, 3), (16, 2), (17, 29)):
+        got = dmlops.padding(x, [0, 0, before], [0, 0, after], mode)
+        want = np.pad(x, ((0, 0), (0, 0), (before, after)), numpy_mode)
+        got_t = dmlops.padding(x.transpose(0, 2, 1), [0, 0, before], [0, 0, after], mode)
+        want_t = np.pad(x.transpose(0, 2, 1), ((0, 0), (0, 0), (before, after)), numpy_mode)
+        assert got.tobytes() == want.tobytes() and got_t.tobytes() == want_t.tobytes()
+
+
 @pytest.mark.parametrize("step", [3, 4, -2, -3, 5])
 @pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64])
 def test_rows_of_stepped_elements_in_one_loop_a_step(dtype: Any, step: int) -> None:
