@@ -80,8 +80,9 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-# the numpy backend with its indexed copies compiled (numba) from a plan's first run; plain
-# "numpy" tests run them through numpy (a plan runs a few times before it compiles them)
+# the numpy backend with its indexed copies compiled (numba) from a plan's first run (the
+# engine's own indexed kernel off: numba's run them where the engine is not built); plain
+# "numpy" tests run them on the engine's kernel
 NUMPY_COMPILED = pytest.param(
     "numpy-compiled",
     marks=pytest.mark.skipif(
@@ -124,21 +125,23 @@ def _engine_off(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(autouse=True)
 def _compiled_indexed(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
-    """Under the "numpy-compiled" backend: indexed copies compiled from a plan's first run
-    (every call signature made afresh, before and after)."""
+    """Under the "numpy-compiled" backend: indexed copies compiled by numba from a plan's
+    first run (every call signature made afresh, before and after)."""
     callspec = getattr(request.node, "callspec", None)
     if callspec is None or callspec.params.get("backend") != "numpy-compiled":
         yield
         return
     import dmlops
-    from dmlops.backends import numpy_backend
+    from dmlops.backends import native_indexed, numpy_backend
 
     dmlops.functional.clear_cache()
     numpy_backend._WARM_RUNS = 1
+    native_indexed.set_enabled(False)  # (else the engine's own kernel runs them)
     try:
         yield
     finally:
         numpy_backend._WARM_RUNS = 3
+        native_indexed.set_enabled(True)
         dmlops.functional.clear_cache()
 
 

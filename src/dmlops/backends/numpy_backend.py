@@ -22,7 +22,7 @@ from .base import made_once, no_queue
 from .compacting import HostCompaction
 from .compiled_indexed import CompiledIndexed
 from .converting import HostConversion
-from .native_gather import NativeGather
+from .native_indexed import NativeIndexed
 from .numpy_indexed import IndexedStep
 from .numpy_map import ElementMap
 from .numpy_runs import SideBySide
@@ -434,9 +434,8 @@ class _NumpyExecutor:
         self.kernels_never_fail = all(
             c.clamp or c.skip_out_of_range or c.reverse_dim >= 0 for c in plan.indexed
         )
-        # gathers on the engine's pool (native/gather.c): a lone one (it checks every index
-        # before it writes), or any number after the strided copies where no index can be
-        # out of range; numpy's path and the compiled kernels otherwise
+        # indexed copies on the engine (native/indexed.c): gathers on its pool, scatters in
+        # index order; numpy's path and the compiled kernels where it has not them all
         self.natives = self._natives(plan)
         if self.natives is not None:
             self.runs_to_compile = -1
@@ -489,32 +488,33 @@ class _NumpyExecutor:
         else:
             self._run = self._general
 
-    def _natives(self, plan: Plan) -> list[NativeGather] | None:
-        """The plan's gathers as the engine's native kernels, where it has them all and may
-        run them in order (see __init__), else None."""
-        if not plan.indexed or any(c.scatter for c in plan.indexed):
+    def _natives(self, plan: Plan) -> list[NativeIndexed] | None:
+        """The plan's indexed copies as the engine's native kernels, where it has them all
+        (from inputs, not fills), else None."""
+        if not plan.indexed:
             return None
-        lone = len(plan.indexed) == 1 and not plan.copies and not self.fills
-        if not (lone or self.kernels_never_fail):
-            return None
-        found = [NativeGather.of(c, plan.element_size) for c in plan.indexed]
+        found = [NativeIndexed.of(c, plan.element_size) for c in plan.indexed]
         return None if None in found else found  # type: ignore[return-value]
 
     def _native_steps(self, ins: Sequence[Any], outs: Sequence[Any]) -> bool:
-        """The plan with its gathers on the engine's pool; False (nothing written) where an
-        index is out of range or an output meets an input (the numpy path then names the
-        index, or runs them in order)."""
+        """The plan with its indexed copies on the engine: every index checked, then the
+        strided copies, then the rows; False (nothing written) where an index is out of
+        range or an output meets an input (the numpy path then names the index, or runs
+        them in order)."""
         assert self.natives is not None
         threads = self.backend.threads
-        if len(self.natives) == 1 and not self.copies and not self.fills:
-            return self.natives[0].run(ins, outs, threads) is True
+        natives = self.natives
+        if len(natives) == 1 and not self.copies and not self.fills:
+            return natives[0].run(ins, outs, threads) is True  # (checks, then moves)
         if self.fills:
             ins = [*ins, *self.fills]
-        if any(g.meets(ins, outs) for g in self.natives):
+        if any(n.meets(ins, outs) for n in natives):
             return False
-        self._copy(ins, outs)  # (no index can be out of range: nothing to check first)
-        for g in self.natives:
-            g.run(ins, outs, threads)
+        if not self.kernels_never_fail and not all(n.check(ins, outs, threads) for n in natives):
+            return False
+        self._copy(ins, outs)
+        for n in natives:
+            n.run(ins, outs, threads, False)
         return True
 
     def __call__(self, ins: Sequence[Any], outs: Sequence[Any], queue: Any = None) -> None:

@@ -20,7 +20,7 @@
 #include "copies.h"
 #include "load.h"
 #include "compact.h"
-#include "gather.h"
+#include "indexed.h"
 #include "halves.h"
 #include "pool.h"
 #include "reverse.h"
@@ -623,18 +623,17 @@ static int buffers_meet(const Py_buffer *a, const Py_buffer *b) {
     return a->len > 0 && b->len > 0 && a0 < b0 + b->len && b0 < a0 + a->len;
 }
 
-/* gather(meta, src, dst, index, element, threads[, check_first]) -> True (done), False (an
- * index out of range where that is an error: nothing written where check_first, the
- * default) or None (not run: dst meets src or the index, which the caller's ordered path
- * handles). ValueError for a table that reaches outside its buffers or is not a gather's
- * (gather.h). */
-static PyObject *gather(PyObject *self, PyObject *args) {
+/* indexed(meta, src, dst, index, element, threads[, how]) -> True (done), False (an index
+ * out of range where that is an error: nothing written unless how is INDEXED_MOVE) or None
+ * (not run: dst meets src or the index, which the caller's ordered path handles).
+ * ValueError for a table that reaches outside its buffers (indexed.h). */
+static PyObject *indexed(PyObject *self, PyObject *args) {
     Py_buffer meta, src, dst, idx;
     PyObject *src_object, *dst_object, *idx_object;
-    int element, threads, check_first = 1;
+    int element, threads, how = INDEXED_CHECK_THEN_MOVE;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*OOOii|p", &meta, &src_object, &dst_object, &idx_object,
-                          &element, &threads, &check_first)) {
+    if (!PyArg_ParseTuple(args, "y*OOOii|i", &meta, &src_object, &dst_object, &idx_object,
+                          &element, &threads, &how)) {
         return NULL;
     }
     /* (bound buffers: arrays contiguous in either order, as the plan's copies take them) */
@@ -653,13 +652,13 @@ static PyObject *gather(PyObject *self, PyObject *args) {
         PyBuffer_Release(&dst);
         return NULL;
     }
-    int done = GATHER_BAD_TABLE, meet = buffers_meet(&dst, &src) || buffers_meet(&dst, &idx);
+    int done = INDEXED_BAD_TABLE, meet = buffers_meet(&dst, &src) || buffers_meet(&dst, &idx);
     if (!meet && meta.len % (Py_ssize_t)sizeof(int64_t) == 0) {
         Py_BEGIN_ALLOW_THREADS
-        done = gather_run((const int64_t *)meta.buf, (int64_t)(meta.len / 8),
-                          (const char *)src.buf, (int64_t)src.len, (char *)dst.buf,
-                          (int64_t)dst.len, (const uint8_t *)idx.buf, (int64_t)idx.len,
-                          element, threads < 1 ? 1 : threads, check_first);
+        done = indexed_run((const int64_t *)meta.buf, (int64_t)(meta.len / 8),
+                           (const char *)src.buf, (int64_t)src.len, (char *)dst.buf,
+                           (int64_t)dst.len, (const uint8_t *)idx.buf, (int64_t)idx.len,
+                           element, threads < 1 ? 1 : threads, how);
         Py_END_ALLOW_THREADS
     }
     PyBuffer_Release(&meta);
@@ -669,12 +668,13 @@ static PyObject *gather(PyObject *self, PyObject *args) {
     if (meet) {
         Py_RETURN_NONE;
     }
-    if (done == GATHER_BAD_TABLE) {
+    if (done == INDEXED_BAD_TABLE) {
         PyErr_SetString(PyExc_ValueError,
-                        "gather: the table is not a gather's or reaches outside its buffers");
+                        "indexed: the table is not an indexed copy's or reaches outside its "
+                        "buffers");
         return NULL;
     }
-    return PyBool_FromLong(done == GATHER_DONE);
+    return PyBool_FromLong(done == INDEXED_DONE);
 }
 
 static PyMethodDef methods[] = {
@@ -688,8 +688,8 @@ static PyMethodDef methods[] = {
      "float64 elements to float16 bits by CAST's rules, rounded once."},
     {"hardware_halves", hardware_halves, METH_NOARGS,
      "Whether halves uses the CPU's F16C conversion."},
-    {"gather", gather, METH_VARARGS,
-     "A gather's rows (a meta table) moved on the pool, every index checked first."},
+    {"indexed", indexed, METH_VARARGS,
+     "An indexed copy's rows (a meta table) moved, every index checked first."},
     {"scatter", scatter, METH_VARARGS,
      "Rows written at element targets in order (the later of two to one place stays)."},
     {"block", block, METH_VARARGS,
@@ -732,6 +732,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyModule_AddIntConstant(made, "MOST_OUTER", MOST_OUTER);
     PyModule_AddIntConstant(made, "MOST_MEMBERS", MOST_MEMBERS);
     PyModule_AddIntConstant(made, "RECORD", (int)(sizeof(copy_t) / sizeof(int64_t)));
+    PyModule_AddIntConstant(made, "INDEXED_MOVE", INDEXED_MOVE);
+    PyModule_AddIntConstant(made, "INDEXED_CHECK", INDEXED_CHECK);
     Py_INCREF(&BlockType);
     PyModule_AddObject(made, "Block", (PyObject *)&BlockType);
     return made;

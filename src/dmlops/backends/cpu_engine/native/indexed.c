@@ -1,5 +1,5 @@
-/* Gathers on the pool (gather.h). */
-#include "gather.h"
+/* Indexed copies on the pool (indexed.h). */
+#include "indexed.h"
 
 #include "pool.h"
 
@@ -10,6 +10,7 @@
 #define GATHER_THREADED (128 << 10)  /* bytes written from which a gather asks helpers */
 #define CHECK_PIECE (16 << 10)       /* index tuples a piece of the check reads */
 #define FAILED INT64_MIN             /* a shift: the index is out of range */
+#define SKIPPED (INT64_MIN + 1)      /* a shift: the row is not written (a skipped index) */
 
 typedef struct gather gather_t;
 
@@ -18,6 +19,7 @@ typedef void (*walk_fn)(const gather_t *g, int64_t first, int64_t end);
 
 struct gather {
     int rank, axes, nbytes, is_signed, negative, mode, reverse, element;
+    int scatter; /* 1: the index moves the destination (else the source) */
     int64_t row, row_src, row_dst; /* row: elements; its steps in bytes */
     int64_t tuple_step;            /* bytes between an index tuple's entries */
     int64_t src_at, dst_at, idx_at;
@@ -59,8 +61,8 @@ static inline int64_t read_index(const uint8_t *p, int nbytes, int is_signed) {
 }
 
 /* The source shift (bytes) along axis t of the index at p (position `p_along` along the
- * reversed dimension); FAILED where it is out of range and that is an error. The rules of
- * numba_indexed.place, for a gather. */
+ * reversed dimension); FAILED where it is out of range and that is an error, SKIPPED where
+ * a scatter skips its row. The rules of numba_indexed.place. */
 static inline int64_t place(const gather_t *g, const uint8_t *p, int64_t p_along, int t) {
     const int64_t size = g->size[t];
     int64_t v = read_index(p, g->nbytes, g->is_signed);
@@ -84,6 +86,9 @@ static inline int64_t place(const gather_t *g, const uint8_t *p, int64_t p_along
     if (huge || v < 0 || v >= size) {
         if (g->mode != 1) {
             return FAILED;
+        }
+        if (g->scatter) {
+            return SKIPPED;
         }
         v = 0; /* (a gather's skipped row reads the first) */
     }
@@ -343,22 +348,70 @@ FIXED_ROWS_FN(rows_64, 64)
 FIXED_ROWS_FN(rows_128, 128)
 FIXED_ROWS_FN(rows_256, 256)
 
-/* Any gather: index tuples, clamped or skipped indices, reversed subsequences. */
+/* Rows written where one index each points (SCATTER_ND of rows, SCATTER_ELEMENTS), in
+ * index order: of two rows to one place the later stays. */
+static void scattered_rows(const gather_t *g, int64_t first, int64_t end) {
+    const int64_t size0 = g->size[0], stride0 = g->stride[0];
+    const int sg = g->is_signed, wrap = g->negative && g->is_signed, nbytes = g->nbytes;
+    WALK(for (int64_t i = 0; i < n; i++) {
+        int64_t v = read_index(p + i * xs, nbytes, sg);
+        v += wrap && v < 0 ? size0 : 0;
+        if ((uint64_t)v >= (uint64_t)size0) {
+            found_bad(g);
+            return;
+        }
+        move_row(g, from + i * ss, to + i * ds + v * stride0);
+    });
+}
+
+/* Single elements written where one index each points (SCATTER_ELEMENTS), in index order,
+ * typed by element size. */
+#define SCATTERED_FN(NAME, TYPE)                                                          \
+    static void NAME(const gather_t *g, int64_t first, int64_t end) {                     \
+        const int64_t size0 = g->size[0], stride0 = g->stride[0];                         \
+        const int sg = g->is_signed, wrap = g->negative && g->is_signed;                  \
+        const int nbytes = g->nbytes;                                                     \
+        WALK(for (int64_t i = 0; i < n; i++) {                                            \
+            int64_t v = read_index(p + i * xs, nbytes, sg);                               \
+            v += wrap && v < 0 ? size0 : 0;                                               \
+            if ((uint64_t)v >= (uint64_t)size0) {                                         \
+                found_bad(g);                                                             \
+                return;                                                                   \
+            }                                                                             \
+            TYPE value;                                                                   \
+            memcpy(&value, from + i * ss, sizeof(TYPE));                                  \
+            memcpy(to + i * ds + v * stride0, &value, sizeof(TYPE));                      \
+        });                                                                               \
+    }
+
+SCATTERED_FN(scattered_1, uint8_t)
+SCATTERED_FN(scattered_2, uint16_t)
+SCATTERED_FN(scattered_4, uint32_t)
+SCATTERED_FN(scattered_8, uint64_t)
+
+/* Any gather or scatter: index tuples, clamped or skipped indices, reversed subsequences. */
 static void any_rows(const gather_t *g, int64_t first, int64_t end) {
     WALK(for (int64_t i = 0; i < n; i++) {
         const int64_t along = g->reverse == last ? c[last] + i
                               : g->reverse >= 0  ? c[g->reverse]
                                                  : 0;
         int64_t shift = 0;
-        for (int t = 0; t < g->axes && shift != FAILED; t++) {
+        for (int t = 0; t < g->axes && shift != FAILED && shift != SKIPPED; t++) {
             int64_t more = place(g, p + i * xs + t * g->tuple_step, along, t);
-            shift = more == FAILED ? FAILED : shift + more;
+            shift = more == FAILED || more == SKIPPED ? more : shift + more;
         }
         if (shift == FAILED) {
             found_bad(g);
             return;
         }
-        move_row(g, from + i * ss + shift, to + i * ds);
+        if (shift == SKIPPED) {
+            continue;
+        }
+        if (g->scatter) {
+            move_row(g, from + i * ss, to + i * ds + shift);
+        } else {
+            move_row(g, from + i * ss + shift, to + i * ds);
+        }
     });
 }
 
@@ -366,6 +419,14 @@ static void any_rows(const gather_t *g, int64_t first, int64_t end) {
 static walk_fn form_of(const gather_t *g) {
     if (g->axes != 1 || g->reverse >= 0 || g->mode != 0) {
         return any_rows;
+    }
+    const int size = g->element == 1 ? 0 : g->element == 2 ? 1 : g->element == 4 ? 2 : 3;
+    if (g->scatter && g->row == 1) {
+        static const walk_fn scattered[4] = {scattered_1, scattered_2, scattered_4, scattered_8};
+        return scattered[size];
+    }
+    if (g->scatter) {
+        return scattered_rows;
     }
     if (g->row > 1) {
         const int64_t bytes = g->row * g->element;
@@ -376,7 +437,6 @@ static walk_fn form_of(const gather_t *g) {
         }
         return rows_by_index;
     }
-    const int size = g->element == 1 ? 0 : g->element == 2 ? 1 : g->element == 4 ? 2 : 3;
     int shared = g->shape[g->rank - 1] <= SHARED_MOST;
     for (int dim = 0; dim < g->rank - 1; dim++) {
         shared = shared && g->x[dim] == 0;
@@ -419,7 +479,7 @@ static int read_meta(gather_t *g, const int64_t *meta, int64_t words, int elemen
     }
     const int64_t rank = meta[G_RANK], axes = meta[G_AXES];
     if (rank < 1 || rank > MOST_GATHER_RANK || axes < 1 || axes > MOST_GATHER_AXES ||
-        words != G_HEAD + 4 * rank + 2 * axes + 1 || meta[G_SCATTER] != 0 || meta[G_ROW] < 1 ||
+        words != G_HEAD + 4 * rank + 2 * axes + 1 || meta[G_ROW] < 1 ||
         (meta[G_INDEX_BYTES] != 4 && meta[G_INDEX_BYTES] != 8) || meta[G_MODE] < 0 ||
         meta[G_MODE] > 2 || (element != 1 && element != 2 && element != 4 && element != 8)) {
         return 0;
@@ -427,6 +487,7 @@ static int read_meta(gather_t *g, const int64_t *meta, int64_t words, int elemen
     g->rank = (int)rank;
     g->axes = (int)axes;
     g->element = element;
+    g->scatter = meta[G_SCATTER] != 0;
     g->row = meta[G_ROW];
     g->nbytes = (int)meta[G_INDEX_BYTES];
     g->is_signed = meta[G_SIGNED] != 0;
@@ -465,7 +526,7 @@ static int read_meta(gather_t *g, const int64_t *meta, int64_t words, int elemen
     return g->reverse >= -1 && g->reverse < g->rank;
 }
 
-/* Whether every place the gather may read, write or take an index from lies inside the
+/* Whether every place the copy may read, write or take an index from lies inside the
  * buffers (each index anywhere in its axis). */
 static int inside(const gather_t *g, int64_t src_len, int64_t dst_len, int64_t idx_len) {
     int64_t s_low = 0, s_high = 0, d_low = 0, d_high = 0, x_low = 0, x_high = 0;
@@ -474,8 +535,9 @@ static int inside(const gather_t *g, int64_t src_len, int64_t dst_len, int64_t i
         extend(g->shape[dim], g->d[dim], &d_low, &d_high);
         extend(g->shape[dim], g->x[dim], &x_low, &x_high);
     }
-    for (int t = 0; t < g->axes; t++) {
-        extend(g->size[t], g->stride[t], &s_low, &s_high);
+    for (int t = 0; t < g->axes; t++) { /* (on the side the index moves) */
+        extend(g->size[t], g->stride[t], g->scatter ? &d_low : &s_low,
+               g->scatter ? &d_high : &s_high);
     }
     extend(g->axes, g->tuple_step, &x_low, &x_high);
     extend(g->row, g->row_src, &s_low, &s_high);
@@ -485,44 +547,73 @@ static int inside(const gather_t *g, int64_t src_len, int64_t dst_len, int64_t i
            g->idx_at + x_low >= 0 && g->idx_at + x_high + g->nbytes <= idx_len;
 }
 
-int gather_run(const int64_t *meta, int64_t meta_words, const char *src, int64_t src_len,
-               char *dst, int64_t dst_len, const uint8_t *idx, int64_t idx_len, int element,
-               int threads, int check_first) {
+/* For a scatter: the coordinates in one slice of its outermost dimension where the places
+ * slices can write never meet (SCATTER_ELEMENTS along an inner axis: each row of the
+ * output written from its own row of updates), so that threads may take whole slices;
+ * 0 where they may meet. */
+static int64_t disjoint_slices(const gather_t *g) {
+    if (!g->scatter || g->rank < 2 || g->shape[0] < 2) {
+        return 0;
+    }
+    int64_t low = 0, high = 0;
+    for (int dim = 1; dim < g->rank; dim++) {
+        extend(g->shape[dim], g->d[dim], &low, &high);
+    }
+    for (int t = 0; t < g->axes; t++) {
+        extend(g->size[t], g->stride[t], &low, &high);
+    }
+    extend(g->row, g->row_dst, &low, &high);
+    const int64_t span = high - low + g->element, apart = g->d[0] < 0 ? -g->d[0] : g->d[0];
+    return apart >= span ? g->count / g->shape[0] : 0;
+}
+
+int indexed_run(const int64_t *meta, int64_t meta_words, const char *src, int64_t src_len,
+                char *dst, int64_t dst_len, const uint8_t *idx, int64_t idx_len, int element,
+                int threads, int how) {
     gather_t g;
     _Atomic int bad;
     memset(&g, 0, sizeof g);
-    if (!read_meta(&g, meta, meta_words, element)) {
-        return GATHER_BAD_TABLE;
+    if (!read_meta(&g, meta, meta_words, element) || how < INDEXED_CHECK_THEN_MOVE ||
+        how > INDEXED_CHECK) {
+        return INDEXED_BAD_TABLE;
     }
     if (g.count == 0) {
-        return GATHER_DONE;
+        return INDEXED_DONE;
     }
     if (!inside(&g, src_len, dst_len, idx_len)) {
-        return GATHER_BAD_TABLE;
+        return INDEXED_BAD_TABLE;
     }
     g.src = src;
     g.dst = dst;
     g.idx = idx;
     atomic_init(&bad, 0);
     g.bad = &bad;
-    if (check_first && g.mode == 0 && g.reverse < 0) { /* before anything is written */
+    if (how != INDEXED_MOVE && g.mode == 0 && g.reverse < 0) { /* before anything is written */
         int64_t pieces = (g.check_count + CHECK_PIECE - 1) / CHECK_PIECE;
         if (threads > 1 && pieces > 1) {
             pool_run(check_piece, &g, pieces, threads < pieces ? threads : (int)pieces,
                      g.check_count * g.axes * g.nbytes);
         } else if (!check_range(&g, 0, g.check_count)) {
-            return GATHER_OUT_OF_RANGE;
+            return INDEXED_OUT_OF_RANGE;
         }
         if (atomic_load(&bad)) {
-            return GATHER_OUT_OF_RANGE;
+            return INDEXED_OUT_OF_RANGE;
         }
+    }
+    if (how == INDEXED_CHECK) {
+        return INDEXED_DONE;
     }
     const int64_t bytes_each = g.row * g.element;
     const int64_t total = g.count * bytes_each;
     g.form = form_of(&g);
     g.piece = GATHER_GRAIN / bytes_each > 0 ? GATHER_GRAIN / bytes_each : 1;
+    const int64_t slice = disjoint_slices(&g);
+    if (g.scatter && slice > 0) { /* whole slices a piece: each in index order */
+        g.piece = (g.piece + slice - 1) / slice * slice;
+    }
     int64_t pieces = (g.count + g.piece - 1) / g.piece;
-    if (threads > 1 && pieces > 1 && total >= GATHER_THREADED) {
+    /* (a scatter's rows in index order, on this thread, unless its slices cannot meet) */
+    if ((!g.scatter || slice > 0) && threads > 1 && pieces > 1 && total >= GATHER_THREADED) {
         /* (to the pool's estimate of a job's time, a row read where its index points costs
          * a random access: counted as a line's quarter more than its bytes) */
         int64_t weight = g.count * (bytes_each + 16);
@@ -531,5 +622,5 @@ int gather_run(const int64_t *meta, int64_t meta_words, const char *src, int64_t
         g.piece = g.count;
         move_piece(&g, 0);
     }
-    return atomic_load(&bad) ? GATHER_OUT_OF_RANGE : GATHER_DONE;
+    return atomic_load(&bad) ? INDEXED_OUT_OF_RANGE : INDEXED_DONE;
 }

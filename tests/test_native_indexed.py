@@ -1,9 +1,10 @@
-"""Gathers on the CPU engine's native kernel (backends/native_gather.py, native/gather.c):
-each of its forms (single elements by a shared index row, by an index each, whole rows,
-index tuples, clamped indices, reversed subsequences) against naive references, on one
-thread and on the pool, every element and index size; a bad index writes nothing and is
-named; an output that meets an input takes the ordered path; a table reaching outside its
-buffers is refused."""
+"""Indexed copies on the CPU engine's native kernel (backends/native_indexed.py,
+native/indexed.c): each gather form (single elements by a shared index row, by an index
+each, whole rows, index tuples, clamped indices, reversed subsequences) and scatters (rows
+and elements, repeated places: the later row stays, index tuples, clamped) against naive
+references, on one thread and on the pool, every element and index size; a bad index writes
+nothing and is named; an output that meets an input takes the ordered path; a table reaching
+outside its buffers is refused."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 
 import dmlops
 from dmlops.backends import cpu_engine
-from dmlops.backends.native_gather import NativeGather
+from dmlops.backends.native_indexed import NativeIndexed
 from dmlops.errors import IndexOutOfRangeError
 
 pytestmark = pytest.mark.skipif(cpu_engine.native() is None, reason="the engine is not built")
@@ -185,7 +186,7 @@ def test_a_table_outside_its_buffers_is_refused() -> None:
         "GATHER.IndicesTensor", 0, 0, (0, 0), 0, 0, (4, 1), (3, 4), 1, DataType.INT32, 0,
         (0, 1), 1, (IndexAxis(10, 4),), False, (0, 160),
     )  # fmt: skip
-    gather = NativeGather.of(copy, 4)
+    gather = NativeIndexed.of(copy, 4)
     assert gather is not None
     src = np.arange(40, dtype=np.float32)
     idx = np.array([9, 0, 3, 1], np.int32)
@@ -199,6 +200,72 @@ def test_a_table_outside_its_buffers_is_refused() -> None:
     with pytest.raises(ValueError, match="outside its buffers"):
         gather.run([src, idx], [out[:11]], 2)
     meta = indexed_meta(copy, 4)
-    meta[3] = 1  # (a scatter's table)
-    with pytest.raises(ValueError, match="not a gather's"):
-        cpu_engine.native().gather(meta, src, out, idx, 4, 1)
+    with pytest.raises(ValueError, match=r"not an indexed copy's"):
+        cpu_engine.native().indexed(meta[:-1], src, out, idx, 4, 1)  # (a word short)
+    meta[3] = 1  # (as a scatter: the axis now reaches 40 elements of the 12-element output)
+    with pytest.raises(ValueError, match="outside its buffers"):
+        cpu_engine.native().indexed(meta, src, out, idx, 4, 1)
+
+
+def _naive_scatter_rows(data: np.ndarray, idx: np.ndarray, updates: np.ndarray) -> np.ndarray:
+    """SCATTER_ND by a naive loop: each index tuple's row (or element), in index order."""
+    out = data.copy()
+    k = idx.shape[-1]
+    for j in itertools.product(*(range(n) for n in idx.shape[:-1])):
+        place = tuple(int(v) + (data.shape[t] if v < 0 else 0) for t, v in enumerate(idx[j]))
+        out[place] = updates[j]
+        assert len(place) == k
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("itype", INDEX_TYPES)
+def test_scattered_rows_in_index_order(threads: int, dtype: type, itype: type) -> None:
+    """SCATTER_ND of whole rows, places repeated (the later row stays), from updates with
+    negative strides; index tuples of two (the general form)."""
+    rng = np.random.default_rng(9)
+    data = _values((3000, 24), dtype)
+    idx = _index(rng, 3000, (2500, 1), itype)
+    updates = _values((2500, 48), dtype, seed=10)[::-1, ::2]
+    got = dmlops.scatter_nd(data, idx, updates)
+    assert _natives_ran()
+    assert got.tobytes() == _naive_scatter_rows(data, idx, updates).tobytes()
+    pairs = np.stack([_index(rng, 3000, (700,), itype), _index(rng, 24, (700,), itype)], -1)
+    values = _values((700,), dtype, seed=11)
+    got2 = dmlops.scatter_nd(data, pairs, values)
+    assert got2.tobytes() == _naive_scatter_rows(data, pairs, values).tobytes()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scattered_elements_in_index_order(threads: int, dtype: type) -> None:
+    rng = np.random.default_rng(12)
+    data = _values((2000, 50), dtype)
+    idx = rng.integers(-50, 50, (2000, 30)).astype(np.int64)  # (repeats in most rows)
+    updates = _values((2000, 30), dtype, seed=13)
+    got = dmlops.scatter_elements(data, idx, updates, 1)
+    want = data.copy()
+    for r in range(2000):
+        for c in range(30):
+            want[r, idx[r, c] % 50] = updates[r, c]
+    assert got.tobytes() == want.tobytes()
+    clamped = dmlops.scatter_elements(data, idx * 3, updates, 1, clamp_indices=True)
+    want_c = data.copy()
+    for r in range(2000):
+        for c in range(30):
+            want_c[r, int(np.clip(idx[r, c] * 3, -50, 49)) % 50] = updates[r, c]
+    assert clamped.tobytes() == want_c.tobytes()
+
+
+def test_a_bad_scatter_index_writes_nothing(threads: int) -> None:
+    """Every index checked before the data is copied into out= or any row moves."""
+    data = _values((3000, 16), np.float32)
+    idx = np.random.default_rng(14).integers(0, 3000, (2000, 1)).astype(np.int64)
+    idx[-1, 0] = 3000
+    out = np.full((3000, 16), 5.0, np.float32)
+    with pytest.raises(IndexOutOfRangeError, match=r"is 3000, outside \[-3000, 3000\)"):
+        dmlops.scatter_nd(data, idx, _values((2000, 16), np.float32), out=out)
+    assert (out == 5.0).all()
+    before = data.copy()
+    with pytest.raises(IndexOutOfRangeError):
+        dmlops.scatter_nd(data, idx, _values((2000, 16), np.float32), out=data)
+    assert data.tobytes() == before.tobytes()
