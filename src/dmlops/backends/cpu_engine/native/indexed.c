@@ -248,20 +248,28 @@ static inline void move_row(const gather_t *g, const char *from, char *to) {
         }                                                                                 \
     } while (0)
 
+/* What the forms of one index a row (one axis, no clamping or reversal) read once. */
+#define ONE_AXIS                                                                          \
+    const int64_t size0 = g->size[0], stride0 = g->stride[0];                             \
+    const int sg = g->is_signed, wrap = g->negative && g->is_signed
+
+/* Row i's index (NBYTES bytes) into `v`, negative ones wrapped; out of range, the copy is
+ * marked bad and the form returns. */
+#define ONE_INDEX(v, NBYTES)                                                              \
+    int64_t v = read_index(p + i * xs, (NBYTES), sg);                                     \
+    v += wrap && v < 0 ? size0 : 0;                                                       \
+    if ((uint64_t)v >= (uint64_t)size0) {                                                 \
+        found_bad(g);                                                                     \
+        return;                                                                           \
+    }
+
 /* Single elements by one index each (an inner axis, GATHER_ELEMENTS), every index checked
  * in range before (only negative ones to wrap): a function per element and index size. */
 #define ELEMENTS_FN(NAME, TYPE, NBYTES)                                                   \
     static void NAME(const gather_t *g, int64_t first, int64_t end) {                     \
-        const int64_t size0 = g->size[0], stride0 = g->stride[0];                         \
-        const int sg = g->is_signed, wrap = g->negative && g->is_signed;                  \
+        ONE_AXIS;                                                                         \
         WALK(for (int64_t i = 0; i < n; i++) {                                            \
-            int64_t v = read_index(p + i * xs, NBYTES, sg);                               \
-            v += wrap && v < 0 ? size0 : 0;                                               \
-            if ((uint64_t)v >= (uint64_t)size0) { /* (a 64-bit unsigned one past int64's  \
-                                                     top too: it read negative) */        \
-                found_bad(g);                                                             \
-                return;                                                                   \
-            }                                                                             \
+            ONE_INDEX(v, NBYTES) /* (a 64-bit unsigned one past int64's top: negative) */ \
             TYPE value;                                                                   \
             memcpy(&value, from + i * ss + v * stride0, sizeof(TYPE));                    \
             memcpy(to + i * ds, &value, sizeof(TYPE));                                    \
@@ -311,15 +319,9 @@ SHARED_FN(shared_8, uint64_t)
 /* Whole rows by one index each (GATHER along an outer axis, GATHER_ND of rows), indices
  * checked before. */
 static void rows_by_index(const gather_t *g, int64_t first, int64_t end) {
-    const int64_t size0 = g->size[0], stride0 = g->stride[0];
-    const int sg = g->is_signed, wrap = g->negative && g->is_signed, nbytes = g->nbytes;
+    ONE_AXIS;
     WALK(for (int64_t i = 0; i < n; i++) {
-        int64_t v = read_index(p + i * xs, nbytes, sg);
-        v += wrap && v < 0 ? size0 : 0;
-        if ((uint64_t)v >= (uint64_t)size0) {
-            found_bad(g);
-            return;
-        }
+        ONE_INDEX(v, g->nbytes)
         move_row(g, from + i * ss + v * stride0, to + i * ds);
     });
 }
@@ -328,16 +330,9 @@ static void rows_by_index(const gather_t *g, int64_t first, int64_t end) {
  * known to the compiler, so each row is a few vector moves, no call. */
 #define FIXED_ROWS_FN(NAME, BYTES)                                                        \
     static void NAME(const gather_t *g, int64_t first, int64_t end) {                     \
-        const int64_t size0 = g->size[0], stride0 = g->stride[0];                         \
-        const int sg = g->is_signed, wrap = g->negative && g->is_signed;                  \
-        const int nbytes = g->nbytes;                                                     \
+        ONE_AXIS;                                                                         \
         WALK(for (int64_t i = 0; i < n; i++) {                                            \
-            int64_t v = read_index(p + i * xs, nbytes, sg);                               \
-            v += wrap && v < 0 ? size0 : 0;                                               \
-            if ((uint64_t)v >= (uint64_t)size0) {                                         \
-                found_bad(g);                                                             \
-                return;                                                                   \
-            }                                                                             \
+            ONE_INDEX(v, g->nbytes)                                                       \
             memcpy(to + i * ds, from + i * ss + v * stride0, BYTES);                      \
         });                                                                               \
     }
@@ -351,15 +346,9 @@ FIXED_ROWS_FN(rows_256, 256)
 /* Rows written where one index each points (SCATTER_ND of rows, SCATTER_ELEMENTS), in
  * index order: of two rows to one place the later stays. */
 static void scattered_rows(const gather_t *g, int64_t first, int64_t end) {
-    const int64_t size0 = g->size[0], stride0 = g->stride[0];
-    const int sg = g->is_signed, wrap = g->negative && g->is_signed, nbytes = g->nbytes;
+    ONE_AXIS;
     WALK(for (int64_t i = 0; i < n; i++) {
-        int64_t v = read_index(p + i * xs, nbytes, sg);
-        v += wrap && v < 0 ? size0 : 0;
-        if ((uint64_t)v >= (uint64_t)size0) {
-            found_bad(g);
-            return;
-        }
+        ONE_INDEX(v, g->nbytes)
         move_row(g, from + i * ss, to + i * ds + v * stride0);
     });
 }
@@ -368,16 +357,9 @@ static void scattered_rows(const gather_t *g, int64_t first, int64_t end) {
  * typed by element size. */
 #define SCATTERED_FN(NAME, TYPE)                                                          \
     static void NAME(const gather_t *g, int64_t first, int64_t end) {                     \
-        const int64_t size0 = g->size[0], stride0 = g->stride[0];                         \
-        const int sg = g->is_signed, wrap = g->negative && g->is_signed;                  \
-        const int nbytes = g->nbytes;                                                     \
+        ONE_AXIS;                                                                         \
         WALK(for (int64_t i = 0; i < n; i++) {                                            \
-            int64_t v = read_index(p + i * xs, nbytes, sg);                               \
-            v += wrap && v < 0 ? size0 : 0;                                               \
-            if ((uint64_t)v >= (uint64_t)size0) {                                         \
-                found_bad(g);                                                             \
-                return;                                                                   \
-            }                                                                             \
+            ONE_INDEX(v, g->nbytes)                                                       \
             TYPE value;                                                                   \
             memcpy(&value, from + i * ss, sizeof(TYPE));                                  \
             memcpy(to + i * ds + v * stride0, &value, sizeof(TYPE));                      \
