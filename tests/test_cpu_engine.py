@@ -1050,6 +1050,28 @@ def test_slice_grad_writes_its_zeros_between_the_rows_elements(dtype: Any) -> No
         assert got.tobytes() == want.tobytes(), (step, extra)
 
 
+def test_a_plan_that_scatters_into_its_copies_keeps_them_cached() -> None:
+    """A plan whose scatter writes its output again right after the copies of its data asks
+    for stores through the cache (KEEP_CACHED), where the cache holds the output; a gather's
+    plan does not; and the scatter's answer is the naive loop's either way."""
+    module = cpu_engine.native()
+    dmlops.functional.clear_cache()  # (each call's own plan last in the cache)
+    data = np.arange(4000 * 16, dtype=np.int64).reshape(4000, 16)
+    rows = np.array([[3], [0], [3], [3999]])
+    updates = -np.arange(4 * 16, dtype=np.int64).reshape(4, 16)
+    got = dmlops.scatter_nd(data, rows, updates)
+    (entry,) = list(dmlops.calls._CACHE.items.values())[-1:]
+    assert entry[0].run.engine.table[3] == module.KEEP_CACHED
+    want = data.copy()
+    for k in range(4):
+        want[rows[k, 0]] = updates[k]
+    assert got.tobytes() == want.tobytes()
+    dmlops.functional.clear_cache()
+    dmlops.slice1(data, [0, 0], [4000, 16], [1, -1])
+    (entry,) = list(dmlops.calls._CACHE.items.values())[-1:]
+    assert entry[0].run.engine.table[3] == 0
+
+
 @pytest.mark.parametrize("mode", ["EDGE", "REFLECTION", "SYMMETRIC"])
 @pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64])
 def test_edge_and_mirror_pads_of_short_and_long_edges(dtype: Any, mode: str) -> None:

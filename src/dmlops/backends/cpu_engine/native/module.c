@@ -32,6 +32,7 @@ static int64_t least_bytes_a_thread = 64 << 10;
 static int64_t least_grain = 16 << 10;
 static int64_t most_grain = 1 << 20;
 static int64_t streaming_bytes = INT64_MAX; /* jobs this large stream their stores */
+#define KEEP_CACHED 1 /* a plan table's header flag (its fourth word): never stream */
 
 static void release_all(Py_buffer *views, Py_ssize_t count) {
     for (Py_ssize_t k = 0; k < count; k++) {
@@ -168,7 +169,9 @@ static PyObject *run(PyObject *self, PyObject *args) {
     for (int64_t c = 0; c < copies; c++) {
         total += copy_bytes(&list[c]);
     }
-    job.streaming = total >= streaming_bytes;
+    /* (header flag KEEP_CACHED: the plan's output is written again right after, by a
+     * scatter's rows: stores through the cache leave it there for them) */
+    job.streaming = total >= streaming_bytes && !(words[3] & KEEP_CACHED);
     int64_t used = total / least_bytes_a_thread;
     if (used > threads) {
         used = threads;
@@ -732,6 +735,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyModule_AddIntConstant(made, "MOST_OUTER", MOST_OUTER);
     PyModule_AddIntConstant(made, "MOST_MEMBERS", MOST_MEMBERS);
     PyModule_AddIntConstant(made, "RECORD", (int)(sizeof(copy_t) / sizeof(int64_t)));
+    PyModule_AddIntConstant(made, "KEEP_CACHED", KEEP_CACHED);
     PyModule_AddIntConstant(made, "INDEXED_MOVE", INDEXED_MOVE);
     PyModule_AddIntConstant(made, "INDEXED_CHECK", INDEXED_CHECK);
     Py_INCREF(&BlockType);
