@@ -407,7 +407,8 @@ def test_buffers_shorter_than_the_plan_needs_are_refused() -> None:
 
 
 def test_sixteen_threads_calling_at_once() -> None:
-    """One job holds the pool; the others run on their own threads: every answer right."""
+    """One job holds the pool; the others run on their own threads: every answer right
+    (strided copies and gathers)."""
     from concurrent.futures import ThreadPoolExecutor
 
     rng = np.random.default_rng(1)
@@ -418,10 +419,13 @@ def test_sixteen_threads_calling_at_once() -> None:
         got = dmlops.slice1(x, [0, 0, 1, 0], [64, 3, 39, 41], [1, 1, 2, -3])
         parts = dmlops.split(x, 1, [1, 1, 1])
         joined = dmlops.join(parts, 1)
+        at = [40, k, 0, -1, 3, 7, 20, 33]  # (245 KB: the indexed kernel on the pool)
+        picked = dmlops.gather(x, np.array(at), 3)
         return bool(
             np.array_equal(got, x[:, :, 1:40:2, ::-3])
             and np.array_equal(joined, x)
             and all(np.array_equal(p, x[:, i : i + 1]) for i, p in enumerate(parts))
+            and np.array_equal(picked, x[..., at])
         )
 
     dmlops.functional.clear_cache()
@@ -456,9 +460,19 @@ def test_sleeping_workers_are_all_woken() -> None:
 _CHILD = """
 import numpy as np, dmlops
 x = np.arange(1 << 22, dtype=np.float32).reshape(256, 128, 128)  # 16 MiB
+table = x.reshape(-1, 64)
+columns = (np.arange(40) * 7 % 64).astype(np.int32)
+spots = (np.arange(table.shape[0] * 8) % 64).reshape(-1, 8).astype(np.int64)
 def call(k):
+    # (a reversed window, a gather on the engine's pool and a scatter over its slices)
     got = dmlops.slice1(x, [k, 0, 0], [256 - k, 128, 128], [1, 1, -1])
-    return bool(np.array_equal(got, x[k:, :, ::-1]))
+    picked = dmlops.gather(table, (columns + k) % 64, 1)
+    put = dmlops.scatter_elements(table, spots, -table[:, :8], 1)
+    want = table.copy()
+    np.put_along_axis(want, spots, -table[:, :8], 1)
+    return (bool(np.array_equal(got, x[k:, :, ::-1]))
+            and bool(np.array_equal(picked, np.take(table, (columns + k) % 64, 1)))
+            and bool(np.array_equal(put, want)))
 """
 
 
