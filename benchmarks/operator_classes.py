@@ -4,7 +4,8 @@ TILE, PADDING (constant, edge, reflection), JOIN and SPLIT on an outer and the i
 DEPTH_TO_SPACE / SPACE_TO_DEPTH, GATHER (rows, an inner axis), GATHER_ELEMENTS, GATHER_ND,
 SCATTER_ND, SCATTER_ELEMENTS, REVERSE_SUBSEQUENCES at 1, 2, 4 and 8-byte elements, then
 ONE_HOT, SLICE_GRAD and UPSAMPLE_2D: each answer checked bit for bit against numpy's first,
-then ROUNDS rounds of 7 calls each (the median a round; the table: the median of the rounds).
+then ROUNDS rounds of 7 calls each after a warm-up call (the median a round; the table: the
+median of the rounds).
 
     python benchmarks/operator_classes.py [--threads N] [--rounds R] [--only TEXT]
                                           [--json FILE] [--plot PNG]
@@ -18,14 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 import dmlops
+from dmlops.bench.common import median_cpu, medians_in_turn
 
 Case = tuple[str, Callable[[], Any], Callable[[], Any]]
 _RNG = np.random.default_rng(0)
@@ -165,15 +165,6 @@ def _same(a: Any, b: Any) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
-def _median_of(fn: Callable[[], Any], calls: int = 7) -> float:
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def measure(rounds: int, only: str | None) -> list[dict[str, Any]]:
     """[{case, same, dmlops, numpy}] in seconds: medians of per-round medians."""
     rows = []
@@ -181,12 +172,10 @@ def measure(rounds: int, only: str | None) -> list[dict[str, Any]]:
         if only and only not in name:
             continue
         same = _same(ours(), theirs())
-        a, b = [], []
-        for _ in range(rounds):
-            a.append(_median_of(ours))
-            b.append(_median_of(theirs))
-        row = {"case": name, "same": same, "dmlops": statistics.median(a)}
-        row["numpy"] = statistics.median(b)
+        ours_s, theirs_s = medians_in_turn(
+            [lambda fn=ours: median_cpu(fn, 7), lambda fn=theirs: median_cpu(fn, 7)], rounds
+        )
+        row = {"case": name, "same": same, "dmlops": ours_s, "numpy": theirs_s}
         rows.append(row)
         print(
             f"| {name} | {'yes' if same else 'NO'} | {row['dmlops'] * 1e3:.3f} | "

@@ -9,23 +9,13 @@ rounds of 9 calls, interleaved in one process, ms.
 from __future__ import annotations
 
 import statistics
-import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 import dmlops
 from dmlops.backends import cpu_engine
-
-
-def _median_ms(fn: Callable[[], Any]) -> float:
-    times = []
-    for _ in range(9):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+from dmlops.bench.common import median_cpu
 
 
 def main() -> None:
@@ -51,9 +41,8 @@ def main() -> None:
             for variant, size in (("stream", 0), ("keep", cache)):
                 cpu_engine._cache_bytes = lambda size=size: size  # type: ignore[misc]
                 dmlops.functional.clear_cache()  # (the plan made again, with or without)
-                ours()
-                found[variant].append(_median_ms(ours))
-            found["numpy"].append(_median_ms(theirs))
+                found[variant].append(median_cpu(ours, 9) * 1e3)  # (its first call warms)
+            found["numpy"].append(median_cpu(theirs, 9) * 1e3)
         row = " | ".join(f"{statistics.median(found[k]):.3f}" for k in ("keep", "stream", "numpy"))
         print(f"| {dt} | {row} |")
 

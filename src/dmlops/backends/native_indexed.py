@@ -20,11 +20,12 @@ import numpy as np
 from ..indexed import IndexedCopy, rows_of
 from . import cpu_engine
 from .compiled_indexed import indexed_meta
+from .numpy_indexed import _elements
 
 __all__ = ["NativeIndexed", "set_enabled"]
 
-_MOST_RANK = 16  # (native/indexed.h: MOST_GATHER_RANK)
-_MOST_AXES = 8  # (MOST_GATHER_AXES)
+_MOST_RANK = 16  # (native/indexed.h: MOST_INDEXED_RANK)
+_MOST_AXES = 8  # (MOST_INDEXED_AXES)
 _STATE = {"enabled": True}
 
 
@@ -87,16 +88,8 @@ class NativeIndexed:
 
     def meets(self, ins: Any, outs: Any) -> bool:
         """Whether the output's buffer may share memory with the source's or the index's."""
-        dst = _bytes_of(outs[self.dst])
+        dst = _elements(outs[self.dst], np.uint8)
         return bool(
-            np.may_share_memory(dst, _bytes_of(ins[self.src]))
-            or np.may_share_memory(dst, _bytes_of(ins[self.index]))
+            np.may_share_memory(dst, _elements(ins[self.src], np.uint8))
+            or np.may_share_memory(dst, _elements(ins[self.index], np.uint8))
         )
-
-
-def _bytes_of(buffer: Any) -> np.ndarray[Any, Any]:
-    """A bound buffer (an array of any type, contiguous in either order, or bytes) as flat
-    bytes."""
-    nbytes = buffer.nbytes if isinstance(buffer, np.ndarray) else len(buffer)
-    flat: np.ndarray[Any, Any] = np.ndarray((nbytes,), np.uint8, buffer)
-    return flat

@@ -6,28 +6,28 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#define GATHER_GRAIN (64 << 10)      /* bytes a piece writes, about */
-#define GATHER_THREADED (128 << 10)  /* bytes written from which a gather asks helpers */
+#define INDEXED_GRAIN (64 << 10)      /* bytes a piece writes, about */
+#define INDEXED_THREADED (128 << 10)  /* bytes written from which a gather asks helpers */
 #define CHECK_PIECE (16 << 10)       /* index tuples a piece of the check reads */
 #define FAILED INT64_MIN             /* a shift: the index is out of range */
 #define SKIPPED (INT64_MIN + 1)      /* a shift: the row is not written (a skipped index) */
 
-typedef struct gather gather_t;
+typedef struct indexed indexed_t;
 
 /* Moves coordinates [first, end) of a gather's walk (one form a kind of gather). */
-typedef void (*walk_fn)(const gather_t *g, int64_t first, int64_t end);
+typedef void (*walk_fn)(const indexed_t *g, int64_t first, int64_t end);
 
-struct gather {
+struct indexed {
     int rank, axes, nbytes, is_signed, negative, mode, reverse, element;
     int scatter; /* 1: the index moves the destination (else the source) */
     int64_t row, row_src, row_dst; /* row: elements; its steps in bytes */
     int64_t tuple_step;            /* bytes between an index tuple's entries */
     int64_t src_at, dst_at, idx_at;
-    int64_t shape[MOST_GATHER_RANK], s[MOST_GATHER_RANK], d[MOST_GATHER_RANK],
-        x[MOST_GATHER_RANK];       /* byte strides */
-    int64_t size[MOST_GATHER_AXES], stride[MOST_GATHER_AXES];
+    int64_t shape[MOST_INDEXED_RANK], s[MOST_INDEXED_RANK], d[MOST_INDEXED_RANK],
+        x[MOST_INDEXED_RANK];       /* byte strides */
+    int64_t size[MOST_INDEXED_AXES], stride[MOST_INDEXED_AXES];
     int64_t count, piece;          /* coordinates in all, and a piece's */
-    int64_t check_shape[MOST_GATHER_RANK]; /* the outer shape, 1 where the index stays */
+    int64_t check_shape[MOST_INDEXED_RANK]; /* the outer shape, 1 where the index stays */
     int64_t check_count;
     const char *src;
     char *dst;
@@ -37,7 +37,7 @@ struct gather {
 };
 
 /* Marks the gather's indices bad. */
-static void found_bad(const gather_t *g) {
+static void found_bad(const indexed_t *g) {
     atomic_store_explicit(g->bad, 1, memory_order_relaxed);
 }
 
@@ -63,7 +63,7 @@ static inline int64_t read_index(const uint8_t *p, int nbytes, int is_signed) {
 /* The source shift (bytes) along axis t of the index at p (position `p_along` along the
  * reversed dimension); FAILED where it is out of range and that is an error, SKIPPED where
  * a scatter skips its row. The rules of numba_indexed.place. */
-static inline int64_t place(const gather_t *g, const uint8_t *p, int64_t p_along, int t) {
+static inline int64_t place(const indexed_t *g, const uint8_t *p, int64_t p_along, int t) {
     const int64_t size = g->size[t];
     int64_t v = read_index(p, g->nbytes, g->is_signed);
     int huge = !g->is_signed && v < 0;
@@ -96,7 +96,7 @@ static inline int64_t place(const gather_t *g, const uint8_t *p, int64_t p_along
 }
 
 /* Coordinate `k` of `shape` (row-major) into c, and its byte offsets along s, d, x. */
-static void locate_coordinate(const gather_t *g, const int64_t *shape, int64_t k, int64_t *c,
+static void locate_coordinate(const indexed_t *g, const int64_t *shape, int64_t k, int64_t *c,
                               int64_t *s, int64_t *d, int64_t *x) {
     *s = g->src_at;
     *d = g->dst_at;
@@ -111,7 +111,7 @@ static void locate_coordinate(const gather_t *g, const int64_t *shape, int64_t k
 }
 
 /* After a run that ended the last dimension: c carried outwards (offsets with it). */
-static inline void carry(const gather_t *g, const int64_t *shape, int64_t *c, int64_t *s,
+static inline void carry(const indexed_t *g, const int64_t *shape, int64_t *c, int64_t *s,
                          int64_t *d, int64_t *x) {
     for (int dim = g->rank - 1; dim >= 0 && c[dim] == shape[dim]; dim--) {
         *s -= shape[dim] * g->s[dim];
@@ -128,8 +128,8 @@ static inline void carry(const gather_t *g, const int64_t *shape, int64_t *c, in
 }
 
 /* Whether every index tuple of coordinates [first, end) of the check's shape is in range. */
-static int check_range(const gather_t *g, int64_t first, int64_t end) {
-    int64_t c[MOST_GATHER_RANK], s, d, x;
+static int check_range(const indexed_t *g, int64_t first, int64_t end) {
+    int64_t c[MOST_INDEXED_RANK], s, d, x;
     const int last = g->rank - 1;
     locate_coordinate(g, g->check_shape, first, c, &s, &d, &x);
     const int64_t inner = g->check_shape[last], step = g->x[last];
@@ -167,7 +167,7 @@ static int check_range(const gather_t *g, int64_t first, int64_t end) {
 }
 
 static void check_piece(void *context, int64_t k) {
-    gather_t *g = (gather_t *)context;
+    indexed_t *g = (indexed_t *)context;
     if (atomic_load_explicit(g->bad, memory_order_relaxed)) {
         return;
     }
@@ -200,7 +200,7 @@ static inline void copy_bytes(char *to, const char *from, int64_t n) {
         memcpy(to + j * g->row_dst, &v, sizeof(TYPE));                                    \
     }
 
-static inline void move_row(const gather_t *g, const char *from, char *to) {
+static inline void move_row(const indexed_t *g, const char *from, char *to) {
     const int64_t e = g->element;
     if (g->row_src == e && g->row_dst == e) {
         copy_bytes(to, from, g->row * e);
@@ -218,7 +218,7 @@ static inline void move_row(const gather_t *g, const char *from, char *to) {
  * along the last dimension from c, its first at byte offsets s, d, x (from, to, p). */
 #define WALK(BODY)                                                                        \
     do {                                                                                  \
-        int64_t c[MOST_GATHER_RANK], s, d, x;                                             \
+        int64_t c[MOST_INDEXED_RANK], s, d, x;                                             \
         const int last = g->rank - 1;                                                     \
         const int64_t inner = g->shape[last], ss = g->s[last], ds = g->d[last],           \
                       xs = g->x[last];                                                    \
@@ -266,7 +266,7 @@ static inline void move_row(const gather_t *g, const char *from, char *to) {
 /* Single elements by one index each (an inner axis, GATHER_ELEMENTS), every index checked
  * in range before (only negative ones to wrap): a function per element and index size. */
 #define ELEMENTS_FN(NAME, TYPE, NBYTES)                                                   \
-    static void NAME(const gather_t *g, int64_t first, int64_t end) {                     \
+    static void NAME(const indexed_t *g, int64_t first, int64_t end) {                     \
         ONE_AXIS;                                                                         \
         WALK(for (int64_t i = 0; i < n; i++) {                                            \
             ONE_INDEX(v, NBYTES) /* (a 64-bit unsigned one past int64's top: negative) */ \
@@ -290,7 +290,7 @@ ELEMENTS_FN(elements_8_8, uint64_t, 8)
  * found once a piece, then a row is a gather by a table of at most SHARED_MOST. */
 #define SHARED_MOST 4096
 #define SHARED_FN(NAME, TYPE)                                                             \
-    static void NAME(const gather_t *g, int64_t first, int64_t end) {                     \
+    static void NAME(const indexed_t *g, int64_t first, int64_t end) {                     \
         int64_t shifts[SHARED_MOST];                                                      \
         const int last_dim = g->rank - 1;                                                 \
         const int sg = g->is_signed, wrap = g->negative && g->is_signed;                  \
@@ -318,7 +318,7 @@ SHARED_FN(shared_8, uint64_t)
 
 /* Whole rows by one index each (GATHER along an outer axis, GATHER_ND of rows), indices
  * checked before. */
-static void rows_by_index(const gather_t *g, int64_t first, int64_t end) {
+static void rows_by_index(const indexed_t *g, int64_t first, int64_t end) {
     ONE_AXIS;
     WALK(for (int64_t i = 0; i < n; i++) {
         ONE_INDEX(v, g->nbytes)
@@ -329,7 +329,7 @@ static void rows_by_index(const gather_t *g, int64_t first, int64_t end) {
 /* Whole contiguous rows of a fixed size (the commonest embedding and head rows): the size
  * known to the compiler, so each row is a few vector moves, no call. */
 #define FIXED_ROWS_FN(NAME, BYTES)                                                        \
-    static void NAME(const gather_t *g, int64_t first, int64_t end) {                     \
+    static void NAME(const indexed_t *g, int64_t first, int64_t end) {                     \
         ONE_AXIS;                                                                         \
         WALK(for (int64_t i = 0; i < n; i++) {                                            \
             ONE_INDEX(v, g->nbytes)                                                       \
@@ -345,7 +345,7 @@ FIXED_ROWS_FN(rows_256, 256)
 
 /* Rows written where one index each points (SCATTER_ND of rows, SCATTER_ELEMENTS), in
  * index order: of two rows to one place the later stays. */
-static void scattered_rows(const gather_t *g, int64_t first, int64_t end) {
+static void scattered_rows(const indexed_t *g, int64_t first, int64_t end) {
     ONE_AXIS;
     WALK(for (int64_t i = 0; i < n; i++) {
         ONE_INDEX(v, g->nbytes)
@@ -356,7 +356,7 @@ static void scattered_rows(const gather_t *g, int64_t first, int64_t end) {
 /* Single elements written where one index each points (SCATTER_ELEMENTS), in index order,
  * typed by element size. */
 #define SCATTERED_FN(NAME, TYPE)                                                          \
-    static void NAME(const gather_t *g, int64_t first, int64_t end) {                     \
+    static void NAME(const indexed_t *g, int64_t first, int64_t end) {                     \
         ONE_AXIS;                                                                         \
         WALK(for (int64_t i = 0; i < n; i++) {                                            \
             ONE_INDEX(v, g->nbytes)                                                       \
@@ -372,7 +372,7 @@ SCATTERED_FN(scattered_4, uint32_t)
 SCATTERED_FN(scattered_8, uint64_t)
 
 /* Any gather or scatter: index tuples, clamped or skipped indices, reversed subsequences. */
-static void any_rows(const gather_t *g, int64_t first, int64_t end) {
+static void any_rows(const indexed_t *g, int64_t first, int64_t end) {
     WALK(for (int64_t i = 0; i < n; i++) {
         const int64_t along = g->reverse == last ? c[last] + i
                               : g->reverse >= 0  ? c[g->reverse]
@@ -398,7 +398,7 @@ static void any_rows(const gather_t *g, int64_t first, int64_t end) {
 }
 
 /* The form that moves this gather's rows. */
-static walk_fn form_of(const gather_t *g) {
+static walk_fn form_of(const indexed_t *g) {
     if (g->axes != 1 || g->reverse >= 0 || g->mode != 0) {
         return any_rows;
     }
@@ -435,7 +435,7 @@ static walk_fn form_of(const gather_t *g) {
 }
 
 static void move_piece(void *context, int64_t k) {
-    const gather_t *g = (const gather_t *)context;
+    const indexed_t *g = (const indexed_t *)context;
     if (atomic_load_explicit(g->bad, memory_order_relaxed)) {
         return; /* (an index out of range found: the rest need not move) */
     }
@@ -455,12 +455,12 @@ static void extend(int64_t n, int64_t step, int64_t *low, int64_t *high) {
 }
 
 /* Reads the meta table into g; 0 where it is not one this kernel runs. */
-static int read_meta(gather_t *g, const int64_t *meta, int64_t words, int element) {
+static int read_meta(indexed_t *g, const int64_t *meta, int64_t words, int element) {
     if (words < G_HEAD) {
         return 0;
     }
     const int64_t rank = meta[G_RANK], axes = meta[G_AXES];
-    if (rank < 1 || rank > MOST_GATHER_RANK || axes < 1 || axes > MOST_GATHER_AXES ||
+    if (rank < 1 || rank > MOST_INDEXED_RANK || axes < 1 || axes > MOST_INDEXED_AXES ||
         words != G_HEAD + 4 * rank + 2 * axes + 1 || meta[G_ROW] < 1 ||
         (meta[G_INDEX_BYTES] != 4 && meta[G_INDEX_BYTES] != 8) || meta[G_MODE] < 0 ||
         meta[G_MODE] > 2 || (element != 1 && element != 2 && element != 4 && element != 8)) {
@@ -510,7 +510,7 @@ static int read_meta(gather_t *g, const int64_t *meta, int64_t words, int elemen
 
 /* Whether every place the copy may read, write or take an index from lies inside the
  * buffers (each index anywhere in its axis). */
-static int inside(const gather_t *g, int64_t src_len, int64_t dst_len, int64_t idx_len) {
+static int inside(const indexed_t *g, int64_t src_len, int64_t dst_len, int64_t idx_len) {
     int64_t s_low = 0, s_high = 0, d_low = 0, d_high = 0, x_low = 0, x_high = 0;
     for (int dim = 0; dim < g->rank; dim++) {
         extend(g->shape[dim], g->s[dim], &s_low, &s_high);
@@ -533,7 +533,7 @@ static int inside(const gather_t *g, int64_t src_len, int64_t dst_len, int64_t i
  * slices can write never meet (SCATTER_ELEMENTS along an inner axis: each row of the
  * output written from its own row of updates), so that threads may take whole slices;
  * 0 where they may meet. */
-static int64_t disjoint_slices(const gather_t *g) {
+static int64_t disjoint_slices(const indexed_t *g) {
     if (!g->scatter || g->rank < 2 || g->shape[0] < 2) {
         return 0;
     }
@@ -552,7 +552,7 @@ static int64_t disjoint_slices(const gather_t *g) {
 int indexed_run(const int64_t *meta, int64_t meta_words, const char *src, int64_t src_len,
                 char *dst, int64_t dst_len, const uint8_t *idx, int64_t idx_len, int element,
                 int threads, int how) {
-    gather_t g;
+    indexed_t g;
     _Atomic int bad;
     memset(&g, 0, sizeof g);
     if (!read_meta(&g, meta, meta_words, element) || how < INDEXED_CHECK_THEN_MOVE ||
@@ -588,14 +588,14 @@ int indexed_run(const int64_t *meta, int64_t meta_words, const char *src, int64_
     const int64_t bytes_each = g.row * g.element;
     const int64_t total = g.count * bytes_each;
     g.form = form_of(&g);
-    g.piece = GATHER_GRAIN / bytes_each > 0 ? GATHER_GRAIN / bytes_each : 1;
+    g.piece = INDEXED_GRAIN / bytes_each > 0 ? INDEXED_GRAIN / bytes_each : 1;
     const int64_t slice = disjoint_slices(&g);
     if (g.scatter && slice > 0) { /* whole slices a piece: each in index order */
         g.piece = (g.piece + slice - 1) / slice * slice;
     }
     int64_t pieces = (g.count + g.piece - 1) / g.piece;
     /* (a scatter's rows in index order, on this thread, unless its slices cannot meet) */
-    if ((!g.scatter || slice > 0) && threads > 1 && pieces > 1 && total >= GATHER_THREADED) {
+    if ((!g.scatter || slice > 0) && threads > 1 && pieces > 1 && total >= INDEXED_THREADED) {
         /* (to the pool's estimate of a job's time, a row read where its index points costs
          * a random access: counted as a line's quarter more than its bytes) */
         int64_t weight = g.count * (bytes_each + 16);

@@ -6,8 +6,8 @@
 
 #include <stdint.h>
 
-#define MOST_GATHER_RANK 16 /* outer dimensions an indexed copy may have */
-#define MOST_GATHER_AXES 8  /* indexed axes (an index tuple's length) */
+#define MOST_INDEXED_RANK 16 /* outer dimensions an indexed copy may have */
+#define MOST_INDEXED_AXES 8  /* indexed axes (an index tuple's length) */
 
 /* The meta table's head (compiled_indexed.indexed_meta builds it; numba_indexed reads the
  * same): then per outer dimension its size, source and destination strides (elements) and
