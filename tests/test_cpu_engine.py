@@ -1127,6 +1127,57 @@ def test_rows_of_stepped_elements_in_one_loop_a_step(dtype: Any, step: int) -> N
         assert got.tobytes() == want.tobytes(), grain
 
 
+def _between_unreadable_pages(nbytes: int) -> np.ndarray[Any, Any]:
+    """Memory with an unreadable page just before it and `nbytes` later (a read outside it
+    kills the process)."""
+    page = mmap.PAGESIZE
+    pages = -(-nbytes // page)
+    held = np.frombuffer(mmap.mmap(-1, (pages + 2) * page), np.uint8)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    assert libc.mprotect(held.ctypes.data, page, 0) == 0  # PROT_NONE
+    assert libc.mprotect(held.ctypes.data + (pages + 1) * page, page, 0) == 0
+    return held[page : page + pages * page]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="mprotect through ctypes: Linux here")
+@pytest.mark.parametrize("setting", ["shuffles", "loops", "portable"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64])
+def test_stepped_rows_by_byte_shuffles_at_every_length(dtype: Any, setting: str) -> None:
+    """Rows reading every second to fourth element forwards and backwards, by byte shuffles
+    of 16-byte vectors (where the CPU has AVX2), the loops they replace, and the portable
+    ones: every row length about a block's, one row and many (a piece's rows in one loop),
+    the row's first and last elements each the last readable byte before or after memory
+    that cannot be read; the element-by-element bytes."""
+    size = np.dtype(dtype).itemsize
+    rng = np.random.default_rng(22)
+    wide, shuffles = {"shuffles": (1, 1), "loops": (1, 0), "portable": (0, 0)}[setting]
+    try:
+        cpu_engine.configure(wide_vectors=wide, step_shuffles=shuffles, least_grain=1 << 14,
+                             most_grain=1 << 16)  # fmt: skip
+        for step in (2, 3, 4, -2, -3, -4):
+            for n in (*range(1, 36), 47, 48, 49, 64, 65, 100):
+                width = abs(step) * (n - 1) + 1
+                for rows in (1, 4):
+                    memory = _between_unreadable_pages(rows * width * size)
+                    memory[...] = rng.integers(0, 256, memory.size, dtype=np.uint8)
+                    for x in (  # (the first row at memory's start, the last at its end)
+                        memory[: rows * width * size].view(dtype).reshape(rows, width),
+                        memory[memory.size - rows * width * size :].view(dtype).reshape(rows, width),
+                    ):  # fmt: skip
+                        got = dmlops.slice1(x, [0, 0], [rows, width], [1, step])
+                        first = 0 if step > 0 else width - 1
+                        want = np.empty((rows, n), dtype)
+                        for r in range(rows):
+                            for j in range(n):
+                                want[r, j] = x[r, first + step * j]
+                        assert got.tobytes() == want.tobytes(), (step, n, rows)
+    finally:
+        cpu_engine.configure(wide_vectors=1, step_shuffles=1,
+                             least_grain=cpu_engine.DEFAULTS["least_grain"],
+                             most_grain=cpu_engine.DEFAULTS["most_grain"])  # fmt: skip
+
+
 @pytest.mark.parametrize("grain", ["rows cut in parts", "whole rows"])
 @pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64])
 def test_rows_read_backwards_streamed_into_one_run(dtype: Any, grain: str) -> None:

@@ -84,6 +84,33 @@ def test_an_inner_axis_by_a_shared_index_row(threads: int, dtype: type, itype: t
     assert dmlops.gather(small, idx, 2).tobytes() == _naive_gather(small, idx, 2).tobytes()
 
 
+@pytest.mark.parametrize("grain", [16, 1 << 14])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_shared_index_row_over_many_whole_rows(threads: int, dtype: type, grain: int) -> None:
+    """The shared form's whole rows in one loop (as many as a piece and the dimension
+    before hold): pieces cut inside rows (16-byte grains) and of many rows, a source whose
+    rows lie backwards and apart, outputs contiguous and strided (out=); the naive bytes."""
+    rng = np.random.default_rng(21)
+    x = _values((7, 60, 40), dtype)[:, ::-2]  # rows 2 apart, backwards
+    idx = _index(rng, 40, (13,), np.int64)
+    want = _naive_gather(x, idx, 2)
+    try:
+        cpu_engine.configure(least_grain=grain, most_grain=max(grain, 64))
+        got = dmlops.gather(x, idx, 2)
+        assert _natives_ran()
+        assert got.tobytes() == want.tobytes()
+        held = np.zeros((7, 30, 2 * 13), dtype)
+        out = held[:, :, ::2]
+        dmlops.gather(x, idx, 2, out=out)
+        assert out.tobytes() == want.tobytes()
+        assert not held[:, :, 1::2].any()
+    finally:
+        cpu_engine.configure(
+            least_grain=cpu_engine.DEFAULTS["least_grain"],
+            most_grain=cpu_engine.DEFAULTS["most_grain"],
+        )
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("itype", INDEX_TYPES)
 def test_gather_elements_an_index_each(threads: int, dtype: type, itype: type) -> None:

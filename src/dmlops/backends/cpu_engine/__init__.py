@@ -63,7 +63,8 @@ _STATE: dict[str, Any] = {"enabled": os.environ.get("DMLOPS_CPU_ENGINE", "") != 
 # cut into one range of pieces a thread (each thread's own first: a call repeated on the
 # same arrays finds each part in the cache of the core that moved it), and how long a
 # caller with no piece left spins for the last ones before it sleeps, and whether rows read
-# backwards move in 32-byte vectors where the CPU has AVX2; given to the
+# backwards move in 32-byte vectors where the CPU has AVX2, and whether rows read every
+# second to fourth element (1-, 2- and 4-byte ones) move by byte shuffles there; given to the
 # extension when it loads, where DMLOPS_STREAMING_BYTES and DMLOPS_LOAD_AWARE then override
 # theirs
 DEFAULTS = {
@@ -77,6 +78,7 @@ DEFAULTS = {
     "home_ranges": 1,
     "caller_spin_us": 20,
     "wide_vectors": 1,
+    "step_shuffles": 1,
     "streaming_bytes": streaming_bytes(),
 }
 

@@ -11,6 +11,7 @@
 #include "loose.h"
 #include "evens.h"
 #include "reverse.h"
+#include "shuffles.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -309,6 +310,10 @@ static void move_elements(char *restrict d, const char *restrict s, int64_t n, i
         return;
     }
     if (ds == size && ss % size == 0) {
+        const int64_t done = shuffled_steps(d, s, n, size, ss / size);
+        d += done * size;
+        s += done * ss;
+        n -= done;
         switch (size) {
         case 1:
             GATHER_STEPS(loose8)
@@ -520,6 +525,14 @@ static void move_rows(char *d, const char *s, int64_t rows, int64_t dstep, int64
         default:
             break;
         }
+    }
+    if (copy->dst_step == element && copy->src_step % element == 0 &&
+        shuffles_apply(element, copy->src_step / element, n)) {
+        for (int64_t r = 0; r < rows; r++) { /* (each row's few last elements: its loop) */
+            move_elements(d + r * dstep, s + r * sstep, n, element, element, copy->src_step,
+                          streaming);
+        }
+        return;
     }
     if (copy->dst_step == element && copy->src_step % element == 0) {
         switch (element) {

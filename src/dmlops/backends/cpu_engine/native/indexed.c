@@ -1,6 +1,7 @@
 /* Indexed copies on the pool (indexed.h). */
 #include "indexed.h"
 
+#include "loose.h"
 #include "pool.h"
 
 #include <stdatomic.h>
@@ -289,7 +290,7 @@ ELEMENTS_FN(elements_8_8, uint64_t, 8)
  * along an inner axis: its indices broadcast over the dimensions before): their shifts
  * found once a piece, then a row is a gather by a table of at most SHARED_MOST. */
 #define SHARED_MOST 4096
-#define SHARED_FN(NAME, TYPE)                                                             \
+#define SHARED_FN(NAME, TYPE, LOOSE)                                                      \
     static void NAME(const indexed_t *g, int64_t first, int64_t end) {                     \
         int64_t shifts[SHARED_MOST];                                                      \
         const int last_dim = g->rank - 1;                                                 \
@@ -304,17 +305,37 @@ ELEMENTS_FN(elements_8_8, uint64_t, 8)
             shifts[j] = v * g->stride[0];                                                 \
         }                                                                                 \
         WALK(const int64_t *shift = shifts + c[last]; (void)p;                            \
-             for (int64_t i = 0; i < n; i++) {                                            \
-                 TYPE value;                                                              \
-                 memcpy(&value, from + i * ss + shift[i], sizeof(TYPE));                  \
-                 memcpy(to + i * ds, &value, sizeof(TYPE));                               \
+             if (n == inner && last > 0 && ss == 0 && ds == (int64_t)sizeof(TYPE)) {      \
+                 /* whole rows into contiguous ones: as many as this piece and the       \
+                  * dimension before hold in one loop, the walk then past the last */     \
+                 int64_t rows = g->shape[last - 1] - c[last - 1];                         \
+                 rows = rows < (end - m) / inner ? rows : (end - m) / inner;              \
+                 const int64_t sr = g->s[last - 1];                                       \
+                 const int64_t dr = g->d[last - 1];                                       \
+                 for (int64_t r = 0; r < rows; r++) {                                     \
+                     LOOSE *restrict row = (LOOSE *)(void *)(to + r * dr);                \
+                     const char *base = from + r * sr;                                    \
+                     for (int64_t i = 0; i < inner; i++)                                  \
+                         row[i] = *(const LOOSE *)(const void *)(base + shift[i]);        \
+                 }                                                                        \
+                 m += (rows - 1) * inner;                                                 \
+                 c[last - 1] += rows - 1;                                                 \
+                 s += (rows - 1) * sr;                                                    \
+                 d += (rows - 1) * dr;                                                    \
+                 x += (rows - 1) * g->x[last - 1];                                        \
+             } else {                                                                     \
+                 for (int64_t i = 0; i < n; i++) {                                        \
+                     TYPE value;                                                          \
+                     memcpy(&value, from + i * ss + shift[i], sizeof(TYPE));              \
+                     memcpy(to + i * ds, &value, sizeof(TYPE));                           \
+                 }                                                                        \
              });                                                                          \
     }
 
-SHARED_FN(shared_1, uint8_t)
-SHARED_FN(shared_2, uint16_t)
-SHARED_FN(shared_4, uint32_t)
-SHARED_FN(shared_8, uint64_t)
+SHARED_FN(shared_1, uint8_t, loose8)
+SHARED_FN(shared_2, uint16_t, loose16)
+SHARED_FN(shared_4, uint32_t, loose32)
+SHARED_FN(shared_8, uint64_t, loose64)
 
 /* Whole rows by one index each (GATHER along an outer axis, GATHER_ND of rows), indices
  * checked before. */

@@ -24,6 +24,7 @@
 #include "halves.h"
 #include "pool.h"
 #include "reverse.h"
+#include "shuffles.h"
 
 #define HEADER 4
 #define FEW_COPIES 64
@@ -209,15 +210,19 @@ done:
 static PyObject *configure(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"spin_us",     "least_bytes_a_thread", "least_grain", "most_grain",
                             "straggle_us", "streaming_bytes",      "load_aware",  "long_job_us",
-                            "home_ranges", "caller_spin_us", "wide_vectors", NULL};
+                            "home_ranges", "caller_spin_us", "wide_vectors", "step_shuffles",
+                            NULL};
     long long spin = -1, least = -1, low = -1, high = -1, straggle = -1, streaming = -1;
     long long load_aware = -1, long_job = -1, home_ranges = -1, caller_spin = -1;
-    long long wide_vectors = -1;
+    long long wide_vectors = -1, step_shuffles = -1;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLLLLLL", names, &spin, &least, &low,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLLLLLLL", names, &spin, &least, &low,
                                      &high, &straggle, &streaming, &load_aware, &long_job,
-                                     &home_ranges, &caller_spin, &wide_vectors)) {
+                                     &home_ranges, &caller_spin, &wide_vectors, &step_shuffles)) {
         return NULL;
+    }
+    if (step_shuffles >= 0) {
+        shuffles_set((int)step_shuffles);
     }
     if (wide_vectors >= 0) {
         reverse_set_wide((int)wide_vectors);
