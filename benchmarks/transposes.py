@@ -1,8 +1,9 @@
 """The CPU engine's element transposes: each copy's plain walk against its square tiles (and
-leftover strips), with numpy's and torch's copy of the same permuted view, float32, medians
-of 7 calls in ms. Prints one line per case.
+leftover strips; the tiles moved element by element, and as 16-byte blocks transposed in
+registers), with numpy's and torch's copy of the same permuted view, float32 (--dtype),
+medians of 7 calls in ms. Prints one line per case.
 
-    python benchmarks/transposes.py [THREADS] [--plot PNG]   (threads: 1)
+    python benchmarks/transposes.py [THREADS] [--dtype DTYPE] [--plot PNG]   (threads: 1)
 
 `--plot` also draws each case's times as ratios to the plain walk's (bars).
 """
@@ -42,6 +43,7 @@ def median_ms(fn: Callable[[], Any], calls: int = 7) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("threads", nargs="?", type=int, default=1)
+    parser.add_argument("--dtype", default="float32", help="the elements' type (float32)")
     parser.add_argument("--plot", metavar="PNG", help="also draw the ratios into this file")
     args = parser.parse_args()
     threads = args.threads
@@ -53,20 +55,24 @@ def main() -> None:
     except ImportError:
         torch = None
     tiled = engine._tiled_transpose
-    print(f"threads {threads}: plain walk / tiles / numpy / torch (ms)")
+    columns = "plain walk / tiles, element loops / tiles, 16-byte blocks / numpy / torch"
+    print(f"{args.dtype}, threads {threads}: {columns} (ms)")
     rows: dict[str, dict[str, float]] = {}
     for name, shape, view_of in CASES:
-        x = np.random.default_rng(0).random(shape, dtype=np.float32)
+        x = np.random.default_rng(0).integers(0, 100, shape).astype(args.dtype)
         view = view_of(x)
-        out = np.empty(view.shape, np.float32)
+        out = np.empty(view.shape, x.dtype)
         row = []
-        for walk in (lambda s, a, b, size: [(s, a, b, 0, 0, "")], tiled):
+        plain = lambda s, a, b, size, blocks=False: [(s, a, b, 0, 0, "")]  # noqa: E731
+        for walk, blocks in ((plain, 1), (tiled, 0), (tiled, 1)):
             engine._tiled_transpose = walk  # (the plain walk: every copy as the plan gives it)
+            engine.configure(tile_blocks=blocks)
             dmlops.functional.clear_cache()
             call = (view, [0] * view.ndim, list(view.shape), [1] * view.ndim)
             row.append(median_ms(lambda call=call, out=out: dmlops.slice1(*call, out=out)))
             assert np.array_equal(out, view)
         engine._tiled_transpose = tiled
+        engine.configure(tile_blocks=1)
         dmlops.functional.clear_cache()
         row.append(median_ms(lambda out=out, view=view: np.copyto(out, view)))
         if torch is not None:
@@ -74,7 +80,8 @@ def main() -> None:
             tview = view_of(source)
             row.append(median_ms(lambda target=target, tview=tview: target.copy_(tview)))
         print(f"{name:36s} " + " ".join(f"{t:8.2f}" for t in row), flush=True)
-        rows[name] = dict(zip(("plain walk", "tiles", "numpy", "torch"), row, strict=False))
+        names = ("plain walk", "tiles, element loops", "tiles, 16-byte blocks", "numpy", "torch")
+        rows[name] = dict(zip(names, row, strict=False))
     if args.plot:
         plot_ratios(rows, "plain walk", f"{threads} threads", args.plot)
 

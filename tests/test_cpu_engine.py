@@ -741,11 +741,35 @@ def test_element_transposes_are_walked_in_square_tiles() -> None:
     ]
     for shape, src, dst in kept:
         assert tiled(shape, src, dst, 4) == [(shape, src, dst, 0, 0, "")], shape
+    # tiles moved as 16-byte blocks in registers: every transpose whose sides hold a tile
+    for shape, src, dst in kept[:2]:
+        assert tiled(shape, src, dst, 4, True)[0][5] == "tiles", shape
+    for shape, src, dst in kept[2:]:
+        assert tiled(shape, src, dst, 4, True) == [(shape, src, dst, 0, 0, "")], shape
 
 
+def test_block_tiles_follow_the_setting() -> None:
+    """Plans made after configure(tile_blocks=0) walk transposes as before (tiles only where
+    the plain walk loses its lines); with 1, where the engine has the blocks, in tiles."""
+    if not cpu_engine.native().TILE_BLOCKS:
+        pytest.skip("no 16-byte block tiles on this machine")
+    square = ((2000, 2000), (1, 2000), (2000, 1), 4)
+    try:
+        for on in (0, 1):
+            cpu_engine.configure(tile_blocks=on)
+            assert cpu_engine.block_tiles() is bool(on)
+            walks = cpu_engine._tiled_transpose(*square, cpu_engine.block_tiles())
+            assert (walks[0][5] == "tiles") is bool(on)
+    finally:
+        cpu_engine.configure(tile_blocks=1)
+
+
+@pytest.mark.parametrize("blocks", [1, 0])
 @pytest.mark.parametrize("size", [1, 2, 4, 8, 16])
 @pytest.mark.parametrize("threads", [1, 3])
-def test_each_element_size_transposes_through_its_tiles(size: int, threads: int) -> None:
+def test_each_element_size_transposes_through_its_tiles(
+    size: int, threads: int, blocks: int
+) -> None:
     """[131, 193] windows of the transposes of [193, n] arrays whose rows are a page long,
     each element size (sides 64, 32, 16, 8 and 4; 16-byte elements by the walk alone): the
     whole tiles, cut into pieces of whole tiles across threads, and the strips left over
@@ -758,11 +782,19 @@ def test_each_element_size_transposes_through_its_tiles(size: int, threads: int)
     assert [p[5] for p in parts] == ["tiles", "own", "own"]
     held = dmlops.get_num_threads()
     dmlops.set_num_threads(threads)
+    cpu_engine.configure(tile_blocks=blocks)
     try:
         got = dmlops.slice1(view, [0, 0], [131, 193], [1, 1])
+        # a source with rows backwards and apart, into an output of rows apart (out=)
+        back = raw.view(dtype).reshape(193, n)[::-2, :131].T
+        held_out = np.zeros((131, 2 * 97), dtype)
+        dmlops.slice1(back, [0, 0], [131, 97], [1, 1], out=held_out[:, :97])
     finally:
         dmlops.set_num_threads(held)
+        cpu_engine.configure(tile_blocks=1)
     assert got.tobytes() == np.ascontiguousarray(view).tobytes()
+    assert held_out[:, :97].tobytes() == np.ascontiguousarray(back).tobytes()
+    assert not held_out[:, 97:].view(np.uint8).any()
 
 
 @settings(max_examples=80, deadline=None)

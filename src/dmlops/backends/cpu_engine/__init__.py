@@ -64,7 +64,8 @@ _STATE: dict[str, Any] = {"enabled": os.environ.get("DMLOPS_CPU_ENGINE", "") != 
 # same arrays finds each part in the cache of the core that moved it), and how long a
 # caller with no piece left spins for the last ones before it sleeps, and whether rows read
 # backwards move in 32-byte vectors where the CPU has AVX2, and whether rows read every
-# second to fourth element (1-, 2- and 4-byte ones) move by byte shuffles there; given to the
+# second to fourth element (1-, 2- and 4-byte ones) move by byte shuffles there, and whether
+# a transpose's tiles move as 16-byte blocks transposed in registers; given to the
 # extension when it loads, where DMLOPS_STREAMING_BYTES and DMLOPS_LOAD_AWARE then override
 # theirs
 DEFAULTS = {
@@ -79,6 +80,7 @@ DEFAULTS = {
     "caller_spin_us": 20,
     "wide_vectors": 1,
     "step_shuffles": 1,
+    "tile_blocks": 1,
     "streaming_bytes": streaming_bytes(),
 }
 
@@ -107,6 +109,15 @@ def configure(**settings: int) -> None:
     module = native()
     if module is not None:
         module.configure(**settings)
+    if "tile_blocks" in settings:  # (plans made after this walk their transposes by it)
+        _STATE["tile_blocks"] = settings["tile_blocks"]
+
+
+def block_tiles() -> bool:
+    """Whether a transpose's tiles move as 16-byte blocks transposed in registers (the
+    engine built for a machine with SSE2, and `tile_blocks` not set to 0)."""
+    module = native()
+    return bool(module is not None and module.TILE_BLOCKS and _STATE.get("tile_blocks", 1))
 
 
 def set_enabled(enabled: bool) -> None:
@@ -353,7 +364,9 @@ Dims = tuple[int, ...]
 Part = tuple[Dims, Dims, Dims, int, int, str]
 
 
-def _tiled_transpose(shape: Dims, src_strides: Dims, dst_strides: Dims, size: int) -> list[Part]:
+def _tiled_transpose(
+    shape: Dims, src_strides: Dims, dst_strides: Dims, size: int, blocks: bool = False
+) -> list[Part]:
     """A transpose of elements (the destination's rows contiguous, each element of them a
     line or more apart in the source, whose own unit axis is an outer dimension: a slice
     of x.T, NHWC <-> NCHW) as its whole square tiles of a line's worth of elements a side,
@@ -364,7 +377,10 @@ def _tiled_transpose(shape: Dims, src_strides: Dims, dst_strides: Dims, size: in
     the copy as it is. One core of a 16-core Xeon host: [2048, 2048] float32 transposed
     22.5 -> 8.9 ms, NHWC -> NCHW of [8, 128, 128, 64] 53.0 -> 13.3, NCHW -> NHWC 47.5 ->
     23.3 (torch 11.1, 60.4, 37.8); where neither holds the plain walk's stream of lines is
-    the faster ([2000, 2000]: 6.5 ms, 15.6 in tiles)."""
+    the faster ([2000, 2000]: 6.5 ms, 15.6 in tiles) unless the engine moves tiles as
+    16-byte blocks transposed in registers (`blocks`: then always in tiles; one VM core,
+    [64, 256, 256] transposed: uint8 3.3 -> 0.9 ms, float16 6.5 -> 1.8, float32 7.5 ->
+    3.5, int64 9.6 -> 7.6; numpy 3.0, 6.1, 6.5, 17.8)."""
     whole: list[Part] = [(shape, src_strides, dst_strides, 0, 0, "")]
     n = len(shape)
     if n < 2 or dst_strides[-1] != 1 or abs(src_strides[-1]) * size < _LINE:
@@ -376,7 +392,9 @@ def _tiled_transpose(shape: Dims, src_strides: Dims, dst_strides: Dims, size: in
     between = int(np.prod(shape[i + 1 :], dtype=np.int64))  # lines before a line's next use
     pages = (abs(src_strides[-1]) * size) % _PAGE == 0
     side = max(TRANSPOSE_TILE_BYTES // size, 4)
-    if (between * _LINE <= _REUSE_BYTES and not pages) or min(shape[i], shape[-1]) < side:
+    if (between * _LINE <= _REUSE_BYTES and not pages and not blocks) or min(
+        shape[i], shape[-1]
+    ) < side:
         return whole
     rows, columns = shape[i] // side * side, shape[-1] // side * side
     parts: list[Part] = [
@@ -462,7 +480,7 @@ class EnginePlan:
                 shape, ss, ds = _tiled_across_pages(shape, ss, ds, size)
                 parts = [(shape, ss, ds, 0, 0, "own" if shape != plain else "")]
                 if shape == plain and len(plain) + 1 <= most:  # (tiles add two dimensions)
-                    parts = _tiled_transpose(shape, ss, ds, size)
+                    parts = _tiled_transpose(shape, ss, ds, size, block_tiles())
             src = c.src if c.src >= 0 else inputs + c.src  # (fill k: inputs[-1 - k])
             for shape, ss, ds, src_shift, dst_shift, walk in parts:
                 if walk or len(parts) > 1:  # (a walk of its own: never grouped)

@@ -12,6 +12,7 @@
 #include "evens.h"
 #include "reverse.h"
 #include "shuffles.h"
+#include "tiles.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -408,37 +409,6 @@ static void interleave_rows(char *restrict d, const char *const *s, const int64_
                 memcpy(d + (j * k + m) * size, s[m] + j * ss[m], (size_t)size);
             }
         }
-    }
-}
-
-/* A square tile of a transpose: destination row r (drow bytes apart), element j, from the
- * source's element r of its row j (rows scol bytes apart, elements contiguous). Sides of a
- * line's worth of elements, known at compile time: the tile's source lines stay in the L1
- * cache while every element of them is moved (at a power-of-two stride, where they share
- * one cache set, the tile walk alone is what keeps them: 2048 x 2048 float32 on one VM
- * core 23.4 -> 7.7 ms). */
-#define TILE_OF(type, side)                                                           \
-    for (int64_t r = 0; r < side; r++) {                                              \
-        type *restrict to = (type *)(void *)(d + r * drow);                           \
-        for (int64_t j = 0; j < side; j++) {                                          \
-            to[j] = *(const type *)(const void *)(s + j * scol + r * (int64_t)sizeof(type)); \
-        }                                                                             \
-    }                                                                                 \
-    return 1;
-
-static int move_tile(char *d, const char *s, int64_t side, int64_t drow, int64_t scol,
-                     int64_t element) {
-    switch (element * 256 + side) {
-    case 1 * 256 + 64:
-        TILE_OF(loose8, 64)
-    case 2 * 256 + 32:
-        TILE_OF(loose16, 32)
-    case 4 * 256 + 16:
-        TILE_OF(loose32, 16)
-    case 8 * 256 + 8:
-        TILE_OF(loose64, 8)
-    default:
-        return 0;
     }
 }
 

@@ -25,6 +25,7 @@
 #include "pool.h"
 #include "reverse.h"
 #include "shuffles.h"
+#include "tiles.h"
 
 #define HEADER 4
 #define FEW_COPIES 64
@@ -211,15 +212,19 @@ static PyObject *configure(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"spin_us",     "least_bytes_a_thread", "least_grain", "most_grain",
                             "straggle_us", "streaming_bytes",      "load_aware",  "long_job_us",
                             "home_ranges", "caller_spin_us", "wide_vectors", "step_shuffles",
-                            NULL};
+                            "tile_blocks", NULL};
     long long spin = -1, least = -1, low = -1, high = -1, straggle = -1, streaming = -1;
     long long load_aware = -1, long_job = -1, home_ranges = -1, caller_spin = -1;
-    long long wide_vectors = -1, step_shuffles = -1;
+    long long wide_vectors = -1, step_shuffles = -1, tile_blocks = -1;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLLLLLLL", names, &spin, &least, &low,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLLLLLLLL", names, &spin, &least, &low,
                                      &high, &straggle, &streaming, &load_aware, &long_job,
-                                     &home_ranges, &caller_spin, &wide_vectors, &step_shuffles)) {
+                                     &home_ranges, &caller_spin, &wide_vectors, &step_shuffles,
+                                     &tile_blocks)) {
         return NULL;
+    }
+    if (tile_blocks >= 0) {
+        tiles_set_blocks((int)tile_blocks);
     }
     if (step_shuffles >= 0) {
         shuffles_set((int)step_shuffles);
@@ -741,6 +746,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyModule_AddIntConstant(made, "MOST_MEMBERS", MOST_MEMBERS);
     PyModule_AddIntConstant(made, "RECORD", (int)(sizeof(copy_t) / sizeof(int64_t)));
     PyModule_AddIntConstant(made, "KEEP_CACHED", KEEP_CACHED);
+    PyModule_AddIntConstant(made, "TILE_BLOCKS", TILE_BLOCKS);
     PyModule_AddIntConstant(made, "INDEXED_MOVE", INDEXED_MOVE);
     PyModule_AddIntConstant(made, "INDEXED_CHECK", INDEXED_CHECK);
     Py_INCREF(&BlockType);
