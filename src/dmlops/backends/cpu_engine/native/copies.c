@@ -200,6 +200,11 @@ int64_t cut_copies(job_t *job, int64_t grain) {
             STEPPED_ROWS_OF(type, -1)                                   \
         }                                                               \
         break;                                                          \
+    case 2: /* (rows a few vectors long; longer: evens.h) */            \
+        if (sizeof(type) <= 2 || n * (int64_t)sizeof(type) < 64) {      \
+            STEPPED_ROWS_OF(type, 2)                                    \
+        }                                                               \
+        break;                                                          \
     case 3:                                                             \
         if (SCALAR_THREES(type)) {                                      \
             OPAQUE_STEPPED_ROWS_OF(type, 3)                             \
