@@ -378,9 +378,11 @@ def _tiled_transpose(
     22.5 -> 8.9 ms, NHWC -> NCHW of [8, 128, 128, 64] 53.0 -> 13.3, NCHW -> NHWC 47.5 ->
     23.3 (torch 11.1, 60.4, 37.8); where neither holds the plain walk's stream of lines is
     the faster ([2000, 2000]: 6.5 ms, 15.6 in tiles) unless the engine moves tiles as
-    16-byte blocks transposed in registers (`blocks`: then always in tiles; one VM core,
-    [64, 256, 256] transposed: uint8 3.3 -> 0.9 ms, float16 6.5 -> 1.8, float32 7.5 ->
-    3.5, int64 9.6 -> 7.6; numpy 3.0, 6.1, 6.5, 17.8)."""
+    16-byte blocks transposed in registers (`blocks`: then always in tiles for elements of
+    1, 2 and 4 bytes; one Xeon thread, [64, 256, 256] transposed: uint8 4.6 -> 0.65 ms,
+    float16 5.0 -> 1.06, float32 5.6 -> 1.87, numpy 4.4, 6.0, 6.3; 8-byte elements, two to
+    a block, gain nothing there: [16, 512, 512] int64 12.7 ms either way, and 22.2 in
+    element-loop tiles)."""
     whole: list[Part] = [(shape, src_strides, dst_strides, 0, 0, "")]
     n = len(shape)
     if n < 2 or dst_strides[-1] != 1 or abs(src_strides[-1]) * size < _LINE:
@@ -392,7 +394,7 @@ def _tiled_transpose(
     between = int(np.prod(shape[i + 1 :], dtype=np.int64))  # lines before a line's next use
     pages = (abs(src_strides[-1]) * size) % _PAGE == 0
     side = max(TRANSPOSE_TILE_BYTES // size, 4)
-    if (between * _LINE <= _REUSE_BYTES and not pages and not blocks) or min(
+    if (between * _LINE <= _REUSE_BYTES and not pages and not (blocks and size <= 4)) or min(
         shape[i], shape[-1]
     ) < side:
         return whole
