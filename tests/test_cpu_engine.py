@@ -1173,17 +1173,19 @@ def _between_unreadable_pages(nbytes: int) -> np.ndarray[Any, Any]:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="mprotect through ctypes: Linux here")
-@pytest.mark.parametrize("setting", ["shuffles", "loops", "portable"])
+@pytest.mark.parametrize("setting", ["shuffles", "every shuffle", "loops", "portable"])
 @pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64])
 def test_stepped_rows_by_byte_shuffles_at_every_length(dtype: Any, setting: str) -> None:
     """Rows reading every second to fourth element forwards and backwards, by byte shuffles
-    of 16-byte vectors (where the CPU has AVX2), the loops they replace, and the portable
-    ones: every row length about a block's, one row and many (a piece's rows in one loop),
+    of 16-byte vectors (where the CPU has AVX2: where chosen, and every size and step they
+    can move), the loops they replace (backwards from the row's lowest address up), and the
+    portable ones: every row length about a block's, one row and many (a piece's rows in one loop),
     the row's first and last elements each the last readable byte before or after memory
     that cannot be read; the element-by-element bytes."""
     size = np.dtype(dtype).itemsize
     rng = np.random.default_rng(22)
-    wide, shuffles = {"shuffles": (1, 1), "loops": (1, 0), "portable": (0, 0)}[setting]
+    wide, shuffles = {"shuffles": (1, 1), "every shuffle": (1, 2), "loops": (1, 0),
+                      "portable": (0, 0)}[setting]  # fmt: skip
     try:
         cpu_engine.configure(wide_vectors=wide, step_shuffles=shuffles, least_grain=1 << 14,
                              most_grain=1 << 16)  # fmt: skip

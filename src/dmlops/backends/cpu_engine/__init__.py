@@ -64,7 +64,8 @@ _STATE: dict[str, Any] = {"enabled": os.environ.get("DMLOPS_CPU_ENGINE", "") != 
 # same arrays finds each part in the cache of the core that moved it), and how long a
 # caller with no piece left spins for the last ones before it sleeps, and whether rows read
 # backwards move in 32-byte vectors where the CPU has AVX2, and whether rows read every
-# second to fourth element (1-, 2- and 4-byte ones) move by byte shuffles there, and whether
+# second to fourth element move by byte shuffles there (1: 1-byte elements at steps 3, -2,
+# -3, -4, where they won; 2: 2- and 4-byte ones and every step too; 0: never), and whether
 # a transpose's tiles move as 16-byte blocks transposed in registers; given to the
 # extension when it loads, where DMLOPS_STREAMING_BYTES and DMLOPS_LOAD_AWARE then override
 # theirs

@@ -175,18 +175,37 @@ int64_t cut_copies(job_t *job, int64_t grain) {
     }                                                                   \
     return;
 
-/* the same, the step hidden from the compiler: for 1- and 4-byte elements its stride-3
- * vector gathers cost more than a scalar loop (one Xeon thread, 256-element rows: uint8
- * 0.72 -> 0.49 ms, float32 backwards 2.57 -> 0.80; the engine's uint8 step-3 window 1.51 ->
- * 1.15 x numpy's time in the same run) */
+/* the same backwards, read from the row's lowest address up (as numpy's iterator reads a
+ * negative-strided view; a walk down a row's lines loses the prefetchers: reverse.h) */
+#define BACK_STEPPED_ROWS_OF(type, step)                                \
+    for (int64_t r = 0; r < rows; r++) {                                \
+        type *restrict to = (type *)(void *)(d + r * dstep);            \
+        const type *restrict from = (const type *)(const void *)(s + r * sstep); \
+        for (int64_t j = n - 1; j >= 0; j--) to[j] = from[(step) * j];  \
+    }                                                                   \
+    return;
+
+/* the same, the step hidden from the compiler: for 1-byte elements, and 4-byte ones read
+ * backwards, its stride-3 vector gathers cost more than a scalar loop (one Xeon thread,
+ * 256-element rows: uint8 0.72 -> 0.49 ms, float32 backwards 2.57 -> 0.80; the engine's
+ * uint8 step-3 window 1.51 -> 1.15 x numpy's time in the same run; byte shuffles now take
+ * those where the CPU has AVX2: shuffles.h); float32 forwards the vector loop is the
+ * faster (a VM thread: 0.77-0.82 ms against the scalar loop's 1.13-1.15, numpy 0.80-0.91) */
 #define OPAQUE_STEPPED_ROWS_OF(type, step)                              \
     {                                                                   \
         int64_t hidden = (step);                                        \
         __asm__("" : "+r"(hidden));                                     \
         STEPPED_ROWS_OF(type, hidden)                                   \
     }
+#define OPAQUE_BACK_STEPPED_ROWS_OF(type, step)                         \
+    {                                                                   \
+        int64_t hidden = (step);                                        \
+        __asm__("" : "+r"(hidden));                                     \
+        BACK_STEPPED_ROWS_OF(type, hidden)                              \
+    }
 
-#define SCALAR_THREES(type) (sizeof(type) == 1 || sizeof(type) == 4)
+#define SCALAR_THREES(type) (sizeof(type) == 1)
+#define SCALAR_BACK_THREES(type) (sizeof(type) == 1 || sizeof(type) == 4)
 
 #define STEPPED_ROWS(type)                                              \
     switch (copy->src_step / (int64_t)sizeof(type)) {                   \
@@ -213,12 +232,14 @@ int64_t cut_copies(job_t *job, int64_t grain) {
     case 4:                                                             \
         STEPPED_ROWS_OF(type, 4)                                        \
     case -2:                                                            \
-        STEPPED_ROWS_OF(type, -2)                                       \
+        BACK_STEPPED_ROWS_OF(type, -2)                                  \
     case -3:                                                            \
-        if (SCALAR_THREES(type)) {                                      \
-            OPAQUE_STEPPED_ROWS_OF(type, -3)                            \
+        if (SCALAR_BACK_THREES(type)) {                                 \
+            OPAQUE_BACK_STEPPED_ROWS_OF(type, -3)                       \
         }                                                               \
-        STEPPED_ROWS_OF(type, -3)                                       \
+        BACK_STEPPED_ROWS_OF(type, -3)                                  \
+    case -4:                                                            \
+        BACK_STEPPED_ROWS_OF(type, -4)                                  \
     default:                                                            \
         break;                                                          \
     }

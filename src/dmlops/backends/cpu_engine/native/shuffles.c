@@ -9,7 +9,7 @@
 
 static int shuffles_allowed = 1;
 
-void shuffles_set(int on) { shuffles_allowed = on != 0; }
+void shuffles_set(int level) { shuffles_allowed = level; }
 
 #if X86
 #define MOST_LOADS 4
@@ -34,18 +34,19 @@ static const shuffle_t *shuffle_for(int64_t size, int64_t step) {
     if (slot < 0 || step < -4 || step > 4 || (step >= -1 && step <= 1)) {
         return NULL;
     }
-    /* where they won on a Xeon thread (rows of 256 elements against the loops they
-     * replace: uint8 step 3 0.52 -> 0.34 ms, -2 0.77 -> 0.38, -4 0.52 -> 0.33; float16 -2
-     * 1.30 -> 0.57, -4 0.62 -> 0.49; float32 -4 0.97 -> 0.86); elsewhere the compiler's
-     * vector loops (1-byte steps 2 and 4) or the scalar ones (2- and 4-byte steps of 3, no
-     * slower) are as fast or faster */
+    /* where they won on Xeon threads (rows of 256 elements against the loops they replace:
+     * uint8 step 3 0.52 -> 0.34 ms and 1.84 -> 0.80 on a second host, -2 0.77 -> 0.38 and
+     * 1.59 -> 0.90, -3 0.53 -> 0.36 and 1.10 -> 0.88, -4 0.52 -> 0.33 and 1.38 -> 0.87);
+     * elsewhere the compiler's vector loops are as fast or faster (1-byte steps 2 and 4;
+     * 2- and 4-byte rows read backwards from their lowest address up: float32 -2 1.16 ms
+     * against the shuffles' 1.73, -4 0.91 against 1.58) */
     static const int chosen[3][9] = {
         /* -4 -3 -2 -1  0  1  2  3  4 */
         {1, 1, 1, 0, 0, 0, 0, 1, 0},
-        {1, 0, 1, 0, 0, 0, 0, 0, 0},
-        {1, 0, 1, 0, 0, 0, 0, 0, 0},
+        {0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {0, 0, 0, 0, 0, 0, 0, 0, 0},
     };
-    return chosen[slot][step + 4] ? &shuffles[slot][step + 4] : NULL;
+    return chosen[slot][step + 4] || shuffles_allowed == 2 ? &shuffles[slot][step + 4] : NULL;
 }
 
 __attribute__((constructor)) static void prepare_shuffles(void) {
@@ -80,8 +81,17 @@ __attribute__((constructor)) static void prepare_shuffles(void) {
 #define LOAD(k) _mm_loadu_si128((const __m128i *)(const void *)(w + 16 * (k)))
 #define PICK(k) _mm_shuffle_epi8(LOAD(k), m##k)
 #define BLOCKS(BODY)                                                    \
-    for (; j <= last; j += per, w += advance) {                         \
-        _mm_storeu_si128((__m128i *)(void *)(d + j * size), BODY);     \
+    if (step > 0) {                                                     \
+        for (; j <= last; j += per, w += advance) {                     \
+            _mm_storeu_si128((__m128i *)(void *)(d + j * size), BODY); \
+        }                                                               \
+    } else { /* (from the row's lowest address up: see reverse.h) */    \
+        const int64_t top = last / per * per;                           \
+        w += top / per * advance;                                       \
+        for (int64_t k = top; k >= 0; k -= per, w -= advance) {         \
+            _mm_storeu_si128((__m128i *)(void *)(d + k * size), BODY); \
+        }                                                               \
+        j = top + per;                                                  \
     }
 #define MASKS(from)                                                                            \
     const __m128i m0 = _mm_loadu_si128((const __m128i *)(const void *)(from)[0]);            \
@@ -143,7 +153,7 @@ __attribute__((target("avx2"))) static int64_t shuffled(char *d, const char *s, 
 
 int shuffles_apply(int64_t size, int64_t step, int64_t n) {
 #if X86
-    return shuffles_allowed && n * size >= 32 && shuffle_for(size, step) != NULL &&
+    return shuffles_allowed > 0 && n * size >= 32 && shuffle_for(size, step) != NULL &&
            wide_vectors();
 #else
     (void)size;

@@ -1,6 +1,6 @@
 /* Rows read every few elements (steps of -4 to 4 but -1, 0 and 1; 1-, 2- and 4-byte
- * elements) by byte shuffles of 16-byte vectors: the strided windows, a stride-3 stem's,
- * a reversed stride-2 slice's rows. */
+ * elements, where chosen: shuffles_set) by byte shuffles of 16-byte vectors: the strided
+ * windows, a stride-3 stem's, a reversed stride-2 slice's rows. */
 #ifndef DMLOPS_SHUFFLES_H
 #define DMLOPS_SHUFFLES_H
 
@@ -16,8 +16,9 @@ int64_t shuffled_steps(char *d, const char *s, int64_t n, int64_t size, int64_t 
  * n elements) at all here. */
 int shuffles_apply(int64_t size, int64_t step, int64_t n);
 
-/* Whether the shuffles may be used (1 to begin with; 0 keeps the loops they replace, for
- * tests and A/B timings). */
-void shuffles_set(int on);
+/* Where the shuffles are used: 1 (to begin with) the element sizes and steps where they
+ * won on Xeon threads (1-byte elements at steps 3, -2, -3, -4), 2 every one they can move
+ * (for tests and A/B timings on other machines), 0 none (the loops they replace). */
+void shuffles_set(int level);
 
 #endif
