@@ -1136,11 +1136,11 @@ def test_edge_and_mirror_pads_of_short_and_long_edges(dtype: Any, mode: str) -> 
         assert got.tobytes() == want.tobytes() and got_t.tobytes() == want_t.tobytes()
 
 
-@pytest.mark.parametrize("step", [2, 3, 4, -2, -3, 5])
+@pytest.mark.parametrize("step", [2, 3, 4, -2, -3, -4, 5])
 @pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64])
 def test_rows_of_stepped_elements_in_one_loop_a_step(dtype: Any, step: int) -> None:
-    """Rows that read every k-th source element into contiguous outputs (strides 2, 3, 4,
-    backwards 2 and 3: a loop per step for all a piece's rows; 5, the general one), many
+    """Rows that read every k-th source element into contiguous outputs (strides 2, 3 and 4,
+    backwards 2, 3 and 4: a loop per step for all a piece's rows; 5, the general one), many
     rows a piece and rows cut in parts; the element-by-element loop's bytes."""
     size = np.dtype(dtype).itemsize
     rng = np.random.default_rng(14)

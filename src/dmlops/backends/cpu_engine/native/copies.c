@@ -151,11 +151,14 @@ int64_t cut_copies(job_t *job, int64_t grain) {
         case 4:                                                         \
             for (int64_t j = 0; j < n; j++) to[j] = from[4 * j];        \
             return;                                                     \
-        case -2:                                                        \
-            for (int64_t j = 0; j < n; j++) to[j] = from[-2 * j];       \
+        case -2: /* (backwards: from the lowest address up) */          \
+            for (int64_t j = n - 1; j >= 0; j--) to[j] = from[-2 * j];  \
             return;                                                     \
         case -3:                                                        \
-            for (int64_t j = 0; j < n; j++) to[j] = from[-3 * j];       \
+            for (int64_t j = n - 1; j >= 0; j--) to[j] = from[-3 * j];  \
+            return;                                                     \
+        case -4:                                                        \
+            for (int64_t j = n - 1; j >= 0; j--) to[j] = from[-4 * j];  \
             return;                                                     \
         default:                                                        \
             break;                                                      \
