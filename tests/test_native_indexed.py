@@ -129,13 +129,19 @@ def test_gather_elements_an_index_each(threads: int, dtype: type, itype: type) -
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("row", [1, 3, 8, 64, 257])
-def test_whole_rows_of_every_length(threads: int, dtype: type, row: int) -> None:
-    """GATHER along the outer axis: rows of 1 to 257 elements (fixed-size moves, memcpy),
-    from a contiguous table and from a transposed one (rows of strided elements)."""
+@pytest.mark.parametrize("wide", [1, 0])
+def test_whole_rows_of_every_length(threads: int, dtype: type, row: int, wide: int) -> None:
+    """GATHER along the outer axis: rows of 1 to 257 elements (fixed-size moves: 16-byte
+    ones, 32-byte ones where the CPU has AVX2 and `wide_vectors` allows them; memcpy), from a
+    contiguous table and from a transposed one (rows of strided elements)."""
     rng = np.random.default_rng(3)
     table = _values((4000, row), dtype)
     idx = _index(rng, 4000, (3000,), np.int64)
-    got = dmlops.gather(table, idx, 0)
+    try:
+        cpu_engine.configure(wide_vectors=wide)
+        got = dmlops.gather(table, idx, 0)
+    finally:
+        cpu_engine.configure(wide_vectors=1)
     assert got.tobytes() == np.take(table, _wrapped(idx, 4000), 0).tobytes()
     columns = _values((row, 900), dtype, seed=4).T  # rows whose elements are 900 apart
     idx_t = _index(rng, 900, (700,), np.int32)

@@ -3,6 +3,7 @@
 
 #include "loose.h"
 #include "pool.h"
+#include "reverse.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -364,6 +365,28 @@ FIXED_ROWS_FN(rows_64, 64)
 FIXED_ROWS_FN(rows_128, 128)
 FIXED_ROWS_FN(rows_256, 256)
 
+#if X86
+/* the same in 32-byte moves where the CPU has AVX2 (rows of 64 to 512 bytes: half the
+ * loads and stores of 16-byte ones, and no call of memcpy for 512; 20,000 float32 rows of
+ * 256 bytes on a VM thread 0.60 -> 0.29 ms, numpy.take's 0.27-0.34) */
+#define WIDE_ROWS_FN(NAME, BYTES)                                                         \
+    __attribute__((target("avx2"))) static void NAME(const indexed_t *g, int64_t first,   \
+                                                     int64_t end) {                       \
+        ONE_AXIS;                                                                         \
+        WALK(for (int64_t i = 0; i < n; i++) {                                            \
+            ONE_INDEX(v, g->nbytes)                                                       \
+            const char *row = from + i * ss + v * stride0;                                \
+            for (int k = 0; k < (BYTES); k += 32)                                         \
+                _mm256_storeu_si256((__m256i *)(void *)(to + i * ds + k),                 \
+                                    _mm256_loadu_si256((const __m256i *)(const void *)(row + k))); \
+        });                                                                               \
+    }
+WIDE_ROWS_FN(wide_rows_64, 64)
+WIDE_ROWS_FN(wide_rows_128, 128)
+WIDE_ROWS_FN(wide_rows_256, 256)
+WIDE_ROWS_FN(wide_rows_512, 512)
+#endif
+
 /* Rows written where one index each points (SCATTER_ND of rows, SCATTER_ELEMENTS), in
  * index order: of two rows to one place the later stays. */
 static void scattered_rows(const indexed_t *g, int64_t first, int64_t end) {
@@ -434,6 +457,14 @@ static walk_fn form_of(const indexed_t *g) {
     if (g->row > 1) {
         const int64_t bytes = g->row * g->element;
         const int whole = g->row_src == g->element && g->row_dst == g->element;
+#if X86
+        if (whole && (bytes & (bytes - 1)) == 0 && bytes >= 64 && bytes <= 512 &&
+            wide_vectors()) {
+            static const walk_fn wide[4] = {wide_rows_64, wide_rows_128, wide_rows_256,
+                                            wide_rows_512};
+            return wide[__builtin_ctzll((unsigned long long)bytes) - 6];
+        }
+#endif
         if (whole && (bytes & (bytes - 1)) == 0 && bytes >= 16 && bytes <= 256) {
             static const walk_fn fixed[5] = {rows_16, rows_32, rows_64, rows_128, rows_256};
             return fixed[__builtin_ctzll((unsigned long long)bytes) - 4];
