@@ -170,23 +170,20 @@ int64_t cut_copies(job_t *job, int64_t grain) {
  * rows read backwards or filled from one element, only short ones: longer ones take the
  * vector loops of move_elements) */
 #define SHORT_ROW 16
-#define STEPPED_ROWS_OF(type, step)                                     \
+#define UP for (int64_t j = 0; j < n; j++)
+#define DOWN for (int64_t j = n - 1; j >= 0; j--)
+#define EACH_ROW_STEPPED(type, step, ORDER)                             \
     for (int64_t r = 0; r < rows; r++) {                                \
         type *restrict to = (type *)(void *)(d + r * dstep);            \
         const type *restrict from = (const type *)(const void *)(s + r * sstep); \
-        for (int64_t j = 0; j < n; j++) to[j] = from[(step) * j];       \
+        ORDER to[j] = from[(step) * j];                                 \
     }                                                                   \
     return;
+#define STEPPED_ROWS_OF(type, step) EACH_ROW_STEPPED(type, step, UP)
 
 /* the same backwards, read from the row's lowest address up (as numpy's iterator reads a
  * negative-strided view; a walk down a row's lines loses the prefetchers: reverse.h) */
-#define BACK_STEPPED_ROWS_OF(type, step)                                \
-    for (int64_t r = 0; r < rows; r++) {                                \
-        type *restrict to = (type *)(void *)(d + r * dstep);            \
-        const type *restrict from = (const type *)(const void *)(s + r * sstep); \
-        for (int64_t j = n - 1; j >= 0; j--) to[j] = from[(step) * j];  \
-    }                                                                   \
-    return;
+#define BACK_STEPPED_ROWS_OF(type, step) EACH_ROW_STEPPED(type, step, DOWN)
 
 /* the same, the step hidden from the compiler: for 1-byte elements, and 4-byte ones read
  * backwards, its stride-3 vector gathers cost more than a scalar loop (one Xeon thread,
@@ -194,17 +191,11 @@ int64_t cut_copies(job_t *job, int64_t grain) {
  * read up now, float32 -3 1.23 ms against numpy's 1.45; byte shuffles take 1-byte rows
  * where the CPU has AVX2: shuffles.h); float32 forwards the vector loop is the faster (a
  * VM thread: 0.77-0.82 ms against the scalar loop's 1.13-1.15, numpy 0.80-0.91) */
-#define OPAQUE_STEPPED_ROWS_OF(type, step)                              \
+#define OPAQUE_STEPPED_ROWS_OF(type, step, ORDER)                       \
     {                                                                   \
         int64_t hidden = (step);                                        \
         __asm__("" : "+r"(hidden));                                     \
-        STEPPED_ROWS_OF(type, hidden)                                   \
-    }
-#define OPAQUE_BACK_STEPPED_ROWS_OF(type, step)                         \
-    {                                                                   \
-        int64_t hidden = (step);                                        \
-        __asm__("" : "+r"(hidden));                                     \
-        BACK_STEPPED_ROWS_OF(type, hidden)                              \
+        EACH_ROW_STEPPED(type, hidden, ORDER)                           \
     }
 
 #define SCALAR_THREES(type) (sizeof(type) == 1)
@@ -223,13 +214,13 @@ int64_t cut_copies(job_t *job, int64_t grain) {
         }                                                               \
         break;                                                          \
     case 2: /* (rows a few vectors long; longer: evens.h) */            \
-        if (sizeof(type) <= 2 || n * (int64_t)sizeof(type) < 64) {      \
+        if (sizeof(type) <= 2 || n * (int64_t)sizeof(type) < EVENS_LEAST_BYTES) { \
             STEPPED_ROWS_OF(type, 2)                                    \
         }                                                               \
         break;                                                          \
     case 3:                                                             \
         if (SCALAR_THREES(type)) {                                      \
-            OPAQUE_STEPPED_ROWS_OF(type, 3)                             \
+            OPAQUE_STEPPED_ROWS_OF(type, 3, UP)                         \
         }                                                               \
         STEPPED_ROWS_OF(type, 3)                                        \
     case 4:                                                             \
@@ -238,7 +229,7 @@ int64_t cut_copies(job_t *job, int64_t grain) {
         BACK_STEPPED_ROWS_OF(type, -2)                                  \
     case -3:                                                            \
         if (SCALAR_BACK_THREES(type)) {                                 \
-            OPAQUE_BACK_STEPPED_ROWS_OF(type, -3)                       \
+            OPAQUE_STEPPED_ROWS_OF(type, -3, DOWN)                      \
         }                                                               \
         BACK_STEPPED_ROWS_OF(type, -3)                                  \
     case -4:                                                            \

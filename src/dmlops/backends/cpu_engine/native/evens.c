@@ -34,7 +34,7 @@ __attribute__((target("avx2"))) static int64_t evens_in_vectors(char *d, const c
 
 int64_t every_second(char *d, const char *s, int64_t n, int64_t size) {
 #if X86
-    if ((size == 4 || size == 8) && n * size >= 64 && wide_vectors()) {
+    if ((size == 4 || size == 8) && n * size >= EVENS_LEAST_BYTES && wide_vectors()) {
         return evens_in_vectors(d, s, n, size);
     }
 #else

@@ -10,4 +10,7 @@
  * never reading past s's element 2 (n - 1): the rest is the caller's loop. */
 int64_t every_second(char *d, const char *s, int64_t n, int64_t size);
 
+/* the bytes of a row (n * size) from which every_second moves any */
+#define EVENS_LEAST_BYTES 64
+
 #endif

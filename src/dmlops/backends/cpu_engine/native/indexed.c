@@ -350,14 +350,19 @@ static void rows_by_index(const indexed_t *g, int64_t first, int64_t end) {
 
 /* Whole contiguous rows of a fixed size (the commonest embedding and head rows): the size
  * known to the compiler, so each row is a few vector moves, no call. */
-#define FIXED_ROWS_FN(NAME, BYTES)                                                        \
-    static void NAME(const indexed_t *g, int64_t first, int64_t end) {                     \
+#define ROWS_FN(ATTRIBUTES, NAME, MOVE)                                                   \
+    ATTRIBUTES static void NAME(const indexed_t *g, int64_t first, int64_t end) {          \
         ONE_AXIS;                                                                         \
         WALK(for (int64_t i = 0; i < n; i++) {                                            \
             ONE_INDEX(v, g->nbytes)                                                       \
-            memcpy(to + i * ds, from + i * ss + v * stride0, BYTES);                      \
+            MOVE(to + i * ds, from + i * ss + v * stride0);                               \
         });                                                                               \
     }
+#define FIXED_ROWS_FN(NAME, BYTES)                                                        \
+    static inline void NAME##_move(char *to_row, const char *from_row) {                  \
+        memcpy(to_row, from_row, (BYTES));                                                \
+    }                                                                                     \
+    ROWS_FN(, NAME, NAME##_move)
 
 FIXED_ROWS_FN(rows_16, 16)
 FIXED_ROWS_FN(rows_32, 32)
@@ -370,17 +375,13 @@ FIXED_ROWS_FN(rows_256, 256)
  * loads and stores of 16-byte ones, and no call of memcpy for 512; 20,000 float32 rows of
  * 256 bytes on a VM thread 0.60 -> 0.29 ms, numpy.take's 0.27-0.34) */
 #define WIDE_ROWS_FN(NAME, BYTES)                                                         \
-    __attribute__((target("avx2"))) static void NAME(const indexed_t *g, int64_t first,   \
-                                                     int64_t end) {                       \
-        ONE_AXIS;                                                                         \
-        WALK(for (int64_t i = 0; i < n; i++) {                                            \
-            ONE_INDEX(v, g->nbytes)                                                       \
-            const char *row = from + i * ss + v * stride0;                                \
-            for (int k = 0; k < (BYTES); k += 32)                                         \
-                _mm256_storeu_si256((__m256i *)(void *)(to + i * ds + k),                 \
-                                    _mm256_loadu_si256((const __m256i *)(const void *)(row + k))); \
-        });                                                                               \
-    }
+    __attribute__((target("avx2"))) static inline void NAME##_move(char *to_row,          \
+                                                                  const char *from_row) { \
+        for (int k = 0; k < (BYTES); k += 32)                                             \
+            _mm256_storeu_si256((__m256i *)(void *)(to_row + k),                          \
+                                _mm256_loadu_si256((const __m256i *)(const void *)(from_row + k))); \
+    }                                                                                     \
+    ROWS_FN(__attribute__((target("avx2"))), NAME, NAME##_move)
 WIDE_ROWS_FN(wide_rows_64, 64)
 WIDE_ROWS_FN(wide_rows_128, 128)
 WIDE_ROWS_FN(wide_rows_256, 256)
