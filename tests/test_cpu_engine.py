@@ -1213,6 +1213,46 @@ def test_stepped_rows_by_byte_shuffles_at_every_length(dtype: Any, setting: str)
                              most_grain=cpu_engine.DEFAULTS["most_grain"])  # fmt: skip
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="mprotect through ctypes: Linux here")
+@pytest.mark.parametrize("wide", [1, 0])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64])
+def test_whole_rows_in_vector_moves_at_every_length(dtype: Any, wide: int) -> None:
+    """Windows of whole contiguous rows, in 32-byte moves (where the CPU has AVX2: rows of
+    32 bytes up to the longest moved so) or memcpy a row: every length about a vector's and
+    about the longest, the first row's first byte and the last row's last byte each beside
+    memory that cannot be read, the output at odd offsets with nothing written around it;
+    the element-by-element bytes."""
+    size = np.dtype(dtype).itemsize
+    rng = np.random.default_rng(23)
+    lengths = sorted({b // size for b in (*range(24, 70), 95, 96, 97, 127, 128, 129, 160, 200,
+                                          300, 511, 513, 760, 767, 768, 769, 800, 1000)})  # fmt: skip
+    try:
+        cpu_engine.configure(wide_vectors=wide, least_grain=1 << 14, most_grain=1 << 16)
+        for n in lengths:
+            for skip in (0, 1):
+                width, rows = n + skip + 1, 5
+                memory = _between_unreadable_pages(rows * width * size)
+                memory[...] = rng.integers(0, 256, memory.size, dtype=np.uint8)
+                for x, low in (  # (the first row's first element at memory's start; the last
+                    # row's last element at its end)
+                    (memory[: rows * width * size].view(dtype).reshape(rows, width), 0),
+                    (memory[memory.size - rows * width * size :].view(dtype).reshape(rows, width),
+                     width - n),
+                ):  # fmt: skip
+                    held = np.full((rows * n + 3) * size, 0xAB, np.uint8)
+                    out = held[size : size + rows * n * size].view(dtype).reshape(rows, n)
+                    dmlops.slice1(x, [0, low], [rows, n], [1, 1], out=out)
+                    want = np.empty((rows, n), dtype)
+                    for r in range(rows):
+                        for j in range(n):
+                            want[r, j] = x[r, low + j]
+                    assert out.tobytes() == want.tobytes(), (n, skip, low)
+                    assert (held[:size] == 0xAB).all() and (held[size + out.nbytes :] == 0xAB).all()
+    finally:
+        cpu_engine.configure(wide_vectors=1, least_grain=cpu_engine.DEFAULTS["least_grain"],
+                             most_grain=cpu_engine.DEFAULTS["most_grain"])  # fmt: skip
+
+
 @pytest.mark.parametrize("grain", ["rows cut in parts", "whole rows"])
 @pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64])
 def test_rows_read_backwards_streamed_into_one_run(dtype: Any, grain: str) -> None:

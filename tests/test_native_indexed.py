@@ -128,11 +128,12 @@ def test_gather_elements_an_index_each(threads: int, dtype: type, itype: type) -
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("row", [1, 3, 8, 64, 257])
+@pytest.mark.parametrize("row", [1, 3, 8, 13, 64, 100, 191, 257])
 @pytest.mark.parametrize("wide", [1, 0])
 def test_whole_rows_of_every_length(threads: int, dtype: type, row: int, wide: int) -> None:
     """GATHER along the outer axis: rows of 1 to 257 elements (fixed-size moves: 16-byte
-    ones, 32-byte ones where the CPU has AVX2 and `wide_vectors` allows them; memcpy), from a
+    ones, 32-byte ones where the CPU has AVX2 and `wide_vectors` allows them, rows of other
+    lengths from 32 bytes in 32-byte moves there too; memcpy), from a
     contiguous table and from a transposed one (rows of strided elements)."""
     rng = np.random.default_rng(3)
     table = _values((4000, row), dtype)

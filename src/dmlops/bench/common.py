@@ -94,8 +94,16 @@ def median_cpu(fn: Fn, reps: int) -> float:
 def medians_in_turn(timers: list[Callable[[], float]], rounds: int) -> list[float]:
     """Each timer's median over `rounds` rounds, the timers run in turn within a round (a
     machine whose speed drifts, as lavapipe on a small VM does by ±40 % a minute, then
-    shifts every contender alike)."""
-    runs = [[timer() for timer in timers] for _ in range(rounds)]
+    shifts every contender alike), each round starting one timer further on (the one run
+    just after another contender finds the caches as that one left them: on the 2-core VM
+    that alone moved a copy by 10-30 %, so no timer is always that one)."""
+    count = len(timers)
+    runs = []
+    for k in range(rounds):
+        times = [0.0] * count
+        for i in (*range(k % count, count), *range(k % count)):
+            times[i] = timers[i]()
+        runs.append(times)
     return [statistics.median(times) for times in zip(*runs, strict=True)]
 
 

@@ -11,6 +11,7 @@
 #include "loose.h"
 #include "evens.h"
 #include "reverse.h"
+#include "runs.h"
 #include "shuffles.h"
 #include "tiles.h"
 
@@ -467,6 +468,18 @@ static inline void copy_in_sixteens(char *restrict d, const char *restrict s, in
     return;
 #endif
 
+#if X86
+/* `rows` whole rows of `bytes` (32 to WIDE_RUN_MOST), dstep and sstep bytes apart, in
+ * 32-byte moves */
+__attribute__((target("avx2"))) static void wide_rows(char *restrict d, const char *restrict s,
+                                                      int64_t rows, int64_t dstep,
+                                                      int64_t sstep, int64_t bytes) {
+    for (int64_t r = 0; r < rows; r++) {
+        wide_run(d + r * dstep, s + r * sstep, bytes);
+    }
+}
+#endif
+
 static void move_rows(char *d, const char *s, int64_t rows, int64_t dstep, int64_t sstep,
                       const copy_t *copy, int streaming) {
     int64_t element = copy->element, n = copy->count;
@@ -515,6 +528,12 @@ static void move_rows(char *d, const char *s, int64_t rows, int64_t dstep, int64
         default:
             break;
         }
+#if X86
+        if (n * element >= 32 && n * element <= WIDE_RUN_MOST && wide_vectors()) {
+            wide_rows(d, s, rows, dstep, sstep, n * element);
+            return;
+        }
+#endif
     }
     if (copy->dst_step == element && copy->src_step % element == 0 &&
         shuffles_apply(element, copy->src_step / element, n)) {

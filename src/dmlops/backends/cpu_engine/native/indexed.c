@@ -4,6 +4,7 @@
 #include "loose.h"
 #include "pool.h"
 #include "reverse.h"
+#include "runs.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -349,43 +350,35 @@ static void rows_by_index(const indexed_t *g, int64_t first, int64_t end) {
 }
 
 /* Whole contiguous rows of a fixed size (the commonest embedding and head rows): the size
- * known to the compiler, so each row is a few vector moves, no call. */
-#define ROWS_FN(ATTRIBUTES, NAME, MOVE)                                                   \
+ * known to the compiler, so each row is a few vector moves, no call. MOVE(to, from, bytes). */
+#define ROWS_FN(ATTRIBUTES, NAME, MOVE, BYTES)                                            \
     ATTRIBUTES static void NAME(const indexed_t *g, int64_t first, int64_t end) {          \
         ONE_AXIS;                                                                         \
         WALK(for (int64_t i = 0; i < n; i++) {                                            \
             ONE_INDEX(v, g->nbytes)                                                       \
-            MOVE(to + i * ds, from + i * ss + v * stride0);                               \
+            MOVE(to + i * ds, from + i * ss + v * stride0, (BYTES));                      \
         });                                                                               \
     }
-#define FIXED_ROWS_FN(NAME, BYTES)                                                        \
-    static inline void NAME##_move(char *to_row, const char *from_row) {                  \
-        memcpy(to_row, from_row, (BYTES));                                                \
-    }                                                                                     \
-    ROWS_FN(, NAME, NAME##_move)
-
-FIXED_ROWS_FN(rows_16, 16)
-FIXED_ROWS_FN(rows_32, 32)
-FIXED_ROWS_FN(rows_64, 64)
-FIXED_ROWS_FN(rows_128, 128)
-FIXED_ROWS_FN(rows_256, 256)
+static inline void fixed_move(char *to_row, const char *from_row, int64_t bytes) {
+    memcpy(to_row, from_row, (size_t)bytes);
+}
+ROWS_FN(, rows_16, fixed_move, 16)
+ROWS_FN(, rows_32, fixed_move, 32)
+ROWS_FN(, rows_64, fixed_move, 64)
+ROWS_FN(, rows_128, fixed_move, 128)
+ROWS_FN(, rows_256, fixed_move, 256)
 
 #if X86
 /* the same in 32-byte moves where the CPU has AVX2 (rows of 64 to 512 bytes: half the
  * loads and stores of 16-byte ones, and no call of memcpy for 512; 20,000 float32 rows of
- * 256 bytes on a VM thread 0.60 -> 0.29 ms, numpy.take's 0.27-0.34) */
-#define WIDE_ROWS_FN(NAME, BYTES)                                                         \
-    __attribute__((target("avx2"))) static inline void NAME##_move(char *to_row,          \
-                                                                  const char *from_row) { \
-        for (int k = 0; k < (BYTES); k += 32)                                             \
-            _mm256_storeu_si256((__m256i *)(void *)(to_row + k),                          \
-                                _mm256_loadu_si256((const __m256i *)(const void *)(from_row + k))); \
-    }                                                                                     \
-    ROWS_FN(__attribute__((target("avx2"))), NAME, NAME##_move)
+ * 256 bytes on a VM thread 0.60 -> 0.29 ms, numpy.take's 0.27-0.34), and rows of any other
+ * length from 32 bytes to WIDE_RUN_MOST */
+#define WIDE_ROWS_FN(NAME, BYTES) ROWS_FN(__attribute__((target("avx2"))), NAME, wide_run, BYTES)
 WIDE_ROWS_FN(wide_rows_64, 64)
 WIDE_ROWS_FN(wide_rows_128, 128)
 WIDE_ROWS_FN(wide_rows_256, 256)
 WIDE_ROWS_FN(wide_rows_512, 512)
+WIDE_ROWS_FN(wide_rows_any, g->row * g->element)
 #endif
 
 /* Rows written where one index each points (SCATTER_ND of rows, SCATTER_ELEMENTS), in
@@ -464,6 +457,10 @@ static walk_fn form_of(const indexed_t *g) {
             static const walk_fn wide[4] = {wide_rows_64, wide_rows_128, wide_rows_256,
                                             wide_rows_512};
             return wide[__builtin_ctzll((unsigned long long)bytes) - 6];
+        }
+        if (whole && (bytes & (bytes - 1)) != 0 && bytes >= 32 && bytes <= WIDE_RUN_MOST &&
+            wide_vectors()) {
+            return wide_rows_any;
         }
 #endif
         if (whole && (bytes & (bytes - 1)) == 0 && bytes >= 16 && bytes <= 256) {
