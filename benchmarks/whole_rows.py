@@ -76,7 +76,8 @@ def main() -> None:
     finally:
         cpu_engine.configure(wide_vectors=1)
     if args.plot:
-        plot_ratios(found, "numpy", f"{args.threads} threads", args.plot)
+        label = "1 thread" if args.threads == 1 else f"{args.threads} threads"
+        plot_ratios(found, "numpy", label, args.plot)
 
 
 if __name__ == "__main__":
