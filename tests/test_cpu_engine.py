@@ -1218,7 +1218,8 @@ def test_stepped_rows_by_byte_shuffles_at_every_length(dtype: Any, setting: str)
 @pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64])
 def test_whole_rows_in_vector_moves_at_every_length(dtype: Any, wide: int) -> None:
     """Windows of whole contiguous rows, in 32-byte moves (where the CPU has AVX2: rows of
-    32 bytes up to the longest moved so) or memcpy a row: every length about a vector's and
+    32 bytes up to the longest moved so; under the fixture's streaming stores every job
+    streams its rows instead) or memcpy a row: every length about a vector's and
     about the longest, the first row's first byte and the last row's last byte each beside
     memory that cannot be read, the output at odd offsets with nothing written around it;
     the element-by-element bytes."""

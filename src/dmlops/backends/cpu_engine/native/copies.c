@@ -529,7 +529,9 @@ static void move_rows(char *d, const char *s, int64_t rows, int64_t dstep, int64
             break;
         }
 #if X86
-        if (n * element >= 32 && n * element <= WIDE_RUN_MOST && wide_vectors()) {
+        /* (a job that streams writes its rows' whole lines past the caches, below) */
+        if (!streaming && n * element >= 32 && n * element <= WIDE_RUN_MOST &&
+            wide_vectors()) {
             wide_rows(d, s, rows, dstep, sstep, n * element);
             return;
         }
