@@ -354,9 +354,10 @@ static void rows_by_index(const indexed_t *g, int64_t first, int64_t end) {
 #define ROWS_FN(ATTRIBUTES, NAME, MOVE, BYTES)                                            \
     ATTRIBUTES static void NAME(const indexed_t *g, int64_t first, int64_t end) {          \
         ONE_AXIS;                                                                         \
+        const int64_t row_bytes = (BYTES); /* (read once: the rows' stores may alias g) */ \
         WALK(for (int64_t i = 0; i < n; i++) {                                            \
             ONE_INDEX(v, g->nbytes)                                                       \
-            MOVE(to + i * ds, from + i * ss + v * stride0, (BYTES));                      \
+            MOVE(to + i * ds, from + i * ss + v * stride0, row_bytes);                    \
         });                                                                               \
     }
 static inline void fixed_move(char *to_row, const char *from_row, int64_t bytes) {
