@@ -349,8 +349,8 @@ static void rows_by_index(const indexed_t *g, int64_t first, int64_t end) {
     });
 }
 
-/* Whole contiguous rows of a fixed size (the commonest embedding and head rows): the size
- * known to the compiler, so each row is a few vector moves, no call. MOVE(to, from, bytes). */
+/* Whole contiguous rows of BYTES each, by MOVE(to, from, bytes): for the commonest
+ * embedding and head rows a constant, so that each row is a few vector moves, no call. */
 #define ROWS_FN(ATTRIBUTES, NAME, MOVE, BYTES)                                            \
     ATTRIBUTES static void NAME(const indexed_t *g, int64_t first, int64_t end) {          \
         ONE_AXIS;                                                                         \
