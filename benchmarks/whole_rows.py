@@ -1,8 +1,10 @@
-"""Copies of whole contiguous rows of 100 to 2,000 bytes (a window of the inner axis, and
-GATHER of table rows): the engine's 32-byte moves (where the CPU has AVX2; rows of 32 bytes
-up to `WIDE_RUN_MOST`, 768) against memcpy a row (`wide_vectors=0`), numpy beside; bit for
-bit first, medians of 9 rounds of 7 calls, interleaved in one process (each round led by
-the next contender), ms.
+"""Copies of whole contiguous rows, one row at a time: a window of the inner axis and
+GATHER of table rows (rows of 100 to 2,000 bytes; gathers of 4 to 64 KiB too), and
+REVERSE_SUBSEQUENCES of 1- and 2-KiB rows. The engine's 32-byte moves (where the CPU has
+AVX2: a copy's rows of 32 bytes up to `WIDE_RUN_MOST`, 768; an indexed copy's rows of any
+length from 32 bytes, forwards) against memcpy a row (`wide_vectors=0`), numpy beside; bit
+for bit first, medians of 9 rounds of 7 calls, interleaved in one process (each round led
+by the next contender), ms.
 
     python benchmarks/whole_rows.py [THREADS] [--plot PNG]   (threads: 1)
 
@@ -43,7 +45,41 @@ def _cases(rng: np.random.Generator) -> list[tuple[str, Callable[[], Any], Calla
                  lambda t=table, r=rows: dmlops.gather(t, r, 0),
                  lambda t=table, r=rows: np.take(t, r, 0)),
             ]  # fmt: skip
+    for nbytes in (4096, 16384, 65536):
+        table = rng.integers(0, 100, ((64 << 20) // nbytes, nbytes)).astype(np.uint8)
+        rows = rng.integers(0, table.shape[0], (8 << 20) // nbytes).astype(np.int32)
+        cases.append(
+            (f"gather, rows of {nbytes} B uint8",
+             lambda t=table, r=rows: dmlops.gather(t, r, 0),
+             lambda t=table, r=rows: np.take(t, r, 0))
+        )  # fmt: skip
+    lengths = rng.integers(0, 129, 64).astype(np.int32)
+    for dt in ("uint8", "float16", "float32"):
+        seq = rng.integers(0, 100, (128, 64, 512)).astype(dt)
+
+        def reversed_rows(seq: Any = seq) -> Any:
+            out = seq.copy()
+            for b, n in enumerate(lengths):
+                out[:n, b] = seq[:n, b][::-1]
+            return out
+
+        out = _at_the_same_page_offset(seq)
+        cases += [
+            (f"reverse_subsequences, rows of {seq.itemsize * 512} B {dt}",
+             lambda seq=seq: dmlops.reverse_subsequences(seq, lengths, 0, 1), reversed_rows),
+            (f"reverse_subsequences, rows of {seq.itemsize * 512} B {dt}, out= 4K-aliased",
+             lambda seq=seq, out=out: dmlops.reverse_subsequences(seq, lengths, 0, 1, out=out),
+             reversed_rows),
+        ]  # fmt: skip
     return cases
+
+
+def _at_the_same_page_offset(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """An empty array like x whose data sit at x's offset in their 4 KiB pages (where
+    memcpy copies a long run backwards)."""
+    held = np.empty(x.nbytes + 4096, np.uint8)
+    start = (x.ctypes.data - held.ctypes.data) % 4096
+    return held[start : start + x.nbytes].view(x.dtype).reshape(x.shape)
 
 
 def main() -> None:

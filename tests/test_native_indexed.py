@@ -187,6 +187,38 @@ def test_reversed_subsequences(threads: int) -> None:
     assert got.tobytes() == want.tobytes()
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("wide", [1, 0])
+def test_rows_forwards_at_every_length(threads: int, dtype: type, wide: int) -> None:
+    """Whole rows that move one at a time (reversed subsequences, scattered rows): rows of 1
+    to over 4 KiB, 4 KiB exactly among them (where memcpy would copy backwards), forwards in
+    32-byte moves where the CPU has AVX2 and `wide_vectors` allows them, else memcpy; the
+    element-by-element answers."""
+    size = np.dtype(dtype).itemsize
+    rng = np.random.default_rng(24)
+    try:
+        cpu_engine.configure(wide_vectors=wide)
+        for nbytes in (8, 24, 40, 100, 300, 1000, 4096, 5000):
+            width = max(1, nbytes // size)
+            seq = _values((12, 5, width), dtype)
+            lengths = rng.integers(0, 13, 5).astype(np.int32)
+            got = dmlops.reverse_subsequences(seq, lengths, 0, 1)
+            want = np.empty_like(seq)
+            for t in range(12):
+                for b in range(5):
+                    for j in range(width):
+                        source = lengths[b] - 1 - t if t < lengths[b] else t
+                        want[t, b, j] = seq[source, b, j]
+            assert got.tobytes() == want.tobytes(), nbytes
+            data = _values((30, width), dtype)
+            idx = _index(rng, 30, (20, 1), np.int64)
+            updates = _values((20, width), dtype, seed=12)
+            got_s = dmlops.scatter_nd(data, idx, updates)
+            assert got_s.tobytes() == _naive_scatter_rows(data, idx, updates).tobytes(), nbytes
+    finally:
+        cpu_engine.configure(wide_vectors=1)
+
+
 @pytest.mark.parametrize("where", [0, -1])
 def test_a_bad_index_writes_nothing_and_is_named(threads: int, where: int) -> None:
     """The check runs before any row moves (on the pool, the bad index in its first or its

@@ -8,10 +8,10 @@
 
 #include "loose.h"
 
-/* The longest row moved this way: rows of 100 to 760 bytes moved 1.1-1.4x faster than by
- * memcpy a row on one thread of the development VM; gathered rows of 1,000 and 2,000 bytes
- * as fast either way (memcpy's own loop is as good there). Copies that stream their output
- * past the caches keep doing so (copies.c). */
+/* The longest row of a copy moved this way: rows of 100 to 760 bytes moved 1.1-1.4x faster
+ * than by memcpy a row on one thread of the development VM; longer ones were not measured
+ * faster, and keep memcpy. Copies that stream their output past the caches keep doing so
+ * (copies.c); indexed copies move whole rows of any length this way (indexed.c). */
 #define WIDE_RUN_MOST 768
 
 #if X86
