@@ -23,7 +23,7 @@ typedef void (*walk_fn)(const indexed_t *g, int64_t first, int64_t end);
 struct indexed {
     int rank, axes, nbytes, is_signed, negative, mode, reverse, element;
     int scatter; /* 1: the index moves the destination (else the source) */
-    int wide;    /* whole rows of 32 bytes or more forwards in 32-byte moves (move_row) */
+    int wide;    /* wide_vectors(), read once a call: rows in 32-byte moves (form_of, move_row) */
     int64_t row, row_src, row_dst; /* row: elements; its steps in bytes */
     int64_t tuple_step;            /* bytes between an index tuple's entries */
     int64_t src_at, dst_at, idx_at;
@@ -188,7 +188,8 @@ static void check_piece(void *context, int64_t k) {
  * (its guard against 4K aliasing; a profile of REVERSE_SUBSEQUENCES' rows showed its loop
  * walking down), and a walk down the lines loses the prefetchers: REVERSE_SUBSEQUENCES'
  * 1- and 2-KiB rows on a VM thread 1.19-1.34x numpy's time by memcpy, 0.86-1.00x so
- * (whether a new output falls so depends on where the allocator put it and the input). */
+ * (whether a new output falls so depends on where the allocator put it and the input).
+ * A function of its own: its callers are not compiled for AVX2. */
 __attribute__((target("avx2"))) static void forward_row(char *to, const char *from, int64_t n) {
     wide_run(to, from, n);
 }
@@ -474,15 +475,16 @@ static walk_fn form_of(const indexed_t *g) {
         const int64_t bytes = g->row * g->element;
         const int whole = g->row_src == g->element && g->row_dst == g->element;
 #if X86
-        if (whole && (bytes & (bytes - 1)) == 0 && bytes >= 64 && bytes <= 512 &&
-            wide_vectors()) {
-            static const walk_fn wide[4] = {wide_rows_64, wide_rows_128, wide_rows_256,
-                                            wide_rows_512};
-            return wide[__builtin_ctzll((unsigned long long)bytes) - 6];
-        }
-        if (whole && (bytes & (bytes - 1)) != 0 && bytes >= 32 && bytes <= WIDE_RUN_MOST &&
-            wide_vectors()) {
-            return wide_rows_any;
+        if (whole && g->wide && bytes >= 32 && bytes <= WIDE_RUN_MOST) {
+            const int power = (bytes & (bytes - 1)) == 0;
+            if (power && bytes >= 64 && bytes <= 512) {
+                static const walk_fn wide[4] = {wide_rows_64, wide_rows_128, wide_rows_256,
+                                                wide_rows_512};
+                return wide[__builtin_ctzll((unsigned long long)bytes) - 6];
+            }
+            if (!power) {
+                return wide_rows_any;
+            }
         }
 #endif
         if (whole && (bytes & (bytes - 1)) == 0 && bytes >= 16 && bytes <= 256) {
