@@ -10,9 +10,12 @@ the caller's spin for a job's last pieces before it sleeps, 200 µs (1) or 20 µ
 `wide_vectors`, rows read backwards (16 MiB of each element size into a given output) in
 AVX2 vectors (1) or the portable loop (0), a forward copy beside; `swap`, the QKV chain into
 fixed buffers, the same buffers swapped every call, and new outputs; `spin`, idle workers
-spinning 50 µs before they sleep (1) or sleeping at once (0); `streaming`, the same rows as
-`wide_vectors` with jobs from the machine's streaming size written past the caches (1; rows
-read backwards are staged and streamed) or every store cached (0).
+spinning as the defaults have it before they sleep (1) or sleeping at once (0); `long_spin`,
+idle workers spinning 300 µs (1) or 50 µs (0) before they sleep after every job;
+`idle_spin`, 300 µs (1) or 50 µs (0) after a job that had a free CPU for every thread it
+wanted (50 µs after the others either way); `streaming`, the same rows as `wide_vectors`
+with jobs from the machine's streaming size written past the caches (1; rows read backwards
+are staged and streamed) or every store cached (0).
 BUSY: processes spinning beside (taskset -c 0-3 ... for a CPU set).
 """
 
@@ -60,7 +63,15 @@ def _streaming(on: int) -> None:
 
 
 def _spin(on: int) -> None:
-    cpu_engine.configure(spin_us=50 if on else 0)
+    cpu_engine.configure(spin_us=50 if on else 0, idle_spin_us=300 if on else 0)
+
+
+def _long_spin(on: int) -> None:
+    cpu_engine.configure(spin_us=300 if on else 50, idle_spin_us=300 if on else 50)
+
+
+def _idle_spin(on: int) -> None:
+    cpu_engine.configure(idle_spin_us=300 if on else 50)
 
 
 def _wide_vectors(on: int) -> None:
@@ -122,7 +133,9 @@ def main() -> None:
     busy = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
     switches = {"ranges": _home_ranges, "tags": _tags, "caller_spin": _caller_spin}
-    switches.update(spin=_spin, streaming=_streaming, wide_vectors=_wide_vectors)
+    switches.update(spin=_spin, long_spin=_long_spin, idle_spin=_idle_spin)
+    switches.update(streaming=_streaming)
+    switches.update(wide_vectors=_wide_vectors)
     switch = {**switches, "swap": None}[setting]
     if setting == "swap":
         cases = _swap_cases()
@@ -154,6 +167,13 @@ def main() -> None:
     for (case, name), per_round in found.items():
         cells = "  ".join(f"{m * 1e3:6.3f}/{p * 1e3:6.3f}" for m, p in per_round)
         print(f"{case[:44]:44s} {name:36s} {cells}")
+    for on in (1, 0):  # each setting's rows and rounds whose 99th percentile is near its median
+        tag = f" {setting}={on}"
+        runs = [mp for (_, name), rounds_ in found.items() if name.endswith(tag) for mp in rounds_]
+        if runs:
+            near = sum(p <= 1.5 * m for m, p in runs)
+            total = sum(m for m, _ in runs) * 1e3
+            print(f"#{tag}: p99 <= 1.5 x median {near} of {len(runs)}; medians {total:.3f} ms")
 
 
 if __name__ == "__main__":

@@ -272,12 +272,15 @@ def test_a_job_leaves_cpus_that_other_processes_keep_busy() -> None:
     long = rng.standard_normal((1024, 16384), dtype=np.float32)  # 64 MiB
     short_out, long_out = np.empty_like(short), np.empty_like(long)
 
+    spins: list[int] = []  # the idle spin each job gave its workers
+
     def joined_in(x: np.ndarray, out: np.ndarray, calls: int) -> list[int]:
         found = []
         for _ in range(calls):
             time.sleep(0.002)  # (a fresh reading of the load)
             dmlops.slice1(x, [0, 0], list(x.shape), [1, -1], out=out)
             found.append(module.joined())
+            spins.append(module.job_spin())
         return found
 
     held = dmlops.get_num_threads()
@@ -292,11 +295,15 @@ def test_a_job_leaves_cpus_that_other_processes_keep_busy() -> None:
         short_us = (time.perf_counter() - t0) / 3 * 1e6
         # (a job of four times the bytes takes about four times as long: long from twice)
         cpu_engine.configure(long_job_us=int(2 * short_us))
+        spins.clear()
         joined_long = joined_in(long, long_out, 5)
+        spins_long = list(spins)
         cpu_engine.configure(long_job_us=never_long)
         joined_after = joined_in(short, short_out, 3)  # (the long jobs taught the pool nothing)
         cpu_engine.configure(load_aware=0)
+        spins.clear()
         joined_blind = joined_in(short, short_out, 5)
+        spins_blind = list(spins)
     finally:
         cpu_engine.configure(**cpu_engine.DEFAULTS)
         dmlops.set_num_threads(held)
@@ -307,6 +314,12 @@ def test_a_job_leaves_cpus_that_other_processes_keep_busy() -> None:
     assert joined_aware == [0, 0, 0] and joined_after == [0, 0, 0]
     assert max(joined_long) == 1, joined_long
     assert max(joined_blind) == 1, joined_blind
+    # a job the load cut short (then long: every thread asked) leaves its workers the short
+    # spin; one that asked every thread it wanted (the load set aside), the idle machine's
+    short_spin, idle_spin = cpu_engine.DEFAULTS["spin_us"], cpu_engine.DEFAULTS["idle_spin_us"]
+    assert short_spin != idle_spin
+    assert [s for s, j in zip(spins_long, joined_long) if j] == [short_spin] * sum(joined_long)
+    assert [s for s, j in zip(spins_blind, joined_blind) if j] == [idle_spin] * sum(joined_blind)
 
 
 def _probe(pieces: int, threads: int, piece_us: int) -> tuple[np.ndarray, np.ndarray]:
@@ -343,6 +356,42 @@ def test_every_piece_runs_once_whichever_thread_takes_it(home_ranges: int) -> No
     finally:
         cpu_engine.configure(**cpu_engine.DEFAULTS)
         dmlops.set_num_threads(held)
+
+
+def test_workers_spin_after_an_unhindered_job_for_the_idle_spin() -> None:
+    """A job that had a CPU for every thread it wanted leaves its workers spinning for
+    `idle_spin_us` (a call soon after finds them awake) before they sleep; with it 0 they
+    sleep at once."""
+    import time
+
+    module = cpu_engine.native()
+    if module is None:
+        pytest.skip("needs the engine")
+
+    def all_asleep_within(seconds: float) -> bool:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            if module.asleep() == module.workers():
+                return True
+            time.sleep(0.005)
+        return False
+
+    try:
+        cpu_engine.configure(spin_us=0, idle_spin_us=0, **_EVERY_THREAD)
+        _probe(8, 3, 0)  # (two workers at least)
+        every = module.workers() + 1
+        _probe(4 * every, every, 0)
+        assert module.job_spin() == 0
+        assert all_asleep_within(5.0)
+        cpu_engine.configure(idle_spin_us=2_000_000)  # 2 s
+        _probe(4 * every, every, 0)
+        assert module.job_spin() == 2_000_000
+        time.sleep(0.1)
+        assert module.asleep() == 0, module.asleep()  # every worker asked, spinning still
+    finally:
+        cpu_engine.configure(**cpu_engine.DEFAULTS)
+        _probe(4 * every, every, 0)  # (their spin now the default's)
+    assert all_asleep_within(5.0)
 
 
 def test_a_caller_that_sleeps_for_the_last_pieces_is_woken_by_them() -> None:

@@ -54,23 +54,23 @@ __all__ = [
 # whether compiled CPU code may run: DMLOPS_CPU_ENGINE=numpy, read once, or set_enabled
 _STATE: dict[str, Any] = {"enabled": os.environ.get("DMLOPS_CPU_ENGINE", "") != "numpy"}
 
-# the pool's idle spin, the bytes that earn a thread, a piece's least and most bytes, the
-# wait for a job's last pieces that counts as a straggle (setting it resets what the pool
-# learnt of the machine's load), whether a job asks only the CPUs other runnable tasks
-# leave free (the runnable count of /proc/loadavg, read at most once a ms), and the job
-# bytes from which stores stream past the caches (3/8 of the last-level cache, 1-16 MiB),
-# the job time from which a job asks every thread whatever the load, and whether a job is
-# cut into one range of pieces a thread (each thread's own first: a call repeated on the
-# same arrays finds each part in the cache of the core that moved it), and how long a
-# caller with no piece left spins for the last ones before it sleeps, and whether rows read
-# backwards move in 32-byte vectors where the CPU has AVX2, and whether rows read every
-# second to fourth element move by byte shuffles there (1: 1-byte elements at steps 3, -2,
-# -3, -4, where they won; 2: 2- and 4-byte ones and every step too; 0: never), and whether
-# a transpose's tiles move as 16-byte blocks transposed in registers; given to the
-# extension when it loads, where DMLOPS_STREAMING_BYTES and DMLOPS_LOAD_AWARE then override
-# theirs
+# the pool's idle spin after a job the machine's load cut short and after one that found a free CPU
+# for every thread it wanted, the bytes that earn a thread, a piece's least and most bytes, the wait
+# for a job's last pieces that counts as a straggle (setting it resets what the pool learnt of the
+# machine's load), whether a job asks only the CPUs other runnable tasks leave free (the runnable
+# count of /proc/loadavg, read at most once a ms), and the job bytes from which stores stream past
+# the caches (3/8 of the last-level cache, 1-16 MiB), the job time from which a job asks every
+# thread whatever the load, and whether a job is cut into one range of pieces a thread (each
+# thread's own first: a call repeated on the same arrays finds each part in the cache of the core
+# that moved it), and how long a caller with no piece left spins for the last ones before it sleeps,
+# and whether rows read backwards move in 32-byte vectors where the CPU has AVX2, and whether rows
+# read every second to fourth element move by byte shuffles there (1: 1-byte elements at steps 3,
+# -2, -3, -4, where they won; 2: 2- and 4-byte ones and every step too; 0: never), and whether a
+# transpose's tiles move as 16-byte blocks transposed in registers; given to the extension when it
+# loads, where DMLOPS_STREAMING_BYTES and DMLOPS_LOAD_AWARE then override theirs
 DEFAULTS = {
     "spin_us": 50,
+    "idle_spin_us": 300,
     "least_bytes_a_thread": 64 << 10,
     "least_grain": 16 << 10,
     "most_grain": 1 << 20,

@@ -212,16 +212,19 @@ static PyObject *configure(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"spin_us",     "least_bytes_a_thread", "least_grain", "most_grain",
                             "straggle_us", "streaming_bytes",      "load_aware",  "long_job_us",
                             "home_ranges", "caller_spin_us", "wide_vectors", "step_shuffles",
-                            "tile_blocks", NULL};
+                            "tile_blocks", "idle_spin_us", NULL};
     long long spin = -1, least = -1, low = -1, high = -1, straggle = -1, streaming = -1;
     long long load_aware = -1, long_job = -1, home_ranges = -1, caller_spin = -1;
-    long long wide_vectors = -1, step_shuffles = -1, tile_blocks = -1;
+    long long wide_vectors = -1, step_shuffles = -1, tile_blocks = -1, idle_spin = -1;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLLLLLLLL", names, &spin, &least, &low,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLLLLLLLLL", names, &spin, &least, &low,
                                      &high, &straggle, &streaming, &load_aware, &long_job,
                                      &home_ranges, &caller_spin, &wide_vectors, &step_shuffles,
-                                     &tile_blocks)) {
+                                     &tile_blocks, &idle_spin)) {
         return NULL;
+    }
+    if (idle_spin >= 0) {
+        pool_set_idle_spin(idle_spin);
     }
     if (tile_blocks >= 0) {
         tiles_set_blocks((int)tile_blocks);
@@ -279,6 +282,18 @@ static PyObject *estimate_spare(PyObject *self, PyObject *args) {
         return NULL;
     }
     return PyLong_FromLong(load_estimate_spare(text, ours, in_set, online));
+}
+
+static PyObject *job_spin(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyLong_FromLongLong((long long)pool_job_spin_us());
+}
+
+static PyObject *asleep(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyLong_FromLong(pool_asleep());
 }
 
 static PyObject *joined(PyObject *self, PyObject *unused) {
@@ -716,6 +731,9 @@ static PyMethodDef methods[] = {
     {"workers", workers, METH_NOARGS, "Worker threads started in this process."},
     {"estimate_spare", estimate_spare, METH_VARARGS,
      "The spare-CPU estimate of a /proc/loadavg text, ours runnable, the set's and online CPUs."},
+    {"job_spin", job_spin, METH_NOARGS,
+     "The idle spin (µs) the last job that asked helpers gave its workers."},
+    {"asleep", asleep, METH_NOARGS, "Workers asleep now (not spinning)."},
     {"joined", joined, METH_NOARGS,
      "Workers that took part in the last job that could have asked helpers (0: none asked)."},
     {"pool_probe", pool_probe, METH_VARARGS,

@@ -12,7 +12,10 @@
  * happen while any claimed piece is still running.
  *
  * Idle workers spin a little (back-to-back calls find them awake), then sleep on their own
- * condition variable; a job asks only the workers it wants. Sleeping ones are woken in a
+ * condition variable; they spin longer after a job that found a free CPU for every thread
+ * it wanted (an idle machine: a call that finds its helpers asleep waits for their wake-up,
+ * 50-150 µs on a VM's halted CPU) than after one the machine's load cut short (whose
+ * spinning would take cores other work wants). A job asks only the workers it wants. Sleeping ones are woken in a
  * tree: the caller wakes two and each worker, once it runs, the two below it, so no thread
  * makes more than two wake-up calls before its first piece (a caller that woke fifteen
  * sleepers in turn on a loaded 16-core host spent 100-450 µs there, every piece already
@@ -78,7 +81,9 @@ static struct {
     _Atomic int last_joined; /* of the last job that could have asked helpers */
     _Atomic int asleep;      /* workers asleep on their condition variables */
     _Atomic int load_aware;  /* ask only the CPUs other processes leave free (load.h) */
-    _Atomic int64_t spin_ns;
+    _Atomic int64_t spin_ns;      /* an idle worker's spin after a job the load cut short */
+    _Atomic int64_t idle_spin_ns; /* ... after a job that had a free CPU for every thread */
+    _Atomic int64_t job_spin_ns;  /* the spin the last job chose: one of the two above */
     _Atomic int64_t caller_spin_ns; /* the caller's spin for the last pieces before it sleeps */
     /* the caller sleeps here while workers finish the last pieces: its CPU goes idle, so the
      * kernel can pull a descheduled worker onto it at once instead of at its next turn */
@@ -88,6 +93,8 @@ static struct {
 } pool = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .spin_ns = 50000,
+    .idle_spin_ns = 300000,
+    .job_spin_ns = 50000,
     .caller_spin_ns = 20000,
     .load_aware = 1,
     .home_ranges = 1,
@@ -233,7 +240,8 @@ static void *work(void *argument) {
     for (;;) {
         uint32_t asked = atomic_load_explicit(&self->go, memory_order_acquire);
         if (asked == seen) {
-            int64_t until = now_ns() + atomic_load_explicit(&pool.spin_ns, memory_order_relaxed);
+            int64_t until =
+                now_ns() + atomic_load_explicit(&pool.job_spin_ns, memory_order_relaxed);
             for (int k = 1; asked == seen; k++) {
                 CPU_RELAX();
                 asked = atomic_load_explicit(&self->go, memory_order_acquire);
@@ -329,6 +337,8 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads, int64_t b
             helpers = spare - 1;
         }
     }
+    /* every thread it wanted has a CPU: its workers spin longer after it (see above) */
+    int unhindered = helpers == most;
     /* long for the threads left it: every thread (what it learns is for short jobs) */
     int64_t long_ns = atomic_load_explicit(&long_job_ns, memory_order_relaxed);
     double estimate_ns = (double)bytes * adapt.ns_a_byte / (helpers + 1);
@@ -345,6 +355,10 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads, int64_t b
         pthread_mutex_unlock(&pool.lock);
         return;
     }
+    atomic_store_explicit(&pool.job_spin_ns,
+                          atomic_load_explicit(unhindered ? &pool.idle_spin_ns : &pool.spin_ns,
+                                               memory_order_relaxed),
+                          memory_order_relaxed);
     start_workers(helpers);
     if (helpers > pool.started) {
         helpers = pool.started;
@@ -426,6 +440,14 @@ void pool_set_home_ranges(int on) { atomic_store(&pool.home_ranges, on != 0); }
 void pool_set_spin(int64_t microseconds) {
     atomic_store(&pool.spin_ns, microseconds < 0 ? 0 : microseconds * 1000);
 }
+
+void pool_set_idle_spin(int64_t microseconds) {
+    atomic_store(&pool.idle_spin_ns, microseconds < 0 ? 0 : microseconds * 1000);
+}
+
+int64_t pool_job_spin_us(void) { return atomic_load(&pool.job_spin_ns) / 1000; }
+
+int pool_asleep(void) { return atomic_load(&pool.asleep); }
 
 void pool_set_caller_spin(int64_t microseconds) {
     atomic_store(&pool.caller_spin_ns, microseconds < 0 ? 0 : microseconds * 1000);

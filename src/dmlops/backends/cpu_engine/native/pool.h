@@ -49,8 +49,18 @@ void pool_set_home_ranges(int on);
  * (LONG_JOB_NS to begin with). */
 void pool_set_long_job(int64_t microseconds);
 
-/* How long an idle worker spins before it sleeps, in microseconds. */
+/* How long an idle worker spins before it sleeps, in microseconds, after a job that the
+ * machine's load (or what the pool learnt of it) left fewer threads than it wanted. */
 void pool_set_spin(int64_t microseconds);
+
+/* The same after a job that found a free CPU for every thread it wanted. */
+void pool_set_idle_spin(int64_t microseconds);
+
+/* The spin (µs) the last job that asked helpers gave its workers. */
+int64_t pool_job_spin_us(void);
+
+/* Workers asleep now (not spinning). */
+int pool_asleep(void);
 
 /* How long a caller with no piece left to take spins for the last ones before it sleeps
  * (its core then idle for a descheduled worker), in microseconds. */
