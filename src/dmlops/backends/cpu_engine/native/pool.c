@@ -12,16 +12,16 @@
  * happen while any claimed piece is still running.
  *
  * Idle workers spin a little (back-to-back calls find them awake), then sleep on their own
- * condition variable; they spin longer after a job that found a free CPU for every thread
- * it wanted (an idle machine: a call that finds its helpers asleep waits for their wake-up,
+ * condition variable; they spin longer after a job that found a free CPU for every thread it
+ * wanted (an idle machine: a call that finds its helpers asleep waits for their wake-up,
  * 50-150 µs on a VM's halted CPU) than after one the machine's load cut short (whose
- * spinning would take cores other work wants). A job asks only the workers it wants. Sleeping ones are woken in a
- * tree: the caller wakes two and each worker, once it runs, the two below it, so no thread
- * makes more than two wake-up calls before its first piece (a caller that woke fifteen
- * sleepers in turn on a loaded 16-core host spent 100-450 µs there, every piece already
- * done by the workers it woke). fork(): the prepare handler
- * waits for a running job, and the child forgets the parent's workers (they do not exist
- * there) and starts its own on its first parallel job.
+ * spinning would take cores other work wants). A job asks only the workers it wants.
+ * Sleeping ones are woken in a tree: the caller wakes two and each worker, once it runs, the
+ * two below it, so no thread makes more than two wake-up calls before its first piece (a
+ * caller that woke fifteen sleepers in turn on a loaded 16-core host spent 100-450 µs there,
+ * every piece already done by the workers it woke). fork(): the prepare handler waits for a
+ * running job, and the child forgets the parent's workers (they do not exist there) and
+ * starts its own on its first parallel job.
  */
 #define _GNU_SOURCE
 #include "pool.h"
