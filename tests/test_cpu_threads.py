@@ -376,9 +376,10 @@ def test_workers_spin_after_an_unhindered_job_for_the_idle_spin() -> None:
             time.sleep(0.005)
         return False
 
+    every = 3
     try:
         cpu_engine.configure(spin_us=0, idle_spin_us=0, **_EVERY_THREAD)
-        _probe(8, 3, 0)  # (two workers at least)
+        _probe(8, every, 0)  # (two workers at least)
         every = module.workers() + 1
         _probe(4 * every, every, 0)
         assert module.job_spin() == 0
