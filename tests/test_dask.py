@@ -260,6 +260,29 @@ def test_a_chunk_that_is_a_source_chunk_is_an_alias() -> None:
     _same(b.compute(scheduler="threads"), x[4:])
 
 
+def test_a_split_joined_back_in_order_is_chunked_as_its_input() -> None:
+    """Pieces that go on where the one before ends (a split's parts joined back in order,
+    here of a reversed window) are one box: no chunk edge at the split's cuts, every output
+    chunk a view of one source chunk (no rechunk before Zarr); parts joined in another order,
+    or with a part left out, keep their cuts where they do not go on."""
+    x = np.arange(48 * 6, dtype=np.float32).reshape(48, 6)
+    dx = da.from_array(x, chunks=(8, 6))
+    w = dd.slice1(dx, [0, 0], [48, 6], [-2, -1])  # 24 rows, chunks of 4
+    back = dd.join(dd.split(w, 0, [5, 11, 8]), 0)
+    assert back.chunks == w.chunks == ((4,) * 6, (6,))
+    graph = dict(back.__dask_graph__())
+    assert all(graph[(back.name, i, 0)][0] is operator.getitem for i in range(6))
+    _same(back.compute(scheduler="threads"), x[::-2, ::-1])
+    a, b, c = dd.split(w, 0, [5, 11, 8])
+    for parts, cuts, want in [
+        ([c, a, b], {8}, np.concatenate([x[::-2, ::-1][16:], x[::-2, ::-1][:16]])),  # (a, b one)
+        ([a, c], {5}, np.concatenate([x[::-2, ::-1][:5], x[::-2, ::-1][16:]])),
+    ]:
+        joined = dd.join(parts, 0)
+        assert cuts <= set(np.cumsum(joined.chunks[0]).tolist())
+        _same(joined.compute(scheduler="threads"), want)
+
+
 @pytest.mark.parametrize("mode", ["REFLECTION", "EDGE", "SYMMETRIC", "WRAP", "CONSTANT"])
 def test_a_pad_keeps_every_input_chunk_as_it_is(mode: str) -> None:
     """The middle of a pad is the input whole (a mirror or an edge run stops where the input

@@ -164,7 +164,7 @@ def _composed(desc: OperatorDesc, inputs: list[Any]) -> list[_Content]:
             if piece is not None:
                 per_output[c.dst].append(piece)
     results = []
-    for pieces in per_output:
+    for pieces in map(_merged, per_output):
         used = sorted({p.src for p in pieces if p.src >= 0})
         kept = sorted({p.src for p in pieces if p.src < 0}, reverse=True)
         renumber = {s: i for i, s in enumerate(used)} | {f: -1 - i for i, f in enumerate(kept)}
@@ -182,6 +182,43 @@ def _composed(desc: OperatorDesc, inputs: list[Any]) -> list[_Content]:
             )
         )
     return results
+
+
+def _continued(p: LogicalCopy, q: LogicalCopy) -> LogicalCopy | None:
+    """p and q as one box, where q goes on where p ends along one axis, in its source and
+    its destination alike (the pieces of a split joined back in order), else None."""
+    ones = (1,) * len(p.shape)
+    steps = p.dst_step or ones
+    if (p.src, p.src_step, steps, p.repeat) != (q.src, q.src_step, q.dst_step or ones, q.repeat):
+        return None
+    for d in range(len(p.shape)):
+        src_next = p.src_start[d] + p.shape[d] * p.src_step[d]
+        dst_next = p.dst_start[d] + p.shape[d] * steps[d]
+        if q.src_start[d] != src_next or q.dst_start[d] != dst_next:
+            continue
+        others = [e for e in range(len(p.shape)) if e != d]
+        if all(
+            (p.src_start[e], p.dst_start[e], p.shape[e])
+            == (q.src_start[e], q.dst_start[e], q.shape[e])
+            for e in others
+        ):
+            shape = tuple(n + q.shape[d] if e == d else n for e, n in enumerate(p.shape))
+            return LogicalCopy(p.src, p.src_start, p.src_step, 0, p.dst_start, shape, p.dst_step)
+    return None
+
+
+def _merged(pieces: list[LogicalCopy]) -> list[LogicalCopy]:
+    """Pieces in order, each that goes on where the one before it ends made one box with
+    it: an output then needs no chunk edge between them (join(split(x)) is chunked as x).
+    Only neighbours in order merge, so which piece writes a place last stays as it was."""
+    merged: list[LogicalCopy] = []
+    for q in pieces:
+        one = _continued(merged[-1], q) if merged else None
+        if one is None:
+            merged.append(q)
+        else:
+            merged[-1] = one
+    return merged
 
 
 def _bounds(chunks: Sequence[int]) -> np.ndarray[Any, Any]:
