@@ -9,7 +9,8 @@ that runs one plan over exactly the source chunks it reads (numpy chunks on the 
 backend, CuPy chunks on the cuda one). A negative stride reverses chunk order without
 materialising more than one output chunk and its inputs. Output chunks are cut where the
 source's chunks are, so each reads one source chunk per piece (as dask.array's slicing and
-concatenate do); `chunks=` overrides.
+concatenate do), and not between pieces that go on one from another (a split's parts joined
+back in order); `chunks=` overrides.
 """
 
 from .blockwise import cast, diagonal_matrix1, resample, tril, triu
