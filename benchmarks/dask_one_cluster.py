@@ -14,25 +14,20 @@ from __future__ import annotations
 import statistics
 import sys
 import tempfile
-import time
 import warnings
+from pathlib import Path
 from typing import Any
 
-import dask.array as da
 import distributed
-import numpy as np
-import zarr
 
-from dmlops.bench.dask import OURS, PIPELINES, THEIRS, warm_imports
+from dmlops.bench.dask import OURS, PIPELINES, THEIRS, make_input, measure, warm_imports
 
 
-def _run(client: Any, x: Any, build: Any, out: str) -> tuple[float, float, int]:
-    """(seconds, compute seconds of every task summed, transfers) of one run."""
+def _run(client: Any, x: Any, build: Any, out: Path) -> tuple[float, float, int]:
+    """(seconds, compute seconds of every task summed, transfers) of one run (the bench's
+    own `measure`, inside a task stream)."""
     with distributed.get_task_stream(client=client) as stream:
-        start = time.perf_counter()
-        stored = build(x).to_zarr(out, overwrite=True, compressors=None, compute=False)
-        client.compute(stored).result()
-        seconds = time.perf_counter() - start
+        seconds = measure(client, x, build, out)["seconds"]
     parts = [s for e in stream.data for s in e["startstops"]]
     computed = sum(s["stop"] - s["start"] for s in parts if s["action"] == "compute")
     return seconds, computed, sum(s["action"] == "transfer" for s in parts)
@@ -44,13 +39,8 @@ def main() -> None:
     mib = int(sys.argv[3]) if len(sys.argv) > 3 else 512
     builds = {k: v for k, v in PIPELINES[case].items() if k in (OURS, THEIRS)}
     warnings.simplefilter("ignore")  # (dask's note that it rechunks for Zarr, port notes)
-    where = tempfile.mkdtemp(prefix="dmlops-dask-one-cluster-")
-    rows = mib * 64  # float32 rows of 4096 columns (16 KiB each)
-    z = zarr.create_array(
-        f"{where}/in.zarr", shape=(rows, 4096), chunks=(256, 4096), dtype="f4", compressors=None
-    )
-    z[:] = np.random.default_rng(0).standard_normal((rows, 4096), dtype=np.float32)
-    x = da.from_zarr(f"{where}/in.zarr")
+    where = Path(tempfile.mkdtemp(prefix="dmlops-dask-one-cluster-"))
+    x = make_input(where / "in.zarr", mib)
     found: dict[str, list[float]] = {name: [] for name in builds}
     with (
         distributed.LocalCluster(
@@ -64,7 +54,7 @@ def main() -> None:
         for r in range(rounds):
             names = list(builds) if r % 2 == 0 else list(builds)[::-1]
             for name in names:
-                seconds, computed, moved = _run(client, x, builds[name], f"{where}/out.zarr")
+                seconds, computed, moved = _run(client, x, builds[name], where / "out.zarr")
                 found[name].append(seconds)
                 print(f"{r} {name:12} {seconds:6.3f} s  tasks' compute {computed:6.3f} s  "
                       f"transfers {moved}")  # fmt: skip

@@ -62,16 +62,20 @@ def _streaming(on: int) -> None:
     cpu_engine.configure(streaming_bytes=chosen if on else NEVER)
 
 
+_SHORT_SPIN, _IDLE_SPIN = cpu_engine.DEFAULTS["spin_us"], cpu_engine.DEFAULTS["idle_spin_us"]
+
+
 def _spin(on: int) -> None:
-    cpu_engine.configure(spin_us=50 if on else 0, idle_spin_us=300 if on else 0)
+    cpu_engine.configure(spin_us=_SHORT_SPIN * on, idle_spin_us=_IDLE_SPIN * on)
 
 
 def _long_spin(on: int) -> None:
-    cpu_engine.configure(spin_us=300 if on else 50, idle_spin_us=300 if on else 50)
+    spin = _IDLE_SPIN if on else _SHORT_SPIN
+    cpu_engine.configure(spin_us=spin, idle_spin_us=spin)
 
 
 def _idle_spin(on: int) -> None:
-    cpu_engine.configure(idle_spin_us=300 if on else 50)
+    cpu_engine.configure(idle_spin_us=_IDLE_SPIN if on else _SHORT_SPIN)
 
 
 def _wide_vectors(on: int) -> None:
@@ -132,10 +136,11 @@ def main() -> None:
     setting = sys.argv[1] if len(sys.argv) > 1 else "ranges"
     busy = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
-    switches = {"ranges": _home_ranges, "tags": _tags, "caller_spin": _caller_spin}
-    switches.update(spin=_spin, long_spin=_long_spin, idle_spin=_idle_spin)
-    switches.update(streaming=_streaming)
-    switches.update(wide_vectors=_wide_vectors)
+    switches = {
+        "ranges": _home_ranges, "tags": _tags, "caller_spin": _caller_spin, "spin": _spin,
+        "long_spin": _long_spin, "idle_spin": _idle_spin, "streaming": _streaming,
+        "wide_vectors": _wide_vectors,
+    }  # fmt: skip
     switch = {**switches, "swap": None}[setting]
     if setting == "swap":
         cases = _swap_cases()

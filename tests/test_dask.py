@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import operator
 from typing import Any
 
@@ -113,6 +114,7 @@ def _resident_mib() -> int:
     return int(psutil.Process(os.getpid()).memory_info().rss >> 20)
 
 
+@functools.cache
 def _worker_mib(least: int) -> int:
     """A worker memory limit of `least` MiB, or a fresh worker's own resident memory and 200
     MiB more where that is larger (on a machine with CuPy a fresh worker imports it: 350 MiB
