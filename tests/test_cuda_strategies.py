@@ -63,18 +63,21 @@ def test_misaligned_rows_use_the_rows_kernel(dt: DataType, offset: int) -> None:
     short = SliceDesc(
         BufferTensorDesc(dt, [64, 21]), BufferTensorDesc(dt, [64, 20]), [0, 1], [64, 20], [1, 1]
     )
-    assert kernels_for(short) == [
-        (
-            "pack",
-            {
-                "ES": dt.element_size,
-                "VW": 16,
-                "RANK": 2,
-                "IDX64": 0,
-                "PER_THREAD": 1,  # a small copy: fewer vectors per thread fill the GPU
-            },
-        )
-    ]
+    assert (
+        kernels_for(short)
+        == [
+            (
+                "pack",
+                {
+                    "ES": dt.element_size,
+                    "VW": 16,
+                    "RANK": 2,
+                    "IDX64": 0,
+                    "PER_THREAD": strategies.SMALL_PACK_PER_THREAD,  # a small copy: fewer vectors a thread fill the GPU
+                },
+            )
+        ]
+    )
 
 
 @pytest.mark.parametrize("dt, v", [(F32, 2), (F16, 4), (I8, 4), (DataType.FLOAT64, 1)])

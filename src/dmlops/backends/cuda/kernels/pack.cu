@@ -2,7 +2,8 @@
 // (short or misaligned source rows, inner steps the strided kernel's vectors do not fit).
 // One thread fills PER_THREAD vectors of VW bytes of the destination: it finds the source
 // position of a vector's first element with one division chain, walks the next V - 1 by
-// carrying through the dimensions, and stores the vector whole.
+// carrying through the dimensions, and stores the vector whole. Every vector's loads are
+// issued before the first store, so a thread keeps PER_THREAD * V loads in flight.
 //
 // Specialised at compile time (-D): RANK (1..8), ES (element bytes), VW (vector bytes, a
 // multiple of ES above it), IDX64 (64-bit index arithmetic).
@@ -33,11 +34,11 @@ dmlops_pack(const long long* __restrict__ table, int pieces, long long tiles)
             magic[d] = (unsigned)row[4 + 2 * RANK + d];
             shift[d] = (unsigned)row[4 + 3 * RANK + d];
         }
+        Vec out[PER_THREAD];
         #pragma unroll
         for (int k = 0; k < PER_THREAD; ++k) {
-            const IDX j = first + (IDX)threadIdx.x + (IDX)k * THREADS;
-            const IDX i0 = j * V;
-            if (i0 >= count) break;
+            const IDX i0 = (first + (IDX)threadIdx.x + (IDX)k * THREADS) * V;
+            if (i0 >= count) continue;
             const IDX left = count - i0;
             IDX c[RANK];
             IDX so = 0, q = i0;
@@ -50,10 +51,9 @@ dmlops_pack(const long long* __restrict__ table, int pieces, long long tiles)
             }
             c[0] = q;
             so += q * sstr[0];
-            Vec out;
             #pragma unroll
             for (int e = 0; e < V; ++e) {
-                if (e < left) out.e[e] = src[so];
+                if (e < left) out[k].e[e] = src[so];
                 if (e + 1 < V) {  // the next element: the inner coordinate, carried outwards
                     so += sstr[RANK - 1];
                     if (++c[RANK - 1] == shape[RANK - 1]) {
@@ -69,13 +69,20 @@ dmlops_pack(const long long* __restrict__ table, int pieces, long long tiles)
                     }
                 }
             }
+        }
+        #pragma unroll
+        for (int k = 0; k < PER_THREAD; ++k) {  // the stores, once every load is issued
+            const IDX j = first + (IDX)threadIdx.x + (IDX)k * THREADS;
+            const IDX i0 = j * V;
+            if (i0 >= count) continue;
+            const IDX left = count - i0;
             if (left >= V) {
-                *(VT*)(dst + (long long)j * VW) = out.v;
+                *(VT*)(dst + (long long)j * VW) = out[k].v;
             } else {
                 T* tail = (T*)(dst + (long long)j * VW);
                 #pragma unroll
                 for (int e = 0; e < V; ++e)
-                    if (e < left) tail[e] = out.e[e];
+                    if (e < left) tail[e] = out[k].e[e];
             }
         }
     }
