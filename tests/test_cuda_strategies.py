@@ -141,12 +141,15 @@ def test_high_rank_boxes_use_fast_division() -> None:
         BufferTensorDesc(DataType.UINT16, sizes),
         BufferTensorDesc(DataType.UINT16, (7,) * 7 + (10,)),
         [1] * 8,
-        (7,) * 7 + [10][:1] if False else [7] * 7 + [10],
+        [7] * 7 + [10],
         [1] * 8,
     )
     ((kernel, d),) = kernels_for(desc)
     # (misaligned 20-byte rows into a contiguous output: the pack kernel's vector stores)
     assert kernel == "pack" and d["RANK"] == 8 and d["IDX64"] == 0 and d["VW"] == 16
+    # a high rank's registers capped for more resident blocks (rank 2 keeps the default:
+    # test_misaligned_rows_use_the_rows_kernel's exact defines)
+    assert d["MIN_BLOCKS"] == strategies.PACK_MIN_BLOCKS > 1
 
 
 def _three_way_split(rows: int) -> SplitDesc:

@@ -35,9 +35,15 @@ __all__ = ["Group", "group_copies", "choose", "THREADS", "PER_THREAD", "ROW_BYTE
 THREADS = 256
 PER_THREAD = {"strided": 8, "rows": 4, "transpose": 1, "pack": 4}
 SMALL_PER_THREAD = 2
-SMALL_PACK_PER_THREAD = (
-    2  # (the uint16 8-D box on an H200: 19.9 -> 18.1 us against 1, loads before stores)
-)
+# vectors a pack-kernel thread fills in a small copy (the uint16 8-D box on an H200, each
+# thread's loads issued before its stores: 19.9 -> 18.1 us against 1; 4 took 19.1)
+SMALL_PACK_PER_THREAD = 2
+# pack kernels of at least PACK_BOUNDED_RANK dimensions are compiled for PACK_MIN_BLOCKS
+# resident blocks a multiprocessor (registers capped: their per-dimension arrays otherwise
+# hold occupancy to 5 blocks; the uint16 8-D box 18.7 -> 16.3-16.5 us at 6 or 8; the 6-D
+# and 4-D boxes level; rank-2 steps of 5 lose at 6 or 8, so lower ranks keep the default)
+PACK_MIN_BLOCKS = 6
+PACK_BOUNDED_RANK = 6
 SMALL_TILES_PER_SM = 8  # (the 5-D box of 675 full tiles: 0.72 -> 0.78 of the copy with 2 a thread)
 ROW_BYTES = 128  # rows at least this long go to the rows kernel when vectors are ruled out
 MIN_TRANSPOSE = 16  # both tile axes at least this long
@@ -429,6 +435,8 @@ def group_copies(
                 defines["PER_THREAD"] = SMALL_PER_THREAD
         elif choice.kernel == "pack":
             defines["RANK"] = max(len(c.shape) for c, _, _ in members)
+            if defines["RANK"] >= PACK_BOUNDED_RANK:
+                defines["MIN_BLOCKS"] = PACK_MIN_BLOCKS
             v = defines["VW"] // defines["ES"]
             vectors = sum(math.prod(c.shape) // v for c, _, _ in members)
             if vectors // (THREADS * defines["PER_THREAD"]) < SMALL_TILES_PER_SM * multiprocessors:

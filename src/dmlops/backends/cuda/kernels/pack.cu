@@ -6,7 +6,8 @@
 // issued before the first store, so a thread keeps PER_THREAD * V loads in flight.
 //
 // Specialised at compile time (-D): RANK (1..8), ES (element bytes), VW (vector bytes, a
-// multiple of ES above it), IDX64 (64-bit index arithmetic).
+// multiple of ES above it), IDX64 (64-bit index arithmetic), MIN_BLOCKS (resident blocks a
+// multiprocessor the registers must allow; 1 by default).
 //
 // Row layout (long long): src (the element at coordinates 0), dst (VW-aligned), elements,
 // first tile, then per dimension: shape, source stride (elements), division magic, shift.
@@ -16,7 +17,11 @@
 #define TILE (THREADS * PER_THREAD)
 #define ROW (4 + 4 * RANK)
 
-extern "C" __global__ void __launch_bounds__(THREADS)
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 dmlops_pack(const long long* __restrict__ table, int pieces, long long tiles)
 {
     for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
