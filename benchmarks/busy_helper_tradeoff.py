@@ -1,7 +1,8 @@
 """The KV-cache append's bound plan beside BUSY spinning processes (argv[1], default 1),
 400 calls a setting, median and 99th percentile, against onnxruntime's session: the pool
-as it is, without the load estimate, and without the learnt helper cap — what asking a
-CPU that another process keeps busy buys in the median and costs in the tail.
+as it is, without the load estimate, without the learnt helper cap, and without both with
+workers that sleep at once after a job (no spin) — what asking a CPU that another process
+keeps busy buys in the median and costs in the tail.
 
     python benchmarks/busy_helper_tradeoff.py [BUSY]
 """
@@ -21,6 +22,12 @@ SETTINGS = {
     "no load estimate": {"load_aware": 0},
     "no estimate, no cap": {"load_aware": 0, "straggle_us": 10**9},
     "estimate, no cap": {"straggle_us": 10**9},
+    "no estimate, no cap, no spin": {
+        "load_aware": 0,
+        "straggle_us": 10**9,
+        "spin_us": 0,
+        "idle_spin_us": 0,
+    },
 }
 
 
