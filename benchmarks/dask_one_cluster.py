@@ -4,7 +4,10 @@ array of MIB MiB (4 MiB chunks) through the case into Zarr, ROUNDS rounds altern
 contender runs first. Prints each run's seconds, its fused tasks' compute seconds summed and
 the transfers between workers, then the medians.
 
-    python benchmarks/dask_one_cluster.py ["window, split, join"] [ROUNDS] [MIB]
+    python benchmarks/dask_one_cluster.py ["window, split, join"] [ROUNDS] [MIB] [LIMIT_MIB]
+
+LIMIT_MIB: each worker's memory limit (256 by default, as the bench's; a host where a fresh
+worker imports CuPy needs more).
 
 The case is a name from `dmlops.bench.dask.PIPELINES`.
 """
@@ -37,6 +40,7 @@ def main() -> None:
     case = sys.argv[1] if len(sys.argv) > 1 else "window, split, join"
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 8
     mib = int(sys.argv[3]) if len(sys.argv) > 3 else 512
+    limit = int(sys.argv[4]) if len(sys.argv) > 4 else 256
     builds = {k: v for k, v in PIPELINES[case].items() if k in (OURS, THEIRS)}
     warnings.simplefilter("ignore")  # (dask's note that it rechunks for Zarr, port notes)
     where = Path(tempfile.mkdtemp(prefix="dmlops-dask-one-cluster-"))
@@ -44,7 +48,7 @@ def main() -> None:
     found: dict[str, list[float]] = {name: [] for name in builds}
     with (
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, memory_limit="256MiB",
+            n_workers=2, threads_per_worker=1, processes=True, memory_limit=f"{limit}MiB",
             dashboard_address=None,
         ) as cluster,
         distributed.Client(cluster) as client,
