@@ -229,6 +229,41 @@ def test_fast_division_is_exact() -> None:
             assert (t + n) >> shift == n // d, (d, n)
 
 
+def _box(
+    sizes: tuple[int, ...], box: list[int], offsets: list[int], steps: list[int] | None = None
+) -> SliceDesc:
+    steps = steps or [1] * len(sizes)  # (SLICE's Sizes are the output's)
+    return SliceDesc(
+        BufferTensorDesc(F32, list(sizes)), BufferTensorDesc(F32, box), offsets, box, steps
+    )
+
+
+def test_small_high_rank_boxes_take_a_vector_a_thread_and_more_resident_blocks() -> None:
+    # the layouts section's float32 5-D box of 96-byte rows: plain vectors, few tiles
+    ((kernel, d),) = kernels_for(
+        _box((22, 22, 26, 26, 32), [20, 20, 24, 24, 24], [1, 1, 1, 1, 4])
+    )
+    assert kernel == "strided" and d["RANK"] == 5 and d["GATHER"] == 1 and d["VW"] == 16
+    assert d["PER_THREAD"] == 1 and d["MIN_BLOCKS"] == strategies.HIGH_RANK_MIN_BLOCKS > 1
+    # the same box read at step 2 along its rows (a gather): several vectors a thread, no cap
+    ((kernel, d),) = kernels_for(
+        _box((22, 22, 26, 26, 64), [20, 20, 24, 24, 24], [1, 1, 1, 1, 8], [1, 1, 1, 1, 2])
+    )
+    assert kernel == "strided" and d["GATHER"] == 2
+    assert d["PER_THREAD"] > 1 and "MIN_BLOCKS" not in d
+    # fewer dimensions: the small count, no cap
+    ((kernel, d),) = kernels_for(_box((400, 26, 32), [300, 24, 24], [1, 1, 4]))
+    assert kernel == "strided" and d["RANK"] == 3
+    assert d["PER_THREAD"] == strategies.SMALL_PER_THREAD and "MIN_BLOCKS" not in d
+
+
+def test_no_register_cap_where_the_index_arithmetic_is_64_bit() -> None:
+    # a small 5-D box of a tensor past 2^31 elements: 64-bit arithmetic, registers uncapped
+    ((kernel, d),) = kernels_for(_box((3, 3, 3, 3, 2**27), [2, 2, 2, 2, 96], [0, 0, 0, 0, 0]))
+    assert kernel == "strided" and d["RANK"] == 5 and d["IDX64"] == 1
+    assert d["PER_THREAD"] == 1 and "MIN_BLOCKS" not in d
+
+
 def test_large_strided_copies_take_more_vectors_per_thread() -> None:
     desc = SliceDesc(
         BufferTensorDesc(F32, [4096, 4096]),

@@ -44,6 +44,12 @@ SMALL_PACK_PER_THREAD = 2
 # and 4-D boxes level; rank-2 steps of 5 lose at 6 or 8, so lower ranks keep the default)
 PACK_MIN_BLOCKS = 6
 PACK_BOUNDED_RANK = 6
+# small strided copies of plain vectors (no gather) of at least HIGH_RANK dimensions: one
+# vector a thread, compiled for HIGH_RANK_MIN_BLOCKS resident blocks (the float32 5-D box
+# on an H200: 17.3-17.4 us at 2 a thread, 16.2-16.6 at 1, 15.6-16.0 at 1 with 8 blocks; 2 a
+# thread with 8 blocks spilled: 28.7)
+HIGH_RANK = 5
+HIGH_RANK_MIN_BLOCKS = 8
 SMALL_TILES_PER_SM = 8  # (the 5-D box of 675 full tiles: 0.72 -> 0.78 of the copy with 2 a thread)
 ROW_BYTES = 128  # rows at least this long go to the rows kernel when vectors are ruled out
 MIN_TRANSPOSE = 16  # both tile axes at least this long
@@ -433,6 +439,9 @@ def group_copies(
             full_tiles = _strided_work(members, defines) // (THREADS * defines["PER_THREAD"])
             if full_tiles < SMALL_TILES_PER_SM * multiprocessors:
                 defines["PER_THREAD"] = SMALL_PER_THREAD
+                if defines["RANK"] >= HIGH_RANK and _loads(defines) == 1:
+                    defines["PER_THREAD"] = 1
+                    defines["MIN_BLOCKS"] = HIGH_RANK_MIN_BLOCKS
         elif choice.kernel == "pack":
             defines["RANK"] = max(len(c.shape) for c, _, _ in members)
             if defines["RANK"] >= PACK_BOUNDED_RANK:
@@ -458,6 +467,8 @@ def group_copies(
             reach = max(reach, r)
         if choice.kernel != "rows":
             defines["IDX64"] = int(reach >= _INT32)
+            if defines["IDX64"]:  # (64-bit arithmetic under a register cap would spill)
+                defines.pop("MIN_BLOCKS", None)
         if max(row[2] for row in rows) >= _INT32 and choice.kernel not in ("strided", "pack"):
             raise DmlError(f"a copy of over 2^31 tiles is too large for the {choice.kernel} kernel")
         groups.append(

@@ -13,6 +13,7 @@
 //            row's phase field is their source stride): a vector of each row loaded, the
 //            G vectors stored interleaved (a depth-to-space)
 //   IDX64    64-bit index arithmetic (else 32-bit with precomputed fast division)
+//   MIN_BLOCKS  resident blocks a multiprocessor the registers must allow (1 by default)
 //
 // Row layout (long long): src, dst, vectors, first tile, phase, then per dimension:
 // shape, source stride, destination stride (elements), division magic, division shift.
@@ -37,7 +38,11 @@
 #define TILE (THREADS * PER_THREAD)
 #define ROW (5 + 5 * RANK)
 
-extern "C" __global__ void __launch_bounds__(THREADS)
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 dmlops_strided(const long long* __restrict__ table, int pieces, long long tiles)
 {
     for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
