@@ -240,9 +240,7 @@ def _box(
 
 def test_small_high_rank_boxes_take_a_vector_a_thread_and_more_resident_blocks() -> None:
     # the layouts section's float32 5-D box of 96-byte rows: plain vectors, few tiles
-    ((kernel, d),) = kernels_for(
-        _box((22, 22, 26, 26, 32), [20, 20, 24, 24, 24], [1, 1, 1, 1, 4])
-    )
+    ((kernel, d),) = kernels_for(_box((22, 22, 26, 26, 32), [20, 20, 24, 24, 24], [1, 1, 1, 1, 4]))
     assert kernel == "strided" and d["RANK"] == 5 and d["GATHER"] == 1 and d["VW"] == 16
     assert d["PER_THREAD"] == 1 and d["MIN_BLOCKS"] == strategies.HIGH_RANK_MIN_BLOCKS > 1
     # the same box read at step 2 along its rows (a gather): several vectors a thread, no cap
