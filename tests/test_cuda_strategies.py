@@ -249,6 +249,19 @@ def test_small_high_rank_boxes_take_a_vector_a_thread_and_more_resident_blocks()
     )
     assert kernel == "strided" and d["GATHER"] == 2
     assert d["PER_THREAD"] > 1 and "MIN_BLOCKS" not in d
+    # one element a thread (a step of 7 along its rows into rows of a 32-element pitch: no
+    # vector, and no contiguous destination for the pack kernel): the small count, no cap
+    box, pitch = [4, 4, 8, 8, 24], [4 * 8 * 8 * 32, 8 * 8 * 32, 8 * 32, 32, 1]
+    strided_out = SliceDesc(
+        BufferTensorDesc(F32, [22, 22, 26, 26, 200]),
+        BufferTensorDesc(F32, box, pitch),
+        [1, 1, 1, 1, 8],
+        box,
+        [1, 1, 1, 1, 7],
+    )
+    ((kernel, d),) = kernels_for(strided_out)
+    assert kernel == "strided" and d["VW"] == d["ES"] and d["RANK"] == 5
+    assert d["PER_THREAD"] == strategies.SMALL_PER_THREAD and "MIN_BLOCKS" not in d
     # fewer dimensions: the small count, no cap
     ((kernel, d),) = kernels_for(_box((400, 26, 32), [300, 24, 24], [1, 1, 4]))
     assert kernel == "strided" and d["RANK"] == 3

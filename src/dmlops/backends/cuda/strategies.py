@@ -439,7 +439,8 @@ def group_copies(
             full_tiles = _strided_work(members, defines) // (THREADS * defines["PER_THREAD"])
             if full_tiles < SMALL_TILES_PER_SM * multiprocessors:
                 defines["PER_THREAD"] = SMALL_PER_THREAD
-                if defines["RANK"] >= HIGH_RANK and _loads(defines) == 1:
+                in_vectors = defines["VW"] > defines["ES"]
+                if in_vectors and defines["RANK"] >= HIGH_RANK and _loads(defines) == 1:
                     defines["PER_THREAD"] = 1
                     defines["MIN_BLOCKS"] = HIGH_RANK_MIN_BLOCKS
         elif choice.kernel == "pack":
