@@ -9,7 +9,7 @@ import itertools
 import math
 import operator
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -203,7 +203,7 @@ def _continued(p: LogicalCopy, q: LogicalCopy) -> LogicalCopy | None:
             for e in others
         ):
             shape = tuple(n + q.shape[d] if e == d else n for e, n in enumerate(p.shape))
-            return LogicalCopy(p.src, p.src_start, p.src_step, 0, p.dst_start, shape, p.dst_step)
+            return replace(p, shape=shape)
     return None
 
 

@@ -4,6 +4,12 @@
 
 typedef unsigned char u8;
 
+// resident blocks a multiprocessor a kernel's registers must allow (its __launch_bounds__'
+// second argument; a strategy sets it for kernels whose registers held occupancy down)
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+
 #ifdef ES
 #if ES == 1
 typedef unsigned char T;

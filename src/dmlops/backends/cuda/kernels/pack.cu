@@ -17,10 +17,6 @@
 #define TILE (THREADS * PER_THREAD)
 #define ROW (4 + 4 * RANK)
 
-#ifndef MIN_BLOCKS
-#define MIN_BLOCKS 1
-#endif
-
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 dmlops_pack(const long long* __restrict__ table, int pieces, long long tiles)
 {

@@ -38,10 +38,6 @@
 #define TILE (THREADS * PER_THREAD)
 #define ROW (5 + 5 * RANK)
 
-#ifndef MIN_BLOCKS
-#define MIN_BLOCKS 1
-#endif
-
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 dmlops_strided(const long long* __restrict__ table, int pieces, long long tiles)
 {
