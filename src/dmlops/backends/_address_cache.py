@@ -3,10 +3,11 @@ most recent tuples of bound addresses."""
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
+
+from .. import _forking
 
 __all__ = ["AddressCache"]
 
@@ -20,7 +21,7 @@ class AddressCache(Generic[T]):
     def __init__(self, size: int, evicted: Callable[[T], None] | None = None) -> None:
         self.size = size
         self.entries: OrderedDict[Hashable, T] = OrderedDict()
-        self.lock = threading.Lock()
+        self.lock = _forking.lock()
         self.evicted = evicted
 
     def get(self, key: Hashable, build: Callable[[], T]) -> T:

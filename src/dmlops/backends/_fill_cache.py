@@ -3,11 +3,11 @@ recently used, up to a budget of bytes."""
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from .. import _forking
 from ..plan import Fill
 
 __all__ = ["KeptFills"]
@@ -23,7 +23,7 @@ class KeptFills(Generic[T]):
     def __init__(self) -> None:
         self.entries: OrderedDict[Fill, T] = OrderedDict()
         self.bytes = 0
-        self._lock = threading.Lock()
+        self._lock = _forking.lock()
 
     def __len__(self) -> int:
         return len(self.entries)

@@ -3,16 +3,16 @@ backend that has only one, and each backend's one shared object."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Protocol, TypeVar
 
+from .. import _forking
 from ..plan import Plan
 
 __all__ = ["Backend", "Executor", "no_queue", "made_once"]
 
 _T = TypeVar("_T")
-_MAKING = threading.RLock()
+_MAKING = _forking.rlock()
 
 
 def made_once(cls: type[_T]) -> _T:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any, Generic, TypeVar
+
+from .. import _forking
 
 CACHE_SIZE = 1024
 
@@ -21,7 +22,7 @@ class _LRU(Generic[V]):
         # by _dispatch too)
         self.items: OrderedDict[Hashable, list[Any]] = OrderedDict()
         self.clock = 0  # puts so far
-        self._lock = threading.Lock()
+        self._lock = _forking.lock()
 
     def get(self, key: Hashable) -> V | None:
         entry = self.items.get(key)  # a dict read is atomic: hits take no lock

@@ -17,7 +17,6 @@ The package: `loading` (reading models), `params` (ONNX parameters as DirectML f
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _forking
 from .._files import DEFAULT_MAX_FILE_BYTES, read_bounded
 from ..calls import backend_of
 from ..device import Device
@@ -61,7 +61,7 @@ evaluated when a model is compiled and is not listed."""
 
 SESSIONS = 16
 _SESSIONS: OrderedDict[Hashable, InferenceSession] = OrderedDict()
-_LOCK = threading.Lock()
+_LOCK = _forking.lock()
 
 
 def _session(model: Any, device: Device | None, max_file_bytes: int) -> InferenceSession:

@@ -4,7 +4,6 @@ one compiled graph per input signature."""
 from __future__ import annotations
 
 import math
-import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _forking
 from .._files import DEFAULT_MAX_FILE_BYTES
 from ..device import Device
 from ..errors import BindingError, ModelError
@@ -111,7 +111,7 @@ class InferenceSession:
         self._compiled: OrderedDict[Hashable, CompiledModel | StagedModel | DynamicModel] = (
             OrderedDict()
         )
-        self._lock = threading.Lock()
+        self._lock = _forking.lock()
 
     def get_inputs(self) -> list[NodeArg]:
         """The model's inputs (initializers excluded), in the graph's order."""

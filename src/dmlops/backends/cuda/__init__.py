@@ -17,12 +17,12 @@ from __future__ import annotations
 import contextlib
 import math
 import operator
-import threading
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
+from ... import _forking
 from ...errors import BindingError, DmlError
 from ...plan import Fill, Plan, ValueSequence, fill_bytes, fill_reads
 from .._address_cache import AddressCache
@@ -226,7 +226,7 @@ class CudaBackend:
             raise DmlError(f"the cuda backend found no usable CUDA device: {e}") from e
         self.cupy = cupy
         self.launch_log: list[Group] | None = None  # tests set a list to see every launch
-        self._lock = threading.Lock()
+        self._lock = _forking.lock()
         self._retiring: list[Prepared] = []  # pushed out of a cache, maybe still in use
         self._kept: list[Prepared] = []  # read by captured graphs: kept for the process
 

@@ -14,11 +14,11 @@ import hashlib
 import os
 import re
 import tempfile
-import threading
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ... import _forking
 from .launch import check_driver, driver_library
 from .strategies import THREADS
 
@@ -37,7 +37,7 @@ _handles: dict[tuple[str, str, tuple[tuple[str, int], ...], int], int] = {}
 _images: dict[str, bytes] = {}  # by digest of source, options, architecture and CUDA
 # each source and specialisation's module on each device, loaded for the process's life
 _modules: dict[tuple[str, tuple[tuple[str, int], ...], int], int] = {}
-_lock = threading.Lock()
+_lock = _forking.lock()
 
 
 def _read(name: str) -> str:

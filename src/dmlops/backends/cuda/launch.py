@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ctypes
 import sys
-import threading
 import weakref
 from collections.abc import Sequence
 from types import SimpleNamespace
@@ -21,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import _forking
 from .strategies import THREADS, Group
 
 __all__ = [
@@ -40,7 +40,7 @@ __all__ = [
 
 _RELAXED = 2  # CU_STREAM_CAPTURE_MODE_RELAXED
 _driver: Any = None
-_driver_lock = threading.Lock()
+_driver_lock = _forking.lock()
 
 
 def driver_library() -> Any:

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 from collections.abc import Callable, Hashable, Sequence
 from importlib import resources
 from typing import Any
 
 import numpy as np
 
+from ... import _forking
 from ...errors import BindingError, DmlError
 from ...plan import Fill, Plan, StridedCopy, array_byte_span, fill_bytes, fill_reads
 from .._address_cache import AddressCache
@@ -233,9 +233,9 @@ class WebGpuBackend:
         if cpu and self.native is not None:  # (its work runs on the host's own threads)
             self.native.spin_seconds = 0.0
             self.native.early_workgroups = 0
-        self._lock = threading.Lock()
+        self._lock = _forking.lock()
         self._staging: dict[int, Any] = {}  # read-back buffers kept, by size
-        self._read_lock = threading.Lock()
+        self._read_lock = _forking.lock()
 
     @classmethod
     def instance(cls) -> WebGpuBackend:
@@ -636,7 +636,7 @@ class _DeviceConversion:
         self._convert = conversion_dispatch(
             backend, source_flat, target_flat, self.count, plan.conversion
         )
-        self._lock = threading.Lock()
+        self._lock = _forking.lock()
 
     def __call__(self, ins: Sequence[Flat], outs: Sequence[Flat], queue: Any = None) -> None:
         if not self.count:
@@ -664,7 +664,7 @@ class _DeviceCompaction:
             for c in plan.compactions
         ]
         self.cache: AddressCache[list[Any]] = AddressCache(_TABLE_CACHE)
-        self._lock = threading.Lock()
+        self._lock = _forking.lock()
 
     def _dispatches(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> list[Any]:
         key = tuple(f.base + f.offset for f in (*ins, *outs))

@@ -15,7 +15,6 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -23,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import _forking
 from ...errors import DmlError
 
 __all__ = ["Memory", "WebGpuArray", "Flat", "Block"]
@@ -98,7 +98,7 @@ class Memory:
         self.arena_bytes = arena_bytes
         self.max_binding = max_binding
         self.arenas: dict[int, _Arena] = {}
-        self.lock = threading.Lock()
+        self.lock = _forking.lock()
         # buffers of their own, dropped, by size: (buffer, base), oldest first
         self.pool: dict[int, list[tuple[Any, int]]] = {}
         self.pooled_bytes = 0

@@ -19,12 +19,13 @@ internals are not there, None is returned and the backend stays on the public AP
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+
+from ... import _forking
 
 __all__ = ["NativeEncoder", "native_encoder", "shader_module", "trusted_modules"]
 
@@ -72,7 +73,7 @@ class NativeEncoder:
         self._mapped = mapped  # kept alive as long as the encoder
         self.map_read = int(lib.WGPUMapMode_Read)
         self.map_success = int(lib.WGPUMapAsyncStatus_Success)
-        self._lock = threading.RLock()
+        self._lock = _forking.rlock()
         self._open: tuple[Any, Any] | None = None  # (encoder, compute pass) not yet submitted
         self.pending = 0  # dispatches in the open pass
         self.submissions = 0
