@@ -68,7 +68,7 @@ def _shared(group: Any) -> bool:
     """Whether a dispatch asks for BOX_VECTORS' share of the workgroups wanted."""
     from dmlops.backends.webgpu.strategies import BOX_VECTORS
 
-    return bool(group.kernel in ("pack", "vec4") and group.dims >= BOX_VECTORS[0])
+    return bool(group.kernel == "pack" and group.dims >= BOX_VECTORS[0])
 
 
 def _chosen(dispatches: list[Any], kernel: str) -> None:
@@ -567,22 +567,22 @@ def test_two_byte_runs_take_pack_the_old_kernels_without_it(
     dmlops.functional.clear_cache()
 
 
-def test_high_rank_vector_boxes_move_several_vectors_a_thread(
+def test_high_rank_vector_boxes_ask_for_workgroups_as_flat_copies_do(
     dispatches: list[Any], workgroups: int
 ) -> None:
-    """A dispatch of 16-byte vectors in four or more dimensions asks for BOX_VECTORS' share
-    of the workgroups wanted, so its threads move more vectors each than those of a dispatch
-    of the same count in fewer dimensions or of words (the 5-D float32 box's layout); on a
-    GPU adapter (workgroups wanted) such pieces move a vector an invocation step, on a CPU
-    adapter two half a row apart; either way the bytes are numpy's."""
+    """A dispatch of 16-byte vectors in four or more dimensions (the 5-D float32 box's
+    layout) asks for as many workgroups as a flat copy of its count, where a `pack` box of
+    as many dimensions asks for BOX_VECTORS' share (its threads move more vectors each); on
+    a GPU adapter (workgroups wanted) vector boxes move a vector an invocation step, on a
+    CPU adapter two half a row apart; either way the bytes are numpy's."""
     import dmlops.webgpu as wg
     from dmlops.backends.webgpu.strategies import (
         BOX_VECTORS,
-        PER_THREAD,
         ROW_WORDS,
         WORKGROUPS_WANTED,
         _per_thread,
         piece_of,
+        pieces_of,
     )
 
     shape = [20, 20, 24, 24, 24]  # the layouts section's 5-D box: rows of 96 bytes
@@ -597,11 +597,18 @@ def test_high_rank_vector_boxes_move_several_vectors_a_thread(
     assert (box.sizes[0], box.extra, unfolded.sizes[0], unfolded.extra) == (3, (6, 0), 6, (1, 0))
     assert piece_of(4, 0, 0, [24 * 20 * 20, 24 * 24], [24 * 28, 1], [24 * 24, 1], False) == flat
     assert len(box.sizes) >= BOX_VECTORS[0] > len(flat.sizes) and box.count == flat.count
-    pts = [_per_thread([p], WORKGROUPS_WANTED) for p in (box, unfolded, words, flat)]
-    assert pts == [4, 8, 1, 1], pts
-    share = WORKGROUPS_WANTED // BOX_VECTORS[1]
-    assert box.tiles(4) >= share > box.tiles(8) and unfolded.tiles(8) >= share
-    assert pts[0] < PER_THREAD
+    # (a workgroups wanted at which a share of it would leave 8 vectors a thread)
+    wanted = box.tiles(8) * BOX_VECTORS[1] // 2
+    assert _per_thread([box], wanted) == _per_thread([flat], wanted) == 1
+    # a uint16 8-D box of 20-byte rows at odd elements: `pack`, which takes the share
+    boxes = [7] * 7 + [10]
+    pack_src = [9**6 * 12, 9**5 * 12, 9**4 * 12, 9**3 * 12, 9**2 * 12, 9 * 12, 12, 1]
+    pack_dst = [7**6 * 10, 7**5 * 10, 7**4 * 10, 7**3 * 10, 7**2 * 10, 7 * 10, 10, 1]
+    (pack,) = pieces_of(2, 2, 0, boxes, pack_src, pack_dst)
+    assert pack.kernel == "pack" and len(pack.sizes) >= BOX_VECTORS[0]
+    assert _per_thread([pack], WORKGROUPS_WANTED) > _per_thread(
+        [piece_of(2, 0, 0, [pack.count], [1], [1])], WORKGROUPS_WANTED
+    )
     for k, shape in enumerate([(21, 21, 25, 25, 32), (3, 4, 5, 6, 7, 36)]):
         host = _random(shape, np.float32, 470 + k)
         rank = len(shape)

@@ -95,17 +95,18 @@ PER_THREAD = 8  # elements a thread moves at most (pieces.wgsl)
 # there, 2026-11-25); a CPU adapter (lavapipe) runs best with few
 # workgroups, so it asks for none
 WORKGROUPS_WANTED = 8192
-# 16-byte vector pieces of at least this many dimensions (high-rank boxes) ask for this
-# share of the workgroups: several vectors a thread spread each one's walk over the outer
-# dimensions; on a GPU adapter they also move a vector an invocation step instead of two
-# half a row apart, so short rows keep more invocations each (H100 through Vulkan, GPU
-# time: the 5-D float32 box of 96-byte rows 27.3 -> 25.6-26.3 µs at 4 or 8 vectors a
-# thread, 25.3-25.5 unfolded; a 4-D box of 32-byte rows 12.3 -> 8.7 µs unfolded. A CPU
-# adapter keeps the pairs: lavapipe's 4-D box of 64-byte rows took 1.7x as long unfolded.
-# The 8-D uint16 box's funnel rows lose with more a thread, so vectors only)
-# The same share for `pack` pieces of as many dimensions, whose threads then reach their
-# next vectors by carries (the uint16 8-D box 27.6 -> 25.1 µs at 4 vectors a thread; 2-D
-# float16 rows of 10 lost with more a thread, 38.7 -> 43.9, so they keep the full count)
+# 16-byte vector pieces of at least this many dimensions (high-rank boxes) on a GPU adapter
+# move a vector an invocation step instead of two half a row apart, so short rows keep
+# more invocations each (H100 through Vulkan, GPU time: the 5-D float32 box of 96-byte rows
+# 27.3 -> 25.3-25.5 µs; a 4-D box of 32-byte rows 12.3 -> 8.7 µs. A CPU adapter keeps the
+# pairs: lavapipe's 4-D box of 64-byte rows took 1.7x as long unfolded), and ask for
+# workgroups as any other dispatch (H200, 2026-11-29: asking a sixteenth of them, so 8
+# vectors a thread, 19.4-19.5 µs; a quarter, 2 a thread, 18.2-18.3; with the walk's
+# outermost index taken as the rest, no division, 1 a thread 17.8-17.9).
+# `pack` pieces of as many dimensions ask for this share of the workgroups, whose threads
+# then reach their next vectors by carries (the uint16 8-D box 27.6 -> 25.1 µs at 4 vectors
+# a thread on the H100; on the H200 22.1-22.5 µs against 25.4-26.4 at a half to an eighth;
+# 2-D float16 rows of 10 lost with more a thread, 38.7 -> 43.9, so they keep the full count)
 BOX_VECTORS = (4, 16)  # (dimensions at least, divisor of the workgroups wanted)
 MAX_DIMS = 8
 ROW_WORDS = 40  # u32 words per table row (pieces.wgsl: struct Piece)
@@ -527,11 +528,11 @@ def _picked(
 def _per_thread(pieces: list[Piece], workgroups_wanted: int) -> int:
     """Elements per thread for one dispatch of element-wise pieces: PER_THREAD, halved
     while the dispatch would have fewer than `workgroups_wanted` workgroups (a share of
-    them for high-rank boxes of 16-byte vectors, BOX_VECTORS; 0: tiled)."""
+    them for high-rank `pack` boxes, BOX_VECTORS; 0: tiled)."""
     first = pieces[0]
     if not first.element_wise:
         return 0
-    if _vector_box(first) or (first.kernel == "pack" and len(first.sizes) >= BOX_VECTORS[0]):
+    if first.kernel == "pack" and len(first.sizes) >= BOX_VECTORS[0]:
         workgroups_wanted //= BOX_VECTORS[1]
     per_thread = PER_THREAD
     while per_thread > 1 and sum(p.tiles(per_thread) for p in pieces) < workgroups_wanted:

@@ -70,7 +70,7 @@ fn walk_to(p: ptr<function, Piece>, e: u32) -> Walk {
     var rest = e;
     w.src = (*p).src_offset;
     w.dst = (*p).dst_offset;
-    for (var i = 0u; i < DIMS; i++) {
+    for (var i = 0u; i + 1u < DIMS; i++) {
         let n = (*p).sizes[i];
         let c = rest % n;
         rest = rest / n;
@@ -78,6 +78,9 @@ fn walk_to(p: ptr<function, Piece>, e: u32) -> Walk {
         w.src += c * (*p).src_strides[i];
         w.dst += c * (*p).dst_strides[i];
     }
+    w.index[DIMS - 1u] = rest;
+    w.src += rest * (*p).src_strides[DIMS - 1u];
+    w.dst += rest * (*p).dst_strides[DIMS - 1u];
     return w;
 }
 
