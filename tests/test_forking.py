@@ -19,7 +19,11 @@ import dmlops
 from dmlops import _forking
 from dmlops.calls import dispatch
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() here")
+pytestmark = [
+    pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() here"),
+    # (Python 3.12 warns of every fork in a process with threads: here they are the point)
+    pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning"),
+]
 
 
 def _in_a_child(work: Callable[[], bool], timeout: float = 30.0) -> str:
