@@ -1,9 +1,9 @@
 """Random chains of ONNX data-movement nodes (Slice at any step, Transpose, Concat, Split,
 Reshape, Unsqueeze, Squeeze, Gather, GatherElements, Pad in three modes, Tile, Expand,
 Flatten, Identity, DepthToSpace, SpaceToDepth, ReverseSequence) over eight element types:
-`dmlops.onnx.run` gives onnxruntime's answer bit for bit, on the CPU and on WebGPU where an
-adapter is found. The graph compiler fuses each chain into one plan, so these check the
-fusion of node kinds that no hand-written case pairs."""
+`dmlops.onnx.run` gives onnxruntime's answer bit for bit on every backend (WebGPU where an
+adapter is found, CUDA where a GPU is). The graph compiler fuses each chain into one plan,
+so these check the fusion of node kinds that no hand-written case pairs."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import dmlops
-from conftest import HAS_WEBGPU
+from conftest import BACKENDS, to_device, to_host
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -179,12 +178,7 @@ def _model(rng: random.Random) -> tuple[Any, dict[str, np.ndarray]] | None:
     return model, {"X": x}
 
 
-def _bits(a: Any) -> tuple[str, tuple[int, ...], bytes]:
-    a = np.ascontiguousarray(a.numpy() if hasattr(a, "numpy") else np.asarray(a))
-    return a.dtype.str, a.shape, a.tobytes()
-
-
-def _check(seed: int, device: Any) -> None:
+def _check(seed: int, backend: str) -> None:
     import dmlops.onnx
 
     case = _model(random.Random(seed))
@@ -198,23 +192,22 @@ def _check(seed: int, device: Any) -> None:
         want = session.run(None, feeds)
     except Exception:  # noqa: BLE001 - a chain onnxruntime refuses: nothing to compare
         return
-    got = dmlops.onnx.run(model, feeds, device=device)
+    placed = {name: to_device(backend, x) for name, x in feeds.items()}
+    got = dmlops.onnx.run(model, placed, device=dmlops.Device(backend=backend))
     kinds = [n.op_type for n in model.graph.node]
-    assert [_bits(a) for a in got] == [_bits(b) for b in want], (kinds, feeds["X"].dtype)
+    assert [_bits(to_host(a)) for a in got] == [_bits(b) for b in want], (kinds, feeds["X"].dtype)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.integers(0, 2**32 - 1))
-def test_random_chains_give_onnxruntimes_bits_on_the_cpu(seed: int) -> None:
-    _check(seed, None)
+def _bits(a: Any) -> tuple[str, tuple[int, ...], bytes]:
+    a = np.ascontiguousarray(a)
+    return a.dtype.str, a.shape, a.tobytes()
 
 
-@pytest.mark.webgpu
-@pytest.mark.skipif(not HAS_WEBGPU, reason="no WebGPU adapter")
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.integers(0, 2**32 - 1))
-def test_random_chains_give_onnxruntimes_bits_on_webgpu(seed: int) -> None:
-    _check(seed, dmlops.Device(backend="webgpu"))
+@pytest.mark.parametrize("backend", BACKENDS)
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**32 - 1))
+def test_random_chains_give_onnxruntimes_bits(backend: str, seed: int) -> None:
+    _check(seed, backend)
 
 
 def test_the_chains_reach_every_kind_of_node() -> None:
