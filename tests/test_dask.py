@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import operator
 from typing import Any
 
 import numpy as np
@@ -13,6 +12,7 @@ from hypothesis import strategies as st
 
 da = pytest.importorskip("dask.array")
 import dask  # noqa: E402
+from dask.array.chunk import getitem as chunk_getitem  # noqa: E402
 
 import dmlops  # noqa: E402
 import dmlops.dask as dd  # noqa: E402
@@ -286,7 +286,7 @@ def test_a_chunk_that_is_a_source_chunk_is_an_alias() -> None:
 def test_a_split_joined_back_in_order_is_chunked_as_its_input() -> None:
     """Pieces that go on where the one before ends (a split's parts joined back in order,
     here of a reversed window) are one box: no chunk edge at the split's cuts, every output
-    chunk a view of one source chunk (no rechunk before Zarr); parts joined in another order,
+    chunk a window of one source chunk (no rechunk before Zarr); parts joined in another order,
     or with a part left out, keep their cuts where they do not go on."""
     x = np.arange(48 * 6, dtype=np.float32).reshape(48, 6)
     dx = da.from_array(x, chunks=(8, 6))
@@ -294,7 +294,7 @@ def test_a_split_joined_back_in_order_is_chunked_as_its_input() -> None:
     back = dd.join(dd.split(w, 0, [5, 11, 8]), 0)
     assert back.chunks == w.chunks == ((4,) * 6, (6,))
     graph = dict(back.__dask_graph__())
-    assert all(graph[(back.name, i, 0)][0] is operator.getitem for i in range(6))
+    assert all(graph[(back.name, i, 0)][0] is chunk_getitem for i in range(6))
     _same(back.compute(scheduler="threads"), x[::-2, ::-1])
     a, b, c = dd.split(w, 0, [5, 11, 8])
     for parts, cuts, want in [
@@ -320,18 +320,26 @@ def test_a_pad_keeps_every_input_chunk_as_it_is(mode: str) -> None:
     _same(padded.compute(scheduler="threads"), dmlops.padding(x, [2, 0], [3, 0], mode))
 
 
-def test_a_window_of_one_source_chunk_is_a_view_of_it() -> None:
+def test_a_window_of_one_source_chunk_is_taken_as_dask_takes_it() -> None:
+    """One task reading one block through dask's own chunk getitem: a view of the block
+    where it holds at least half of it, else a copy (the block is let go, and Zarr stores
+    the chunk without copying it again), as `x[::-1, ::-2]` in dask.array is."""
     x = np.arange(96, dtype=np.float32).reshape(12, 8)
     dx = da.from_array(x, chunks=(4, 8))
     w = dd.slice1(dx, [0, 0], [12, 8], [-1, -2])  # reversed rows, every other column
     graph = dict(w.__dask_graph__())
     task = graph[(w.name, 0, 0)]
-    assert task[0] is operator.getitem and task[1] == (dx.name, 2, 0)  # no copy task
+    assert task[0] is chunk_getitem and task[1] == (dx.name, 2, 0)  # no copy task
     block = x[8:12]
-    chunk = task[0](block, task[2])
-    assert np.shares_memory(chunk, block)
-    _same(chunk, x[11:7:-1, 7::-2])
+    half = task[0](block, task[2])
+    assert half.flags.owndata and not np.shares_memory(half, block)
+    _same(half, x[11:7:-1, 7::-2])
     _same(w.compute(scheduler="threads"), x[::-1, ::-2])
+    rows = dd.slice1(dx, [0, 0], [12, 8], [-1, 1])  # reversed rows: all of each block
+    task = dict(rows.__dask_graph__())[(rows.name, 0, 0)]
+    view = task[0](block, task[2])
+    assert np.shares_memory(view, block)
+    _same(view, x[11:7:-1])
     across = dd.slice1(dx, [2, 0], [4, 8], [1, 1], chunks=(4, 8))  # two blocks: a copy
     assert graph_task_reads(across, (across.name, 0, 0)) == 2
 

@@ -7,12 +7,12 @@ import bisect
 import functools
 import itertools
 import math
-import operator
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
+from dask.array.chunk import getitem as chunk_getitem
 
 from .. import calls
 from ..backends import cpu_engine
@@ -429,10 +429,12 @@ def _chunk_graph(
             graph[key] = next(iter(keys))  # the chunk is a source chunk: an alias, no copy
             continue
         if len(copies) == 1 and block_shapes and _is_view(copies[0], chunk_shape):
-            c = copies[0]  # one strided window of one block: a view, as dask's own slicing
+            c = copies[0]  # one strided window of one block, as dask's own slicing takes
+            # it: a view, copied where it holds under half its block (dask's chunk getitem),
+            # so the block is let go and the chunk is stored without another copy
             steps = zip(c.src_start, c.src_step, c.shape, strict=True)
             window = tuple(_window(a, s, n) for a, s, n in steps)
-            graph[key] = (operator.getitem, next(iter(keys)), window)
+            graph[key] = (chunk_getitem, next(iter(keys)), window)
             continue
         # chunks that read the same pieces of blocks of the same shapes (a regular grid's
         # inner chunks) share one plan and one task function
