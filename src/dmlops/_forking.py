@@ -67,6 +67,7 @@ def _forget_abandoned_imports() -> None:
 
 
 def _after_fork_in_child() -> None:
+    """Every lock of dmlops free, and the other threads' imports forgotten."""
     for held in list(_LOCKS):
         held._at_fork_reinit()
     _forget_abandoned_imports()
