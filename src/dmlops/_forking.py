@@ -37,15 +37,18 @@ def rlock() -> threading.RLock:
     return made
 
 
+def _module_locks() -> dict[str, Any]:
+    """Python's import locks by module name (weak references), or {} where it keeps none."""
+    locks = getattr(_bootstrap, "_module_locks", None)
+    return locks if isinstance(locks, dict) else {}
+
+
 def imports_of_other_threads() -> list[str]:
     """The modules whose import a thread other than this one has under way (their import
     locks' owners, as Python's import system keeps them; none where it keeps no owner)."""
-    locks = getattr(_bootstrap, "_module_locks", None)
-    if not isinstance(locks, dict):
-        return []
     me = threading.get_ident()
     names = []
-    for name, ref in list(locks.items()):
+    for name, ref in list(_module_locks().items()):
         held = ref() if callable(ref) else None
         owner = getattr(held, "owner", None)
         if owner is not None and owner != me:
@@ -57,10 +60,9 @@ def _forget_abandoned_imports() -> None:
     """In a child: the imports the parent's other threads had under way will never finish
     here; drop their import locks (the next import makes a free one) and their half-made
     modules (the next import runs the module again)."""
-    locks = getattr(_bootstrap, "_module_locks", None)
+    locks = _module_locks()
     for name in imports_of_other_threads():
-        if isinstance(locks, dict):
-            locks.pop(name, None)
+        locks.pop(name, None)
         module = sys.modules.get(name)
         if getattr(getattr(module, "__spec__", None), "_initializing", False):
             del sys.modules[name]

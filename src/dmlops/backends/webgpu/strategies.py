@@ -107,7 +107,7 @@ WORKGROUPS_WANTED = 8192
 # then reach their next vectors by carries (the uint16 8-D box 27.6 -> 25.1 µs at 4 vectors
 # a thread on the H100; on the H200 22.1-22.5 µs against 25.4-26.4 at a half to an eighth;
 # 2-D float16 rows of 10 lost with more a thread, 38.7 -> 43.9, so they keep the full count)
-BOX_VECTORS = (4, 16)  # (dimensions at least, divisor of the workgroups wanted)
+BOX_VECTORS = (4, 16)  # (dimensions at least; `pack`'s divisor of the workgroups wanted)
 MAX_DIMS = 8
 ROW_WORDS = 40  # u32 words per table row (pieces.wgsl: struct Piece)
 MAX_GROUPS_X = 65535
