@@ -1,5 +1,6 @@
-"""dmlops.dask on a Dask GPU cluster: two worker processes, each pinned to one GPU (as
-dask-cuda's LocalCUDACluster sets them up), CuPy chunks staying on their worker's card."""
+"""dmlops.dask on a Dask GPU cluster: two worker processes, each on its own GPU (dask-cuda's
+LocalCUDACluster lists every card to each worker, its own first: "0,1" and "1,0"), CuPy
+chunks staying on their worker's card."""
 
 from __future__ import annotations
 
@@ -31,31 +32,29 @@ pytestmark = [
 ]
 
 
-def _cluster() -> Any:
-    """dask-cuda's LocalCUDACluster where it is installed; else the same layout by hand: a
-    Nanny per GPU with CUDA_VISIBLE_DEVICES naming its card alone."""
-    try:
-        from dask_cuda import LocalCUDACluster
-
-        return LocalCUDACluster(
+def _cluster(layout: str) -> Any:
+    """Two GPU workers: dask-cuda's LocalCUDACluster (each worker lists every card, its own
+    first), or by hand a Nanny per GPU with CUDA_VISIBLE_DEVICES naming its card alone."""
+    if layout == "dask-cuda":
+        dask_cuda = pytest.importorskip("dask_cuda")
+        return dask_cuda.LocalCUDACluster(
             CUDA_VISIBLE_DEVICES="0,1", threads_per_worker=1, dashboard_address=None
         )
-    except ImportError:
-        from distributed import Nanny, Scheduler, SpecCluster
+    from distributed import Nanny, Scheduler, SpecCluster
 
-        workers = {
-            f"gpu{i}": {
-                "cls": Nanny,
-                "options": {"env": {"CUDA_VISIBLE_DEVICES": str(i)}, "nthreads": 1},
-            }
-            for i in range(2)
+    workers = {
+        f"gpu{i}": {
+            "cls": Nanny,
+            "options": {"env": {"CUDA_VISIBLE_DEVICES": str(i)}, "nthreads": 1},
         }
-        scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
-        return SpecCluster(workers=workers, scheduler=scheduler)
+        for i in range(2)
+    }
+    scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
+    return SpecCluster(workers=workers, scheduler=scheduler)
 
 
 def _where() -> tuple[str | None, int, str]:
-    """What a worker sees: its CUDA_VISIBLE_DEVICES, how many cards, its card's UUID."""
+    """What a worker sees: its CUDA_VISIBLE_DEVICES, how many cards, its current card's UUID."""
     import cupy
 
     props = cupy.cuda.runtime.getDeviceProperties(0)
@@ -81,7 +80,8 @@ def _chunk_kind(block: Any) -> Any:
     return np.array([[type(block).__module__.split(".")[0] == "cupy"]])
 
 
-def test_every_operator_on_a_two_gpu_cluster() -> None:
+@pytest.mark.parametrize("layout", ["dask-cuda", "one card a worker"])
+def test_every_operator_on_a_two_gpu_cluster(layout: str) -> None:
     import cupy
 
     rng = np.random.default_rng(4)
@@ -90,10 +90,12 @@ def test_every_operator_on_a_two_gpu_cluster() -> None:
     idx2 = rng.integers(0, 64, (20, 48))
     lengths = rng.integers(0, 65, 48)
     nd = np.stack([rng.permutation(64)[:10], rng.integers(0, 48, 10)], 1)
-    with _cluster() as cluster, distributed.Client(cluster) as client:
+    with _cluster(layout) as cluster, distributed.Client(cluster) as client:
         seen = list(client.run(_where).values())
-        assert sorted(str(v[0]) for v in seen) == ["0", "1"]
-        assert all(v[1] == 1 for v in seen) and seen[0][2] != seen[1][2]  # one card each
+        # each worker's current card (its first visible one) is a card of its own
+        assert sorted(str(v[0]).split(",")[0] for v in seen) == ["0", "1"]
+        assert all(v[1] == (2 if layout == "dask-cuda" else 1) for v in seen), seen
+        assert seen[0][2] != seen[1][2]
         dx = da.from_array(x, chunks=(16, 24)).map_blocks(_on_gpu, dtype=x.dtype)
         dids = da.from_array(ids, chunks=10).map_blocks(_on_gpu, dtype=ids.dtype)
         cases = {
