@@ -24,7 +24,7 @@ import numpy as np
 
 from ...plan import Plan
 from .caches import chosen_streaming_bytes, last_level_cache_bytes, streaming_bytes
-from .cgroups import memory_limit
+from .cgroups import cpu_quota_period, memory_limit
 from .scope import in_scheduler_task, scheduler_task
 from .threads import choose_threads, cpu_quota, get_num_threads, load_aware, set_num_threads
 
@@ -39,12 +39,14 @@ __all__ = [
     "enabled",
     "choose_threads",
     "cpu_quota",
+    "cpu_quota_period",
     "default_cache_limit",
     "memory_limit",
     "get_num_threads",
     "in_scheduler_task",
     "load_aware",
     "native",
+    "quota_settings",
     "scheduler_task",
     "set_cache_limit",
     "set_enabled",
@@ -66,8 +68,10 @@ _STATE: dict[str, Any] = {"enabled": os.environ.get("DMLOPS_CPU_ENGINE", "") != 
 # and whether rows read backwards move in 32-byte vectors where the CPU has AVX2, and whether rows
 # read every second to fourth element move by byte shuffles there (1: 1-byte elements at steps 3,
 # -2, -3, -4, where they won; 2: 2- and 4-byte ones and every step too; 0: never), and whether a
-# transpose's tiles move as 16-byte blocks transposed in registers; given to the extension when it
-# loads, where DMLOPS_STREAMING_BYTES and DMLOPS_LOAD_AWARE then override theirs
+# transpose's tiles move as 16-byte blocks transposed in registers, and a container's CPU quota in
+# thousandths of a CPU (0: none) and its period, whose budget keeps the threads a job asks beyond
+# the quota's whole CPUs from spending it (native/quota.h); given to the extension when it loads,
+# where DMLOPS_STREAMING_BYTES, DMLOPS_LOAD_AWARE and the process's cgroup then override theirs
 DEFAULTS = {
     "spin_us": 50,
     "idle_spin_us": 300,
@@ -83,6 +87,8 @@ DEFAULTS = {
     "step_shuffles": 1,
     "tile_blocks": 1,
     "streaming_bytes": streaming_bytes(),
+    "quota_millicpus": 0,
+    "quota_period_us": 100000,
 }
 
 
@@ -96,10 +102,20 @@ def native() -> Any:
         else:
             chosen = chosen_streaming_bytes(machine=DEFAULTS["streaming_bytes"])
             aware = int(load_aware())
-            _native.configure(**{**DEFAULTS, "streaming_bytes": chosen, "load_aware": aware})
+            quota = quota_settings(cpu_quota_period())
+            _native.configure(
+                **{**DEFAULTS, "streaming_bytes": chosen, "load_aware": aware, **quota}
+            )
             _native.cache_limit(default_cache_limit(memory_limit()))
         _STATE["native"] = _native
     return _STATE["native"]
+
+
+def quota_settings(quota: tuple[float, int] | None) -> dict[str, int]:
+    """The engine's settings for a cgroup CPU quota (CPUs, period in µs; None: none)."""
+    if quota is None:
+        return {}
+    return {"quota_millicpus": max(1, round(quota[0] * 1000)), "quota_period_us": quota[1]}
 
 
 def configure(**settings: int) -> None:

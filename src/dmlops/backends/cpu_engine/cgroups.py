@@ -5,9 +5,10 @@ above it. None where no limit is set or none can be read."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["cpu_quota", "memory_limit"]
+__all__ = ["cpu_quota", "cpu_quota_period", "memory_limit"]
 
 _ROOT = Path("/sys/fs/cgroup")
 _MEMBERSHIP = Path("/proc/self/cgroup")
@@ -15,16 +16,43 @@ _MEMBERSHIP = Path("/proc/self/cgroup")
 
 def _own_groups(root: Path, membership: Path) -> list[Path]:
     """The process's cgroup v2 group and every group above it, innermost first."""
+    return _groups_of(root, membership, lambda controllers: controllers == "", [""])
+
+
+def _v1_groups(root: Path, membership: Path, controller: str) -> list[Path]:
+    """The process's group in cgroup v1's `controller` hierarchy and every group above it,
+    innermost first, under each place that hierarchy may be mounted (`cpu`, `cpu,cpuacct`):
+    a host's process in a group of its own (a systemd unit, a batch job) reads its group's
+    files; a container that mounts its own group as the hierarchy's root finds no such path
+    below it and reads the root's."""
+    return _groups_of(
+        root, membership, lambda controllers: controller in controllers.split(","), [controller]
+    )
+
+
+def _groups_of(
+    root: Path, membership: Path, wanted: Callable[[str], bool], mounts: list[str]
+) -> list[Path]:
+    """The groups of the membership line `wanted` picks (by its controllers), innermost
+    first, under each of the hierarchy's mount places (`mounts` where no line names it)."""
     own = ""
     try:
         for line in membership.read_text().splitlines():
-            hierarchy, _, path = line.partition("::")
-            if hierarchy == "0" and path.startswith("/"):
+            _, _, rest = line.partition(":")
+            controllers, _, path = rest.partition(":")
+            if wanted(controllers) and path.startswith("/"):
                 own = path.strip("/")
+                if controllers:
+                    names = controllers.split(",")
+                    mounts = list(dict.fromkeys([*names, controllers, ",".join(names[::-1])]))
     except OSError:
         pass
     parts = [p for p in own.split("/") if p]
-    return [root.joinpath(*parts[:k]) for k in range(len(parts), -1, -1)]
+    found = []
+    for mount in mounts:
+        base = root / mount if mount else root
+        found += [base.joinpath(*parts[:k]) for k in range(len(parts), -1, -1)]
+    return found
 
 
 def _fields(path: Path) -> list[str] | None:
@@ -37,26 +65,40 @@ def _fields(path: Path) -> list[str] | None:
 def cpu_quota(root: Path = _ROOT, membership: Path = _MEMBERSHIP) -> float | None:
     """The CPUs a cgroup quota grants this process (2.5 for "250000 100000"), or None where
     no quota is set or none can be read: cgroup v2's `cpu.max` of the process's own group
-    and each group above it (the smallest counts), else v1's `cpu.cfs_quota_us`."""
-    found: list[float] = []
+    and each group above it (the smallest counts), else v1's `cpu.cfs_quota_us` likewise."""
+    found = cpu_quota_period(root, membership)
+    return None if found is None else found[0]
+
+
+def cpu_quota_period(
+    root: Path = _ROOT, membership: Path = _MEMBERSHIP
+) -> tuple[float, int] | None:
+    """(the CPUs of the smallest quota over this process, that quota's period in µs), or
+    None (see cpu_quota)."""
+    found: list[tuple[float, int]] = []
     for group in _own_groups(root, membership):
         fields = _fields(group / "cpu.max")
         if fields is None or len(fields) < 2 or fields[0] == "max":
             continue
-        try:
-            quota, period = int(fields[0]), int(fields[1])
-        except ValueError:
-            continue
-        if quota > 0 and period > 0:
-            found.append(quota / period)
-    if found:
-        return min(found)
+        _add_quota(found, fields[0], fields[1])
+    if not found:
+        for group in _v1_groups(root, membership, "cpu"):
+            quota, period = (
+                _fields(group / "cpu.cfs_quota_us"),
+                _fields(group / "cpu.cfs_period_us"),
+            )
+            if quota and period:
+                _add_quota(found, quota[0], period[0])
+    return min(found) if found else None
+
+
+def _add_quota(found: list[tuple[float, int]], quota_text: str, period_text: str) -> None:
     try:
-        quota_us = int((root / "cpu" / "cpu.cfs_quota_us").read_text())
-        period_us = int((root / "cpu" / "cpu.cfs_period_us").read_text())
-    except (OSError, ValueError):
-        return None
-    return quota_us / period_us if quota_us > 0 and period_us > 0 else None
+        quota, period = int(quota_text), int(period_text)
+    except ValueError:
+        return
+    if quota > 0 and period > 0:
+        found.append((quota / period, period))
 
 
 # cgroup v1 writes "no limit" as the largest page-aligned signed 64-bit number, or near it
@@ -78,9 +120,13 @@ def memory_limit(root: Path = _ROOT, membership: Path = _MEMBERSHIP) -> int | No
             continue
     if found:
         return max(0, min(found))
-    fields = _fields(root / "memory" / "memory.limit_in_bytes")
-    try:
-        limit = int(fields[0]) if fields else -1
-    except ValueError:
-        return None
-    return limit if 0 <= limit < _V1_UNLIMITED else None
+    limits = []
+    for group in _v1_groups(root, membership, "memory"):
+        fields = _fields(group / "memory.limit_in_bytes")
+        try:
+            limit = int(fields[0]) if fields else -1
+        except ValueError:
+            continue
+        if 0 <= limit < _V1_UNLIMITED:
+            limits.append(limit)
+    return min(limits) if limits else None

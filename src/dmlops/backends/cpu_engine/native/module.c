@@ -23,6 +23,7 @@
 #include "indexed.h"
 #include "halves.h"
 #include "pool.h"
+#include "quota.h"
 #include "reverse.h"
 #include "shuffles.h"
 #include "tiles.h"
@@ -212,16 +213,21 @@ static PyObject *configure(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"spin_us",     "least_bytes_a_thread", "least_grain", "most_grain",
                             "straggle_us", "streaming_bytes",      "load_aware",  "long_job_us",
                             "home_ranges", "caller_spin_us", "wide_vectors", "step_shuffles",
-                            "tile_blocks", "idle_spin_us", NULL};
+                            "tile_blocks", "idle_spin_us", "quota_millicpus", "quota_period_us",
+                            NULL};
     long long spin = -1, least = -1, low = -1, high = -1, straggle = -1, streaming = -1;
     long long load_aware = -1, long_job = -1, home_ranges = -1, caller_spin = -1;
     long long wide_vectors = -1, step_shuffles = -1, tile_blocks = -1, idle_spin = -1;
+    long long quota_millicpus = -1, quota_period = -1;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLLLLLLLLL", names, &spin, &least, &low,
-                                     &high, &straggle, &streaming, &load_aware, &long_job,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLLLLLLLLLLL", names, &spin, &least,
+                                     &low, &high, &straggle, &streaming, &load_aware, &long_job,
                                      &home_ranges, &caller_spin, &wide_vectors, &step_shuffles,
-                                     &tile_blocks, &idle_spin)) {
+                                     &tile_blocks, &idle_spin, &quota_millicpus, &quota_period)) {
         return NULL;
+    }
+    if (quota_millicpus >= 0) {
+        quota_set(quota_millicpus, quota_period);
     }
     if (idle_spin >= 0) {
         pool_set_idle_spin(idle_spin);
@@ -282,6 +288,37 @@ static PyObject *estimate_spare(PyObject *self, PyObject *args) {
         return NULL;
     }
     return PyLong_FromLong(load_estimate_spare(text, ours, in_set, online));
+}
+
+/* quota_trace(millicpus, period_us, wanted, readings) -> [threads]: quota_threads on a
+ * fresh budget for each (wall ns, CPU ns[, the job's ns]) reading in turn. */
+static PyObject *quota_trace(PyObject *self, PyObject *args) {
+    long long millicpus, period_us;
+    int wanted;
+    PyObject *readings;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "LLiO", &millicpus, &period_us, &wanted, &readings)) {
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(readings, "quota_trace: readings must be a sequence");
+    if (seq == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *result = PyList_New(n);
+    quota_budget_t budget = {.millicpus = millicpus, .period_ns = period_us * 1000};
+    for (Py_ssize_t i = 0; result != NULL && i < n; i++) {
+        long long wall, cpu;
+        double job = 0.0;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "LL|d", &wall, &cpu, &job)) {
+            Py_CLEAR(result);
+            break;
+        }
+        PyList_SET_ITEM(result, i,
+                        PyLong_FromLong(quota_threads(&budget, wanted, wall, cpu, job)));
+    }
+    Py_DECREF(seq);
+    return result;
 }
 
 static PyObject *job_spin(PyObject *self, PyObject *unused) {
@@ -731,6 +768,8 @@ static PyMethodDef methods[] = {
     {"workers", workers, METH_NOARGS, "Worker threads started in this process."},
     {"estimate_spare", estimate_spare, METH_VARARGS,
      "The spare-CPU estimate of a /proc/loadavg text, ours runnable, the set's and online CPUs."},
+    {"quota_trace", quota_trace, METH_VARARGS,
+     "A fresh quota budget's threads for each (wall ns, CPU ns[, job ns]) reading in turn."},
     {"job_spin", job_spin, METH_NOARGS,
      "The idle spin (µs) the last job that asked helpers gave its workers."},
     {"asleep", asleep, METH_NOARGS, "Workers asleep now (not spinning)."},

@@ -27,6 +27,7 @@
 #include "pool.h"
 
 #include "load.h"
+#include "quota.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -345,6 +346,13 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads, int64_t b
     int long_job = helpers < most && estimate_ns >= (double)long_ns;
     if (long_job) {
         helpers = most;
+    }
+    /* a CPU quota's budget spent: the quota's whole CPUs (quota.h), its workers' spin short */
+    double job_ns = (double)bytes * adapt.ns_a_byte / (helpers + 1);
+    int within_quota = quota_allowed(helpers + 1, job_ns) - 1;
+    if (helpers > within_quota) {
+        helpers = within_quota;
+        unhindered = 0;
     }
     if (helpers == 0) {
         int64_t alone_from = now_ns();

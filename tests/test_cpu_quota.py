@@ -1,0 +1,175 @@
+"""A container's CPU quota: read from cgroup v2 and v1 (the process's own group and those
+above it), and its budget in the engine's pool (native/quota.h), which keeps the threads a
+job asks beyond the quota's whole CPUs from spending the quota before a period ends (the
+kernel would then stop every thread of the group for the rest of it)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dmlops.backends import cpu_engine
+from dmlops.backends.cpu_engine import cgroups
+
+MS = 1_000_000  # ns
+
+
+def _membership(tmp_path: Path, lines: list[str], files: dict[str, str]) -> tuple[Path, Path]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    membership = tmp_path / "cgroup"
+    membership.write_text("".join(f"{line}\n" for line in lines))
+    root = tmp_path / "fs"
+    root.mkdir(exist_ok=True)
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root, membership
+
+
+def test_v1_quota_of_the_own_group_on_a_host(tmp_path: Path) -> None:
+    """A process in a group of its own (a systemd unit's CPUQuota, a batch job) on a cgroup
+    v1 host: its group's quota, and the smallest above it, under either mount name."""
+    lines = ["11:memory:/job", "4:cpu,cpuacct:/job/step", "1:name=systemd:/job"]
+    files = {
+        "cpu,cpuacct/job/step/cpu.cfs_quota_us": "150000\n",
+        "cpu,cpuacct/job/step/cpu.cfs_period_us": "100000\n",
+        "cpu,cpuacct/cpu.cfs_quota_us": "-1\n",
+        "cpu,cpuacct/cpu.cfs_period_us": "100000\n",
+    }
+    root, membership = _membership(tmp_path / "a", lines, files)
+    assert cgroups.cpu_quota_period(root, membership) == (1.5, 100000)
+    files["cpu,cpuacct/job/cpu.cfs_quota_us"] = "50000\n"
+    files["cpu,cpuacct/job/cpu.cfs_period_us"] = "50000\n"
+    root, membership = _membership(tmp_path / "b", lines, files)
+    assert cgroups.cpu_quota_period(root, membership) == (1.0, 50000)
+    # the same hierarchy mounted as "cpu" alone (a symbolic link on most hosts)
+    moved = {k.replace("cpu,cpuacct/", "cpu/"): v for k, v in files.items()}
+    root, membership = _membership(tmp_path / "c", lines, moved)
+    assert cgroups.cpu_quota(root, membership) == 1.0
+
+
+def test_v1_quota_in_a_container_that_mounts_its_group_as_the_root(tmp_path: Path) -> None:
+    """Docker on cgroup v1 without a cgroup namespace: /proc/self/cgroup names the host's
+    path, which does not exist below the container's mount; the mount's root holds the
+    quota."""
+    lines = ["4:cpu,cpuacct:/docker/4f2a", "0::/"]
+    files = {"cpu/cpu.cfs_quota_us": "250000\n", "cpu/cpu.cfs_period_us": "100000\n"}
+    root, membership = _membership(tmp_path, lines, files)
+    assert cgroups.cpu_quota_period(root, membership) == (2.5, 100000)
+
+
+def test_v2_quota_comes_first_and_carries_its_period(tmp_path: Path) -> None:
+    lines = ["0::/pod/app"]
+    files = {"pod/app/cpu.max": "75000 50000\n", "cpu/cpu.cfs_quota_us": "100000\n"}
+    root, membership = _membership(tmp_path, lines, files)
+    assert cgroups.cpu_quota_period(root, membership) == (1.5, 50000)
+    assert cgroups.cpu_quota_period(root / "none", membership) is None
+
+
+def test_v1_memory_limit_of_the_own_group(tmp_path: Path) -> None:
+    lines = ["7:memory:/job", "4:cpu,cpuacct:/"]
+    files = {
+        "memory/job/memory.limit_in_bytes": f"{1 << 30}\n",
+        "memory/memory.limit_in_bytes": "9223372036854771712\n",
+    }
+    root, membership = _membership(tmp_path, lines, files)
+    assert cgroups.memory_limit(root, membership) == 1 << 30
+
+
+def test_the_engine_is_told_the_quota_in_thousandths_of_a_cpu() -> None:
+    assert cpu_engine.quota_settings(None) == {}
+    assert cpu_engine.quota_settings((1.5, 100000)) == {
+        "quota_millicpus": 1500,
+        "quota_period_us": 100000,
+    }
+    assert cpu_engine.quota_settings((0.0001, 100000))["quota_millicpus"] == 1
+
+
+def _native() -> Any:
+    module = cpu_engine.native()
+    if module is None:
+        pytest.skip("the CPU engine is not built")
+    return module
+
+
+def test_no_quota_or_a_fresh_budget_gives_every_thread() -> None:
+    module = _native()
+    assert module.quota_trace(0, 100000, 8, [(1, 1), (2, 10**9)]) == [8, 8]
+    assert module.quota_trace(1500, 100000, 2, [(1 * MS, 0)]) == [2]
+
+
+def test_a_job_longer_than_the_budget_gets_the_quotas_whole_cpus() -> None:
+    """A full budget (3.75 ms above the rate) lasts a 2-thread job of 6 ms, not one of 7."""
+    module = _native()
+    assert module.quota_trace(1500, 100000, 2, [(MS, 0, 6.0 * MS)]) == [2]
+    assert module.quota_trace(1500, 100000, 2, [(MS, 0, 7.0 * MS)]) == [1]
+
+
+def test_a_spent_budget_gives_the_quotas_whole_cpus_until_it_fills() -> None:
+    """1.5 CPUs, 100 ms periods: the budget holds 3.75 ms of CPU above the quota's rate.
+    Two threads busy drain it at 2 - 1.425 CPUs: spent after about 6.5 ms; then one thread
+    until 0.425 CPUs' refill makes it positive again."""
+    module = _native()
+    readings = [((t + 1) * MS, 2 * t * MS) for t in range(10)]  # 2 CPUs busy, read every ms
+    got = module.quota_trace(1500, 100000, 2, readings)
+    assert got[:7] == [2] * 7 and got[7:] == [1] * 3
+    # then one thread busy: 0.425 ms a ms back, from -1.425 ms: positive after 4 ms
+    then = [((t + 1) * MS, 18 * MS + (t - 9) * MS) for t in range(10, 15)]
+    assert module.quota_trace(1500, 100000, 2, readings + then)[10:] == [1, 1, 1, 2, 2]
+    # fewer CPUs than the quota's whole: never below one thread
+    assert module.quota_trace(500, 100000, 4, readings)[-1] == 1
+    assert (
+        module.quota_trace(2500, 100000, 4, [((t + 1) * MS, 4 * t * MS) for t in range(9)])[-1] == 2
+    )
+
+
+def test_a_clock_that_goes_back_starts_the_budget_anew() -> None:
+    """A child after fork() counts its CPU time from zero: its budget starts full."""
+    module = _native()
+    spent = [((t + 1) * MS, 2 * t * MS) for t in range(12)]
+    assert module.quota_trace(1500, 100000, 2, [*spent, (14 * MS, 1 * MS)])[-2:] == [1, 2]
+
+
+@given(
+    millicpus=st.integers(1001, 8000).filter(lambda m: m % 1000 != 0),
+    period_ms=st.sampled_from([20, 50, 100, 250]),
+    extra=st.integers(1, 4),
+    jobs=st.lists(st.integers(20, 8000), min_size=50, max_size=400),  # µs of wall time each
+    gaps=st.lists(st.integers(0, 3000), min_size=1, max_size=20),
+)
+def test_back_to_back_jobs_never_spend_a_periods_quota(
+    millicpus: int, period_ms: int, extra: int, jobs: list[int], gaps: list[int]
+) -> None:
+    """Jobs that use every thread they are given, back to back (a gap now and then): in no
+    window of a period's length does the process spend more CPU than the quota grants a
+    period, wherever the kernel's periods begin."""
+    module = _native()
+    wanted = millicpus // 1000 + extra  # more threads than the quota's CPUs
+    wall, cpu, readings = 0, 0, []
+    marks = [(0, 0)]  # (wall, cpu) at each change of rate
+    for job_us, gap_us in zip(jobs, itertools.cycle(gaps)):
+        readings.append((wall + 1, cpu, job_us * 1000.0))  # (the job's time foreseen)
+        threads = module.quota_trace(millicpus, period_ms * 1000, wanted, readings)[-1]
+        wall += job_us * 1000
+        cpu += threads * job_us * 1000
+        marks.append((wall, cpu))
+        wall += gap_us * 1000 * (job_us % 7 == 0)  # a pause after some jobs
+        marks.append((wall, cpu))
+    period = period_ms * MS
+    grant = millicpus * period / 1000
+
+    def cpu_at(t: int) -> float:  # the process's CPU time at wall time t (piecewise linear)
+        for (w0, c0), (w1, c1) in itertools.pairwise(marks):
+            if w0 <= t <= w1:
+                return c0 + (c1 - c0) * (t - w0) / max(1, w1 - w0)
+        return float(marks[-1][1])
+
+    for start, _ in marks:  # the most any window spends begins or ends at a change of rate
+        assert cpu_at(start + period) - cpu_at(start) <= grant
+        if start >= period:
+            assert cpu_at(start) - cpu_at(start - period) <= grant
