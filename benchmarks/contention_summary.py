@@ -2,7 +2,8 @@
 `dmlops bench --section contention --json` output), each condition's dmlops rows (bound
 graphs, op-by-op chains, single operators) over numpy's median, over onnxruntime's (where it
 runs the case; in a CPU set, its session kept to the set), and with a 99th percentile within
-1.5x the median; numpy's own 99th percentiles beside. Prints a Markdown table.
+1.5x the median; numpy's own 99th percentiles beside; every condition the file holds (the
+four of every run, and the CPU quotas of `--quota`). Prints a Markdown table.
 
     python benchmarks/contention_summary.py LABEL=FILE.json [LABEL=FILE.json ...]
 """
@@ -14,13 +15,12 @@ import sys
 from collections import defaultdict
 from typing import Any
 
-CONDITIONS = ("idle", "1 busy", "2 busy", "cpuset 4")
 KEPT = "onnxruntime, threads = CPU set"
 
 
 def _condition(case: str) -> str:
-    inside = case.rsplit("[", 1)[-1]
-    return next(c for c in CONDITIONS if inside.startswith(c))
+    """The condition a case ran under: its last bracket's first part ("idle", "quota 1.5")."""
+    return case.rsplit("[", 1)[-1].split(",")[0].rstrip("]")
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, list[int]]:
@@ -57,7 +57,7 @@ def main() -> None:
         label, _, path = argument.rpartition("=")
         with open(path) as f:
             found = summary(json.load(f))
-        for condition in CONDITIONS:
+        for condition in found:
             n, numpy, ort, p99, numpy_rows, numpy_p99 = found[condition]
             cells = [label, condition, n, numpy, ort, p99, f"{numpy_p99} of {numpy_rows}"]
             print("| " + " | ".join(map(str, cells)) + " |")

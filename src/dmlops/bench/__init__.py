@@ -42,6 +42,7 @@ def run_sections(
     dask_worker_mib: int = 256,
     calls: int = 200,
     dask_cases: Sequence[str] = (),
+    quotas: Sequence[float] = (),
 ) -> list[Result]:
     """Run the named sections on the named devices."""
     results: list[Result] = []
@@ -73,7 +74,8 @@ def run_sections(
         elif section == "contention" and "cpu" in devices:
             from . import contention
 
-            results += contention.run(calls)
+            conditions = contention.CONDITIONS + contention.quota_conditions(list(quotas))
+            results += contention.run(calls, conditions)
         elif section == "startup" and "cpu" in devices:
             from . import startup
 
@@ -146,6 +148,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--calls", type=int, default=200, help="contention: calls per contender and condition"
     )
+    parser.add_argument(
+        "--quota",
+        type=float,
+        action="append",
+        default=[],
+        metavar="CPUS",
+        help="contention: also under a cgroup CPU quota of this many CPUs, as a container's "
+        "(repeatable; needs root and a writable cgroup file system)",
+    )
     parser.add_argument("--json", default="bench-results/results.json", help="where to write JSON")
     parser.add_argument("--plot", metavar="PNG", help="also draw the results into this PNG file")
     parser.add_argument(
@@ -183,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         args.dask_worker_mib,
         args.calls,
         args.dask_case,
+        args.quota,
     )
     print(f"machine: {platform.node()} {platform.machine()} {platform.processor()}")
     print(format_table(results))

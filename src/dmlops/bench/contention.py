@@ -5,7 +5,10 @@ few operators, with numpy and onnxruntime in the same process, under each condit
 one and two other processes spinning on a core each, and a CPU set of four cores (the
 process started under that affinity, as `taskset -c 0-3` starts it, so every library picks
 its thread count from it; onnxruntime's default pool pins a worker to every CPU of the
-machine regardless, so there a session of as many threads as the set also runs). Each
+machine regardless, so there a session of as many threads as the set also runs); and, where
+asked (`quota_conditions`) and the machine lets this process make a control group, a CPU
+quota as a container has (`docker run --cpus 1.5`), with the periods in which the kernel
+stopped the measuring process for having spent it. Each
 condition runs in a fresh process; each contender gives the median and the 99th percentile
 over `calls` calls after 0.1 s of warm-up calls (a scheduler time slice lost waiting for a
 descheduled thread shows in the 99th percentile, not in the median).
@@ -26,7 +29,7 @@ import numpy as np
 
 from .common import Result, have
 
-__all__ = ["CONDITIONS", "latencies", "run"]
+__all__ = ["CONDITIONS", "latencies", "quota_conditions", "run"]
 
 SECTION = "contention"
 CONDITIONS = ("idle", "1 busy", "2 busy", "cpuset 4")
@@ -155,16 +158,28 @@ def _graphs() -> list[tuple[str, int, dict[str, Callable[[], Any]]]]:
     return found
 
 
-def measure(calls: int) -> list[dict[str, Any]]:
-    """Every case in this process: [{case, bytes, times: {name: [median, p99]}}]."""
+def measure(calls: int, settle: float = 0.0) -> list[dict[str, Any]]:
+    """Every case in this process: [{case, bytes, times: {name: [median, p99]}, throttled:
+    {name: periods its calls' group was stopped in by a CPU quota}}], then {threads}.
+    `settle`: seconds idle before each contender (under a quota: the one before it, such as
+    onnxruntime's spinning pool, leaves the quota's period to roll over first)."""
     import dmlops
+
+    from .cpu_quota import own_throttled
 
     cases = _graphs() if have("onnx") else []
     cases += _operators()
     rows = []
     for case, nbytes, contenders in cases:
-        times = {name: list(_percentiles(fn, calls)) for name, fn in contenders.items()}
-        rows.append({"case": case, "bytes": nbytes, "times": times})
+        times, throttled = {}, {}
+        for name, fn in contenders.items():
+            time.sleep(settle)
+            before = own_throttled()
+            times[name] = list(_percentiles(fn, calls))
+            after = own_throttled()
+            if before is not None and after is not None:
+                throttled[name] = after - before
+        rows.append({"case": case, "bytes": nbytes, "times": times, "throttled": throttled})
     rows.append({"threads": dmlops.get_num_threads()})
     return rows
 
@@ -173,35 +188,56 @@ def _spinners(count: int) -> list[subprocess.Popen[bytes]]:
     return [subprocess.Popen([sys.executable, "-c", _SPIN]) for _ in range(count)]
 
 
+def quota_conditions(quotas: list[float]) -> tuple[str, ...]:
+    """The conditions of CPU quotas of these many CPUs ("quota 1.5")."""
+    return tuple(f"quota {q:g}" for q in quotas)
+
+
 def _in_condition(condition: str, calls: int) -> list[dict[str, Any]]:
-    """The cases measured in a fresh process under `condition`."""
+    """The cases measured in a fresh process under `condition` (a quota's condition adds
+    the periods the kernel stopped that process in, over the whole run, to the threads
+    row; each row holds those of each contender's calls)."""
+    settle = 0.25 if condition.startswith("quota ") else 0.0
     code = (
         "import json; from dmlops.bench.contention import measure; "
-        f"print(json.dumps(measure({calls})))"
+        f"print(json.dumps(measure({calls}, {settle})))"
     )
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    group = None
+    if condition.startswith("quota "):
+        from .cpu_quota import make_quota_group
+
+        group = make_quota_group(float(condition.split()[1]))
     spinners = _spinners({"1 busy": 1, "2 busy": 2}.get(condition, 0))
 
-    def pinned() -> None:
+    def placed() -> None:
         if condition == "cpuset 4" and cpus:
             os.sched_setaffinity(0, cpus[:4])
+        if group is not None:
+            group.enter()
 
     try:
         time.sleep(0.2)  # (the spinners running)
+        throttled = group.throttled() if group is not None else 0
         done = subprocess.run(
             [sys.executable, "-c", code],
             capture_output=True,
             text=True,
             check=False,
-            preexec_fn=pinned if condition == "cpuset 4" else None,
+            preexec_fn=placed if condition == "cpuset 4" or group is not None else None,
         )
         if done.returncode:
             raise RuntimeError(f"the {condition} measurement failed:\n{done.stderr}")
+        throttled = group.throttled() - throttled if group is not None else 0
     finally:
         for s in spinners:
             s.kill()
             s.wait()
+        if group is not None:
+            group.remove()
     rows: list[dict[str, Any]] = json.loads(done.stdout.strip().splitlines()[-1])
+    if group is not None:
+        rows[-1]["throttled"] = throttled
     return rows
 
 
@@ -211,6 +247,7 @@ def run(calls: int = 200, conditions: tuple[str, ...] = CONDITIONS) -> list[Resu
     for condition in conditions:
         rows = _in_condition(condition, calls)
         threads = rows[-1]["threads"]
+        throttled = rows[-1].get("throttled")
         for row in rows[:-1]:
             reference = "numpy"
             res = Result(
@@ -220,6 +257,9 @@ def run(calls: int = 200, conditions: tuple[str, ...] = CONDITIONS) -> list[Resu
             for name, (median, p99) in row["times"].items():
                 res.times[name] = median
                 res.times[f"{name} p99"] = p99
+            if throttled is not None:
+                for name, count in row.get("throttled", {}).items():
+                    res.details[name] = f"stopped by the quota in {count} periods of 100 ms"
             results.append(res)
         print(f"  measured cpu: {condition}", file=sys.stderr, flush=True)
     return results

@@ -1,0 +1,103 @@
+"""A CPU quota for the contention section's "quota" conditions: a control group of its own
+with a CFS quota (cgroup v2 `cpu.max`, else v1 `cpu.cfs_quota_us`), as a container runtime
+sets one (`docker run --cpus 1.5`, a Kubernetes CPU limit of 1500m), that a measuring process
+starts in; and how many periods the kernel stopped that group in (`nr_throttled`). Making
+one needs root and a writable cgroup file system."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["QuotaGroup", "make_quota_group", "own_throttled"]
+
+_ROOT = Path("/sys/fs/cgroup")
+_PERIOD_US = 100_000  # (the kernel's default period)
+
+
+def _nr_throttled(stat: Path) -> int | None:
+    try:
+        text = stat.read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name == "nr_throttled":
+            return int(value)
+    return None
+
+
+def own_throttled(root: Path = _ROOT, membership: Path = Path("/proc/self/cgroup")) -> int | None:
+    """Periods in which the kernel stopped this process's own group (cgroup v2, else v1's
+    cpu hierarchy), or None where no group with a quota's statistics is found."""
+    try:
+        lines = membership.read_text().splitlines()
+    except OSError:
+        return None
+    for line in sorted(lines, key=lambda line: not line.startswith("0::")):  # (v2 first)
+        _, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        base = root if controllers == "" else root / "cpu"
+        if controllers == "" or "cpu" in controllers.split(","):
+            found = _nr_throttled(base / path.strip("/") / "cpu.stat")
+            if found is not None:
+                return found
+    return None
+
+
+class QuotaGroup:
+    """A group whose processes share `cpus` CPUs of quota a period."""
+
+    def __init__(self, path: Path, cpus: float, version: int) -> None:
+        self.path, self.cpus, self.version = path, cpus, version
+
+    def enter(self) -> None:
+        """Move the calling process into the group (a child's `preexec_fn`)."""
+        (self.path / "cgroup.procs").write_text(str(os.getpid()))
+
+    def throttled(self) -> int:
+        """Periods in which the kernel stopped the group for having spent its quota."""
+        return _nr_throttled(self.path / "cpu.stat") or 0
+
+    def remove(self) -> None:
+        """Remove the group (empty by then: its processes have ended)."""
+        with contextlib.suppress(OSError):
+            self.path.rmdir()
+
+
+def _v2(cpus: float, root: Path) -> QuotaGroup | None:
+    controllers = root / "cgroup.controllers"
+    if not controllers.exists() or "cpu" not in controllers.read_text().split():
+        return None
+    (root / "cgroup.subtree_control").write_text("+cpu")
+    path = root / f"dmlops-bench-{os.getpid()}"
+    path.mkdir(exist_ok=True)
+    (path / "cpu.max").write_text(f"{round(cpus * _PERIOD_US)} {_PERIOD_US}")
+    return QuotaGroup(path, cpus, 2)
+
+
+def _v1(cpus: float, root: Path) -> QuotaGroup | None:
+    hierarchy = root / "cpu"
+    if not (hierarchy / "cpu.cfs_quota_us").exists():
+        return None
+    path = hierarchy / f"dmlops-bench-{os.getpid()}"
+    path.mkdir(exist_ok=True)
+    (path / "cpu.cfs_period_us").write_text(str(_PERIOD_US))
+    (path / "cpu.cfs_quota_us").write_text(str(round(cpus * _PERIOD_US)))
+    return QuotaGroup(path, cpus, 1)
+
+
+def make_quota_group(cpus: float, root: Path = _ROOT) -> QuotaGroup:
+    """A new group with a quota of `cpus` CPUs; OSError (saying why) where this process may
+    not make one."""
+    makers: list[Callable[[float, Path], QuotaGroup | None]] = [_v2, _v1]
+    for make in makers:
+        try:
+            group = make(cpus, root)
+        except OSError as error:
+            raise OSError(f"no cgroup with a CPU quota can be made here: {error}") from error
+        if group is not None:
+            return group
+    raise OSError(f"no cgroup with a CPU quota can be made here: no cpu controller under {root}")
