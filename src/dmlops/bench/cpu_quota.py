@@ -11,6 +11,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from ..backends.cpu_engine.cgroups import cpu_groups
+
 __all__ = ["QuotaGroup", "make_quota_group", "own_throttled"]
 
 _ROOT = Path("/sys/fs/cgroup")
@@ -32,18 +34,10 @@ def _nr_throttled(stat: Path) -> int | None:
 def own_throttled(root: Path = _ROOT, membership: Path = Path("/proc/self/cgroup")) -> int | None:
     """Periods in which the kernel stopped this process's own group (cgroup v2, else v1's
     cpu hierarchy), or None where no group with a quota's statistics is found."""
-    try:
-        lines = membership.read_text().splitlines()
-    except OSError:
-        return None
-    for line in sorted(lines, key=lambda line: not line.startswith("0::")):  # (v2 first)
-        _, _, rest = line.partition(":")
-        controllers, _, path = rest.partition(":")
-        base = root if controllers == "" else root / "cpu"
-        if controllers == "" or "cpu" in controllers.split(","):
-            found = _nr_throttled(base / path.strip("/") / "cpu.stat")
-            if found is not None:
-                return found
+    for group in cpu_groups(root, membership):
+        found = _nr_throttled(group / "cpu.stat")
+        if found is not None:
+            return found
     return None
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["cpu_quota", "cpu_quota_period", "memory_limit"]
+__all__ = ["cpu_groups", "cpu_quota", "cpu_quota_period", "memory_limit"]
 
 _ROOT = Path("/sys/fs/cgroup")
 _MEMBERSHIP = Path("/proc/self/cgroup")
@@ -53,6 +53,12 @@ def _groups_of(
         base = root / mount if mount else root
         found += [base.joinpath(*parts[:k]) for k in range(len(parts), -1, -1)]
     return found
+
+
+def cpu_groups(root: Path = _ROOT, membership: Path = _MEMBERSHIP) -> list[Path]:
+    """The process's groups that a CPU quota may be set on, innermost first: cgroup v2's,
+    then those of v1's `cpu` hierarchy."""
+    return _own_groups(root, membership) + _v1_groups(root, membership, "cpu")
 
 
 def _fields(path: Path) -> list[str] | None:
