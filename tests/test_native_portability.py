@@ -21,7 +21,7 @@ TARGETS = ("aarch64-macos", "x86_64-macos", "aarch64-linux-gnu", "x86_64-linux-m
 def test_every_extension_source_is_found() -> None:
     """The CPU engine's sources and the CUDA launch path's (a moved folder fails here)."""
     names = {p.name for p in SOURCES}
-    assert {"pool.c", "load.c", "copies.c", "blocks.c", "module.c", "launch.c"} <= names
+    assert {"pool.c", "load.c", "quota.c", "copies.c", "blocks.c", "module.c", "launch.c"} <= names
 
 
 @pytest.mark.parametrize("target", TARGETS)
