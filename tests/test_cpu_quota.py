@@ -82,7 +82,10 @@ def test_v1_memory_limit_of_the_own_group(tmp_path: Path) -> None:
 
 
 def test_the_engine_is_told_the_quota_in_thousandths_of_a_cpu() -> None:
-    assert cpu_engine.quota_settings(None) == {}
+    """(DEFAULTS holds the process's own, so that `configure(**DEFAULTS)` restores it.)"""
+    own = cpu_engine.quota_settings(cgroups.cpu_quota_period())
+    assert {k: cpu_engine.DEFAULTS[k] for k in own} == own
+    assert cpu_engine.quota_settings(None) == {"quota_millicpus": 0, "quota_period_us": 100000}
     assert cpu_engine.quota_settings((1.5, 100000)) == {
         "quota_millicpus": 1500,
         "quota_period_us": 100000,

@@ -329,8 +329,9 @@ def _probe(pieces: int, threads: int, piece_us: int) -> tuple[np.ndarray, np.nda
     return np.frombuffer(runners, np.int32), np.frombuffer(runs, np.int32)
 
 
-# the pool on its own: the machine's load and learnt straggles asking fewer threads set aside
-_EVERY_THREAD = {"load_aware": 0, "straggle_us": 10**9}
+# the pool on its own: the machine's load, learnt straggles and a CPU quota's budget asking fewer
+# threads set aside
+_EVERY_THREAD = {"load_aware": 0, "straggle_us": 10**9, "quota_millicpus": 0}
 
 
 @pytest.mark.parametrize("home_ranges", [1, 0])

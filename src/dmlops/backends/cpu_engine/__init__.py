@@ -53,6 +53,14 @@ __all__ = [
     "set_num_threads",
 ]
 
+
+def quota_settings(quota: tuple[float, int] | None) -> dict[str, int]:
+    """The engine's settings for a cgroup CPU quota (CPUs, period in µs; None: none, 0)."""
+    if quota is None:
+        return {"quota_millicpus": 0, "quota_period_us": 100000}
+    return {"quota_millicpus": max(1, round(quota[0] * 1000)), "quota_period_us": quota[1]}
+
+
 # whether compiled CPU code may run: DMLOPS_CPU_ENGINE=numpy, read once, or set_enabled
 _STATE: dict[str, Any] = {"enabled": os.environ.get("DMLOPS_CPU_ENGINE", "") != "numpy"}
 
@@ -70,8 +78,9 @@ _STATE: dict[str, Any] = {"enabled": os.environ.get("DMLOPS_CPU_ENGINE", "") != 
 # -2, -3, -4, where they won; 2: 2- and 4-byte ones and every step too; 0: never), and whether a
 # transpose's tiles move as 16-byte blocks transposed in registers, and a container's CPU quota in
 # thousandths of a CPU (0: none) and its period, whose budget keeps the threads a job asks beyond
-# the quota's whole CPUs from spending it (native/quota.h); given to the extension when it loads,
-# where DMLOPS_STREAMING_BYTES, DMLOPS_LOAD_AWARE and the process's cgroup then override theirs
+# the quota's whole CPUs from spending it (native/quota.h: the process's cgroup's, read here);
+# given to the extension when it loads, where DMLOPS_STREAMING_BYTES and DMLOPS_LOAD_AWARE then
+# override theirs
 DEFAULTS = {
     "spin_us": 50,
     "idle_spin_us": 300,
@@ -87,8 +96,7 @@ DEFAULTS = {
     "step_shuffles": 1,
     "tile_blocks": 1,
     "streaming_bytes": streaming_bytes(),
-    "quota_millicpus": 0,
-    "quota_period_us": 100000,
+    **quota_settings(cpu_quota_period()),
 }
 
 
@@ -102,20 +110,10 @@ def native() -> Any:
         else:
             chosen = chosen_streaming_bytes(machine=DEFAULTS["streaming_bytes"])
             aware = int(load_aware())
-            quota = quota_settings(cpu_quota_period())
-            _native.configure(
-                **{**DEFAULTS, "streaming_bytes": chosen, "load_aware": aware, **quota}
-            )
+            _native.configure(**{**DEFAULTS, "streaming_bytes": chosen, "load_aware": aware})
             _native.cache_limit(default_cache_limit(memory_limit()))
         _STATE["native"] = _native
     return _STATE["native"]
-
-
-def quota_settings(quota: tuple[float, int] | None) -> dict[str, int]:
-    """The engine's settings for a cgroup CPU quota (CPUs, period in µs; None: none)."""
-    if quota is None:
-        return {}
-    return {"quota_millicpus": max(1, round(quota[0] * 1000)), "quota_period_us": quota[1]}
 
 
 def configure(**settings: int) -> None:
