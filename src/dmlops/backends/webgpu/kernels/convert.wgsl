@@ -133,8 +133,8 @@ fn magnitude_to_f32(m: u32) -> u32 {
 }
 
 // an integer's value (its bits sign-extended where signed) as float32 bits
-fn int_to_f32(v: u32, signed: bool) -> u32 {
-    if (signed && (v & 0x80000000u) != 0u) {
+fn int_to_f32(v: u32, from_signed: bool) -> u32 {
+    if (from_signed && (v & 0x80000000u) != 0u) {
         return 0x80000000u | magnitude_to_f32((~v) + 1u);
     }
     return magnitude_to_f32(v);
