@@ -16,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 import dmlops  # noqa: E402
 import dmlops.onnx as donnx  # noqa: E402
 from conftest import HAS_CUDA  # noqa: E402
-from onnx_oracle import held_to  # noqa: E402
+from onnx_oracle import OLD_ONNXRUNTIME, held_to  # noqa: E402
 
 
 def _model(nodes: list[Any], inputs: list[tuple[str, int]], outputs: list[str], inits=()) -> Any:
@@ -75,6 +75,8 @@ def test_the_rest_is_compiled_per_count_and_parts_are_said() -> None:
 
 
 def test_range_of_run_time_bounds() -> None:
+    if OLD_ONNXRUNTIME:
+        pytest.skip("this onnxruntime cannot load a Range read by a node and also an output")
     model = _model(
         [
             helper.make_node("Add", ["start", "length"], ["limit"]),
