@@ -15,9 +15,9 @@ import onnxruntime as ort
 from conftest import for_onnxruntime
 
 # onnxruntime before 1.30 (1.23 is the newest for Python 3.10) runs some inputs it should
-# refuse (reflect pads as long as their axis: elements from outside the input, as zeros) and
-# cannot load a model whose Range output is both read by a node and a graph output; 1.30 and
-# 1.32 refuse the one and load the other
+# refuse (reflect pads as long as their axis) and reads elements from outside the input where
+# pads crop an axis to nothing and pad it again, and cannot load a model whose Range output is
+# both read by a node and a graph output; 1.30 and 1.32 do none of these
 OLD_ONNXRUNTIME = tuple(int(p) for p in ort.__version__.split(".")[:2]) < (1, 30)
 
 
