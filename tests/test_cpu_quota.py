@@ -176,3 +176,34 @@ def test_back_to_back_jobs_never_spend_a_periods_quota(
         assert cpu_at(start + period) - cpu_at(start) <= grant
         if start >= period:
             assert cpu_at(start) - cpu_at(start - period) <= grant
+
+
+@pytest.mark.parametrize(
+    ("value", "aware"), [("", True), ("1", True), (" on ", True), ("0", False), ("NO", False)]
+)
+def test_quota_awareness_from_the_environment(value: str, aware: bool) -> None:
+    assert cpu_engine.quota_aware({"DMLOPS_QUOTA_AWARE": value}) is aware
+
+
+def test_a_bad_quota_awareness_is_refused_by_name_when_the_engine_loads() -> None:
+    """DMLOPS_QUOTA_AWARE=0 leaves the budget out of the defaults; a bad value stops the
+    engine's first call, naming the variable."""
+    import os
+    import subprocess
+    import sys
+
+    from dmlops import DmlError
+
+    with pytest.raises(DmlError, match="DMLOPS_QUOTA_AWARE='maybe'"):
+        cpu_engine.quota_aware({"DMLOPS_QUOTA_AWARE": "maybe"})
+    _native()
+    code = (
+        "import dmlops, numpy as np; from dmlops.backends import cpu_engine; "
+        "print(cpu_engine.DEFAULTS['quota_millicpus']); dmlops.join([np.ones((2, 9000))] * 2, 0)"
+    )
+    env = dict(os.environ, DMLOPS_QUOTA_AWARE="0")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.split() == ["0"], done.stderr
+    env["DMLOPS_QUOTA_AWARE"] = "maybe"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode != 0 and "DMLOPS_QUOTA_AWARE='maybe'" in done.stderr

@@ -22,11 +22,19 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import DmlError
 from ...plan import Plan
 from .caches import chosen_streaming_bytes, last_level_cache_bytes, streaming_bytes
 from .cgroups import cpu_quota_period, memory_limit
 from .scope import in_scheduler_task, scheduler_task
-from .threads import choose_threads, cpu_quota, get_num_threads, load_aware, set_num_threads
+from .threads import (
+    choose_threads,
+    cpu_quota,
+    get_num_threads,
+    load_aware,
+    quota_aware,
+    set_num_threads,
+)
 
 __all__ = [
     "EnginePlan",
@@ -46,6 +54,7 @@ __all__ = [
     "in_scheduler_task",
     "load_aware",
     "native",
+    "quota_aware",
     "quota_settings",
     "scheduler_task",
     "set_cache_limit",
@@ -59,6 +68,16 @@ def quota_settings(quota: tuple[float, int] | None) -> dict[str, int]:
     if quota is None:
         return {"quota_millicpus": 0, "quota_period_us": 100000}
     return {"quota_millicpus": max(1, round(quota[0] * 1000)), "quota_period_us": quota[1]}
+
+
+def _own_quota() -> dict[str, int]:
+    """The settings for this process's cgroup quota; none where DMLOPS_QUOTA_AWARE=0 (a bad
+    value is refused by name when the engine loads)."""
+    try:
+        aware = quota_aware()
+    except DmlError:
+        aware = True
+    return quota_settings(cpu_quota_period() if aware else None)
 
 
 # whether compiled CPU code may run: DMLOPS_CPU_ENGINE=numpy, read once, or set_enabled
@@ -96,7 +115,7 @@ DEFAULTS = {
     "step_shuffles": 1,
     "tile_blocks": 1,
     "streaming_bytes": streaming_bytes(),
-    **quota_settings(cpu_quota_period()),
+    **_own_quota(),
 }
 
 
@@ -110,7 +129,10 @@ def native() -> Any:
         else:
             chosen = chosen_streaming_bytes(machine=DEFAULTS["streaming_bytes"])
             aware = int(load_aware())
-            _native.configure(**{**DEFAULTS, "streaming_bytes": chosen, "load_aware": aware})
+            quota = {} if quota_aware() else {"quota_millicpus": 0}
+            _native.configure(
+                **{**DEFAULTS, "streaming_bytes": chosen, "load_aware": aware, **quota}
+            )
             _native.cache_limit(default_cache_limit(memory_limit()))
         _STATE["native"] = _native
     return _STATE["native"]

@@ -22,6 +22,7 @@ __all__ = [
     "get_num_threads",
     "in_torch_worker",
     "load_aware",
+    "quota_aware",
     "set_num_threads",
 ]
 
@@ -38,6 +39,18 @@ def load_aware(environ: Mapping[str, str] = os.environ) -> bool:
     if named in _NO:
         return False
     raise DmlError(f"DMLOPS_LOAD_AWARE={named!r}: give 1 (on) or 0 (off)")
+
+
+def quota_aware(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether the engine's jobs keep within a budget of the process's cgroup CPU quota (the
+    threads beyond its whole CPUs only while the budget lasts): `DMLOPS_QUOTA_AWARE` (1/on/yes,
+    0/off/no), on where unset."""
+    named = environ.get("DMLOPS_QUOTA_AWARE", "").strip().lower()
+    if named in _YES:
+        return True
+    if named in _NO:
+        return False
+    raise DmlError(f"DMLOPS_QUOTA_AWARE={named!r}: give 1 (on) or 0 (off)")
 
 
 _CHOSEN: list[int] = []  # set_num_threads' count, or the default once computed
