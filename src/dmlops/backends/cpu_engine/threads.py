@@ -30,27 +30,27 @@ _YES = {"", "1", "on", "yes", "true"}
 _NO = {"0", "off", "no", "false"}
 
 
-def load_aware(environ: Mapping[str, str] = os.environ) -> bool:
-    """Whether the engine's jobs leave the CPUs that other runnable tasks hold (the running
-    count of `/proc/loadavg`): `DMLOPS_LOAD_AWARE` (1/on/yes, 0/off/no), on where unset."""
-    named = environ.get("DMLOPS_LOAD_AWARE", "").strip().lower()
+def _switch(environ: Mapping[str, str], name: str) -> bool:
+    """An on/off variable's setting (1/on/yes/true, 0/off/no/false), on where unset."""
+    named = environ.get(name, "").strip().lower()
     if named in _YES:
         return True
     if named in _NO:
         return False
-    raise DmlError(f"DMLOPS_LOAD_AWARE={named!r}: give 1 (on) or 0 (off)")
+    raise DmlError(f"{name}={named!r}: give 1 (on) or 0 (off)")
+
+
+def load_aware(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether the engine's jobs leave the CPUs that other runnable tasks hold (the running
+    count of `/proc/loadavg`): `DMLOPS_LOAD_AWARE` (1/on/yes, 0/off/no), on where unset."""
+    return _switch(environ, "DMLOPS_LOAD_AWARE")
 
 
 def quota_aware(environ: Mapping[str, str] = os.environ) -> bool:
     """Whether the engine's jobs keep within a budget of the process's cgroup CPU quota (the
     threads beyond its whole CPUs only while the budget lasts): `DMLOPS_QUOTA_AWARE` (1/on/yes,
     0/off/no), on where unset."""
-    named = environ.get("DMLOPS_QUOTA_AWARE", "").strip().lower()
-    if named in _YES:
-        return True
-    if named in _NO:
-        return False
-    raise DmlError(f"DMLOPS_QUOTA_AWARE={named!r}: give 1 (on) or 0 (off)")
+    return _switch(environ, "DMLOPS_QUOTA_AWARE")
 
 
 _CHOSEN: list[int] = []  # set_num_threads' count, or the default once computed
