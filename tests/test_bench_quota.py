@@ -61,3 +61,28 @@ def test_the_own_groups_throttled_periods_v2_then_v1(tmp_path: Path) -> None:
     (tmp_path / "pod" / "app" / "cpu.stat").write_text("usage_usec 1\nnr_throttled 7\n")
     assert own_throttled(tmp_path, membership) == 7
     assert own_throttled(tmp_path, tmp_path / "missing") is None
+
+
+def test_a_quota_condition_the_machine_refuses_is_left_out_and_said(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Where no group can be made (not root, a read-only cgroup file system), the quota's
+    condition is left out, saying why, and the others still run."""
+    ran = []
+
+    def measured(condition: str, calls: int) -> list[dict[str, object]]:
+        if condition.startswith("quota "):
+            raise OSError("no cgroup with a CPU quota can be made here: read-only")
+        ran.append(condition)
+        row = {"case": "a case", "bytes": 4, "times": {"dmlops": [1e-3, 2e-3]}}
+        return [row, {"threads": 2}]
+
+    monkeypatch.setattr(contention, "_in_condition", measured)
+    results = contention.run(5, ("idle", "quota 1.5", "1 busy"))
+    assert ran == ["idle", "1 busy"] and len(results) == 2
+    assert "left out cpu: quota 1.5 (no cgroup with a CPU quota can be made here" in (
+        capsys.readouterr().err
+    )
+    monkeypatch.setattr(contention, "_in_condition", lambda c, n: (_ for _ in ()).throw(OSError()))
+    with pytest.raises(OSError):  # (another condition's failure is not hidden)
+        contention.run(5, ("idle",))
