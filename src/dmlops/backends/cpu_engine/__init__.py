@@ -129,10 +129,8 @@ def native() -> Any:
         else:
             chosen = chosen_streaming_bytes(machine=DEFAULTS["streaming_bytes"])
             aware = int(load_aware())
-            quota = {} if quota_aware() else {"quota_millicpus": 0}
-            _native.configure(
-                **{**DEFAULTS, "streaming_bytes": chosen, "load_aware": aware, **quota}
-            )
+            quota_aware()  # (DEFAULTS already holds its answer; a bad value is refused here)
+            _native.configure(**{**DEFAULTS, "streaming_bytes": chosen, "load_aware": aware})
             _native.cache_limit(default_cache_limit(memory_limit()))
         _STATE["native"] = _native
     return _STATE["native"]

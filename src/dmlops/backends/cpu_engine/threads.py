@@ -4,7 +4,8 @@ capped by a container's CPU quota (cgroup v2 `cpu.max`, v1 `cpu.cfs_quota_us`) a
 in a torch DataLoader worker, as torch itself runs there (its workers already share the
 cores among themselves). Each
 job then asks only the CPUs of the set that other runnable tasks leave free, unless
-`DMLOPS_LOAD_AWARE=0` says not to."""
+`DMLOPS_LOAD_AWARE=0` says not to, and the threads beyond a quota's whole CPUs only while
+its budget lasts, unless `DMLOPS_QUOTA_AWARE=0` says not to."""
 
 from __future__ import annotations
 
