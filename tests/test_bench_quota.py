@@ -40,6 +40,23 @@ def test_a_v1_group_where_no_v2_cpu_controller_is(tmp_path: Path) -> None:
     assert not group.path.exists()
 
 
+def test_a_v1_group_gets_a_twin_where_cpuacct_is_a_hierarchy_of_its_own(tmp_path: Path) -> None:
+    """As container runtimes on such hosts do: the twin counts the group's CPU time."""
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
+    (tmp_path / "cpuacct").mkdir()
+    (tmp_path / "cpuacct" / "cpuacct.usage").write_text("5\n")
+    group = make_quota_group(2.5, tmp_path)
+    assert group.twins == (tmp_path / "cpuacct" / group.path.name,)
+    group.enter()
+    for made in (group.path, *group.twins):
+        assert (made / "cgroup.procs").read_text() == str(os.getpid())
+        for name in made.iterdir():
+            name.unlink()
+    group.remove()
+    assert not group.path.exists() and not group.twins[0].exists()
+
+
 def test_no_cpu_controller_is_said(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="no cgroup with a CPU quota can be made here"):
         make_quota_group(1.5, tmp_path)

@@ -81,6 +81,45 @@ def test_v1_memory_limit_of_the_own_group(tmp_path: Path) -> None:
     assert cgroups.memory_limit(root, membership) == 1 << 30
 
 
+def test_the_usage_file_of_the_group_whose_quota_binds(tmp_path: Path) -> None:
+    """cgroup v2: the binding group's `cpu.stat` (usage_usec first); v1: `cpuacct.usage`
+    beside the quota where cpu and cpuacct share a hierarchy, else the cpuacct group of the
+    same place, where the process is in it; none without a quota or a readable count."""
+    lines = ["0::/pod/app"]
+    files = {
+        "pod/cpu.max": "150000 100000\n",
+        "pod/cpu.stat": "usage_usec 5\nuser_usec 4\n",
+        "pod/app/cpu.max": "max 100000\n",
+        "pod/app/cpu.stat": "usage_usec 3\n",
+    }
+    root, membership = _membership(tmp_path / "v2", lines, files)
+    assert cgroups.cpu_quota_usage(root, membership) == root / "pod/cpu.stat"
+    files["pod/cpu.stat"] = "nr_periods 0\n"  # (an old kernel's: no usage line)
+    root, membership = _membership(tmp_path / "v2old", lines, files)
+    assert cgroups.cpu_quota_usage(root, membership) is None
+    lines = ["4:cpu,cpuacct:/job", "3:memory:/"]
+    files = {
+        "cpu,cpuacct/job/cpu.cfs_quota_us": "250000\n",
+        "cpu,cpuacct/job/cpu.cfs_period_us": "100000\n",
+        "cpu,cpuacct/job/cpuacct.usage": "123456\n",
+    }
+    root, membership = _membership(tmp_path / "v1", lines, files)
+    assert cgroups.cpu_quota_usage(root, membership) == root / "cpu,cpuacct/job/cpuacct.usage"
+    lines = ["5:cpu:/job", "4:cpuacct:/job/step"]
+    files = {
+        "cpu/job/cpu.cfs_quota_us": "250000\n",
+        "cpu/job/cpu.cfs_period_us": "100000\n",
+        "cpuacct/job/cpuacct.usage": "77\n",
+        "cpuacct/job/step/cpuacct.usage": "7\n",
+    }
+    root, membership = _membership(tmp_path / "v1apart", lines, files)
+    assert cgroups.cpu_quota_usage(root, membership) == root / "cpuacct/job/cpuacct.usage"
+    lines = ["5:cpu:/job", "4:cpuacct:/other"]  # (not in the quota's twin: its count is not ours)
+    root, membership = _membership(tmp_path / "v1elsewhere", lines, files)
+    assert cgroups.cpu_quota_usage(root, membership) is None
+    assert cgroups.cpu_quota_usage(root / "none", membership) is None
+
+
 def test_the_engine_is_told_the_quota_in_thousandths_of_a_cpu() -> None:
     """(DEFAULTS holds the process's own, so that `configure(**DEFAULTS)` restores it.)"""
     own = cpu_engine.quota_settings(cgroups.cpu_quota_period())
@@ -136,6 +175,151 @@ def test_a_clock_that_goes_back_starts_the_budget_anew() -> None:
     module = _native()
     spent = [((t + 1) * MS, 2 * t * MS) for t in range(12)]
     assert module.quota_trace(1500, 100000, 2, [*spent, (14 * MS, 1 * MS)])[-2:] == [1, 2]
+
+
+def test_a_process_in_a_real_quota_group_counts_the_groups_cpu_time() -> None:
+    """Where this machine lets the tests make a group (root, a writable cgroup file system):
+    a process started in it reads the quota and the group's usage file when the engine
+    loads, and its calls run."""
+    import json
+    import subprocess
+    import sys
+
+    from dmlops.bench.cpu_quota import make_quota_group
+
+    _native()
+    try:
+        group = make_quota_group(1.5)
+    except OSError as error:
+        pytest.skip(str(error))
+    code = (
+        "import json, dmlops, numpy as np; from dmlops.backends import cpu_engine; "
+        "dmlops.join([np.ones((64, 9000))] * 4, 0); "
+        "usage = cpu_engine.QUOTA_USAGE; "
+        "spent = cpu_engine.native().parse_usage(open(usage).readline()); "
+        "print(json.dumps([cpu_engine.cpu_quota_period(), usage, spent]))"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            preexec_fn=group.enter,
+        )
+    finally:
+        group.remove()
+    assert done.returncode == 0, done.stderr
+    quota, usage, spent = json.loads(done.stdout.strip().splitlines()[-1])
+    assert quota == [1.5, 100000]
+    counted = {2: group.path / "cpu.stat", 1: group.path / "cpuacct.usage"}[group.version]
+    assert usage in (str(counted), *(str(twin / "cpuacct.usage") for twin in group.twins))
+    assert spent > 0  # (the child's own CPU time at least, read as the budget reads it)
+
+
+def test_a_usage_files_first_line_as_nanoseconds() -> None:
+    module = _native()
+    assert module.parse_usage("usage_usec 1234\nuser_usec 1000\n") == 1_234_000
+    assert module.parse_usage("987654321\n") == 987_654_321
+    assert module.parse_usage("nr_periods 3\n") == -1
+    assert module.parse_usage("12x\n") == -1
+    assert module.parse_usage("") == -1
+
+
+def _closed_loop(
+    millicpus: int,
+    wanted: int,
+    sibling: float,
+    jobs_us: list[int],
+    lag: int = 0,
+    group: bool = True,
+    onset_us: int = 0,
+) -> tuple[list[int], list[tuple[int, float, float]]]:
+    """Jobs back to back, each on every thread the budget gives, in a group whose other
+    processes spend `sibling` CPUs from `onset_us` on; the group's counter read before each
+    job (charging the process's time `lag` jobs late, as a tick-charged counter does).
+    (threads a job, [(wall, process CPU, group CPU) after each job])."""
+    module = _native()
+    wall, cpu, readings, threads, marks = 0, 0, [], [], [(0, 0.0, 0.0)]
+    for job_us in jobs_us:
+        late = marks[max(0, len(marks) - 1 - lag)][1]
+        theirs = sibling * max(0, wall - onset_us * 1000)
+        seen = int(late + theirs) if group else -1
+        readings.append((wall + 1, cpu, job_us * 1000.0, seen))
+        got = module.quota_trace(millicpus, 100000, wanted, readings)[-1]
+        threads.append(got)
+        wall += job_us * 1000
+        cpu += got * job_us * 1000
+        marks.append((wall, cpu, cpu + sibling * max(0, wall - onset_us * 1000)))
+    return threads, marks
+
+
+def test_the_groups_other_processes_leave_the_threads_they_do_not_spend() -> None:
+    """2.5 CPUs: beside a sibling spending 2, one thread a job once the budget is spent;
+    beside one spending 0.4, the quota's two whole CPUs (a third while the budget lasts);
+    counting the process's own CPU time alone, its whole CPUs whatever the sibling spends."""
+    threads, _ = _closed_loop(2500, 3, 2.0, [500] * 200)
+    assert threads[0] == 3 and set(threads[40:]) == {1}
+    threads, _ = _closed_loop(2500, 3, 0.4, [500] * 200)
+    assert set(threads[40:]) <= {2, 3} and threads[40:].count(2) > 100
+    threads, _ = _closed_loop(2500, 3, 2.0, [500] * 200, group=False)
+    assert set(threads[40:]) == {2, 3}
+
+
+def test_others_that_start_spending_count_at_once() -> None:
+    """A sibling that starts spending 2 of 2.5 CPUs 5 ms in, while the budget lasts: from
+    the fourth job after (2 ms), one thread a job (its average alone would take several ms
+    more to leave room for one)."""
+    threads, _ = _closed_loop(2500, 3, 2.0, [500] * 40, onset_us=5_000)
+    assert threads[:10] == [3] * 10 and set(threads[13:]) == {1}
+
+
+def test_a_counter_that_charges_the_process_late_is_not_another_process() -> None:
+    """Alone in its group, a process whose group counter charges its threads a few jobs
+    late gets the threads it gets from its own CPU clock."""
+    jobs = [300, 700, 1000, 200] * 40
+    own, _ = _closed_loop(2500, 3, 0.0, jobs, group=False)
+    for lag in (1, 4, 9):
+        assert _closed_loop(2500, 3, 0.0, jobs, lag=lag)[0] == own
+    own, _ = _closed_loop(2000, 4, 0.0, jobs, group=False)
+    assert _closed_loop(2000, 4, 0.0, jobs, lag=4)[0] == own
+
+
+@given(
+    millicpus=st.integers(1500, 6000),
+    sibling_share=st.floats(0.0, 1.0),
+    extra=st.integers(0, 3),
+    jobs=st.lists(st.integers(50, 3000), min_size=100, max_size=300),  # µs of wall time each
+)
+def test_beside_other_processes_the_group_never_spends_a_periods_quota(
+    millicpus: int, sibling_share: float, extra: int, jobs: list[int]
+) -> None:
+    """A sibling that spends any steady share of what one thread leaves of the budget's
+    rate (95 % of the quota), and a process whose jobs use every thread they are given, back
+    to back: in no window of a period does the group spend more than the quota grants (and
+    2 % of a CPU, what the budget takes for the two counters' rounding);
+    in those that hold the process's start, no more than the budget's first fill and the
+    first job above it (the budget starts full, as if the group's last period had been idle,
+    and learns what the others spend from the group's counter's second reading on)."""
+    sibling = sibling_share * (0.95 * millicpus / 1000 - 1)
+    wanted = -(-millicpus // 1000) + extra
+    _, marks = _closed_loop(millicpus, wanted, sibling, jobs)
+    period, grant = 100 * MS, millicpus * 100 * MS / 1000
+
+    def group_at(t: float) -> float:
+        for (w0, _, g0), (w1, _, g1) in itertools.pairwise(marks):
+            if w0 <= t <= w1:
+                return g0 + (g1 - g0) * (t - w0) / max(1, w1 - w0)
+        return marks[-1][2] + sibling * (t - marks[-1][0])
+
+    first_fill = 0.025 * grant + wanted * jobs[0] * 1000
+    grant += 0.02 * period  # (others' spending under 2 % of a CPU is taken for rounding)
+
+    for start, _, _ in marks:
+        assert group_at(start + period) - group_at(start) <= grant + first_fill * (start < period)
+        if start >= period:
+            assert group_at(start) - group_at(start - period) <= grant + first_fill * (
+                start < 2 * period
+            )
 
 
 @given(

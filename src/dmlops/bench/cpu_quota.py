@@ -42,14 +42,17 @@ def own_throttled(root: Path = _ROOT, membership: Path = Path("/proc/self/cgroup
 
 
 class QuotaGroup:
-    """A group whose processes share `cpus` CPUs of quota a period."""
+    """A group whose processes share `cpus` CPUs of quota a period (with, on cgroup v1
+    where cpuacct is a hierarchy of its own, its twin there that counts their CPU time, as
+    container runtimes make one)."""
 
-    def __init__(self, path: Path, cpus: float, version: int) -> None:
-        self.path, self.cpus, self.version = path, cpus, version
+    def __init__(self, path: Path, cpus: float, version: int, twins: tuple[Path, ...] = ()) -> None:
+        self.path, self.cpus, self.version, self.twins = path, cpus, version, twins
 
     def enter(self) -> None:
         """Move the calling process into the group (a child's `preexec_fn`)."""
-        (self.path / "cgroup.procs").write_text(str(os.getpid()))
+        for group in (self.path, *self.twins):
+            (group / "cgroup.procs").write_text(str(os.getpid()))
 
     def throttled(self) -> int:
         """Periods in which the kernel stopped the group for having spent its quota."""
@@ -57,8 +60,9 @@ class QuotaGroup:
 
     def remove(self) -> None:
         """Remove the group (empty by then: its processes have ended)."""
-        with contextlib.suppress(OSError):
-            self.path.rmdir()
+        for group in (self.path, *self.twins):
+            with contextlib.suppress(OSError):
+                group.rmdir()
 
 
 def _v2(cpus: float, root: Path) -> QuotaGroup | None:
@@ -80,7 +84,13 @@ def _v1(cpus: float, root: Path) -> QuotaGroup | None:
     path.mkdir(exist_ok=True)
     (path / "cpu.cfs_period_us").write_text(str(_PERIOD_US))
     (path / "cpu.cfs_quota_us").write_text(str(round(cpus * _PERIOD_US)))
-    return QuotaGroup(path, cpus, 1)
+    accounting = root / "cpuacct"
+    twins: tuple[Path, ...] = ()
+    if (accounting / "cpuacct.usage").exists() and not (path / "cpuacct.usage").exists():
+        twin = accounting / path.name
+        twin.mkdir(exist_ok=True)
+        twins = (twin,)
+    return QuotaGroup(path, cpus, 1, twins)
 
 
 def make_quota_group(cpus: float, root: Path = _ROOT) -> QuotaGroup:

@@ -25,7 +25,7 @@ import numpy as np
 from ...errors import DmlError
 from ...plan import Plan
 from .caches import chosen_streaming_bytes, last_level_cache_bytes, streaming_bytes
-from .cgroups import cpu_quota_period, memory_limit
+from .cgroups import cpu_quota_period, cpu_quota_usage, memory_limit
 from .scope import in_scheduler_task, scheduler_task
 from .threads import (
     choose_threads,
@@ -40,6 +40,7 @@ __all__ = [
     "EnginePlan",
     "CACHED_BYTES",
     "DEFAULTS",
+    "QUOTA_USAGE",
     "available",
     "configure",
     "empty",
@@ -48,6 +49,7 @@ __all__ = [
     "choose_threads",
     "cpu_quota",
     "cpu_quota_period",
+    "cpu_quota_usage",
     "default_cache_limit",
     "memory_limit",
     "get_num_threads",
@@ -70,14 +72,25 @@ def quota_settings(quota: tuple[float, int] | None) -> dict[str, int]:
     return {"quota_millicpus": max(1, round(quota[0] * 1000)), "quota_period_us": quota[1]}
 
 
-def _own_quota() -> dict[str, int]:
-    """The settings for this process's cgroup quota; none where DMLOPS_QUOTA_AWARE=0 (a bad
-    value is refused by name when the engine loads)."""
+def _quota_aware_here() -> bool:
+    """DMLOPS_QUOTA_AWARE's answer (a bad value is refused by name when the engine loads)."""
     try:
-        aware = quota_aware()
+        return quota_aware()
     except DmlError:
-        aware = True
-    return quota_settings(cpu_quota_period() if aware else None)
+        return True
+
+
+def _own_quota() -> dict[str, int]:
+    """The settings for this process's cgroup quota; none where DMLOPS_QUOTA_AWARE=0."""
+    return quota_settings(cpu_quota_period() if _quota_aware_here() else None)
+
+
+def _own_quota_usage() -> str:
+    """The file counting the CPU time of the quota's group, every process of it ("": none,
+    or DMLOPS_QUOTA_AWARE=0): the budget then counts what the group's other processes (a
+    server's workers, a pool's children) spend too."""
+    found = cpu_quota_usage() if _quota_aware_here() else None
+    return "" if found is None else str(found)
 
 
 # whether compiled CPU code may run: DMLOPS_CPU_ENGINE=numpy, read once, or set_enabled
@@ -117,6 +130,9 @@ DEFAULTS = {
     "streaming_bytes": streaming_bytes(),
     **_own_quota(),
 }
+# the file the budget reads the quota's group's CPU time from (native/quota.h; "": this
+# process's own CPU time alone)
+QUOTA_USAGE = _own_quota_usage()
 
 
 def native() -> Any:
@@ -131,6 +147,10 @@ def native() -> Any:
             aware = int(load_aware())
             quota_aware()  # (DEFAULTS already holds its answer; a bad value is refused here)
             _native.configure(**{**DEFAULTS, "streaming_bytes": chosen, "load_aware": aware})
+            try:
+                _native.quota_usage(QUOTA_USAGE)
+            except OSError:
+                _native.quota_usage("")  # (gone since: the process's own CPU time counts)
             _native.cache_limit(default_cache_limit(memory_limit()))
         _STATE["native"] = _native
     return _STATE["native"]

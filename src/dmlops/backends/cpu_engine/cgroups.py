@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["cpu_groups", "cpu_quota", "cpu_quota_period", "memory_limit"]
+__all__ = ["cpu_groups", "cpu_quota", "cpu_quota_period", "cpu_quota_usage", "memory_limit"]
 
 _ROOT = Path("/sys/fs/cgroup")
 _MEMBERSHIP = Path("/proc/self/cgroup")
@@ -81,12 +81,59 @@ def cpu_quota_period(
 ) -> tuple[float, int] | None:
     """(the CPUs of the smallest quota over this process, that quota's period in µs), or
     None (see cpu_quota)."""
-    found: list[tuple[float, int]] = []
+    found = _binding_quota(root, membership)
+    return None if found is None else (found[0], found[1])
+
+
+def cpu_quota_usage(root: Path = _ROOT, membership: Path = _MEMBERSHIP) -> Path | None:
+    """The file that counts the CPU time of every process in the group whose quota binds
+    this process (v2 `cpu.stat`, whose first line is `usage_usec`; v1 `cpuacct.usage` of the
+    same group, where the cpuacct hierarchy holds it and this process is in it), or None
+    where there is no quota or no such file can be read."""
+    found = _binding_quota(root, membership)
+    if found is None:
+        return None
+    group = found[2]
+    if found[3] == 2:
+        usage = group / "cpu.stat"
+        fields = _fields(usage)
+        return usage if fields and fields[0] == "usage_usec" else None
+    for usage in _v1_usage_files(root, membership, group):
+        fields = _fields(usage)
+        if fields and fields[0].isdigit():
+            return usage
+    return None
+
+
+def _v1_usage_files(root: Path, membership: Path, group: Path) -> list[Path]:
+    """Where v1 may count the CPU time of the processes of `group` (a group of the cpu
+    hierarchy this process is in or below): beside its quota where cpu and cpuacct share a
+    hierarchy, else the cpuacct hierarchy's group of the same place, where this process is
+    in that one too (as container runtimes and systemd mirror the two)."""
+    place = _place(root, group)
+    mirrored = [
+        g / "cpuacct.usage"
+        for g in _v1_groups(root, membership, "cpuacct")
+        if _place(root, g) == place
+    ]
+    return [group / "cpuacct.usage", *mirrored]
+
+
+def _place(root: Path, group: Path) -> tuple[str, ...]:
+    """A v1 group's path below its hierarchy's mount place."""
+    return group.relative_to(root).parts[1:]
+
+
+def _binding_quota(root: Path, membership: Path) -> tuple[float, int, Path, int] | None:
+    """(CPUs, period in µs, group, cgroup version) of the smallest quota over this process:
+    cgroup v2's `cpu.max` of the process's own group and each group above it, else v1's
+    `cpu.cfs_quota_us` likewise."""
+    found: list[tuple[float, int, Path, int]] = []
     for group in _own_groups(root, membership):
         fields = _fields(group / "cpu.max")
         if fields is None or len(fields) < 2 or fields[0] == "max":
             continue
-        _add_quota(found, fields[0], fields[1])
+        _add_quota(found, fields[0], fields[1], group, 2)
     if not found:
         for group in _v1_groups(root, membership, "cpu"):
             quota, period = (
@@ -94,17 +141,23 @@ def cpu_quota_period(
                 _fields(group / "cpu.cfs_period_us"),
             )
             if quota and period:
-                _add_quota(found, quota[0], period[0])
-    return min(found) if found else None
+                _add_quota(found, quota[0], period[0], group, 1)
+    return min(found, key=lambda q: (q[0], q[1])) if found else None
 
 
-def _add_quota(found: list[tuple[float, int]], quota_text: str, period_text: str) -> None:
+def _add_quota(
+    found: list[tuple[float, int, Path, int]],
+    quota_text: str,
+    period_text: str,
+    group: Path,
+    version: int,
+) -> None:
     try:
         quota, period = int(quota_text), int(period_text)
     except ValueError:
         return
     if quota > 0 and period > 0:
-        found.append((quota / period, period))
+        found.append((quota / period, period, group, version))
 
 
 # cgroup v1 writes "no limit" as the largest page-aligned signed 64-bit number, or near it

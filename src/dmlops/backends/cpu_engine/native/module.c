@@ -291,7 +291,8 @@ static PyObject *estimate_spare(PyObject *self, PyObject *args) {
 }
 
 /* quota_trace(millicpus, period_us, wanted, readings) -> [threads]: quota_threads on a
- * fresh budget for each (wall ns, CPU ns[, the job's ns]) reading in turn. */
+ * fresh budget for each (wall ns, CPU ns[, the job's ns[, the group's CPU ns or -1]])
+ * reading in turn. */
 static PyObject *quota_trace(PyObject *self, PyObject *args) {
     long long millicpus, period_us;
     int wanted;
@@ -306,19 +307,44 @@ static PyObject *quota_trace(PyObject *self, PyObject *args) {
     }
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     PyObject *result = PyList_New(n);
-    quota_budget_t budget = {.millicpus = millicpus, .period_ns = period_us * 1000};
+    quota_budget_t budget = {
+        .millicpus = millicpus, .period_ns = period_us * 1000, .group_at = -1};
     for (Py_ssize_t i = 0; result != NULL && i < n; i++) {
-        long long wall, cpu;
+        long long wall, cpu, group = -1;
         double job = 0.0;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "LL|d", &wall, &cpu, &job)) {
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "LL|dL", &wall, &cpu, &job,
+                              &group)) {
             Py_CLEAR(result);
             break;
         }
         PyList_SET_ITEM(result, i,
-                        PyLong_FromLong(quota_threads(&budget, wanted, wall, cpu, job)));
+                        PyLong_FromLong(quota_threads(&budget, wanted, wall, cpu, group, job)));
     }
     Py_DECREF(seq);
     return result;
+}
+
+/* quota_usage(path): the file that counts the quota's group's CPU time ("": none) */
+static PyObject *quota_usage(PyObject *self, PyObject *args) {
+    const char *path;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "s", &path)) {
+        return NULL;
+    }
+    if (quota_set_usage(path) != 0) {
+        return PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+    }
+    Py_RETURN_NONE;
+}
+
+/* parse_usage(text) -> ns: a usage file's text as the budget reads it (-1: not one) */
+static PyObject *parse_usage(PyObject *self, PyObject *args) {
+    const char *text;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "s", &text)) {
+        return NULL;
+    }
+    return PyLong_FromLongLong((long long)quota_parse_usage(text));
 }
 
 static PyObject *job_spin(PyObject *self, PyObject *unused) {
@@ -769,7 +795,11 @@ static PyMethodDef methods[] = {
     {"estimate_spare", estimate_spare, METH_VARARGS,
      "The spare-CPU estimate of a /proc/loadavg text, ours runnable, the set's and online CPUs."},
     {"quota_trace", quota_trace, METH_VARARGS,
-     "A fresh quota budget's threads for each (wall ns, CPU ns[, job ns]) reading in turn."},
+     "A fresh quota budget's threads for each (wall, CPU[, job[, group CPU]] ns) reading."},
+    {"quota_usage", quota_usage, METH_VARARGS,
+     "Count the quota's budget by this file of its group's CPU time (\"\": this process's)."},
+    {"parse_usage", parse_usage, METH_VARARGS,
+     "A group CPU-time file's first line as nanoseconds, as the budget reads it (-1: none)."},
     {"job_spin", job_spin, METH_NOARGS,
      "The idle spin (µs) the last job that asked helpers gave its workers."},
     {"asleep", asleep, METH_NOARGS, "Workers asleep now (not spinning)."},
