@@ -7,6 +7,7 @@ median and 99th percentile, and the periods the kernel stopped the group in. Rou
 alternate the modes. Needs root and a writable cgroup file system.
 
     python benchmarks/quota_siblings.py [QUOTA=2.5] [PROCS=2] [SECONDS=3] [ROUNDS=2]
+    python benchmarks/quota_siblings.py --plot OUT.png TABLE.txt...  (redraw printed tables)
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from dmlops.bench.cpu_quota import QuotaGroup, make_quota_group
 
@@ -81,11 +83,7 @@ def _run(group: QuotaGroup, mode: str, chain: str, procs: int, seconds: float) -
     return [rows, after[0] - before[0], after[1] - before[1]]
 
 
-def main() -> None:
-    quota = float(sys.argv[1]) if len(sys.argv) > 1 else 2.5
-    procs = int(sys.argv[2]) if len(sys.argv) > 2 else 2
-    seconds = float(sys.argv[3]) if len(sys.argv) > 3 else 3.0
-    rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 2
+def _table(quota: float, procs: int, seconds: float, rounds: int) -> str:
     found: dict[tuple[str, str], list[list[object]]] = {}
     for r in range(rounds):
         for chain in CHAINS:
@@ -99,12 +97,12 @@ def main() -> None:
                 finally:
                     time.sleep(0.2)
                     group.remove()
-    print(f"quota {quota} CPUs shared by {procs} processes, {seconds} s each, {rounds} rounds")
-    print(
+    lines = [
+        f"quota {quota} CPUs shared by {procs} processes, {seconds} s each, {rounds} rounds",
         "| chain | budget | medians (ms) | 99th percentiles (ms) | calls a process "
-        "| periods stopped | ms stopped |"
-    )
-    print("| --- | --- | --- | --- | ---: | ---: | ---: |")
+        "| periods stopped | ms stopped |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: |",
+    ]
     for (chain, mode), runs in found.items():
         rows = [row for run in runs for row in run[0]]  # type: ignore[union-attr]
         medians = [row[0] * 1e3 for row in rows]
@@ -112,10 +110,55 @@ def main() -> None:
         calls = statistics.median(row[2] for row in rows)
         stopped = "/".join(str(run[1]) for run in runs)
         ms = "/".join(f"{run[2]:.0f}" for run in runs)
-        print(
+        lines.append(
             f"| {chain} | {mode} | {min(medians):.2f}-{max(medians):.2f} | "
             f"{min(tails):.2f}-{max(tails):.2f} | {calls:.0f} | {stopped} | {ms} |"
         )
+    return "\n".join(lines)
+
+
+def plot(tables: list[str], path: str) -> None:
+    """Each printed table as a panel: every chain and budget's 99th percentiles (the bar to
+    the largest, a mark at the smallest) over its medians' range (log axis)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(tables), figsize=(6.5 * len(tables), 4.6), squeeze=False)
+    for ax, text in zip(axes[0], tables, strict=True):
+        title, *lines = [line for line in text.splitlines() if line.strip()]
+        rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
+        labels = [f"{chain}, {mode}" for chain, mode, *_ in rows]
+        low = [float(r[2].split("-")[0]) for r in rows]
+        top = [float(r[3].split("-")[1]) for r in rows]
+        colors = [{"group": "C0", "own": "C1", "off": "C3"}.get(r[1], "C7") for r in rows]
+        ys = range(len(rows))
+        ax.barh(ys, top, color=colors, alpha=0.8, label="99th percentile (the largest)")
+        ax.scatter(low, ys, color="black", s=12, zorder=3, label="median (the smallest)")
+        ax.set_xscale("log")
+        ax.set_yticks(list(ys))
+        ax.set_yticklabels(labels, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel("ms a call")
+        ax.set_title(title, fontsize=8)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if args[:1] == ["--plot"]:
+        texts = [Path(name).read_text() for name in args[2:]]
+        tables = [t for text in texts for t in text.split("quota ")[1:]]
+        plot(["quota " + t for t in tables], args[1])
+        return
+    quota = float(args[0]) if len(args) > 0 else 2.5
+    procs = int(args[1]) if len(args) > 1 else 2
+    seconds = float(args[2]) if len(args) > 2 else 3.0
+    rounds = int(args[3]) if len(args) > 3 else 2
+    print(_table(quota, procs, seconds, rounds))
 
 
 if __name__ == "__main__":
