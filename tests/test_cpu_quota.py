@@ -216,6 +216,92 @@ def test_a_process_in_a_real_quota_group_counts_the_groups_cpu_time() -> None:
     assert spent > 0  # (the child's own CPU time at least, read as the budget reads it)
 
 
+def test_the_files_that_set_the_binding_quota(tmp_path: Path) -> None:
+    lines = ["0::/pod/app"]
+    files = {"pod/cpu.max": "150000 100000\n", "pod/app/cpu.max": "max 100000\n"}
+    root, membership = _membership(tmp_path / "v2", lines, files)
+    assert cgroups.cpu_quota_files(root, membership) == (str(root / "pod/cpu.max"), "")
+    lines = ["4:cpu,cpuacct:/job"]
+    files = {
+        "cpu,cpuacct/job/cpu.cfs_quota_us": "250000\n",
+        "cpu,cpuacct/job/cpu.cfs_period_us": "100000\n",
+    }
+    root, membership = _membership(tmp_path / "v1", lines, files)
+    job = root / "cpu,cpuacct/job"
+    assert cgroups.cpu_quota_files(root, membership) == (
+        str(job / "cpu.cfs_quota_us"),
+        str(job / "cpu.cfs_period_us"),
+    )
+    assert cgroups.cpu_quota_files(root / "none", membership) == ("", "")
+
+
+def test_a_quotas_files_texts() -> None:
+    module = _native()
+    assert module.parse_limit("150000 100000\n", "") == (1500, 100000)
+    assert module.parse_limit("max 50000\n", "") == (0, 50000)
+    assert module.parse_limit("250000\n", "100000\n") == (2500, 100000)
+    assert module.parse_limit("-1\n", "100000\n") == (0, 100000)
+    assert module.parse_limit("1\n", "100000\n") == (1, 100000)  # (at least a thousandth)
+    for limit, period in [("x\n", ""), ("150000\n", ""), ("5 0\n", ""), ("-7\n", "100\n")]:
+        assert module.parse_limit(limit, period) is None
+
+
+def test_a_quota_changed_while_the_process_runs_replaces_the_budgets(tmp_path: Path) -> None:
+    """A pod resized in place: the budget reads the quota's files again at most once a
+    second and takes a changed quota; a quota set at run time (configure) stays until the
+    files change; a file that stops being a quota's changes nothing. In a child process
+    (the engine's state is the process's)."""
+    import subprocess
+    import sys
+
+    _native()
+    limit = tmp_path / "cpu.max"
+    limit.write_text("150000 100000\n")
+    code = f"""
+import time
+from pathlib import Path
+from dmlops.backends import cpu_engine
+engine = cpu_engine.native()
+cpu_engine.configure(quota_millicpus=1500, quota_period_us=100000)
+engine.quota_watch({str(limit)!r}, "")
+limit = Path({str(limit)!r})
+seen = [engine.quota_now()]
+def after(text):
+    limit.write_text(text)
+    engine.quota_ask(4)
+    seen.append(engine.quota_now())  # (within the second: not read yet)
+    time.sleep(1.05)
+    engine.quota_ask(4)
+    seen.append(engine.quota_now())
+after("100000 50000\\n")
+after("max 50000\\n")
+cpu_engine.configure(quota_millicpus=700, quota_period_us=100000)
+time.sleep(1.05)
+engine.quota_ask(4)
+seen.append(engine.quota_now())  # (the files unchanged: configure's stays)
+after("nonsense\\n")
+after("300000 100000\\n")
+engine.quota_watch("", "")
+print(seen)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == str(
+        [
+            (1500, 100000),
+            (1500, 100000),
+            (2000, 50000),
+            (2000, 50000),
+            (0, 50000),
+            (700, 100000),
+            (700, 100000),
+            (700, 100000),
+            (700, 100000),
+            (3000, 100000),
+        ]
+    )
+
+
 def test_a_usage_files_first_line_as_nanoseconds() -> None:
     module = _native()
     assert module.parse_usage("usage_usec 1234\nuser_usec 1000\n") == 1_234_000

@@ -25,7 +25,7 @@ import numpy as np
 from ...errors import DmlError
 from ...plan import Plan
 from .caches import chosen_streaming_bytes, last_level_cache_bytes, streaming_bytes
-from .cgroups import cpu_quota_period, cpu_quota_usage, memory_limit
+from .cgroups import cpu_quota_files, cpu_quota_period, cpu_quota_usage, memory_limit
 from .scope import in_scheduler_task, scheduler_task
 from .threads import (
     choose_threads,
@@ -40,6 +40,7 @@ __all__ = [
     "EnginePlan",
     "CACHED_BYTES",
     "DEFAULTS",
+    "QUOTA_FILES",
     "QUOTA_USAGE",
     "available",
     "configure",
@@ -48,6 +49,7 @@ __all__ = [
     "enabled",
     "choose_threads",
     "cpu_quota",
+    "cpu_quota_files",
     "cpu_quota_period",
     "cpu_quota_usage",
     "default_cache_limit",
@@ -93,6 +95,12 @@ def _own_quota_usage() -> str:
     return "" if found is None else str(found)
 
 
+def _own_quota_files() -> tuple[str, str]:
+    """The files that set the quota, which the budget reads again once a second (("", ""):
+    none, or DMLOPS_QUOTA_AWARE=0)."""
+    return cpu_quota_files() if _quota_aware_here() else ("", "")
+
+
 # whether compiled CPU code may run: DMLOPS_CPU_ENGINE=numpy, read once, or set_enabled
 _STATE: dict[str, Any] = {"enabled": os.environ.get("DMLOPS_CPU_ENGINE", "") != "numpy"}
 
@@ -133,6 +141,9 @@ DEFAULTS = {
 # the file the budget reads the quota's group's CPU time from (native/quota.h; "": this
 # process's own CPU time alone)
 QUOTA_USAGE = _own_quota_usage()
+# and the files that set the quota, read again at most once a second (a quota changed while
+# the process runs: a Kubernetes pod resized in place, `docker update --cpus`)
+QUOTA_FILES = _own_quota_files()
 
 
 def native() -> Any:
@@ -151,6 +162,10 @@ def native() -> Any:
                 _native.quota_usage(QUOTA_USAGE)
             except OSError:
                 _native.quota_usage("")  # (gone since: the process's own CPU time counts)
+            try:
+                _native.quota_watch(*QUOTA_FILES)
+            except OSError:
+                _native.quota_watch("", "")  # (gone since: the quota it was told stays)
             _native.cache_limit(default_cache_limit(memory_limit()))
         _STATE["native"] = _native
     return _STATE["native"]

@@ -8,7 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["cpu_groups", "cpu_quota", "cpu_quota_period", "cpu_quota_usage", "memory_limit"]
+__all__ = [
+    "cpu_groups",
+    "cpu_quota",
+    "cpu_quota_files",
+    "cpu_quota_period",
+    "cpu_quota_usage",
+    "memory_limit",
+]
 
 _ROOT = Path("/sys/fs/cgroup")
 _MEMBERSHIP = Path("/proc/self/cgroup")
@@ -103,6 +110,17 @@ def cpu_quota_usage(root: Path = _ROOT, membership: Path = _MEMBERSHIP) -> Path 
         if fields and fields[0].isdigit():
             return usage
     return None
+
+
+def cpu_quota_files(root: Path = _ROOT, membership: Path = _MEMBERSHIP) -> tuple[str, str]:
+    """The files that set the quota binding this process: (v2 `cpu.max`, ""), or (v1
+    `cpu.cfs_quota_us`, `cpu.cfs_period_us`) of its group; ("", "") where no quota binds."""
+    found = _binding_quota(root, membership)
+    if found is None:
+        return "", ""
+    if found[3] == 2:
+        return str(found[2] / "cpu.max"), ""
+    return str(found[2] / "cpu.cfs_quota_us"), str(found[2] / "cpu.cfs_period_us")
 
 
 def _v1_usage_files(root: Path, membership: Path, group: Path) -> list[Path]:

@@ -337,6 +337,51 @@ static PyObject *quota_usage(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* quota_watch(limit_path, period_path): the quota's own files, read again once a second */
+static PyObject *quota_watch_files(PyObject *self, PyObject *args) {
+    const char *limit, *period;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "ss", &limit, &period)) {
+        return NULL;
+    }
+    if (quota_watch(limit, period) != 0) {
+        return PyErr_SetFromErrnoWithFilename(PyExc_OSError, limit);
+    }
+    Py_RETURN_NONE;
+}
+
+/* parse_limit(limit_text, period_text) -> (millicpus, period_us), or None */
+static PyObject *parse_limit(PyObject *self, PyObject *args) {
+    const char *limit, *period;
+    int64_t millicpus, period_us;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "ss", &limit, &period)) {
+        return NULL;
+    }
+    if (quota_parse_limit(limit, period[0] != '\0' ? period : NULL, &millicpus, &period_us) != 0) {
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("LL", (long long)millicpus, (long long)period_us);
+}
+
+/* quota_now() -> (millicpus, period_us) of the budget; quota_ask(wanted) -> threads now */
+static PyObject *quota_state(PyObject *self, PyObject *unused) {
+    int64_t millicpus, period_us;
+    (void)self;
+    (void)unused;
+    quota_now(&millicpus, &period_us);
+    return Py_BuildValue("LL", (long long)millicpus, (long long)period_us);
+}
+
+static PyObject *quota_ask(PyObject *self, PyObject *args) {
+    int wanted;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "i", &wanted)) {
+        return NULL;
+    }
+    return PyLong_FromLong(quota_allowed(wanted, 0.0));
+}
+
 /* parse_usage(text) -> ns: a usage file's text as the budget reads it (-1: not one) */
 static PyObject *parse_usage(PyObject *self, PyObject *args) {
     const char *text;
@@ -798,6 +843,13 @@ static PyMethodDef methods[] = {
      "A fresh quota budget's threads for each (wall, CPU[, job[, group CPU]] ns) reading."},
     {"quota_usage", quota_usage, METH_VARARGS,
      "Count the quota's budget by this file of its group's CPU time (\"\": this process's)."},
+    {"quota_watch", quota_watch_files, METH_VARARGS,
+     "Read the quota again from these files (limit, period or \"\") at most once a second."},
+    {"parse_limit", parse_limit, METH_VARARGS,
+     "A quota's files' texts as (thousandths of a CPU, period in µs), or None."},
+    {"quota_now", quota_state, METH_NOARGS,
+     "The budget's quota: (thousandths of a CPU, period in µs)."},
+    {"quota_ask", quota_ask, METH_VARARGS, "Threads the budget gives a job now, of these."},
     {"parse_usage", parse_usage, METH_VARARGS,
      "A group CPU-time file's first line as nanoseconds, as the budget reads it (-1: none)."},
     {"job_spin", job_spin, METH_NOARGS,

@@ -22,6 +22,12 @@
 /* CPUs of the others' average taken for the two counters' disagreement (rounding) */
 #define OTHERS_NOISE 0.02
 
+static int64_t clock_ns(clockid_t which) {
+    struct timespec t;
+    clock_gettime(which, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
 /* the others' CPU time since the group's last reading: spent from the budget, and their
  * rate averaged in */
 static void read_group(quota_budget_t *budget, int64_t now_ns, int64_t cpu_ns, int64_t group_ns) {
@@ -99,6 +105,11 @@ int quota_threads(quota_budget_t *budget, int wanted, int64_t now_ns, int64_t cp
 static quota_budget_t own = {.millicpus = 0, .period_ns = 100000000, .group_at = -1};
 static int usage_fd = -1;
 
+/* the quota's own files (quota_watch), the last quota read from them and when */
+#define LIMIT_EVERY_NS 1000000000
+static int limit_fd = -1, period_fd = -1;
+static int64_t limit_read_at = 0, limit_seen = -1, period_seen = -1;
+
 void quota_set(int64_t millicpus, int64_t period_us) {
     own.millicpus = millicpus > 0 ? millicpus : 0;
     own.period_ns = period_us > 0 ? period_us * 1000 : 100000000;
@@ -136,6 +147,99 @@ int64_t quota_parse_usage(const char *text) {
     return (int64_t)value * scale;
 }
 
+void quota_now(int64_t *millicpus, int64_t *period_us) {
+    *millicpus = own.millicpus;
+    *period_us = own.period_ns / 1000;
+}
+
+static int64_t parse_count(const char *text, const char **end) {
+    char *stop;
+    long long value = strtoll(text, &stop, 10);
+    *end = stop;
+    return stop == text ? -2 : (int64_t)value;
+}
+
+int quota_parse_limit(const char *limit_text, const char *period_text, int64_t *millicpus,
+                      int64_t *period_us) {
+    const char *at = limit_text, *end;
+    int64_t quota = -1;
+    if (strncmp(at, "max", 3) == 0) {
+        end = at + 3;
+    } else {
+        quota = parse_count(at, &end);
+        if (quota == -2 || (quota < 0 && quota != -1)) {
+            return -1;
+        }
+    }
+    int64_t period = parse_count(period_text != NULL ? period_text : end, &end);
+    if (period <= 0 || (*end != '\n' && *end != '\0')) {
+        return -1;
+    }
+    /* (rounded, at least 1, as the engine is told the quota when it loads) */
+    *millicpus = quota <= 0 ? 0 : (quota * 1000 + period / 2) / period;
+    if (quota > 0 && *millicpus == 0) {
+        *millicpus = 1;
+    }
+    *period_us = period;
+    return 0;
+}
+
+static int read_text(int fd, char *text, size_t size) {
+    ssize_t got = pread(fd, text, size - 1, 0);
+    if (got <= 0) {
+        return -1;
+    }
+    text[got] = '\0';
+    return 0;
+}
+
+/* the quota's files read again; a change from what they said before replaces the budget's */
+static void read_limit(int64_t now) {
+    char limit[128], period[64];
+    int64_t millicpus, period_us;
+    limit_read_at = now;
+    if (read_text(limit_fd, limit, sizeof limit) != 0 ||
+        (period_fd >= 0 && read_text(period_fd, period, sizeof period) != 0) ||
+        quota_parse_limit(limit, period_fd >= 0 ? period : NULL, &millicpus, &period_us) != 0) {
+        return;
+    }
+    if (millicpus != limit_seen || period_us != period_seen) {
+        if (limit_seen >= 0) {
+            quota_set(millicpus, period_us);
+        }
+        limit_seen = millicpus;
+        period_seen = period_us;
+    }
+}
+
+int quota_watch(const char *limit_path, const char *period_path) {
+    if (limit_fd >= 0) {
+        close(limit_fd);
+    }
+    if (period_fd >= 0) {
+        close(period_fd);
+    }
+    limit_fd = period_fd = -1;
+    limit_read_at = 0;
+    limit_seen = period_seen = -1;
+    if (limit_path == NULL || limit_path[0] == '\0') {
+        return 0;
+    }
+    limit_fd = open(limit_path, O_RDONLY | O_CLOEXEC);
+    if (limit_fd >= 0 && period_path != NULL && period_path[0] != '\0') {
+        period_fd = open(period_path, O_RDONLY | O_CLOEXEC);
+        if (period_fd < 0) {
+            close(limit_fd);
+            limit_fd = -1;
+        }
+    }
+    if (limit_fd < 0) {
+        return -1;
+    }
+    read_limit(clock_ns(CLOCK_MONOTONIC)); /* (what they say now: the quota it was given) */
+    return 0;
+}
+
 static int64_t group_usage(void) {
     char text[256];
     ssize_t got = pread(usage_fd, text, sizeof text - 1, 0);
@@ -150,18 +254,23 @@ static int64_t group_usage(void) {
     return quota_parse_usage(text);
 }
 
-static int64_t clock_ns(clockid_t which) {
-    struct timespec t;
-    clock_gettime(which, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 int quota_allowed(int wanted, double job_ns) {
-    if (own.millicpus <= 0 || wanted <= 1 ||
-        (usage_fd < 0 && (int64_t)wanted * 1000 <= own.millicpus)) {
+    if (wanted <= 1) {
         return wanted;
     }
-    int64_t now = clock_ns(CLOCK_MONOTONIC);
+    int64_t now = 0;
+    if (limit_fd >= 0) {
+        now = clock_ns(CLOCK_MONOTONIC);
+        if (now < limit_read_at || now - limit_read_at >= LIMIT_EVERY_NS) {
+            read_limit(now);
+        }
+    }
+    if (own.millicpus <= 0 || (usage_fd < 0 && (int64_t)wanted * 1000 <= own.millicpus)) {
+        return wanted;
+    }
+    if (now == 0) {
+        now = clock_ns(CLOCK_MONOTONIC);
+    }
     int64_t group = -1;
     if (usage_fd >= 0 && (own.wall_at == 0 || own.group_at < 0 ||
                           now < own.group_wall || now - own.group_wall >= GROUP_EVERY_NS)) {

@@ -44,6 +44,20 @@ int quota_set_usage(const char *path);
 /* A usage file's text as nanoseconds (-1: not one). */
 int64_t quota_parse_usage(const char *text);
 
+/* The files that set the quota (v2 `cpu.max`, `period_path` ""; v1 `cpu.cfs_quota_us` and
+ * `cpu.cfs_period_us`; "": none), read again at most once a second: a quota changed while
+ * the process runs (a Kubernetes pod resized in place, `docker update --cpus`) replaces the
+ * budget's, a quota set by `quota_set` stays until the files change. 0, or -1 with errno. */
+int quota_watch(const char *limit_path, const char *period_path);
+
+/* The quota of the texts of those files as thousandths of a CPU (0: none, "max" or "-1")
+ * and its period in µs; -1 where they are not a quota's. */
+int quota_parse_limit(const char *limit_text, const char *period_text, int64_t *millicpus,
+                      int64_t *period_us);
+
+/* The budget's quota now: thousandths of a CPU (0: none) and its period in µs. */
+void quota_now(int64_t *millicpus, int64_t *period_us);
+
 /* quota_threads on this process's budget with its clocks read now (the group's file at most
  * once a millisecond; no clock read and `wanted` returned where no quota is set, or where
  * `wanted` is within its whole CPUs and no group's file is read). Not for two threads at
