@@ -180,10 +180,11 @@ def test_a_clock_that_goes_back_starts_the_budget_anew() -> None:
 def test_a_process_in_a_real_quota_group_counts_the_groups_cpu_time() -> None:
     """Where this machine lets the tests make a group (root, a writable cgroup file system):
     a process started in it reads the quota and the group's usage file when the engine
-    loads, and its calls run."""
+    loads, its calls run, and a quota changed while it runs replaces its budget's."""
     import json
     import subprocess
     import sys
+    import time
 
     from dmlops.bench.cpu_quota import make_quota_group
 
@@ -193,27 +194,42 @@ def test_a_process_in_a_real_quota_group_counts_the_groups_cpu_time() -> None:
     except OSError as error:
         pytest.skip(str(error))
     code = (
-        "import json, dmlops, numpy as np; from dmlops.backends import cpu_engine; "
+        "import json, sys, time, dmlops, numpy as np; from dmlops.backends import cpu_engine; "
         "dmlops.join([np.ones((64, 9000))] * 4, 0); "
-        "usage = cpu_engine.QUOTA_USAGE; "
-        "spent = cpu_engine.native().parse_usage(open(usage).readline()); "
-        "print(json.dumps([cpu_engine.cpu_quota_period(), usage, spent]))"
+        "usage, engine = cpu_engine.QUOTA_USAGE, cpu_engine.native(); "
+        "spent = engine.parse_usage(open(usage).readline()); "
+        "print(json.dumps([cpu_engine.cpu_quota_period(), usage, spent]), flush=True); "
+        "sys.stdin.readline(); time.sleep(1.05); engine.quota_ask(2); "
+        "print(json.dumps(engine.quota_now()))"
     )
     try:
-        done = subprocess.run(
+        child = subprocess.Popen(
             [sys.executable, "-c", code],
-            capture_output=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
             preexec_fn=group.enter,
         )
+        assert child.stdout is not None and child.stdin is not None
+        first = child.stdout.readline()
+        if group.version == 2:
+            (group.path / "cpu.max").write_text("100000 100000")
+        else:
+            (group.path / "cpu.cfs_quota_us").write_text("100000")
+        time.sleep(0.01)
+        child.stdin.write("resized\n")
+        child.stdin.flush()
+        rest, errors = child.communicate(timeout=60)
     finally:
         group.remove()
-    assert done.returncode == 0, done.stderr
-    quota, usage, spent = json.loads(done.stdout.strip().splitlines()[-1])
+    assert child.returncode == 0, errors
+    quota, usage, spent = json.loads(first)
     assert quota == [1.5, 100000]
     counted = {2: group.path / "cpu.stat", 1: group.path / "cpuacct.usage"}[group.version]
     assert usage in (str(counted), *(str(twin / "cpuacct.usage") for twin in group.twins))
     assert spent > 0  # (the child's own CPU time at least, read as the budget reads it)
+    assert json.loads(rest.strip().splitlines()[-1]) == [1000, 100000]
 
 
 def test_the_files_that_set_the_binding_quota(tmp_path: Path) -> None:
