@@ -9,7 +9,6 @@
 #define _GNU_SOURCE
 #include "quota.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
