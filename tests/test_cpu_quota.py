@@ -232,6 +232,45 @@ def test_a_process_in_a_real_quota_group_counts_the_groups_cpu_time() -> None:
     assert json.loads(rest.strip().splitlines()[-1]) == [1000, 100000]
 
 
+def test_a_fork_pool_in_a_real_quota_group_answers_and_finishes() -> None:
+    """Children forked from a process whose budget reads the group's counter (the file
+    inherited, each child's budget started anew) answer right and end, as a pool's children
+    in a container do."""
+    import subprocess
+    import sys
+
+    from dmlops.bench.cpu_quota import make_quota_group
+
+    _native()
+    try:
+        group = make_quota_group(1.5)
+    except OSError as error:
+        pytest.skip(str(error))
+    code = """
+import multiprocessing, numpy as np, dmlops
+x = np.arange(1 << 21, dtype=np.float32).reshape(512, 4096)
+want = x[::-1, ::2].copy()
+def call(_):
+    return bool(np.array_equal(dmlops.slice1(x, [0, 0], [512, 4096], [-1, 2]), want))
+if __name__ == "__main__":
+    assert call(0)
+    with multiprocessing.get_context("fork").Pool(3) as pool:
+        print(sum(pool.map_async(call, range(24)).get(timeout=60)))
+"""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=group.enter,
+        )
+    finally:
+        group.remove()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["24"]
+
+
 def test_the_files_that_set_the_binding_quota(tmp_path: Path) -> None:
     lines = ["0::/pod/app"]
     files = {"pod/cpu.max": "150000 100000\n", "pod/app/cpu.max": "max 100000\n"}
