@@ -179,7 +179,7 @@ def split(
     `options.axis` (default 0).
 
     >>> import numpy as np, dmlops.webnn as webnn
-    >>> [p.tolist() for p in webnn.split(np.arange(4, dtype=np.int32), 2)]
+    >>> print([p.tolist() for p in webnn.split(np.arange(4, dtype=np.int32), 2)])
     [[0, 1], [2, 3]]
     """
     if isinstance(options, int):  # the earlier signature: split(input, splits, axis)
