@@ -6,6 +6,11 @@ kernel would then stop every thread of the group for the rest of it)."""
 from __future__ import annotations
 
 import itertools
+import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -180,11 +185,8 @@ def test_a_clock_that_goes_back_starts_the_budget_anew() -> None:
 def test_a_process_in_a_real_quota_group_counts_the_groups_cpu_time() -> None:
     """Where this machine lets the tests make a group (root, a writable cgroup file system):
     a process started in it reads the quota and the group's usage file when the engine
-    loads, its calls run, and a quota changed while it runs replaces its budget's."""
-    import json
-    import subprocess
-    import sys
-    import time
+    loads, its calls run, and a quota changed while it runs replaces its budget's and its
+    default thread count."""
 
     from dmlops.bench.cpu_quota import make_quota_group
 
@@ -199,9 +201,14 @@ def test_a_process_in_a_real_quota_group_counts_the_groups_cpu_time() -> None:
         "usage, engine = cpu_engine.QUOTA_USAGE, cpu_engine.native(); "
         "spent = engine.parse_usage(open(usage).readline()); "
         "print(json.dumps([cpu_engine.cpu_quota_period(), usage, spent]), flush=True); "
+        "before = dmlops.get_num_threads(); "
         "sys.stdin.readline(); time.sleep(1.05); engine.quota_ask(2); "
-        "print(json.dumps(engine.quota_now()))"
+        "print(json.dumps([engine.quota_now(), before, dmlops.get_num_threads()]))"
     )
+
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("DMLOPS_NUM_THREADS", "OMP_NUM_THREADS")
+    }
     try:
         child = subprocess.Popen(
             [sys.executable, "-c", code],
@@ -209,6 +216,7 @@ def test_a_process_in_a_real_quota_group_counts_the_groups_cpu_time() -> None:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            env=env,
             preexec_fn=group.enter,
         )
         assert child.stdout is not None and child.stdin is not None
@@ -229,15 +237,16 @@ def test_a_process_in_a_real_quota_group_counts_the_groups_cpu_time() -> None:
     counted = {2: group.path / "cpu.stat", 1: group.path / "cpuacct.usage"}[group.version]
     assert usage in (str(counted), *(str(twin / "cpuacct.usage") for twin in group.twins))
     assert spent > 0  # (the child's own CPU time at least, read as the budget reads it)
-    assert json.loads(rest.strip().splitlines()[-1]) == [1000, 100000]
+    resized, before, after = json.loads(rest.strip().splitlines()[-1])
+    assert resized == [1000, 100000]
+    cpus = len(os.sched_getaffinity(0))
+    assert (before, after) == (min(cpus, 2), 1)  # (the default count follows it)
 
 
 def test_a_fork_pool_in_a_real_quota_group_answers_and_finishes() -> None:
     """Children forked from a process whose budget reads the group's counter (the file
     inherited, each child's budget started anew) answer right and end, as a pool's children
     in a container do."""
-    import subprocess
-    import sys
 
     from dmlops.bench.cpu_quota import make_quota_group
 
@@ -306,8 +315,6 @@ def test_a_quota_changed_while_the_process_runs_replaces_the_budgets(tmp_path: P
     second and takes a changed quota; a quota set at run time (configure) stays until the
     files change; a file that stops being a quota's changes nothing. In a child process
     (the engine's state is the process's)."""
-    import subprocess
-    import sys
 
     _native()
     limit = tmp_path / "cpu.max"
@@ -321,6 +328,7 @@ cpu_engine.configure(quota_millicpus=1500, quota_period_us=100000)
 engine.quota_watch({str(limit)!r}, "")
 limit = Path({str(limit)!r})
 seen = [engine.quota_now()]
+assert engine.quota_files_now() == 1500
 def after(text):
     limit.write_text(text)
     engine.quota_ask(4)
@@ -336,7 +344,9 @@ engine.quota_ask(4)
 seen.append(engine.quota_now())  # (the files unchanged: configure's stays)
 after("nonsense\\n")
 after("300000 100000\\n")
+assert engine.quota_files_now() == 3000
 engine.quota_watch("", "")
+assert engine.quota_files_now() == -1
 print(seen)
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -513,9 +523,6 @@ def test_quota_awareness_from_the_environment(value: str, aware: bool) -> None:
 def test_a_bad_quota_awareness_is_refused_by_name_when_the_engine_loads() -> None:
     """DMLOPS_QUOTA_AWARE=0 leaves the budget out of the defaults; a bad value stops the
     engine's first call, naming the variable."""
-    import os
-    import subprocess
-    import sys
 
     from dmlops import DmlError
 

@@ -156,6 +156,42 @@ def test_set_num_threads_at_run_time() -> None:
             dmlops.set_num_threads(bad)  # type: ignore[arg-type]
 
 
+def test_the_default_count_follows_a_quota_changed_while_the_process_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the engine reads the quota's files again (a pod resized in place), the default
+    count is chosen again when they change; one set by set_num_threads or
+    DMLOPS_NUM_THREADS stays."""
+    from dmlops.backends.cpu_engine import threads as chosen
+
+    saved = [list(chosen._CHOSEN), list(chosen._EXPLICIT), list(chosen._CHOSEN_FOR)]
+    monkeypatch.delenv("DMLOPS_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(chosen, "_usable_cpus", lambda: 16)
+    quota: list[float | None] = [2.5]
+    try:
+        chosen._CHOSEN.clear()
+        chosen._EXPLICIT[0] = False
+        chosen.follow_quota(lambda: quota[0])
+        assert chosen.get_num_threads() == 3
+        quota[0] = 6.0
+        assert chosen.get_num_threads() == 6
+        quota[0] = None  # (the quota taken away: the CPU set's)
+        assert chosen.get_num_threads() == 16
+        chosen.set_num_threads(4)
+        quota[0] = 1.0
+        assert chosen.get_num_threads() == 4
+        chosen._CHOSEN.clear()
+        chosen._EXPLICIT[0] = False
+        monkeypatch.setenv("DMLOPS_NUM_THREADS", "5")
+        assert chosen.get_num_threads() == 5
+        quota[0] = 2.0
+        assert chosen.get_num_threads() == 5
+    finally:
+        chosen.follow_quota(None)
+        chosen._CHOSEN[:], chosen._EXPLICIT[:], chosen._CHOSEN_FOR[:] = saved
+
+
 def _caches(tmp_path: Path, levels: dict[int, tuple[str, str]]) -> Path:
     root = tmp_path / "cache"
     for k, (level, (kind, size)) in enumerate(sorted(levels.items())):

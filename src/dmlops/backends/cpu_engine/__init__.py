@@ -30,6 +30,7 @@ from .scope import in_scheduler_task, scheduler_task
 from .threads import (
     choose_threads,
     cpu_quota,
+    follow_quota,
     get_num_threads,
     load_aware,
     quota_aware,
@@ -93,6 +94,11 @@ def _own_quota_usage() -> str:
     server's workers, a pool's children) spend too."""
     found = cpu_quota_usage() if _quota_aware_here() else None
     return "" if found is None else str(found)
+
+
+def _quota_cpus(millicpus: int) -> float | None:
+    """A quota in thousandths of a CPU as CPUs (None: none)."""
+    return millicpus / 1000 if millicpus > 0 else None
 
 
 def _own_quota_files() -> tuple[str, str]:
@@ -166,6 +172,9 @@ def native() -> Any:
                 _native.quota_watch(*QUOTA_FILES)
             except OSError:
                 _native.quota_watch("", "")  # (gone since: the quota it was told stays)
+            else:
+                if QUOTA_FILES[0]:
+                    follow_quota(lambda: _quota_cpus(_native.quota_files_now()))
             _native.cache_limit(default_cache_limit(memory_limit()))
         _STATE["native"] = _native
     return _STATE["native"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ...errors import DmlError
 from .cgroups import cpu_quota
@@ -20,6 +20,7 @@ from .cgroups import cpu_quota
 __all__ = [
     "choose_threads",
     "cpu_quota",
+    "follow_quota",
     "get_num_threads",
     "in_torch_worker",
     "load_aware",
@@ -56,6 +57,10 @@ def quota_aware(environ: Mapping[str, str] = os.environ) -> bool:
 
 _CHOSEN: list[int] = []  # set_num_threads' count, or the default once computed
 _EXPLICIT: list[bool] = [False]  # whether set_num_threads chose it
+# the quota's CPUs as its files say now (None: no quota), where the engine reads them again
+# while the process runs (native/quota.h), and the quota the default count was chosen for
+_QUOTA_NOW: list[Callable[[], float | None]] = []
+_CHOSEN_FOR: list[float | None] = []
 
 
 def _forget_default() -> None:
@@ -63,6 +68,13 @@ def _forget_default() -> None:
     one thread); a count set by set_num_threads carries over."""
     if not _EXPLICIT[0]:
         _CHOSEN.clear()
+        _CHOSEN_FOR.clear()
+
+
+def follow_quota(now: Callable[[], float | None] | None) -> None:
+    """Choose the default count again whenever `now()`, the quota's CPUs as the quota's
+    files say now (None: none), changes (a Kubernetes pod resized in place); None: stop."""
+    _QUOTA_NOW[:] = [] if now is None else [now]
 
 
 if hasattr(os, "register_at_fork"):
@@ -116,13 +128,18 @@ def in_torch_worker() -> bool:
 
 
 def get_num_threads() -> int:
-    """The CPU engine's thread count for calls on the default backend."""
+    """The CPU engine's thread count for calls on the default backend (the default follows
+    a quota changed while the process runs, where the engine reads it again)."""
+    if _CHOSEN_FOR and _QUOTA_NOW and _QUOTA_NOW[0]() != _CHOSEN_FOR[0]:
+        _CHOSEN.clear()
     if not _CHOSEN:
         named = os.environ.get("DMLOPS_NUM_THREADS", "").strip()
         if not named and in_torch_worker():
             _CHOSEN.append(1)
         else:
-            _CHOSEN.append(choose_threads(os.environ, _usable_cpus(), cpu_quota()))
+            quota = _QUOTA_NOW[0]() if _QUOTA_NOW else cpu_quota()
+            _CHOSEN.append(choose_threads(os.environ, _usable_cpus(), quota))
+            _CHOSEN_FOR[:] = [] if named else [quota]
     return _CHOSEN[0]
 
 
@@ -132,4 +149,5 @@ def set_num_threads(count: int) -> None:
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise DmlError(f"set_num_threads({count!r}): give a whole number of threads >= 1")
     _CHOSEN[:] = [count]
+    _CHOSEN_FOR.clear()
     _EXPLICIT[0] = True

@@ -373,6 +373,12 @@ static PyObject *quota_state(PyObject *self, PyObject *unused) {
     return Py_BuildValue("LL", (long long)millicpus, (long long)period_us);
 }
 
+static PyObject *quota_files(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyLong_FromLongLong((long long)quota_files_now());
+}
+
 static PyObject *quota_ask(PyObject *self, PyObject *args) {
     int wanted;
     (void)self;
@@ -850,6 +856,8 @@ static PyMethodDef methods[] = {
     {"quota_now", quota_state, METH_NOARGS,
      "The budget's quota: (thousandths of a CPU, period in µs)."},
     {"quota_ask", quota_ask, METH_VARARGS, "Threads the budget gives a job now, of these."},
+    {"quota_files_now", quota_files, METH_NOARGS,
+     "The quota as its watched files say now, in thousandths of a CPU (0: none; -1: none watched)."},
     {"parse_usage", parse_usage, METH_VARARGS,
      "A group CPU-time file's first line as nanoseconds, as the budget reads it (-1: none)."},
     {"job_spin", job_spin, METH_NOARGS,

@@ -257,6 +257,17 @@ static int64_t group_usage(void) {
     return quota_parse_usage(text);
 }
 
+int64_t quota_files_now(void) {
+    if (limit_fd < 0) {
+        return -1;
+    }
+    int64_t now = clock_ns(CLOCK_MONOTONIC);
+    if (now < limit_read_at || now - limit_read_at >= LIMIT_EVERY_NS) {
+        read_limit(now);
+    }
+    return limit_seen;
+}
+
 int quota_allowed(int wanted, double job_ns) {
     if (wanted <= 1) {
         return wanted;

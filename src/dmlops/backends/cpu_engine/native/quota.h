@@ -58,6 +58,10 @@ int quota_parse_limit(const char *limit_text, const char *period_text, int64_t *
 /* The budget's quota now: thousandths of a CPU (0: none) and its period in µs. */
 void quota_now(int64_t *millicpus, int64_t *period_us);
 
+/* The quota as its watched files say now, read again where a second has passed: thousandths
+ * of a CPU (0: none; -1: no files watched). */
+int64_t quota_files_now(void);
+
 /* quota_threads on this process's budget with its clocks read now (the group's file at most
  * once a millisecond; no clock read and `wanted` returned where no quota is set, or where
  * `wanted` is within its whole CPUs and no group's file is read). Not for two threads at
