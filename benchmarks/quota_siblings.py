@@ -13,6 +13,7 @@ alternate the modes. Needs root and a writable cgroup file system.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -151,8 +152,8 @@ def main() -> None:
     args = sys.argv[1:]
     if args[:1] == ["--plot"]:
         texts = [Path(name).read_text() for name in args[2:]]
-        tables = [t for text in texts for t in text.split("quota ")[1:]]
-        plot(["quota " + t for t in tables], args[1])
+        tables = [t for text in texts for t in re.split(r"^(?=quota )", text, flags=re.M)[1:]]
+        plot([t.split("\n#")[0] for t in tables], args[1])
         return
     quota = float(args[0]) if len(args) > 0 else 2.5
     procs = int(args[1]) if len(args) > 1 else 2
