@@ -280,6 +280,32 @@ if __name__ == "__main__":
     assert done.stdout.split() == ["24"]
 
 
+def test_the_pool_reads_the_groups_counter_and_keeps_the_room_it_leaves(tmp_path: Path) -> None:
+    """Through the pool's own entry (its clocks, a stand-in counter file): the group's other
+    processes start spending far beyond the quota; from the next reading on, one thread,
+    within the whole CPUs between readings too (the room kept), and beyond them."""
+    _native()
+    usage = tmp_path / "cpu.stat"
+    usage.write_text("usage_usec 0\nuser_usec 0\n")
+    code = f"""
+import time
+from pathlib import Path
+from dmlops.backends import cpu_engine
+engine = cpu_engine.native()
+cpu_engine.configure(quota_millicpus=2500, quota_period_us=100000)
+engine.quota_usage({str(usage)!r})
+got = [engine.quota_ask(2)]
+time.sleep(0.003)
+Path({str(usage)!r}).write_text("usage_usec 500000\\n")  # (others: half a second in 3 ms)
+got += [engine.quota_ask(2), engine.quota_ask(2), engine.quota_ask(3)]
+engine.quota_usage("")
+print(got)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == "[2, 1, 1, 1]"
+
+
 def test_the_files_that_set_the_binding_quota(tmp_path: Path) -> None:
     lines = ["0::/pod/app"]
     files = {"pod/cpu.max": "150000 100000\n", "pod/app/cpu.max": "max 100000\n"}

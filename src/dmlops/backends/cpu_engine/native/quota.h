@@ -17,6 +17,7 @@ typedef struct {
     double others;      /* CPUs the group's other processes used lately (a moving average) */
     double recent;      /* and between the group's last two readings */
     double owed;        /* what the group's counter lagged behind the process's clock (<= 0) */
+    int room;           /* the threads within the whole CPUs the last reading left the process */
 } quota_budget_t;
 
 /* Threads a job may use now, of `wanted`: all of them where the budget outlasts the job
@@ -64,8 +65,9 @@ int64_t quota_files_now(void);
 
 /* quota_threads on this process's budget with its clocks read now (the group's file at most
  * once a millisecond; no clock read and `wanted` returned where no quota is set, or where
- * `wanted` is within its whole CPUs and no group's file is read). Not for two threads at
- * once: the pool calls it holding its lock. */
+ * `wanted` is within its whole CPUs and no group's file is read; within them between the
+ * group's readings, the room the last one left, by a monotonic clock's read alone). Not for
+ * two threads at once: the pool calls it holding its lock. */
 int quota_allowed(int wanted, double job_ns);
 
 #endif
