@@ -280,6 +280,18 @@ if __name__ == "__main__":
     assert done.stdout.split() == ["24"]
 
 
+def _child_says(code: str) -> str:
+    """The last line a child process prints running `code` with the engine loaded as
+    `engine` (its budget's state is the process's: a test's changes stay there)."""
+    preamble = (
+        "import time\nfrom pathlib import Path\nfrom dmlops.backends import cpu_engine\n"
+        "engine = cpu_engine.native()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", preamble + code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
 def test_the_pool_reads_the_groups_counter_and_keeps_the_room_it_leaves(tmp_path: Path) -> None:
     """Through the pool's own entry (its clocks, a stand-in counter file): the group's other
     processes start spending far beyond the quota; from the next reading on, one thread,
@@ -288,10 +300,6 @@ def test_the_pool_reads_the_groups_counter_and_keeps_the_room_it_leaves(tmp_path
     usage = tmp_path / "cpu.stat"
     usage.write_text("usage_usec 0\nuser_usec 0\n")
     code = f"""
-import time
-from pathlib import Path
-from dmlops.backends import cpu_engine
-engine = cpu_engine.native()
 cpu_engine.configure(quota_millicpus=2500, quota_period_us=100000)
 engine.quota_usage({str(usage)!r})
 got = [engine.quota_ask(2)]
@@ -301,9 +309,7 @@ got += [engine.quota_ask(2), engine.quota_ask(2), engine.quota_ask(3)]
 engine.quota_usage("")
 print(got)
 """
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[-2] == "[2, 1, 1, 1]"
+    assert _child_says(code) == "[2, 1, 1, 1]"
 
 
 def test_the_files_that_set_the_binding_quota(tmp_path: Path) -> None:
@@ -346,10 +352,6 @@ def test_a_quota_changed_while_the_process_runs_replaces_the_budgets(tmp_path: P
     limit = tmp_path / "cpu.max"
     limit.write_text("150000 100000\n")
     code = f"""
-import time
-from pathlib import Path
-from dmlops.backends import cpu_engine
-engine = cpu_engine.native()
 cpu_engine.configure(quota_millicpus=1500, quota_period_us=100000)
 engine.quota_watch({str(limit)!r}, "")
 limit = Path({str(limit)!r})
@@ -375,9 +377,7 @@ engine.quota_watch("", "")
 assert engine.quota_files_now() == -1
 print(seen)
 """
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[-2] == str(
+    assert _child_says(code) == str(
         [
             (1500, 100000),
             (1500, 100000),
