@@ -310,6 +310,17 @@ engine.quota_usage("")
 print(got)
 """
     assert _child_says(code) == "[2, 1, 1, 1]"
+    # a counter that stops being one: the process's own time from then on, as without one
+    code = f"""
+cpu_engine.configure(quota_millicpus=2500, quota_period_us=100000)
+engine.quota_usage({str(usage)!r})
+got = [engine.quota_ask(2)]
+time.sleep(0.003)
+Path({str(usage)!r}).write_text("nr_periods 0\\n")
+got += [engine.quota_ask(2), engine.quota_ask(2)]
+print(got)
+"""
+    assert _child_says(code) == "[2, 2, 2]"
 
 
 def test_the_files_that_set_the_binding_quota(tmp_path: Path) -> None:

@@ -301,6 +301,10 @@ int quota_allowed(int wanted, double job_ns) {
         int64_t took = clock_ns(CLOCK_MONOTONIC) - before;
         group_every_ns = took * GROUP_READ_SHARE > GROUP_EVERY_NS ? took * GROUP_READ_SHARE
                                                                  : GROUP_EVERY_NS;
+        if (group < 0) {
+            close(usage_fd); /* (a counter that cannot be read: the process's own time) */
+            usage_fd = -1;
+        }
     }
     return quota_threads(&own, wanted, now, clock_ns(CLOCK_PROCESS_CPUTIME_ID), group, job_ns);
 }
