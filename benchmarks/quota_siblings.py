@@ -59,10 +59,7 @@ MODES = ("group", "own", "off")
 
 def _stopped(group: QuotaGroup) -> tuple[int, float]:
     """(periods stopped, ms stopped) of the group so far."""
-    fields = dict(line.split() for line in (group.path / "cpu.stat").read_text().splitlines())
-    if "throttled_usec" in fields:
-        return int(fields["nr_throttled"]), int(fields["throttled_usec"]) / 1e3
-    return int(fields["nr_throttled"]), int(fields["throttled_time"]) / 1e6
+    return group.throttled(), group.throttled_ms()
 
 
 def _run(group: QuotaGroup, mode: str, chain: str, procs: int, seconds: float) -> list[object]:

@@ -103,3 +103,12 @@ def test_a_quota_condition_the_machine_refuses_is_left_out_and_said(
     monkeypatch.setattr(contention, "_in_condition", lambda c, n: (_ for _ in ()).throw(OSError()))
     with pytest.raises(OSError):  # (another condition's failure is not hidden)
         contention.run(5, ("idle",))
+
+
+def test_a_groups_stopped_time_from_v2_and_v1_statistics(tmp_path: Path) -> None:
+    (tmp_path / "cgroup.controllers").write_text("cpu\n")
+    group = make_quota_group(1.5, tmp_path)
+    (group.path / "cpu.stat").write_text("usage_usec 10\nnr_throttled 4\nthrottled_usec 2500\n")
+    assert (group.throttled(), group.throttled_ms()) == (4, 2.5)
+    (group.path / "cpu.stat").write_text("nr_periods 3\nnr_throttled 1\nthrottled_time 3000000\n")
+    assert (group.throttled(), group.throttled_ms()) == (1, 3.0)

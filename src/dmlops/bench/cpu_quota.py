@@ -19,16 +19,22 @@ _ROOT = Path("/sys/fs/cgroup")
 _PERIOD_US = 100_000  # (the kernel's default period)
 
 
-def _nr_throttled(stat: Path) -> int | None:
+def _stat(stat: Path) -> dict[str, int]:
+    """A `cpu.stat` file's counters ({} where it cannot be read)."""
     try:
         text = stat.read_text()
     except OSError:
-        return None
+        return {}
+    found = {}
     for line in text.splitlines():
         name, _, value = line.partition(" ")
-        if name == "nr_throttled":
-            return int(value)
-    return None
+        if value.strip().isdigit():
+            found[name] = int(value)
+    return found
+
+
+def _nr_throttled(stat: Path) -> int | None:
+    return _stat(stat).get("nr_throttled")
 
 
 def own_throttled(root: Path = _ROOT, membership: Path = Path("/proc/self/cgroup")) -> int | None:
@@ -57,6 +63,14 @@ class QuotaGroup:
     def throttled(self) -> int:
         """Periods in which the kernel stopped the group for having spent its quota."""
         return _nr_throttled(self.path / "cpu.stat") or 0
+
+    def throttled_ms(self) -> float:
+        """Milliseconds the kernel held the group stopped (v2 `throttled_usec`, v1
+        `throttled_time`; summed over its CPUs)."""
+        fields = _stat(self.path / "cpu.stat")
+        if "throttled_usec" in fields:
+            return fields["throttled_usec"] / 1e3
+        return fields.get("throttled_time", 0) / 1e6
 
     def remove(self) -> None:
         """Remove the group (empty by then: its processes have ended)."""

@@ -25,7 +25,13 @@ import numpy as np
 from ...errors import DmlError
 from ...plan import Plan
 from .caches import chosen_streaming_bytes, last_level_cache_bytes, streaming_bytes
-from .cgroups import cpu_quota_files, cpu_quota_period, cpu_quota_usage, memory_limit
+from .cgroups import (
+    cpu_quota_all,
+    cpu_quota_files,
+    cpu_quota_period,
+    cpu_quota_usage,
+    memory_limit,
+)
 from .scope import in_scheduler_task, scheduler_task
 from .threads import (
     choose_threads,
@@ -83,28 +89,14 @@ def _quota_aware_here() -> bool:
         return True
 
 
-def _own_quota() -> dict[str, int]:
-    """The settings for this process's cgroup quota; none where DMLOPS_QUOTA_AWARE=0."""
-    return quota_settings(cpu_quota_period() if _quota_aware_here() else None)
-
-
-def _own_quota_usage() -> str:
-    """The file counting the CPU time of the quota's group, every process of it ("": none,
-    or DMLOPS_QUOTA_AWARE=0): the budget then counts what the group's other processes (a
-    server's workers, a pool's children) spend too."""
-    found = cpu_quota_usage() if _quota_aware_here() else None
-    return "" if found is None else str(found)
-
-
 def _quota_cpus(millicpus: int) -> float | None:
     """A quota in thousandths of a CPU as CPUs (None: none)."""
     return millicpus / 1000 if millicpus > 0 else None
 
 
-def _own_quota_files() -> tuple[str, str]:
-    """The files that set the quota, which the budget reads again once a second (("", ""):
-    none, or DMLOPS_QUOTA_AWARE=0)."""
-    return cpu_quota_files() if _quota_aware_here() else ("", "")
+# this process's cgroup quota (CPUs, period in µs), the file counting its group's CPU time
+# and the files that set it, from one reading of its groups; none where DMLOPS_QUOTA_AWARE=0
+_QUOTA, _USAGE, _FILES = cpu_quota_all() if _quota_aware_here() else (None, None, ("", ""))
 
 
 # whether compiled CPU code may run: DMLOPS_CPU_ENGINE=numpy, read once, or set_enabled
@@ -142,14 +134,14 @@ DEFAULTS = {
     "step_shuffles": 1,
     "tile_blocks": 1,
     "streaming_bytes": streaming_bytes(),
-    **_own_quota(),
+    **quota_settings(_QUOTA),
 }
 # the file the budget reads the quota's group's CPU time from (native/quota.h; "": this
-# process's own CPU time alone)
-QUOTA_USAGE = _own_quota_usage()
-# and the files that set the quota, read again at most once a second (a quota changed while
-# the process runs: a Kubernetes pod resized in place, `docker update --cpus`)
-QUOTA_FILES = _own_quota_files()
+# process's own CPU time alone), and the files that set the quota, read again at most once a
+# second (a quota changed while the process runs: a Kubernetes pod resized in place,
+# `docker update --cpus`)
+QUOTA_USAGE = "" if _USAGE is None else str(_USAGE)
+QUOTA_FILES = _FILES
 
 
 def native() -> Any:

@@ -11,6 +11,7 @@ from pathlib import Path
 __all__ = [
     "cpu_groups",
     "cpu_quota",
+    "cpu_quota_all",
     "cpu_quota_files",
     "cpu_quota_period",
     "cpu_quota_usage",
@@ -18,6 +19,8 @@ __all__ = [
 ]
 
 _ROOT = Path("/sys/fs/cgroup")
+# (CPUs, period in µs, group, cgroup version) of a quota
+_Binding = tuple[float, int, Path, int]
 _MEMBERSHIP = Path("/proc/self/cgroup")
 
 
@@ -97,7 +100,26 @@ def cpu_quota_usage(root: Path = _ROOT, membership: Path = _MEMBERSHIP) -> Path 
     this process (v2 `cpu.stat`, whose first line is `usage_usec`; v1 `cpuacct.usage` of the
     same group, where the cpuacct hierarchy holds it and this process is in it), or None
     where there is no quota or no such file can be read."""
+    return _usage_of(_binding_quota(root, membership), root, membership)
+
+
+def cpu_quota_files(root: Path = _ROOT, membership: Path = _MEMBERSHIP) -> tuple[str, str]:
+    """The files that set the quota binding this process: (v2 `cpu.max`, ""), or (v1
+    `cpu.cfs_quota_us`, `cpu.cfs_period_us`) of its group; ("", "") where no quota binds."""
+    return _files_of(_binding_quota(root, membership))
+
+
+def cpu_quota_all(
+    root: Path = _ROOT, membership: Path = _MEMBERSHIP
+) -> tuple[tuple[float, int] | None, Path | None, tuple[str, str]]:
+    """cpu_quota_period's, cpu_quota_usage's and cpu_quota_files' answers from one reading
+    of the groups (what the engine is told when it loads)."""
     found = _binding_quota(root, membership)
+    period = None if found is None else (found[0], found[1])
+    return period, _usage_of(found, root, membership), _files_of(found)
+
+
+def _usage_of(found: _Binding | None, root: Path, membership: Path) -> Path | None:
     if found is None:
         return None
     group = found[2]
@@ -112,10 +134,7 @@ def cpu_quota_usage(root: Path = _ROOT, membership: Path = _MEMBERSHIP) -> Path 
     return None
 
 
-def cpu_quota_files(root: Path = _ROOT, membership: Path = _MEMBERSHIP) -> tuple[str, str]:
-    """The files that set the quota binding this process: (v2 `cpu.max`, ""), or (v1
-    `cpu.cfs_quota_us`, `cpu.cfs_period_us`) of its group; ("", "") where no quota binds."""
-    found = _binding_quota(root, membership)
+def _files_of(found: _Binding | None) -> tuple[str, str]:
     if found is None:
         return "", ""
     if found[3] == 2:
@@ -142,11 +161,11 @@ def _place(root: Path, group: Path) -> tuple[str, ...]:
     return group.relative_to(root).parts[1:]
 
 
-def _binding_quota(root: Path, membership: Path) -> tuple[float, int, Path, int] | None:
+def _binding_quota(root: Path, membership: Path) -> _Binding | None:
     """(CPUs, period in µs, group, cgroup version) of the smallest quota over this process:
     cgroup v2's `cpu.max` of the process's own group and each group above it, else v1's
     `cpu.cfs_quota_us` likewise."""
-    found: list[tuple[float, int, Path, int]] = []
+    found: list[_Binding] = []
     for group in _own_groups(root, membership):
         fields = _fields(group / "cpu.max")
         if fields is None or len(fields) < 2 or fields[0] == "max":
@@ -164,7 +183,7 @@ def _binding_quota(root: Path, membership: Path) -> tuple[float, int, Path, int]
 
 
 def _add_quota(
-    found: list[tuple[float, int, Path, int]],
+    found: list[_Binding],
     quota_text: str,
     period_text: str,
     group: Path,

@@ -120,11 +120,15 @@ void quota_set(int64_t millicpus, int64_t period_us) {
     own.wall_at = 0;
 }
 
-int quota_set_usage(const char *path) {
-    if (usage_fd >= 0) {
-        close(usage_fd);
-        usage_fd = -1;
+static void close_file(int *fd) {
+    if (*fd >= 0) {
+        close(*fd);
+        *fd = -1;
     }
+}
+
+int quota_set_usage(const char *path) {
+    close_file(&usage_fd);
     own.wall_at = 0;
     if (path == NULL || path[0] == '\0') {
         return 0;
@@ -217,13 +221,8 @@ static void read_limit(int64_t now) {
 }
 
 int quota_watch(const char *limit_path, const char *period_path) {
-    if (limit_fd >= 0) {
-        close(limit_fd);
-    }
-    if (period_fd >= 0) {
-        close(period_fd);
-    }
-    limit_fd = period_fd = -1;
+    close_file(&limit_fd);
+    close_file(&period_fd);
     limit_read_at = 0;
     limit_seen = period_seen = -1;
     if (limit_path == NULL || limit_path[0] == '\0') {
@@ -233,8 +232,7 @@ int quota_watch(const char *limit_path, const char *period_path) {
     if (limit_fd >= 0 && period_path != NULL && period_path[0] != '\0') {
         period_fd = open(period_path, O_RDONLY | O_CLOEXEC);
         if (period_fd < 0) {
-            close(limit_fd);
-            limit_fd = -1;
+            close_file(&limit_fd);
         }
     }
     if (limit_fd < 0) {
@@ -246,11 +244,9 @@ int quota_watch(const char *limit_path, const char *period_path) {
 
 static int64_t group_usage(void) {
     char text[256];
-    ssize_t got = pread(usage_fd, text, sizeof text - 1, 0);
-    if (got <= 0) {
+    if (read_text(usage_fd, text, sizeof text) != 0) {
         return -1;
     }
-    text[got] = '\0';
     char *line_end = strchr(text, '\n');
     if (line_end != NULL) {
         line_end[1] = '\0';
@@ -258,28 +254,28 @@ static int64_t group_usage(void) {
     return quota_parse_usage(text);
 }
 
-int64_t quota_files_now(void) {
+/* the quota's files read again where a second has passed since (a clock read; 0: none
+ * watched, no clock read) */
+static int64_t refresh_limit(void) {
     if (limit_fd < 0) {
-        return -1;
+        return 0;
     }
     int64_t now = clock_ns(CLOCK_MONOTONIC);
     if (now < limit_read_at || now - limit_read_at >= LIMIT_EVERY_NS) {
         read_limit(now);
     }
-    return limit_seen;
+    return now;
+}
+
+int64_t quota_files_now(void) {
+    return refresh_limit() != 0 ? limit_seen : -1;
 }
 
 int quota_allowed(int wanted, double job_ns) {
     if (wanted <= 1) {
         return wanted;
     }
-    int64_t now = 0;
-    if (limit_fd >= 0) {
-        now = clock_ns(CLOCK_MONOTONIC);
-        if (now < limit_read_at || now - limit_read_at >= LIMIT_EVERY_NS) {
-            read_limit(now);
-        }
-    }
+    int64_t now = refresh_limit();
     int within = (int64_t)wanted * 1000 <= own.millicpus;
     if (own.millicpus <= 0 || (usage_fd < 0 && within)) {
         return wanted;
@@ -302,8 +298,7 @@ int quota_allowed(int wanted, double job_ns) {
         group_every_ns = took * GROUP_READ_SHARE > GROUP_EVERY_NS ? took * GROUP_READ_SHARE
                                                                  : GROUP_EVERY_NS;
         if (group < 0) {
-            close(usage_fd); /* (a counter that cannot be read: the process's own time) */
-            usage_fd = -1;
+            close_file(&usage_fd); /* (a counter that cannot be read: the process's own time) */
         }
     }
     return quota_threads(&own, wanted, now, clock_ns(CLOCK_PROCESS_CPUTIME_ID), group, job_ns);
