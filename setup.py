@@ -13,8 +13,8 @@ if sys.platform != "win32":  # (POSIX threads; Windows runs the numpy engine)
     extensions.append(
         Extension(
             "dmlops.backends.cpu_engine._native",
-            sources=[NATIVE + f for f in ("module.c", "pool.c", "load.c", "quota.c", "copies.c", "blocks.c", "halves.c", "compact.c", "reverse.c", "evens.c", "shuffles.c", "tiles.c", "indexed.c")],
-            depends=[NATIVE + f for f in ("copies.h", "pool.h", "load.h", "quota.h", "blocks.h", "halves.h", "compact.h", "reverse.h", "evens.h", "shuffles.h", "tiles.h", "indexed.h", "runs.h", "loose.h")],
+            sources=[NATIVE + f for f in ("module.c", "pool.c", "load.c", "quota.c", "copies.c", "blocks.c", "halves.c", "compact.c", "reverse.c", "evens.c", "shuffles.c", "tiles.c", "indexed.c", "spans.c")],
+            depends=[NATIVE + f for f in ("copies.h", "pool.h", "load.h", "quota.h", "blocks.h", "halves.h", "compact.h", "reverse.h", "evens.h", "shuffles.h", "tiles.h", "indexed.h", "runs.h", "loose.h", "spans.h")],
             extra_compile_args=["-O3", "-std=c11", "-fno-strict-aliasing"],
             extra_link_args=["-pthread"],
             optional=True,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -146,6 +147,12 @@ _NUMPY_NAME = {
 }
 
 
+@functools.cache
+def _newest(levels: type[FeatureLevel]) -> FeatureLevel:
+    """The largest member (once: `max` over the members costs a microsecond a call)."""
+    return max(levels)
+
+
 class FeatureLevel(enum.IntEnum):
     """DML_FEATURE_LEVEL, with DirectML's values."""
 
@@ -173,7 +180,7 @@ class FeatureLevel(enum.IntEnum):
     @classmethod
     def newest(cls) -> FeatureLevel:
         """The newest feature level this library knows."""
-        return max(cls)
+        return _newest(cls)
 
     @classmethod
     def parse(cls, value: object) -> FeatureLevel:

@@ -183,9 +183,9 @@ PATTERNS = [
         lambda gpu: {"x": (16, 16, 256, 256) if gpu else (2, 16, 256, 256)},
         lambda xp, xs: [
             xs[0]
-            .reshape(xs[0].shape[0], 16, 128, 2, 128, 2)
+            .reshape(*xs[0].shape[:2], xs[0].shape[2] // 2, 2, xs[0].shape[3] // 2, 2)
             .transpose(0, 1, 3, 5, 2, 4)
-            .reshape(xs[0].shape[0], 64, 128, 128)
+            .reshape(xs[0].shape[0], xs[0].shape[1] * 4, xs[0].shape[2] // 2, xs[0].shape[3] // 2)
         ],
         _unshuffle_op_by_op,
         "unshuffle",

@@ -80,11 +80,20 @@ class _Call:
         self.select: list[int] | None = None
         # contiguous arrays in, every output new: nothing to flatten, nothing can overlap
         self.fresh = self.direct and not self.any_given
+        # strided arrays in, every output new and made of a numpy type: the inputs' flat
+        # buffers, then the fresh path on them (nothing can overlap; no output to flatten)
+        made_as = dtype if isinstance(dtype, np.dtype) else None  # its byte order included
+        self.fresh_flats = (
+            not self.direct
+            and not self.any_given
+            and made_as is not None
+            and backend.name == "numpy"
+            and all(f is None for f in self.out_flats)
+        )
         self.new_shapes = [shape for shape in new_shapes if shape is not None]
         self.one_shape = new_shapes[0] if len(new_shapes) == 1 else None
-        one_new = self.fresh and self.one_shape is not None
+        one_new = (self.fresh or self.fresh_flats) and self.one_shape is not None
         producer = getattr(self.run, "producer", None) if one_new else None
-        made_as = dtype if isinstance(dtype, np.dtype) else None  # its byte order included
         self.produce = None if producer is None else producer(self.one_shape, made_as)
         # the one new numpy output made here (the key fixes the type): no call to the backend's
         one_numpy = backend.name == "numpy" and self.one_shape is not None
@@ -95,7 +104,8 @@ class _Call:
         self.tag = id(self) << 12  # (its outputs' tags: + 0, 1, ...)
         # a backend's run into new outputs that nothing else sees (it may write them before
         # it finds an index out of range)
-        self.run_fresh = getattr(self.run, "run_fresh", None) if self.fresh else None
+        new_only = self.fresh or self.fresh_flats
+        self.run_fresh = getattr(self.run, "run_fresh", None) if new_only else None
         # where the backend reads the addresses of this call's arrays and makes its new
         # outputs in C calls (torch CUDA tensors): asked at the first run, from its arrays
         self.in_lows = [t.low for t in inputs]
@@ -105,7 +115,7 @@ class _Call:
     def reading(self, select: list[int]) -> _Call:
         """This call, reading only inputs `select` of those it is given."""
         self.select = select
-        self.fresh = False
+        self.fresh = self.fresh_flats = False
         return self
 
     def fresh_results(self, ins: Sequence[Any]) -> list[Any]:
@@ -140,6 +150,10 @@ class _Call:
     ) -> list[Any]:
         if self.fresh:
             return self.fresh_results(ins)
+        if self.fresh_flats:
+            return self.fresh_results(
+                [x if f is None else f(x) for f, x in zip(self.in_flats, ins, strict=True)]
+            )
         if self.select is not None:  # the inputs the call reads (a join's non-empty pieces)
             ins = [ins[k] for k in self.select]
         lean = self.lean

@@ -26,6 +26,7 @@
 #include "quota.h"
 #include "reverse.h"
 #include "shuffles.h"
+#include "spans.h"
 #include "tiles.h"
 
 #define HEADER 4
@@ -840,6 +841,8 @@ static PyMethodDef methods[] = {
     {"cached", cached, METH_NOARGS, "Bytes of dropped outputs' memory kept now."},
     {"clear_cache", clear_cache, METH_NOARGS, "Free the memory of dropped outputs kept."},
     {"run", run, METH_VARARGS, "Run a plan table's copies between the bound buffers."},
+    {"span", span_of, METH_VARARGS,
+     "A strided array's bytes from `low` past its first element, `nbytes` long, as a flat buffer."},
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Set the pool's spin time, the engine's grain sizes and its streaming threshold."},
     {"workers", workers, METH_NOARGS, "Worker threads started in this process."},
@@ -879,6 +882,9 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     if (blocks_init() != 0) {
+        return NULL;
+    }
+    if (spans_init() != 0) {
         return NULL;
     }
     if (pool_init() != 0) {

@@ -1,0 +1,187 @@
+"""Small calls on the CPU: flat buffers of strided arrays read in C, small plans of several
+copies on the engine's calling thread, lone copies that step far on the engine, strided
+inputs on the fresh path — each where it applies, and every bit right."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from typing import Any
+
+import numpy as np
+import pytest
+
+import dmlops
+from dmlops import BufferTensorDesc, DataType, FeatureLevel
+from dmlops.backends import cpu_engine
+from dmlops.backends import numpy_backend as nb
+from dmlops.backends.cpu_engine import _weaves
+from dmlops.calls import dispatch
+from dmlops.ops import DepthToSpace1Desc, JoinDesc, Slice1Desc
+
+native = cpu_engine.native()
+needs_engine = pytest.mark.skipif(native is None, reason="the CPU engine was not built")
+
+
+def _call_of(run: Any) -> Any:
+    """The compiled call the one call `run()` makes (a fresh cache)."""
+    dispatch.clear_cache()
+    run()
+    (entry,) = dispatch._CACHE.items.values()
+    return entry[0]
+
+
+def _bits(a: Any) -> bytes:
+    return np.ascontiguousarray(a).view(np.uint8).tobytes()
+
+
+@needs_engine
+@pytest.mark.parametrize("step", [1, 2, -1, -3])
+def test_a_span_is_a_strided_arrays_bytes_from_its_lowest_element(step: int) -> None:
+    x = np.arange(2 * 5 * 12, dtype=np.uint16).reshape(2, 5, 12)
+    view = x[:, 1:4, ::step]
+    reach = [s * (n - 1) for s, n in zip(view.strides, view.shape, strict=True)]
+    lowest = sum(min(0, r) for r in reach)
+    nbytes = sum(max(0, r) for r in reach) - lowest + view.itemsize
+    flat = np.frombuffer(native.span(view, lowest, nbytes), np.uint8)
+    start = view.__array_interface__["data"][0] + lowest - x.__array_interface__["data"][0]
+    assert flat.tobytes() == x.view(np.uint8).reshape(-1)[start : start + nbytes].tobytes()
+    assert flat.flags.writeable
+
+
+@needs_engine
+def test_a_span_keeps_its_array_alive_and_its_read_only_flag() -> None:
+    x = np.arange(64, dtype=np.float32)
+    x.flags.writeable = False
+    alive = weakref.ref(x)
+    flat = np.frombuffer(native.span(x[::2], 0, 4 * 63), np.uint8)
+    del x
+    gc.collect()
+    assert alive() is not None  # (the span holds the view, the view its base)
+    assert not flat.flags.writeable
+    assert flat[:8].view(np.float32).tolist() == [0.0, 1.0]
+    with pytest.raises(TypeError):
+        native.span(object(), 0, 4)
+    with pytest.raises(ValueError):
+        native.span(np.zeros(4), 0, -1)
+
+
+def test_strided_inputs_read_through_their_flat_buffers_keep_every_bit() -> None:
+    """Views of every kind through the functional API (the C span where the engine is, else
+    the array interface): NaN payloads and -0.0 of float16, negative strides, read-only."""
+    rng = np.random.default_rng(3)
+    bits = rng.integers(0, 1 << 16, (3, 8, 10), dtype=np.uint16)
+    bits[0, 0, :3] = (0x7C01, 0xFE5A, 0x8000)
+    x = bits.view(np.float16)
+    frozen = x.copy()
+    frozen.flags.writeable = False
+    for source in (x, frozen):
+        for view in (source[:, ::-1, 1::3], source.transpose(2, 0, 1), source[1:, 2:7, ::-2]):
+            got = dmlops.slice1(view, [0] * 3, list(view.shape), [1, 1, 1])
+            assert _bits(got) == _bits(view)
+            parts = [view, view[:, :, :1]]
+            assert _bits(dmlops.join(parts, 2)) == _bits(np.concatenate(parts, 2))
+    assert not frozen.flags.writeable
+
+
+def test_a_call_on_strided_inputs_into_new_outputs_takes_the_fresh_path() -> None:
+    x = np.arange(4 * 6 * 8, dtype=np.float32).reshape(4, 6, 8)
+    view = x.transpose(0, 2, 1)
+    call = _call_of(lambda: dmlops.slice1(view, [0, 0, 0], [4, 8, 6], [1, 2, 1]))
+    assert call.fresh_flats and not call.fresh
+    want = np.ascontiguousarray(view[:, ::2, :])
+    assert _bits(dmlops.slice1(view, [0, 0, 0], [4, 8, 6], [1, 2, 1])) == _bits(want)
+    # a given output: the general path (its overlap with the input is tested there)
+    out = np.empty_like(want)
+    given = _call_of(lambda: dmlops.slice1(view, [0, 0, 0], [4, 8, 6], [1, 2, 1], out=out))
+    assert not given.fresh_flats and _bits(out) == _bits(want)
+
+
+@needs_engine
+def test_small_plans_of_several_copies_run_on_the_engine_on_one_thread() -> None:
+    f32 = DataType.FLOAT32
+    parts = [BufferTensorDesc(f32, (2, 4, 16, 8)), BufferTensorDesc(f32, (2, 4, 1, 8))]
+    plan = JoinDesc(parts, BufferTensorDesc(f32, (2, 4, 17, 8)), 2).lower()
+    executor = nb.NumpyBackend().executor(plan)
+    assert executor.engine is not None and executor.one_thread
+    assert executor.run_fresh == executor._run  # (no questions left for a new output)
+    # a lone copy of whole rows keeps numpy's view pair
+    lone = Slice1Desc(BufferTensorDesc(f32, (8, 64)), BufferTensorDesc(f32, (4, 64)), (0, 0),
+                      (8, 64), (2, 1)).lower()  # fmt: skip
+    assert nb.NumpyBackend().executor(lone).engine is None
+    rng = np.random.default_rng(0)
+    pieces = [rng.standard_normal((2, 4, n, 8), dtype=np.float32) for n in (16, 1)]
+    assert _bits(dmlops.join(pieces, 2)) == _bits(np.concatenate(pieces, 2))
+    many = [rng.standard_normal((3, n), dtype=np.float32) for n in (1, 5, 2, 7)]
+    assert _bits(dmlops.join(many, 1)) == _bits(np.concatenate(many, 1))
+    got = dmlops.split(np.arange(60, dtype=np.int8).reshape(3, 20), 1, [4, 16])
+    assert [g.tolist() for g in got] == [
+        q.tolist() for q in np.split(np.arange(60, dtype=np.int8).reshape(3, 20), [4], 1)
+    ]
+
+
+@needs_engine
+def test_a_small_plan_whose_output_meets_its_input_runs_its_views_in_order() -> None:
+    """The engine writes nothing where an output overlaps an input: the plan's own views,
+    copy after copy, then move the bytes (as the views alone would)."""
+    u8 = DataType.UINT8
+    parts = [BufferTensorDesc(u8, (3, 4)), BufferTensorDesc(u8, (3, 4))]
+    plan = JoinDesc(parts, BufferTensorDesc(u8, (3, 8)), 1).lower()
+    executor = nb.NumpyBackend().executor(plan)
+    assert executor.engine is not None
+    for shift in (0, 5, 12):
+        memory = np.arange(48, dtype=np.uint8)
+        expected = memory.copy()
+        ins = [memory[0:12], memory[12:24]]
+        executor._views([expected[0:12], expected[12:24]], [expected[shift : shift + 24]])
+        executor._run(ins, [memory[shift : shift + 24]])
+        assert memory.tobytes() == expected.tobytes(), shift
+
+
+@needs_engine
+def test_a_lone_copy_stepping_far_runs_on_the_engine() -> None:
+    """DEPTH_TO_SPACE's columns (from channels a plane apart) and a transpose: the engine;
+    a stride-2 slice and reversed rows (neighbours within a line): numpy's view pair."""
+    f32 = DataType.FLOAT32
+    d2s = DepthToSpace1Desc(BufferTensorDesc(f32, (1, 4, 16, 16)),
+                            BufferTensorDesc(f32, (1, 1, 32, 32)), 2, "DCR").lower()  # fmt: skip
+    assert nb.NumpyBackend().executor(d2s).engine is not None
+    for steps in ((1, 2), (1, -1)):
+        near = Slice1Desc(BufferTensorDesc(f32, (16, 64)), BufferTensorDesc(f32, (16, 64 // 2 if
+                          steps[1] == 2 else 64)), (0, 0), (16, 64), steps).lower()  # fmt: skip
+        assert nb.NumpyBackend().executor(near).engine is None, steps
+    x = np.arange(4 * 16 * 16, dtype=np.float32).reshape(1, 4, 16, 16)
+    want = x.reshape(1, 2, 2, 1, 16, 16).transpose(0, 3, 4, 1, 5, 2).reshape(1, 1, 32, 32)
+    assert _bits(dmlops.depth_to_space(x, 2)) == _bits(want)
+    t = x[0].transpose(0, 2, 1)
+    assert _bits(dmlops.slice1(t, [0, 0, 0], list(t.shape), [1, 1, 1])) == _bits(t)
+
+
+def test_short_rows_side_by_side_on_both_sides_are_not_woven() -> None:
+    """A split's parts of 16 elements (contiguous in the source): plain rows; a
+    depth-to-space's columns (phases from channels apart): woven."""
+    assert not _weaves((256, 16), (64, 1), (16, 1), 16)
+    assert _weaves((256, 2), (64, 256), (2, 1), 16)
+    assert not _weaves((256, 2), (64, 256), (4, 1), 16)
+
+
+def test_the_newest_feature_level_is_the_largest() -> None:
+    assert FeatureLevel.newest() is max(FeatureLevel)
+    assert FeatureLevel.parse(None) is max(FeatureLevel)
+
+
+def test_an_array_without_a_strided_buffer_is_read_through_its_array_interface(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Refusing:  # (the engine's span declines: as for a buffer it cannot export)
+        @staticmethod
+        def span(owner: Any, low: int, nbytes: int) -> Any:
+            raise BufferError("no strided buffer")
+
+    monkeypatch.setattr(cpu_engine, "native", lambda: Refusing)
+    x = np.arange(24, dtype=np.int16).reshape(4, 6)[:, ::-2]
+    flat = nb.NumpyBackend().flat_function(-8, 46, False)  # (rows 12 bytes apart, -4 steps)
+    assert flat is not None
+    got = flat(x)
+    start = x.__array_interface__["data"][0] - 8
+    assert got.__array_interface__["data"][0] == start and got.nbytes == 46
