@@ -1306,3 +1306,33 @@ def test_rows_read_backwards_at_every_length_and_alignment(wide: int, dtype: Any
                 assert out.tobytes() == x[:, ::-1].tobytes(), (length, skip)
     finally:
         cpu_engine.configure(wide_vectors=1)
+
+
+@pytest.mark.parametrize("dtype", [DataType.FLOAT32, DataType.INT64, DataType.FLOAT16])
+@pytest.mark.parametrize("width", [16, 18, 34, 66])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_column_phases_read_from_one_run_are_dealt_to_their_rows(
+    dtype: DataType, width: int, threads: int
+) -> None:
+    """SPACE_TO_DEPTH1 of block 2 (a pixel unshuffle): each source row's even and odd
+    elements go to two destination rows, read once and dealt in vectors (4- and 8-byte
+    elements, the rows' tails element by element; 2-byte ones by the step loop): every bit
+    where numpy's reshape and transpose put it."""
+    from dmlops.ops import SpaceToDepth1Desc
+
+    n, c, h = 2, 3, 6
+    desc = SpaceToDepth1Desc(
+        BufferTensorDesc(dtype, (n, c, h, width)),
+        BufferTensorDesc(dtype, (n, 4 * c, h // 2, width // 2)),
+        2,
+        "DCR",
+    )
+    ins = _inputs(desc, width)
+    x = ins[0].view(UNSIGNED[dtype.element_size]).reshape(n, c, h, width)
+    want = (
+        x.reshape(n, c, h // 2, 2, width // 2, 2)
+        .transpose(0, 3, 5, 1, 2, 4)
+        .reshape(n, 4 * c, h // 2, width // 2)
+    )
+    (got,) = _run(desc, ins, threads)
+    assert got.tobytes() == np.ascontiguousarray(want).tobytes()

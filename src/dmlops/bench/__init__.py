@@ -26,8 +26,8 @@ from .common import Result, format_table, gpu_present, have
 __all__ = ["main", "run_sections", "SECTIONS"]
 
 SECTIONS = (
-    "operators", "layouts", "graphs", "contention", "startup", "call-cost", "dask", "torch",
-    "indexed", "family",
+    "operators", "layouts", "graphs", "contention", "sizes", "startup", "call-cost", "dask",
+    "torch", "indexed", "family",
 )  # fmt: skip
 
 
@@ -76,6 +76,10 @@ def run_sections(
 
             conditions = contention.CONDITIONS + contention.quota_conditions(list(quotas))
             results += contention.run(calls, conditions)
+        elif section == "sizes" and "cpu" in devices:
+            from . import sizes
+
+            results += sizes.run(calls)
         elif section == "startup" and "cpu" in devices:
             from . import startup
 
@@ -146,7 +150,10 @@ def main(argv: list[str] | None = None) -> int:
         help="layouts: leave out torch.compile and jax.jit (they take minutes to compile)",
     )
     parser.add_argument(
-        "--calls", type=int, default=200, help="contention: calls per contender and condition"
+        "--calls",
+        type=int,
+        default=200,
+        help="contention and sizes: calls per contender (and condition)",
     )
     parser.add_argument(
         "--quota",

@@ -29,7 +29,7 @@ import numpy as np
 
 from .common import Result, have
 
-__all__ = ["CONDITIONS", "latencies", "quota_conditions", "run"]
+__all__ = ["CONDITIONS", "latencies", "percentiles", "quota_conditions", "run"]
 
 SECTION = "contention"
 CONDITIONS = ("idle", "1 busy", "2 busy", "cpuset 4")
@@ -66,7 +66,7 @@ def _cpu_set_size() -> int:
     return os.cpu_count() or 1
 
 
-def _percentiles(fn: Callable[[], Any], calls: int) -> tuple[float, float]:
+def percentiles(fn: Callable[[], Any], calls: int) -> tuple[float, float]:
     """(median, 99th percentile) of `calls` calls."""
     times = latencies(fn, calls)
     return statistics.median(times), times[min(len(times) - 1, int(0.99 * len(times)))]
@@ -175,7 +175,7 @@ def measure(calls: int, settle: float = 0.0) -> list[dict[str, Any]]:
         for name, fn in contenders.items():
             time.sleep(settle)
             before = own_throttled()
-            times[name] = list(_percentiles(fn, calls))
+            times[name] = list(percentiles(fn, calls))
             after = own_throttled()
             if before is not None and after is not None:
                 throttled[name] = after - before

@@ -103,9 +103,44 @@ def plot_contention(results: list[Result], path: str) -> None:
     plt.close(fig)
 
 
+def plot_sizes(results: list[Result], path: str) -> None:
+    """One panel per case of the sizes section: each contender's median over numpy's against
+    the output's size (log-log; below 1 is faster than numpy)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cases: dict[str, list[Result]] = {}
+    for r in results:
+        cases.setdefault(r.case.rpartition(", ")[0], []).append(r)
+    columns = 2
+    rows = -(-len(cases) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(11, 2.8 * rows), squeeze=False)
+    for ax, (case, found) in zip(axes.flat, cases.items(), strict=False):
+        found = sorted(found, key=lambda r: r.output_bytes)
+        names = [n for n in found[0].times if not n.endswith(" p99") and n != "numpy"]
+        for name in names:
+            pts = [(r.output_bytes, r.times[name] / r.times["numpy"]) for r in found]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(case, fontsize=9)
+        ax.set_xlabel("output bytes", fontsize=8)
+        ax.set_ylabel("median / numpy's", fontsize=8)
+        ax.legend(fontsize=6)
+    for ax in list(axes.flat)[len(cases) :]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def plot(results: list[Result], path: str) -> None:
     """Bandwidth bars for cases of one size; log-log time-per-call lines for call-cost series;
-    the contention and dask sections' cases in pictures of their own (beside `path`)."""
+    the contention, sizes and dask sections' cases in pictures of their own (beside
+    `path`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -116,6 +151,11 @@ def plot(results: list[Result], path: str) -> None:
         stem, dot, suffix = path.rpartition(".")
         plot_contention(contention, f"{stem}_contention.{suffix}" if dot else f"{path}_contention")
         results = [r for r in results if r.section != "contention"]
+    sized = [r for r in results if r.section == "sizes"]
+    if sized:
+        stem, dot, suffix = path.rpartition(".")
+        plot_sizes(sized, f"{stem}_sizes.{suffix}" if dot else f"{path}_sizes")
+        results = [r for r in results if r.section != "sizes"]
     dask = [r for r in results if r.section == "dask"]
     if dask:
         stem, dot, suffix = path.rpartition(".")

@@ -555,6 +555,19 @@ static void move_rows(char *d, const char *s, int64_t rows, int64_t dstep, int64
         }
 #endif
     }
+    if (!streaming && rows == 2 && sstep == element && copy->src_step == 2 * element &&
+        copy->dst_step == element && (dstep >= n * element || -dstep >= n * element)) {
+        /* two rows reading one source run's even and odd elements (a pixel unshuffle's, a
+         * space-to-depth's column phases): the run read once, dealt to both (evens.h) */
+        int64_t j = deal_two(d, d + dstep, s, n, element);
+        if (j > 0) {
+            for (; j < n; j++) {
+                memcpy(d + j * element, s + 2 * j * element, (size_t)element);
+                memcpy(d + dstep + j * element, s + (2 * j + 1) * element, (size_t)element);
+            }
+            return;
+        }
+    }
     if (copy->dst_step == element && copy->src_step % element == 0 &&
         shuffles_apply(element, copy->src_step / element, n)) {
         for (int64_t r = 0; r < rows; r++) { /* (each row's few last elements: its loop) */

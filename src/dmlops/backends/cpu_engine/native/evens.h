@@ -10,7 +10,13 @@
  * never reading past s's element 2 (n - 1): the rest is the caller's loop. */
 int64_t every_second(char *d, const char *s, int64_t n, int64_t size);
 
-/* the bytes of a row (n * size) from which every_second moves any */
+/* d0[j] = s[2 j] and d1[j] = s[2 j + 1] for the first elements of n (a row of 2 n elements
+ * dealt to two rows: a pixel unshuffle's, a space-to-depth's column phases), in 32-byte
+ * vectors where the CPU has AVX2; returns how many of each it moved (the rest: the
+ * caller's loop). */
+int64_t deal_two(char *d0, char *d1, const char *s, int64_t n, int64_t size);
+
+/* the bytes of a row (n * size) from which every_second and deal_two move any */
 #define EVENS_LEAST_BYTES 64
 
 #endif
