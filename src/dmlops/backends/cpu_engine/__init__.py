@@ -133,6 +133,7 @@ DEFAULTS = {
     "wide_vectors": 1,
     "step_shuffles": 1,
     "tile_blocks": 1,
+    "deal_most_bytes": 512,  # (native/evens.c: rows dealt from one read up to this long)
     "streaming_bytes": streaming_bytes(),
     **quota_settings(_QUOTA),
 }

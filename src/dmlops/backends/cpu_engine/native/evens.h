@@ -16,6 +16,9 @@ int64_t every_second(char *d, const char *s, int64_t n, int64_t size);
  * caller's loop). */
 int64_t deal_two(char *d0, char *d1, const char *s, int64_t n, int64_t size);
 
+/* The longest rows (n * size bytes) deal_two moves (0: none; longer ones are the caller's). */
+void evens_set_deal_most(int64_t bytes);
+
 /* the bytes of a row (n * size) from which every_second and deal_two move any */
 #define EVENS_LEAST_BYTES 64
 

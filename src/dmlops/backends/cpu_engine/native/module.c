@@ -18,6 +18,7 @@
 
 #include "blocks.h"
 #include "copies.h"
+#include "evens.h"
 #include "load.h"
 #include "compact.h"
 #include "indexed.h"
@@ -215,17 +216,21 @@ static PyObject *configure(PyObject *self, PyObject *args, PyObject *kwargs) {
                             "straggle_us", "streaming_bytes",      "load_aware",  "long_job_us",
                             "home_ranges", "caller_spin_us", "wide_vectors", "step_shuffles",
                             "tile_blocks", "idle_spin_us", "quota_millicpus", "quota_period_us",
-                            NULL};
+                            "deal_most_bytes", NULL};
     long long spin = -1, least = -1, low = -1, high = -1, straggle = -1, streaming = -1;
     long long load_aware = -1, long_job = -1, home_ranges = -1, caller_spin = -1;
     long long wide_vectors = -1, step_shuffles = -1, tile_blocks = -1, idle_spin = -1;
-    long long quota_millicpus = -1, quota_period = -1;
+    long long quota_millicpus = -1, quota_period = -1, deal_most = -1;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLLLLLLLLLLL", names, &spin, &least,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLLLLLLLLLLLL", names, &spin, &least,
                                      &low, &high, &straggle, &streaming, &load_aware, &long_job,
                                      &home_ranges, &caller_spin, &wide_vectors, &step_shuffles,
-                                     &tile_blocks, &idle_spin, &quota_millicpus, &quota_period)) {
+                                     &tile_blocks, &idle_spin, &quota_millicpus, &quota_period,
+                                     &deal_most)) {
         return NULL;
+    }
+    if (deal_most >= 0) {
+        evens_set_deal_most(deal_most);
     }
     if (quota_millicpus >= 0) {
         quota_set(quota_millicpus, quota_period);
