@@ -129,13 +129,17 @@ def test_a_small_plan_whose_output_meets_its_input_runs_its_views_in_order() -> 
     plan = JoinDesc(parts, BufferTensorDesc(u8, (3, 8)), 1).lower()
     executor = nb.NumpyBackend().executor(plan)
     assert executor.engine is not None
-    for shift in (0, 5, 12):
-        memory = np.arange(48, dtype=np.uint8)
-        expected = memory.copy()
-        ins = [memory[0:12], memory[12:24]]
+    for shift in (0, 5, 12, 24):
+        expected = np.arange(48, dtype=np.uint8)
         executor._views([expected[0:12], expected[12:24]], [expected[shift : shift + 24]])
-        executor._run(ins, [memory[shift : shift + 24]])
-        assert memory.tobytes() == expected.tobytes(), shift
+        for bound in (False, True):  # (a call, and a dispatch bound once)
+            memory = np.arange(48, dtype=np.uint8)
+            ins, outs = [memory[0:12], memory[12:24]], [memory[shift : shift + 24]]
+            if bound:
+                executor.bound(ins, outs)()
+            else:
+                executor._run(ins, outs)
+            assert memory.tobytes() == expected.tobytes(), (shift, bound)
 
 
 @needs_engine

@@ -768,7 +768,17 @@ class _NumpyExecutor:
             view(shape, dtype, outs[di], do, ds)[...] = view(shape, dtype, ins[si], so, ss)
 
     def bound(self, ins: Sequence[Any], outs: Sequence[Any]) -> Callable[..., None]:
-        """Views built once; the returned call copies through them."""
+        """Views built once; the returned call copies through them (a small plan on the
+        engine: its one-thread call bound once)."""
+        if self.engine is not None and self.one_thread and not (self.steps or self.fills):
+            engine_run = functools.partial(self._engine_run, ins, outs, 1)
+            views = self._views
+
+            def run_small(queue: Any = None) -> None:
+                if not engine_run():  # (an output meets an input: the views, in order)
+                    views(ins, outs)
+
+            return run_small
         if self.steps or self.engine is not None:
             return lambda queue=None: self(ins, outs)
         if self.fills:
