@@ -15,7 +15,10 @@ idle workers spinning 300 µs (1) or 50 µs (0) before they sleep after every jo
 `idle_spin`, 300 µs (1) or 50 µs (0) after a job that had a free CPU for every thread it
 wanted (50 µs after the others either way); `streaming`, the same rows as `wide_vectors`
 with jobs from the machine's streaming size written past the caches (1; rows read backwards
-are staged and streamed) or every store cached (0).
+are staged and streamed) or every store cached (0); `deal`, two rows reading one run's even
+and odd elements dealt from one read up to the default row length (1) or two passes (0):
+the contention rows and the sizes section's Focus stem and pixel unshuffle at 64 KiB and
+1 MiB.
 BUSY: processes spinning beside (taskset -c 0-3 ... for a CPU set).
 """
 
@@ -82,6 +85,22 @@ def _wide_vectors(on: int) -> None:
     cpu_engine.configure(wide_vectors=on)
 
 
+def _deal(on: int) -> None:
+    cpu_engine.configure(deal_most_bytes=cpu_engine.DEFAULTS["deal_most_bytes"] * on)
+
+
+def _dealt_cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:
+    from dmlops.bench.sizes import GRAPH
+    from dmlops.bench.sizes import _graphs as sized_graphs
+
+    cases = _contention_cases("deal")
+    for nbytes in (64 << 10, 1 << 20):
+        for case, out_bytes, contenders in sized_graphs(nbytes):
+            if case.startswith(("Focus", "pixel")):
+                cases.append((f"{case}, {out_bytes >> 10} KiB", {GRAPH: contenders[GRAPH]}))
+    return cases
+
+
 def _reversed_rows_cases() -> list[tuple[str, dict[str, Callable[[], Any]]]]:
     rng = np.random.default_rng(1)
     cases: list[tuple[str, dict[str, Callable[[], Any]]]] = []
@@ -139,13 +158,15 @@ def main() -> None:
     switches = {
         "ranges": _home_ranges, "tags": _tags, "caller_spin": _caller_spin, "spin": _spin,
         "long_spin": _long_spin, "idle_spin": _idle_spin, "streaming": _streaming,
-        "wide_vectors": _wide_vectors,
+        "wide_vectors": _wide_vectors, "deal": _deal,
     }  # fmt: skip
     switch = {**switches, "swap": None}[setting]
     if setting == "swap":
         cases = _swap_cases()
     elif setting in ("wide_vectors", "streaming"):
         cases = _reversed_rows_cases()
+    elif setting == "deal":
+        cases = _dealt_cases()
     else:
         cases = _contention_cases(setting)
     spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
