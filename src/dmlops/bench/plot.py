@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from typing import Any
 
 from .common import Result
 
@@ -13,13 +14,29 @@ __all__ = ["contention_cases", "plot", "plot_contention", "plot_dask", "plot_rat
 _MANAGED = re.compile(r"peak managed ([\d/]+) MiB, RSS growth ([\d/]+) MiB")
 
 
-def plot_dask(results: list[Result], path: str) -> None:
-    """The dask section: each contender's time over the reference's per case (log axis), and
-    its largest per-worker peak of Dask's managed memory and of resident growth."""
+def _pyplot() -> Any:
+    """matplotlib's pyplot, drawing to files only (the Agg backend)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig: Any, path: str, unused: Any = ()) -> None:
+    """`fig` laid out and written to `path` (its `unused` axes hidden), then closed."""
+    for ax in unused:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    _pyplot().close(fig)
+
+
+def plot_dask(results: list[Result], path: str) -> None:
+    """The dask section: each contender's time over the reference's per case (log axis), and
+    its largest per-worker peak of Dask's managed memory and of resident growth."""
+    plt = _pyplot()
 
     contenders = list(dict.fromkeys(n for r in results for n in r.times))
     color = {n: f"C{k}" for k, n in enumerate(contenders)}  # (the same in both panels)
@@ -48,9 +65,7 @@ def plot_dask(results: list[Result], path: str) -> None:
         right.barh(ys, peaks, height, label=n, color=color[n])
     right.set_xlabel("MiB a worker (largest of peak managed and RSS growth)")
     right.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def contention_cases(results: list[Result]) -> dict[str, dict[str, Result]]:
@@ -67,10 +82,7 @@ def contention_cases(results: list[Result]) -> dict[str, dict[str, Result]]:
 def plot_contention(results: list[Result], path: str) -> None:
     """One panel per case of the contention section: each contender's median per condition
     as a bar, its 99th percentile as a tick above it (log time axis)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     cases = contention_cases(results)
     fig, axes = plt.subplots(
@@ -96,20 +108,13 @@ def plot_contention(results: list[Result], path: str) -> None:
         ax.set_ylabel("ms a call (bar: median, tick: p99)", fontsize=7)
         ax.set_title(case, fontsize=8)
         ax.legend(fontsize=6)
-    for ax in list(axes.flat)[len(cases) :]:
-        ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, path, list(axes.flat)[len(cases) :])
 
 
 def plot_sizes(results: list[Result], path: str) -> None:
     """One panel per case of the sizes section: each contender's median over numpy's against
     the output's size (log-log; below 1 is faster than numpy)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     cases: dict[str, list[Result]] = {}
     for r in results:
@@ -130,21 +135,14 @@ def plot_sizes(results: list[Result], path: str) -> None:
         ax.set_xlabel("output bytes", fontsize=8)
         ax.set_ylabel("median / numpy's", fontsize=8)
         ax.legend(fontsize=6)
-    for ax in list(axes.flat)[len(cases) :]:
-        ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, path, list(axes.flat)[len(cases) :])
 
 
 def plot(results: list[Result], path: str) -> None:
     """Bandwidth bars for cases of one size; log-log time-per-call lines for call-cost series;
     the contention, sizes and dask sections' cases in pictures of their own (beside
     `path`)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     contention = [r for r in results if r.section == "contention"]
     if contention:
@@ -198,18 +196,13 @@ def plot(results: list[Result], path: str) -> None:
         ax.set_ylabel("µs per call (median)")
         ax.set_title(f"{device}: {op}, time per call")
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def plot_ratios(rows: dict[str, dict[str, float]], baseline: str, label: str, path: str) -> None:
     """Each case's contenders (seconds, by name) as ratios to `baseline`'s time, a bar each
     on a log scale; `label` names the x axis's condition (threads, host)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     names = list(rows)
     others = [c for c in dict.fromkeys(k for r in rows.values() for k in r) if c != baseline]
