@@ -5,6 +5,9 @@ inputs on the fresh path — each where it applies, and every bit right."""
 from __future__ import annotations
 
 import gc
+import os
+import threading
+import time
 import weakref
 from typing import Any
 
@@ -189,3 +192,58 @@ def test_an_array_without_a_strided_buffer_is_read_through_its_array_interface(
     got = flat(x)
     start = x.__array_interface__["data"][0] - 8
     assert got.__array_interface__["data"][0] == start and got.nbytes == 46
+
+
+def _small_calls_right(seed: int) -> bool:
+    """Small calls of each new path (a join of views, a split, a transpose, a
+    depth-to-space) against numpy's answers."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((4, 16, 16), dtype=np.float32)
+    views = [x[:, :, k : k + 4] for k in range(0, 16, 4)]
+    image = x.reshape(1, 4, 16, 16)
+    d2s = image.reshape(1, 2, 2, 1, 16, 16).transpose(0, 3, 4, 1, 5, 2).reshape(1, 1, 32, 32)
+    return (
+        _bits(dmlops.join(views[::-1], 2)) == _bits(np.concatenate(views[::-1], 2))
+        and all(
+            _bits(a) == _bits(b)
+            for a, b in zip(dmlops.split(x, 1, [3, 13]), np.split(x, [3], 1), strict=True)
+        )
+        and _bits(dmlops.slice1(x.transpose(2, 0, 1), [0, 0, 0], [16, 4, 16], [1, 1, 1]))
+        == _bits(x.transpose(2, 0, 1))
+        and _bits(dmlops.depth_to_space(image, 2)) == _bits(d2s)
+    )
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() here")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_small_calls_from_many_threads_and_a_child_forked_among_them_are_right() -> None:
+    """Eight Python threads making small calls at once (the engine's one-thread calls, the
+    spans of their views), and a child forked while they run, which makes them too."""
+    stop, failures = threading.Event(), []
+
+    def loop(seed: int) -> None:
+        while not stop.is_set():
+            if not _small_calls_right(seed):
+                failures.append(seed)
+                return
+
+    threads = [threading.Thread(target=loop, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(0.05)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - (the child's coverage is not gathered)
+            os._exit(0 if all(_small_calls_right(k) for k in range(20)) else 1)
+        deadline = time.monotonic() + 30
+        while not (done := os.waitpid(pid, os.WNOHANG))[0] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not done[0]:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        assert done[0] and os.waitstatus_to_exitcode(done[1]) == 0
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not failures
