@@ -247,3 +247,45 @@ def test_small_calls_from_many_threads_and_a_child_forked_among_them_are_right()
         for t in threads:
             t.join()
     assert not failures
+
+
+def test_a_warm_call_on_numpy_arrays_takes_no_general_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once compiled, a call on numpy arrays into new outputs is answered from its signature
+    (`_warm`): the general path is never entered. A new signature, a float where an int
+    was, an unhashable feature level and a given output still take it (and its checks)."""
+    from dmlops.arrays import strided
+    from dmlops.errors import DmlError
+
+    x = np.arange(4 * 8 * 8, dtype=np.float32).reshape(4, 8, 8)
+    image = x.reshape(1, 4, 8, 8)
+    parts = [x[:1], x[1:]]
+    calls = {
+        "slice1": lambda: dmlops.slice1(x, [0, 0, 0], [4, 8, 8], [1, 2, -1]),
+        "slice1 of a view": lambda: dmlops.slice1(
+            x.transpose(2, 1, 0), [0] * 3, [8, 8, 4], [1] * 3
+        ),
+        "split": lambda: dmlops.split(x, 0, [1, 3]),
+        "join": lambda: dmlops.join(parts, 0),
+        "depth_to_space": lambda: dmlops.depth_to_space(image, 2),
+    }
+    cold = {name: call() for name, call in calls.items()}
+
+    def general(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the general path")
+
+    monkeypatch.setattr(strided, "_dispatch", general)
+    for name, call in calls.items():
+        warm = call()
+        pairs = zip(warm, cold[name], strict=True) if name == "split" else [(warm, cold[name])]
+        assert all(_bits(a) == _bits(b) for a, b in pairs), name
+    with pytest.raises(AssertionError, match="general path"):
+        dmlops.slice1(x, [0, 0, 0], [4, 8, 8], [1, 2, 1])  # (new)
+    with pytest.raises(AssertionError, match="general path"):
+        dmlops.join(parts, 0, out=np.empty_like(x))  # (a given output)
+    monkeypatch.undo()
+    with pytest.raises(DmlError, match="InputWindowStrides"):
+        dmlops.slice1(x, [0, 0, 0], [4, 8, 8], [1, 2.0, -1])
+    with pytest.raises(DmlError, match="feature level"):
+        dmlops.slice1(x, [0, 0, 0], [4, 8, 8], [1, 2, -1], feature_level=[4, 1])  # type: ignore[arg-type]

@@ -35,6 +35,7 @@ from .dispatch import (
     _quick_run,
     _shape,
     _unkeyed,
+    _warm,
     cache_size,
     clear_cache,
 )
@@ -75,6 +76,7 @@ __all__ = [
     "_on_device",
     "_output_key",
     "_quick_run",
+    "_warm",
     "_shape",
     "_signature",
     "_through_torch",
