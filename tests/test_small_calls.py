@@ -255,7 +255,7 @@ def test_a_warm_call_on_numpy_arrays_takes_no_general_path(
     """Once compiled, a call on numpy arrays into new outputs is answered from its signature
     (`_warm`): the general path is never entered. A new signature, a float where an int
     was, an unhashable feature level and a given output still take it (and its checks)."""
-    from dmlops.arrays import strided
+    from dmlops.arrays import family, strided
     from dmlops.errors import DmlError
 
     x = np.arange(4 * 8 * 8, dtype=np.float32).reshape(4, 8, 8)
@@ -269,6 +269,7 @@ def test_a_warm_call_on_numpy_arrays_takes_no_general_path(
         "split": lambda: dmlops.split(x, 0, [1, 3]),
         "join": lambda: dmlops.join(parts, 0),
         "depth_to_space": lambda: dmlops.depth_to_space(image, 2),
+        "cast": lambda: dmlops.cast(x, np.float16),
     }
     cold = {name: call() for name, call in calls.items()}
 
@@ -276,6 +277,7 @@ def test_a_warm_call_on_numpy_arrays_takes_no_general_path(
         raise AssertionError("the general path")
 
     monkeypatch.setattr(strided, "_dispatch", general)
+    monkeypatch.setattr(family, "_dispatch", general)
     for name, call in calls.items():
         warm = call()
         pairs = zip(warm, cold[name], strict=True) if name == "split" else [(warm, cold[name])]
