@@ -291,3 +291,30 @@ def test_a_warm_call_on_numpy_arrays_takes_no_general_path(
         dmlops.slice1(x, [0, 0, 0], [4, 8, 8], [1, 2.0, -1])
     with pytest.raises(DmlError, match="feature level"):
         dmlops.slice1(x, [0, 0, 0], [4, 8, 8], [1, 2, -1], feature_level=[4, 1])  # type: ignore[arg-type]
+
+
+@needs_engine
+def test_a_cast_of_one_run_goes_straight_to_the_engine_and_overlaps_read_first() -> None:
+    """CAST float32 -> float16 of a contiguous array: one engine conversion of its run (a
+    strided one: the general path); an output sharing the input's memory still reads every
+    value before it writes (numpy's answer on a copy of the input)."""
+    from dmlops.backends.converting import HostConversion
+    from dmlops.ops import CastDesc
+
+    f32, f16 = DataType.FLOAT32, DataType.FLOAT16
+    whole = CastDesc(BufferTensorDesc(f32, (4, 8)), BufferTensorDesc(f16, (4, 8))).lower()
+    assert HostConversion(whole).run is not None
+    strided = CastDesc(BufferTensorDesc(f32, (4, 8), (16, 2)), BufferTensorDesc(f16, (4, 8)))
+    assert HostConversion(strided.lower()).run is None
+    values = np.array([1.0, -0.0, 65520.0, 1e-8, np.nan, -np.inf, 3.14159, 2.0**-24], np.float32)
+    got = dmlops.cast(np.tile(values, 4), np.float16)
+    with np.errstate(over="ignore"):  # (65520 rounds to infinity, as CAST's rules say)
+        want = np.tile(values, 4).astype(np.float16).view(np.uint16)
+    want[4::8] = 0x7FFF  # (CAST's NaN)
+    assert got.view(np.uint16).tolist() == want.tolist()
+    memory = np.tile(values, 4)
+    expected = dmlops.cast(memory.copy(), np.float16)
+    dmlops.cast(memory, np.float16, out=memory.view(np.float16)[8:40])
+    assert (
+        memory.view(np.float16)[8:40].view(np.uint16).tolist() == expected.view(np.uint16).tolist()
+    )

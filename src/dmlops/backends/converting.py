@@ -61,6 +61,16 @@ def _converted_into(values: np.ndarray[Any, Any], dst: np.ndarray[Any, Any], thr
         dst[...] = made
 
 
+def _one_run(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether a copy's side walks its elements as one contiguous run (row-major)."""
+    step = 1
+    for n, t in zip(reversed(shape), reversed(strides), strict=True):
+        if n != 1 and t != step:
+            return False
+        step *= n
+    return True
+
+
 class HostConversion:
     """A converting plan over host byte buffers (numpy uint8 arrays, one per binding)."""
 
@@ -71,11 +81,32 @@ class HostConversion:
         self.threads = threads
         self.source = np.dtype(plan.conversion[0])
         self.target = np.dtype(plan.conversion[1])
+        # a lone copy of one whole run on each side that the engine converts (a CAST of a
+        # contiguous array): its runs' (offset, bytes) and the engine's function, read once
+        self.run: tuple[int, int, int, int, str, Any] | None = None
+        engine = _ON_THE_ENGINE.get((self.source, self.target))
+        (c, *more) = plan.copies if plan.copies else (None,)
+        if engine is not None and c is not None and not more and plan.scale_bias is None:
+            count = int(np.prod(c.shape, dtype=np.int64))
+            if _one_run(c.shape, c.src_strides) and _one_run(c.shape, c.dst_strides):
+                self.run = (
+                    c.src_offset, count * self.source.itemsize,
+                    c.dst_offset, count * self.target.itemsize, *engine,
+                )  # fmt: skip
 
     def __call__(self, ins: Sequence[Any], outs: Sequence[Any], queue: Any = None) -> None:
         """Convert every copy: all reads first, then the writes (an output may be its input)."""
         plan, source, target = self.plan, self.source, self.target
         threads = 1 if self.threads is None else self.threads()
+        run = self.run
+        if run is not None and cpu_engine.available():
+            src_at, src_bytes, dst_at, dst_bytes, name, words = run
+            src = ins[plan.copies[0].src][src_at : src_at + src_bytes]
+            dst = outs[plan.copies[0].dst][dst_at : dst_at + dst_bytes]
+            if not np.may_share_memory(src, dst):  # (else: every read first, below)
+                by_engine = getattr(cpu_engine.native(), name)
+                by_engine(src.view(source), dst.view(words), True, threads)
+                return
         if plan.scale_bias is not None:  # ELEMENT_WISE_IDENTITY's: every read, then writes
             scale, bias = plan.scale_bias
             made = [
