@@ -365,7 +365,7 @@ def split(
     """DML SPLIT: cut `x` along `axis` into pieces of `sizes`; returns the pieces."""
     fields = _fields_key(axis, sizes)
     if outs is None and device is None and isinstance(sizes, Sequence):
-        done = _warm("SPLIT", fields, feature_level, [x], len(sizes))
+        done = _warm("SPLIT", fields, feature_level, [x], len(sizes), listed=True)
         if done is not _MISS:
             return done  # type: ignore[no-any-return]
     given = (

@@ -385,7 +385,7 @@ class _EmptyCall(_Call):
         self.dtype = dtype  # the type of new outputs where there is no input (a generator)
         self.backend = backend
         self.allocate = [(k, shape) for k, shape in enumerate(new_shapes) if shape is not None]
-        self.fresh = False  # (its __call__ allocates)
+        self.fresh = self.fresh_flats = False  # (its __call__ allocates)
         # empty numpy outputs of the call's output type (a CAST's), else like the input
         numpy_type = backend.name == "numpy" and isinstance(dtype, np.dtype)
         self.made_as, self.many_made_as, self.tag = dtype if numpy_type else None, None, 0

@@ -82,11 +82,13 @@ def _quick_run(
     return key, result.reshape(shape)
 
 
-def _warm(op: str, fields: Hashable, level: Any, ins: list[Any], outs: int = 1) -> Any:
-    """The results of a compiled call on numpy arrays into `outs` new outputs (its list, the
-    one array where `outs` is 1), straight from its signature: no frames of the general path
-    (`_dispatch`); `_MISS` where the signature is new or its call is not a fresh one (given
-    outputs, a selection of its inputs: the general path)."""
+def _warm(
+    op: str, fields: Hashable, level: Any, ins: list[Any], outs: int = 1, listed: bool = False
+) -> Any:
+    """The results of a compiled call on numpy arrays into `outs` new outputs (their list
+    where `listed` or `outs` is not 1, else the one array), straight from its signature: no
+    frames of the general path (`_dispatch`); `_MISS` where the signature is new or its call
+    is not a fresh one (given outputs, a selection of its inputs: the general path)."""
     ndarray = np.ndarray
     if len(ins) == 1 and outs == 1:  # (the commonest call: its key in one tuple)
         a = ins[0]
@@ -117,7 +119,7 @@ def _warm(op: str, fields: Hashable, level: Any, ins: list[Any], outs: int = 1) 
         return _MISS
     if entry[1] != _CACHE.clock:
         _CACHE.get(key)  # refresh its place
-    return results[0] if outs == 1 else results
+    return results if listed or outs != 1 else results[0]
 
 
 def _restaged(staged: list[Any]) -> Any:
