@@ -321,3 +321,22 @@ def test_a_cast_of_one_run_goes_straight_to_the_engine_and_overlaps_read_first()
     assert (
         memory.view(np.float16)[8:40].view(np.uint16).tolist() == expected.view(np.uint16).tolist()
     )
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [(np.float32, np.float16), (np.float16, np.float32), (np.float64, np.float16)],
+)
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_casts_of_whole_arrays_in_either_memory_order_keep_every_value(
+    source: Any, target: Any, order: str
+) -> None:
+    """The engine's pairs over arrays of any rank, C- or Fortran-ordered, into new outputs
+    and into given ones of the same order (each read in its own memory order)."""
+    rng = np.random.default_rng(5)
+    x = np.asarray(rng.standard_normal((3, 4, 5)).astype(source), order=order)
+    want = x.astype(target)
+    assert _bits(dmlops.cast(x, target)) == _bits(want)
+    given = np.empty(x.shape, target, order=order)
+    dmlops.cast(x, target, out=given)
+    assert given.tolist() == want.tolist()

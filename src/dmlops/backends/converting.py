@@ -83,16 +83,13 @@ class HostConversion:
         self.target = np.dtype(plan.conversion[1])
         # a lone copy of one whole run on each side that the engine converts (a CAST of a
         # contiguous array): its runs' (offset, bytes) and the engine's function, read once
-        self.run: tuple[int, int, int, int, str, Any] | None = None
+        self.run: tuple[int, int, int, str, Any] | None = None
         engine = _ON_THE_ENGINE.get((self.source, self.target))
         (c, *more) = plan.copies if plan.copies else (None,)
         if engine is not None and c is not None and not more and plan.scale_bias is None:
             count = int(np.prod(c.shape, dtype=np.int64))
             if _one_run(c.shape, c.src_strides) and _one_run(c.shape, c.dst_strides):
-                self.run = (
-                    c.src_offset, count * self.source.itemsize,
-                    c.dst_offset, count * self.target.itemsize, *engine,
-                )  # fmt: skip
+                self.run = (count, c.src_offset, c.dst_offset, *engine)
 
     def __call__(self, ins: Sequence[Any], outs: Sequence[Any], queue: Any = None) -> None:
         """Convert every copy: all reads first, then the writes (an output may be its input)."""
@@ -100,12 +97,13 @@ class HostConversion:
         threads = 1 if self.threads is None else self.threads()
         run = self.run
         if run is not None and cpu_engine.available():
-            src_at, src_bytes, dst_at, dst_bytes, name, words = run
-            src = ins[plan.copies[0].src][src_at : src_at + src_bytes]
-            dst = outs[plan.copies[0].dst][dst_at : dst_at + dst_bytes]
+            # (each side's run in memory order, whatever the bound array's own order)
+            count, src_at, dst_at, name, words = run
+            c = plan.copies[0]
+            src = np.ndarray((count,), source, ins[c.src], src_at)
+            dst = np.ndarray((count,), words, outs[c.dst], dst_at)
             if not np.may_share_memory(src, dst):  # (else: every read first, below)
-                by_engine = getattr(cpu_engine.native(), name)
-                by_engine(src.view(source), dst.view(words), True, threads)
+                getattr(cpu_engine.native(), name)(src, dst, True, threads)
                 return
         if plan.scale_bias is not None:  # ELEMENT_WISE_IDENTITY's: every read, then writes
             scale, bias = plan.scale_bias
