@@ -12,6 +12,7 @@ import numpy as np
 
 from ..conversion import convert, convert_into, scaled
 from ..plan import Plan
+from ..tensor import packed_strides
 from . import cpu_engine
 
 __all__ = ["HostConversion", "strided_view"]
@@ -62,13 +63,10 @@ def _converted_into(values: np.ndarray[Any, Any], dst: np.ndarray[Any, Any], thr
 
 
 def _one_run(shape: Sequence[int], strides: Sequence[int]) -> bool:
-    """Whether a copy's side walks its elements as one contiguous run (row-major)."""
-    step = 1
-    for n, t in zip(reversed(shape), reversed(strides), strict=True):
-        if n != 1 and t != step:
-            return False
-        step *= n
-    return True
+    """Whether a copy's side walks its elements as one contiguous run (row-major; a
+    dimension of one element may have any stride)."""
+    packed = packed_strides(shape)
+    return all(n == 1 or t == p for n, t, p in zip(shape, strides, packed, strict=True))
 
 
 class HostConversion:

@@ -454,6 +454,8 @@ class _NumpyExecutor:
         self.one_thread = moved < _ENGINE_BYTES  # (no pool, no thread count read)
         if self.engine is not None:
             self.parallel = False
+            # (its native run bound here: fewer frames a call)
+            self._engine_run = functools.partial(cpu_engine.native().run, self.engine.table)
         self.steps = [IndexedStep(c, plan.element_size) for c in plan.indexed]
         if len(self.steps) == 1:
             self.steps[0].solo = True  # (its offsets in the thread's reused buffer)
@@ -515,9 +517,7 @@ class _NumpyExecutor:
         elif self.put is not None and not (self.copies or self.fills):
             self._run = self._put_only
         elif self.engine is not None and not (self.steps or self.fills):
-            # the plan as one engine call (its native run bound here: fewer frames a call)
-            self._engine_run = functools.partial(cpu_engine.native().run, self.engine.table)
-            self._run = self._on_engine
+            self._run = self._on_engine  # (the plan as one engine call)
         elif plain:
             self._run = self._copy
         else:
@@ -754,10 +754,8 @@ class _NumpyExecutor:
         if self.parallel:
             self.backend._parallel(self.plan, ins, outs)()
             return
-        engine = self.engine
-        if engine is not None and engine.run(
-            ins, outs, 1 if self.one_thread else self.backend.threads
-        ):
+        if self.engine is not None:
+            self._on_engine(ins, outs)
             return
         self._views(ins, outs)
 

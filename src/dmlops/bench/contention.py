@@ -121,13 +121,18 @@ def _operators() -> list[tuple[str, int, dict[str, Callable[[], Any]]]]:
     ]
 
 
-def _graphs() -> list[tuple[str, int, dict[str, Callable[[], Any]]]]:
-    """(case, output bytes, contenders) for the graphs section's chains."""
+def _graphs(
+    shapes_of: Callable[[str], dict[str, tuple[int, ...]]] | None = None,
+) -> list[tuple[str, int, dict[str, Callable[[], Any]]]]:
+    """(case, output bytes, contenders) for the graphs section's chains (on inputs of the
+    shapes `shapes_of(chain's name)` gives, where given)."""
 
     from .graphs import PATTERNS, bound_on_cpu
 
     found = []
     for p in PATTERNS:
+        if shapes_of is not None:
+            p = p.with_shapes(shapes_of(p.name))
         bound = bound_on_cpu(p, p.model(p.shapes(False)))
         model, xs, ins, outs = bound.model, bound.xs, bound.ins, bound.outs
         contenders: dict[str, Callable[[], Any]] = {

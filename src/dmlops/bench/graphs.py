@@ -11,6 +11,7 @@ onnxruntime (CPU).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,6 +47,14 @@ class Pattern:
     reference: Callable[[Any, list[Any]], list[Any]]  # (xp-like module, inputs) -> outputs
     op_by_op: Callable[[list[Any]], list[Any]]  # dmlops functional, node by node
     module: str  # the same chain as a torch module (exported when torch is there)
+
+    def with_shapes(self, shapes: dict[str, tuple[int, ...]]) -> Pattern:
+        """The same chain on inputs of these shapes (on every device)."""
+
+        def fixed(gpu: bool) -> dict[str, tuple[int, ...]]:
+            return shapes
+
+        return dataclasses.replace(self, shapes=fixed)
 
 
 def _i64(name: str, values: list[int]) -> Any:

@@ -8,14 +8,15 @@ are to numpy's median.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .common import Result, have
+from . import contention
+from .common import Result
+from .contention import _graphs as contention_graphs
 from .contention import percentiles
 
 __all__ = ["SIZES", "graph_shapes", "run"]
@@ -23,8 +24,7 @@ __all__ = ["SIZES", "graph_shapes", "run"]
 SECTION = "sizes"
 SIZES = (4 << 10, 64 << 10, 1 << 20, 16 << 20)  # output bytes asked for (float32)
 OURS = "dmlops"
-GRAPH = "dmlops graph (bound)"
-OP_BY_OP = "dmlops op by op"
+GRAPH = contention.OURS
 
 Contenders = dict[str, Callable[[], Any]]
 
@@ -123,39 +123,15 @@ def graph_shapes(name: str, nbytes: int) -> dict[str, tuple[int, ...]]:
     return {"cache": (1, 32, steps - 1, 128), "new": (1, 32, 1, 128)}
 
 
-def _fixed(shapes: dict[str, tuple[int, ...]]) -> Callable[[bool], dict[str, tuple[int, ...]]]:
-    def fixed(gpu: bool) -> dict[str, tuple[int, ...]]:
-        return shapes
-
-    return fixed
-
-
 def _graphs(nbytes: int) -> list[tuple[str, int, Contenders]]:
-    """(chain, output bytes, contenders) for the graphs section's chains at `nbytes`."""
-    from .graphs import PATTERNS, bound_on_cpu
-
-    found = []
-    for p in PATTERNS:
-        shapes = graph_shapes(p.name, nbytes)
-        sized = dataclasses.replace(p, shapes=_fixed(shapes))
-        bound = bound_on_cpu(sized, p.model(shapes))
-        ins, xs = bound.ins, bound.xs
-        contenders: Contenders = {
-            GRAPH: bound.dispatch,
-            OP_BY_OP: lambda p=p, ins=ins: p.op_by_op(ins),  # type: ignore[misc]
-            "numpy": lambda p=p, ins=ins: [  # type: ignore[misc]
-                np.ascontiguousarray(w) for w in p.reference(np, ins)
-            ],
-        }
-        if have("onnxruntime"):
-            import onnxruntime as ort
-
-            sess = ort.InferenceSession(
-                bound.model.SerializeToString(), providers=["CPUExecutionProvider"]
-            )
-            contenders["onnxruntime"] = lambda sess=sess, xs=xs: sess.run(None, xs)  # type: ignore[misc]
-        found.append((p.name.split(" (")[0], sum(o.nbytes for o in bound.outs), contenders))
-    return found
+    """(chain, output bytes, contenders) for the graphs section's chains at `nbytes` (the
+    contention section's contenders, on these shapes)."""
+    return [
+        (case.split(" (")[0], out_bytes, contenders)
+        for case, out_bytes, contenders in contention_graphs(
+            lambda name: graph_shapes(name, nbytes)
+        )
+    ]
 
 
 def _label(nbytes: int) -> str:

@@ -35,6 +35,8 @@ class _Call:
     result_shape: tuple[int, ...] | None = None
     # the whole warm call in one frame, where the lean bindings allow it (`_hot_call`)
     hot: Callable[[list[Any], Any], Any] | None = None
+    # strided inputs into new numpy outputs: their flat buffers, then the fresh path
+    fresh_flats = False
 
     def __init__(
         self,
@@ -385,7 +387,7 @@ class _EmptyCall(_Call):
         self.dtype = dtype  # the type of new outputs where there is no input (a generator)
         self.backend = backend
         self.allocate = [(k, shape) for k, shape in enumerate(new_shapes) if shape is not None]
-        self.fresh = self.fresh_flats = False  # (its __call__ allocates)
+        self.fresh = False  # (its __call__ allocates)
         # empty numpy outputs of the call's output type (a CAST's), else like the input
         numpy_type = backend.name == "numpy" and isinstance(dtype, np.dtype)
         self.made_as, self.many_made_as, self.tag = dtype if numpy_type else None, None, 0
