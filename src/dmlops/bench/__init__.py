@@ -4,6 +4,7 @@ Sections (one module each): operators, layouts (GPU), graphs, call-cost, dask (C
 LocalCluster, out of core), torch (GPU training steps with dmlops under torch.compile),
 indexed (gathers and scatters: embeddings, MoE, paged and in-place KV caches), contention
 (the CPU engine idle, beside busy processes and in a CPU set: medians and 99th percentiles),
+sizes (4 KiB to 16 MiB), callers (many Python threads calling at once),
 startup (a fresh process's import and first calls), family (CAST, RESAMPLE, tril, arange,
 nonzero).
 Prints a Markdown table
@@ -26,8 +27,8 @@ from .common import Result, format_table, gpu_present, have
 __all__ = ["main", "run_sections", "SECTIONS"]
 
 SECTIONS = (
-    "operators", "layouts", "graphs", "contention", "sizes", "startup", "call-cost", "dask",
-    "torch", "indexed", "family",
+    "operators", "layouts", "graphs", "contention", "sizes", "callers", "startup", "call-cost",
+    "dask", "torch", "indexed", "family",
 )  # fmt: skip
 
 
@@ -80,6 +81,10 @@ def run_sections(
             from . import sizes
 
             results += sizes.run(calls)
+        elif section == "callers" and "cpu" in devices:
+            from . import callers
+
+            results += callers.run(calls)
         elif section == "startup" and "cpu" in devices:
             from . import startup
 
@@ -153,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         "--calls",
         type=int,
         default=200,
-        help="contention and sizes: calls per contender (and condition)",
+        help="contention and sizes: calls per contender (and condition); callers: at most"
+        " this many calls a thread in a timing",
     )
     parser.add_argument(
         "--quota",

@@ -138,9 +138,36 @@ def plot_sizes(results: list[Result], path: str) -> None:
     _save(fig, path, list(axes.flat)[len(cases) :])
 
 
+def plot_callers(results: list[Result], path: str) -> None:
+    """One panel per operator of the callers section: dmlops' round over numpy's against the
+    threads calling at once, a line per size (below 1 is faster than numpy)."""
+    plt = _pyplot()
+
+    cases: dict[str, dict[str, list[tuple[int, float]]]] = {}
+    for r in results:
+        case, size, threads = r.case.rsplit(", ", 2)
+        ratio = r.times["dmlops"] / r.times["numpy"]
+        cases.setdefault(case, {}).setdefault(size, []).append((int(threads.split()[0]), ratio))
+    columns = 2
+    rows = -(-len(cases) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(11, 2.8 * rows), squeeze=False)
+    for ax, (case, by_size) in zip(axes.flat, cases.items(), strict=False):
+        for size, pts in by_size.items():
+            pts.sort()
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=size)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(case, fontsize=9)
+        ax.set_xlabel("Python threads calling at once", fontsize=8)
+        ax.set_ylabel("round / numpy's", fontsize=8)
+        ax.legend(fontsize=6)
+    _save(fig, path, list(axes.flat)[len(cases) :])
+
+
 def plot(results: list[Result], path: str) -> None:
     """Bandwidth bars for cases of one size; log-log time-per-call lines for call-cost series;
-    the contention, sizes and dask sections' cases in pictures of their own (beside
+    the contention, sizes, callers and dask sections' cases in pictures of their own (beside
     `path`)."""
     plt = _pyplot()
 
@@ -154,6 +181,11 @@ def plot(results: list[Result], path: str) -> None:
         stem, dot, suffix = path.rpartition(".")
         plot_sizes(sized, f"{stem}_sizes.{suffix}" if dot else f"{path}_sizes")
         results = [r for r in results if r.section != "sizes"]
+    called = [r for r in results if r.section == "callers"]
+    if called:
+        stem, dot, suffix = path.rpartition(".")
+        plot_callers(called, f"{stem}_callers.{suffix}" if dot else f"{path}_callers")
+        results = [r for r in results if r.section != "callers"]
     dask = [r for r in results if r.section == "dask"]
     if dask:
         stem, dot, suffix = path.rpartition(".")

@@ -37,6 +37,26 @@ static int64_t least_bytes_a_thread = 64 << 10;
 static int64_t least_grain = 16 << 10;
 static int64_t most_grain = 1 << 20;
 static int64_t streaming_bytes = INT64_MAX; /* jobs this large stream their stores */
+/* A job moving fewer bytes than this keeps the GIL: `gil_held_bytes` where it may run on
+ * several threads, `gil_held_alone_bytes` on the calling thread alone. Released for a short
+ * copy, the GIL is taken by another Python thread calling too, and this one sleeps until it
+ * is let go: a thread woken a call, slower than the copy. Held, the Python threads' jobs
+ * take turns: each on the pool's threads, or one thread's copy while the others wait. */
+static int64_t gil_held_bytes = 4 << 20;
+static int64_t gil_held_alone_bytes = 512 << 10;
+
+/* `job`, on up to `threads` threads, with the GIL released where it moves `bytes` or more
+ * (on one thread: where another thread's job holds the pool, it runs alone) */
+#define UNLOCKED_IF_LONG(bytes, threads, job)                                                  \
+    do {                                                                                       \
+        if ((int64_t)(bytes) <                                                                 \
+            ((threads) > 1 && !pool_taken() ? gil_held_bytes : gil_held_alone_bytes)) {        \
+            job;                                                                               \
+        } else {                                                                               \
+            Py_BEGIN_ALLOW_THREADS job;                                                        \
+            Py_END_ALLOW_THREADS                                                               \
+        }                                                                                      \
+    } while (0)
 #define KEEP_CACHED 1 /* a plan table's header flag (its fourth word): never stream */
 
 static void release_all(Py_buffer *views, Py_ssize_t count) {
@@ -190,9 +210,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
         grain = grain < least_grain ? least_grain : grain > most_grain ? most_grain : grain;
     }
     int64_t pieces = cut_copies(&job, grain);
-    Py_BEGIN_ALLOW_THREADS
-    pool_run(move_piece, &job, pieces, (int)used, total);
-    Py_END_ALLOW_THREADS
+    UNLOCKED_IF_LONG(total, used, pool_run(move_piece, &job, pieces, (int)used, total));
     result = Py_True;
     Py_INCREF(result);
 sequences:
@@ -216,18 +234,25 @@ static PyObject *configure(PyObject *self, PyObject *args, PyObject *kwargs) {
                             "straggle_us", "streaming_bytes",      "load_aware",  "long_job_us",
                             "home_ranges", "caller_spin_us", "wide_vectors", "step_shuffles",
                             "tile_blocks", "idle_spin_us", "quota_millicpus", "quota_period_us",
-                            "deal_most_bytes", NULL};
+                            "deal_most_bytes", "gil_held_bytes", "gil_held_alone_bytes", NULL};
     long long spin = -1, least = -1, low = -1, high = -1, straggle = -1, streaming = -1;
     long long load_aware = -1, long_job = -1, home_ranges = -1, caller_spin = -1;
     long long wide_vectors = -1, step_shuffles = -1, tile_blocks = -1, idle_spin = -1;
-    long long quota_millicpus = -1, quota_period = -1, deal_most = -1;
+    long long quota_millicpus = -1, quota_period = -1, deal_most = -1, gil_held = -1;
+    long long gil_held_alone = -1;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLLLLLLLLLLLL", names, &spin, &least,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLLLLLLLLLLLLLL", names, &spin, &least,
                                      &low, &high, &straggle, &streaming, &load_aware, &long_job,
                                      &home_ranges, &caller_spin, &wide_vectors, &step_shuffles,
                                      &tile_blocks, &idle_spin, &quota_millicpus, &quota_period,
-                                     &deal_most)) {
+                                     &deal_most, &gil_held, &gil_held_alone)) {
         return NULL;
+    }
+    if (gil_held >= 0) {
+        gil_held_bytes = gil_held;
+    }
+    if (gil_held_alone >= 0) {
+        gil_held_alone_bytes = gil_held_alone;
     }
     if (deal_most >= 0) {
         evens_set_deal_most(deal_most);
@@ -284,6 +309,12 @@ static PyObject *workers(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
     return PyLong_FromLong(pool_workers());
+}
+
+static PyObject *taken(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(pool_taken());
 }
 
 static PyObject *estimate_spare(PyObject *self, PyObject *args) {
@@ -524,8 +555,8 @@ static PyObject *clear_cache(PyObject *self, PyObject *unused) {
  * target is checked before anything is written (ValueError, nothing written). */
 #define SCATTER_LOOP(TYPE)                                                             \
     do {                                                                               \
-        TYPE *to = (TYPE *)dst.buf;                                                    \
-        const TYPE *from = (const TYPE *)src.buf;                                      \
+        TYPE *to = (TYPE *)dst;                                                        \
+        const TYPE *from = (const TYPE *)src;                                          \
         for (Py_ssize_t k = 0; k < count; k++) {                                       \
             const Py_ssize_t t = targets[k];                                           \
             for (Py_ssize_t j = 0; j < row; j++) {                                     \
@@ -533,6 +564,24 @@ static PyObject *clear_cache(PyObject *self, PyObject *unused) {
             }                                                                          \
         }                                                                              \
     } while (0)
+
+/* Rows of `row` elements of `size` bytes from src, in order, to the targets in dst. */
+static void scatter_rows(void *dst, const Py_ssize_t *targets, Py_ssize_t count, const void *src,
+                         Py_ssize_t size, Py_ssize_t row, Py_ssize_t step) {
+    switch (size) {
+    case 1: SCATTER_LOOP(uint8_t); break;
+    case 2: SCATTER_LOOP(uint16_t); break;
+    case 4: SCATTER_LOOP(uint32_t); break;
+    case 8: SCATTER_LOOP(uint64_t); break;
+    default:
+        for (Py_ssize_t k = 0; k < count; k++) {
+            for (Py_ssize_t j = 0; j < row; j++) {
+                memcpy((char *)dst + (targets[k] + j * step) * size,
+                       (const char *)src + (k * row + j) * size, (size_t)size);
+            }
+        }
+    }
+}
 
 /* A conversion cut into pieces for the pool. */
 typedef struct {
@@ -562,6 +611,17 @@ static void halves_piece(void *context, int64_t k) {
 
 #define HALVES_PIECE (64 << 10) /* elements a piece: 256 KiB read, 128 KiB written */
 
+/* A conversion's pieces, on the pool where there are several and threads for them. */
+static void convert_all(halves_job_t *job, int64_t pieces, int threads, int64_t bytes) {
+    if (threads > 1 && pieces > 1) {
+        pool_run(halves_piece, job, pieces, threads < pieces ? threads : (int)pieces, bytes);
+    } else if (job->count > 0) {
+        for (int64_t k = 0; k < pieces; k++) {
+            halves_piece(job, k);
+        }
+    }
+}
+
 /* A float16 <-> float32 (or float64 -> float16) conversion of src's elements into dst on
  * up to `threads` threads (a piece of 64K elements each). */
 static PyObject *converted(PyObject *args, int mode) {
@@ -585,17 +645,8 @@ static PyObject *converted(PyObject *args, int mode) {
     }
     halves_job_t job = {src.buf, dst.buf, src.len / in_size, HALVES_PIECE, hardware, mode};
     int64_t pieces = (job.count + HALVES_PIECE - 1) / HALVES_PIECE;
-    Py_BEGIN_ALLOW_THREADS
-    if (threads > 1 && pieces > 1) {
-        pool_run(halves_piece, &job, pieces, threads < pieces ? threads : (int)pieces,
-                 (int64_t)dst.len);
-    } else if (job.count > 0) {
-        halves_piece(&job, 0);
-        for (int64_t k = 1; k < pieces; k++) {
-            halves_piece(&job, k);
-        }
-    }
-    Py_END_ALLOW_THREADS
+    UNLOCKED_IF_LONG(dst.len, pieces > 1 ? threads : 1,
+                     convert_all(&job, pieces, threads, (int64_t)dst.len));
     PyBuffer_Release(&src);
     PyBuffer_Release(&dst);
     Py_RETURN_NONE;
@@ -706,11 +757,11 @@ static PyObject *compact(PyObject *self, PyObject *args) {
     }
     int64_t found = 0;
     if (rows > 0) {
-        Py_BEGIN_ALLOW_THREADS
-        found = compact_nonzero((const char *)src.buf + src_offset, shape, strides, rank,
-                                element, sign_free, (char *)dst.buf + dst_offset, row_stride,
-                                column_stride, columns, threads);
-        Py_END_ALLOW_THREADS
+        UNLOCKED_IF_LONG(src.len, threads,
+                         found = compact_nonzero((const char *)src.buf + src_offset, shape,
+                                                 strides, rank, element, sign_free,
+                                                 (char *)dst.buf + dst_offset, row_stride,
+                                                 column_stride, columns, threads));
     }
     PyBuffer_Release(&src);
     PyBuffer_Release(&dst);
@@ -744,21 +795,8 @@ static PyObject *scatter(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "scatter: a target lies outside the destination");
         return NULL;
     }
-    Py_BEGIN_ALLOW_THREADS
-    switch (size) {
-    case 1: SCATTER_LOOP(uint8_t); break;
-    case 2: SCATTER_LOOP(uint16_t); break;
-    case 4: SCATTER_LOOP(uint32_t); break;
-    case 8: SCATTER_LOOP(uint64_t); break;
-    default:
-        for (Py_ssize_t k = 0; k < count; k++) {
-            for (Py_ssize_t j = 0; j < row; j++) {
-                memcpy((char *)dst.buf + (targets[k] + j * step) * size,
-                       (const char *)src.buf + (k * row + j) * size, (size_t)size);
-            }
-        }
-    }
-    Py_END_ALLOW_THREADS
+    UNLOCKED_IF_LONG(count * row * size, 1,
+                     scatter_rows(dst.buf, targets, count, src.buf, size, row, step));
     PyBuffer_Release(&dst);
     PyBuffer_Release(&at);
     PyBuffer_Release(&src);
@@ -802,12 +840,13 @@ static PyObject *indexed(PyObject *self, PyObject *args) {
     }
     int done = INDEXED_BAD_TABLE, meet = buffers_meet(&dst, &src) || buffers_meet(&dst, &idx);
     if (!meet && meta.len % (Py_ssize_t)sizeof(int64_t) == 0) {
-        Py_BEGIN_ALLOW_THREADS
-        done = indexed_run((const int64_t *)meta.buf, (int64_t)(meta.len / 8),
-                           (const char *)src.buf, (int64_t)src.len, (char *)dst.buf,
-                           (int64_t)dst.len, (const uint8_t *)idx.buf, (int64_t)idx.len,
-                           element, threads < 1 ? 1 : threads, how);
-        Py_END_ALLOW_THREADS
+        /* (the bytes it moves: a gather's output, a scatter's rows, at most) */
+        UNLOCKED_IF_LONG(src.len < dst.len ? src.len : dst.len, threads,
+                         done = indexed_run((const int64_t *)meta.buf, (int64_t)(meta.len / 8),
+                                            (const char *)src.buf, (int64_t)src.len,
+                                            (char *)dst.buf, (int64_t)dst.len,
+                                            (const uint8_t *)idx.buf, (int64_t)idx.len, element,
+                                            threads < 1 ? 1 : threads, how));
     }
     PyBuffer_Release(&meta);
     PyBuffer_Release(&src);
@@ -851,6 +890,7 @@ static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Set the pool's spin time, the engine's grain sizes and its streaming threshold."},
     {"workers", workers, METH_NOARGS, "Worker threads started in this process."},
+    {"pool_taken", taken, METH_NOARGS, "Whether a thread's job holds the pool now."},
     {"estimate_spare", estimate_spare, METH_VARARGS,
      "The spare-CPU estimate of a /proc/loadavg text, ours runnable, the set's and online CPUs."},
     {"quota_trace", quota_trace, METH_VARARGS,

@@ -67,6 +67,7 @@ typedef struct {
 
 static struct {
     pthread_mutex_t lock; /* held by the caller whose job runs */
+    _Atomic int taken;    /* while that is so (read without the lock: pool_taken) */
     worker_t *workers[MOST_WORKERS];
     int started;
     uint32_t epoch;
@@ -323,6 +324,7 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads, int64_t b
         run_alone(fn, context, pieces); /* another thread's job holds the pool */
         return;
     }
+    atomic_store_explicit(&pool.taken, 1, memory_order_relaxed);
     int most = threads - 1;
     if (most > pieces - 1) {
         most = (int)(pieces - 1);
@@ -360,6 +362,7 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads, int64_t b
         time_a_byte((double)bytes, now_ns() - alone_from);
         atomic_store(&pool.last_joined, 0);
         learn(0, threads - 1, 0, 0);
+        atomic_store_explicit(&pool.taken, 0, memory_order_relaxed);
         pthread_mutex_unlock(&pool.lock);
         return;
     }
@@ -419,8 +422,11 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads, int64_t b
     if (!long_job) {
         learn(helpers, threads - 1, own_done - started, now_ns() - own_done);
     }
+    atomic_store_explicit(&pool.taken, 0, memory_order_relaxed);
     pthread_mutex_unlock(&pool.lock);
 }
+
+int pool_taken(void) { return atomic_load_explicit(&pool.taken, memory_order_relaxed); }
 
 int pool_workers(void) { return pool.started; }
 
@@ -476,6 +482,7 @@ static void after_fork_in_child(void) {
     memcpy(&pool.finished, &woken, sizeof(woken));
     atomic_store(&pool.caller_sleeping, 0);
     atomic_store(&pool.asleep, 0);
+    atomic_store(&pool.taken, 0);
     adapt.cap = -1;
     adapt.calm = 0;
     adapt.probe_after = 8;

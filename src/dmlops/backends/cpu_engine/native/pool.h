@@ -22,6 +22,9 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads, int64_t b
  * part of the job, and that worker's share a gain. */
 #define LONG_JOB_NS 16000000LL
 
+/* Whether another thread's job holds the pool now (a job started now would run alone). */
+int pool_taken(void);
+
 /* Workers started so far (0 in a fresh child after fork()). */
 int pool_workers(void);
 

@@ -1,0 +1,160 @@
+"""The engine keeps the GIL through a job moving fewer bytes than `gil_held_bytes` (on
+several threads) or `gil_held_alone_bytes` (on the calling thread alone) and lets it go for
+a longer one; either way the bytes written are the same."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import dmlops
+from dmlops.backends import cpu_engine
+
+pytestmark = pytest.mark.skipif(not cpu_engine.available(), reason="the engine is not built")
+
+
+@pytest.fixture
+def held_below() -> Iterator[Callable[..., None]]:
+    """Sets the engine's GIL limits for the test (`alone`: the one-thread jobs', where it
+    differs), the defaults and the thread count back after it."""
+
+    def held(limit: int, alone: int | None = None) -> None:
+        cpu_engine.configure(
+            gil_held_bytes=limit, gil_held_alone_bytes=limit if alone is None else alone
+        )
+
+    threads = dmlops.get_num_threads()
+    yield held
+    dmlops.set_num_threads(threads)
+    cpu_engine.configure(
+        **{k: cpu_engine.DEFAULTS[k] for k in ("gil_held_bytes", "gil_held_alone_bytes")}
+    )
+
+
+def _stamps_during(call: Callable[[], Any]) -> int:
+    """How many times another Python thread ran a line while `call` ran. The other thread
+    gives the GIL back at every line (a sleep) and, with the switch interval at a minute,
+    gets it back only where it is let go: never within the call's Python, so only while
+    the job runs with it released."""
+    stamps: list[float] = []
+    stop = threading.Event()
+    ready = threading.Event()
+
+    def tick() -> None:
+        ready.set()
+        while not stop.is_set():
+            stamps.append(time.perf_counter())
+            time.sleep(0)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(60.0)
+    ticker = threading.Thread(target=tick, daemon=True)
+    try:
+        ticker.start()
+        ready.wait()
+        time.sleep(0.01)  # (the ticker now waits for the GIL at each line)
+        start = time.perf_counter()
+        call()
+        end = time.perf_counter()
+    finally:
+        stop.set()
+        sys.setswitchinterval(interval)
+        ticker.join()
+    return sum(start < s < end for s in stamps)
+
+
+def _reverse_rows(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    return dmlops.slice1(x, [0, 0], list(x.shape), [-1, 1])  # type: ignore[no-any-return]
+
+
+def test_a_short_job_keeps_the_gil_and_a_long_one_lets_it_go(
+    held_below: Callable[..., None],
+) -> None:
+    x = np.arange(16 << 20, dtype=np.float32).reshape(4096, -1)  # 64 MiB
+    _reverse_rows(x)  # (compiled and its output cached before the timing)
+    held_below(1 << 40)
+    assert _stamps_during(lambda: _reverse_rows(x)) == 0
+    held_below(0)
+    assert _stamps_during(lambda: _reverse_rows(x)) > 0
+    assert np.array_equal(_reverse_rows(x), x[::-1])
+
+
+def test_a_job_on_the_calling_thread_alone_has_its_own_limit(
+    held_below: Callable[..., None],
+) -> None:
+    x = np.arange(16 << 20, dtype=np.float32).reshape(4096, -1)  # 64 MiB
+    dmlops.set_num_threads(1)
+    _reverse_rows(x)
+    held_below(1 << 40, alone=0)  # (alone: released)
+    assert _stamps_during(lambda: _reverse_rows(x)) > 0
+    held_below(0, alone=1 << 40)  # (alone: held)
+    assert _stamps_during(lambda: _reverse_rows(x)) == 0
+    assert np.array_equal(_reverse_rows(x), x[::-1])
+
+
+def test_a_job_that_finds_the_pool_taken_has_the_one_thread_limit(
+    held_below: Callable[..., None],
+) -> None:
+    module = cpu_engine.native()
+    x = np.arange(16 << 20, dtype=np.float32).reshape(4096, -1)  # 64 MiB
+    dmlops.set_num_threads(2)  # (it asks for two threads, on any machine)
+    _reverse_rows(x)
+    held_below(1 << 40, alone=0)  # (several threads: held; alone: released)
+    assert not module.pool_taken()
+    assert _stamps_during(lambda: _reverse_rows(x)) == 0
+    # another thread's job (64 pieces of 3 ms on two threads) holds the pool meanwhile
+    holder = threading.Thread(target=module.pool_probe, args=(64, 2, 3000), daemon=True)
+    holder.start()
+    while not module.pool_taken():
+        time.sleep(0.001)
+    stamps = _stamps_during(lambda: _reverse_rows(x))
+    still_taken = module.pool_taken()
+    holder.join()
+    assert still_taken and stamps > 0
+    assert not module.pool_taken()
+    assert np.array_equal(_reverse_rows(x), x[::-1])
+
+
+def _cases() -> list[tuple[str, Callable[[], Any], Callable[[], Any]]]:
+    """(name, a call that runs one of the engine's native jobs, numpy's answer) each."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((64, 96), dtype=np.float32)
+    x[3, 5] = np.float32(np.nan)
+    x[7, 1] = np.float32(-0.0)
+    zeros = np.where(rng.random((2, 3, 16, 24)) < 0.7, 0.0, 1.5).astype(np.float32)
+    rows = rng.integers(0, 64, 40)
+    targets = np.array([[5], [0], [63], [5]])
+    updates = rng.standard_normal((4, 96), dtype=np.float32)
+    expected_scatter = x.copy()
+    expected_scatter[[5, 0, 63]] = updates[[3, 1, 2]]
+    found = np.argwhere(zeros)
+    finite = np.nan_to_num(x)  # (CAST's NaNs are its own: tests/test_cast.py)
+    return [
+        ("strided copies", lambda: dmlops.join([x[::-1], x[::2, ::-1]], 0),
+         lambda: np.concatenate([x[::-1], x[::2, ::-1]], 0)),
+        ("float16 narrowing", lambda: dmlops.cast(finite, np.float16),
+         lambda: finite.astype(np.float16)),
+        ("float32 widening", lambda: dmlops.cast(finite.astype(np.float16), np.float32),
+         lambda: finite.astype(np.float16).astype(np.float32)),
+        ("gather", lambda: dmlops.gather(x, rows, 0), lambda: x[rows]),
+        ("scatter of rows", lambda: dmlops.scatter_nd(x, targets, updates), lambda: expected_scatter),
+        ("nonzero", lambda: dmlops.nonzero(zeros), lambda: found),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("limit", [0, 1 << 40], ids=["released", "held"])
+@pytest.mark.parametrize("case", [c[0] for c in _cases()])
+def test_every_native_job_writes_the_same_bits_held_or_released(
+    held_below: Callable[..., None], limit: int, case: str
+) -> None:
+    held_below(limit)
+    _, call, expected = next(c for c in _cases() if c[0] == case)
+    got, want = np.asarray(call()), np.asarray(expected())
+    assert got.shape == want.shape
+    assert got.tobytes() == want.astype(got.dtype).tobytes()
