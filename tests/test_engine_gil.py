@@ -1,6 +1,6 @@
-"""The engine keeps the GIL through a job moving fewer bytes than `gil_held_bytes` (on
-several threads) or `gil_held_alone_bytes` (on the calling thread alone) and lets it go for
-a longer one; either way the bytes written are the same."""
+"""The engine keeps the GIL through a job moving fewer bytes than `gil_held_bytes_a_thread`
+for each thread it may run on (one where another thread's job holds the pool) and lets it
+go for a longer one; either way the bytes written are the same."""
 
 from __future__ import annotations
 
@@ -20,21 +20,14 @@ pytestmark = pytest.mark.skipif(not cpu_engine.available(), reason="the engine i
 
 
 @pytest.fixture
-def held_below() -> Iterator[Callable[..., None]]:
-    """Sets the engine's GIL limits for the test (`alone`: the one-thread jobs', where it
-    differs), the defaults and the thread count back after it."""
-
-    def held(limit: int, alone: int | None = None) -> None:
-        cpu_engine.configure(
-            gil_held_bytes=limit, gil_held_alone_bytes=limit if alone is None else alone
-        )
-
+def held_below() -> Iterator[Callable[[int], None]]:
+    """Sets the engine's GIL limit a thread for the test; the default and the thread count
+    back after it."""
     threads = dmlops.get_num_threads()
-    yield held
+    yield lambda limit: cpu_engine.configure(gil_held_bytes_a_thread=limit)
     dmlops.set_num_threads(threads)
-    cpu_engine.configure(
-        **{k: cpu_engine.DEFAULTS[k] for k in ("gil_held_bytes", "gil_held_alone_bytes")}
-    )
+    limit = cpu_engine.DEFAULTS["gil_held_bytes_a_thread"]
+    cpu_engine.configure(gil_held_bytes_a_thread=limit)
 
 
 def _stamps_during(call: Callable[[], Any]) -> int:
@@ -73,10 +66,13 @@ def _reverse_rows(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return dmlops.slice1(x, [0, 0], list(x.shape), [-1, 1])  # type: ignore[no-any-return]
 
 
+_MIB = 1 << 20
+
+
 def test_a_short_job_keeps_the_gil_and_a_long_one_lets_it_go(
-    held_below: Callable[..., None],
+    held_below: Callable[[int], None],
 ) -> None:
-    x = np.arange(16 << 20, dtype=np.float32).reshape(4096, -1)  # 64 MiB
+    x = np.arange(16 * _MIB, dtype=np.float32).reshape(4096, -1)  # 64 MiB
     _reverse_rows(x)  # (compiled and its output cached before the timing)
     held_below(1 << 40)
     assert _stamps_during(lambda: _reverse_rows(x)) == 0
@@ -85,27 +81,27 @@ def test_a_short_job_keeps_the_gil_and_a_long_one_lets_it_go(
     assert np.array_equal(_reverse_rows(x), x[::-1])
 
 
-def test_a_job_on_the_calling_thread_alone_has_its_own_limit(
-    held_below: Callable[..., None],
+def test_the_limit_counts_the_threads_a_job_may_run_on(
+    held_below: Callable[[int], None],
 ) -> None:
-    x = np.arange(16 << 20, dtype=np.float32).reshape(4096, -1)  # 64 MiB
-    dmlops.set_num_threads(1)
+    x = np.arange(16 * _MIB, dtype=np.float32).reshape(4096, -1)  # 64 MiB
     _reverse_rows(x)
-    held_below(1 << 40, alone=0)  # (alone: released)
-    assert _stamps_during(lambda: _reverse_rows(x)) > 0
-    held_below(0, alone=1 << 40)  # (alone: held)
+    held_below(48 * _MIB)
+    dmlops.set_num_threads(2)  # (two threads' share: 96 MiB, held)
     assert _stamps_during(lambda: _reverse_rows(x)) == 0
+    dmlops.set_num_threads(1)  # (one thread's: 48 MiB, released)
+    assert _stamps_during(lambda: _reverse_rows(x)) > 0
     assert np.array_equal(_reverse_rows(x), x[::-1])
 
 
-def test_a_job_that_finds_the_pool_taken_has_the_one_thread_limit(
-    held_below: Callable[..., None],
+def test_a_job_that_finds_the_pool_taken_has_one_threads_share(
+    held_below: Callable[[int], None],
 ) -> None:
     module = cpu_engine.native()
-    x = np.arange(16 << 20, dtype=np.float32).reshape(4096, -1)  # 64 MiB
-    dmlops.set_num_threads(2)  # (it asks for two threads, on any machine)
+    x = np.arange(16 * _MIB, dtype=np.float32).reshape(4096, -1)  # 64 MiB
+    dmlops.set_num_threads(2)
     _reverse_rows(x)
-    held_below(1 << 40, alone=0)  # (several threads: held; alone: released)
+    held_below(48 * _MIB)  # (on two threads: held; alone: released)
     assert not module.pool_taken()
     assert _stamps_during(lambda: _reverse_rows(x)) == 0
     # another thread's job (64 pieces of 3 ms on two threads) holds the pool meanwhile
@@ -151,7 +147,7 @@ def _cases() -> list[tuple[str, Callable[[], Any], Callable[[], Any]]]:
 @pytest.mark.parametrize("limit", [0, 1 << 40], ids=["released", "held"])
 @pytest.mark.parametrize("case", [c[0] for c in _cases()])
 def test_every_native_job_writes_the_same_bits_held_or_released(
-    held_below: Callable[..., None], limit: int, case: str
+    held_below: Callable[[int], None], limit: int, case: str
 ) -> None:
     held_below(limit)
     _, call, expected = next(c for c in _cases() if c[0] == case)

@@ -134,9 +134,8 @@ DEFAULTS = {
     "step_shuffles": 1,
     "tile_blocks": 1,
     "deal_most_bytes": 512,  # (native/evens.c: rows dealt from one read up to this long)
-    # (native/module.c: jobs moving less keep the GIL; on several threads, on one)
-    "gil_held_bytes": 4 << 20,
-    "gil_held_alone_bytes": 512 << 10,
+    # (native/module.c: a job moving less than this for each of its threads keeps the GIL)
+    "gil_held_bytes_a_thread": 512 << 10,
     "streaming_bytes": streaming_bytes(),
     **quota_settings(_QUOTA),
 }
