@@ -111,58 +111,52 @@ def plot_contention(results: list[Result], path: str) -> None:
     _save(fig, path, list(axes.flat)[len(cases) :])
 
 
+Lines = dict[str, list[tuple[float, float]]]  # a panel's lines: label -> (x, ratio) points
+
+
+def _ratio_panels(panels: dict[str, Lines], path: str, xlabel: str, ylabel: str, base: int) -> None:
+    """A panel per case, two a row: each line's ratio to numpy against x (log-log, x's log
+    to `base`), a black line at 1."""
+    plt = _pyplot()
+
+    columns = 2
+    rows = -(-len(panels) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(11, 2.8 * rows), squeeze=False)
+    for ax, (case, lines) in zip(axes.flat, panels.items(), strict=False):
+        for label, pts in lines.items():
+            pts = sorted(pts)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xscale("log", base=base)
+        ax.set_yscale("log")
+        ax.set_title(case, fontsize=9)
+        ax.set_xlabel(xlabel, fontsize=8)
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.legend(fontsize=6)
+    _save(fig, path, list(axes.flat)[len(panels) :])
+
+
 def plot_sizes(results: list[Result], path: str) -> None:
     """One panel per case of the sizes section: each contender's median over numpy's against
     the output's size (log-log; below 1 is faster than numpy)."""
-    plt = _pyplot()
-
-    cases: dict[str, list[Result]] = {}
+    panels: dict[str, Lines] = {}
     for r in results:
-        cases.setdefault(r.case.rpartition(", ")[0], []).append(r)
-    columns = 2
-    rows = -(-len(cases) // columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(11, 2.8 * rows), squeeze=False)
-    for ax, (case, found) in zip(axes.flat, cases.items(), strict=False):
-        found = sorted(found, key=lambda r: r.output_bytes)
-        names = [n for n in found[0].times if not n.endswith(" p99") and n != "numpy"]
-        for name in names:
-            pts = [(r.output_bytes, r.times[name] / r.times["numpy"]) for r in found]
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
-        ax.axhline(1.0, color="black", linewidth=0.8)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_title(case, fontsize=9)
-        ax.set_xlabel("output bytes", fontsize=8)
-        ax.set_ylabel("median / numpy's", fontsize=8)
-        ax.legend(fontsize=6)
-    _save(fig, path, list(axes.flat)[len(cases) :])
+        lines = panels.setdefault(r.case.rpartition(", ")[0], {})
+        for name, t in r.times.items():
+            if not name.endswith(" p99") and name != "numpy":
+                lines.setdefault(name, []).append((r.output_bytes, t / r.times["numpy"]))
+    _ratio_panels(panels, path, "output bytes", "median / numpy's", 10)
 
 
 def plot_callers(results: list[Result], path: str) -> None:
     """One panel per operator of the callers section: dmlops' round over numpy's against the
     threads calling at once, a line per size (below 1 is faster than numpy)."""
-    plt = _pyplot()
-
-    cases: dict[str, dict[str, list[tuple[int, float]]]] = {}
+    panels: dict[str, Lines] = {}
     for r in results:
         case, size, threads = r.case.rsplit(", ", 2)
         ratio = r.times["dmlops"] / r.times["numpy"]
-        cases.setdefault(case, {}).setdefault(size, []).append((int(threads.split()[0]), ratio))
-    columns = 2
-    rows = -(-len(cases) // columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(11, 2.8 * rows), squeeze=False)
-    for ax, (case, by_size) in zip(axes.flat, cases.items(), strict=False):
-        for size, pts in by_size.items():
-            pts.sort()
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=size)
-        ax.axhline(1.0, color="black", linewidth=0.8)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_title(case, fontsize=9)
-        ax.set_xlabel("Python threads calling at once", fontsize=8)
-        ax.set_ylabel("round / numpy's", fontsize=8)
-        ax.legend(fontsize=6)
-    _save(fig, path, list(axes.flat)[len(cases) :])
+        panels.setdefault(case, {}).setdefault(size, []).append((int(threads.split()[0]), ratio))
+    _ratio_panels(panels, path, "Python threads calling at once", "round / numpy's", 2)
 
 
 def plot(results: list[Result], path: str) -> None:

@@ -42,8 +42,8 @@ static int64_t streaming_bytes = INT64_MAX; /* jobs this large stream their stor
  * Released for so short a copy, the GIL is taken by another Python thread calling too, and
  * this one sleeps until that one lets it go: a thread woken a call, slower than the copy.
  * Held, the Python threads' short jobs take turns, each on the threads it asked for.
- * (16-core host, 16 threads calling: 64 KiB transposes 3.1-3.5 -> 1.5-1.7 x numpy's time,
- * 1 MiB reversed rows 2.0-2.1 -> 1.4; a 1 MiB job alone released, on the 2-core VM too.) */
+ * (16-core host, 16 threads calling: 64 KiB transposes 3.1-3.3 -> 1.4 x numpy's time,
+ * 1 MiB reversed rows 2.0-2.1 -> 1.3; a 1 MiB job on one or two threads still released.) */
 static int64_t gil_held_bytes_a_thread = 512 << 10;
 
 /* `job`, on up to `threads` threads, with the GIL released where it moves `bytes` or more
@@ -59,6 +59,7 @@ static int64_t gil_held_bytes_a_thread = 512 << 10;
             Py_END_ALLOW_THREADS                                                               \
         }                                                                                      \
     } while (0)
+
 #define KEEP_CACHED 1 /* a plan table's header flag (its fourth word): never stream */
 
 static void release_all(Py_buffer *views, Py_ssize_t count) {
