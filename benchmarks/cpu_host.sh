@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CPU engine on a many-core host (a device machine's): build the extension, run its
-# tests, then the startup, graphs and contention sections. Usage, from the repo root:
+# tests, then the startup, graphs, contention, sizes and callers sections. Usage, from the
+# repo root:
 #   bash benchmarks/cpu_host.sh OUTDIR
 set -u
 out=${1:-/tmp/dmlops-cpu}
@@ -15,8 +16,8 @@ if ! python3 -c "import dmlops.backends.cpu_engine._native" 2>/dev/null; then  #
 fi
 python3 -c "from dmlops.backends import cpu_engine as e; print('engine', e.available(), 'threads', e.get_num_threads())"
 nproc; python3 -c "import os; print('affinity', len(os.sched_getaffinity(0)))"
-python3 -m pytest tests/test_cpu_engine.py tests/test_cpu_threads.py -q -p no:cacheprovider 2>&1 | tail -3
-python3 -m dmlops.cli bench --device cpu ${SECTIONS:---section startup --section graphs --section contention} \
+python3 -m pytest tests/test_cpu_engine.py tests/test_cpu_threads.py tests/test_engine_gil.py -q -p no:cacheprovider 2>&1 | tail -3
+python3 -m dmlops.cli bench --device cpu ${SECTIONS:---section startup --section graphs --section contention --section sizes --section callers} \
   --reps 50 --calls ${CALLS:-200} --json "$out/cpu.json" --plot "$out/cpu.png" > "$out/cpu.md" 2>"$out/cpu.err"
 tail -5 "$out/cpu.err"
 [ -n "${WAITS:-}" ] && python3 benchmarks/engine_waits.py | tee "$out/waits.txt" && python3 benchmarks/engine_waits.py --per-core | tee -a "$out/waits.txt"
