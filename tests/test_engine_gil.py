@@ -154,3 +154,32 @@ def test_every_native_job_writes_the_same_bits_held_or_released(
     got, want = np.asarray(call()), np.asarray(expected())
     assert got.shape == want.shape
     assert got.tobytes() == want.astype(got.dtype).tobytes()
+
+
+@pytest.mark.parametrize("limit", [0, 1 << 40], ids=["released", "held"])
+def test_sixteen_threads_calling_at_once_held_or_released(
+    held_below: Callable[[int], None], limit: int
+) -> None:
+    """Every job holding the GIL, or none: 16 Python threads' strided copies, joins,
+    conversions and gathers all right, the pool taken by one job at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    held_below(limit)
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal((32, 3, 40, 41), dtype=np.float32) for _ in range(16)]
+
+    def call(k: int) -> bool:
+        x = arrays[k % 16]
+        flipped = dmlops.slice1(x, [0, 0, 1, 0], [32, 3, 39, 41], [1, 1, 2, -3])
+        joined = dmlops.join(dmlops.split(x, 1, [1, 2]), 1)
+        halves = dmlops.cast(x, np.float16)
+        at = np.array([40, k % 41, 0, 3, 20])
+        return bool(
+            np.array_equal(flipped, x[:, :, 1:40:2, ::-3])
+            and np.array_equal(joined, x)
+            and halves.tobytes() == x.astype(np.float16).tobytes()
+            and np.array_equal(dmlops.gather(x, at, 3), x[..., at])
+        )
+
+    with ThreadPoolExecutor(16) as pool:
+        assert all(pool.map(call, range(160)))
