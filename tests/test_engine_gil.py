@@ -16,7 +16,9 @@ import pytest
 import dmlops
 from dmlops.backends import cpu_engine
 
-pytestmark = pytest.mark.skipif(not cpu_engine.available(), reason="the engine is not built")
+pytestmark = pytest.mark.skipif(
+    not cpu_engine.available(), reason="the engine is not built, or DMLOPS_CPU_ENGINE=numpy"
+)
 
 
 @pytest.fixture
