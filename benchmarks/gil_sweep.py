@@ -19,11 +19,10 @@ import statistics
 
 import dmlops
 from dmlops.backends import cpu_engine
-from dmlops.bench.callers import round_time
+from dmlops.bench.callers import calls_a_thread, round_time
 from dmlops.bench.sizes import _label, _operators
 
 _KEPT = ("slice1 reversed rows", "slice, strides 2 x 2", "NCHW -> NHWC")
-_ROUND_BYTES = 64 << 20
 
 
 def _ints(text: str) -> list[int]:
@@ -48,7 +47,7 @@ def main() -> None:
             for case, out_bytes, contenders in _operators(nbytes):
                 if case not in _KEPT:
                     continue
-                calls = max(3, min(200, _ROUND_BYTES // out_bytes))
+                calls = calls_a_thread(out_bytes)
                 for threads in args.threads:
                     ours: dict[int, list[float]] = {v: [] for v in args.limits}
                     theirs = []

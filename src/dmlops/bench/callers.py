@@ -21,7 +21,7 @@ from .common import Result
 from .contention import _cpu_set_size
 from .sizes import _label, _operators
 
-__all__ = ["SIZES", "callers", "round_time", "run"]
+__all__ = ["SIZES", "callers", "calls_a_thread", "round_time", "run"]
 
 SECTION = "callers"
 SIZES = (64 << 10, 1 << 20, 16 << 20)  # output bytes asked for (float32)
@@ -33,6 +33,12 @@ def callers(cpus: int | None = None) -> tuple[int, ...]:
     """The thread counts measured: 1, 4, the CPU set's count and twice it."""
     n = _cpu_set_size() if cpus is None else cpus
     return tuple(sorted({1, 4, n, 2 * n}))
+
+
+def calls_a_thread(out_bytes: int, most: int = 200) -> int:
+    """Calls a thread makes in one timing: `most`, fewer where its outputs would pass
+    64 MiB, at least 3."""
+    return max(3, min(most, _ROUND_BYTES // max(1, out_bytes)))
 
 
 def round_time(fn: Callable[[], Any], threads: int, calls: int) -> float:
@@ -74,7 +80,7 @@ def run(
     results = []
     for nbytes in sizes:
         for case, out_bytes, contenders in _operators(nbytes):
-            per_thread = max(3, min(calls, _ROUND_BYTES // max(1, out_bytes)))
+            per_thread = calls_a_thread(out_bytes, calls)
             for threads in callers() if counts is None else counts:
                 res = Result(
                     SECTION,
