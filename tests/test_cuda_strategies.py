@@ -368,6 +368,30 @@ def test_scatters_find_their_winners_by_the_measured_cheapest_way(
     assert winners_by(False, rows, lanes, slots) == "none"
 
 
+@pytest.mark.parametrize(
+    ("chunks", "rows", "lanes"),
+    [
+        (32, 1, 32),  # a warp a long row, however few
+        (500, 10**7, 32),
+        (16, 32, 16),  # 32 rows of 256 bytes: a team of 16, a chunk a lane
+        (3, 100, 4),  # the power of two at or over the chunks
+        (17, 1000, 32),  # 17 chunks: a team of 32, 1,000 rows (32,000 threads)
+        (1, 50, 1),
+        (2, 1 << 15, 2),  # at the limit: 2^16 threads
+        (2, (1 << 15) + 1, 1),  # past it: a thread a row fills the GPU
+        (16, 1 << 12, 16),
+        (16, (1 << 12) + 1, 1),
+    ],
+)
+def test_short_rows_take_a_team_where_few_rows_leave_the_gpu_idle(
+    chunks: int, rows: int, lanes: int
+) -> None:
+    from dmlops.backends.cuda.indexed import TEAM_THREADS, row_lanes
+
+    assert TEAM_THREADS == 1 << 16
+    assert row_lanes(chunks, rows) == lanes
+
+
 @pytest.mark.parametrize(("rows", "width", "kernel"), [
     (256, 512, "dmlops_indexed_scan_shared"),  # 2 KiB rows: a warp a row
     (4096, 512, "dmlops_indexed"),  # after a winner pass; a warp a row
@@ -411,8 +435,10 @@ def test_a_scatters_launches_follow_the_choice(
     )
     names: list[str] = []
     monkeypatch.setattr(cuda_indexed, "_named", lambda cp, entry: names.append(entry) or entry)
-    winner, launches, _, each_call = launch._prepare(fake, 0, 0, 1 << 30, 1 << 31, 1 << 29)
+    winner, launches, kept, each_call = launch._prepare(fake, 0, 0, 1 << 30, 1 << 31, 1 << 29)
     assert launches[-1][0] == kernel
+    chunks = width * 4 // 16  # (16-byte moves: the addresses and rows allow them)
+    assert kept[0][cuda_indexed.META_WORDS - 1] == cuda_indexed.row_lanes(chunks, rows)
     assert each_call == (winner is not None and width * 4 > 2048)
     assert len(cleared) == (winner is not None and not each_call)
     assert (winner is not None) == (names[0] == "dmlops_indexed_winner")

@@ -1315,6 +1315,73 @@ def test_short_whole_word_rows(backend: str, dtype: type, width: int) -> None:
         assert moved <= set(log), log
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")
+@pytest.mark.parametrize("teams", [True, False])
+@pytest.mark.parametrize(
+    ("dtype", "width"),
+    [(F32, w) for w in (1, 2, 3, 4, 5, 8, 12, 16, 17, 20, 31, 33, 64, 100, 124, 128, 132)]
+    + [(np.float16, 6), (np.int8, 40), (np.float64, 30)],
+)
+def test_cuda_short_rows_by_teams_and_by_threads(
+    dtype: type, width: int, teams: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CUDA's indexed copies of rows shorter than a warp's 32 chunks, moved by a team of
+    lanes (the power of two at or over the row's chunks) or a thread a row
+    (`TEAM_THREADS` 0): gathers, gathers of strided rows (element by element), scatters whose
+    targets meet (the shared-memory scan, a winner table the copy frees, and one each call
+    clears: index positions of several rows), three calls into one array, each bit-exact;
+    the launches took the lanes asked."""
+    from dmlops.backends.cuda import indexed as cuda_indexed
+
+    if not teams:
+        monkeypatch.setattr(cuda_indexed, "TEAM_THREADS", 0)
+    lanes_seen: set[int] = set()
+    prepare = cuda_indexed.IndexedLaunch._prepare
+
+    def noting(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        made = prepare(self, *args, **kwargs)
+        meta = made[2][0]  # (what the launches keep: the meta table first)
+        if len(meta) == cuda_indexed.META_WORDS:  # (not the elements kernel's walk)
+            lanes_seen.add(int(meta[-1]))
+        return made
+
+    monkeypatch.setattr(cuda_indexed.IndexedLaunch, "_prepare", noting)
+    dmlops.functional.clear_cache()
+    rng = np.random.default_rng(width)
+    host = rng.integers(-100, 100, (300, 2 * width)).astype(dtype)
+    ids = rng.integers(-300, 300, (7, 9))
+    got = dmlops.gather(to_device("cuda", host), to_device("cuda", ids), 0)
+    assert bits(to_host(got)) == bits(ref_gather(host, ids, 0))
+    strided = to_device("cuda", host)[:, ::2]  # rows read element by element
+    got = dmlops.gather(strided, to_device("cuda", ids), 0)
+    assert bits(to_host(got)) == bits(ref_gather(host[:, ::2], ids, 0))
+    for rows in (40, 5000):  # the shared-memory scan; a winner table the copy frees
+        target = to_device("cuda", host[:, :width].copy())
+        want = host[:, :width].copy()
+        for _ in range(3):
+            slots = rng.integers(0, 300, (rows, 1))
+            upd = rng.integers(-100, 100, (rows, width)).astype(dtype)
+            want = ref_scatter_nd(want, slots, upd)
+            dmlops.scatter_nd(
+                target, to_device("cuda", slots), to_device("cuda", upd), out=target
+            )
+            assert bits(to_host(target)) == bits(want), rows
+    base = to_device("cuda", np.zeros((300, 3, 2 * width), dtype))
+    target = base[:, :, :width]  # index positions of three rows: each call clears the table
+    want = np.zeros((300, 3, width), dtype)
+    for _ in range(3):
+        slots = rng.integers(0, 300, (5000, 1))
+        upd = rng.integers(-100, 100, (5000, 3, width)).astype(dtype)
+        want = ref_scatter_nd(want, slots, upd)
+        dmlops.scatter_nd(target, to_device("cuda", slots), to_device("cuda", upd), out=target)
+        assert bits(to_host(target)) == bits(want)
+    if not teams:
+        assert lanes_seen <= {1, 32}
+    elif 1 < width < 32:  # (the strided gather's rows: `width` chunks of one element)
+        assert 1 << (width - 1).bit_length() in lanes_seen
+
+
 @pytest.mark.parametrize("backend", INDEXED_BACKENDS)
 def test_gather_of_a_0d_array_reads_its_one_element(backend: str) -> None:
     """numpy.take and torch's index_select and take read a 0-D array as its one element."""

@@ -9,6 +9,8 @@
 //   [16] reversing dimension (REVERSE_SUBSEQUENCES; -1: none)
 //   [17 + 6d ..]: shape, src, dst, index, slot and order stride of outer dimension d
 //   then per axis t: size, stride, slot stride
+//   [META_WORDS - 1] lanes a row: 32 (a warp) for rows of 32 chunks or more, else a team of
+//   the power of two at or over its chunks where few rows leave the chip idle, else 1
 // Gathers clamp each index into its axis (reads stay inside the input); scatters drop a row
 // whose index is out of range, and a row whose slot a row later in index order also writes
 // (the winner table holds, per slot, the latest order that writes it; for a few rows,
@@ -19,6 +21,7 @@ typedef unsigned char u8;
 #define SEGMENT 128
 
 #define META_WORDS 112
+#define LANES_WORD (META_WORDS - 1)
 struct Meta { long long v[META_WORDS]; };
 
 __device__ __forceinline__ long long read_index(const u8* base, long long at, int type, bool* huge)
@@ -133,15 +136,16 @@ __device__ __forceinline__ void move_chunk(const u8* from, u8* to, long long chu
 // found once per block in shared memory, against which a row looks for a later one
 struct Known { const int* slots; const int* orders; };
 
-// a winning row's warp (or thread) marks its slot free again once it has moved the row
-// (`clears`): the table is clean for the next call without a clearing of its own. Only
-// where one warp or thread moves a whole row (the host asks for it only then), so that no
+// a winning row's team (warp) or thread marks its slot free again once it has moved the
+// row (`clears`): the table is clean for the next call without a clearing of its own. Only
+// where one team or thread moves a whole row (the host asks for it only then), so that no
 // other part of the winning row still looks at the slot.
-__device__ __forceinline__ void free_slot(int* winner, long long slot, bool warp_rows)
+__device__ __forceinline__ void free_slot(int* winner, long long slot, int lanes, int lane,
+    unsigned team)
 {
-    if (warp_rows) {
-        __syncwarp();
-        if ((threadIdx.x & 31) == 0) winner[slot] = -1;
+    if (lanes > 1) {
+        __syncwarp(team);
+        if (lane == 0) winner[slot] = -1;
     } else {
         winner[slot] = -1;
     }
@@ -155,10 +159,13 @@ __device__ void indexed(const long long* __restrict__ meta, const u8* src_base, 
     const long long chunk = meta[3];
     const long long es = meta[9];
     const bool by_element = chunk == es;
-    // a warp per row for long rows, else a thread per row
-    const bool warp_rows = chunks >= 32;
-    const I lanes = warp_rows ? 32 : 1;
-    const I lane = warp_rows ? (I)(threadIdx.x & 31) : 0;
+    // a warp per row for long rows, a team of lanes (a power of two) or a thread per short one
+    const I lanes = (I)meta[LANES_WORD];
+    const bool warp_rows = lanes == 32;
+    const I lane = (I)(threadIdx.x & (lanes - 1));
+    // the lanes of this thread's team within its warp
+    const unsigned team = warp_rows ? 0xffffffffu
+        : ((1u << lanes) - 1u) << ((threadIdx.x & 31) & ~(unsigned)(lanes - 1));
     const I first = (blockIdx.x * (I)blockDim.x + threadIdx.x) / lanes;
     const I step = (I)gridDim.x * blockDim.x / lanes;
     if (!SCAN && warp_rows && chunk == 16 && !by_element) {
@@ -189,7 +196,7 @@ __device__ void indexed(const long long* __restrict__ meta, const u8* src_base, 
                 __stcs(to + c + 96, f);
             }
             for (; c < end; c += 32) __stcs(to + c, __ldg(from + c));
-            if (SLOTS && clears && winner != nullptr) free_slot(winner, slot, true);
+            if (SLOTS && clears && winner != nullptr) free_slot(winner, slot, lanes, lane, team);
         }
         return;
     }
@@ -211,7 +218,7 @@ __device__ void indexed(const long long* __restrict__ meta, const u8* src_base, 
                 later = k != m && locate<I, O, SLOTS>(meta, idx, k, &s2, &d2, &slot2, &order2)
                     && slot2 == slot && order2 > order;
             }
-            if (warp_rows) later = __any_sync(0xffffffffu, later);
+            if (lanes > 1) later = __any_sync(team, later);
             if (later) continue;
         }
         if (chunk == 16 && !by_element) {  // 16-byte rows: four loads in flight per lane
@@ -227,7 +234,7 @@ __device__ void indexed(const long long* __restrict__ meta, const u8* src_base, 
                 __stcs(to + c + 3 * lanes, f);
             }
             for (; c < chunks; c += lanes) __stcs(to + c, __ldcs(from + c));
-            if (SLOTS && clears && winner != nullptr) free_slot(winner, slot, warp_rows);
+            if (SLOTS && clears && winner != nullptr) free_slot(winner, slot, lanes, lane, team);
             continue;
         }
         for (long long c = lane; c < chunks; c += lanes) {
@@ -239,7 +246,7 @@ __device__ void indexed(const long long* __restrict__ meta, const u8* src_base, 
                     dst_base + (long long)d * es + c * chunk, chunk);
             }
         }
-        if (SLOTS && clears && winner != nullptr) free_slot(winner, slot, warp_rows);
+        if (SLOTS && clears && winner != nullptr) free_slot(winner, slot, lanes, lane, team);
     }
 }
 
