@@ -1363,9 +1363,7 @@ def test_cuda_short_rows_by_teams_and_by_threads(
             slots = rng.integers(0, 300, (rows, 1))
             upd = rng.integers(-100, 100, (rows, width)).astype(dtype)
             want = ref_scatter_nd(want, slots, upd)
-            dmlops.scatter_nd(
-                target, to_device("cuda", slots), to_device("cuda", upd), out=target
-            )
+            dmlops.scatter_nd(target, to_device("cuda", slots), to_device("cuda", upd), out=target)
             assert bits(to_host(target)) == bits(want), rows
     base = to_device("cuda", np.zeros((300, 3, 2 * width), dtype))
     target = base[:, :, :width]  # index positions of three rows: each call clears the table
