@@ -1,6 +1,8 @@
 """The engine keeps the GIL through a job moving fewer bytes than `gil_held_bytes_a_thread`
 for each thread it may run on (one where another thread's job holds the pool) and lets it
-go for a longer one; either way the bytes written are the same."""
+go for a longer one; for a while after a released job waited long for it back (a busy
+Python thread), jobs of `gil_busy_hold` times that keep it too; either way the bytes written
+are the same."""
 
 from __future__ import annotations
 
@@ -26,10 +28,14 @@ def held_below() -> Iterator[Callable[[int], None]]:
     """Sets the engine's GIL limit a thread for the test; the default and the thread count
     back after it."""
     threads = dmlops.get_num_threads()
+    cpu_engine.configure(gil_busy_hold=1)  # (the longer hold has tests of its own)
     yield lambda limit: cpu_engine.configure(gil_held_bytes_a_thread=limit)
     dmlops.set_num_threads(threads)
-    limit = cpu_engine.DEFAULTS["gil_held_bytes_a_thread"]
-    cpu_engine.configure(gil_held_bytes_a_thread=limit)
+    defaults = cpu_engine.DEFAULTS
+    cpu_engine.configure(
+        **{k: defaults[k] for k in ("gil_held_bytes_a_thread", "gil_busy_hold")},
+        gil_busy_window_us=defaults["gil_busy_window_us"],
+    )
 
 
 def _stamps_during(call: Callable[[], Any]) -> int:
@@ -117,6 +123,93 @@ def test_a_job_that_finds_the_pool_taken_has_one_threads_share(
     assert still_taken and stamps > 0
     assert not module.pool_taken()
     assert np.array_equal(_reverse_rows(x), x[::-1])
+
+
+def _wait_beside_a_busy_thread(call: Callable[[], Any], calling: bool = False) -> None:
+    """`call` once while another Python thread runs pure Python (it lets the GIL go only
+    when the switch interval forces it to), calling the engine's short jobs too where
+    `calling`."""
+    stop = threading.Event()
+    ready = threading.Event()
+    small = np.zeros((8, 8), np.float32)
+
+    def spin() -> None:
+        ready.set()
+        while not stop.is_set():
+            if calling:
+                dmlops.join([small, small[::-1]], 0)  # (an engine job that keeps the GIL)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.005)
+    busy = threading.Thread(target=spin, daemon=True)
+    try:
+        busy.start()
+        ready.wait()
+        call()
+    finally:
+        stop.set()
+        busy.join()
+        sys.setswitchinterval(interval)
+
+
+@pytest.mark.parametrize("hold", [8, 1])
+def test_a_long_wait_for_the_gil_makes_longer_jobs_keep_it_for_a_while(
+    held_below: Callable[[int], None], hold: int
+) -> None:
+    module = cpu_engine.native()
+    x = np.arange(4 * _MIB, dtype=np.float32).reshape(1024, -1)  # 16 MiB
+    y = np.arange(16 * _MIB, dtype=np.float32).reshape(4096, -1)  # 64 MiB
+    dmlops.set_num_threads(1)
+    _reverse_rows(x), _reverse_rows(y)
+    held_below(4 * _MIB)  # (both released; the 16 MiB job under 8 x that)
+    cpu_engine.configure(gil_busy_hold=hold, gil_busy_wait_us=1000, gil_busy_window_us=60_000_000)
+    assert not module.gil_busy()
+    assert _stamps_during(lambda: _reverse_rows(x)) > 0
+    _wait_beside_a_busy_thread(lambda: _reverse_rows(x))  # (waits a switch interval)
+    assert module.gil_busy()
+    assert (_stamps_during(lambda: _reverse_rows(x)) == 0) == (hold > 1)
+    assert _stamps_during(lambda: _reverse_rows(y)) > 0  # (past 8 x: released still)
+    assert np.array_equal(_reverse_rows(x), x[::-1])
+    cpu_engine.configure(gil_busy_window_us=0)  # (the window over: released again)
+    assert not module.gil_busy()
+    assert _stamps_during(lambda: _reverse_rows(x)) > 0
+
+
+def test_a_wait_shorter_than_the_mark_changes_nothing(
+    held_below: Callable[[int], None],
+) -> None:
+    module = cpu_engine.native()
+    x = np.arange(4 * _MIB, dtype=np.float32).reshape(1024, -1)  # 16 MiB
+    dmlops.set_num_threads(1)
+    _reverse_rows(x)
+    held_below(4 * _MIB)
+    cpu_engine.configure(
+        gil_busy_hold=8, gil_busy_wait_us=10_000_000, gil_busy_window_us=60_000_000
+    )
+    _wait_beside_a_busy_thread(lambda: _reverse_rows(x))  # (a 5 ms wait, under 10 s)
+    assert not module.gil_busy()
+    assert _stamps_during(lambda: _reverse_rows(x)) > 0
+    cpu_engine.configure(gil_busy_wait_us=cpu_engine.DEFAULTS["gil_busy_wait_us"])
+
+
+def test_a_wait_while_other_jobs_began_is_the_engines_own_turns(
+    held_below: Callable[[int], None],
+) -> None:
+    """Where the thread holding the GIL meanwhile began jobs of the engine, the wait was
+    callers taking turns (whose released jobs run side by side): nothing is held longer."""
+    module = cpu_engine.native()
+    x = np.arange(4 * _MIB, dtype=np.float32).reshape(1024, -1)  # 16 MiB
+    dmlops.set_num_threads(1)
+    _reverse_rows(x)
+    held_below(4 * _MIB)
+    cpu_engine.configure(gil_busy_hold=8, gil_busy_wait_us=1000, gil_busy_window_us=60_000_000)
+    begun = module.jobs_begun()
+    _wait_beside_a_busy_thread(lambda: _reverse_rows(x), calling=True)
+    assert module.jobs_begun() > begun + 1  # (the other thread's jobs, and this one's)
+    assert not module.gil_busy()
+    _wait_beside_a_busy_thread(lambda: _reverse_rows(x))  # (the same wait, no job begun)
+    assert module.gil_busy()
+    cpu_engine.configure(gil_busy_window_us=0)
 
 
 def _cases() -> list[tuple[str, Callable[[], Any], Callable[[], Any]]]:

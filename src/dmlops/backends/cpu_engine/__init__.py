@@ -136,6 +136,11 @@ DEFAULTS = {
     "deal_most_bytes": 512,  # (native/evens.c: rows dealt from one read up to this long)
     # (native/module.c: a job moving less than this for each of its threads keeps the GIL)
     "gil_held_bytes_a_thread": 512 << 10,
+    # (native/module.c: after a released job waited this long for the GIL back, jobs of up to
+    # this many times that limit keep it for this long)
+    "gil_busy_wait_us": 1000,
+    "gil_busy_hold": 8,
+    "gil_busy_window_us": 100_000,
     "streaming_bytes": streaming_bytes(),
     **quota_settings(_QUOTA),
 }

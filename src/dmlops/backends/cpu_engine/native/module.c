@@ -46,17 +46,55 @@ static int64_t streaming_bytes = INT64_MAX; /* jobs this large stream their stor
  * 1 MiB reversed rows 2.0-2.1 -> 1.3; a 1 MiB job on one or two threads still released.) */
 static int64_t gil_held_bytes_a_thread = 512 << 10;
 
+/* A released job whose thread then waited this long for the GIL, while no other job began,
+ * found a Python thread that is not calling the engine holding it for long stretches: a
+ * thread busy in pure Python, which CPython makes let the GIL go only after its switch
+ * interval (5 ms), so that every released job waits that long. For the next
+ * `gil_busy_window_ns` (renewed by each such wait), jobs of up to `gil_busy_hold` times the
+ * limit above keep it instead: the busy thread still gets it back every switch interval,
+ * and each call no longer waits one out. (Where other jobs began meanwhile, the GIL went
+ * round threads calling the engine, whose jobs run side by side only where released.)
+ * 2-core VM, 1 MiB reversed rows beside a busy Python thread: 179 -> 11,566 calls a second
+ * (docs/performance/cpu.md). 1: never held for it. */
+static int64_t gil_busy_wait_ns = 1000000;
+static int64_t gil_busy_window_ns = 100000000;
+static int64_t gil_busy_hold = 8;
+static _Atomic int64_t gil_busy_until = 0;
+static _Atomic int64_t jobs_begun = 0;
+
+/* Whether a job of `bytes` on up to `threads` threads keeps the GIL. */
+static int keeps_gil(int64_t bytes, int64_t threads) {
+    int64_t below = gil_held_bytes_a_thread * (threads > 1 && !pool_taken() ? threads : 1);
+    if (bytes < below) {
+        return 1;
+    }
+    return gil_busy_hold > 1 && bytes < below * gil_busy_hold &&
+           atomic_load_explicit(&gil_busy_until, memory_order_relaxed) > pool_now_ns();
+}
+
+/* The GIL is back after a released job, the `begun`th, that ended at `ended`: a long wait
+ * with no job begun since marks it busy. */
+static void gil_back(int64_t ended, int64_t begun) {
+    int64_t now = pool_now_ns();
+    if (now - ended >= gil_busy_wait_ns &&
+        atomic_load_explicit(&jobs_begun, memory_order_relaxed) == begun) {
+        atomic_store_explicit(&gil_busy_until, now + gil_busy_window_ns, memory_order_relaxed);
+    }
+}
+
 /* `job`, on up to `threads` threads, with the GIL released where it moves `bytes` or more
- * than its threads' share of the limit above */
+ * than its threads' share of the limit above (more while the GIL is found busy) */
 #define UNLOCKED_IF_LONG(bytes, threads, job)                                                  \
     do {                                                                                       \
-        int64_t held_below_ =                                                                  \
-            gil_held_bytes_a_thread * ((threads) > 1 && !pool_taken() ? (int64_t)(threads) : 1); \
-        if ((int64_t)(bytes) < held_below_) {                                                  \
+        int64_t begun_ = atomic_fetch_add_explicit(&jobs_begun, 1, memory_order_relaxed) + 1;  \
+        if (keeps_gil((int64_t)(bytes), (int64_t)(threads))) {                                 \
             job;                                                                               \
         } else {                                                                               \
-            Py_BEGIN_ALLOW_THREADS job;                                                        \
-            Py_END_ALLOW_THREADS                                                               \
+            PyThreadState *saved_ = PyEval_SaveThread();                                       \
+            job;                                                                               \
+            int64_t ended_ = pool_now_ns();                                                    \
+            PyEval_RestoreThread(saved_);                                                      \
+            gil_back(ended_, begun_);                                                          \
         }                                                                                      \
     } while (0)
 
@@ -237,18 +275,32 @@ static PyObject *configure(PyObject *self, PyObject *args, PyObject *kwargs) {
                             "straggle_us", "streaming_bytes",      "load_aware",  "long_job_us",
                             "home_ranges", "caller_spin_us", "wide_vectors", "step_shuffles",
                             "tile_blocks", "idle_spin_us", "quota_millicpus", "quota_period_us",
-                            "deal_most_bytes", "gil_held_bytes_a_thread", NULL};
+                            "deal_most_bytes", "gil_held_bytes_a_thread", "gil_busy_hold",
+                            "gil_busy_wait_us", "gil_busy_window_us", NULL};
     long long spin = -1, least = -1, low = -1, high = -1, straggle = -1, streaming = -1;
     long long load_aware = -1, long_job = -1, home_ranges = -1, caller_spin = -1;
     long long wide_vectors = -1, step_shuffles = -1, tile_blocks = -1, idle_spin = -1;
     long long quota_millicpus = -1, quota_period = -1, deal_most = -1, gil_held = -1;
+    long long busy_hold = -1, busy_wait = -1, busy_window = -1;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLLLLLLLLLLLLL", names, &spin, &least,
-                                     &low, &high, &straggle, &streaming, &load_aware, &long_job,
-                                     &home_ranges, &caller_spin, &wide_vectors, &step_shuffles,
-                                     &tile_blocks, &idle_spin, &quota_millicpus, &quota_period,
-                                     &deal_most, &gil_held)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|LLLLLLLLLLLLLLLLLLLLL", names, &spin,
+                                     &least, &low, &high, &straggle, &streaming, &load_aware,
+                                     &long_job, &home_ranges, &caller_spin, &wide_vectors,
+                                     &step_shuffles, &tile_blocks, &idle_spin, &quota_millicpus,
+                                     &quota_period, &deal_most, &gil_held, &busy_hold, &busy_wait,
+                                     &busy_window)) {
         return NULL;
+    }
+    if (busy_hold >= 0) {
+        /* (times the limit, clamped to 2^50 above: at most 2^10 keeps it in range) */
+        gil_busy_hold = busy_hold < 1 ? 1 : busy_hold > 1024 ? 1024 : busy_hold;
+    }
+    if (busy_wait >= 0) {
+        gil_busy_wait_ns = (busy_wait < (1LL << 40) ? busy_wait : 1LL << 40) * 1000;
+    }
+    if (busy_window >= 0) {
+        gil_busy_window_ns = (busy_window < (1LL << 40) ? busy_window : 1LL << 40) * 1000;
+        atomic_store_explicit(&gil_busy_until, 0, memory_order_relaxed); /* (starts anew) */
     }
     if (gil_held >= 0) {
         /* (times a thread count, it must not overflow: a petabyte is "always") */
@@ -315,6 +367,19 @@ static PyObject *taken(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
     return PyBool_FromLong(pool_taken());
+}
+
+static PyObject *gil_busy(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(atomic_load_explicit(&gil_busy_until, memory_order_relaxed) >
+                           pool_now_ns());
+}
+
+static PyObject *begun(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyLong_FromLongLong(atomic_load_explicit(&jobs_begun, memory_order_relaxed));
 }
 
 static PyObject *estimate_spare(PyObject *self, PyObject *args) {
@@ -891,6 +956,9 @@ static PyMethodDef methods[] = {
      "Set the pool's spin time, the engine's grain sizes and its streaming threshold."},
     {"workers", workers, METH_NOARGS, "Worker threads started in this process."},
     {"pool_taken", taken, METH_NOARGS, "Whether a thread's job holds the pool now."},
+    {"jobs_begun", begun, METH_NOARGS, "How many native jobs this process has begun."},
+    {"gil_busy", gil_busy, METH_NOARGS,
+     "Whether a released job lately waited long for the GIL (longer jobs keep it)."},
     {"estimate_spare", estimate_spare, METH_VARARGS,
      "The spare-CPU estimate of a /proc/loadavg text, ours runnable, the set's and online CPUs."},
     {"quota_trace", quota_trace, METH_VARARGS,

@@ -169,6 +169,8 @@ static int64_t now_ns(void) {
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+int64_t pool_now_ns(void) { return now_ns(); }
+
 /* Wakes worker `k` if it sleeps; it is already asked to join (its go is set). */
 static void wake(int k) {
     worker_t *w = pool.workers[k];

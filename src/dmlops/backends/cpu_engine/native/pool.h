@@ -25,6 +25,9 @@ void pool_run(piece_fn fn, void *context, int64_t pieces, int threads, int64_t b
 /* Whether another thread's job holds the pool now (a job started now would run alone). */
 int pool_taken(void);
 
+/* CLOCK_MONOTONIC in nanoseconds. */
+int64_t pool_now_ns(void);
+
 /* Workers started so far (0 in a fresh child after fork()). */
 int pool_workers(void);
 
