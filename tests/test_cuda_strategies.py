@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
 
+import dmlops
 from dmlops import BufferTensorDesc, DataType, Slice1Desc, SliceDesc, SplitDesc
 from dmlops.backends.cuda import strategies
 from dmlops.backends.cuda.strategies import group_copies
@@ -636,3 +638,69 @@ def test_the_pack_kernel_walks_every_source_element_in_destination_order(
         seen += [first + o for vec in _walk_pack_row(row, d["RANK"], d["VW"] // es) for o in vec]
         assert row[1] % d["VW"] == 0
     assert seen == want.reshape(-1).tolist()
+
+
+def _plan_of(call: Any) -> Any:
+    """The plan the numpy backend compiled for a functional call (its last cache entry)."""
+    from dmlops.calls import dispatch
+
+    dispatch.clear_cache()
+    call()
+    ((_, (compiled, _)),) = list(dispatch._CACHE.items.items())[-1:]
+    return compiled.plan
+
+
+@pytest.mark.parametrize(
+    "case", ["padding", "join", "reversed window", "transpose", "depth_to_space", "sequence"]
+)
+def test_tables_by_value_add_the_addresses_of_each_call(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ByValue`'s tables, less their bindings' addresses, with the patches a launch adds
+    back: at any addresses of the same alignment, the tables `group_copies` makes there
+    (fills' addresses kept as they are)."""
+    from dmlops.backends.cuda import FILL_BYTES
+    from dmlops.backends.cuda import launch as cuda_launch
+    from dmlops.plan import fill_reads
+
+    x = np.arange(2 * 6 * 8 * 8, dtype=np.float32).reshape(2, 6, 8, 8)
+    calls = {
+        "padding": lambda: dmlops.padding(x, [1, 0, 2, 0], [0, 2, 1, 3], "CONSTANT", -1.5),
+        "join": lambda: dmlops.join([x[:, :k] for k in (1, 2, 3)], 1),
+        "reversed window": lambda: dmlops.slice1(x, [0, 1, 0, 0], [2, 5, 8, 8], [-1, 2, 1, -1]),
+        "transpose": lambda: np.ascontiguousarray(dmlops.join([x.transpose(0, 3, 2, 1)], 0)),
+        "depth_to_space": lambda: dmlops.depth_to_space(x.reshape(2, 8, 6, 8), 2),
+        "sequence": lambda: dmlops.fill_value_sequence([3, 5], 1, 2),
+    }
+    plan = _plan_of(calls[case])
+    fills = [77 << 32, 78 << 32][: len(plan.fill_patterns(FILL_BYTES))] if plan.writes_fills else []
+    if plan.writes_fills:
+        plan = fill_reads(plan, FILL_BYTES)
+    n_in, n_out = len(plan.input_spans), len(plan.output_spans)
+    first = ([(1 + k) << 30 for k in range(n_in)], [(9 + k) << 30 for k in range(n_out)])
+    later = (
+        [((5 + k) << 30) + 256 for k in range(n_in)],
+        [((20 + k) << 30) + 512 for k in range(n_out)],
+    )
+    groups = group_copies(plan, [*first[0], *fills], first[1])
+    made = cuda_launch.ByValue(
+        groups,
+        [(k, 1, 4000) for k in range(len(groups))],
+        [*first[0], *fills],
+        first[1],
+        len(fills),
+    )
+    launched: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(cuda_launch, "launch_table", lambda *a: launched.append(a))
+    made.run(later[0], later[1], 0)
+    wanted = group_copies(plan, [*later[0], *fills], later[1])
+    assert [g.kernel for g in wanted] == [g.kernel for g in groups]
+    for (_, _, _, _, table, patches, addresses, pieces, tiles), want in zip(
+        launched, wanted, strict=True
+    ):
+        words = np.frombuffer(table, np.int64).copy()
+        for word, which in np.frombuffer(patches, np.int32).reshape(-1, 2).tolist():
+            words[word] += addresses[which]
+        assert np.array_equal(words[: want.table.size].reshape(want.table.shape), want.table)
+        assert not words[want.table.size :].any()
+        assert (pieces, tiles) == (want.pieces, want.tiles)

@@ -15,6 +15,7 @@ asynchronously on that stream (`launch.py`); launches go through the driver.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import operator
 from collections.abc import Callable, Hashable, Iterator, Sequence
@@ -34,13 +35,27 @@ from .compact import CudaCompaction
 from .convert import TYPE_CODES, CudaConversion
 from .indexed import IndexedLaunch
 from .install import import_cupy
-from .launch import Prepared, is_capturing, launch_kernel, pack_arguments, relaxed_capture
+from .launch import (
+    TABLE_WORDS,
+    ByValue,
+    Prepared,
+    is_capturing,
+    launch_kernel,
+    pack_arguments,
+    relaxed_capture,
+)
 from .strategies import Group, group_copies
 from .streams import Queue, current_stream_function, is_torch, queue_function, torch_module
 
 __all__ = ["CudaBackend"]
 
 _TABLE_CACHE = 16
+# strided plans whose piece tables fit TABLE_WORDS pass them by value (`ByValue`), prepared
+# once per alignment of their addresses: these low bits of each address (a vector's
+# alignment, and more) pick the entry
+BY_VALUE = True
+_ALIGNED = 255
+_UNSEEN: Any = object()
 FILL_BYTES = 64 << 10  # each fill's buffer per GPU, read by the copies that write it
 # tensor fills (FILL_VALUE_SEQUENCE's values) a GPU keeps for later plans; one a plan's
 # prepared launches hold stays until they are dropped
@@ -475,27 +490,62 @@ class CudaBackend:
             state = self.state(device)
             if not capturing:
                 state.free_dropped()
-            held: list[_TensorFill] = []  # the tensor fills these launches read
-            if plan.writes_fills:
-                fills = []
-                buffers = plan.fill_patterns(FILL_BYTES)  # (fill k is buffers[-1 - k])
-                for j, value in enumerate(buffers):
-                    if plan.is_tensor_fill(len(buffers) - 1 - j):
-                        held.append(state.tensor_fill(value))
-                        fills.append(held[-1].ptr)
-                    else:
-                        fills.append(state.fill(fill_bytes(value)))
-                plan, ins = fill_reads(plan, FILL_BYTES), [*ins, *fills]
-            groups = group_copies(plan, ins, outs, state.multiprocessors)
-            functions = []
-            for group in groups:
-                handle, blocks = state.function(cp, group)
-                # a persistent grid of two waves of resident blocks (or one block per tile)
-                grid = int(max(1, min(group.tiles, 2 * state.multiprocessors * blocks)))
-                functions.append((handle, grid))
+            groups, held, _ = self._groups(state, plan, ins, outs)
+            functions = [self._grid(cp, state, group)[:2] for group in groups]
             prepared = Prepared(cp, groups, functions, stream, capturing)
             prepared.held = held
             return prepared
+
+    def by_value(
+        self, plan: Plan, ins: Sequence[int], outs: Sequence[int], device: int
+    ) -> ByValue | None:
+        """`plan`'s launches with their piece tables in their parameters, for every address
+        aligned as these are (`ByValue`); None where a table is too long for that."""
+        cp = self.cupy
+        # (parameters past 4 KB: CUDA 12.1 on)
+        sizes = TABLE_WORDS if int(cp.cuda.runtime.driverGetVersion()) >= 12010 else (64, 500)
+        with self._on(device), relaxed_capture():
+            state = self.state(device)
+            groups, held, fills = self._groups(state, plan, ins, outs)
+            functions = []
+            for group in groups:
+                words = next((w for w in sizes if w >= group.table.size), None)
+                if words is None:
+                    return None
+                sized = dataclasses.replace(group, defines=(*group.defines, ("TABLE_WORDS", words)))
+                try:
+                    functions.append((*self._grid(cp, state, sized)[:2], words))
+                except RuntimeError:  # (a compiler or driver that cannot: tables uploaded)
+                    return None
+            made = ByValue(groups, functions, [*ins, *fills], outs, len(fills))
+            made.held = held
+            return made
+
+    def _groups(
+        self, state: _DeviceState, plan: Plan, ins: Sequence[int], outs: Sequence[int]
+    ) -> tuple[list[Group], list[_TensorFill], list[int]]:
+        """A plan's launch groups at these addresses (this device current), the tensor fills
+        they read and the fill buffers bound after the inputs."""
+        held: list[_TensorFill] = []  # the tensor fills these launches read
+        fills: list[int] = []
+        if plan.writes_fills:
+            buffers = plan.fill_patterns(FILL_BYTES)  # (fill k is buffers[-1 - k])
+            for j, value in enumerate(buffers):
+                if plan.is_tensor_fill(len(buffers) - 1 - j):
+                    held.append(state.tensor_fill(value))
+                    fills.append(held[-1].ptr)
+                else:
+                    fills.append(state.fill(fill_bytes(value)))
+            plan = fill_reads(plan, FILL_BYTES)
+        groups = group_copies(plan, [*ins, *fills], outs, state.multiprocessors)
+        return groups, held, fills
+
+    @staticmethod
+    def _grid(cp: Any, state: _DeviceState, group: Group) -> tuple[int, int]:
+        """(CUfunction handle, grid) of a group: a persistent grid of two waves of resident
+        blocks (or one block per tile)."""
+        handle, blocks = state.function(cp, group)
+        return handle, int(max(1, min(group.tiles, 2 * state.multiprocessors * blocks)))
 
     def retire(self, prepared: Prepared) -> None:
         """Take an entry pushed out of a cache: its memory is freed once nothing can read it."""
@@ -558,6 +608,11 @@ class _CudaExecutor:
         self.indexed = [IndexedLaunch(c, plan.element_size) for c in plan.indexed]
         # a plan of indexed copies only: launched as run_indexed does, without its frames
         self.indexed_only = bool(self.indexed) and not plan.copies
+        # a plan of strided copies whose tables travel in their launches' parameters, per
+        # device and alignment of the bound addresses (None: too long for that); called at
+        # new addresses (each call's new output), nothing is prepared again
+        self.by_value: dict[tuple[int, ...], ByValue | None] = {}
+        self.tables_by_value = BY_VALUE and bool(plan.copies) and not self.indexed
 
     def __call__(self, ins: Sequence[int], outs: Sequence[int], queue: Queue | None = None) -> None:
         backend = self.backend
@@ -569,16 +624,24 @@ class _CudaExecutor:
             if device == cp.cuda.runtime.getDevice():
                 for launch in self.indexed:
                     c = launch.copy
-                    key = (device, stream, ins[c.src], outs[c.dst], ins[c.index])
-                    ready = launch.prepared.get(key)
-                    if ready is None or ready[0] is not None:  # (new addresses, a winner table)
+                    if not launch.rows or not launch.launch_warm(
+                        device, stream, ins[c.src], outs[c.dst], ins[c.index]
+                    ):  # (new alignment, a winner table, no rows)
                         launch.launch(cp, device, ins, outs, stream)
-                        continue
-                    go = launch_kernel
-                    for function, grid, threads, params in ready[1]:
-                        go(function, grid[0], grid[1], 1, threads, 1, 1, 0, stream, params, 0)
                 return
-        elif not self.indexed and backend.launch_log is None:  # a warm strided call, here
+        elif self.tables_by_value:  # a strided call: its tables in its launches
+            device, stream = queue
+            aligned: tuple[int, ...] = (device, *[a & _ALIGNED for a in (*ins, *outs)])
+            made = self.by_value.get(aligned, _UNSEEN)
+            if made is _UNSEEN:
+                made = self.by_value[aligned] = backend.by_value(self.plan, ins, outs, device)
+            if made is not None:
+                with backend._on(device):
+                    made.run(ins, outs, stream)
+                if backend.launch_log is not None:
+                    backend.launch_log.extend(made.groups)
+                return
+        if not self.indexed and backend.launch_log is None:  # a warm strided call, here
             cp = backend.cupy
             device, stream = queue
             prepared = self.cache.entries.get((device, *ins, *outs))

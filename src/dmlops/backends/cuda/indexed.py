@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import _forking
 from ...indexed import IndexedCopy, rows_of
 from . import kernels
 from .launch import (
@@ -38,6 +39,8 @@ _SEGMENT = 128  # 16-byte chunks a warp moves per unit of a long row (kernels/in
 _ELEMENTS_PER = 2  # elements a thread of the elements kernel moves (kernels/elements.cu)
 _ELEMENT_COLS = 32  # walk rows at least this long take the elements kernel
 _PREPARED = 16  # address tuples whose launches each copy keeps packed
+_WARM = 64  # device, stream and alignment tuples whose launches each copy keeps
+_ALIGNED = 255  # the low bits of an address that pick its warm launches (`IndexedLaunch.warm`)
 # a winner table's clearing and the two launches after it replayed as one CUDA graph (one
 # driver call a warm call instead of three); off: launched one by one
 GRAPHED_WINNERS = True
@@ -178,6 +181,12 @@ class IndexedLaunch:
         self.prepared: dict[tuple[int, ...], Any] = {}
         # the graphs of prepared entries with a winner table (GRAPHED_WINNERS)
         self.graphs: dict[tuple[int, ...], Graphed] = {}
+        # launches without a winner table, per device, stream and alignment of the source
+        # and destination: the same at any addresses so aligned, which a call writes into
+        # the arrays their parameters point at (under the lock: the driver reads them as it
+        # launches); a call whose output is a new array prepares nothing
+        self.warm: dict[tuple[int, ...], tuple[list[Any], list[np.ndarray[Any, Any]]]] = {}
+        self._warm_lock = _forking.lock()
         self.captured: list[Any] = []  # preparations a CUDA graph replays: kept for good
 
     def _element_walk(self, outer: tuple[int, ...], cut: int) -> np.ndarray[Any, Any] | None:
@@ -243,6 +252,8 @@ class IndexedLaunch:
             return
         c = self.copy
         key = (device, stream, ins[c.src], outs[c.dst], ins[c.index])
+        if self.launch_warm(*key):
+            return
         prepared = self.prepared.get(key)
         captured = False
         # a prepared launch that owns no device memory is the same under graph capture (its
@@ -255,6 +266,15 @@ class IndexedLaunch:
                 captured = True
             elif prepared is None:
                 prepared = self._prepare(cp, *key)
+                if prepared[0] is None:  # (no winner table: for every address so aligned)
+                    if len(self.warm) >= _WARM:
+                        del self.warm[next(iter(self.warm))]
+                    self.warm[(device, stream, key[2] & _ALIGNED, key[3] & _ALIGNED)] = (
+                        prepared[1],
+                        prepared[2][-1],
+                    )
+                    self.launch_warm(*key)
+                    return
                 if len(self.prepared) >= _PREPARED:
                     self._forget(next(iter(self.prepared)))
                 self.prepared[key] = prepared
@@ -276,6 +296,20 @@ class IndexedLaunch:
             if winner is not None and not captured:
                 self._forget(key)
             raise
+
+    def launch_warm(self, device: int, stream: int, src: int, dst: int, index: int) -> bool:
+        """Launch at these addresses where launches without a winner table were prepared for
+        addresses so aligned on this device and stream (`warm`); False where none were."""
+        found = self.warm.get((device, stream, src & _ALIGNED, dst & _ALIGNED))
+        if found is None:
+            return False
+        launches, where = found
+        go = launch_kernel
+        with self._warm_lock:
+            where[0][0], where[1][0], where[2][0] = src, dst, index
+            for function, grid, threads, params in launches:
+                go(function, grid[0], grid[1], 1, threads, 1, 1, 0, stream, params, 0)
+        return True
 
     def _forget(self, key: tuple[int, ...]) -> None:
         """Drop the prepared entry (and graph) of these addresses."""
@@ -350,7 +384,10 @@ class IndexedLaunch:
         if clears_itself:
             _clear(cp, winner, stream)
         grid = max(1, min(65535 * 8, -(-warps * lanes // _THREADS)))
-        ends = (meta, np.uint64(src), np.uint64(dst), np.uint64(index))
+        # the addresses, each in an array of its own that the parameters point at: a warm call
+        # at other addresses writes its own there (`launch_warm`)
+        where = [np.array([v], np.uint64) for v in (src, dst, index)]
+        ends = (meta, *where)
         if shared_scan:
             fn = _named(cp, "dmlops_indexed_scan_shared")
             params = pack_arguments(keep, *ends, rows)
@@ -365,6 +402,7 @@ class IndexedLaunch:
             fn = _named(cp, "dmlops_indexed")
             params = pack_arguments(keep, *ends, winner_ptr, rows, np.int32(clears_itself))
         launches.append((fn, (grid, 1), _THREADS, params))
+        keep.append(where)  # (last: the addresses' arrays)
         return winner, launches, keep, winner is not None and not clears_itself
 
     def _elements_launch(
@@ -386,7 +424,7 @@ class IndexedLaunch:
         pointers = [np.array([v], np.uint64) for v in (src, dst, index)]
         params = np.array([self.walk.ctypes.data] + [a.ctypes.data for a in pointers], np.uint64)
         launch = (fn, grid, threads, int(params.ctypes.data))
-        return launch, [self.walk, pointers, params]  # (kept alive with the launch)
+        return launch, [self.walk, params, pointers]  # (kept alive; the addresses' arrays last)
 
 
 def _clear(cp: Any, winner: Any, stream: int) -> None:

@@ -25,6 +25,8 @@ from .strategies import THREADS, Group
 
 __all__ = [
     "Prepared",
+    "ByValue",
+    "TABLE_WORDS",
     "Graphed",
     "relaxed_capture",
     "is_capturing",
@@ -74,10 +76,36 @@ def _ctypes_launch(
     check_driver(status, "cuLaunchKernel")
 
 
+def _ctypes_launch_table(
+    function: int,
+    grid: int,
+    threads: int,
+    stream: int,
+    table: bytes,
+    patches: bytes,
+    addresses: Sequence[int],
+    pieces: int,
+    tiles: int,
+) -> None:
+    """native/launch.c's launch_table through ctypes (where the C extension is not built)."""
+    words = np.frombuffer(table, np.int64).copy()
+    pairs = np.frombuffer(patches, np.int32).reshape(-1, 2)
+    for word, which in pairs.tolist():
+        words[word] += addresses[which]
+    values = (words, np.array([pieces], np.int32), np.array([tiles], np.int64))
+    params = np.array([v.ctypes.data for v in values], np.uint64)
+    _ctypes_launch(function, grid, 1, 1, threads, 1, 1, 0, stream, int(params.ctypes.data), 0)
+
+
 try:  # one C call a launch (native/launch.c), built by `pip install .` where a compiler is
-    from ._launch import launch_kernel  # type: ignore[import-not-found]
+    from ._launch import launch_kernel, launch_table  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - (no C compiler where dmlops was installed)
-    launch_kernel = _ctypes_launch
+    launch_kernel, launch_table = _ctypes_launch, _ctypes_launch_table
+
+# the sizes (int64 words) a piece table passed by value is rounded up to: each a kernel of
+# its own; a plan whose tables are larger uploads them (`Prepared`). 32,000 bytes with the
+# launch's other parameters stays under the 32,764 bytes a kernel may take (CUDA 12.1 on)
+TABLE_WORDS = (64, 500, 4000)
 
 
 def pack_arguments(keep: list[Any], *values: Any) -> int:
@@ -220,6 +248,55 @@ def scratch(cupy: Any, nbytes: int, stream: int) -> DeviceTable | RawMemory:
     if is_capturing(cupy, stream):
         return RawMemory(cupy, nbytes)
     return DeviceTable(cupy, nbytes, np.uint8, stream)
+
+
+class ByValue:
+    """A plan's launches on one device whose piece tables travel in their kernel parameters
+    (kernels/common.cuh, TABLE_WORDS), the same for every address of one alignment: each
+    table holds its rows' addresses less their bindings', added back as it launches."""
+
+    def __init__(
+        self,
+        groups: Sequence[Group],
+        functions: Sequence[tuple[int, int, int]],
+        inputs: Sequence[int],
+        outputs: Sequence[int],
+        fills: int = 0,
+    ) -> None:
+        """`functions[k]`: (CUfunction handle, grid size, table words) of `groups[k]`, whose
+        tables were made for bindings at `inputs` (the plan's, then `fills` fill buffers,
+        whose addresses stay in the tables) and `outputs`."""
+        self.groups = list(groups)
+        plain = len(inputs) - fills  # (bindings a call names: its inputs, then its outputs)
+        self.held: list[Any] = []  # the tensor fills these launches read
+        self.launches: list[tuple[int, int, bytes, bytes, int, int]] = []
+        for group, (function, grid, words) in zip(groups, functions, strict=True):
+            assert group.ends is not None
+            rows = group.table.copy()
+            length = rows.shape[1]
+            positions, bindings = [], []
+            for r, (src, dst) in enumerate(group.ends.tolist()):
+                if 0 <= src < plain:  # (a fill's address stays: bound after the inputs,
+                    # or named from the end, -1 - k, as a plan's negative sources are)
+                    rows[r, 0] -= inputs[src]
+                    positions.append(r * length)
+                    bindings.append(src)
+                rows[r, 1] -= outputs[dst]
+                positions.append(r * length + 1)
+                bindings.append(plain + dst)
+            table = np.zeros(words, np.int64)
+            table[: rows.size] = rows.reshape(-1)
+            patches = np.array([positions, bindings], np.int32).T.copy()
+            self.launches.append(
+                (function, grid, table.tobytes(), patches.tobytes(), group.pieces, group.tiles)
+            )
+
+    def run(self, ins: Sequence[int], outs: Sequence[int], stream: int) -> None:
+        """Launch every group on `stream` at these addresses (this device current)."""
+        addresses = [*ins, *outs]
+        launch = launch_table
+        for function, grid, table, patches, pieces, tiles in self.launches:
+            launch(function, grid, THREADS, stream, table, patches, addresses, pieces, tiles)
 
 
 class Prepared:

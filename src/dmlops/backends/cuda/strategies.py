@@ -80,6 +80,9 @@ class Group:
     defines: tuple[tuple[str, int], ...]
     table: np.ndarray  # int64 [pieces, row]
     tiles: int
+    # each row's source and destination bindings (int32 [pieces, 2]): the input whose address
+    # its column 0 counts from, the output of its column 1
+    ends: np.ndarray | None = None
 
     @property
     def pieces(self) -> int:
@@ -453,6 +456,7 @@ def group_copies(
                 defines["PER_THREAD"] = SMALL_PACK_PER_THREAD
         elif choice.kernel == "rows":
             defines["OUTER"] = max(max(1, len(c.shape) - 1) for c, _, _ in members)
+        ends = [(c.src, c.dst) for c, _, _ in members]
         for c, src, dst in members:
             if choice.kernel == "strided":
                 row, n, r = _strided_row(c, src, dst, defines, defines["RANK"], tiles)
@@ -478,6 +482,7 @@ def group_copies(
                 tuple(sorted(defines.items())),
                 np.array(rows, dtype=np.int64),
                 tiles,
+                np.array(ends, dtype=np.int32),
             )
         )
     return groups

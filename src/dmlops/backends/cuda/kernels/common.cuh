@@ -41,6 +41,18 @@ __device__ __forceinline__ IDX divide(IDX n, IDX d, unsigned magic, unsigned shi
 }
 #endif
 
+// A kernel's piece table: in device memory, or (TABLE_WORDS, the launch's words rounded up
+// to a few sizes) in the kernel's parameters, read from the constant bank — nothing to
+// allocate or upload, so a call at other addresses adds them in as it launches
+#ifdef TABLE_WORDS
+struct Table { long long v[TABLE_WORDS]; };
+#define TABLE_ARG const __grid_constant__ Table table_by_value
+#define TABLE table_by_value.v
+#else
+#define TABLE_ARG const long long* __restrict__ table_in_memory
+#define TABLE table_in_memory
+#endif
+
 // the row of the last piece whose first tile is at or before tile t (binary search)
 __device__ __forceinline__ const long long* piece_of(
     const long long* __restrict__ table, int pieces, int row_length, long long t)

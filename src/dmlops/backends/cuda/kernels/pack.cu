@@ -18,10 +18,10 @@
 #define ROW (4 + 4 * RANK)
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
-dmlops_pack(const long long* __restrict__ table, int pieces, long long tiles)
+dmlops_pack(TABLE_ARG, int pieces, long long tiles)
 {
     for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const long long* row = piece_of(table, pieces, ROW, t);
+        const long long* row = piece_of(TABLE, pieces, ROW, t);
         const T* __restrict__ src = (const T*)row[0];
         u8* __restrict__ dst = (u8*)row[1];
         const IDX count = (IDX)row[2];

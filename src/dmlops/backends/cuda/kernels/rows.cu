@@ -33,10 +33,10 @@ __device__ __forceinline__ uint4 shifted(uint4 a, uint4 b, unsigned delta)
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-dmlops_rows(const long long* __restrict__ table, int pieces, long long tiles)
+dmlops_rows(TABLE_ARG, int pieces, long long tiles)
 {
     for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const long long* row = piece_of(table, pieces, ROW, t);
+        const long long* row = piece_of(TABLE, pieces, ROW, t);
         // tile arithmetic in 32 bits: a piece has fewer than 2^31 tiles (checked on the host)
         const unsigned local = (unsigned)(t - row[3]);
         const long long row_bytes = row[4];

@@ -39,10 +39,10 @@
 #define ROW (5 + 5 * RANK)
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
-dmlops_strided(const long long* __restrict__ table, int pieces, long long tiles)
+dmlops_strided(TABLE_ARG, int pieces, long long tiles)
 {
     for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const long long* row = piece_of(table, pieces, ROW, t);
+        const long long* row = piece_of(TABLE, pieces, ROW, t);
         const u8* src = (const u8*)row[0];
         u8* dst = (u8*)row[1];
         const IDX count = (IDX)row[2];

@@ -30,13 +30,13 @@ typedef uint4 Cell;
 union Block { Cell row[V]; T e[V][V]; };  // row r: V elements along P (a source vector)
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-dmlops_transpose(const long long* __restrict__ table, int pieces, long long tiles)
+dmlops_transpose(TABLE_ARG, int pieces, long long tiles)
 {
     __shared__ Cell cells[32][TILE + 1];  // [block of V rows along L][P]: V elements along L
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const long long* row = piece_of(table, pieces, ROW, t);
+        const long long* row = piece_of(TABLE, pieces, ROW, t);
         // tile arithmetic in 32 bits: a piece has fewer than 2^31 tiles (checked on the host)
         unsigned local = (unsigned)(t - row[3]);
         const unsigned along_p = (unsigned)row[4], along_l = (unsigned)row[5];

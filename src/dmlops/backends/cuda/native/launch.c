@@ -5,6 +5,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <dlfcn.h>
+#include <string.h>
 
 typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                          unsigned, void *, void **, void **);
@@ -56,9 +57,87 @@ static PyObject *launch_kernel(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_RETURN_NONE;
 }
 
+/* The most words a piece table passed by value may hold (32,000 bytes: with the launch's
+ * other parameters, under the 32,764 bytes of parameters a kernel may take). */
+#define TABLE_WORDS_MOST 4000
+
+/* launch_table(function, grid, threads, stream, table, patches, addresses, pieces, tiles):
+ * a piece-table kernel (kernels/common.cuh, TABLE_WORDS) launched with its table by value:
+ * `table`'s int64 words, each word that `patches` (int32 pairs: word, address) names raised
+ * by that entry of `addresses`; then `pieces` (int) and `tiles` (long long). */
+static PyObject *launch_table(PyObject *self, PyObject *const *args, Py_ssize_t n)
+{
+    (void)self;
+    if (n != 9) {
+        PyErr_SetString(PyExc_TypeError, "launch_table takes 9 arguments");
+        return NULL;
+    }
+    unsigned long long v[4];
+    for (Py_ssize_t k = 0; k < 4; ++k) {
+        v[k] = PyLong_AsUnsignedLongLongMask(args[k]);
+        if (v[k] == (unsigned long long)-1 && PyErr_Occurred())
+            return NULL;
+    }
+    int pieces = (int)PyLong_AsLong(args[7]);
+    long long tiles = PyLong_AsLongLong(args[8]);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_buffer table, patches;
+    if (PyObject_GetBuffer(args[4], &table, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[5], &patches, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&table);
+        return NULL;
+    }
+    PyObject *addresses = PySequence_Fast(args[6], "launch_table's addresses: a sequence");
+    PyObject *result = NULL;
+    static _Thread_local long long words[TABLE_WORDS_MOST];
+    Py_ssize_t count = table.len / 8, patched = patches.len / 8;
+    if (addresses == NULL)
+        goto done;
+    if (table.len % 8 || count > TABLE_WORDS_MOST) {
+        PyErr_SetString(PyExc_ValueError, "launch_table: a table of whole words, at most 4,000");
+        goto done;
+    }
+    memcpy(words, table.buf, (size_t)table.len);
+    Py_ssize_t known = PySequence_Fast_GET_SIZE(addresses);
+    PyObject **items = PySequence_Fast_ITEMS(addresses);
+    const int *pairs = (const int *)patches.buf;
+    for (Py_ssize_t k = 0; k < patched; ++k) {
+        int word = pairs[2 * k], which = pairs[2 * k + 1];
+        if (word < 0 || word >= count || which < 0 || which >= known) {
+            PyErr_SetString(PyExc_ValueError, "launch_table: a patch outside its table");
+            goto done;
+        }
+        unsigned long long at = PyLong_AsUnsignedLongLongMask(items[which]);
+        if (at == (unsigned long long)-1 && PyErr_Occurred())
+            goto done;
+        words[word] += (long long)at;
+    }
+    if (load() < 0)
+        goto done;
+    void *params[3] = {words, &pieces, &tiles};
+    int status = cu_launch((void *)(uintptr_t)v[0], (unsigned)v[1], 1, 1, (unsigned)v[2], 1, 1, 0,
+                           (void *)(uintptr_t)v[3], params, NULL);
+    if (status != 0) {
+        PyErr_Format(PyExc_RuntimeError, "cuLaunchKernel failed with CUDA driver error %d",
+                     status);
+        goto done;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    Py_XDECREF(addresses);
+    PyBuffer_Release(&patches);
+    PyBuffer_Release(&table);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"launch_kernel", (PyCFunction)(void (*)(void))launch_kernel, METH_FASTCALL,
      "cuLaunchKernel(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra)"},
+    {"launch_table", (PyCFunction)(void (*)(void))launch_table, METH_FASTCALL,
+     "A piece-table kernel launched with its table by value, addresses added in."},
     {NULL, NULL, 0, NULL},
 };
 
