@@ -704,3 +704,17 @@ def test_tables_by_value_add_the_addresses_of_each_call(
         assert np.array_equal(words[: want.table.size].reshape(want.table.shape), want.table)
         assert not words[want.table.size :].any()
         assert (pieces, tiles) == (want.pieces, want.tiles)
+
+
+def test_the_c_launcher_refuses_a_table_it_cannot_pass() -> None:
+    """`launch_table` checks its table and patches before anything reaches the driver."""
+    launcher = pytest.importorskip("dmlops.backends.cuda._launch")
+    table = np.zeros(2, np.int64).tobytes()
+    with pytest.raises(ValueError, match="a patch outside its table"):
+        launcher.launch_table(0, 1, 256, 0, table, np.array([5, 0], np.int32).tobytes(), [0], 1, 1)
+    with pytest.raises(ValueError, match="a patch outside its table"):
+        launcher.launch_table(0, 1, 256, 0, table, np.array([1, 3], np.int32).tobytes(), [0], 1, 1)
+    with pytest.raises(ValueError, match="at most 4,000"):
+        launcher.launch_table(0, 1, 256, 0, bytes(8 * 4001), b"", [], 1, 1)
+    with pytest.raises(TypeError, match="9 arguments"):
+        launcher.launch_table(0, 1)

@@ -29,6 +29,18 @@ static int load(void)
     return 0;
 }
 
+/* The first `count` arguments as unsigned 64-bit words (handles, sizes, addresses);
+ * -1 with Python's error set where one is not an int. */
+static int words_of(PyObject *const *args, Py_ssize_t count, unsigned long long *v)
+{
+    for (Py_ssize_t k = 0; k < count; ++k) {
+        v[k] = PyLong_AsUnsignedLongLongMask(args[k]);
+        if (v[k] == (unsigned long long)-1 && PyErr_Occurred())
+            return -1;
+    }
+    return 0;
+}
+
 /* launch_kernel(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra) */
 static PyObject *launch_kernel(PyObject *self, PyObject *const *args, Py_ssize_t n)
 {
@@ -38,11 +50,8 @@ static PyObject *launch_kernel(PyObject *self, PyObject *const *args, Py_ssize_t
         return NULL;
     }
     unsigned long long v[11];
-    for (Py_ssize_t k = 0; k < 11; ++k) {
-        v[k] = PyLong_AsUnsignedLongLongMask(args[k]);
-        if (v[k] == (unsigned long long)-1 && PyErr_Occurred())
-            return NULL;
-    }
+    if (words_of(args, 11, v) < 0)
+        return NULL;
     if (load() < 0)
         return NULL;
     int status = cu_launch((void *)(uintptr_t)v[0], (unsigned)v[1], (unsigned)v[2],
@@ -73,11 +82,8 @@ static PyObject *launch_table(PyObject *self, PyObject *const *args, Py_ssize_t 
         return NULL;
     }
     unsigned long long v[4];
-    for (Py_ssize_t k = 0; k < 4; ++k) {
-        v[k] = PyLong_AsUnsignedLongLongMask(args[k]);
-        if (v[k] == (unsigned long long)-1 && PyErr_Occurred())
-            return NULL;
-    }
+    if (words_of(args, 4, v) < 0)
+        return NULL;
     int pieces = (int)PyLong_AsLong(args[7]);
     long long tiles = PyLong_AsLongLong(args[8]);
     if (PyErr_Occurred())
