@@ -54,6 +54,7 @@ _TABLE_CACHE = 16
 # once per alignment of their addresses: these low bits of each address (a vector's
 # alignment, and more) pick the entry
 BY_VALUE = True
+_BY_VALUE_KEPT = 64  # devices and alignments a plan keeps launches for
 _ALIGNED = 255
 _UNSEEN: Any = object()
 FILL_BYTES = 64 << 10  # each fill's buffer per GPU, read by the copies that write it
@@ -634,6 +635,8 @@ class _CudaExecutor:
             aligned: tuple[int, ...] = (device, *[a & _ALIGNED for a in (*ins, *outs)])
             made = self.by_value.get(aligned, _UNSEEN)
             if made is _UNSEEN:
+                if len(self.by_value) >= _BY_VALUE_KEPT:  # (the oldest alignment goes)
+                    self.by_value.pop(next(iter(self.by_value)), None)
                 made = self.by_value[aligned] = backend.by_value(self.plan, ins, outs, device)
             if made is not None:
                 with backend._on(device):
