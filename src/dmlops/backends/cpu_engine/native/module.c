@@ -54,8 +54,8 @@ static int64_t gil_held_bytes_a_thread = 512 << 10;
  * limit above keep it instead: the busy thread still gets it back every switch interval,
  * and each call no longer waits one out. (Where other jobs began meanwhile, the GIL went
  * round threads calling the engine, whose jobs run side by side only where released.)
- * 2-core VM, 1 MiB reversed rows beside a busy Python thread: 179 -> 11,566 calls a second
- * (docs/performance/cpu.md). 1: never held for it. */
+ * 2-core VM, 1 MiB reversed rows beside a busy Python thread: 179-271 -> 9,482-11,566
+ * calls a second (docs/performance/cpu.md). 1: never held for it. */
 static int64_t gil_busy_wait_ns = 1000000;
 static int64_t gil_busy_window_ns = 100000000;
 static int64_t gil_busy_hold = 8;
