@@ -718,3 +718,73 @@ def test_the_c_launcher_refuses_a_table_it_cannot_pass() -> None:
         launcher.launch_table(0, 1, 256, 0, bytes(8 * 4001), b"", [], 1, 1)
     with pytest.raises(TypeError, match="9 arguments"):
         launcher.launch_table(0, 1)
+
+
+def test_warm_indexed_launches_take_each_calls_addresses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gather's launches (no winner table) prepared once per device, stream and alignment
+    of its source and destination: each call's addresses are in the parameters when it
+    launches; an address 4 bytes off, or another stream, prepares anew (stand-ins for CuPy
+    and the driver)."""
+    import ctypes
+
+    from dmlops.backends.cuda import indexed as cuda_indexed
+
+    x = np.zeros((1000, 64), np.float32)
+    plan = _plan_of(lambda: dmlops.gather(x, np.arange(32), 0))
+    (copy,) = plan.indexed
+    launch = cuda_indexed.IndexedLaunch(copy, 4)
+    monkeypatch.setattr(cuda_indexed, "_named", lambda cp, entry: entry)
+    prepared: list[int] = []
+    prepare = cuda_indexed.IndexedLaunch._prepare
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> Any:
+        prepared.append(1)
+        return prepare(self, *args, **kwargs)
+
+    monkeypatch.setattr(cuda_indexed.IndexedLaunch, "_prepare", counting)
+    seen: list[tuple[int, ...]] = []
+
+    def launch_kernel(function: str, *rest: Any) -> None:
+        params = ctypes.cast(rest[-2], ctypes.POINTER(ctypes.c_uint64))  # (parameter addresses)
+        read = [ctypes.cast(params[k], ctypes.POINTER(ctypes.c_uint64))[0] for k in (1, 2, 3)]
+        seen.append((rest[-3], *read))  # (stream, source, destination, index)
+
+    monkeypatch.setattr(cuda_indexed, "launch_kernel", launch_kernel)
+    fake = SimpleNamespace(cuda=SimpleNamespace(runtime=SimpleNamespace(
+        streamIsCapturing=lambda stream: False)))  # fmt: skip
+    calls = [
+        (7, 1 << 30, 3 << 30, 5 << 30),
+        (7, (1 << 30) + 4096, (4 << 30) + 512, 6 << 30),  # (aligned alike: warm)
+        (7, (1 << 30) + 4, 3 << 30, 5 << 30),  # (4 bytes off: its own)
+        (8, 1 << 30, 3 << 30, 5 << 30),  # (another stream)
+        (7, (2 << 30) + 4, (9 << 30) + 256, 5 << 30),  # (4 bytes off again: warm)
+    ]
+    for stream, src, dst, index in calls:
+        launch.launch(fake, 0, [src, index], [dst], stream)
+    assert seen == [(stream, src, dst, index) for stream, src, dst, index in calls]
+    assert len(prepared) == 3
+
+
+def test_tables_by_value_through_ctypes_add_the_addresses_as_the_c_launcher_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without the C extension, `launch_table` packs the table with each patch's address
+    added, then the launch's pieces and tiles (what the kernel reads)."""
+    import ctypes
+
+    from dmlops.backends.cuda import launch as cuda_launch
+
+    got: list[Any] = []
+
+    def launch(function: int, grid: int, *rest: Any) -> None:
+        params = ctypes.cast(rest[-2], ctypes.POINTER(ctypes.c_uint64))
+        words = ctypes.cast(params[0], ctypes.POINTER(ctypes.c_int64))
+        pieces = ctypes.cast(params[1], ctypes.POINTER(ctypes.c_int32))[0]
+        tiles = ctypes.cast(params[2], ctypes.POINTER(ctypes.c_int64))[0]
+        got.append((function, grid, [words[k] for k in range(4)], pieces, tiles))
+
+    monkeypatch.setattr(cuda_launch, "_ctypes_launch", launch)
+    table = np.array([10, -20, 30, 40], np.int64).tobytes()
+    patches = np.array([[0, 1], [1, 0], [3, 1]], np.int32).tobytes()
+    cuda_launch._ctypes_launch_table(5, 6, 256, 0, table, patches, [1000, 7 << 33], 3, 9)
+    assert got == [(5, 6, [10 + (7 << 33), 980, 30, 40 + (7 << 33)], 3, 9)]

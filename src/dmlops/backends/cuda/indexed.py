@@ -185,7 +185,7 @@ class IndexedLaunch:
         # and destination: the same at any addresses so aligned, which a call writes into
         # the arrays their parameters point at (under the lock: the driver reads them as it
         # launches); a call whose output is a new array prepares nothing
-        self.warm: dict[tuple[int, ...], tuple[list[Any], list[np.ndarray[Any, Any]]]] = {}
+        self.warm: dict[tuple[int, ...], tuple[list[Any], list[np.ndarray[Any, Any]], Any]] = {}
         self._warm_lock = _forking.lock()
         self.captured: list[Any] = []  # preparations a CUDA graph replays: kept for good
 
@@ -269,9 +269,11 @@ class IndexedLaunch:
                 if prepared[0] is None:  # (no winner table: for every address so aligned)
                     if len(self.warm) >= _WARM:
                         del self.warm[next(iter(self.warm))]
+                    # (launches, the addresses' arrays, and all the parameters point at)
                     self.warm[(device, stream, key[2] & _ALIGNED, key[3] & _ALIGNED)] = (
                         prepared[1],
                         prepared[2][-1],
+                        prepared[2],
                     )
                     self.launch_warm(*key)
                     return
@@ -303,7 +305,7 @@ class IndexedLaunch:
         found = self.warm.get((device, stream, src & _ALIGNED, dst & _ALIGNED))
         if found is None:
             return False
-        launches, where = found
+        launches, where, _ = found
         go = launch_kernel
         with self._warm_lock:
             where[0][0], where[1][0], where[2][0] = src, dst, index
