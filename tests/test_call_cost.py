@@ -4,6 +4,7 @@ bounded, thread-safe; validation before allocation; non-arrays named."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
 import pytest
@@ -246,3 +247,53 @@ def test_each_backend_is_made_once_when_threads_first_ask_at_once() -> None:
     with ThreadPoolExecutor(16) as pool:
         got = list(pool.map(lambda _: made_once(Slow), range(64)))
     assert Slow.made == 1 and all(g is got[0] for g in got)
+
+
+def test_the_engines_fields_key_keeps_each_values_type() -> None:
+    """The CPU engine's `fields_key`: equal for equal values of equal types, apart where a
+    type or a value differs (1 / 1.0 / True, a list / a tuple, 0.0 / -0.0, nesting), and
+    None for a value it does not walk (the caller pickles it); never a pickle's bytes."""
+    from dmlops.backends import cpu_engine
+
+    module = cpu_engine.native()
+    if module is None:
+        pytest.skip("the engine is not built")
+    key = module.fields_key
+    plain = ([0, -1, 2**62], (4, 8), None, "AXIS", [[1.5, True], ()], 2**63 - 1, -(2**63))
+    assert key(*plain) == key(*plain) and isinstance(key(*plain), bytes)
+    others = [
+        [1], [1.0], [True], [(1,)], [[1]], [0.0], [-0.0], ["1"], [None], [[]], [()],
+        [[1, 2]], [[1], [2]], [[1, [2]]], [2**40], [-(2**40)], [False], [""], ["é"],
+    ]  # fmt: skip
+    keys = [key(*o) for o in others]
+    assert len(set(keys)) == len(keys)
+    assert key(1, 2) != key((1, 2)) != key([1, 2])
+    for refused in (2**63, -(2**63) - 1, np.int64(3), object(), [np.float32(1)], {1: 2}):
+        assert key(refused) is None
+    deep: list[Any] = [1]
+    for _ in range(6):
+        deep = [deep]
+    assert key(deep) is not None and key([deep]) is None  # (a field's lists 7 deep at most)
+    long = list(range(10_000))  # (past the first buffer)
+    assert key(long) == key(list(range(10_000))) != key(long[:-1])
+    assert not key(1).startswith(b"\x80")  # (a pickle's first byte)
+
+
+def test_calls_key_their_fields_through_the_engine_where_it_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The call cache's fields key: the engine's where it is built and enabled, pickle for
+    what it refuses and where it is not."""
+    import pickle
+
+    from dmlops.backends import cpu_engine
+    from dmlops.calls import signatures
+
+    monkeypatch.setattr(signatures, "_KEYER", [None])
+    fields = ([0, 1], [4, 2], [1, 1], None)
+    if cpu_engine.available():
+        assert signatures._fields_key(*fields) == cpu_engine.native().fields_key(*fields)
+    odd = (np.int64(0), [1])
+    assert signatures._fields_key(*odd) == pickle.dumps(odd, pickle.HIGHEST_PROTOCOL)
+    monkeypatch.setattr(signatures, "_KEYER", [signatures._no_key])
+    assert signatures._fields_key(*fields) == pickle.dumps(fields, pickle.HIGHEST_PROTOCOL)

@@ -29,9 +29,33 @@ _MANY_KEYS: dict[type, Callable[[Sequence[Any]], list[Hashable] | None]] = {
 _UNKEYABLE = object()
 
 
+def _no_key(*fields: Any) -> None:
+    return None
+
+
+def _keyer() -> Callable[..., bytes | None]:
+    """The CPU engine's `fields_key` (a C walk of plain values: 0.14 µs against pickle's 0.34
+    for SLICE1's three lists), where the engine is built and enabled; else no key (pickle)."""
+    from ..backends import cpu_engine
+
+    module = cpu_engine.native() if cpu_engine.available() else None
+    found = getattr(module, "fields_key", None)
+    return found if found is not None else _no_key
+
+
+_KEYER: list[Callable[..., bytes | None] | None] = [None]  # (chosen at the first key)
+
+
 def _fields_key(*fields: Any) -> Hashable:
-    """An operator's fields as one key: their values with their types (pickled), so that
-    1.0 or True never finds the call compiled for 1 and skips the check that refuses it."""
+    """An operator's fields as one key: their values with their types (the CPU engine's
+    `fields_key` for plain values, else pickled), so that 1.0 or True never finds the call
+    compiled for 1 and skips the check that refuses it."""
+    made = _KEYER[0]
+    if made is None:
+        made = _KEYER[0] = _keyer()
+    key = made(*fields)
+    if key is not None:
+        return key
     try:
         return pickle.dumps(fields, pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, TypeError, AttributeError, ValueError, RecursionError):

@@ -376,6 +376,118 @@ static PyObject *gil_busy(PyObject *self, PyObject *unused) {
                            pool_now_ns());
 }
 
+/* fields_key(*fields): an operator's fields as one bytes key, each value with its type (so
+ * that 1.0 or True never finds the call of 1), or None where a value is not None, a bool, an
+ * int of 64 bits, a float, a str, or a list or tuple of them (a field's at most 7 deep):
+ * the caller pickles those. Starts with a byte no pickle starts with. */
+#define KEY_DEPTH 8
+
+typedef struct {
+    char *bytes; /* `first` until it outgrows it, then the heap's */
+    char *first;
+    Py_ssize_t used, size;
+} field_bytes_t;
+
+static int key_put(field_bytes_t *k, const void *data, Py_ssize_t n) {
+    if (k->used + n > k->size) {
+        Py_ssize_t size = (k->size + n) * 2;
+        char *grown = PyMem_Malloc((size_t)size);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(grown, k->bytes, (size_t)k->used);
+        if (k->bytes != k->first) {
+            PyMem_Free(k->bytes);
+        }
+        k->bytes = grown;
+        k->size = size;
+    }
+    memcpy(k->bytes + k->used, data, (size_t)n);
+    k->used += n;
+    return 0;
+}
+
+/* 1: written; 0: a value the key does not take; -1: an error */
+static int key_value(field_bytes_t *k, PyObject *v, int depth) {
+    char tag;
+    if (v == Py_None) {
+        return key_put(k, "N", 1) < 0 ? -1 : 1;
+    }
+    if (v == Py_True || v == Py_False) {
+        return key_put(k, v == Py_True ? "T" : "F", 1) < 0 ? -1 : 1;
+    }
+    if (PyLong_CheckExact(v)) {
+        int overflow;
+        long long n = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow) {
+            return 0;
+        }
+        if (n == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        tag = 'I';
+        return key_put(k, &tag, 1) < 0 || key_put(k, &n, 8) < 0 ? -1 : 1;
+    }
+    if (PyFloat_CheckExact(v)) {
+        double d = PyFloat_AS_DOUBLE(v);
+        tag = 'D';
+        return key_put(k, &tag, 1) < 0 || key_put(k, &d, 8) < 0 ? -1 : 1;
+    }
+    if (PyUnicode_CheckExact(v)) {
+        Py_ssize_t n;
+        const char *text = PyUnicode_AsUTF8AndSize(v, &n);
+        if (text == NULL) {
+            PyErr_Clear(); /* (a lone surrogate: pickled instead) */
+            return 0;
+        }
+        tag = 'S';
+        return key_put(k, &tag, 1) < 0 || key_put(k, &n, sizeof n) < 0 ||
+                       key_put(k, text, n) < 0
+                   ? -1
+                   : 1;
+    }
+    int list = PyList_CheckExact(v);
+    if ((list || PyTuple_CheckExact(v)) && depth < KEY_DEPTH) {
+        Py_ssize_t n = list ? PyList_GET_SIZE(v) : PyTuple_GET_SIZE(v);
+        tag = list ? 'L' : 'U';
+        if (key_put(k, &tag, 1) < 0 || key_put(k, &n, sizeof n) < 0) {
+            return -1;
+        }
+        for (Py_ssize_t j = 0; j < n; j++) {
+            /* (a list's length is read again: a value's __del__ cannot run here, but stay safe) */
+            if (list && j >= PyList_GET_SIZE(v)) {
+                return 0;
+            }
+            PyObject *item = list ? PyList_GET_ITEM(v, j) : PyTuple_GET_ITEM(v, j);
+            int done = key_value(k, item, depth + 1);
+            if (done <= 0) {
+                return done;
+            }
+        }
+        return 1;
+    }
+    return 0;
+}
+
+static PyObject *fields_key(PyObject *self, PyObject *args) {
+    (void)self;
+    char first[256];
+    field_bytes_t k = {first, first, 0, sizeof first};
+    PyObject *result = NULL;
+    int done = key_put(&k, "\x01", 1) < 0 ? -1 : key_value(&k, args, 0);
+    if (done > 0) {
+        result = PyBytes_FromStringAndSize(k.bytes, k.used);
+    } else if (done == 0) {
+        result = Py_None;
+        Py_INCREF(result);
+    }
+    if (k.bytes != first) {
+        PyMem_Free(k.bytes);
+    }
+    return result;
+}
+
 static PyObject *begun(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
@@ -957,6 +1069,8 @@ static PyMethodDef methods[] = {
     {"workers", workers, METH_NOARGS, "Worker threads started in this process."},
     {"pool_taken", taken, METH_NOARGS, "Whether a thread's job holds the pool now."},
     {"jobs_begun", begun, METH_NOARGS, "How many native jobs this process has begun."},
+    {"fields_key", fields_key, METH_VARARGS,
+     "An operator's fields as one bytes key, each value with its type; None: pickle them."},
     {"gil_busy", gil_busy, METH_NOARGS,
      "Whether a released job lately waited long for the GIL (longer jobs keep it)."},
     {"estimate_spare", estimate_spare, METH_VARARGS,
