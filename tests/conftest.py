@@ -199,3 +199,22 @@ def for_onnxruntime(model: Any) -> bytes:
     copy.CopyFrom(model)
     copy.ir_version = min(copy.ir_version, ONNXRUNTIME_IR)
     return bytes(copy.SerializeToString())
+
+
+@pytest.fixture
+def indexed_preparations(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """What each CUDA `IndexedLaunch._prepare` made, in order (it still runs): (winner
+    table, launches, what they keep — the meta table first, the addresses' arrays last —,
+    whether each call clears the table)."""
+    from dmlops.backends.cuda import indexed as cuda_indexed
+
+    made: list[Any] = []
+    prepare = cuda_indexed.IndexedLaunch._prepare
+
+    def noting(self: Any, *args: Any, **kwargs: Any) -> Any:
+        found = prepare(self, *args, **kwargs)
+        made.append(found)
+        return found
+
+    monkeypatch.setattr(cuda_indexed.IndexedLaunch, "_prepare", noting)
+    return made

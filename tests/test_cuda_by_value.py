@@ -149,22 +149,13 @@ def test_by_value_launches_in_graph_capture_and_on_side_streams() -> None:
     assert all(o.shape == (5, 9) for o in others)
 
 
-def test_indexed_calls_at_new_addresses_prepare_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_indexed_calls_at_new_addresses_prepare_once(indexed_preparations: list[Any]) -> None:
     """Gathers into new outputs and scatters into new targets: launches without a winner
     table are prepared once per alignment, each call's addresses written into their
     parameters; a source 4 bytes off is another alignment."""
     import torch
 
-    from dmlops.backends.cuda import indexed as cuda_indexed
-
-    made: list[int] = []
-    prepare = cuda_indexed.IndexedLaunch._prepare
-
-    def counting(self: Any, *args: Any, **kwargs: Any) -> Any:
-        made.append(1)
-        return prepare(self, *args, **kwargs)
-
-    monkeypatch.setattr(cuda_indexed.IndexedLaunch, "_prepare", counting)
+    made = indexed_preparations
     dmlops.functional.clear_cache()
     flat = torch.randn(1 + 1000 * 64, device="cuda")
     x, off = flat[:-1].view(1000, 64), flat[1:].view(1000, 64)

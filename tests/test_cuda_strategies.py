@@ -720,7 +720,9 @@ def test_the_c_launcher_refuses_a_table_it_cannot_pass() -> None:
         launcher.launch_table(0, 1)
 
 
-def test_warm_indexed_launches_take_each_calls_addresses(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_warm_indexed_launches_take_each_calls_addresses(
+    monkeypatch: pytest.MonkeyPatch, indexed_preparations: list[Any]
+) -> None:
     """A gather's launches (no winner table) prepared once per device, stream and alignment
     of its source and destination: each call's addresses are in the parameters when it
     launches; an address 4 bytes off, or another stream, prepares anew (stand-ins for CuPy
@@ -734,14 +736,7 @@ def test_warm_indexed_launches_take_each_calls_addresses(monkeypatch: pytest.Mon
     (copy,) = plan.indexed
     launch = cuda_indexed.IndexedLaunch(copy, 4)
     monkeypatch.setattr(cuda_indexed, "_named", lambda cp, entry: entry)
-    prepared: list[int] = []
-    prepare = cuda_indexed.IndexedLaunch._prepare
-
-    def counting(self: Any, *args: Any, **kwargs: Any) -> Any:
-        prepared.append(1)
-        return prepare(self, *args, **kwargs)
-
-    monkeypatch.setattr(cuda_indexed.IndexedLaunch, "_prepare", counting)
+    prepared = indexed_preparations
     seen: list[tuple[int, ...]] = []
 
     def launch_kernel(function: str, *rest: Any) -> None:

@@ -5,6 +5,7 @@ property tests against naive element-by-element references, on every backend tha
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 import pytest
@@ -1324,7 +1325,11 @@ def test_short_whole_word_rows(backend: str, dtype: type, width: int) -> None:
     + [(np.float16, 6), (np.int8, 40), (np.float64, 30)],
 )
 def test_cuda_short_rows_by_teams_and_by_threads(
-    dtype: type, width: int, teams: bool, monkeypatch: pytest.MonkeyPatch
+    dtype: type,
+    width: int,
+    teams: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    indexed_preparations: list[Any],
 ) -> None:
     """CUDA's indexed copies of rows shorter than a warp's 32 chunks, moved by a team of
     lanes (the power of two at or over the row's chunks) or a thread a row
@@ -1336,17 +1341,6 @@ def test_cuda_short_rows_by_teams_and_by_threads(
 
     if not teams:
         monkeypatch.setattr(cuda_indexed, "TEAM_THREADS", 0)
-    lanes_seen: set[int] = set()
-    prepare = cuda_indexed.IndexedLaunch._prepare
-
-    def noting(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        made = prepare(self, *args, **kwargs)
-        meta = made[2][0]  # (what the launches keep: the meta table first)
-        if len(meta) == cuda_indexed.META_WORDS:  # (not the elements kernel's walk)
-            lanes_seen.add(int(meta[-1]))
-        return made
-
-    monkeypatch.setattr(cuda_indexed.IndexedLaunch, "_prepare", noting)
     dmlops.functional.clear_cache()
     rng = np.random.default_rng(width)
     host = rng.integers(-100, 100, (300, 2 * width)).astype(dtype)
@@ -1374,7 +1368,9 @@ def test_cuda_short_rows_by_teams_and_by_threads(
         want = ref_scatter_nd(want, slots, upd)
         dmlops.scatter_nd(target, to_device("cuda", slots), to_device("cuda", upd), out=target)
         assert bits(to_host(target)) == bits(want)
-    if not teams:
+    metas = [made[2][0] for made in indexed_preparations]  # (the meta table kept first)
+    lanes_seen = {int(m[-1]) for m in metas if len(m) == cuda_indexed.META_WORDS}
+    if not teams:  # (not the elements kernel's walk, above)
         assert lanes_seen <= {1, 32}
     elif 1 < width < 32:  # (the strided gather's rows: `width` chunks of one element)
         assert 1 << (width - 1).bit_length() in lanes_seen
