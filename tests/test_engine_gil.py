@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -39,35 +40,47 @@ def held_below() -> Iterator[Callable[[int], None]]:
     )
 
 
+@contextmanager
+def _beside(step: Callable[[], Any], switch_interval: float) -> Iterator[None]:
+    """Another Python thread running `step` over and over (started and running before the
+    block; stopped after it), with CPython's switch interval at `switch_interval` meanwhile."""
+    stop = threading.Event()
+    ready = threading.Event()
+
+    def loop() -> None:
+        ready.set()
+        while not stop.is_set():
+            step()
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(switch_interval)
+    other = threading.Thread(target=loop, daemon=True)
+    try:
+        other.start()
+        ready.wait()
+        yield
+    finally:
+        stop.set()
+        other.join()
+        sys.setswitchinterval(interval)
+
+
 def _stamps_during(call: Callable[[], Any]) -> int:
     """How many times another Python thread ran a line while `call` ran. The other thread
     gives the GIL back at every line (a sleep) and, with the switch interval at a minute,
     gets it back only where it is let go: never within the call's Python, so only while
     the job runs with it released."""
     stamps: list[float] = []
-    stop = threading.Event()
-    ready = threading.Event()
 
     def tick() -> None:
-        ready.set()
-        while not stop.is_set():
-            stamps.append(time.perf_counter())
-            time.sleep(0)
+        stamps.append(time.perf_counter())
+        time.sleep(0)
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(60.0)
-    ticker = threading.Thread(target=tick, daemon=True)
-    try:
-        ticker.start()
-        ready.wait()
+    with _beside(tick, 60.0):
         time.sleep(0.01)  # (the ticker now waits for the GIL at each line)
         start = time.perf_counter()
         call()
         end = time.perf_counter()
-    finally:
-        stop.set()
-        sys.setswitchinterval(interval)
-        ticker.join()
     return sum(start < s < end for s in stamps)
 
 
@@ -140,27 +153,24 @@ def _wait_beside_a_busy_thread(call: Callable[[], Any], calling: bool = False) -
     """`call` once while another Python thread runs pure Python (it lets the GIL go only
     when the switch interval forces it to), calling the engine's short jobs too where
     `calling`."""
-    stop = threading.Event()
-    ready = threading.Event()
     small = np.zeros((8, 8), np.float32)
 
     def spin() -> None:
-        ready.set()
-        while not stop.is_set():
-            if calling:
-                dmlops.join([small, small[::-1]], 0)  # (an engine job that keeps the GIL)
+        if calling:
+            dmlops.join([small, small[::-1]], 0)  # (an engine job that keeps the GIL)
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(0.005)
-    busy = threading.Thread(target=spin, daemon=True)
-    try:
-        busy.start()
-        ready.wait()
+    with _beside(spin, 0.005):
         call()
-    finally:
-        stop.set()
-        busy.join()
-        sys.setswitchinterval(interval)
+
+
+def _one_thread_64_mib(held_below: Callable[[int], None]) -> np.ndarray[Any, Any]:
+    """A 64 MiB array whose reversed rows are compiled, jobs on one thread, the GIL limit
+    at 16 MiB (its job released, but under 8 x that)."""
+    x = np.arange(16 * _MIB, dtype=np.float32).reshape(4096, -1)
+    dmlops.set_num_threads(1)
+    _reverse_rows(x)
+    held_below(16 * _MIB)
+    return x
 
 
 @pytest.mark.parametrize("hold", [8, 1])
@@ -168,11 +178,9 @@ def test_a_long_wait_for_the_gil_makes_longer_jobs_keep_it_for_a_while(
     held_below: Callable[[int], None], hold: int
 ) -> None:
     module = cpu_engine.native()
-    x = np.arange(16 * _MIB, dtype=np.float32).reshape(4096, -1)  # 64 MiB
+    x = _one_thread_64_mib(held_below)
     y = np.arange(48 * _MIB, dtype=np.float32).reshape(12288, -1)  # 192 MiB
-    dmlops.set_num_threads(1)
-    _reverse_rows(x), _reverse_rows(y)
-    held_below(16 * _MIB)  # (both released; the 64 MiB job under 8 x that)
+    _reverse_rows(y)
     # (no wait marks the GIL busy but the one beside the busy thread: a loaded machine's
     # slow hand-back in the other checks must not)
     cpu_engine.configure(gil_busy_hold=hold, gil_busy_wait_us=_NEVER, gil_busy_window_us=_MINUTE)
@@ -197,10 +205,7 @@ def test_a_wait_shorter_than_the_mark_changes_nothing(
     held_below: Callable[[int], None],
 ) -> None:
     module = cpu_engine.native()
-    x = np.arange(16 * _MIB, dtype=np.float32).reshape(4096, -1)  # 64 MiB
-    dmlops.set_num_threads(1)
-    _reverse_rows(x)
-    held_below(16 * _MIB)
+    x = _one_thread_64_mib(held_below)
     cpu_engine.configure(gil_busy_hold=8, gil_busy_wait_us=_NEVER, gil_busy_window_us=_MINUTE)
     _wait_beside_a_busy_thread(lambda: _reverse_rows(x))  # (a 5 ms wait, under 10 s)
     assert not module.gil_busy()
@@ -213,10 +218,7 @@ def test_a_wait_while_other_jobs_began_is_the_engines_own_turns(
     """Where the thread holding the GIL meanwhile began jobs of the engine, the wait was
     callers taking turns (whose released jobs run side by side): nothing is held longer."""
     module = cpu_engine.native()
-    x = np.arange(16 * _MIB, dtype=np.float32).reshape(4096, -1)  # 64 MiB
-    dmlops.set_num_threads(1)
-    _reverse_rows(x)
-    held_below(16 * _MIB)
+    x = _one_thread_64_mib(held_below)
     cpu_engine.configure(gil_busy_hold=8, gil_busy_wait_us=1000, gil_busy_window_us=_MINUTE)
     begun = module.jobs_begun()
     _wait_beside_a_busy_thread(lambda: _reverse_rows(x), calling=True)

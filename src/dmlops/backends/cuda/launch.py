@@ -271,7 +271,6 @@ class ByValue:
         self.held: list[Any] = []  # the tensor fills these launches read
         self.launches: list[tuple[int, int, bytes, bytes, int, int]] = []
         for group, (function, grid, words) in zip(groups, functions, strict=True):
-            assert group.ends is not None
             rows = group.table.copy()
             length = rows.shape[1]
             positions, bindings = [], []

@@ -82,7 +82,7 @@ class Group:
     tiles: int
     # each row's source and destination bindings (int32 [pieces, 2]): the input whose address
     # its column 0 counts from, the output of its column 1
-    ends: np.ndarray | None = None
+    ends: np.ndarray
 
     @property
     def pieces(self) -> int:
