@@ -241,3 +241,43 @@ def test_tables_upload_where_the_by_value_kernels_cannot_be_built(
     for r in _kept(lambda: dmlops.slice1(x, [0, 0, 0], [6, 7, 8], [1, 1, -1]), 3):
         assert np.array_equal(_host(r), want)
     assert counted == {"by_value": 1, "prepare": 3}
+
+
+def test_a_thread_with_no_cuda_context_yet_launches_warm_calls() -> None:
+    """A warm call from a thread whose CUDA calls never reached the driver (CuPy's pool
+    handing back a freed block, as in Dask's worker threads) makes its device's context
+    current and launches: tables by value, warm indexed launches, a conversion."""
+    import ctypes
+    import threading
+
+    import cupy
+
+    dmlops.functional.clear_cache()
+    x = cupy.asarray(np.random.default_rng(3).standard_normal((100, 64)).astype(np.float32))
+    idx = cupy.asarray(np.array([5, 0, 99, 7, 7], np.int64))
+    calls: dict[str, Callable[[], Any]] = {
+        "by value": lambda: dmlops.slice1(x, [0, 0], [100, 64], [-1, 2]),
+        "indexed": lambda: dmlops.gather(x, idx, 0),
+        "conversion": lambda: dmlops.cast(x, np.float16),
+    }
+    wants = {name: cupy.asnumpy(call()) for name, call in calls.items()}  # (blocks freed)
+    driver = ctypes.CDLL("libcuda.so.1")
+    for name, call in calls.items():
+        found: dict[str, Any] = {}
+
+        def work(call: Callable[[], Any] = call, found: dict[str, Any] = found) -> None:
+            context = ctypes.c_void_p()
+            driver.cuCtxGetCurrent(ctypes.byref(context))
+            found["context"] = context.value
+            try:
+                found["result"] = call()
+            except RuntimeError as error:  # (raised again below, in the test's thread)
+                found["error"] = error
+
+        thread = threading.Thread(target=work)
+        thread.start()
+        thread.join()
+        assert found["context"] is None, name  # (none current: the case under test)
+        assert "error" not in found, (name, found.get("error"))
+        got = cupy.asnumpy(found["result"])
+        assert got.dtype == wants[name].dtype and got.tobytes() == wants[name].tobytes(), name

@@ -783,3 +783,48 @@ def test_tables_by_value_through_ctypes_add_the_addresses_as_the_c_launcher_does
     patches = np.array([[0, 1], [1, 0], [3, 1]], np.int32).tobytes()
     cuda_launch._ctypes_launch_table(5, 6, 256, 0, table, patches, [1000, 7 << 33], 3, 9)
     assert got == [(5, 6, [10 + (7 << 33), 980, 30, 40 + (7 << 33)], 3, 9)]
+
+
+def test_a_call_in_a_thread_with_no_cuda_context_makes_it_current_and_calls_again() -> None:
+    """`in_any_thread`: a launch that finds no context current (the driver's error 201,
+    NoContext) has its device made current, then the call runs once more; other driver
+    errors pass through untouched."""
+    from dmlops.backends.cuda.launch import NoContext, check_driver, in_any_thread
+
+    with pytest.raises(NoContext, match="error 201"):
+        check_driver(201, "cuLaunchKernel")
+    with pytest.raises(RuntimeError, match="error 700") as raised:
+        check_driver(700, "cuLaunchKernel")
+    assert not isinstance(raised.value, NoContext)
+    made_current: list[int] = []
+    runtime = SimpleNamespace(setDevice=made_current.append)
+
+    class Executor:
+        backend = SimpleNamespace(
+            cupy=SimpleNamespace(cuda=SimpleNamespace(runtime=runtime)),
+            default_queue=lambda: (3, 0),
+        )
+
+        def __init__(self, failures: list[RuntimeError]) -> None:
+            self.failures = failures
+            self.calls: list[Any] = []
+
+        @in_any_thread
+        def __call__(self, ins: Any, outs: Any, queue: Any = None) -> None:
+            self.calls.append((ins, outs, queue))
+            if self.failures:
+                raise self.failures.pop(0)
+
+    executor = Executor([NoContext("no context")])
+    executor([1], [2], (5, 9))
+    assert executor.calls == [([1], [2], (5, 9))] * 2 and made_current == [5]
+    executor = Executor([NoContext("no context")])
+    executor([1], [2])
+    assert executor.calls == [([1], [2], None)] * 2 and made_current == [5, 3]
+    executor = Executor([NoContext("no context"), NoContext("still none")])
+    with pytest.raises(NoContext, match="still none"):  # (once only)
+        executor([1], [2], (5, 9))
+    executor = Executor([RuntimeError("cuLaunchKernel failed with CUDA driver error 700")])
+    with pytest.raises(RuntimeError, match="700"):
+        executor([1], [2], (5, 9))
+    assert len(executor.calls) == 1 and made_current == [5, 3, 5]

@@ -39,6 +39,7 @@ from .launch import (
     TABLE_WORDS,
     ByValue,
     Prepared,
+    in_any_thread,
     is_capturing,
     launch_kernel,
     pack_arguments,
@@ -498,15 +499,19 @@ class CudaBackend:
             return prepared
 
     def by_value(
-        self, plan: Plan, ins: Sequence[int], outs: Sequence[int], device: int
+        self, plan: Plan, ins: Sequence[int], outs: Sequence[int], queue: Queue
     ) -> ByValue | None:
         """`plan`'s launches with their piece tables in their parameters, for every address
         aligned as these are (`ByValue`); None where a table is too long for that."""
         cp = self.cupy
+        device, stream = queue
         # (parameters past 4 KB: CUDA 12.1 on)
         sizes = TABLE_WORDS if int(cp.cuda.runtime.driverGetVersion()) >= 12010 else (64, 500)
+        capturing = is_capturing(cp, stream)
         with self._on(device), relaxed_capture():
             state = self.state(device)
+            if not capturing:  # (as `prepare` does)
+                state.free_dropped()
             groups, held, fills = self._groups(state, plan, ins, outs)
             functions = []
             for group in groups:
@@ -615,6 +620,7 @@ class _CudaExecutor:
         self.by_value: dict[tuple[int, ...], ByValue | None] = {}
         self.tables_by_value = BY_VALUE and bool(plan.copies) and not self.indexed
 
+    @in_any_thread
     def __call__(self, ins: Sequence[int], outs: Sequence[int], queue: Queue | None = None) -> None:
         backend = self.backend
         if queue is None:
@@ -637,7 +643,7 @@ class _CudaExecutor:
             if made is _UNSEEN:
                 if len(self.by_value) >= _BY_VALUE_KEPT:  # (the oldest alignment goes)
                     self.by_value.pop(next(iter(self.by_value)), None)
-                made = self.by_value[aligned] = backend.by_value(self.plan, ins, outs, device)
+                made = self.by_value[aligned] = backend.by_value(self.plan, ins, outs, queue)
             if made is not None:
                 with backend._on(device):
                     made.run(ins, outs, stream)

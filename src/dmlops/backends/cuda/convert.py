@@ -13,7 +13,7 @@ import numpy as np
 
 from ...plan import Plan, coalesce
 from . import kernels
-from .launch import launch_kernel, pack_arguments, scratch
+from .launch import in_any_thread, launch_kernel, pack_arguments, scratch
 from .streams import Queue
 
 __all__ = [
@@ -106,6 +106,7 @@ class CudaConversion:
     def _function(self, defines: tuple[tuple[str, int], ...]) -> int:
         return kernels.handle(self.backend.cupy.cuda.runtime, "convert", defines)
 
+    @in_any_thread
     def __call__(self, ins: Sequence[int], outs: Sequence[int], queue: Queue | None = None) -> None:
         backend = self.backend
         device, stream = backend.default_queue() if queue is None else queue

@@ -12,11 +12,12 @@ launch reads are never freed, since the graph may be replayed at any time.
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -26,6 +27,8 @@ from .strategies import THREADS, Group
 __all__ = [
     "Prepared",
     "ByValue",
+    "NoContext",
+    "in_any_thread",
     "TABLE_WORDS",
     "Graphed",
     "relaxed_capture",
@@ -41,6 +44,14 @@ __all__ = [
 ]
 
 _RELAXED = 2  # CU_STREAM_CAPTURE_MODE_RELAXED
+_NO_CONTEXT = 201  # CUDA_ERROR_INVALID_CONTEXT
+_Call = TypeVar("_Call", bound=Callable[..., None])
+
+
+class NoContext(RuntimeError):
+    """A launch in a thread with no CUDA context current (`in_any_thread` answers it)."""
+
+
 _driver: Any = None
 _driver_lock = _forking.lock()
 
@@ -98,9 +109,31 @@ def _ctypes_launch_table(
 
 
 try:  # one C call a launch (native/launch.c), built by `pip install .` where a compiler is
-    from ._launch import launch_kernel, launch_table  # type: ignore[import-not-found]
+    from . import _launch  # type: ignore[attr-defined]
+
+    launch_kernel, launch_table = _launch.launch_kernel, _launch.launch_table
+    _launch.set_no_context(NoContext)
 except ImportError:  # pragma: no cover - (no C compiler where dmlops was installed)
     launch_kernel, launch_table = _ctypes_launch, _ctypes_launch_table
+
+
+def in_any_thread(call: _Call) -> _Call:
+    """An executor's call that, in a thread where no CUDA context is current yet (one whose
+    CUDA calls so far never reached the driver: CuPy's pool handing back a block, a device
+    query), makes its device's primary context current and calls once more."""
+
+    @functools.wraps(call)
+    def run(executor: Any, ins: Sequence[int], outs: Sequence[int], queue: Any = None) -> None:
+        try:
+            call(executor, ins, outs, queue)
+        except NoContext:
+            backend = executor.backend
+            device = (backend.default_queue() if queue is None else queue)[0]
+            backend.cupy.cuda.runtime.setDevice(device)  # (CUDA 12: its context made current)
+            call(executor, ins, outs, queue)
+
+    return cast(_Call, run)
+
 
 # the sizes (int64 words) a piece table passed by value is rounded up to: each a kernel of
 # its own; a plan whose tables are larger uploads them (`Prepared`). 32,000 bytes with the
@@ -173,7 +206,8 @@ class Graphed:
 def check_driver(status: int, call: str) -> None:
     """Raise where a CUDA driver call did not succeed."""
     if status != 0:
-        raise RuntimeError(f"{call} failed with CUDA driver error {status}")
+        error = NoContext if status == _NO_CONTEXT else RuntimeError
+        raise error(f"{call} failed with CUDA driver error {status}")
 
 
 def _destroy_graph(driver: Any, graph: Any, runnable: Any) -> None:

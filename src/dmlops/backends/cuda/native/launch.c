@@ -12,6 +12,19 @@ typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigne
 
 static launch_fn cu_launch = NULL;
 
+/* CUDA_ERROR_INVALID_CONTEXT: the calling thread has no context current (one whose CUDA
+ * calls so far never reached the driver); raised as launch.py's NoContext, which its
+ * callers answer by making their device's primary context current and launching again. */
+#define NO_CONTEXT 201
+static PyObject *no_context = NULL;
+
+/* Python's error for a launch's failed `status`. */
+static void launch_failed(int status)
+{
+    PyObject *type = status == NO_CONTEXT && no_context != NULL ? no_context : PyExc_RuntimeError;
+    PyErr_Format(type, "cuLaunchKernel failed with CUDA driver error %d", status);
+}
+
 static int load(void)
 {
     if (cu_launch != NULL)
@@ -59,8 +72,7 @@ static PyObject *launch_kernel(PyObject *self, PyObject *const *args, Py_ssize_t
                            (unsigned)v[7], (void *)(uintptr_t)v[8], (void **)(uintptr_t)v[9],
                            (void **)(uintptr_t)v[10]);
     if (status != 0) {
-        PyErr_Format(PyExc_RuntimeError, "cuLaunchKernel failed with CUDA driver error %d",
-                     status);
+        launch_failed(status);
         return NULL;
     }
     Py_RETURN_NONE;
@@ -126,8 +138,7 @@ static PyObject *launch_table(PyObject *self, PyObject *const *args, Py_ssize_t 
     int status = cu_launch((void *)(uintptr_t)v[0], (unsigned)v[1], 1, 1, (unsigned)v[2], 1, 1, 0,
                            (void *)(uintptr_t)v[3], params, NULL);
     if (status != 0) {
-        PyErr_Format(PyExc_RuntimeError, "cuLaunchKernel failed with CUDA driver error %d",
-                     status);
+        launch_failed(status);
         goto done;
     }
     result = Py_None;
@@ -139,11 +150,21 @@ done:
     return result;
 }
 
+/* set_no_context(type): the exception a launch raises where no context is current. */
+static PyObject *set_no_context(PyObject *self, PyObject *type)
+{
+    (void)self;
+    Py_XSETREF(no_context, Py_NewRef(type));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"launch_kernel", (PyCFunction)(void (*)(void))launch_kernel, METH_FASTCALL,
      "cuLaunchKernel(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra)"},
     {"launch_table", (PyCFunction)(void (*)(void))launch_table, METH_FASTCALL,
      "A piece-table kernel launched with its table by value, addresses added in."},
+    {"set_no_context", set_no_context, METH_O,
+     "The exception a launch raises where the calling thread has no CUDA context."},
     {NULL, NULL, 0, NULL},
 };
 
