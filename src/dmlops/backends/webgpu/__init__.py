@@ -33,6 +33,7 @@ from .compact import shader as compaction_shader
 from .convert import conversion_dispatch, converts_on_device, packed_stages
 from .convert import shader as conversion_shader
 from .indexed import indexed_dispatches
+from .layouts import Layout, layout_key
 from .memory import Flat, Memory, WebGpuArray
 from .native import NativeEncoder, native_encoder, shader_module
 from .pick import parse_pick, pick_body
@@ -49,6 +50,8 @@ __all__ = ["WebGpuBackend", "WebGpuArray", "NATIVE_BACKENDS"]
 NATIVE_BACKENDS = ("Vulkan", "Metal", "D3D12")
 ARENA_BYTES = 256 << 20
 _TABLE_CACHE = 16
+_LAYOUTS_KEPT = 16  # a strided plan's layouts (buffers and low offset bits) kept
+LAYOUTS = True  # False: every binding tuple planned anew (tests compare the two)
 STAGING_KEPT = 16 << 20  # read-back buffers up to this size are kept, one per power of two
 FILL_BYTES = 64 << 10  # each fill's buffer, read by the copies that write it
 TENSOR_FILLS_KEPT = 64 << 20  # tensor fills (FILL_VALUE_SEQUENCE's values) kept for later plans
@@ -512,17 +515,33 @@ class WebGpuBackend:
 
     def _dispatches(self, plan: Plan, ins: Sequence[Flat], outs: Sequence[Flat]) -> list[Any]:
         """(pipeline, bind group, grid, group, kept buffers) of every dispatch of `plan`."""
-        wgpu, device = self.wgpu, self.device
-        held: tuple[WebGpuArray, ...] = ()  # the fills' arrays, kept as long as the dispatches
-        if plan.writes_fills:
-            patterns = plan.fill_patterns(FILL_BYTES)  # (fill k is patterns[-1 - k])
-            arrays = [
-                self._fill_array(b, plan.is_tensor_fill(len(patterns) - 1 - j))
-                for j, b in enumerate(patterns)
-            ]
-            held = tuple(arrays)
-            fills = [self.byte_view(a, False)[0] for a in arrays]
-            plan, ins = fill_reads(plan, FILL_BYTES), [*ins, *fills]
+        plan, ins, held = self.with_fills(plan, ins)
+        buffers, groups = self.groups(plan, ins, outs)
+        dispatches = [self.dispatch_of(g, buffers, g.table, None, held) for g in groups]
+        if plan.indexed:
+            dispatches += indexed_dispatches(self, plan.indexed, plan.element_size, ins, outs)
+        return dispatches
+
+    def with_fills(
+        self, plan: Plan, ins: Sequence[Flat]
+    ) -> tuple[Plan, Sequence[Flat], tuple[WebGpuArray, ...]]:
+        """The plan reading its fills from buffers, the inputs with those buffers after
+        them, and the fills' arrays (to keep as long as the dispatches)."""
+        if not plan.writes_fills:
+            return plan, ins, ()
+        patterns = plan.fill_patterns(FILL_BYTES)  # (fill k is patterns[-1 - k])
+        arrays = [
+            self._fill_array(b, plan.is_tensor_fill(len(patterns) - 1 - j))
+            for j, b in enumerate(patterns)
+        ]
+        fills = [self.byte_view(a, False)[0] for a in arrays]
+        return fill_reads(plan, FILL_BYTES), [*ins, *fills], tuple(arrays)
+
+    def groups(
+        self, plan: Plan, ins: Sequence[Flat], outs: Sequence[Flat], shift: int = 0
+    ) -> tuple[list[Any], list[Group]]:
+        """The distinct buffers the flats lie in and the plan's dispatch groups on them
+        (every flat `shift` bytes further on, where given)."""
         index: dict[int, int] = {}
         buffers: list[Any] = []
         for f in (*ins, *outs):
@@ -531,37 +550,46 @@ class WebGpuBackend:
                 buffers.append(f.buffer)
         groups = group_copies(
             plan,
-            [(index[f.base], f.offset) for f in ins],
-            [(index[f.base], f.offset) for f in outs],
+            [(index[f.base], f.offset + shift) for f in ins],
+            [(index[f.base], f.offset + shift) for f in outs],
             self.workgroups_wanted,
         )
-        dispatches = []
-        for g in groups:
-            same = g.src == g.dst
-            element = int(g.table[0, 5]) if g.kernel in _BY_ELEMENT else 0
-            pipeline = self.pipeline(g.kernel, same, g.dims, element, g.per_thread)
-            grid = g.grid
-            table = device.create_buffer_with_data(data=g.table, usage=wgpu.BufferUsage.STORAGE)
+        return buffers, groups
+
+    def dispatch_of(
+        self,
+        g: Group,
+        buffers: Sequence[Any],
+        table: np.ndarray[Any, Any],
+        header: Any,
+        held: tuple[Any, ...],
+    ) -> tuple[Any, ...]:
+        """A group's dispatch (pipeline, bind group, grid, group, kept buffers) reading
+        `table` (uploaded here) and `header` (made here where None)."""
+        wgpu, device = self.wgpu, self.device
+        same = g.src == g.dst
+        element = int(g.table[0, 5]) if g.kernel in _BY_ELEMENT else 0
+        pipeline = self.pipeline(g.kernel, same, g.dims, element, g.per_thread)
+        grid = g.grid
+        uploaded = device.create_buffer_with_data(data=table, usage=wgpu.BufferUsage.STORAGE)
+        if header is None:
             header = device.create_buffer_with_data(
                 data=np.array([g.pieces, g.tiles, grid[0], 0], np.uint32),
                 usage=wgpu.BufferUsage.UNIFORM,
             )
-            entries = [
-                {"binding": 1, "resource": {"buffer": buffers[g.dst]}},
-                {"binding": 2, "resource": {"buffer": table}},
-                {"binding": 3, "resource": {"buffer": header}},
-            ]
-            if not same:
-                entries.append({"binding": 0, "resource": {"buffer": buffers[g.src]}})
-            if g.kernel in _PLAIN_STORES:
-                entries.append({"binding": 4, "resource": {"buffer": buffers[g.dst]}})
-            bind_group = device.create_bind_group(
-                layout=pipeline.get_bind_group_layout(0), entries=entries
-            )
-            dispatches.append((pipeline, bind_group, grid, g, (table, header, *held)))
-        if plan.indexed:
-            dispatches += indexed_dispatches(self, plan.indexed, plan.element_size, ins, outs)
-        return dispatches
+        entries = [
+            {"binding": 1, "resource": {"buffer": buffers[g.dst]}},
+            {"binding": 2, "resource": {"buffer": uploaded}},
+            {"binding": 3, "resource": {"buffer": header}},
+        ]
+        if not same:
+            entries.append({"binding": 0, "resource": {"buffer": buffers[g.src]}})
+        if g.kernel in _PLAIN_STORES:
+            entries.append({"binding": 4, "resource": {"buffer": buffers[g.dst]}})
+        bind_group = device.create_bind_group(
+            layout=pipeline.get_bind_group_layout(0), entries=entries
+        )
+        return (pipeline, bind_group, grid, g, (uploaded, header, *held))
 
     def run(self, dispatches: list[Any], native: list[Any] | None = None) -> None:
         """Encode the dispatches in one compute pass and submit it: through wgpu-py, or
@@ -716,19 +744,34 @@ class _OnHost:
 
 
 class _WebGpuExecutor:
-    """A plan's dispatches, resolved (tables uploaded, bind groups made) per binding tuple."""
+    """A plan's dispatches, resolved (tables uploaded, bind groups made) per binding tuple;
+    a strided plan's laid out once per buffers and low offset bits (`layouts.py`), so a
+    binding at new offsets (each call's new output) plans nothing."""
 
     def __init__(self, backend: WebGpuBackend, plan: Plan) -> None:
         self.backend = backend
         self.plan = plan
         self.cache: AddressCache[_Recorded] = AddressCache(_TABLE_CACHE)
+        self.layouts: AddressCache[Layout] = AddressCache(_LAYOUTS_KEPT)
 
     def _resolve(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> _Recorded:
         key = tuple(f.base + f.offset for f in (*ins, *outs))  # bases are never reused
+        found = self.cache.entries.get(key)
+        return found if found is not None else self.cache.get(key, lambda: self._made(ins, outs))
+
+    def _made(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> _Recorded:
         backend = self.backend
-        return self.cache.get(
-            key, lambda: _Recorded(backend, backend._dispatches(self.plan, ins, outs))
-        )
+        if self.plan.indexed or not LAYOUTS:  # (indexed dispatches: made per binding)
+            return _Recorded(backend, backend._dispatches(self.plan, ins, outs))
+        key = layout_key(ins, outs)
+        layout = self.layouts.entries.get(key)
+        if layout is None:  # (this binding's own dispatches, kept to shift for others)
+            made = Layout(backend, self.plan, ins, outs)
+            self.layouts.get(key, lambda: made)
+            return _Recorded(backend, made.dispatches_here)
+        if not layout.movable:
+            return _Recorded(backend, backend._dispatches(self.plan, ins, outs))
+        return _Recorded(backend, layout.dispatches(ins, outs), validated=True)
 
     def __call__(self, ins: Sequence[Flat], outs: Sequence[Flat], queue: Any = None) -> None:
         self._resolve(ins, outs).run()
@@ -740,12 +783,15 @@ class _WebGpuExecutor:
 
 class _Recorded:
     """A binding's dispatches: encoded through wgpu-py the first time (validation errors
-    raise there), then through wgpu-native's C functions where those are available."""
+    raise there; `validated`: dispatches like others that were), then through wgpu-native's
+    C functions where those are available."""
 
-    def __init__(self, backend: WebGpuBackend, dispatches: list[Any]) -> None:
+    def __init__(self, backend: WebGpuBackend, dispatches: list[Any], validated: bool = False):
         self.backend = backend
         self.dispatches = dispatches
         self.steps: list[Any] | None = None
+        if validated and backend.native is not None:
+            self.steps = NativeEncoder.steps(dispatches)
 
     def run(self) -> None:
         self.backend.run(self.dispatches, self.steps)

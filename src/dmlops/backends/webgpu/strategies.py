@@ -181,6 +181,8 @@ class Group:
     tiles: int
     pieces: int
     per_thread: int = 0  # elements per thread (element-wise kernels), 0 for tiled ones
+    # each row's copy's input and output (their indices among the bound inputs and outputs)
+    ends: tuple[tuple[int, int], ...] = ()
 
     @property
     def grid(self) -> tuple[int, int]:
@@ -571,6 +573,7 @@ def group_copies(
     element-wise dispatch moves fewer elements per thread until it has `workgroups_wanted`
     workgroups (WORKGROUPS_WANTED on a GPU)."""
     grouped: dict[tuple[str, int, int, int], list[Piece]] = {}
+    ends: dict[tuple[str, int, int, int], list[tuple[int, int]]] = {}
     for c in plan.copies:
         if c.element_count == 0:
             continue
@@ -587,9 +590,13 @@ def group_copies(
         ):
             key = (piece.kernel, dims_bucket(len(piece.sizes)), src_buffer, dst_buffer)
             grouped.setdefault(key, []).append(piece)
+            ends.setdefault(key, []).append((c.src, c.dst))
     groups = []
-    for (kernel, dims, src, dst), pieces in grouped.items():
+    for key, pieces in grouped.items():
+        kernel, dims, src, dst = key
         per_thread = _per_thread(pieces, workgroups_wanted)
         table, tiles = _table(pieces, per_thread)
-        groups.append(Group(kernel, dims, src, dst, table, tiles, len(pieces), per_thread))
+        groups.append(
+            Group(kernel, dims, src, dst, table, tiles, len(pieces), per_thread, tuple(ends[key]))
+        )
     return groups

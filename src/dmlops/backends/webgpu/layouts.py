@@ -1,0 +1,110 @@
+"""A strided plan's dispatches laid out once for every binding tuple whose arrays lie in the
+same buffers at offsets of the same low bits (`ALIGN`): a call at new offsets (each call's
+new output, carved from an arena at a new place) shifts each table row's source and
+destination offsets by its arrays' moves, uploads that table and binds it, with no planning
+and the pipelines and headers of the first binding. The rows' units come from planning the
+first binding twice, the second time with every array one `ALIGN` further on: a row's
+offset columns move by `ALIGN` over its unit and nothing else moves (a plan where anything
+else does is not laid out)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ...plan import Plan
+from .memory import ALIGN, Flat
+from .strategies import Group
+
+__all__ = ["Layout", "layout_key"]
+
+_SRC, _DST = 3, 4  # a table row's source and destination offsets (in its kernel's units)
+
+
+def layout_key(ins: Sequence[Flat], outs: Sequence[Flat]) -> tuple[int, ...]:
+    """What a binding tuple's layout depends on: each array's buffer and low offset bits."""
+    return tuple(x for f in (*ins, *outs) for x in (f.base, f.offset % ALIGN))
+
+
+class _Rows:
+    """One group's table less its arrays' offsets, and how far each row's offsets move for
+    an array moved by one ALIGN."""
+
+    def __init__(self, group: Group, moved: Group, header: Any) -> None:
+        self.group = group
+        self.header = header
+        self.table = group.table.astype(np.int64)
+        self.per_align = moved.table[:, [_SRC, _DST]].astype(np.int64) - self.table[:, [_SRC, _DST]]
+        self.ends = np.array(group.ends, np.int64).reshape(-1, 2)
+
+    def table_at(self, in_moves: np.ndarray[Any, Any], out_moves: np.ndarray[Any, Any]) -> Any:
+        """The table with each row's arrays moved by these many ALIGNs."""
+        table = self.table.copy()
+        table[:, _SRC] += in_moves[self.ends[:, 0]] * self.per_align[:, 0]
+        table[:, _DST] += out_moves[self.ends[:, 1]] * self.per_align[:, 1]
+        return table.astype(np.uint32)
+
+
+class Layout:
+    """A plan's groups, pipelines and headers for one `layout_key`; `dispatches` gives those
+    of any binding tuple of that key."""
+
+    def __init__(self, backend: Any, plan: Plan, ins: Sequence[Flat], outs: Sequence[Flat]):
+        self.backend = backend
+        self.plan, bound, self.held = backend.with_fills(plan, ins)
+        self.fills = list(bound[len(ins) :])
+        self.buffers, groups = backend.groups(self.plan, bound, outs)
+        _, moved = backend.groups(self.plan, bound, outs, ALIGN)
+        self.dispatches_here = [
+            backend.dispatch_of(g, self.buffers, g.table, None, self.held) for g in groups
+        ]
+        self.rows: list[_Rows] | None = (
+            [
+                _Rows(g, m, d[4][1])
+                for g, m, d in zip(groups, moved, self.dispatches_here, strict=True)
+            ]
+            if _only_offsets_move(groups, moved)
+            else None
+        )
+        self.in_offsets = np.array([f.offset for f in bound], np.int64)
+        self.out_offsets = np.array([f.offset for f in outs], np.int64)
+
+    @property
+    def movable(self) -> bool:
+        """Whether other offsets of its key can be laid out by shifting (`dispatches`)."""
+        return self.rows is not None
+
+    def dispatches(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> list[Any]:
+        """The dispatches of a binding tuple of this layout's key."""
+        assert self.rows is not None
+        in_moves = (
+            np.array([f.offset for f in (*ins, *self.fills)], np.int64) - self.in_offsets
+        ) // ALIGN
+        out_moves = (np.array([f.offset for f in outs], np.int64) - self.out_offsets) // ALIGN
+        made = self.backend.dispatch_of
+        return [
+            made(r.group, self.buffers, r.table_at(in_moves, out_moves), r.header, self.held)
+            for r in self.rows
+        ]
+
+
+def _only_offsets_move(groups: list[Group], moved: list[Group]) -> bool:
+    """Whether the two plannings differ in the tables' offset columns only."""
+    if len(groups) != len(moved):
+        return False
+    for g, m in zip(groups, moved, strict=True):
+        same = (g.kernel, g.dims, g.src, g.dst, g.tiles, g.pieces, g.per_thread, g.ends) == (
+            m.kernel, m.dims, m.src, m.dst, m.tiles, m.pieces, m.per_thread, m.ends
+        )  # fmt: skip
+        if not same or g.table.shape != m.table.shape:
+            return False
+        others = np.ones(g.table.shape[1], bool)
+        others[[_SRC, _DST]] = False
+        if not np.array_equal(g.table[:, others], m.table[:, others]):
+            return False
+        moves = m.table[:, [_SRC, _DST]].astype(np.int64) - g.table[:, [_SRC, _DST]]
+        if not (moves > 0).all():  # (each row's offsets follow its arrays)
+            return False
+    return True
