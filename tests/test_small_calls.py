@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dmlops
 from dmlops import BufferTensorDesc, DataType, FeatureLevel
@@ -340,3 +342,62 @@ def test_casts_of_whole_arrays_in_either_memory_order_keep_every_value(
     given = np.empty(x.shape, target, order=order)
     dmlops.cast(x, target, out=given)
     assert given.tolist() == want.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_a_basic_index_gives_exactly_the_view_a_producer_makes(data: st.DataObject) -> None:
+    """`basic_index` finds the slices that make a source's view of a shape, byte strides
+    and offset, and only those: any view of a window (steps of any sign) is found, and
+    its slices make that view; a view no slicing gives (another type, rank or a step
+    across rows) is refused."""
+    rank = data.draw(st.integers(1, 4))
+    shape_in = tuple(data.draw(st.lists(st.integers(1, 6), min_size=rank, max_size=rank)))
+    dtype = np.dtype(data.draw(st.sampled_from(["u1", "f2", "f4", "c16"])))
+    source = np.arange(int(np.prod(shape_in)) * dtype.itemsize, dtype=np.uint8).view(dtype)
+    source = source.reshape(shape_in)
+    index = []
+    for n in shape_in:
+        step = data.draw(st.sampled_from([1, 2, 3, -1, -2]))
+        start = data.draw(st.integers(0, n - 1))
+        index.append(slice(start, None, step))
+    view = source[tuple(index)]
+    offset = view.__array_interface__["data"][0] - source.__array_interface__["data"][0]
+    found = nb.basic_index(source, view.shape, dtype, offset, view.strides)
+    assert found is not False
+    made = source[found]
+    steps = [(n, t) for n, t in zip(view.shape, view.strides, strict=True) if n > 1]
+    assert made.shape == view.shape
+    assert [(n, t) for n, t in zip(made.shape, made.strides, strict=True) if n > 1] == steps
+    assert made.tobytes() == view.tobytes()
+    assert nb.basic_index(source, view.shape, np.dtype("i8"), offset, view.strides) is False
+    assert nb.basic_index(source, (1, *view.shape), dtype, offset, (0, *view.strides)) is False
+    if view.shape[-1] > 1:  # (a step of half an element: no slicing)
+        strides = (*view.strides[:-1], view.strides[-1] + dtype.itemsize // 2 or 1)
+        half = nb.basic_index(source, view.shape, dtype, offset, strides)
+        assert half is False or dtype.itemsize == 1
+
+
+def test_warm_slices_of_numpy_arrays_are_made_by_slicing_and_keep_every_bit() -> None:
+    """A warm SLICE1's output made by slicing its source (the basic index found once) is
+    bit-exact, NaN payloads and -0.0 included, for windows the signature fixes."""
+    host = np.arange(6 * 10, dtype=np.uint32).reshape(6, 10)
+    host[0, :3] = [0x7FC00001, 0x80000000, 0xFFFFFFFF]
+    x = host.view(np.float32)
+    for window in (
+        ([0, 0], [6, 10], [1, -1]),
+        ([1, 2], [5, 8], [-2, 3]),
+        ([0, 0], [6, 10], [1, 1]),
+    ):
+        want = np.stack([x[i] for i in range(6)])  # (its naive form below)
+        starts, sizes, steps = window
+        rows = range(starts[0], starts[0] + sizes[0])[:: 1 if steps[0] > 0 else -1][
+            :: abs(steps[0])
+        ]
+        cols = range(starts[1], starts[1] + sizes[1])[:: 1 if steps[1] > 0 else -1][
+            :: abs(steps[1])
+        ]
+        want = np.array([[x[r, c] for c in cols] for r in rows], np.float32)
+        for _ in range(3):  # (cold, then warm: the index found, then used)
+            got = dmlops.slice1(x, *window)
+            assert got.tobytes() == want.tobytes() and got.flags.c_contiguous
