@@ -131,7 +131,6 @@ def plannings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def _kept(call: Callable[[Any], Any], x: Any, n: int) -> list[Any]:
-    import dmlops.webgpu as wg
 
     results = [call(x) for _ in range(n)]
     return [r.numpy() for r in results]
@@ -198,3 +197,37 @@ def test_kept_outputs_at_odd_offsets_and_split_outputs(
 
 def _flat(result: Any) -> list[Any]:
     return list(result) if isinstance(result, (list, tuple)) else [result]
+
+
+@webgpu
+@pytest.mark.webgpu
+@pytest.mark.parametrize("ring", [None, 2])
+def test_many_calls_at_new_offsets_before_a_wait_each_read_their_own_table(
+    ring: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Calls at new offsets write their tables into a ring of buffers ahead of the open
+    pass: 100 calls on 25 inputs, none waited for, each output its own input's slice (a
+    ring of 2, shorter than a pass, must fail: the test's own check)."""
+    import dmlops.webgpu as wg
+    from dmlops.backends.webgpu import layouts
+
+    if ring is not None:
+        monkeypatch.setattr(layouts, "RING", ring)
+    dmlops.functional.clear_cache()
+    # each case its own plan and values: a wrong table's write of values that memory
+    # already holds (an earlier run's output at the same place) would go unseen
+    width, first = (5, 0) if ring is None else (6, 1000)
+    hosts = [
+        np.arange(3 * width, dtype=np.float32).reshape(3, width) + first + k for k in range(25)
+    ]
+    xs = [wg.asarray(h) for h in hosts]
+    window = ([0, 0], [3, width], [-1, 2])
+    results = [dmlops.slice1(xs[k % 25], *window) for k in range(100)]
+    got = [r.numpy() for r in results]
+    right = [
+        g.tobytes() == dmlops.slice1(hosts[k % 25], *window).tobytes() for k, g in enumerate(got)
+    ]
+    if ring is None:
+        assert all(right)
+    else:
+        assert not all(right)  # (the invariant the ring keeps, broken)

@@ -560,18 +560,23 @@ class WebGpuBackend:
         self,
         g: Group,
         buffers: Sequence[Any],
-        table: np.ndarray[Any, Any],
+        table: Any,
         header: Any,
         held: tuple[Any, ...],
     ) -> tuple[Any, ...]:
         """A group's dispatch (pipeline, bind group, grid, group, kept buffers) reading
-        `table` (uploaded here) and `header` (made here where None)."""
+        `table` (a numpy array, uploaded here, or a GPU buffer) and `header` (made here
+        where None)."""
         wgpu, device = self.wgpu, self.device
         same = g.src == g.dst
         element = int(g.table[0, 5]) if g.kernel in _BY_ELEMENT else 0
         pipeline = self.pipeline(g.kernel, same, g.dims, element, g.per_thread)
         grid = g.grid
-        uploaded = device.create_buffer_with_data(data=table, usage=wgpu.BufferUsage.STORAGE)
+        uploaded = (
+            device.create_buffer_with_data(data=table, usage=wgpu.BufferUsage.STORAGE)
+            if isinstance(table, np.ndarray)
+            else table
+        )
         if header is None:
             header = device.create_buffer_with_data(
                 data=np.array([g.pieces, g.tiles, grid[0], 0], np.uint32),
@@ -590,6 +595,19 @@ class WebGpuBackend:
             layout=pipeline.get_bind_group_layout(0), entries=entries
         )
         return (pipeline, bind_group, grid, g, (uploaded, header, *held))
+
+    def table_buffer(self, nbytes: int) -> Any:
+        """A buffer a table is written into before each use (a table ring's slot)."""
+        usage = self.wgpu.BufferUsage.STORAGE | self.wgpu.BufferUsage.COPY_DST
+        return self.device.create_buffer(size=nbytes, usage=usage)
+
+    def write_ahead(self, buffer: Any, data: np.ndarray[Any, Any]) -> None:
+        """Write `data` at the start of `buffer` before the open pass's dispatches (none of
+        which may read it: `NativeEncoder.write_ahead`)."""
+        if self.native is not None:
+            self.native.write_ahead(buffer, data)
+        else:  # (no open pass: every dispatch was submitted)
+            self.queue.write_buffer(buffer, 0, data)
 
     def run(self, dispatches: list[Any], native: list[Any] | None = None) -> None:
         """Encode the dispatches in one compute pass and submit it: through wgpu-py, or
@@ -774,10 +792,19 @@ class _WebGpuExecutor:
         return _Recorded(backend, layout.dispatches(ins, outs), validated=True)
 
     def __call__(self, ins: Sequence[Flat], outs: Sequence[Flat], queue: Any = None) -> None:
+        found = self.cache.entries.get(tuple(f.base + f.offset for f in (*ins, *outs)))
+        if found is not None:
+            found.run()
+            return
+        if LAYOUTS and not self.plan.indexed:  # (a binding at new offsets of a known key)
+            layout = self.layouts.entries.get(layout_key(ins, outs))
+            if layout is not None and layout.movable:
+                layout.run_at(ins, outs)
+                return
         self._resolve(ins, outs).run()
 
     def bound(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> Callable[..., None]:
-        recorded = self._resolve(ins, outs)
+        recorded = self._resolve(ins, outs)  # (its own tables: a ring's slots are rewritten)
         return lambda queue=None: recorded.run()
 
 

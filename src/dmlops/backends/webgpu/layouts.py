@@ -14,13 +14,19 @@ from typing import Any
 
 import numpy as np
 
+from ... import _forking
 from ...plan import Plan
 from .memory import ALIGN, Flat
+from .native import MAX_PENDING, NativeEncoder
 from .strategies import Group
 
 __all__ = ["Layout", "layout_key"]
 
 _SRC, _DST = 3, 4  # a table row's source and destination offsets (in its kernel's units)
+# table buffers a group's ring holds: a slot is rewritten only after more than MAX_PENDING
+# dispatches of its group were recorded since it was bound, so the pass that read it was
+# submitted (the native encoder submits every MAX_PENDING dispatches)
+RING = 2 * MAX_PENDING
 
 
 def layout_key(ins: Sequence[Flat], outs: Sequence[Flat]) -> tuple[int, ...]:
@@ -29,15 +35,19 @@ def layout_key(ins: Sequence[Flat], outs: Sequence[Flat]) -> tuple[int, ...]:
 
 
 class _Rows:
-    """One group's table less its arrays' offsets, and how far each row's offsets move for
-    an array moved by one ALIGN."""
+    """One group's table less its arrays' offsets, how far each row's offsets move for an
+    array moved by one ALIGN, and a ring of table buffers with their dispatches (made when
+    first used), rewritten in turn by calls at new offsets."""
 
     def __init__(self, group: Group, moved: Group, header: Any) -> None:
         self.group = group
         self.header = header
         self.table = group.table.astype(np.int64)
-        self.per_align = moved.table[:, [_SRC, _DST]].astype(np.int64) - self.table[:, [_SRC, _DST]]
+        offsets = [_SRC, _DST]
+        self.per_align = moved.table[:, offsets].astype(np.int64) - self.table[:, offsets]
         self.ends = np.array(group.ends, np.int64).reshape(-1, 2)
+        self.ring: list[tuple[Any, tuple[Any, ...]] | None] = [None] * RING
+        self.turn = 0
 
     def table_at(self, in_moves: np.ndarray[Any, Any], out_moves: np.ndarray[Any, Any]) -> Any:
         """The table with each row's arrays moved by these many ALIGNs."""
@@ -70,24 +80,53 @@ class Layout:
         )
         self.in_offsets = np.array([f.offset for f in bound], np.int64)
         self.out_offsets = np.array([f.offset for f in outs], np.int64)
+        self.lock = _forking.lock()
 
     @property
     def movable(self) -> bool:
         """Whether other offsets of its key can be laid out by shifting (`dispatches`)."""
         return self.rows is not None
 
+    def _moves(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> tuple[Any, Any]:
+        """How many ALIGNs each input (fills after them) and each output moved from the
+        first binding's."""
+        in_at = np.array([f.offset for f in (*ins, *self.fills)], np.int64)
+        out_at = np.array([f.offset for f in outs], np.int64)
+        return (in_at - self.in_offsets) // ALIGN, (out_at - self.out_offsets) // ALIGN
+
     def dispatches(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> list[Any]:
-        """The dispatches of a binding tuple of this layout's key."""
+        """The dispatches of a binding tuple of this layout's key, their tables their own
+        (a bound dispatch's, run again later)."""
         assert self.rows is not None
-        in_moves = (
-            np.array([f.offset for f in (*ins, *self.fills)], np.int64) - self.in_offsets
-        ) // ALIGN
-        out_moves = (np.array([f.offset for f in outs], np.int64) - self.out_offsets) // ALIGN
+        in_moves, out_moves = self._moves(ins, outs)
         made = self.backend.dispatch_of
         return [
             made(r.group, self.buffers, r.table_at(in_moves, out_moves), r.header, self.held)
             for r in self.rows
         ]
+
+    def run_at(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> None:
+        """Run a binding tuple of this layout's key: each group's table written into the
+        next buffer of its ring, ahead of the open pass (the slot was last bound RING calls
+        ago, more than MAX_PENDING dispatches: that pass was submitted), and dispatched."""
+        assert self.rows is not None
+        backend = self.backend
+        in_moves, out_moves = self._moves(ins, outs)
+        with self.lock:  # (a slot is written and its dispatch recorded before the next turn)
+            dispatches = []
+            for r in self.rows:
+                table = r.table_at(in_moves, out_moves)
+                k = r.turn
+                r.turn = (k + 1) % len(r.ring)
+                slot = r.ring[k]
+                if slot is None:
+                    buffer = backend.table_buffer(table.nbytes)
+                    made = backend.dispatch_of(r.group, self.buffers, buffer, r.header, self.held)
+                    slot = r.ring[k] = (buffer, made)
+                backend.write_ahead(slot[0], table)
+                dispatches.append(slot[1])
+            steps = NativeEncoder.steps(dispatches) if backend.native is not None else None
+            backend.run(dispatches, steps)
 
 
 def _only_offsets_move(groups: list[Group], moved: list[Group]) -> bool:

@@ -132,6 +132,15 @@ class NativeEncoder:
             self.queue, buffer._internal, offset, self.ffi.from_buffer(data), data.nbytes
         )
 
+    def write_ahead(self, buffer: Any, data: np.ndarray[Any, Any]) -> None:
+        """Queue a write of `data` at the start of `buffer` without submitting the open pass
+        first: the queue runs it before that pass (and after every pass submitted before),
+        so it is for a buffer no dispatch of the open pass reads (a table ring's slot last
+        bound more than MAX_PENDING dispatches ago: `layouts.py`)."""
+        self.lib.wgpuQueueWriteBuffer(
+            self.queue, buffer._internal, 0, self.ffi.from_buffer(data), data.nbytes
+        )
+
     def read(self, buffer: Any, offset: int, staging: Any, out: np.ndarray[Any, Any]) -> None:
         """Copy `out.nbytes` bytes (a multiple of 4) from `offset` in `buffer` into `out`
         through `staging` (a MAP_READ buffer at least that large), after queued work."""
