@@ -109,10 +109,13 @@ def _ctypes_launch_table(
 
 
 try:  # one C call a launch (native/launch.c), built by `pip install .` where a compiler is
-    from . import _launch  # type: ignore[attr-defined]
+    from ._launch import (  # type: ignore[import-not-found]
+        launch_kernel,
+        launch_table,
+        set_no_context,
+    )
 
-    launch_kernel, launch_table = _launch.launch_kernel, _launch.launch_table
-    _launch.set_no_context(NoContext)
+    set_no_context(NoContext)
 except ImportError:  # pragma: no cover - (no C compiler where dmlops was installed)
     launch_kernel, launch_table = _ctypes_launch, _ctypes_launch_table
 
