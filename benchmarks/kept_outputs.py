@@ -1,13 +1,19 @@
 """Warm GPU calls whose results are kept (each call's output a new array at a new address,
 as a program that keeps its results makes them) against calls whose results are dropped
 (torch's allocator hands the same block back each call), torch's own calls beside: µs a
-call, 2,000 calls then one synchronize (the GPU page's "Calls whose outputs are kept").
+call, 2,000 calls then one synchronize, the median of ROUNDS rounds that take every
+column in turn (the GPU page's "Calls whose outputs are kept"); `--gc-off`: Python's
+cyclic garbage collector disabled while timing (what it costs a program that keeps many
+tensors).
 
-    python benchmarks/kept_outputs.py
+    python benchmarks/kept_outputs.py [ROUNDS] [--gc-off]   (5)
 """
 
 from __future__ import annotations
 
+import gc
+import statistics
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -58,13 +64,26 @@ def per_call(call: Callable[[], Any], keep: bool, n: int = 2000) -> float:
     return (time.perf_counter() - start) / n * 1e6
 
 
-def main() -> None:
+def main(rounds: int, gc_off: bool) -> None:
+    print(f"garbage collector {'off' if gc_off else 'on'} while timing; median of {rounds} rounds")
     print("| call | dmlops, dropped | dmlops, kept | torch, dropped | torch, kept |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for name, (ours, theirs) in cases().items():
-        times = [per_call(f, keep) for f in (ours, theirs) for keep in (False, True)]
-        print(f"| {name} | " + " | ".join(f"{t:.1f}" for t in times) + " |", flush=True)
+        columns = [(f, keep) for f in (ours, theirs) for keep in (False, True)]
+        times: list[list[float]] = [[] for _ in columns]
+        for _ in range(rounds):
+            for k, (f, keep) in enumerate(columns):
+                gc.collect()
+                if gc_off:
+                    gc.disable()
+                try:
+                    times[k].append(per_call(f, keep))
+                finally:
+                    gc.enable()
+        row = [statistics.median(t) for t in times]
+        print(f"| {name} | " + " | ".join(f"{t:.1f}" for t in row) + " |", flush=True)
 
 
 if __name__ == "__main__":
-    main()
+    numbers = [a for a in sys.argv[1:] if not a.startswith("--")]
+    main(int(numbers[0]) if numbers else 5, "--gc-off" in sys.argv)
