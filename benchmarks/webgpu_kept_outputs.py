@@ -1,9 +1,9 @@
 """WebGPU calls whose results are kept (each output carved from an arena at a new place)
 against calls whose results are dropped (the arena hands the same place back), with
-layouts on (a strided plan's tables shifted to the new offsets, `backends/webgpu/
-layouts.py`) and off (each new binding planned anew): µs a call, host time to completion
-of ROUNDS alternating rounds of 200 calls, the median round (the GPU page's "Calls whose
-outputs are kept").
+layouts on (a plan's piece tables and indexed copies' meta tables shifted to the new
+offsets, `backends/webgpu/layouts.py`) and off (each new binding planned anew): µs a call,
+host time to completion of ROUNDS alternating rounds of 200 calls, the median round (the
+GPU page's "Calls whose outputs are kept").
 
     python benchmarks/webgpu_kept_outputs.py [ROUNDS]   (5)
 """
@@ -27,6 +27,10 @@ def cases() -> dict[str, Callable[[], Any]]:
     seed = wg.asarray(np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4))
     big = wg.asarray(np.random.default_rng(0).standard_normal((64, 64, 64)).astype(np.float32))
     parts = [wg.asarray(np.full((16, 64), k, np.float32)) for k in range(8)]
+    rng = np.random.default_rng(1)
+    table = wg.asarray(rng.standard_normal((1000, 64)).astype(np.float32))
+    rows = wg.asarray(rng.integers(0, 1000, 32).astype(np.int64))
+    cols = wg.asarray(rng.integers(0, 64, (1000, 8)).astype(np.int64))
     return {
         "slice1, the seeds' 4x4": lambda: dmlops.slice1(
             seed, [0, 0, 0, 1], [1, 1, 4, 3], [1, 1, -2, 2]
@@ -36,6 +40,8 @@ def cases() -> dict[str, Callable[[], Any]]:
         ),
         "join of 8 x [16, 64]": lambda: dmlops.join(parts, 0),
         "padding of [64, 64, 64] by 1": lambda: dmlops.padding(big, [1, 1, 1], [1, 1, 1]),
+        "gather 32 rows of [1000, 64]": lambda: dmlops.gather(table, rows, 0),
+        "gather_elements [1000, 64] by [1000, 8]": lambda: dmlops.gather_elements(table, cols, 1),
     }
 
 

@@ -86,7 +86,7 @@ def test_shifted_tables_equal_tables_planned_at_the_new_offsets(
     want = group_copies(plan, *bound(then), 100)
     assert len(want) == len(groups)
     for g, m, w in zip(groups, moved, want, strict=True):
-        got = _Rows(g, m, None).table_at(moves[:inputs], moves[inputs:])
+        got = _Rows(g, m, None).table_at(moves[:inputs] * ALIGN, moves[inputs:] * ALIGN)
         assert got.dtype == np.uint32 and np.array_equal(got, w.table)
 
 
@@ -231,3 +231,48 @@ def test_many_calls_at_new_offsets_before_a_wait_each_read_their_own_table(
         assert all(right)
     else:
         assert not all(right)  # (the invariant the ring keeps, broken)
+
+
+@webgpu
+@pytest.mark.webgpu
+def test_kept_indexed_outputs_before_a_wait_are_exact_and_laid_out_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Gathers and scatters (duplicate indices: the latest update wins) at new offsets,
+    80 of each on 20 inputs before a wait: each output exact; each plan's indexed copies
+    laid out once (their meta tables shifted into a ring after that)."""
+    import dmlops.webgpu as wg
+    from dmlops.backends.webgpu import layouts
+
+    made: list[int] = []
+    original = layouts.indexed_parts
+
+    def counted(*args: Any) -> Any:
+        made.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(layouts, "indexed_parts", counted)
+    dmlops.functional.clear_cache()
+    rng = np.random.default_rng(11)
+    hosts = [rng.standard_normal((40, 24)).astype(np.float32) for _ in range(20)]
+    xs = [wg.asarray(h) for h in hosts]
+    rows = np.array([3, 39, 0, 3, 17], np.int64)
+    cols = rng.integers(0, 24, (40, 5)).astype(np.int64)
+    updates = [rng.standard_normal((40, 5)).astype(np.float32) for _ in range(20)]
+    ups = [wg.asarray(u) for u in updates]
+    idx, cidx = wg.asarray(rows), wg.asarray(cols)
+    calls: dict[str, Callable[[int, bool], Any]] = {
+        "gather": lambda k, gpu: dmlops.gather((xs if gpu else hosts)[k], idx if gpu else rows, 0),
+        "gather_elements": lambda k, gpu: dmlops.gather_elements(
+            (xs if gpu else hosts)[k], cidx if gpu else cols, 1
+        ),
+        "scatter_elements": lambda k, gpu: dmlops.scatter_elements(
+            (xs if gpu else hosts)[k], cidx if gpu else cols, (ups if gpu else updates)[k], 1
+        ),
+    }
+    for name, call in calls.items():
+        made.clear()
+        results = [call(k % 20, True) for k in range(80)]
+        for k, r in enumerate(results):
+            assert r.numpy().tobytes() == call(k % 20, False).tobytes(), (name, k)
+        assert len(made) == 1, (name, len(made))

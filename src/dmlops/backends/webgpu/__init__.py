@@ -779,7 +779,7 @@ class _WebGpuExecutor:
 
     def _made(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> _Recorded:
         backend = self.backend
-        if self.plan.indexed or not LAYOUTS:  # (indexed dispatches: made per binding)
+        if not LAYOUTS:
             return _Recorded(backend, backend._dispatches(self.plan, ins, outs))
         key = layout_key(ins, outs)
         layout = self.layouts.entries.get(key)
@@ -796,7 +796,7 @@ class _WebGpuExecutor:
         if found is not None:
             found.run()
             return
-        if LAYOUTS and not self.plan.indexed:  # (a binding at new offsets of a known key)
+        if LAYOUTS:  # (a binding at new offsets of a known key)
             layout = self.layouts.entries.get(layout_key(ins, outs))
             if layout is not None and layout.movable:
                 layout.run_at(ins, outs)

@@ -21,7 +21,7 @@ from ...indexed import IndexedCopy, Rows, rows_of
 from .memory import Flat
 from .native import shader_module
 
-__all__ = ["indexed_dispatches"]
+__all__ = ["indexed_dispatches", "indexed_parts", "IndexedPart"]
 
 _TYPES = {"INT32": 0, "INT64": 1, "UINT32": 2, "UINT64": 3}
 _GRID_X = 65535
@@ -30,6 +30,7 @@ _ROW_BYTES = 16  # whole-word rows at least this long move by rows (shorter: per
 # indexed_rows.wgsl: rows of at least this many units move in segments of at most as many,
 # 32 invocations a segment, eight segments a workgroup (shorter rows: teams)
 _SEGMENT_UNITS = 256
+_STARTS = [9, 10, 11]  # the meta table's source, destination and index byte offsets
 
 
 def _source(name: str) -> str:
@@ -188,11 +189,37 @@ def indexed_dispatches(
 ) -> list[Any]:
     """(pipeline, bind group, grid, group name, kept buffers) of each indexed copy's
     dispatches, in order."""
-    wgpu, device = backend.wgpu, backend.device
+    usage = backend.wgpu.BufferUsage.STORAGE
     out = []
-    for c in copies:
+    for part in indexed_parts(backend, copies, size, ins, outs):
+        out += part.dispatches(backend.device.create_buffer_with_data(data=part.meta, usage=usage))
+    return out
+
+
+def indexed_parts(
+    backend: Any,
+    copies: Sequence[IndexedCopy],
+    size: int,
+    ins: Sequence[Flat],
+    outs: Sequence[Flat],
+) -> list[IndexedPart]:
+    """Each indexed copy's dispatches on these arrays, but for its meta table's buffer."""
+    return [IndexedPart(backend, c, size, ins, outs) for c in copies]
+
+
+class IndexedPart:
+    """One indexed copy's dispatches on a binding tuple, less the buffer of its meta table
+    (`meta`; `meta_at` gives it for its arrays elsewhere in the same buffers, at offsets of
+    the same alignment): its pipelines, grids and winner table."""
+
+    def __init__(
+        self, backend: Any, c: IndexedCopy, size: int, ins: Sequence[Flat], outs: Sequence[Flat]
+    ) -> None:
         if c.src < 0:
             raise BindingError("an indexed copy from a fill is not run on WebGPU")
+        wgpu, device = backend.wgpu, backend.device
+        self.device = device
+        self.ends = (c.src, c.dst, c.index)
         src, dst, index = ins[c.src], outs[c.dst], ins[c.index]
         src_is_dst = src.buffer is dst.buffer
         if index.buffer is dst.buffer:
@@ -201,7 +228,7 @@ def indexed_dispatches(
             index_in = "src"
         else:
             index_in = "own"
-        layout, pipelines = _pipelines(backend, src_is_dst, index_in)
+        self.layout, pipelines = _pipelines(backend, src_is_dst, index_in)
         walk = rows_of(c)
         rows, row = walk.count, walk.length
         # rows of whole 16-byte vectors move a vector an invocation, else of whole words a
@@ -220,24 +247,21 @@ def indexed_dispatches(
             and walk.one_row_an_index
             and (units <= _SEGMENT_UNITS if unit else row == 1)
         )
-        meta = _meta(c, walk, size, src, dst, index, frees)
-        meta_buffer = device.create_buffer_with_data(data=meta, usage=wgpu.BufferUsage.STORAGE)
-        winner = device.create_buffer(size=4 * max(1, slots), usage=wgpu.BufferUsage.STORAGE)
-        entries = [
+        self.meta = _meta(c, walk, size, src, dst, index, frees)
+        self.winner = device.create_buffer(size=4 * max(1, slots), usage=wgpu.BufferUsage.STORAGE)
+        self.entries: list[dict[str, Any]] = [
             {"binding": 1, "resource": {"buffer": dst.buffer}},
-            {"binding": 3, "resource": {"buffer": meta_buffer}},
-            {"binding": 4, "resource": {"buffer": winner}},
+            {"binding": 4, "resource": {"buffer": self.winner}},
         ]
         if not src_is_dst:
-            entries.append({"binding": 0, "resource": {"buffer": src.buffer}})
+            self.entries.append({"binding": 0, "resource": {"buffer": src.buffer}})
         if index_in == "own":
-            entries.append({"binding": 2, "resource": {"buffer": index.buffer}})
-        group = device.create_bind_group(layout=layout, entries=entries)
-        kept = (meta_buffer, winner)
+            self.entries.append({"binding": 2, "resource": {"buffer": index.buffer}})
+        steps: list[tuple[Any, tuple[int, int], str]] = []
         if slots and not frees:
-            out.append((pipelines["clear"], group, _grid(slots), "indexed-clear", kept))
+            steps.append((pipelines["clear"], _grid(slots), "indexed-clear"))
         if slots:
-            out.append((pipelines["elect"], group, _grid(rows), "indexed-elect", kept))
+            steps.append((pipelines["elect"], _grid(rows), "indexed-elect"))
         if unit:
             if units < _SEGMENT_UNITS:  # a team of invocations a row, several a workgroup
                 groups = -(-rows // (256 // _team_lanes(units)))
@@ -246,7 +270,24 @@ def indexed_dispatches(
                 groups = -(-rows * -(-units // _SEGMENT_UNITS) // 8)
                 entry = "segments"
             entry = ("vector-" if unit == 16 else "") + entry
-            out.append((pipelines[entry], group, _grid(groups * 256), f"indexed-{entry}", kept))
+            steps.append((pipelines[entry], _grid(groups * 256), f"indexed-{entry}"))
         else:
-            out.append((pipelines["main"], group, _grid(rows * row), "indexed", kept))
-    return out
+            steps.append((pipelines["main"], _grid(rows * row), "indexed"))
+        self.steps = steps
+
+    def dispatches(self, meta_buffer: Any) -> list[tuple[Any, ...]]:
+        """The copy's dispatches reading its meta table from `meta_buffer`."""
+        entries = [*self.entries, {"binding": 3, "resource": {"buffer": meta_buffer}}]
+        group = self.device.create_bind_group(layout=self.layout, entries=entries)
+        kept = (meta_buffer, self.winner)
+        return [(pipeline, group, grid, name, kept) for pipeline, grid, name in self.steps]
+
+    def meta_at(self, in_moves: Any, out_moves: Any) -> Any:
+        """The meta table with the copy's source, destination and index moved by these many
+        bytes (each input's and output's)."""
+        src, dst, index = self.ends
+        meta = self.meta.astype(np.int64)
+        meta[_STARTS] += (in_moves[src], out_moves[dst], in_moves[index])
+        if meta[_STARTS].max() > _I32:
+            raise BindingError("the WebGPU backend addresses indexed copies with 32-bit integers")
+        return meta.astype(np.int32)

@@ -9,13 +9,15 @@ else does is not laid out)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ... import _forking
 from ...plan import Plan
+from .indexed import indexed_parts
 from .memory import ALIGN, Flat
 from .native import MAX_PENDING, NativeEncoder
 from .strategies import Group
@@ -34,10 +36,28 @@ def layout_key(ins: Sequence[Flat], outs: Sequence[Flat]) -> tuple[int, ...]:
     return tuple(x for f in (*ins, *outs) for x in (f.base, f.offset % ALIGN))
 
 
+class _Ring:
+    """Buffers a table is written into in turn, each with the dispatches that read it
+    (made when a slot is first used)."""
+
+    def __init__(self) -> None:
+        self.slots: list[tuple[Any, list[Any]] | None] = [None] * RING
+        self.turn = 0
+
+    def next(self, nbytes: int, made: Callable[[Any], list[Any]], backend: Any) -> Any:
+        """The next slot (buffer, dispatches): `made(buffer)` gives a new one's."""
+        k = self.turn
+        self.turn = (k + 1) % len(self.slots)
+        slot = self.slots[k]
+        if slot is None:
+            buffer = backend.table_buffer(nbytes)
+            slot = self.slots[k] = (buffer, made(buffer))
+        return slot
+
+
 class _Rows:
     """One group's table less its arrays' offsets, how far each row's offsets move for an
-    array moved by one ALIGN, and a ring of table buffers with their dispatches (made when
-    first used), rewritten in turn by calls at new offsets."""
+    array moved by one ALIGN, and its ring."""
 
     def __init__(self, group: Group, moved: Group, header: Any) -> None:
         self.group = group
@@ -46,20 +66,19 @@ class _Rows:
         offsets = [_SRC, _DST]
         self.per_align = moved.table[:, offsets].astype(np.int64) - self.table[:, offsets]
         self.ends = np.array(group.ends, np.int64).reshape(-1, 2)
-        self.ring: list[tuple[Any, tuple[Any, ...]] | None] = [None] * RING
-        self.turn = 0
+        self.ring = _Ring()
 
     def table_at(self, in_moves: np.ndarray[Any, Any], out_moves: np.ndarray[Any, Any]) -> Any:
-        """The table with each row's arrays moved by these many ALIGNs."""
+        """The table with each row's arrays moved by these many bytes (multiples of ALIGN)."""
         table = self.table.copy()
-        table[:, _SRC] += in_moves[self.ends[:, 0]] * self.per_align[:, 0]
-        table[:, _DST] += out_moves[self.ends[:, 1]] * self.per_align[:, 1]
+        table[:, _SRC] += in_moves[self.ends[:, 0]] // ALIGN * self.per_align[:, 0]
+        table[:, _DST] += out_moves[self.ends[:, 1]] // ALIGN * self.per_align[:, 1]
         return table.astype(np.uint32)
 
 
 class Layout:
-    """A plan's groups, pipelines and headers for one `layout_key`; `dispatches` gives those
-    of any binding tuple of that key."""
+    """A plan's groups, pipelines and headers, and its indexed copies' dispatches, for one
+    `layout_key`; `dispatches` and `run_at` give those of any binding tuple of that key."""
 
     def __init__(self, backend: Any, plan: Plan, ins: Sequence[Flat], outs: Sequence[Flat]):
         self.backend = backend
@@ -78,9 +97,18 @@ class Layout:
             if _only_offsets_move(groups, moved)
             else None
         )
+        size = self.plan.element_size
+        self.parts = indexed_parts(backend, self.plan.indexed, size, bound, outs)
+        self.part_rings = [_Ring() for _ in self.parts]
+        for part in self.parts:
+            self.dispatches_here += part.dispatches(self._uploaded(part.meta))
         self.in_offsets = np.array([f.offset for f in bound], np.int64)
         self.out_offsets = np.array([f.offset for f in outs], np.int64)
         self.lock = _forking.lock()
+
+    def _uploaded(self, data: np.ndarray[Any, Any]) -> Any:
+        usage = self.backend.wgpu.BufferUsage.STORAGE
+        return self.backend.device.create_buffer_with_data(data=data, usage=usage)
 
     @property
     def movable(self) -> bool:
@@ -88,11 +116,11 @@ class Layout:
         return self.rows is not None
 
     def _moves(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> tuple[Any, Any]:
-        """How many ALIGNs each input (fills after them) and each output moved from the
-        first binding's."""
+        """How many bytes each input (fills after them) and each output moved from the
+        first binding's (multiples of ALIGN: the key keeps the low bits)."""
         in_at = np.array([f.offset for f in (*ins, *self.fills)], np.int64)
         out_at = np.array([f.offset for f in outs], np.int64)
-        return (in_at - self.in_offsets) // ALIGN, (out_at - self.out_offsets) // ALIGN
+        return in_at - self.in_offsets, out_at - self.out_offsets
 
     def dispatches(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> list[Any]:
         """The dispatches of a binding tuple of this layout's key, their tables their own
@@ -100,33 +128,40 @@ class Layout:
         assert self.rows is not None
         in_moves, out_moves = self._moves(ins, outs)
         made = self.backend.dispatch_of
-        return [
+        found = [
             made(r.group, self.buffers, r.table_at(in_moves, out_moves), r.header, self.held)
             for r in self.rows
         ]
+        for part in self.parts:
+            found += part.dispatches(self._uploaded(part.meta_at(in_moves, out_moves)))
+        return found
 
     def run_at(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> None:
-        """Run a binding tuple of this layout's key: each group's table written into the
-        next buffer of its ring, ahead of the open pass (the slot was last bound RING calls
-        ago, more than MAX_PENDING dispatches: that pass was submitted), and dispatched."""
+        """Run a binding tuple of this layout's key: each group's table and each indexed
+        copy's meta table written into the next buffer of its ring, ahead of the open pass
+        (the slot was last bound RING calls ago, more than MAX_PENDING dispatches: that
+        pass was submitted), and dispatched."""
         assert self.rows is not None
         backend = self.backend
         in_moves, out_moves = self._moves(ins, outs)
         with self.lock:  # (a slot is written and its dispatch recorded before the next turn)
-            dispatches = []
+            dispatches: list[Any] = []
             for r in self.rows:
                 table = r.table_at(in_moves, out_moves)
-                k = r.turn
-                r.turn = (k + 1) % len(r.ring)
-                slot = r.ring[k]
-                if slot is None:
-                    buffer = backend.table_buffer(table.nbytes)
-                    made = backend.dispatch_of(r.group, self.buffers, buffer, r.header, self.held)
-                    slot = r.ring[k] = (buffer, made)
+                slot = r.ring.next(table.nbytes, functools.partial(self._row, r), backend)
                 backend.write_ahead(slot[0], table)
-                dispatches.append(slot[1])
+                dispatches += slot[1]
+            for part, ring in zip(self.parts, self.part_rings, strict=True):
+                meta = part.meta_at(in_moves, out_moves)
+                slot = ring.next(meta.nbytes, part.dispatches, backend)
+                backend.write_ahead(slot[0], meta)
+                dispatches += slot[1]
             steps = NativeEncoder.steps(dispatches) if backend.native is not None else None
             backend.run(dispatches, steps)
+
+    def _row(self, r: _Rows, table_buffer: Any) -> list[Any]:
+        """A group's dispatch reading its table from `table_buffer`."""
+        return [self.backend.dispatch_of(r.group, self.buffers, table_buffer, r.header, self.held)]
 
 
 def _only_offsets_move(groups: list[Group], moved: list[Group]) -> bool:
