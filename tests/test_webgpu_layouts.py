@@ -276,3 +276,42 @@ def test_kept_indexed_outputs_before_a_wait_are_exact_and_laid_out_once(
         for k, r in enumerate(results):
             assert r.numpy().tobytes() == call(k % 20, False).tobytes(), (name, k)
         assert len(made) == 1, (name, len(made))
+
+
+@webgpu
+@pytest.mark.webgpu
+def test_threads_calling_one_plan_at_new_offsets_each_get_their_own_results() -> None:
+    """Four threads, 40 kept calls each of one slice and one gather plan on inputs of their
+    own (layouts made and rings turned from every thread): each output exact."""
+    import threading
+
+    import dmlops.webgpu as wg
+
+    dmlops.functional.clear_cache()
+    rng = np.random.default_rng(12)
+    hosts = [rng.standard_normal((9, 33)).astype(np.float32) for _ in range(4)]
+    xs = [wg.asarray(h) for h in hosts]
+    rows = np.array([8, 0, 4, 4], np.int64)
+    idx = wg.asarray(rows)
+    window = ([0, 0], [9, 33], [-1, 3])
+    results: list[list[tuple[Any, Any]]] = [[] for _ in range(4)]
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            for _ in range(40):
+                results[k].append((dmlops.slice1(xs[k], *window), dmlops.gather(xs[k], idx, 0)))
+        except Exception as error:  # noqa: BLE001 - raised again in the test's thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for k, made in enumerate(results):
+        sliced, gathered = dmlops.slice1(hosts[k], *window), np.take(hosts[k], rows, 0)
+        for s, g in made:
+            assert s.numpy().tobytes() == sliced.tobytes()
+            assert g.numpy().tobytes() == gathered.tobytes()
