@@ -1,11 +1,12 @@
-"""A strided plan's dispatches laid out once for every binding tuple whose arrays lie in the
-same buffers at offsets of the same low bits (`ALIGN`): a call at new offsets (each call's
-new output, carved from an arena at a new place) shifts each table row's source and
-destination offsets by its arrays' moves, uploads that table and binds it, with no planning
-and the pipelines and headers of the first binding. The rows' units come from planning the
-first binding twice, the second time with every array one `ALIGN` further on: a row's
-offset columns move by `ALIGN` over its unit and nothing else moves (a plan where anything
-else does is not laid out)."""
+"""A plan's dispatches laid out once for every binding tuple whose arrays lie in the same
+buffers at offsets of the same low bits (`ALIGN`). A call at new offsets (each call's new
+output, carved from an arena at a new place) moves each piece table row's source and
+destination offsets, and each indexed copy's meta table's offsets, by its arrays' moves,
+and writes each table into the next buffer of a ring kept for it, ahead of the open
+compute pass: no planning, upload or binding, the first binding's pipelines and headers.
+A row's units come from planning the first binding twice, the second time with every
+array one `ALIGN` further on: its offset columns move by `ALIGN` over its unit and nothing
+else moves (a plan where anything else does is planned anew at each binding)."""
 
 from __future__ import annotations
 
