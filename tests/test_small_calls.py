@@ -371,6 +371,7 @@ def test_a_basic_index_gives_exactly_the_view_a_producer_makes(data: st.DataObje
     assert [(n, t) for n, t in zip(made.shape, made.strides, strict=True) if n > 1] == steps
     assert made.tobytes() == view.tobytes()
     assert nb.basic_index(source, view.shape, np.dtype("i8"), offset, view.strides) is False
+    assert nb.basic_index(np.zeros((), dtype), (), dtype, 0, ()) is False
     assert nb.basic_index(source, (1, *view.shape), dtype, offset, (0, *view.strides)) is False
     if view.shape[-1] > 1:  # (a step of half an element: no slicing)
         strides = (*view.strides[:-1], view.strides[-1] + dtype.itemsize // 2 or 1)

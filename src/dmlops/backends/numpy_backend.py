@@ -407,9 +407,11 @@ def basic_index(
     """A tuple of slices that makes, of `source` (a numpy array), the view of `shape`,
     byte `strides` (those of size-1 dimensions aside) and `dtype` starting `offset` bytes
     into it; False where none does
-    (another rank or type, source strides not positive and decreasing, a view across
-    them)."""
+    (another rank or type, no dimension, source strides not positive and decreasing, a
+    view across them)."""
     if type(source) is not np.ndarray or source.dtype != dtype or source.ndim != len(shape):
+        return False
+    if not shape:  # (a 0-D source's index gives numpy's scalar, not an array)
         return False
     held = source.strides
     if any(t <= 0 for t in held) or list(held) != sorted(held, reverse=True):
