@@ -2,7 +2,8 @@
 against calls whose results are dropped (the arena hands the same place back), with
 layouts on (a plan's piece tables and indexed copies' meta tables shifted to the new
 offsets, `backends/webgpu/layouts.py`) and off (each new binding planned anew): µs a call,
-host time to completion of ROUNDS alternating rounds of 200 calls, the median round (the
+host time to completion of ROUNDS alternating rounds of 500 calls (after warm calls
+that make the plan, its layout and its rings), the median round (the
 GPU page's "Calls whose outputs are kept").
 
     python benchmarks/webgpu_kept_outputs.py [ROUNDS]   (5)
@@ -21,6 +22,7 @@ import numpy as np
 import dmlops
 import dmlops.webgpu as wg
 from dmlops.backends import webgpu as backend
+from dmlops.backends.webgpu.layouts import RING
 
 
 def cases() -> dict[str, Callable[[], Any]]:
@@ -45,7 +47,7 @@ def cases() -> dict[str, Callable[[], Any]]:
     }
 
 
-def per_call(call: Callable[[], Any], keep: bool, n: int = 200) -> float:
+def per_call(call: Callable[[], Any], keep: bool, n: int = 500) -> float:
     kept: list[Any] = []
     wg.synchronize()
     start = time.perf_counter()
@@ -71,7 +73,8 @@ def main(rounds: int) -> None:
             ):
                 backend.LAYOUTS = layouts
                 dmlops.functional.clear_cache()
-                per_call(call, keep, 20)  # (warm: pipelines built, the plan compiled)
+                # (warm: the plan compiled, its layout and every slot of its rings made)
+                per_call(call, keep, 2 * RING + 20)
                 times[label].append(per_call(call, keep))
         backend.LAYOUTS = True
         row = [statistics.median(times[k]) for k in ("dropped", "layouts", "none")]
