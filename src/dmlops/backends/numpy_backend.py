@@ -406,9 +406,8 @@ def basic_index(
 ) -> tuple[slice, ...] | bool:
     """A tuple of slices that makes, of `source` (a numpy array), the view of `shape`,
     byte `strides` (those of size-1 dimensions aside) and `dtype` starting `offset` bytes
-    into it; False where none does
-    (another rank or type, no dimension, source strides not positive and decreasing, a
-    view across them)."""
+    into it; False where none does (another rank or type, no dimension, source strides
+    not positive and decreasing, a view across them)."""
     if type(source) is not np.ndarray or source.dtype != dtype or source.ndim != len(shape):
         return False
     if not shape:  # (a 0-D source's index gives numpy's scalar, not an array)
