@@ -402,3 +402,25 @@ def test_warm_slices_of_numpy_arrays_are_made_by_slicing_and_keep_every_bit() ->
         for _ in range(3):  # (cold, then warm: the index found, then used)
             got = dmlops.slice1(x, *window)
             assert got.tobytes() == want.tobytes() and got.flags.c_contiguous
+
+
+@pytest.mark.parametrize("dtype", ["u1", "f2", "f4", "c16"])
+@pytest.mark.parametrize("steps", [[2, 1], [-1, 1], [-3, 1], [2, 1, 1]])
+def test_warm_whole_row_windows_are_made_by_the_producer_and_keep_every_bit(
+    dtype: str, steps: list[int]
+) -> None:
+    """Windows of whole contiguous rows (the plan's copy moves each row as one void
+    element) are made by the producer too, its view the rows' elements again; bit-exact."""
+    rank = len(steps)
+    shape = (9, 3, 40)[-rank:] if rank == 3 else (9, 40)
+    host = np.arange(int(np.prod(shape)) * np.dtype(dtype).itemsize, dtype=np.uint8)
+    x = host.view(dtype).reshape(shape)
+    window = ([0] * rank, list(shape), steps)
+    index = tuple(slice(None, None, k) for k in steps)
+    dispatch.clear_cache()
+    for _ in range(3):
+        got = dmlops.slice1(x, *window)
+        assert got.tobytes() == np.ascontiguousarray(x[index]).tobytes()
+        assert got.dtype == x.dtype and got.flags.c_contiguous
+    ((_, (call, _)),) = list(dispatch._CACHE.items.items())
+    assert call.produce is not None

@@ -609,7 +609,11 @@ class _NumpyExecutor:
         if not self.whole:
             return None
         coalesced, word, si, so, ss = self.one[:5]  # type: ignore[index]
-        if dtype.itemsize != word.itemsize:
+        if word.kind == "V" and word.itemsize % dtype.itemsize == 0:
+            # (whole rows as one void element each: the row's elements again, contiguous)
+            coalesced = (*coalesced, word.itemsize // dtype.itemsize)
+            ss = (*ss, dtype.itemsize)
+        elif dtype.itemsize != word.itemsize:
             return None
         strides = _strides_in(shape, coalesced, ss)
         if strides is None:
