@@ -281,3 +281,31 @@ def test_a_thread_with_no_cuda_context_yet_launches_warm_calls() -> None:
         assert "error" not in found, (name, found.get("error"))
         got = cupy.asnumpy(found["result"])
         assert got.dtype == wants[name].dtype and got.tobytes() == wants[name].tobytes(), name
+
+
+def test_long_tables_at_new_addresses_are_planned_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A join of 600 arrays (tables too long to pass by value: uploaded) into new outputs,
+    20 calls kept: each bit-exact, the plan's groups made once (`Tables`); with tables off,
+    once a call."""
+    import torch
+
+    from dmlops.backends import cuda
+    from dmlops.backends.cuda import CudaBackend
+
+    parts = [torch.full((2, 8), float(k), device="cuda") for k in range(600)]
+    want = np.concatenate([_host(p) for p in parts], 0)
+    made: list[int] = []
+    original = CudaBackend._groups
+
+    def counted(self: Any, *args: Any) -> Any:
+        made.append(1)
+        return original(self, *args)
+
+    monkeypatch.setattr(CudaBackend, "_groups", counted)
+    for tables, plannings in ((True, 1), (False, 20)):
+        monkeypatch.setattr(cuda, "TABLES", tables)
+        dmlops.functional.clear_cache()
+        made.clear()
+        for r in _kept(lambda: dmlops.join(parts, 0), 20):
+            assert np.array_equal(_host(r), want)
+        assert len(made) == plannings, (tables, len(made))

@@ -706,6 +706,61 @@ def test_tables_by_value_add_the_addresses_of_each_call(
         assert (pieces, tiles) == (want.pieces, want.tiles)
 
 
+@pytest.mark.parametrize(
+    "case", ["padding", "join of 40", "reversed window", "transpose", "gather beside slices"]
+)
+def test_uploaded_tables_at_new_addresses_are_the_tables_planned_there(case: str) -> None:
+    """`Tables.at`: a plan's groups made once, less their bindings' addresses, then at any
+    addresses of the same alignment exactly the groups `group_copies` makes there (fills'
+    addresses kept as they are) — kernels, defines, sizes and every table word."""
+    from dmlops.backends.cuda import FILL_BYTES
+    from dmlops.backends.cuda.launch import Tables
+    from dmlops.plan import fill_reads
+
+    x = np.arange(2 * 6 * 8 * 8, dtype=np.float32).reshape(2, 6, 8, 8)
+    idx = (np.arange(2 * 3 * 8 * 8, dtype=np.int64) % 6).reshape(2, 3, 8, 8)  # (along axis 1)
+    calls = {
+        "padding": lambda: dmlops.padding(x, [1, 0, 2, 0], [0, 2, 1, 3], "CONSTANT", -1.5),
+        "join of 40": lambda: dmlops.join([x[:, :1]] * 40, 1),
+        "reversed window": lambda: dmlops.slice1(x, [0, 1, 0, 0], [2, 5, 8, 8], [-1, 2, 1, -1]),
+        "transpose": lambda: np.ascontiguousarray(dmlops.join([x.transpose(0, 3, 2, 1)], 0)),
+    }
+    plan = _graph_with_a_gather(x, idx) if case == "gather beside slices" else _plan_of(calls[case])
+    assert plan.copies
+    fills = [77 << 32, 78 << 32][: len(plan.fill_patterns(FILL_BYTES))] if plan.writes_fills else []
+    if plan.writes_fills:
+        plan = fill_reads(plan, FILL_BYTES)
+    n_in, n_out = len(plan.input_spans), len(plan.output_spans)
+    first = ([(1 + k) << 30 for k in range(n_in)], [(90 + k) << 30 for k in range(n_out)])
+    groups = group_copies(plan, [*first[0], *fills], first[1])
+    tables = Tables(groups, [*first[0], *fills], first[1], len(fills), [])
+    for shift in (0, 256, 1 << 20):
+        later = (
+            [((50 + k) << 30) + shift for k in range(n_in)],
+            [((200 + k) << 30) + 2 * shift for k in range(n_out)],
+        )
+        got = tables.at(*later)
+        want = group_copies(plan, [*later[0], *fills], later[1])
+        assert len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            assert (g.kernel, g.defines, g.tiles, g.pieces) == (
+                w.kernel,
+                w.defines,
+                w.tiles,
+                w.pieces,
+            )
+            assert g.table.dtype == w.table.dtype and np.array_equal(g.table, w.table)
+
+
+def _graph_with_a_gather(x: Any, idx: Any) -> Any:
+    """A plan of an indexed copy (a gather of a slice, joined) and a strided one (a flip)."""
+    graph = dmlops.Graph()
+    a, i = graph.input(x), graph.input(idx)
+    g = graph.gather_elements(graph.slice1(a, [0, 0, 0, 0], [2, 6, 8, 8], [1, 1, -1, 1]), i, 1)
+    flipped = graph.slice1(a, [0, 0, 0, 0], [2, 6, 8, 8], [-1, 1, 1, -1])
+    return graph.compile([graph.join([g, g], 0), flipped]).plan
+
+
 def test_the_c_launcher_refuses_a_table_it_cannot_pass() -> None:
     """`launch_table` checks its table and patches before anything reaches the driver."""
     launcher = pytest.importorskip("dmlops.backends.cuda._launch")

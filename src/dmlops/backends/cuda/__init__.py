@@ -39,6 +39,7 @@ from .launch import (
     TABLE_WORDS,
     ByValue,
     Prepared,
+    Tables,
     in_any_thread,
     is_capturing,
     launch_kernel,
@@ -55,6 +56,7 @@ _TABLE_CACHE = 16
 # once per alignment of their addresses: these low bits of each address (a vector's
 # alignment, and more) pick the entry
 BY_VALUE = True
+TABLES = True  # False: uploaded tables planned anew for each tuple of addresses (tests)
 _BY_VALUE_KEPT = 64  # devices and alignments a plan keeps launches for
 _ALIGNED = 255
 _UNSEEN: Any = object()
@@ -480,9 +482,15 @@ class CudaBackend:
         return device, int(cp.cuda.get_current_stream(device).ptr)
 
     def prepare(
-        self, plan: Plan, ins: Sequence[int], outs: Sequence[int], queue: Queue
+        self,
+        plan: Plan,
+        ins: Sequence[int],
+        outs: Sequence[int],
+        queue: Queue,
+        tables: Tables | None = None,
     ) -> Prepared:
-        """`plan`'s launches on these addresses, tables uploaded on the queue's stream."""
+        """`plan`'s launches on these addresses, tables uploaded on the queue's stream (made
+        from `tables`, the plan's for addresses so aligned on this device, where given)."""
         cp = self.cupy
         device, stream = queue
         capturing = is_capturing(cp, stream)
@@ -492,7 +500,10 @@ class CudaBackend:
             state = self.state(device)
             if not capturing:
                 state.free_dropped()
-            groups, held, _ = self._groups(state, plan, ins, outs)
+            if tables is None:
+                groups, held, _ = self._groups(state, plan, ins, outs)
+            else:
+                groups, held = tables.at(ins, outs), tables.held
             functions = [self._grid(cp, state, group)[:2] for group in groups]
             prepared = Prepared(cp, groups, functions, stream, capturing)
             prepared.held = held
@@ -526,6 +537,12 @@ class CudaBackend:
             made = ByValue(groups, functions, [*ins, *fills], outs, len(fills))
             made.held = held
             return made
+
+    def tables(self, plan: Plan, ins: Sequence[int], outs: Sequence[int], device: int) -> Tables:
+        """`plan`'s launch groups on `device` for every address aligned as these (`Tables`)."""
+        with self._on(device), relaxed_capture():
+            groups, held, fills = self._groups(self.state(device), plan, ins, outs)
+        return Tables(groups, [*ins, *fills], outs, len(fills), held)
 
     def _groups(
         self, state: _DeviceState, plan: Plan, ins: Sequence[int], outs: Sequence[int]
@@ -619,6 +636,9 @@ class _CudaExecutor:
         # new addresses (each call's new output), nothing is prepared again
         self.by_value: dict[tuple[int, ...], ByValue | None] = {}
         self.tables_by_value = BY_VALUE and bool(plan.copies) and not self.indexed
+        # the plan's groups per device and alignment, for tables uploaded at new addresses
+        # (too long to pass by value, or beside indexed copies): planned once each
+        self.tables: dict[tuple[int, ...], Tables] = {}
 
     @in_any_thread
     def __call__(self, ins: Sequence[int], outs: Sequence[int], queue: Queue | None = None) -> None:
@@ -660,11 +680,28 @@ class _CudaExecutor:
         where = queue
         if self.plan.copies or not self.indexed:
             prepared = self.cache.get(
-                (where[0], *ins, *outs), lambda: backend.prepare(self.plan, ins, outs, where)
+                (where[0], *ins, *outs),
+                lambda: backend.prepare(
+                    self.plan, ins, outs, where, self._tables(where, ins, outs)
+                ),
             )
             backend.run(prepared, queue)
         if self.indexed:
             backend.run_indexed(self.indexed, ins, outs, queue)
+
+    def _tables(self, queue: Queue, ins: Sequence[int], outs: Sequence[int]) -> Tables | None:
+        """The plan's groups for addresses aligned as these on the queue's device, made the
+        first time (None where the plan has no strided copies, or where tables are off)."""
+        if not (TABLES and self.plan.copies):
+            return None
+        device = queue[0]
+        aligned: tuple[int, ...] = (device, *[a & _ALIGNED for a in (*ins, *outs)])
+        found = self.tables.get(aligned)
+        if found is None:
+            if len(self.tables) >= _BY_VALUE_KEPT:  # (the oldest alignment goes)
+                self.tables.pop(next(iter(self.tables)), None)
+            found = self.tables[aligned] = self.backend.tables(self.plan, ins, outs, device)
+        return found
 
     def bound(self, ins: Sequence[int], outs: Sequence[int]) -> Callable[..., None]:
         ins, outs = list(ins), list(outs)

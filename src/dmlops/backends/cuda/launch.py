@@ -12,6 +12,7 @@ launch reads are never freed, since the graph may be replayed at any time.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import sys
 import weakref
@@ -27,6 +28,8 @@ from .strategies import THREADS, Group
 __all__ = [
     "Prepared",
     "ByValue",
+    "Tables",
+    "less_addresses",
     "NoContext",
     "in_any_thread",
     "TABLE_WORDS",
@@ -287,6 +290,62 @@ def scratch(cupy: Any, nbytes: int, stream: int) -> DeviceTable | RawMemory:
     return DeviceTable(cupy, nbytes, np.uint8, stream)
 
 
+def less_addresses(
+    group: Group, inputs: Sequence[int], outputs: Sequence[int], plain: int
+) -> tuple[np.ndarray[Any, Any], list[int], list[int]]:
+    """A group's table made for bindings at `inputs` (the first `plain` a call's, then
+    fill buffers) and `outputs`, less those bindings' addresses, with where each goes back:
+    (rows, flat positions in them, the binding whose address each takes: an input's index,
+    or `plain` + an output's)."""
+    rows = group.table.copy()
+    length = rows.shape[1]
+    positions, bindings = [], []
+    for r, (src, dst) in enumerate(group.ends.tolist()):
+        if 0 <= src < plain:  # (a fill's address stays: bound after the inputs, or named
+            # from the end, -1 - k, as a plan's negative sources are)
+            rows[r, 0] -= inputs[src]
+            positions.append(r * length)
+            bindings.append(src)
+        rows[r, 1] -= outputs[dst]
+        positions.append(r * length + 1)
+        bindings.append(plain + dst)
+    return rows, positions, bindings
+
+
+class Tables:
+    """A plan's launch groups on one device for every tuple of addresses aligned as the
+    first (their low 8 bits: vector widths and phases depend on them): each table less its
+    bindings' addresses, which `at` adds back — no planning for a call at new addresses
+    whose tables are too long to pass by value (they are uploaded: `Prepared`)."""
+
+    def __init__(
+        self,
+        groups: Sequence[Group],
+        inputs: Sequence[int],
+        outputs: Sequence[int],
+        fills: int,
+        held: list[Any],
+    ) -> None:
+        """`groups` made for bindings at `inputs` (the plan's, then `fills` fill buffers)
+        and `outputs`; `held`: the tensor fills their launches read."""
+        plain = len(inputs) - fills
+        self.held = held
+        self.parts = []
+        for group in groups:
+            rows, positions, bindings = less_addresses(group, inputs, outputs, plain)
+            self.parts.append((group, rows.reshape(-1), np.array(positions), np.array(bindings)))
+
+    def at(self, ins: Sequence[int], outs: Sequence[int]) -> list[Group]:
+        """The groups with these bindings' addresses in their tables."""
+        addresses = np.array([*ins, *outs], np.int64)
+        found = []
+        for group, rows, positions, bindings in self.parts:
+            table = rows.copy()
+            table[positions] += addresses[bindings]
+            found.append(dataclasses.replace(group, table=table.reshape(group.table.shape)))
+        return found
+
+
 class ByValue:
     """A plan's launches on one device whose piece tables travel in their kernel parameters
     (kernels/common.cuh, TABLE_WORDS), the same for every address of one alignment: each
@@ -308,18 +367,7 @@ class ByValue:
         self.held: list[Any] = []  # the tensor fills these launches read
         self.launches: list[tuple[int, int, bytes, bytes, int, int]] = []
         for group, (function, grid, words) in zip(groups, functions, strict=True):
-            rows = group.table.copy()
-            length = rows.shape[1]
-            positions, bindings = [], []
-            for r, (src, dst) in enumerate(group.ends.tolist()):
-                if 0 <= src < plain:  # (a fill's address stays: bound after the inputs,
-                    # or named from the end, -1 - k, as a plan's negative sources are)
-                    rows[r, 0] -= inputs[src]
-                    positions.append(r * length)
-                    bindings.append(src)
-                rows[r, 1] -= outputs[dst]
-                positions.append(r * length + 1)
-                bindings.append(plain + dst)
+            rows, positions, bindings = less_addresses(group, inputs, outputs, plain)
             table = np.zeros(words, np.int64)
             table[: rows.size] = rows.reshape(-1)
             patches = np.array([positions, bindings], np.int32).T.copy()
