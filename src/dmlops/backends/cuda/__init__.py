@@ -19,7 +19,7 @@ import dataclasses
 import math
 import operator
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -621,6 +621,22 @@ class CudaBackend:
         return _CudaExecutor(self, plan)
 
 
+def _alignment(device: int, ins: Sequence[int], outs: Sequence[int]) -> tuple[int, ...]:
+    """A device and the low bits of bound addresses: what a plan's launch groups depend on."""
+    return (device, *[a & _ALIGNED for a in (*ins, *outs)])
+
+
+_Kept = TypeVar("_Kept")
+
+
+def _kept(entries: dict[tuple[int, ...], _Kept], key: tuple[int, ...], value: _Kept) -> _Kept:
+    """`value` kept under `key`, the oldest entry let go past _BY_VALUE_KEPT."""
+    if len(entries) >= _BY_VALUE_KEPT:
+        entries.pop(next(iter(entries)), None)
+    entries[key] = value
+    return value
+
+
 class _CudaExecutor:
     """A plan's launches, prepared once per device and tuple of device addresses."""
 
@@ -658,12 +674,10 @@ class _CudaExecutor:
                 return
         elif self.tables_by_value:  # a strided call: its tables in its launches
             device, stream = queue
-            aligned: tuple[int, ...] = (device, *[a & _ALIGNED for a in (*ins, *outs)])
+            aligned = _alignment(device, ins, outs)
             made = self.by_value.get(aligned, _UNSEEN)
             if made is _UNSEEN:
-                if len(self.by_value) >= _BY_VALUE_KEPT:  # (the oldest alignment goes)
-                    self.by_value.pop(next(iter(self.by_value)), None)
-                made = self.by_value[aligned] = backend.by_value(self.plan, ins, outs, queue)
+                made = _kept(self.by_value, aligned, backend.by_value(self.plan, ins, outs, queue))
             if made is not None:
                 with backend._on(device):
                     made.run(ins, outs, stream)
@@ -695,12 +709,10 @@ class _CudaExecutor:
         if not (TABLES and self.plan.copies):
             return None
         device = queue[0]
-        aligned: tuple[int, ...] = (device, *[a & _ALIGNED for a in (*ins, *outs)])
+        aligned = _alignment(device, ins, outs)
         found = self.tables.get(aligned)
         if found is None:
-            if len(self.tables) >= _BY_VALUE_KEPT:  # (the oldest alignment goes)
-                self.tables.pop(next(iter(self.tables)), None)
-            found = self.tables[aligned] = self.backend.tables(self.plan, ins, outs, device)
+            found = _kept(self.tables, aligned, self.backend.tables(self.plan, ins, outs, device))
         return found
 
     def bound(self, ins: Sequence[int], outs: Sequence[int]) -> Callable[..., None]:

@@ -761,10 +761,15 @@ class _OnHost:
         return lambda queue=None: self(ins, outs)
 
 
+def _addresses(ins: Sequence[Flat], outs: Sequence[Flat]) -> tuple[int, ...]:
+    """A binding tuple's key: each flat's synthetic address (bases are never reused)."""
+    return tuple(f.base + f.offset for f in (*ins, *outs))
+
+
 class _WebGpuExecutor:
     """A plan's dispatches, resolved (tables uploaded, bind groups made) per binding tuple;
-    a strided plan's laid out once per buffers and low offset bits (`layouts.py`), so a
-    binding at new offsets (each call's new output) plans nothing."""
+    laid out once per buffers and low offset bits (`layouts.py`), so a binding at new
+    offsets (each call's new output) plans nothing."""
 
     def __init__(self, backend: WebGpuBackend, plan: Plan) -> None:
         self.backend = backend
@@ -772,10 +777,8 @@ class _WebGpuExecutor:
         self.cache: AddressCache[_Recorded] = AddressCache(_TABLE_CACHE)
         self.layouts: AddressCache[Layout] = AddressCache(_LAYOUTS_KEPT)
 
-    def _resolve(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> _Recorded:
-        key = tuple(f.base + f.offset for f in (*ins, *outs))  # bases are never reused
-        found = self.cache.entries.get(key)
-        return found if found is not None else self.cache.get(key, lambda: self._made(ins, outs))
+    def _resolve(self, ins: Sequence[Flat], outs: Sequence[Flat], key: Hashable) -> _Recorded:
+        return self.cache.get(key, lambda: self._made(ins, outs))
 
     def _made(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> _Recorded:
         backend = self.backend
@@ -792,19 +795,20 @@ class _WebGpuExecutor:
         return _Recorded(backend, layout.dispatches(ins, outs), validated=True)
 
     def __call__(self, ins: Sequence[Flat], outs: Sequence[Flat], queue: Any = None) -> None:
-        found = self.cache.entries.get(tuple(f.base + f.offset for f in (*ins, *outs)))
-        if found is not None:
-            found.run()
-            return
-        if LAYOUTS:  # (a binding at new offsets of a known key)
-            layout = self.layouts.entries.get(layout_key(ins, outs))
-            if layout is not None and layout.movable:
-                layout.run_at(ins, outs)
-                return
-        self._resolve(ins, outs).run()
+        key = _addresses(ins, outs)
+        found = self.cache.entries.get(key)
+        if found is None:
+            if LAYOUTS:  # (a binding at new offsets of a known key)
+                layout = self.layouts.entries.get(layout_key(ins, outs))
+                if layout is not None and layout.movable:
+                    layout.run_at(ins, outs)
+                    return
+            found = self._resolve(ins, outs, key)
+        found.run()
 
     def bound(self, ins: Sequence[Flat], outs: Sequence[Flat]) -> Callable[..., None]:
-        recorded = self._resolve(ins, outs)  # (its own tables: a ring's slots are rewritten)
+        # (its own tables: a ring's slots are rewritten)
+        recorded = self._resolve(ins, outs, _addresses(ins, outs))
         return lambda queue=None: recorded.run()
 
 
