@@ -246,7 +246,8 @@ def test_tables_upload_where_the_by_value_kernels_cannot_be_built(
 def test_a_thread_with_no_cuda_context_yet_launches_warm_calls() -> None:
     """A warm call from a thread whose CUDA calls never reached the driver (CuPy's pool
     handing back a freed block, as in Dask's worker threads) makes its device's context
-    current and launches: tables by value, warm indexed launches, a conversion."""
+    current and launches: tables by value, warm indexed launches, a conversion, a
+    compaction (NONZERO_COORDINATES)."""
     import ctypes
     import threading
 
@@ -255,10 +256,12 @@ def test_a_thread_with_no_cuda_context_yet_launches_warm_calls() -> None:
     dmlops.functional.clear_cache()
     x = cupy.asarray(np.random.default_rng(3).standard_normal((100, 64)).astype(np.float32))
     idx = cupy.asarray(np.array([5, 0, 99, 7, 7], np.int64))
+    sparse = cupy.where(x > 1, x, 0).reshape(1, 1, 100, 64)
     calls: dict[str, Callable[[], Any]] = {
         "by value": lambda: dmlops.slice1(x, [0, 0], [100, 64], [-1, 2]),
         "indexed": lambda: dmlops.gather(x, idx, 0),
         "conversion": lambda: dmlops.cast(x, np.float16),
+        "compaction": lambda: dmlops.nonzero_coordinates(sparse)[1],
     }
     wants = {name: cupy.asnumpy(call()) for name, call in calls.items()}  # (blocks freed)
     driver = ctypes.CDLL("libcuda.so.1")

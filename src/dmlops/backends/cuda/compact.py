@@ -16,7 +16,7 @@ from ...compaction import Compaction
 from ...plan import Plan, coalesce
 from . import kernels
 from .convert import box_walk, dense_strides
-from .launch import launch_kernel, pack_arguments, scratch
+from .launch import in_any_thread, launch_kernel, pack_arguments, scratch
 from .strategies import THREADS
 from .streams import Queue
 
@@ -47,6 +47,7 @@ class CudaCompaction:
         self.backend = backend
         self.plan = plan
 
+    @in_any_thread
     def __call__(self, ins: Sequence[int], outs: Sequence[int], queue: Queue | None = None) -> None:
         backend = self.backend
         cp = backend.cupy
