@@ -313,3 +313,40 @@ def test_long_tables_at_new_addresses_are_planned_once(monkeypatch: pytest.Monke
         for r in _kept(lambda: dmlops.join(parts, 0), 20):
             assert np.array_equal(_host(r), want)
         assert len(made) == 2 if tables else len(made) >= 20, (tables, len(made))
+
+
+def test_warm_calls_make_their_outputs_from_one_template() -> None:
+    """From its second warm call a call of one new output makes it with `output_maker`
+    (`empty_like` of an expanded element): each output new memory, row-major, bit-exact;
+    a warm call first met under CUDA graph capture makes none there (its memory would come
+    from the graph's pool): the replay is exact, and the next call outside makes it."""
+    import torch
+
+    from dmlops.calls import dispatch
+
+    dmlops.functional.clear_cache()
+    x = torch.randn(100, 64, device="cuda")
+    idx = torch.tensor([5, 0, 99, 7], device="cuda")
+    want = _host(x)[[5, 0, 99, 7]]
+    kept = [dmlops.gather(x, idx, 0) for _ in range(6)]
+    torch.cuda.synchronize()
+    assert len({t.data_ptr() for t in kept}) == 6
+    for t in kept:
+        assert t.shape == (4, 64) and t.stride() == (64, 1)
+        assert np.array_equal(_host(t), want)
+    ((call, _),) = dispatch._CACHE.items.values()
+    assert call.hot.__name__ == "hot"  # (the maker's)
+
+    dmlops.functional.clear_cache()
+    dmlops.gather(x, idx, 0)  # (compiled: its hot call made, not yet run)
+    ((call, _),) = dispatch._CACHE.items.values()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = dmlops.gather(x, idx, 0)
+    assert call.hot.__name__ == "hot_new"
+    graph.replay()
+    torch.cuda.synchronize()
+    assert np.array_equal(_host(captured), want)
+    after = dmlops.gather(x, idx, 0)
+    assert call.hot.__name__ == "hot" and np.array_equal(_host(after), want)

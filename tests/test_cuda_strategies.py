@@ -883,3 +883,29 @@ def test_a_call_in_a_thread_with_no_cuda_context_makes_it_current_and_calls_agai
     with pytest.raises(RuntimeError, match="700"):
         executor([1], [2], (5, 9))
     assert len(executor.calls) == 1 and made_current == [5, 3, 5]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8", "bfloat16"])
+def test_warm_outputs_are_made_as_new_empty_makes_them(dtype: str) -> None:
+    """`output_maker` (a warm CUDA call's new outputs: `empty_like` of one element expanded)
+    makes what `new_empty` makes — row-major strides, the input's type and device — for
+    every shape of up to five dimensions of sizes 0 to 3 (under two elements: `empty`).
+    CPU tensors stand in for CUDA ones: torch's layout rules are the device's alike."""
+    import itertools
+
+    torch = pytest.importorskip("torch")
+    from dmlops.backends.cuda import output_maker
+
+    like = torch.zeros(3, dtype=getattr(torch, dtype))
+    for rank in range(6):
+        for shape in itertools.product(range(4), repeat=rank):
+            made = output_maker(like, shape)
+            assert made is not None
+            got, want = made(), like.new_empty(shape)
+            assert (got.shape, got.stride(), got.dtype, got.device) == (
+                want.shape,
+                want.stride(),
+                want.dtype,
+                want.device,
+            ), shape
+            assert made().data_ptr() != got.data_ptr() or got.numel() == 0  # (new each time)

@@ -11,6 +11,7 @@ table does not take at the feature level, is carried by an unsigned type of its 
 from __future__ import annotations
 
 import contextlib
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -196,8 +197,6 @@ def values_into(out: Any, run: Any) -> Any:
 
 
 def _torch_module() -> Any:
-    import sys
-
     return sys.modules.get("torch")
 
 
@@ -211,7 +210,10 @@ def torch_dtype_as_numpy(dtype: Any) -> np.dtype[Any] | None:
 def torch_to_numpy(t: Any) -> np.ndarray[Any, Any]:
     """A CPU torch tensor's memory as a numpy array of the same elements (bfloat16 and float8
     through ml_dtypes; a type numpy has no dtype for as unsigned words of its size)."""
-    t = t.detach()
+    try:
+        return t.numpy()  # type: ignore[no-any-return]
+    except (TypeError, RuntimeError):  # (a type numpy lacks; a tensor that needs a gradient)
+        t = t.detach()
     try:
         return t.numpy()  # type: ignore[no-any-return]
     except TypeError:
@@ -225,9 +227,8 @@ def torch_to_numpy(t: Any) -> np.ndarray[Any, Any]:
 
 def numpy_to_torch(a: np.ndarray[Any, Any], dtype: Any) -> Any:
     """A numpy array's memory as a torch tensor of `dtype` (the inverse of torch_to_numpy)."""
-    torch = _torch_module()
     try:
-        t = torch.from_numpy(a)
+        t = sys.modules["torch"].from_numpy(a)
     except TypeError:
-        t = torch.from_numpy(a.view(f"i{a.dtype.itemsize}"))
+        t = sys.modules["torch"].from_numpy(a.view(f"i{a.dtype.itemsize}"))
     return t if t.dtype == dtype else t.view(dtype)

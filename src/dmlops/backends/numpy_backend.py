@@ -19,7 +19,7 @@ import numpy as np
 from ..elements import numpy_to_torch, torch_to_numpy
 from ..errors import BindingError
 from ..plan import Plan, StridedCopy
-from . import cpu_engine
+from . import cpu_engine, torch_keys
 from .base import made_once, no_queue
 from .compacting import HostCompaction
 from .compiled_indexed import CompiledIndexed
@@ -174,7 +174,10 @@ class NumpyBackend:
         return self.as_array(obj)
 
     def array_keys(self) -> dict[type, Callable[[Any], Hashable]]:
-        return {}
+        return torch_keys.array_keys()  # (CPU tensors: bound through their numpy views)
+
+    def many_array_keys(self) -> dict[type, Callable[[Sequence[Any]], list[Hashable] | None]]:
+        return dict(torch_keys.many_array_keys())
 
     def placement(self, named: Sequence[tuple[str, Any]]) -> Callable[[Any], None]:
         return no_queue

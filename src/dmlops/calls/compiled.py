@@ -201,7 +201,7 @@ class _Call:
         has several outputs, or many spans to test (the general path)."""
         if self.select is not None or len(self.out_lows) != 1:
             return None
-        address, new_empty = lean
+        address, new_empty, output_maker = lean
         run, queue, like = self.run, self.queue, self.like
         if self.allocate:  # (its key says no output is given)
             shape = self.allocate[0][1]
@@ -211,7 +211,18 @@ class _Call:
             def hot_new(ins: list[Any], out: Any) -> Any:
                 result = new_empty(ins[like], shape)
                 run(list(map(address, ins)), [address(result)], queue(None))
+                maker = output_maker(ins[like], shape)
+                if maker is not None:  # (the signature fixes the output: made so from now)
+                    self.hot = hot_made(maker)
                 return result.reshape(final) if reshape else result
+
+            def hot_made(make: Callable[[], Any]) -> Callable[[list[Any], Any], Any]:
+                def hot(ins: list[Any], out: Any) -> Any:
+                    result = make()
+                    run(list(map(address, ins)), [address(result)], queue(None))
+                    return result.reshape(final) if reshape else result
+
+                return hot
 
             return hot_new
         writes, meets = self.write_spans, self._spans_meet
@@ -236,7 +247,7 @@ class _Call:
         """`__call__` on arrays whose addresses the backend reads at once (no per-array
         flat buffers; an output's owner is never known, so given outputs take the span
         test directly)."""
-        address, new_empty = lean
+        address, new_empty, _ = lean
         results = outs if isinstance(outs, list) else list(outs)
         if self.allocate:
             results = list(results)
@@ -401,6 +412,33 @@ class _EmptyCall(_Call):
                 results[k] = np.empty(shape, self.dtype)
             return results
         return self._allocated(ins, outs)
+
+
+class _Converted(_Call):
+    """A compiled call of the backend's own arrays (numpy's) run on another library's arrays
+    in its memory (CPU torch tensors): each call binds their views as the backend's arrays
+    (no copy) and gives new outputs in the library of the input they are like."""
+
+    def __init__(self, call: _Call) -> None:
+        self.call = call
+        self.backend, self.like, self.result_shape = call.backend, call.like, call.result_shape
+        self.fresh = False  # (its __call__ binds the views)
+
+    def __call__(
+        self, ins: Sequence[Any], outs: Sequence[Any], restage: Callable[[list[Any]], list[Any]]
+    ) -> Any:
+        as_array, call = self.backend.as_array, self.call
+        arrays = [as_array(x) for x in ins]
+        if call.fresh:  # (new outputs only, that nothing else sees)
+            results = call.fresh_results(arrays)
+        else:
+            results = call(arrays, [None if o is None else as_array(o) for o in outs], restage)
+        if results is _MISS:
+            return results
+        if not ins:  # a generator: its outputs are given, or new arrays of the backend's own
+            return [r if o is None else o for r, o in zip(results, outs, strict=True)]
+        in_library, like = self.backend.in_library_of, ins[self.like]
+        return [in_library(r, like) if o is None else o for r, o in zip(results, outs, strict=True)]
 
 
 def _empty_call(

@@ -13,7 +13,7 @@ from ..backends import Backend
 from ..elements import element_of, encode, numpy_dtype
 from ..errors import InvalidDescriptorError
 from .cache import _LRU, CACHE_SIZE
-from .compiled import _MISS, _Call
+from .compiled import _MISS, _Call, _Converted
 from .signatures import _keyed_inputs, _output_key, _signature
 from .tensors import _on_device, backend_of
 
@@ -148,8 +148,12 @@ def _dispatch(
         call = build(ins, outs)
         if key is None:  # the build may have taught _ARRAY_KEYS a GPU array type
             key = _signature(op, fields, level, ins, outs)
-        if key is None:
-            return _unkeyed(call, ins, outs, lambda i, o: _dispatch(op, fields, level, i, o, build))
+        if key is None:  # (no signature: lists, foreign arrays, run as the backend's own)
+            again = lambda staged: _dispatch(op, fields, level, staged, outs, build)  # noqa: E731
+            results: list[Any] = _Converted(call)(ins, outs, again)
+            return results
+        if call.backend.name == "numpy" and not _numpy_arrays(ins, outs):
+            call = _Converted(call)  # (CPU torch tensors: bound through their numpy views)
         _CACHE.put(key, call)
     if call.fresh:  # nothing can need restaging
         return call.fresh_results(ins)
@@ -161,25 +165,12 @@ def _dispatch(
     return call(ins, outs, lambda staged: _dispatch(op, fields, level, staged, outs, build))
 
 
-def _unkeyed(
-    call: _Call,
-    ins: list[Any],
-    outs: list[Any],
-    again: Callable[[list[Any], list[Any]], list[Any]],
-) -> list[Any]:
-    """Run arrays without a signature (lists, foreign arrays) as the backend's own; `again`
-    dispatches the call anew (on staged inputs)."""
-    as_array = call.backend.as_array
-    results = call(
-        [as_array(x) for x in ins],
-        [None if o is None else as_array(o) for o in outs],
-        lambda staged: again(staged, outs),
+def _numpy_arrays(ins: list[Any], outs: list[Any]) -> bool:
+    """Whether every input and given output is a numpy array (none to bind as one)."""
+    ndarray = np.ndarray
+    return all(type(a) is ndarray for a in ins) and all(
+        o is None or type(o) is ndarray for o in outs
     )
-    if not ins:  # a generator: its outputs are given, or new arrays of the backend's own
-        return [r if o is None else o for r, o in zip(results, outs, strict=True)]
-    in_library = call.backend.in_library_of
-    like = ins[call.like]  # (the input whose type new outputs take: ONE_HOT's values)
-    return [in_library(r, like) if o is None else o for r, o in zip(results, outs, strict=True)]
 
 
 def _shape(x: Any) -> tuple[int, ...]:

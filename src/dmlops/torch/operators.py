@@ -72,20 +72,26 @@ _IS_CPU, _NEEDS_GRAD = operator.attrgetter("is_cpu"), operator.attrgetter("requi
 
 def wanted(tensors: Sequence[Any]) -> bool:
     """Whether a functional call on these arrays goes through the torch operators: some
-    is a torch tensor that is traced (not a plain tensor), on the CPU, or needs a gradient."""
+    is a torch tensor that is traced (not a plain tensor) or needs a gradient, dynamo or a
+    torch.func transform sees the call, or a CPU tensor is watched (a jit trace, a dispatch
+    or function mode: the operators record it as they did; on CUDA such calls run
+    directly, as before). Plain CPU tensors otherwise take the functional path, whose
+    calls are keyed and cached."""
     if len(tensors) >= _MANY and set(map(type, tensors)) == {Tensor}:  # (C passes, no loop)
-        if any(map(_IS_CPU, tensors)):
-            return True
         if torch.is_grad_enabled() and any(map(_NEEDS_GRAD, tensors)):
             return True
-        return bool(torch.compiler.is_compiling())
-    found = False
+        if torch.compiler.is_compiling() or transforming():
+            return True
+        return any(map(_IS_CPU, tensors)) and _watched()
+    found = cpu = False
     for t in tensors:
         if isinstance(t, Tensor):
-            if type(t) is not Tensor or t.is_cpu or (t.requires_grad and torch.is_grad_enabled()):
+            if type(t) is not Tensor or (t.requires_grad and torch.is_grad_enabled()):
                 return True
-            found = True
-    return found and torch.compiler.is_compiling()
+            found, cpu = True, cpu or t.is_cpu
+    if not found:
+        return False
+    return bool(torch.compiler.is_compiling() or transforming() or (cpu and _watched()))
 
 
 def level_name(feature_level: FeatureLevel | int | str | None) -> str | None:
@@ -719,13 +725,19 @@ def _context_checks() -> list[Any] | None:
 _WATCHING = _context_checks()
 
 
+def _watched() -> bool:
+    """Whether a jit trace, a dispatch or function mode or a transform sees the call (True
+    where this torch cannot say)."""
+    if _WATCHING is None:
+        return True
+    tracing, dispatch_modes, function_modes, transforms = _WATCHING
+    return bool(tracing() or dispatch_modes() or function_modes() or transforms() is not None)
+
+
 def _plain_eager(tensors: Sequence[Any]) -> bool:
     """Plain tensors in plain eager code: no compiler, tracer, mode or transform sees the
     call (then it may bypass the custom operator)."""
-    if _WATCHING is None or torch.compiler.is_compiling():
-        return False
-    tracing, dispatch_modes, function_modes, transforms = _WATCHING
-    if tracing() or dispatch_modes() or function_modes() or transforms() is not None:
+    if torch.compiler.is_compiling() or _watched():
         return False
     return all(type(t) in PLAIN_TENSORS for t in tensors)
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
-import operator
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -26,6 +26,7 @@ import numpy as np
 from ... import _forking
 from ...errors import BindingError, DmlError
 from ...plan import Fill, Plan, ValueSequence, fill_bytes, fill_reads
+from .. import torch_keys
 from .._address_cache import AddressCache
 from .._fill_cache import KeptFills
 from ..base import made_once
@@ -68,7 +69,20 @@ _ALREADY_THERE = contextlib.nullcontext()
 # value sequences' types `kernels/sequence.cu` makes (convert.cu's codes); others uploaded
 _SEQUENCE_TYPES = {k: v for k, v in TYPE_CODES.items() if k != "float64"}
 _SEQUENCE_THREADS = 256
-_MANY_TORCH = "torch tensors, a field a tuple"  # the tag of many tensors' keys
+
+
+def output_maker(like: Any, shape: tuple[int, ...]) -> Callable[[], Any] | None:
+    """New row-major torch tensors of `shape`, of `like`'s type and device, each made by
+    `torch.empty_like` of one element expanded to the shape (its arguments parse in less
+    time than `new_empty`'s shape; under two elements the expanded template would be dense
+    and its strides copied: `torch.empty` then); None while a CUDA graph is being captured
+    (the template's memory would come from the graph's pool)."""
+    torch = torch_module()
+    if like.is_cuda and torch.cuda.is_current_stream_capturing():
+        return None
+    if math.prod(shape) < 2:
+        return functools.partial(torch.empty, shape, dtype=like.dtype, device=like.device)
+    return functools.partial(torch.empty_like, like.new_empty(()).expand(shape))
 
 
 class _TensorFill:
@@ -277,54 +291,30 @@ class CudaBackend:
         keys: dict[type, Callable[[Any], Hashable]] = {}
         if self.cupy.imported():  # (no CuPy array before CuPy is imported: asked again then)
             keys[self.cupy.ndarray] = lambda a: (a.dtype, a.shape, a.strides, a.data.device_id)
-        torch = torch_module()
-        if torch is not None:
-            # CPU tensors are the numpy backend's, bound through numpy views: no key
-            def torch_key(t: Any) -> Hashable:
-                ordinal = t.get_device()  # -1 on the CPU
-                return None if ordinal < 0 else (t.dtype, t.shape, t.stride(), ordinal)
-
-            keys[torch.Tensor] = torch_key
+        keys.update(torch_keys.array_keys())
         return keys
 
     def many_array_keys(self) -> dict[type, Callable[[Sequence[Any]], list[Hashable] | None]]:
-        """Keys of many torch tensors at once (a tag, then their types, sizes, strides and
-        devices, each field a tuple; None where one is on the CPU): four passes of C calls
-        instead of a Python call per tensor."""
-        torch = torch_module()
-        if torch is None:
-            return {}
-        tensor = torch.Tensor
-        dtype, shape = operator.attrgetter("dtype"), operator.attrgetter("shape")
-
-        def torch_keys(ts: Sequence[Any]) -> list[Hashable] | None:
-            ordinals = tuple(map(tensor.get_device, ts))
-            if min(ordinals) < 0:
-                return None
-            # (a column a field: four flat tuples, not a tuple an array, to make and hash)
-            fields = (tuple(map(dtype, ts)), tuple(map(shape, ts)), tuple(map(tensor.stride, ts)))
-            return [_MANY_TORCH, *fields, ordinals]
-
-        return {tensor: torch_keys}
+        return dict(torch_keys.many_array_keys())
 
     # flat buffers of this backend are device addresses (ints)
     flats_are_addresses = True
 
     def lean_bindings(
         self, arrays: Sequence[Any], in_lows: Sequence[int], out_lows: Sequence[int]
-    ) -> tuple[Any, Any] | None:
+    ) -> tuple[Any, Any, Any] | None:
         """For a call whose arrays are torch CUDA tensors (as `arrays`, which its signature
         keeps so) and whose bindings start at their arrays' addresses (torch has no negative
         strides): an array's address (`Tensor.data_ptr`, mapped over a call's arrays in one
-        pass of C calls) and `Tensor.new_empty`; None otherwise. No owner is known here, so
-        a caller's output always takes the overlap test."""
+        pass of C calls), `Tensor.new_empty`, and `output_maker`; None otherwise. No owner
+        is known here, so a caller's output always takes the overlap test."""
         torch = torch_module()
         if torch is None or not arrays or any(in_lows) or any(out_lows):
             return None
         tensor = torch.Tensor
         if any(type(a) is not tensor or a.get_device() < 0 for a in arrays):
             return None
-        return tensor.data_ptr, tensor.new_empty
+        return tensor.data_ptr, tensor.new_empty, output_maker
 
     def placement(self, named: Sequence[tuple[str, Any]]) -> Callable[[Any], Queue]:
         return queue_function(self.cupy, named)

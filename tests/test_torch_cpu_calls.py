@@ -1,0 +1,117 @@
+"""Calls on plain CPU torch tensors: keyed and cached like numpy arrays' (compiled once per
+signature, bound through the tensors' numpy views), bit-exact with the same calls on numpy
+arrays, results torch tensors; calls a jit trace or a mode watches still go through the
+torch operators. Skipped without torch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import dmlops  # noqa: E402
+from dmlops.calls import dispatch  # noqa: E402
+
+_INDICES = np.array([[3, 0], [1, 1], [4, 2]], np.int64)
+
+# each call on (x, indices, rows): x a [5, 4, 3] array of the case's type
+CALLS: dict[str, Callable[[Any, Any, Any], Any]] = {
+    "slice1": lambda x, i, r: dmlops.slice1(x, [0, 0, 0], [5, 4, 3], [-2, 1, -1]),
+    "slice": lambda x, i, r: dmlops.slice(x, [1, 0, 1], [2, 4, 2], [2, 1, 1]),
+    "join": lambda x, i, r: dmlops.join([x, x[1:]], 0),
+    "split": lambda x, i, r: dmlops.split(x, 1, [1, 3]),
+    "tile": lambda x, i, r: dmlops.tile(x, [1, 2, 1]),
+    "padding": lambda x, i, r: dmlops.padding(x, [0, 1, 0], [1, 0, 2], mode="reflection"),
+    "gather": lambda x, i, r: dmlops.gather(x, r, 0),
+    "gather_elements": lambda x, i, r: dmlops.gather_elements(x[:, :2, :1], i[:, :, None], 0),
+    "depth_to_space": lambda x, i, r: dmlops.depth_to_space(x.reshape(1, 4, 5, 3), 2),
+    "cast": lambda x, i, r: dmlops.cast(x, np.float16),
+}
+DTYPES = [torch.float32, torch.int16, torch.bfloat16]
+
+
+def _numpy_of(t: Any) -> np.ndarray[Any, Any]:
+    """A CPU tensor's elements as numpy's array of the same bits' type (bfloat16 as ml_dtypes')."""
+    from dmlops.elements import torch_to_numpy
+
+    return torch_to_numpy(t).copy()
+
+
+def _bits(r: Any) -> list[bytes]:
+    results = r if isinstance(r, list | tuple) else [r]
+    return [_numpy_of(t).tobytes() if isinstance(t, torch.Tensor) else t.tobytes() for t in results]
+
+
+def _values(seed: int, dtype: Any) -> Any:
+    x = torch.from_numpy(np.random.default_rng(seed).standard_normal((5, 4, 3)) * 100)
+    x[0, 0, 0] = -0.0
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name", list(CALLS))
+def test_a_warm_call_on_cpu_tensors_is_cached_and_exact(name: str, dtype: Any) -> None:
+    """Two calls on tensors of one signature: compiled once (the second finds the first's
+    call), each bit-exact with the call on numpy arrays, its results torch tensors of the
+    input's type that share no memory with the input."""
+    if name == "cast" and dtype == torch.bfloat16:
+        pytest.skip("CAST has no bfloat16")
+    call = CALLS[name]
+    dispatch.clear_cache()
+    indices, rows = torch.from_numpy(_INDICES), torch.tensor([4, 0, 2, 2])
+    for seed in (1, 2):  # (other values the second time: nothing stale)
+        x = _values(seed, dtype)
+        got = call(x, indices, rows)
+        want = call(_numpy_of(x), _INDICES, rows.numpy())
+        results = got if isinstance(got, list) else [got]
+        assert all(type(t) is torch.Tensor for t in results)
+        assert name == "cast" or all(t.dtype == dtype for t in results)
+        assert _bits(got) == _bits(want), (name, seed)
+        memory = x.untyped_storage().data_ptr()
+        assert all(t.untyped_storage().data_ptr() != memory for t in results)
+        if seed == 1:
+            compiled = dispatch.cache_size()
+    assert dispatch.cache_size() == compiled  # (the numpy calls' and the tensors' alike)
+    assert any(type(c[0]).__name__ == "_Converted" for c in dispatch._CACHE.items.values())
+
+
+def test_a_warm_call_into_a_given_cpu_tensor_writes_it() -> None:
+    """out= a CPU tensor, twice: written in place, nothing compiled the second time."""
+    dispatch.clear_cache()
+    out = torch.zeros(4, 4, 3)
+    for seed in (1, 2):
+        x = _values(seed, torch.float32)
+        got = dmlops.slice1(x, [1, 0, 0], [4, 4, 3], [-1, 1, -1], out=out)
+        assert got is out
+        assert torch.equal(out, torch.flip(x[1:], [0, 2]))
+        if seed == 1:
+            compiled = dispatch.cache_size()
+    assert dispatch.cache_size() == compiled
+
+
+def test_a_tensor_that_needs_a_gradient_outside_autograd() -> None:
+    """Under no_grad a tensor that needs a gradient is bound as any other (its numpy view
+    taken after a detach)."""
+    x = _values(3, torch.float32).requires_grad_()
+    with torch.no_grad():
+        for _ in range(2):
+            got = dmlops.gather(x, torch.tensor([1, 1, 0]), 0)
+            assert torch.equal(got, x.detach()[[1, 1, 0]])
+            assert not got.requires_grad
+
+
+def test_a_jit_trace_still_records_the_operator() -> None:
+    """Under torch.jit.trace a CPU call goes through the torch operators, so the trace
+    records dmlops' operator, not a constant: the traced function follows new inputs."""
+
+    def reverse(t: Any) -> Any:
+        return dmlops.slice1(t, [0, 0], [2, 3], [1, -1])
+
+    traced = torch.jit.trace(reverse, torch.zeros(2, 3), check_trace=False)
+    assert "dmlops" in str(traced.graph)
+    y = torch.arange(6.0).reshape(2, 3)
+    assert torch.equal(traced(y), torch.flip(y, [1]))
