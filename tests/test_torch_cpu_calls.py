@@ -115,3 +115,19 @@ def test_a_jit_trace_still_records_the_operator() -> None:
     assert "dmlops" in str(traced.graph)
     y = torch.arange(6.0).reshape(2, 3)
     assert torch.equal(traced(y), torch.flip(y, [1]))
+
+
+@pytest.mark.parametrize("count", [2, 9])
+def test_cpu_and_meta_tensors_are_keyed_apart(count: int) -> None:
+    """A meta tensor's call never finds a CPU tensor's (both have no GPU ordinal): keys name
+    the device's type, for a few tensors and for many (keyed a field at a time)."""
+    from dmlops.calls.signatures import _keyed_inputs
+
+    tensors = {d: [torch.zeros(2, 3, device=d) for _ in range(count)] for d in ("cpu", "meta")}
+    keys = {}
+    for device, ts in tensors.items():
+        dmlops.calls.tensors.backend_of(tensors["cpu"][:1])  # (torch's key functions known)
+        parts: list[Any] = []
+        assert _keyed_inputs(parts, ts)
+        keys[device] = tuple(parts)
+    assert keys["cpu"] != keys["meta"]

@@ -1,6 +1,6 @@
-"""Cache keys of torch tensors, on any device (CPU tensors' keys name device -1): the
-numpy backend's (CPU tensors, bound through numpy views) and the CUDA backend's. torch is
-never imported here."""
+"""Cache keys of torch tensors, on any device (a GPU's ordinal, else the device's type:
+"cpu", "meta"): the numpy backend's (CPU tensors, bound through numpy views) and the CUDA
+backend's. torch is never imported here."""
 
 from __future__ import annotations
 
@@ -14,8 +14,16 @@ __all__ = ["MANY_TORCH", "array_keys", "many_array_keys"]
 MANY_TORCH = "torch tensors, a field a tuple"  # the tag of many tensors' keys
 
 
+def _device(t: Any) -> int | str:
+    """A tensor's GPU ordinal, else its device's type ("cpu", "meta", ...)."""
+    ordinal: int = t.get_device()
+    if ordinal >= 0:
+        return ordinal
+    return "cpu" if t.is_cpu else str(t.device.type)
+
+
 def _torch_key(t: Any) -> Hashable:
-    return (t.dtype, t.shape, t.stride(), t.get_device())
+    return (t.dtype, t.shape, t.stride(), _device(t))
 
 
 def array_keys() -> dict[type, Callable[[Any], Hashable]]:
@@ -37,6 +45,9 @@ def many_array_keys() -> dict[type, Callable[[Sequence[Any]], list[Hashable] | N
     def torch_keys(ts: Sequence[Any]) -> list[Hashable]:
         # (a column a field: four flat tuples, not a tuple an array, to make and hash)
         fields = (tuple(map(dtype, ts)), tuple(map(shape, ts)), tuple(map(tensor.stride, ts)))
-        return [MANY_TORCH, *fields, tuple(map(tensor.get_device, ts))]
+        devices = tuple(map(tensor.get_device, ts))
+        if min(devices) < 0:  # (host or meta tensors among them: their devices' types)
+            devices = tuple(map(_device, ts))
+        return [MANY_TORCH, *fields, devices]
 
     return {tensor: torch_keys}
