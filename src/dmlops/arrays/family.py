@@ -343,13 +343,14 @@ def cast(
             return _compile(backend_of(ins), feature_level, make, ins, outs, [shape], target)
 
         return _dispatch("CAST", (target.str,), feature_level, [x], [None], build_new)[0]
+    library = None  # (the backend whose array made here is given back in x's library)
     if out is None:
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(x, torch.Tensor):  # a torch tensor of the type
             out = torch.empty(tuple(x.shape), dtype=getattr(torch, target.name), device=x.device)
         else:
-            backend = backend_of([x])
-            out = backend.new_like(x, _shape(x), target)
+            library = backend_of([x])
+            out = library.new_like(x, _shape(x), target)
 
     def build(ins: list[Any], outs: list[Any]) -> _Call:
         backend = backend_of([ins[0], outs[0]])
@@ -359,7 +360,8 @@ def cast(
         target_of = given.dtype if type(given) is np.ndarray else target
         return _dispatch("CAST", (target_of.str,), feature_level, [x], [given], build)[0]
 
-    return values_into(out, into)
+    result = values_into(out, into)
+    return result if library is None else library.in_library_of(result, x)
 
 
 def _new_array(x: Any, shape: tuple[int, ...], dtype: np.dtype[Any], zeroed: bool = True) -> Any:

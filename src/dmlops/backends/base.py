@@ -49,8 +49,10 @@ class Backend(Protocol):
     numpy backend, a device address for the cuda backend.
 
     Optional, for cheaper warm calls (the callers fall back where a backend lacks them):
-    `many_array_keys()` (keys of many arrays at once), `flats_are_addresses` (flat buffers
-    are ints), `fresh_bindings(inputs, outputs)` (pointers and queue of buffers made for a call) and
+    `many_array_keys()` (keys of many arrays at once), `own(array)` (whether compiled calls
+    take an array as it is; others are bound through `as_array` each call),
+    `flats_are_addresses` (flat buffers are ints), `fresh_bindings(inputs, outputs)`
+    (pointers and queue of buffers made for a call) and
     `lean_bindings(arrays, in_lows, out_lows)` (an array's address, a new-output function
     and a maker of one output shape's new outputs, for a call's arrays: CUDA's, for torch
     tensors).

@@ -19,7 +19,7 @@ import numpy as np
 from ..elements import numpy_to_torch, torch_to_numpy
 from ..errors import BindingError
 from ..plan import Plan, StridedCopy
-from . import cpu_engine, torch_keys
+from . import cpu_engine, library_keys
 from .base import made_once, no_queue
 from .compacting import HostCompaction
 from .compiled_indexed import CompiledIndexed
@@ -173,11 +173,17 @@ class NumpyBackend:
     def describe(self, obj: Any) -> np.ndarray[Any, Any]:
         return self.as_array(obj)
 
+    @staticmethod
+    def own(obj: Any) -> bool:
+        """Whether compiled calls take `obj` as it is (a numpy array; others are bound
+        through `as_array` each call)."""
+        return type(obj) is np.ndarray
+
     def array_keys(self) -> dict[type, Callable[[Any], Hashable]]:
-        return torch_keys.array_keys()  # (CPU tensors: bound through their numpy views)
+        return library_keys.array_keys()  # (CPU tensors: bound through their numpy views)
 
     def many_array_keys(self) -> dict[type, Callable[[Sequence[Any]], list[Hashable] | None]]:
-        return dict(torch_keys.many_array_keys())
+        return dict(library_keys.many_array_keys())
 
     def placement(self, named: Sequence[tuple[str, Any]]) -> Callable[[Any], None]:
         return no_queue

@@ -272,8 +272,10 @@ def _bench_gpu(case: Case, reps: int) -> Result:
         jxs = [jax.device_put(np.asarray(cupy.asnumpy(x))) for x in xs]
         f = jax.jit(lambda *a: case.jax_fn(jnp, list(a)))
 
+        wait: Any = jax.block_until_ready  # (untyped in JAX's stubs)
+
         def run_jax() -> Any:
-            return jax.block_until_ready(f(*jxs))
+            return wait(f(*jxs))
 
         res.times["jax"] = median_gpu(run_jax, reps, wall=True, sync=lambda: None)
         del jxs

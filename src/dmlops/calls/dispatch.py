@@ -152,8 +152,8 @@ def _dispatch(
             again = lambda staged: _dispatch(op, fields, level, staged, outs, build)  # noqa: E731
             results: list[Any] = _Converted(call)(ins, outs, again)
             return results
-        if call.backend.name == "numpy" and not _numpy_arrays(ins, outs):
-            call = _Converted(call)  # (CPU torch tensors: bound through their numpy views)
+        if not _own_arrays(call.backend, ins, outs):
+            call = _Converted(call)  # (CPU torch tensors, JAX arrays: bound as its own)
         _CACHE.put(key, call)
     if call.fresh:  # nothing can need restaging
         return call.fresh_results(ins)
@@ -165,12 +165,13 @@ def _dispatch(
     return call(ins, outs, lambda staged: _dispatch(op, fields, level, staged, outs, build))
 
 
-def _numpy_arrays(ins: list[Any], outs: list[Any]) -> bool:
-    """Whether every input and given output is a numpy array (none to bind as one)."""
-    ndarray = np.ndarray
-    return all(type(a) is ndarray for a in ins) and all(
-        o is None or type(o) is ndarray for o in outs
-    )
+def _own_arrays(backend: Backend, ins: list[Any], outs: list[Any]) -> bool:
+    """Whether the backend's compiled calls take every input and given output as it is
+    (else they are bound as its arrays each call: CPU torch tensors, JAX arrays)."""
+    own = getattr(backend, "own", None)
+    if own is None:
+        return True
+    return all(map(own, ins)) and all(o is None or own(o) for o in outs)
 
 
 def _shape(x: Any) -> tuple[int, ...]:

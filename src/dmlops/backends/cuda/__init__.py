@@ -26,7 +26,7 @@ import numpy as np
 from ... import _forking
 from ...errors import BindingError, DmlError
 from ...plan import Fill, Plan, ValueSequence, fill_bytes, fill_reads
-from .. import torch_keys
+from .. import library_keys
 from .._address_cache import AddressCache
 from .._fill_cache import KeptFills
 from ..base import made_once
@@ -287,15 +287,20 @@ class CudaBackend:
             return TorchView(obj)
         return self.as_array(obj)
 
+    def own(self, obj: Any) -> bool:
+        """Whether compiled calls take `obj` as it is (a CuPy array or a torch tensor; others,
+        JAX's, are bound through `as_array` each call)."""
+        return is_torch(obj) or (self.cupy.imported() and isinstance(obj, self.cupy.ndarray))
+
     def array_keys(self) -> dict[type, Callable[[Any], Hashable]]:
         keys: dict[type, Callable[[Any], Hashable]] = {}
         if self.cupy.imported():  # (no CuPy array before CuPy is imported: asked again then)
             keys[self.cupy.ndarray] = lambda a: (a.dtype, a.shape, a.strides, a.data.device_id)
-        keys.update(torch_keys.array_keys())
+        keys.update(library_keys.array_keys())
         return keys
 
     def many_array_keys(self) -> dict[type, Callable[[Sequence[Any]], list[Hashable] | None]]:
-        return dict(torch_keys.many_array_keys())
+        return dict(library_keys.many_array_keys())
 
     # flat buffers of this backend are device addresses (ints)
     flats_are_addresses = True

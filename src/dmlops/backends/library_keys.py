@@ -1,6 +1,6 @@
-"""Cache keys of torch tensors, on any device (a GPU's ordinal, else the device's type:
-"cpu", "meta"): the numpy backend's (CPU tensors, bound through numpy views) and the CUDA
-backend's. torch is never imported here."""
+"""Cache keys of other libraries' arrays, which the numpy and CUDA backends share: torch
+tensors on any device (a GPU's ordinal, else the device's type: "cpu", "meta") and JAX
+arrays (always dense: type, shape, device). Neither library is imported here."""
 
 from __future__ import annotations
 
@@ -26,10 +26,37 @@ def _torch_key(t: Any) -> Hashable:
     return (t.dtype, t.shape, t.stride(), _device(t))
 
 
+def _jax_key(a: Any) -> Hashable:
+    try:
+        device = a.device  # (an array sharded over several devices has none: no key)
+    except (ValueError, AttributeError):
+        return None
+    return ("jax", a.dtype, a.shape, device)
+
+
+def _jax_array_type() -> type | None:
+    """JAX's concrete array type (its module moved between jaxlib versions), where JAX is
+    imported."""
+    if "jax" not in sys.modules:
+        return None
+    for name in ("jaxlib._jax", "jaxlib.xla_extension"):
+        found = getattr(sys.modules.get(name), "ArrayImpl", None)
+        if isinstance(found, type):
+            return found
+    return None
+
+
 def array_keys() -> dict[type, Callable[[Any], Hashable]]:
-    """torch.Tensor's key function (type, sizes, strides, device), where torch is imported."""
+    """Key functions of torch.Tensor (type, sizes, strides, device) and JAX's arrays, for
+    those of the two libraries that are imported."""
+    keys: dict[type, Callable[[Any], Hashable]] = {}
     torch = sys.modules.get("torch")
-    return {} if torch is None else {torch.Tensor: _torch_key}
+    if torch is not None:
+        keys[torch.Tensor] = _torch_key
+    jax_array = _jax_array_type()
+    if jax_array is not None:
+        keys[jax_array] = _jax_key
+    return keys
 
 
 def many_array_keys() -> dict[type, Callable[[Sequence[Any]], list[Hashable] | None]]:

@@ -1,0 +1,64 @@
+"""Calls on JAX arrays: keyed by type, shape and device and compiled once per signature
+(each call binds the arrays as the backend's own and gives JAX arrays back), bit-exact with
+the same calls on numpy arrays; on the CPU, and on a GPU where JAX has one. Skipped
+without JAX."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+
+import dmlops  # noqa: E402
+from dmlops.calls import dispatch  # noqa: E402
+
+# each call on (x, rows): x a [5, 4, 3] float32 array
+CALLS: dict[str, Callable[[Any, Any], Any]] = {
+    "slice1": lambda x, r: dmlops.slice1(x, [0, 0, 0], [5, 4, 3], [-2, 1, -1]),
+    "join": lambda x, r: dmlops.join([x, x], 1),
+    "split": lambda x, r: dmlops.split(x, 1, [1, 3]),
+    "tile": lambda x, r: dmlops.tile(x, [1, 2, 1]),
+    "padding": lambda x, r: dmlops.padding(x, [0, 1, 0], [1, 0, 2], mode="reflection"),
+    "gather": lambda x, r: dmlops.gather(x, r, 0),
+    "cast": lambda x, r: dmlops.cast(x, np.float16),
+}
+
+
+def _is_jax(a: Any) -> bool:
+    return type(a).__module__.split(".")[0] in ("jax", "jaxlib")
+
+
+def _devices() -> list[Any]:
+    found = [jax.devices("cpu")[0]]
+    with contextlib.suppress(RuntimeError):  # (no GPU for JAX)
+        found.append(jax.devices("gpu")[0])
+    return found
+
+
+@pytest.mark.parametrize("device", _devices(), ids=lambda d: d.platform)
+@pytest.mark.parametrize("name", list(CALLS))
+def test_a_warm_call_on_jax_arrays_is_cached_and_exact(name: str, device: Any) -> None:
+    """Two calls on arrays of one signature: compiled once, each bit-exact with the call
+    on numpy arrays, its results JAX arrays."""
+    call = CALLS[name]
+    dispatch.clear_cache()
+    rows = np.array([4, 0, 2, 2])
+    for seed in (1, 2):  # (other values the second time: nothing stale)
+        host = np.random.default_rng(seed).standard_normal((5, 4, 3)).astype(np.float32)
+        host[0, 0, 0] = -0.0
+        got = call(jax.device_put(host, device), jax.device_put(rows, device))
+        want = call(host, rows)
+        results = got if isinstance(got, list) else [got]
+        wanted = want if isinstance(want, list) else [want]
+        assert all(_is_jax(r) for r in results)
+        for r, w in zip(results, wanted, strict=True):
+            assert np.asarray(r).dtype == w.dtype and np.asarray(r).tobytes() == w.tobytes()
+        if seed == 1:
+            compiled = dispatch.cache_size()
+    assert dispatch.cache_size() == compiled
+    assert any(type(c[0]).__name__ == "_Converted" for c in dispatch._CACHE.items.values())
