@@ -11,6 +11,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, os.path.dirname(__file__))
+# JAX shares the GPU with torch and CuPy here: no preallocation of most of its memory
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 # the default profile draws the same examples on every run (the README's test command and
 # CI alike give one answer; a third-party crash on some random example, as onnx's shape
