@@ -415,9 +415,10 @@ class _EmptyCall(_Call):
 
 
 class _Converted(_Call):
-    """A compiled call of the backend's own arrays (numpy's) run on another library's arrays
-    in its memory (CPU torch tensors): each call binds their views as the backend's arrays
-    (no copy) and gives new outputs in the library of the input they are like."""
+    """A compiled call run on arrays its backend does not take as they are (`Backend.own`:
+    CPU torch tensors on numpy's, JAX arrays on numpy's and CUDA's; and arrays with no
+    signature, each call compiled): each call binds them as the backend's arrays (numpy
+    views, DLPack) and gives new outputs in the library of the input they are like."""
 
     def __init__(self, call: _Call) -> None:
         self.call = call

@@ -38,7 +38,7 @@ def _quick_run(
     that signature is compiled, else `_MISS`). The signature is `tag` (the operator and its
     other arguments) and each array's key (type, shape, strides; a GPU array's device);
     None where an argument is not a plain int, bool, str or None (1.0 must not find the
-    call of 1) or an array has no key (lists, CPU torch tensors). `_MISS` also where the
+    call of 1) or an array has no key (lists, foreign arrays). `_MISS` also where the
     inputs must first be staged (nothing written). Neither where a device is named or an
     index check asked (the call's general path)."""
     if device is not None or validate:
