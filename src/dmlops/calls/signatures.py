@@ -16,6 +16,19 @@ def _numpy_key(a: Any) -> Hashable:
     return (np.ndarray, a.dtype, a.shape, a.strides, a.flags.writeable)
 
 
+def _key_function(kind: type) -> Callable[[Any], Hashable] | None:
+    """The key function of arrays of this type: a backend's, else, for a numpy subclass
+    (`np.memmap`, ...), its type with numpy's key (bound as plain numpy views each call)."""
+    found = _ARRAY_KEYS.get(kind)
+    if found is None and issubclass(kind, np.ndarray):
+        return _subclass_key
+    return found
+
+
+def _subclass_key(a: Any) -> Hashable:
+    return (type(a), a.dtype, a.shape, a.strides, a.flags.writeable)
+
+
 _ARRAY_KEYS: dict[type, Callable[[Any], Hashable]] = {np.ndarray: _numpy_key}
 # for many arrays of one type, a function giving all their keys at once (each as the type's
 # own key function gives it), or None where one has none
@@ -90,8 +103,8 @@ def _signature(
 
 def _keyed_inputs(parts: list[Hashable], ins: Sequence[Any]) -> bool:
     """Each input array's key appended to `parts` (numpy's inline: many-array calls key
-    each array); False where one has none (no key function, or one that declines: a CPU
-    torch tensor)."""
+    each array); False where one has none (no key function, or one that declines: a JAX
+    array sharded over devices)."""
     if len(ins) >= _MANY:
         kinds = set(map(type, ins))
         many = _MANY_KEYS.get(kinds.pop()) if len(kinds) == 1 else None
@@ -108,7 +121,7 @@ def _keyed_inputs(parts: list[Hashable], ins: Sequence[Any]) -> bool:
         if type(a) is ndarray:
             append((a.dtype, a.shape, a.strides))
             continue
-        f = keys.get(type(a))
+        f = keys.get(type(a)) or _key_function(type(a))
         key = None if f is None else f(a)
         if key is None:
             return False
@@ -118,5 +131,5 @@ def _keyed_inputs(parts: list[Hashable], ins: Sequence[Any]) -> bool:
 
 def _output_key(o: Any) -> Hashable | None:
     """A given output's key (a numpy one's writability included), or None."""
-    f = _ARRAY_KEYS.get(type(o))
+    f = _key_function(type(o))
     return None if f is None else f(o)
