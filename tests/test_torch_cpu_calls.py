@@ -131,3 +131,17 @@ def test_cpu_and_meta_tensors_are_keyed_apart(count: int) -> None:
         assert _keyed_inputs(parts, ts)
         keys[device] = tuple(parts)
     assert keys["cpu"] != keys["meta"]
+
+
+def test_a_parameter_outside_autograd_is_cached() -> None:
+    """An `nn.Parameter` (a tensor subclass) under no_grad: keyed by its type with a
+    tensor's key, compiled once, exact; its results plain tensors."""
+    weight = torch.nn.Parameter(_values(4, torch.float32))
+    rows = torch.tensor([4, 0, 2])
+    dispatch.clear_cache()
+    with torch.no_grad():
+        for _ in range(3):
+            got = dmlops.gather(weight, rows, 0)
+            assert type(got) is torch.Tensor and not got.requires_grad
+            assert torch.equal(got, weight.detach()[[4, 0, 2]])
+            assert dispatch.cache_size() == 1

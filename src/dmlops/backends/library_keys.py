@@ -1,6 +1,7 @@
 """Cache keys of other libraries' arrays, which the numpy and CUDA backends share: torch
-tensors on any device (a GPU's ordinal, else the device's type: "cpu", "meta") and JAX
-arrays (always dense: type, shape, device). Neither library is imported here."""
+tensors on any device (a GPU's ordinal, else the device's type: "cpu", "meta"), JAX arrays
+(always dense: type, shape, device), and subclasses of numpy's and torch's arrays (the
+subclass with its base's key). Neither torch nor JAX is imported here."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import sys
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-__all__ = ["MANY_TORCH", "array_keys", "many_array_keys"]
+import numpy as np
+
+__all__ = ["MANY_TORCH", "array_keys", "many_array_keys", "subclass_key"]
 
 MANY_TORCH = "torch tensors, a field a tuple"  # the tag of many tensors' keys
 
@@ -43,6 +46,30 @@ def _jax_array_type() -> type | None:
         found = getattr(sys.modules.get(name), "ArrayImpl", None)
         if isinstance(found, type):
             return found
+    return None
+
+
+def _numpy_subclass_key(a: Any) -> Hashable:
+    return (type(a), a.dtype, a.shape, a.strides, a.flags.writeable)
+
+
+def _torch_subclass_key(t: Any) -> Hashable:
+    # (host tensors only: a GPU's subclass, `nn.Parameter` on CUDA, stays unkeyed, compiled
+    # each call, until its keyed path has run on a GPU)
+    if t.get_device() >= 0:
+        return None
+    return (type(t), t.dtype, t.shape, t.stride(), _device(t))
+
+
+def subclass_key(kind: type) -> Callable[[Any], Hashable] | None:
+    """The key function of a subclass of numpy's array (`np.memmap`, ...) or of torch's
+    tensor (`nn.Parameter`, ... on the CPU): the subclass itself with its base's key; None
+    for other types."""
+    if issubclass(kind, np.ndarray):
+        return _numpy_subclass_key
+    torch = sys.modules.get("torch")
+    if torch is not None and issubclass(kind, torch.Tensor):  # (torch.Tensor itself: its key)
+        return _torch_key if kind is torch.Tensor else _torch_subclass_key
     return None
 
 

@@ -11,22 +11,19 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.library_keys import subclass_key
+
 
 def _numpy_key(a: Any) -> Hashable:
     return (np.ndarray, a.dtype, a.shape, a.strides, a.flags.writeable)
 
 
 def _key_function(kind: type) -> Callable[[Any], Hashable] | None:
-    """The key function of arrays of this type: a backend's, else, for a numpy subclass
-    (`np.memmap`, ...), its type with numpy's key (bound as plain numpy views each call)."""
+    """The key function of arrays of this type: a backend's, else, for a subclass of
+    numpy's array or torch's tensor (`np.memmap`, `nn.Parameter`), the subclass with its
+    base's key (a numpy subclass bound as a plain view each call)."""
     found = _ARRAY_KEYS.get(kind)
-    if found is None and issubclass(kind, np.ndarray):
-        return _subclass_key
-    return found
-
-
-def _subclass_key(a: Any) -> Hashable:
-    return (type(a), a.dtype, a.shape, a.strides, a.flags.writeable)
+    return found if found is not None else subclass_key(kind)
 
 
 _ARRAY_KEYS: dict[type, Callable[[Any], Hashable]] = {np.ndarray: _numpy_key}
