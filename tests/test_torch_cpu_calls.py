@@ -76,7 +76,9 @@ def test_a_warm_call_on_cpu_tensors_is_cached_and_exact(name: str, dtype: Any) -
         if seed == 1:
             compiled = dispatch.cache_size()
     assert dispatch.cache_size() == compiled  # (the numpy calls' and the tensors' alike)
-    assert any(type(c[0]).__name__ == "_Converted" for c in dispatch._CACHE.items.values())
+    # (CAST casts the tensor's numpy view, its compiled call numpy's own)
+    converted = [type(c[0]).__name__ == "_Converted" for c in dispatch._CACHE.items.values()]
+    assert any(converted) != (name == "cast")
 
 
 def test_a_warm_call_into_a_given_cpu_tensor_writes_it() -> None:

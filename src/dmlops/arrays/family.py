@@ -25,7 +25,13 @@ from ..calls import (
     _warm,
     backend_of,
 )
-from ..elements import in_native_order, values_into
+from ..elements import (
+    element_of,
+    in_native_order,
+    numpy_to_torch,
+    torch_to_numpy,
+    values_into,
+)
 from ..errors import DmlError
 from ..ops import (
     CastDesc,
@@ -293,12 +299,20 @@ def _numpy_type(dtype: Any) -> np.dtype[Any]:
         named: np.dtype[Any] = np.dtype(dtype)
         return named
     except TypeError:
-        from ..elements import element_of
-
         element = element_of(dtype)
         if element.data_type is None:
             raise DmlError(f"CAST: {element.name} is not one of DirectML's data types") from None
         return np.dtype(element.data_type.numpy_dtype)
+
+
+_TORCH_TYPES: dict[np.dtype[Any], Any] = {}  # numpy's types as torch's (their names alike)
+
+
+def _torch_type(torch: Any, dtype: np.dtype[Any]) -> Any:
+    found = _TORCH_TYPES.get(dtype)
+    if found is None:
+        found = _TORCH_TYPES[dtype] = getattr(torch, dtype.name)
+    return found
 
 
 def cast(
@@ -311,13 +325,16 @@ def cast(
 ) -> Any:
     """DML CAST: x's elements converted to `dtype` (out's type where `out` is given) by
     CAST's rules (`dmlops.conversion`), into a new array of x's library and device or out."""
-    from ..elements import element_of
-
     target = _numpy_type(dtype)
     if out is None and device is None and target.isnative:  # (compiled: its checks passed)
         done = _warm("CAST", (target.str,), feature_level, [x])
         if done is not _MISS:
             return done
+        torch = sys.modules.get("torch")
+        if torch is not None and type(x) is torch.Tensor and x.is_cpu:
+            # (its numpy view's cast, a new array the call makes, as a tensor of the type)
+            made = cast(torch_to_numpy(x), target, feature_level=feature_level)
+            return numpy_to_torch(made, _torch_type(torch, target))
     for field, kind in (("InputTensor", getattr(x, "dtype", None)), ("OutputTensor", target)):
         element = None if kind is None else element_of(kind)
         if element is not None and element.data_type is None:
@@ -449,8 +466,6 @@ def nonzero(
     to int64. 1 to 5 dimensions. 64-bit elements, which NONZERO_COORDINATES' table lacks,
     are compared with zero in x's library first (numpy, CuPy, torch: -0.0 is zero, NaN is
     not), and that mask's nonzero elements found."""
-    from ..elements import element_of
-
     if element_of(x.dtype).size == 8 and not _is_webgpu(x):
         x = x != 0
     shape = tuple(int(n) for n in x.shape)
