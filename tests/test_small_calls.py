@@ -424,3 +424,26 @@ def test_warm_whole_row_windows_are_made_by_the_producer_and_keep_every_bit(
         assert got.dtype == x.dtype and got.flags.c_contiguous
     ((_, (call, _)),) = list(dispatch._CACHE.items.items())
     assert call.produce is not None
+
+
+def test_warm_calls_keyed_before_their_arguments_are_read_keep_each_level() -> None:
+    """PADDING, TILE and DEPTH_TO_SPACE answer a warm call from their arguments as given
+    (the feature level in the key): calls at two levels, alternated, each answer as a cold
+    call at its own level does — PADDING's FLOAT value converted to the type at 4_1,
+    PADDING1's refused; DEPTH_TO_SPACE1's CRD order refused at 2_0."""
+    from dmlops import InvalidDescriptorError, UnsupportedFeatureLevelError
+
+    x = np.arange(6, dtype=np.int32).reshape(2, 3)
+    cold = dmlops.padding(x, [1, 1], [1, 1], value=1.7, feature_level="4_1")
+    x4 = np.arange(16, dtype=np.float32).reshape(1, 4, 2, 2)
+    dmlops.functional.clear_cache()
+    for _ in range(3):
+        assert np.array_equal(
+            dmlops.padding(x, [1, 1], [1, 1], value=1.7, feature_level="4_1"), cold
+        )
+        with pytest.raises(InvalidDescriptorError):
+            dmlops.padding(x, [1, 1], [1, 1], value=1.7)
+        assert dmlops.tile(x, [2, 1]).shape == (4, 3)
+        assert dmlops.depth_to_space(x4, 2, order="CRD").shape == (1, 1, 4, 4)
+        with pytest.raises(UnsupportedFeatureLevelError):
+            dmlops.depth_to_space(x4, 2, order="CRD", feature_level="2_0")

@@ -122,6 +122,13 @@ def _depth_space(
 ) -> Any:
     """DEPTH_TO_SPACE1 or SPACE_TO_DEPTH1 (at a feature level older than theirs, 2_1, and
     the DCR order: the first versions, DEPTH_TO_SPACE or SPACE_TO_DEPTH)."""
+    # the key: the arguments as given (the level and order, in it, tell the first versions
+    # from these), so a warm call is answered before any of them is read
+    fields = (_fields_key(block_size), order if isinstance(order, (int, str)) else repr(order))
+    if out is None and device is None:
+        done = _warm(cls.OPERATOR, fields, feature_level, [x])
+        if done is not _MISS:
+            return done
     first: type[DepthToSpaceDesc] | type[SpaceToDepthDesc] | None = None
     if (
         _level(feature_level) < cls.SUPPORT[0].level
@@ -138,9 +145,7 @@ def _depth_space(
             return first(i, o, block_size)
         return cls(i, o, block_size, order)
 
-    fields = (_fields_key(block_size), order if isinstance(order, (int, str)) else repr(order))
-    op = cls.OPERATOR if first is None else first.OPERATOR
-    return _unary(op, fields, x, out, feature_level, device, shape_of, make)
+    return _unary(cls.OPERATOR, fields, x, out, feature_level, device, shape_of, make)
 
 
 def tile(
@@ -153,6 +158,11 @@ def tile(
 ) -> Any:
     """DML TILE: x repeated `repeats[i]` times along each dimension i (a 0-D array with no
     repeats: itself, copied, as numpy.tile and torch.tile answer)."""
+    fields = _fields_key(repeats)
+    if out is None and device is None:  # (a warm call answered before the repeats are read)
+        done = _warm("TILE", fields, feature_level, [x])
+        if done is not _MISS:
+            return done
     counts = int_tuple(repeats, "TILE.Repeats")
     if not counts and _shape(x) == ():
         flat_out = None if out is None else out.reshape(1)
@@ -160,7 +170,7 @@ def tile(
         return out if out is not None else once.reshape(())
     return _unary(
         "TILE",
-        _fields_key(repeats),
+        fields,
         x,
         out,
         feature_level,
@@ -184,6 +194,14 @@ def padding(
     """DML PADDING1: x with start_padding / end_padding elements added along each dimension,
     filled by `mode`: CONSTANT (`value`), EDGE, REFLECTION, SYMMETRIC or WRAP. At a feature
     level older than PADDING1's (5_0), DML PADDING (its FLOAT value converted to the type)."""
+    # the key: the arguments as given (the level, in it, tells PADDING from PADDING1), so a
+    # warm call is answered before any of them is read
+    mode_key = mode if isinstance(mode, (int, str)) else repr(mode)
+    fields = (_fields_key(start_padding, end_padding), mode_key, repr(value), type(value))
+    if out is None and device is None:
+        done = _warm("PADDING1", fields, feature_level, [x])
+        if done is not _MISS:
+            return done
     first = _level(feature_level) < Padding1Desc.SUPPORT[0].level
     op = PaddingDesc.OPERATOR if first else Padding1Desc.OPERATOR
     start = int_tuple(start_padding, f"{op}.StartPadding")
@@ -199,8 +217,6 @@ def padding(
             )
         seed = _filled(x, value, len(shape))
         return tile(seed, grown, feature_level=feature_level, out=out, device=device)
-    mode_key = mode if isinstance(mode, (int, str)) else repr(mode)
-    fields = (_fields_key(start, end), mode_key, repr(value), type(value))
 
     def make(i: BufferTensorDesc, o: BufferTensorDesc) -> OperatorDesc:
         if first:
@@ -208,7 +224,7 @@ def padding(
         return Padding1Desc(i, o, mode, None, value, start, end)
 
     return _unary(
-        op,
+        "PADDING1",
         fields,
         x,
         out,
