@@ -95,10 +95,11 @@ def test_a_warm_call_into_a_given_cpu_tensor_writes_it() -> None:
     assert dispatch.cache_size() == compiled
 
 
-def test_a_tensor_that_needs_a_gradient_outside_autograd() -> None:
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_a_tensor_that_needs_a_gradient_outside_autograd(dtype: Any) -> None:
     """Under no_grad a tensor that needs a gradient is bound as any other (its numpy view
-    taken after a detach)."""
-    x = _values(3, torch.float32).requires_grad_()
+    taken after a detach; bfloat16's as words of its size)."""
+    x = _values(3, dtype).requires_grad_()
     with torch.no_grad():
         for _ in range(2):
             got = dmlops.gather(x, torch.tensor([1, 1, 0]), 0)

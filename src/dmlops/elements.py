@@ -207,28 +207,39 @@ def torch_dtype_as_numpy(dtype: Any) -> np.dtype[Any] | None:
     return numpy_dtype(Element(name, int(dtype.itemsize), None))
 
 
+# torch types numpy lacks: (torch's integer type of their size, numpy's type of their
+# elements), found at the first tensor of each
+_TORCH_WORDS: dict[Any, tuple[Any, np.dtype[Any]]] = {}
+_NUMPY_WORDS: set[np.dtype[Any]] = set()  # numpy's types torch.from_numpy refuses
+
+
 def torch_to_numpy(t: Any) -> np.ndarray[Any, Any]:
     """A CPU torch tensor's memory as a numpy array of the same elements (bfloat16 and float8
     through ml_dtypes; a type numpy has no dtype for as unsigned words of its size)."""
-    try:
-        return t.numpy()  # type: ignore[no-any-return]
-    except (TypeError, RuntimeError):  # (a type numpy lacks; a tensor that needs a gradient)
+    if t.requires_grad:
         t = t.detach()
-    try:
-        return t.numpy()  # type: ignore[no-any-return]
-    except TypeError:
-        pass
-    torch = _torch_module()
-    size = int(t.element_size())
-    words = t.view(getattr(torch, f"int{8 * size}")).numpy()
-    dtype = torch_dtype_as_numpy(t.dtype)
-    return words.view(dtype if dtype is not None else unsigned_dtype(size))  # type: ignore[no-any-return]
+    found = _TORCH_WORDS.get(t.dtype)
+    if found is None:
+        try:
+            return t.numpy()  # type: ignore[no-any-return]
+        except TypeError:  # (a type numpy lacks: its words, from now on)
+            size = int(t.element_size())
+            dtype = torch_dtype_as_numpy(t.dtype)
+            words = getattr(_torch_module(), f"int{8 * size}")
+            found = (words, dtype if dtype is not None else unsigned_dtype(size))
+            _TORCH_WORDS[t.dtype] = found
+    return t.view(found[0]).numpy().view(found[1])  # type: ignore[no-any-return]
 
 
 def numpy_to_torch(a: np.ndarray[Any, Any], dtype: Any) -> Any:
     """A numpy array's memory as a torch tensor of `dtype` (the inverse of torch_to_numpy)."""
-    try:
-        t = sys.modules["torch"].from_numpy(a)
-    except TypeError:
-        t = sys.modules["torch"].from_numpy(a.view(f"i{a.dtype.itemsize}"))
+    from_numpy = sys.modules["torch"].from_numpy
+    if a.dtype in _NUMPY_WORDS:
+        t = from_numpy(a.view(f"i{a.dtype.itemsize}"))
+    else:
+        try:
+            t = from_numpy(a)
+        except TypeError:  # (a type torch does not take from numpy: its words, from now on)
+            _NUMPY_WORDS.add(a.dtype)
+            t = from_numpy(a.view(f"i{a.dtype.itemsize}"))
     return t if t.dtype == dtype else t.view(dtype)

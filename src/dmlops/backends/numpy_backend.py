@@ -170,6 +170,13 @@ class NumpyBackend:
             return torch_to_numpy(obj)  # bfloat16 and float8 too, without a copy
         return np.asarray(obj)
 
+    @staticmethod
+    def plain_arrays(objs: Sequence[Any]) -> list[np.ndarray[Any, Any]]:
+        """Numpy views of plain CPU torch tensors in one pass of `Tensor.numpy`; raises
+        TypeError or RuntimeError where one is not such a tensor (another array, a tensor
+        that needs a gradient, bfloat16: `as_array` each)."""
+        return list(map(sys.modules["torch"].Tensor.numpy, objs))
+
     def describe(self, obj: Any) -> np.ndarray[Any, Any]:
         return self.as_array(obj)
 

@@ -424,12 +424,22 @@ class _Converted(_Call):
         self.call = call
         self.backend, self.like, self.result_shape = call.backend, call.like, call.result_shape
         self.fresh = False  # (its __call__ binds the views)
+        # the backend's one-pass binding of plain arrays (numpy's, of CPU torch tensors),
+        # until a call's arrays are not all plain
+        self.plain = getattr(call.backend, "plain_arrays", None)
 
     def __call__(
         self, ins: Sequence[Any], outs: Sequence[Any], restage: Callable[[list[Any]], list[Any]]
     ) -> Any:
-        as_array, call = self.backend.as_array, self.call
-        arrays = [as_array(x) for x in ins]
+        as_array, call, plain = self.backend.as_array, self.call, self.plain
+        arrays = None
+        if plain is not None:
+            try:
+                arrays = plain(ins)
+            except (TypeError, RuntimeError, KeyError):
+                self.plain = None  # (bound one by one from now on)
+        if arrays is None:
+            arrays = [as_array(x) for x in ins]
         if call.fresh:  # (new outputs only, that nothing else sees)
             results = call.fresh_results(arrays)
         else:
