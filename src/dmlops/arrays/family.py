@@ -364,7 +364,7 @@ def cast(
     if out is None:
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(x, torch.Tensor):  # a torch tensor of the type
-            out = torch.empty(tuple(x.shape), dtype=getattr(torch, target.name), device=x.device)
+            out = torch.empty(tuple(x.shape), dtype=_torch_type(torch, target), device=x.device)
         else:
             library = backend_of([x])
             out = library.new_like(x, _shape(x), target)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MANY_TORCH", "array_keys", "many_array_keys", "subclass_key"]
+__all__ = ["MANY_TORCH", "array_keys", "many_array_keys", "numpy_key", "subclass_key"]
 
 MANY_TORCH = "torch tensors, a field a tuple"  # the tag of many tensors' keys
 
@@ -25,7 +25,7 @@ def _device(t: Any) -> int | str:
     return "cpu" if t.is_cpu else str(t.device.type)
 
 
-def _torch_key(t: Any) -> Hashable:
+def _torch_key(t: Any) -> tuple[Any, ...]:
     return (t.dtype, t.shape, t.stride(), _device(t))
 
 
@@ -49,16 +49,15 @@ def _jax_array_type() -> type | None:
     return None
 
 
-def _numpy_subclass_key(a: Any) -> Hashable:
+def numpy_key(a: Any) -> Hashable:
+    """A numpy array's key, its type (np.ndarray or a subclass) and writability in it."""
     return (type(a), a.dtype, a.shape, a.strides, a.flags.writeable)
 
 
 def _torch_subclass_key(t: Any) -> Hashable:
     # (host tensors only: a GPU's subclass, `nn.Parameter` on CUDA, stays unkeyed, compiled
     # each call, until its keyed path has run on a GPU)
-    if t.get_device() >= 0:
-        return None
-    return (type(t), t.dtype, t.shape, t.stride(), _device(t))
+    return None if t.get_device() >= 0 else (type(t), *_torch_key(t))
 
 
 def subclass_key(kind: type) -> Callable[[Any], Hashable] | None:
@@ -66,7 +65,7 @@ def subclass_key(kind: type) -> Callable[[Any], Hashable] | None:
     tensor (`nn.Parameter`, ... on the CPU): the subclass itself with its base's key; None
     for other types."""
     if issubclass(kind, np.ndarray):
-        return _numpy_subclass_key
+        return numpy_key
     torch = sys.modules.get("torch")
     if torch is not None and issubclass(kind, torch.Tensor):  # (torch.Tensor itself: its key)
         return _torch_key if kind is torch.Tensor else _torch_subclass_key

@@ -11,11 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.library_keys import subclass_key
-
-
-def _numpy_key(a: Any) -> Hashable:
-    return (np.ndarray, a.dtype, a.shape, a.strides, a.flags.writeable)
+from ..backends.library_keys import numpy_key, subclass_key
 
 
 def _key_function(kind: type) -> Callable[[Any], Hashable] | None:
@@ -26,7 +22,7 @@ def _key_function(kind: type) -> Callable[[Any], Hashable] | None:
     return found if found is not None else subclass_key(kind)
 
 
-_ARRAY_KEYS: dict[type, Callable[[Any], Hashable]] = {np.ndarray: _numpy_key}
+_ARRAY_KEYS: dict[type, Callable[[Any], Hashable]] = {np.ndarray: numpy_key}
 # for many arrays of one type, a function giving all their keys at once (each as the type's
 # own key function gives it), or None where one has none
 _MANY = 8  # arrays in a call from which their keys are read at once
@@ -118,7 +114,7 @@ def _keyed_inputs(parts: list[Hashable], ins: Sequence[Any]) -> bool:
         if type(a) is ndarray:
             append((a.dtype, a.shape, a.strides))
             continue
-        f = keys.get(type(a)) or _key_function(type(a))
+        f = keys.get(type(a)) or subclass_key(type(a))
         key = None if f is None else f(a)
         if key is None:
             return False
