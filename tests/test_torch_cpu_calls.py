@@ -148,3 +148,89 @@ def test_a_parameter_outside_autograd_is_cached() -> None:
             assert type(got) is torch.Tensor and not got.requires_grad
             assert torch.equal(got, weight.detach()[[4, 0, 2]])
             assert dispatch.cache_size() == 1
+
+
+def test_a_parameter_s_strided_calls_outside_autograd_are_cached() -> None:
+    """SLICE1 and JOIN of an `nn.Parameter` under no_grad take the functional path (a
+    Parameter is a plain tensor there, as for the indexed operators): compiled once, exact;
+    with autograd on they still give a result that carries the gradient."""
+    weight = torch.nn.Parameter(_values(5, torch.float32))
+    for call, want in (
+        (
+            lambda w: dmlops.slice1(w, [0, 0, 0], [5, 4, 3], [-1, 1, 2]),
+            lambda v: v.flip(0)[..., ::2],
+        ),
+        (lambda w: dmlops.join([w, w[:1]], 0), lambda v: torch.cat([v, v[:1]], 0)),
+    ):
+        dispatch.clear_cache()
+        with torch.no_grad():
+            for _ in range(3):
+                got = call(weight)
+                assert type(got) is torch.Tensor and not got.requires_grad
+                assert torch.equal(got, want(weight.detach()))
+                assert dispatch.cache_size() == 1
+        assert call(weight).requires_grad
+
+
+# each operator on meta tensors: (call, output sizes)
+META_CALLS: dict[str, tuple[Callable[[Any], Any], tuple[int, ...]]] = {
+    "slice1": (lambda m: dmlops.slice1(m, [0, 1, 0], [5, 2, 3], [1, 1, -1]), (5, 2, 3)),
+    "slice": (lambda m: dmlops.slice(m, [1, 0, 0], [2, 4, 3], [2, 1, 1]), (2, 4, 3)),
+    "join": (lambda m: dmlops.join([m, m], 1), (5, 8, 3)),
+    "join of many": (lambda m: dmlops.join([m] * 9, 0), (45, 4, 3)),
+    "split": (lambda m: dmlops.split(m, 1, [1, 3])[1], (5, 3, 3)),
+    "tile": (lambda m: dmlops.tile(m, [1, 2, 1]), (5, 8, 3)),
+    "padding": (lambda m: dmlops.padding(m, [0, 1, 0], [1, 0, 2]), (6, 5, 5)),
+    "gather": (lambda m: dmlops.gather(m, torch.zeros(2, dtype=torch.int64, device="meta"), 0), (2, 4, 3)),
+    "depth_to_space": (lambda m: dmlops.depth_to_space(m.reshape(1, 4, 5, 3), 2), (1, 1, 10, 6)),
+    "slice_grad": (lambda m: dmlops.slice_grad(m, [5, 8, 3], [0, 0, 0], [5, 8, 3], [1, 2, 1]), (5, 8, 3)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(META_CALLS))
+def test_meta_tensors_give_meta_outputs(name: str) -> None:
+    """A call on meta tensors (shapes without memory, as `torch.device("meta")` makes a
+    model's) gives meta outputs of the operator's sizes through its torch operator, checked
+    as any call; before, it raised torch's TypeError from a numpy view."""
+    call, sizes = META_CALLS[name]
+    got = call(torch.empty(5, 4, 3, device="meta"))
+    assert got.device.type == "meta" and tuple(got.shape) == sizes
+
+
+def test_a_meta_call_is_checked_and_a_meta_cast_refused() -> None:
+    """A meta call's descriptor is checked as any (DirectML's rule, named); CAST, which has
+    no torch operator, refuses a meta tensor with a DmlError; neither leaves a numpy type
+    marked as one it lacks."""
+    from dmlops.elements import _TORCH_WORDS
+
+    meta = torch.empty(5, 4, 3, device="meta")
+    with pytest.raises(dmlops.DmlError, match=r"SLICE1\.InputWindowOffsets\[1\]"):
+        dmlops.slice1(meta, [0, 1, 0], [5, 9, 3], [1, 1, 1])
+    with pytest.raises(dmlops.DmlError, match="device meta"):
+        dmlops.cast(meta, torch.float16)
+    assert torch.float32 not in _TORCH_WORDS
+
+
+def test_conjugate_and_negative_views_are_moved_by_value() -> None:
+    """A complex tensor's lazy conjugate (and torch's negative view) is moved as its values,
+    not as the bits of the memory it views."""
+    z = torch.complex(torch.arange(6.0), torch.arange(6.0) + 1).reshape(2, 3)
+    conj = z.conj()
+    assert conj.is_conj()
+    got = dmlops.slice1(conj, [0, 0], [2, 3], [1, -1])
+    assert torch.equal(got, conj.resolve_conj().flip(1))
+    negative = torch.arange(6.0)._neg_view()
+    assert negative.is_neg()
+    assert torch.equal(dmlops.join([negative, negative], 0), torch.cat([-torch.arange(6.0)] * 2))
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_a_sparse_tensor_is_refused_with_a_dml_error(many: bool) -> None:
+    """A sparse tensor (no strides, no numpy view) is refused with a DmlError that says
+    what to pass, alone and among many tensors."""
+    sparse = torch.eye(3).to_sparse()
+    with pytest.raises(dmlops.DmlError, match="to_dense"):
+        if many:
+            dmlops.join([sparse] * 9, 0)
+        else:
+            dmlops.slice1(sparse, [0, 0], [3, 3], [1, -1])

@@ -874,22 +874,23 @@ def test_operators_without_views_refuse_torch_func_transforms() -> None:
 @pytest.mark.parametrize("count", [3, 8, 40])
 def test_which_calls_go_through_the_torch_operators(count: int) -> None:
     """`wanted` answers alike for a few tensors (a loop) and many (a pass per field):
-    tensors that need a gradient go through the operators, a Parameter (a subclass) too;
-    plain CPU and meta tensors with no gradient do not, but CPU tensors do where a jit
-    trace or a mode watches the call (a function mode here)."""
+    tensors that need a gradient go through the operators, a Parameter among them where
+    autograd is on (outside it, a plain tensor); meta tensors too (their fakes give the
+    outputs); plain CPU tensors with no gradient do not, but do where a jit trace or a
+    mode watches the call (a function mode here)."""
     from dmlops.torch.operators import wanted
 
     def make(**kw):  # type: ignore[no-untyped-def]
         return [torch.zeros(2, **kw) for _ in range(count)]
 
-    meta = make(device="meta")
-    assert not wanted(meta)
-    assert wanted([*meta[1:], torch.zeros(2, device="meta", requires_grad=True)])
+    cpu, meta = make(), make(device="meta")
+    assert wanted(meta)
+    assert not wanted(cpu)
+    assert wanted([*cpu[1:], torch.zeros(2, requires_grad=True)])
+    assert wanted([*cpu[1:], torch.nn.Parameter(torch.zeros(2))])
     with torch.no_grad():
-        assert not wanted([*meta[1:], torch.zeros(2, device="meta", requires_grad=True)])
-    assert wanted([*meta[1:], torch.nn.Parameter(torch.zeros(2, device="meta"))])
-    assert not wanted(make())
-    assert not wanted([*meta[1:], torch.zeros(2)])  # one CPU tensor among them
+        assert not wanted([*cpu[1:], torch.zeros(2, requires_grad=True)])
+        assert not wanted([*cpu[1:], torch.nn.Parameter(torch.zeros(2))])
+        assert wanted([*meta[1:], torch.nn.Parameter(torch.zeros(2, device="meta"))])
     with torch.device("cpu"):  # (a function mode)
-        assert wanted([*meta[1:], torch.zeros(2)])
-        assert not wanted(meta)
+        assert wanted(cpu)

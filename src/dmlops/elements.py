@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidDescriptorError, a_type
+from .errors import BindingError, InvalidDescriptorError, a_type
 from .tensor import DataType
 
 __all__ = ["Element", "element_of", "MOVABLE_SIZES"]
@@ -213,16 +213,40 @@ _TORCH_WORDS: dict[Any, tuple[Any, np.dtype[Any]]] = {}
 _NUMPY_WORDS: set[np.dtype[Any]] = set()  # numpy's types torch.from_numpy refuses
 
 
+def _not_movable(t: Any) -> BindingError | None:
+    """Why a torch tensor has no numpy view of its elements: it is not on the CPU, or not
+    strided (sparse, ...); None where it has one."""
+    if not t.is_cpu:
+        return BindingError(
+            f"a torch tensor on device {t.device} has no memory on the host: pass one on the "
+            "CPU or a GPU"
+        )
+    if t.layout is not sys.modules["torch"].strided:
+        return BindingError(
+            f"a torch tensor of layout {t.layout} is not moved by dmlops: pass "
+            "tensor.to_dense()"
+        )
+    return None
+
+
 def torch_to_numpy(t: Any) -> np.ndarray[Any, Any]:
     """A CPU torch tensor's memory as a numpy array of the same elements (bfloat16 and float8
-    through ml_dtypes; a type numpy has no dtype for as unsigned words of its size)."""
+    through ml_dtypes; a type numpy has no dtype for as unsigned words of its size; a
+    conjugate or negative view's values made first)."""
     if t.requires_grad:
         t = t.detach()
     found = _TORCH_WORDS.get(t.dtype)
     if found is None:
         try:
             return t.numpy()  # type: ignore[no-any-return]
+        except RuntimeError:
+            if not (t.is_conj() or t.is_neg()):
+                raise
+            return torch_to_numpy(t.resolve_conj().resolve_neg())  # (its values, not its bits)
         except TypeError:  # (a type numpy lacks: its words, from now on)
+            refused = _not_movable(t)
+            if refused is not None:
+                raise refused from None
             size = int(t.element_size())
             dtype = torch_dtype_as_numpy(t.dtype)
             words = getattr(_torch_module(), f"int{8 * size}")

@@ -25,8 +25,11 @@ def _device(t: Any) -> int | str:
     return "cpu" if t.is_cpu else str(t.device.type)
 
 
-def _torch_key(t: Any) -> tuple[Any, ...]:
-    return (t.dtype, t.shape, t.stride(), _device(t))
+def _torch_key(t: Any) -> tuple[Any, ...] | None:
+    try:
+        return (t.dtype, t.shape, t.stride(), _device(t))
+    except (RuntimeError, NotImplementedError):  # (a sparse tensor has no strides: no key)
+        return None
 
 
 def _jax_key(a: Any) -> Hashable:
@@ -55,20 +58,37 @@ def numpy_key(a: Any) -> Hashable:
 
 
 def _torch_subclass_key(t: Any) -> Hashable:
-    # (host tensors only: a GPU's subclass, `nn.Parameter` on CUDA, stays unkeyed, compiled
-    # each call, until its keyed path has run on a GPU)
-    return None if t.get_device() >= 0 else (type(t), *_torch_key(t))
+    key = _torch_key(t)
+    return None if key is None else (type(t), *key)
+
+
+def _plain_on_gpus(kind: type, torch: Any) -> bool:
+    """Whether a torch subclass's tensors on a GPU take the plain tensors' compiled calls: it
+    leaves torch's functions alone (`nn.Parameter`: its `__torch_function__` the disabled
+    one, so its `data_ptr`, `new_empty` and results are a plain tensor's)."""
+    return getattr(kind, "__torch_function__", None) is torch._C._disabled_torch_function_impl
+
+
+def _host_only_key(t: Any) -> Hashable:
+    # (a subclass that overrides torch's functions: on the host, bound through its numpy
+    # view; on a GPU, unkeyed, compiled each call)
+    if t.get_device() >= 0:
+        return None
+    key = _torch_key(t)
+    return None if key is None else (type(t), *key)
 
 
 def subclass_key(kind: type) -> Callable[[Any], Hashable] | None:
     """The key function of a subclass of numpy's array (`np.memmap`, ...) or of torch's
-    tensor (`nn.Parameter`, ... on the CPU): the subclass itself with its base's key; None
-    for other types."""
+    tensor (`nn.Parameter` on any device; one that overrides torch's functions on the host
+    only): the subclass itself with its base's key; None for other types."""
     if issubclass(kind, np.ndarray):
         return numpy_key
     torch = sys.modules.get("torch")
     if torch is not None and issubclass(kind, torch.Tensor):  # (torch.Tensor itself: its key)
-        return _torch_key if kind is torch.Tensor else _torch_subclass_key
+        if kind is torch.Tensor:
+            return _torch_key
+        return _torch_subclass_key if _plain_on_gpus(kind, torch) else _host_only_key
     return None
 
 
@@ -95,9 +115,13 @@ def many_array_keys() -> dict[type, Callable[[Sequence[Any]], list[Hashable] | N
     tensor = torch.Tensor
     dtype, shape = operator.attrgetter("dtype"), operator.attrgetter("shape")
 
-    def torch_keys(ts: Sequence[Any]) -> list[Hashable]:
+    def torch_keys(ts: Sequence[Any]) -> list[Hashable] | None:
         # (a column a field: four flat tuples, not a tuple an array, to make and hash)
-        fields = (tuple(map(dtype, ts)), tuple(map(shape, ts)), tuple(map(tensor.stride, ts)))
+        try:
+            strides = tuple(map(tensor.stride, ts))
+        except (RuntimeError, NotImplementedError):  # (a sparse tensor among them: no key)
+            return None
+        fields = (tuple(map(dtype, ts)), tuple(map(shape, ts)), strides)
         devices = tuple(map(tensor.get_device, ts))
         if min(devices) < 0:  # (host or meta tensors among them: their devices' types)
             devices = tuple(map(_device, ts))

@@ -41,15 +41,21 @@ PLAIN_TENSORS = (Tensor, torch.nn.Parameter)
 
 def moves_wanted(arrays: Sequence[Any]) -> bool:
     """Whether a call on these arrays goes through `moved`: a torch tensor among them needs
-    a gradient or is traced (a tensor subclass), or dynamo is tracing the call, or a
-    torch.func transform sees it."""
+    a gradient, is traced (a tensor subclass) or is on the meta device, or dynamo is
+    tracing the call, or a torch.func transform sees it."""
     found = False
     for t in arrays:
         if isinstance(t, Tensor):
             if (t.requires_grad and torch.is_grad_enabled()) or type(t) not in PLAIN_TENSORS:
                 return True
             found = True
-    return found and (torch.compiler.is_compiling() or transforming())
+    if not found:
+        return False
+    if torch.compiler.is_compiling() or transforming():
+        return True
+    # (its custom operator's fake gives the outputs; asked after dynamo's question, which
+    # it would otherwise answer with one more graph break)
+    return any(isinstance(t, Tensor) and t.is_meta for t in arrays)
 
 
 def moved(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -58,7 +64,7 @@ def moved(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     (`opaque`; a call with `out=` or `device=` a graph break instead); eagerly, the
     kernels, with an autograd Function where a data input needs a gradient."""
     traced = torch.compiler.is_compiling() or any(
-        isinstance(a, Tensor) and type(a) not in PLAIN_TENSORS for a in args
+        isinstance(a, Tensor) and (type(a) not in PLAIN_TENSORS or a.is_meta) for a in args
     )
     if not traced:
         return _eagerly(op, args, kwargs)

@@ -72,23 +72,27 @@ _IS_CPU, _NEEDS_GRAD = operator.attrgetter("is_cpu"), operator.attrgetter("requi
 
 def wanted(tensors: Sequence[Any]) -> bool:
     """Whether a functional call on these arrays goes through the torch operators: some
-    is a torch tensor that is traced (not a plain tensor) or needs a gradient, dynamo or a
-    torch.func transform sees the call, or a CPU tensor is watched (a jit trace, a dispatch
-    or function mode: the operators record it as they did; on CUDA such calls run
-    directly, as before). Plain CPU tensors otherwise take the functional path, whose
-    calls are keyed and cached."""
+    is a torch tensor that is traced (not a plain tensor or Parameter), needs a gradient or
+    is on the meta device, dynamo or a torch.func transform sees the call, or a CPU tensor
+    is watched (a jit trace, a dispatch or function mode: the operators record it as they
+    did; on CUDA such calls run directly, as before). Plain CPU tensors otherwise take the
+    functional path, whose calls are keyed and cached."""
     if len(tensors) >= _MANY and set(map(type, tensors)) == {Tensor}:  # (C passes, no loop)
         if torch.is_grad_enabled() and any(map(_NEEDS_GRAD, tensors)):
             return True
-        if torch.compiler.is_compiling() or transforming():
+        if torch.compiler.is_compiling() or transforming() or tensors[0].is_meta:
             return True
         return any(map(_IS_CPU, tensors)) and _watched()
     found = cpu = False
     for t in tensors:
         if isinstance(t, Tensor):
-            if type(t) is not Tensor or (t.requires_grad and torch.is_grad_enabled()):
+            if type(t) not in PLAIN_TENSORS or (t.requires_grad and torch.is_grad_enabled()):
                 return True
-            found, cpu = True, cpu or t.is_cpu
+            if t.is_cpu:
+                cpu = True
+            elif t.is_meta:  # (its operator's fake gives outputs of the right sizes)
+                return True
+            found = True
     if not found:
         return False
     return bool(torch.compiler.is_compiling() or transforming() or (cpu and _watched()))
@@ -736,10 +740,10 @@ def _watched() -> bool:
 
 def _plain_eager(tensors: Sequence[Any]) -> bool:
     """Plain tensors in plain eager code: no compiler, tracer, mode or transform sees the
-    call (then it may bypass the custom operator)."""
+    call, and no tensor is on the meta device (then it may bypass the custom operator)."""
     if torch.compiler.is_compiling() or _watched():
         return False
-    return all(type(t) in PLAIN_TENSORS for t in tensors)
+    return all(type(t) in PLAIN_TENSORS and not t.is_meta for t in tensors)
 
 
 class _Operator:

@@ -274,6 +274,8 @@ class CudaBackend:
         cp = self.cupy
         if isinstance(obj, cp.ndarray):
             return obj
+        if is_torch(obj) and obj.requires_grad:  # (read outside autograd: its values alone)
+            obj = obj.detach()
         if hasattr(obj, "__cuda_array_interface__"):
             return cp.asarray(obj)
         if hasattr(obj, "__dlpack__"):
