@@ -223,8 +223,7 @@ def _not_movable(t: Any) -> BindingError | None:
         )
     if t.layout is not sys.modules["torch"].strided:
         return BindingError(
-            f"a torch tensor of layout {t.layout} is not moved by dmlops: pass "
-            "tensor.to_dense()"
+            f"a torch tensor of layout {t.layout} is not moved by dmlops: pass tensor.to_dense()"
         )
     return None
 
