@@ -78,10 +78,21 @@ def _host_only_key(t: Any) -> Hashable:
     return None if key is None else (type(t), *key)
 
 
+_SUBCLASS_KEYS: dict[type, Callable[[Any], Hashable] | None] = {}  # (found once a type)
+
+
 def subclass_key(kind: type) -> Callable[[Any], Hashable] | None:
     """The key function of a subclass of numpy's array (`np.memmap`, ...) or of torch's
     tensor (`nn.Parameter` on any device; one that overrides torch's functions on the host
     only): the subclass itself with its base's key; None for other types."""
+    try:
+        return _SUBCLASS_KEYS[kind]
+    except KeyError:
+        found = _SUBCLASS_KEYS[kind] = _found_subclass_key(kind)
+        return found
+
+
+def _found_subclass_key(kind: type) -> Callable[[Any], Hashable] | None:
     if issubclass(kind, np.ndarray):
         return numpy_key
     torch = sys.modules.get("torch")

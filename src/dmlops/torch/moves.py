@@ -43,19 +43,19 @@ def moves_wanted(arrays: Sequence[Any]) -> bool:
     """Whether a call on these arrays goes through `moved`: a torch tensor among them needs
     a gradient, is traced (a tensor subclass) or is on the meta device, or dynamo is
     tracing the call, or a torch.func transform sees it."""
-    found = False
+    first = None
     for t in arrays:
         if isinstance(t, Tensor):
             if (t.requires_grad and torch.is_grad_enabled()) or type(t) not in PLAIN_TENSORS:
                 return True
-            found = True
-    if not found:
+            first = t if first is None else first
+    if first is None:
         return False
     if torch.compiler.is_compiling() or transforming():
         return True
-    # (its custom operator's fake gives the outputs; asked after dynamo's question, which
-    # it would otherwise answer with one more graph break)
-    return any(isinstance(t, Tensor) and t.is_meta for t in arrays)
+    # (a meta tensor: its custom operator's fake gives the outputs; asked after dynamo's
+    # question, which it would otherwise answer with one more graph break)
+    return bool(first.is_meta)
 
 
 def moved(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -310,8 +310,8 @@ class CudaBackend:
     def lean_bindings(
         self, arrays: Sequence[Any], in_lows: Sequence[int], out_lows: Sequence[int]
     ) -> tuple[Any, Any, Any] | None:
-        """For a call whose arrays are torch CUDA tensors (as `arrays`, which its signature
-        keeps so) and whose bindings start at their arrays' addresses (torch has no negative
+        """For a call whose arrays are torch CUDA tensors or Parameters (as `arrays`, which
+        its signature keeps so) and whose bindings start at their arrays' addresses (torch has no negative
         strides): an array's address (`Tensor.data_ptr`, mapped over a call's arrays in one
         pass of C calls), `Tensor.new_empty`, and `output_maker`; None otherwise. No owner
         is known here, so a caller's output always takes the overlap test."""
@@ -319,7 +319,8 @@ class CudaBackend:
         if torch is None or not arrays or any(in_lows) or any(out_lows):
             return None
         tensor = torch.Tensor
-        if any(type(a) is not tensor or a.get_device() < 0 for a in arrays):
+        plain = (tensor, torch.nn.Parameter)  # (a Parameter's getters and results a tensor's)
+        if any(type(a) not in plain or a.get_device() < 0 for a in arrays):
             return None
         return tensor.data_ptr, tensor.new_empty, output_maker
 
