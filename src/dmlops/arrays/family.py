@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 
 from ..backends import get_backend
+from ..backends.array_api import host_view, in_namespace_of
+from ..backends.library_keys import other_host_array
 from ..calls import (
     _MISS,
     _Call,
@@ -326,6 +328,11 @@ def cast(
     """DML CAST: x's elements converted to `dtype` (out's type where `out` is given) by
     CAST's rules (`dmlops.conversion`), into a new array of x's library and device or out."""
     target = _numpy_type(dtype)
+    if type(x) is not np.ndarray and other_host_array(x):
+        # (another array-API library's host array: its numpy view's cast, the result an
+        # array of its namespace)
+        made = cast(host_view(x), target, feature_level=feature_level, out=out, device=device)
+        return made if out is not None else in_namespace_of(made, x)
     if out is None and device is None and target.isnative:  # (compiled: its checks passed)
         done = _warm("CAST", (target.str,), feature_level, [x])
         if done is not _MISS:

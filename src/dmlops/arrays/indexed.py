@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.array_api import dlpack_only
 from ..calls import (
     _MISS,
     _Call,
@@ -78,6 +79,8 @@ def _axis(axis: int, rank: int, op: str) -> int:
 def _array(x: Any, like: Any) -> Any:
     """`x` (indices or lengths: values read) as an array of `like`'s library in this
     machine's byte order (lists and ints become int64 index arrays)."""
+    if dlpack_only(x):  # (another library's host array, read through DLPack)
+        x = np.from_dlpack(x)
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         return in_native_order(x)
     host = np.asarray(x, dtype=np.int64)

@@ -12,7 +12,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MANY_TORCH", "array_keys", "many_array_keys", "numpy_key", "subclass_key"]
+from .array_api import host_view, keyed_here, on_the_host
+
+__all__ = [
+    "MANY_TORCH",
+    "array_keys",
+    "many_array_keys",
+    "numpy_key",
+    "other_host_array",
+    "subclass_key",
+]
 
 MANY_TORCH = "torch tensors, a field a tuple"  # the tag of many tensors' keys
 
@@ -84,12 +93,22 @@ _SUBCLASS_KEYS: dict[type, Callable[[Any], Hashable] | None] = {}  # (found once
 def subclass_key(kind: type) -> Callable[[Any], Hashable] | None:
     """The key function of a subclass of numpy's array (`np.memmap`, ...) or of torch's
     tensor (`nn.Parameter` on any device; one that overrides torch's functions on the host
-    only): the subclass itself with its base's key; None for other types."""
+    only): the subclass itself with its base's key; of another array-API library's host
+    arrays (array_api_strict's, ...) and DLPack-only producers: the type with its host
+    view's key (`array_api.keyed_here`); None for other types."""
     try:
         return _SUBCLASS_KEYS[kind]
     except KeyError:
         found = _SUBCLASS_KEYS[kind] = _found_subclass_key(kind)
         return found
+
+
+def _host_array_key(a: Any) -> Hashable:
+    # (its type with its host view's numpy key; none for an array on a device)
+    if not on_the_host(a):
+        return None
+    view = host_view(a)
+    return (type(a), view.dtype, view.shape, view.strides)
 
 
 def _found_subclass_key(kind: type) -> Callable[[Any], Hashable] | None:
@@ -100,7 +119,16 @@ def _found_subclass_key(kind: type) -> Callable[[Any], Hashable] | None:
         if kind is torch.Tensor:
             return _torch_key
         return _torch_subclass_key if _plain_on_gpus(kind, torch) else _host_only_key
-    return None
+    jax_array = _jax_array_type()
+    if jax_array is not None and issubclass(kind, jax_array):  # (JAX's own, on any device)
+        return _jax_key
+    return _host_array_key if keyed_here(kind) else None
+
+
+def other_host_array(x: Any) -> bool:
+    """Whether `x` is a host array of a library dmlops has no way of its own for (an
+    array-API library's, a DLPack producer's): bound through its host view."""
+    return subclass_key(type(x)) is _host_array_key and on_the_host(x)
 
 
 def array_keys() -> dict[type, Callable[[Any], Hashable]]:

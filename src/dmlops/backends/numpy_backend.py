@@ -20,6 +20,7 @@ from ..elements import numpy_to_torch, torch_to_numpy
 from ..errors import BindingError
 from ..plan import Plan, StridedCopy
 from . import cpu_engine, library_keys
+from .array_api import host_view, in_namespace_of
 from .base import made_once, no_queue
 from .compacting import HostCompaction
 from .compiled_indexed import CompiledIndexed
@@ -168,7 +169,7 @@ class NumpyBackend:
     def as_array(self, obj: Any) -> np.ndarray[Any, Any]:
         if type(obj).__module__.startswith("torch"):
             return torch_to_numpy(obj)  # bfloat16 and float8 too, without a copy
-        return np.asarray(obj)
+        return host_view(obj)  # (DLPack for another library's array numpy cannot read)
 
     @staticmethod
     def plain_arrays(objs: Sequence[Any]) -> list[np.ndarray[Any, Any]]:
@@ -303,10 +304,13 @@ class NumpyBackend:
     def in_library_of(self, result: Any, template: Any) -> Any:
         """A result for a CPU torch tensor's caller as a torch tensor (sharing its memory),
         for a JAX array's as a JAX array (through DLPack where JAX takes the memory as it
-        is, else a copy)."""
+        is, else a copy), for another array-API library's array as one of its arrays
+        (`in_namespace_of`)."""
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(template, torch.Tensor):
             return numpy_to_torch(result, template.dtype)
+        if isinstance(template, np.ndarray):
+            return result
         if type(template).__module__.partition(".")[0] in ("jax", "jaxlib"):
             import jax
 
@@ -314,7 +318,7 @@ class NumpyBackend:
                 return jax.dlpack.from_dlpack(result)
             except Exception:  # noqa: BLE001 - an alignment or type JAX refuses to share
                 return jax.numpy.asarray(result)
-        return result
+        return in_namespace_of(result, template)
 
     def copy_of(self, arr: Any) -> np.ndarray[Any, Any]:
         return np.array(arr, copy=True, order="C")

@@ -311,10 +311,10 @@ class CudaBackend:
         self, arrays: Sequence[Any], in_lows: Sequence[int], out_lows: Sequence[int]
     ) -> tuple[Any, Any, Any] | None:
         """For a call whose arrays are torch CUDA tensors or Parameters (as `arrays`, which
-        its signature keeps so) and whose bindings start at their arrays' addresses (torch has no negative
-        strides): an array's address (`Tensor.data_ptr`, mapped over a call's arrays in one
-        pass of C calls), `Tensor.new_empty`, and `output_maker`; None otherwise. No owner
-        is known here, so a caller's output always takes the overlap test."""
+        its signature keeps so) and whose bindings start at their arrays' addresses (torch
+        has no negative strides): an array's address (`Tensor.data_ptr`, mapped over a
+        call's arrays in one pass of C calls), `Tensor.new_empty`, and `output_maker`; None
+        otherwise. No owner is known here, so a caller's output always takes the overlap test."""
         torch = torch_module()
         if torch is None or not arrays or any(in_lows) or any(out_lows):
             return None
