@@ -15,27 +15,18 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 import dmlops
+from dmlops.bench.common import median_cpu
 from dmlops.bench.graphs import PATTERNS, bound_on_cpu
 
 
 def _median_ms(fn: Callable[[], Any], rounds: int) -> float:
-    found = []
-    for _ in range(rounds):
-        fn()
-        times = []
-        for _ in range(9):
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-        found.append(statistics.median(times))
-    return statistics.median(found) * 1e3
+    return statistics.median(median_cpu(fn, 9) for _ in range(rounds)) * 1e3
 
 
 def _moved_mb(chain: str, x: np.ndarray[Any, Any]) -> tuple[float, float]:

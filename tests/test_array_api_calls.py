@@ -6,7 +6,6 @@ calls on numpy arrays, and give results in the caller's namespace."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -15,6 +14,7 @@ import pytest
 import dmlops
 from dmlops.backends.array_api import keyed_here
 from dmlops.calls import dispatch
+from library_calls import library_calls
 
 
 class DLPackOnly:
@@ -31,15 +31,7 @@ class DLPackOnly:
 
 
 # each call on (x [5, 4, 3], rows), either a library's arrays or numpy's
-CALLS: dict[str, Callable[[Any, Any], Any]] = {
-    "slice1": lambda x, r: dmlops.slice1(x, [0, 0, 0], [5, 4, 3], [-2, 1, -1]),
-    "join": lambda x, r: dmlops.join([x, x], 1),
-    "split": lambda x, r: dmlops.split(x, 1, [1, 3]),
-    "tile": lambda x, r: dmlops.tile(x, [1, 2, 1]),
-    "padding": lambda x, r: dmlops.padding(x, [0, 1, 0], [1, 0, 2], mode="reflection"),
-    "gather": lambda x, r: dmlops.gather(x, r, 0),
-    "cast": lambda x, r: dmlops.cast(x, np.int32),
-}
+CALLS = library_calls(np.int32)
 
 
 def _values(seed: int) -> np.ndarray[Any, Any]:

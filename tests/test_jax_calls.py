@@ -5,7 +5,6 @@ without JAX."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -13,19 +12,11 @@ import pytest
 
 jax = pytest.importorskip("jax")
 
-import dmlops  # noqa: E402
 from dmlops.calls import dispatch  # noqa: E402
+from library_calls import library_calls  # noqa: E402
 
 # each call on (x, rows): x a [5, 4, 3] float32 array
-CALLS: dict[str, Callable[[Any, Any], Any]] = {
-    "slice1": lambda x, r: dmlops.slice1(x, [0, 0, 0], [5, 4, 3], [-2, 1, -1]),
-    "join": lambda x, r: dmlops.join([x, x], 1),
-    "split": lambda x, r: dmlops.split(x, 1, [1, 3]),
-    "tile": lambda x, r: dmlops.tile(x, [1, 2, 1]),
-    "padding": lambda x, r: dmlops.padding(x, [0, 1, 0], [1, 0, 2], mode="reflection"),
-    "gather": lambda x, r: dmlops.gather(x, r, 0),
-    "cast": lambda x, r: dmlops.cast(x, np.float16),
-}
+CALLS = library_calls()
 
 
 def _is_jax(a: Any) -> bool:
