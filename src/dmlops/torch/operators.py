@@ -83,19 +83,20 @@ def wanted(tensors: Sequence[Any]) -> bool:
         if torch.compiler.is_compiling() or transforming() or tensors[0].is_meta:
             return True
         return any(map(_IS_CPU, tensors)) and _watched()
-    found = cpu = False
+    first, cpu = None, False
     for t in tensors:
         if isinstance(t, Tensor):
             if type(t) not in PLAIN_TENSORS or (t.requires_grad and torch.is_grad_enabled()):
                 return True
-            if t.is_cpu:
-                cpu = True
-            elif t.is_meta:  # (its operator's fake gives outputs of the right sizes)
-                return True
-            found = True
-    if not found:
+            cpu = cpu or t.is_cpu
+            first = t if first is None else first
+    if first is None:
         return False
-    return bool(torch.compiler.is_compiling() or transforming() or (cpu and _watched()))
+    if torch.compiler.is_compiling() or transforming():
+        return True
+    # (a meta tensor: its operator's fake gives outputs of the right sizes; asked after
+    # dynamo's question, as `moves_wanted` does)
+    return _watched() if cpu else bool(first.is_meta)
 
 
 def level_name(feature_level: FeatureLevel | int | str | None) -> str | None:
