@@ -274,6 +274,39 @@ static void fill_elements(char *restrict d, const char *restrict s, int64_t n, i
     }
 }
 
+/* fill_elements, the run's whole lines written past the caches where the job streams (a
+ * SLICE_GRAD's or a pad's zero rows: no line read before it is overwritten); elements of 1,
+ * 2, 4, 8 or 16 bytes at an address of their size, else (and short runs) as cached stores */
+static void fill_run(char *restrict d, const char *restrict s, int64_t n, int64_t size,
+                     int streaming) {
+#if STREAMS
+    int64_t head = (int64_t)(-(uintptr_t)d & (LINE - 1));
+    if (streaming && 16 % size == 0 && (uintptr_t)d % (uintptr_t)size == 0 &&
+        n * size - head >= LINE) {
+        fill_elements(d, s, head / size, size); /* (a line's start is an element's too) */
+        char *at = d + head;
+        int64_t body = (n * size - head) & ~(int64_t)(LINE - 1);
+        char pattern[16];
+        for (int64_t k = 0; k < 16; k += size) {
+            memcpy(pattern + k, s, (size_t)size);
+        }
+        __m128i value = _mm_loadu_si128((const __m128i *)(const void *)pattern);
+        for (int64_t i = 0; i < body; i += LINE) {
+            __m128i *to = (__m128i *)(void *)(at + i);
+            _mm_stream_si128(to, value);
+            _mm_stream_si128(to + 1, value);
+            _mm_stream_si128(to + 2, value);
+            _mm_stream_si128(to + 3, value);
+        }
+        fill_elements(at + body, s, (n * size - head - body) / size, size);
+        return;
+    }
+#else
+    (void)streaming;
+#endif
+    fill_elements(d, s, n, size);
+}
+
 #if STREAMS
 /* rows read backwards (each n elements of `size` bytes, the first read at s + r * sstep,
  * the others down from it) into one contiguous run at d, written past the caches: reversed
@@ -360,7 +393,7 @@ static void move_elements(char *restrict d, const char *restrict s, int64_t n, i
         }
     }
     if (ds == size && ss == 0) {
-        fill_elements(d, s, n, size);
+        fill_run(d, s, n, size, streaming);
         return;
     }
     if (ds == size && ss % size == 0) {
@@ -462,6 +495,30 @@ static void interleave_rows(char *restrict d, const char *const *s, const int64_
                 memcpy(d + (j * k + m) * size, s[m] + j * ss[m], (size_t)size);
             }
         }
+    }
+}
+
+#define WOVEN_BUFFER 4096 /* bytes of a woven row streamed from the cache at a time */
+
+/* interleave_rows into one row; where the job streams and the row holds whole lines, woven
+ * a few KiB at a time into a buffer the cache keeps, each part streamed from there (an
+ * upsampling's or a SLICE_GRAD's long rows: no line read before it is overwritten) */
+static void woven_row(char *restrict d, const char *const *s, const int64_t *ss, int64_t k,
+                      int64_t n, int64_t size, int streaming) {
+    int64_t chunk = WOVEN_BUFFER / (k * size); /* source positions a part weaves */
+    if (!STREAMS || !streaming || chunk == 0 || n * k * size < 2 * LINE || k > MOST_MEMBERS) {
+        interleave_rows(d, s, ss, k, n, size);
+        return;
+    }
+    _Alignas(64) char buffer[WOVEN_BUFFER];
+    const char *from[MOST_MEMBERS];
+    for (int64_t j = 0; j < n; j += chunk) {
+        int64_t count = n - j < chunk ? n - j : chunk;
+        for (int64_t m = 0; m < k; m++) {
+            from[m] = s[m] + j * ss[m];
+        }
+        interleave_rows(buffer, from, ss, k, count, size);
+        stream_bytes(d + j * k * size, buffer, count * k * size);
     }
 }
 
@@ -641,7 +698,7 @@ static void move_group_rows(const job_t *job, const copy_t *lead, int64_t first,
     }
     for (int64_t row = first; row < last; row++) {
         if (lead->interleaved) {
-            interleave_rows(d[0], s, steps, members, lead->count, lead->element);
+            woven_row(d[0], s, steps, members, lead->count, lead->element, job->streaming);
         } else {
             for (int64_t m = 0; m < members; m++) {
                 move_elements(d[m], s[m], lead[m].count, lead[m].element, lead[m].dst_step,
