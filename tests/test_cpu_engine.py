@@ -598,6 +598,34 @@ def test_new_outputs_reuse_the_memory_of_dropped_ones() -> None:
         cpu_engine.set_cache_limit(256 << 20)
 
 
+def _vm_flags(address: int) -> list[str]:
+    """The kernel's flags of the mapping that holds `address` (/proc/self/smaps)."""
+    inside = False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            first = line.split()[0]
+            if "-" in first and not first.endswith(":"):
+                low, high = (int(v, 16) for v in first.split("-"))
+                inside = low <= address < high
+            elif inside and first == "VmFlags:":
+                return line.split()[1:]
+    return []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="huge pages asked on Linux")
+def test_outputs_of_4_mib_and_more_ask_for_huge_pages() -> None:
+    """A new output's block of 4 MiB or more starts at a huge page's boundary and its
+    mapping asks for huge pages (as numpy's own arrays of that size do); a smaller one at a
+    cache line's, not asking."""
+    cpu_engine.empty_cache()
+    large = cpu_engine.empty((4 << 20,), np.uint8, 991)
+    small = cpu_engine.empty((1 << 20,), np.uint8, 992)
+    assert large.ctypes.data % (2 << 20) == 0 and small.ctypes.data % 64 == 0
+    assert "hg" in _vm_flags(large.ctypes.data)
+    large[...] = 7
+    assert (large == 7).all()
+
+
 def test_a_tagged_output_takes_the_memory_its_tag_had() -> None:
     """Of dropped blocks of one size, a tagged output takes the newest its own tag gave
     back, else the newest; untagged ones the newest."""

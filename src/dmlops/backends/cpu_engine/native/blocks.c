@@ -14,9 +14,32 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #define MOST_KEPT 64
 #define ALIGNMENT 64
+#define HUGE_PAGE ((Py_ssize_t)2 << 20)
+#define HUGE_FROM ((Py_ssize_t)4 << 20) /* blocks this large asked for in huge pages */
+
+/* size bytes of new memory at a line's boundary; from 4 MiB on at a huge page's, its whole
+ * huge pages asked for as such (numpy's own arrays of that size are: a 4 KiB page a TLB
+ * entry left a 4 MiB join into a new output 1.2-1.4 x slower than into numpy's array on a
+ * VM thread, where the kernel backs only memory that asks with huge pages) */
+static char *new_memory(Py_ssize_t size) {
+    void *made = NULL;
+    size_t alignment = size >= HUGE_FROM ? (size_t)HUGE_PAGE : ALIGNMENT;
+    if (posix_memalign(&made, alignment, (size_t)(size > 0 ? size : 1)) != 0) {
+        return NULL;
+    }
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (size >= HUGE_FROM) {
+        (void)madvise(made, (size_t)(size & ~(HUGE_PAGE - 1)), MADV_HUGEPAGE);
+    }
+#endif
+    return (char *)made;
+}
 
 typedef struct {
     PyObject_HEAD
@@ -71,10 +94,7 @@ static char *take(Py_ssize_t size, long long tag) {
     }
     pthread_mutex_unlock(&cache.lock);
     if (found == NULL) {
-        void *made = NULL;
-        if (posix_memalign(&made, ALIGNMENT, (size_t)(size > 0 ? size : 1)) == 0) {
-            found = (char *)made;
-        }
+        found = new_memory(size);
     }
     return found;
 }
