@@ -153,6 +153,7 @@ def many_array_keys() -> dict[type, Callable[[Sequence[Any]], list[Hashable] | N
         return {}
     tensor = torch.Tensor
     dtype, shape = operator.attrgetter("dtype"), operator.attrgetter("shape")
+    is_cpu = operator.attrgetter("is_cpu")
 
     def torch_keys(ts: Sequence[Any]) -> list[Hashable] | None:
         # (a column a field: four flat tuples, not a tuple an array, to make and hash)
@@ -161,9 +162,11 @@ def many_array_keys() -> dict[type, Callable[[Sequence[Any]], list[Hashable] | N
         except (RuntimeError, NotImplementedError):  # (a sparse tensor among them: no key)
             return None
         fields = (tuple(map(dtype, ts)), tuple(map(shape, ts)), strides)
-        devices = tuple(map(tensor.get_device, ts))
-        if min(devices) < 0:  # (host or meta tensors among them: their devices' types)
-            devices = tuple(map(_device, ts))
+        ordinals = tuple(map(tensor.get_device, ts))
+        devices: Hashable = ordinals
+        if min(ordinals) < 0:  # (host or meta tensors among them: their devices' types)
+            # (all on the host, the commonest: one mark, no Python call a tensor)
+            devices = "cpu" if all(map(is_cpu, ts)) else tuple(map(_device, ts))
         return [MANY_TORCH, *fields, devices]
 
     return {tensor: torch_keys}
