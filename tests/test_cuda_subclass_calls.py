@@ -151,3 +151,20 @@ def test_a_parameter_on_a_second_gpu() -> None:
     assert a.device.index == 0 and b.device.index == 1
     assert torch.equal(b.cpu(), a.cpu())
     assert dispatch.cache_size() == 2
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")
+@pytest.mark.parametrize("name", ["slice1", "gather", "join"])
+def test_a_sparse_cuda_tensor_is_refused_with_a_dml_error(name: str) -> None:
+    """A sparse tensor on a GPU (no strides) is refused with a DmlError that says what to
+    pass, as on the CPU."""
+    sparse = torch.eye(4, device="cuda").to_sparse()
+    rows = torch.tensor([1, 0], device="cuda")
+    calls = {
+        "slice1": lambda: dmlops.slice1(sparse, [0, 0], [4, 4], [1, -1]),
+        "gather": lambda: dmlops.gather(sparse, rows, 0),
+        "join": lambda: dmlops.join([sparse, sparse], 0),
+    }
+    with pytest.raises(dmlops.DmlError, match="to_dense"):
+        calls[name]()

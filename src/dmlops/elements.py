@@ -213,19 +213,24 @@ _TORCH_WORDS: dict[Any, tuple[Any, np.dtype[Any]]] = {}
 _NUMPY_WORDS: set[np.dtype[Any]] = set()  # numpy's types torch.from_numpy refuses
 
 
-def _not_movable(t: Any) -> BindingError | None:
-    """Why a torch tensor has no numpy view of its elements: it is not on the CPU, or not
-    strided (sparse, ...); None where it has one."""
+def unstrided_error(t: Any) -> BindingError | None:
+    """The error of a torch tensor without strides (sparse, ...); None for a strided one."""
+    if t.layout is sys.modules["torch"].strided:
+        return None
+    return BindingError(
+        f"a torch tensor of layout {t.layout} is not moved by dmlops: pass tensor.to_dense()"
+    )
+
+
+def _unmovable_error(t: Any) -> BindingError | None:
+    """Why a torch tensor has no numpy view of its elements: it is not on the CPU (meta,
+    ...), or not strided; None where it has one."""
     if not t.is_cpu:
         return BindingError(
             f"a torch tensor on device {t.device} has no memory on the host: pass one on the "
             "CPU or a GPU"
         )
-    if t.layout is not sys.modules["torch"].strided:
-        return BindingError(
-            f"a torch tensor of layout {t.layout} is not moved by dmlops: pass tensor.to_dense()"
-        )
-    return None
+    return unstrided_error(t)
 
 
 def torch_to_numpy(t: Any) -> np.ndarray[Any, Any]:
@@ -243,7 +248,7 @@ def torch_to_numpy(t: Any) -> np.ndarray[Any, Any]:
                 raise
             return torch_to_numpy(t.resolve_conj().resolve_neg())  # (its values, not its bits)
         except TypeError:  # (a type numpy lacks: its words, from now on)
-            refused = _not_movable(t)
+            refused = _unmovable_error(t)
             if refused is not None:
                 raise refused from None
             size = int(t.element_size())

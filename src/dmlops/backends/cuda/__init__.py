@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ... import _forking
+from ...elements import unstrided_error
 from ...errors import BindingError, DmlError
 from ...plan import Fill, Plan, ValueSequence, fill_bytes, fill_reads
 from .. import library_keys
@@ -274,8 +275,12 @@ class CudaBackend:
         cp = self.cupy
         if isinstance(obj, cp.ndarray):
             return obj
-        if is_torch(obj) and obj.requires_grad:  # (read outside autograd: its values alone)
-            obj = obj.detach()
+        if is_torch(obj):
+            refused = unstrided_error(obj)
+            if refused is not None:
+                raise refused
+            if obj.requires_grad:  # (read outside autograd: its values alone)
+                obj = obj.detach()
         if hasattr(obj, "__cuda_array_interface__"):
             return cp.asarray(obj)
         if hasattr(obj, "__dlpack__"):
@@ -286,6 +291,9 @@ class CudaBackend:
         if is_torch(obj):
             if obj.get_device() < 0:
                 raise BindingError("a torch tensor on the CPU is not a GPU array")
+            refused = unstrided_error(obj)
+            if refused is not None:
+                raise refused
             return TorchView(obj)
         return self.as_array(obj)
 
