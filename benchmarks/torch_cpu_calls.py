@@ -8,9 +8,7 @@ guide's *torch CPU tensors*).
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +16,7 @@ import numpy as np
 import torch
 
 import dmlops
+from dmlops.bench.contention import percentiles
 
 x = torch.randn(64, 64)
 rows = torch.tensor([3, 1, 5])
@@ -46,16 +45,9 @@ CASES: dict[str, tuple[Callable[[Any, Any, Any], Any], Callable[[], Any]]] = {
 
 
 def timed(f: Callable[[], Any], n: int = 2000) -> tuple[float, float]:
-    """(median, 99th percentile) of n single calls after 200 warm ones, µs."""
-    for _ in range(200):
-        f()
-    ts = []
-    for _ in range(n):
-        start = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - start)
-    ts.sort()
-    return statistics.median(ts) * 1e6, ts[int(0.99 * n)] * 1e6
+    """(median, 99th percentile) of n single calls after warm-up calls, µs."""
+    median, p99 = percentiles(f, n)
+    return median * 1e6, p99 * 1e6
 
 
 def main() -> None:

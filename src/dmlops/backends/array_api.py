@@ -13,15 +13,16 @@ __all__ = ["dlpack_only", "host_view", "in_namespace_of", "keyed_here", "on_the_
 _KDLCPU = 1  # DLPack's host device type
 
 
+def _numpy_reads(kind: type) -> bool:
+    """Whether numpy reads arrays of this type itself (`__array__`, the array interface)."""
+    return hasattr(kind, "__array__") or hasattr(kind, "__array_interface__")
+
+
 def dlpack_only(obj: Any) -> bool:
     """Whether an object gives its memory through DLPack alone (numpy would make an array of
     one Python object of it)."""
     kind = type(obj)
-    return (
-        hasattr(kind, "__dlpack__")
-        and not hasattr(kind, "__array__")
-        and not hasattr(kind, "__array_interface__")
-    )
+    return hasattr(kind, "__dlpack__") and not _numpy_reads(kind)
 
 
 def keyed_here(kind: type) -> bool:
@@ -29,8 +30,7 @@ def keyed_here(kind: type) -> bool:
     array that gives DLPack (array_api_strict's, ...), or a DLPack producer numpy cannot
     read otherwise. Not other objects with `__array__` (a dask array would compute)."""
     return hasattr(kind, "__dlpack__") and (
-        hasattr(kind, "__array_namespace__")
-        or not (hasattr(kind, "__array__") or hasattr(kind, "__array_interface__"))
+        hasattr(kind, "__array_namespace__") or not _numpy_reads(kind)
     )
 
 

@@ -81,10 +81,7 @@ def _plain_on_gpus(kind: type, torch: Any) -> bool:
 def _host_only_key(t: Any) -> Hashable:
     # (a subclass that overrides torch's functions: on the host, bound through its numpy
     # view; on a GPU, unkeyed, compiled each call)
-    if t.get_device() >= 0:
-        return None
-    key = _torch_key(t)
-    return None if key is None else (type(t), *key)
+    return None if t.get_device() >= 0 else _torch_subclass_key(t)
 
 
 _SUBCLASS_KEYS: dict[type, Callable[[Any], Hashable] | None] = {}  # (found once a type)
