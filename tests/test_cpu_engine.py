@@ -1337,7 +1337,7 @@ def test_rows_read_backwards_at_every_length_and_alignment(wide: int, dtype: Any
 
 
 @pytest.mark.parametrize("dtype", [DataType.FLOAT32, DataType.INT64, DataType.FLOAT16])
-@pytest.mark.parametrize("width", [16, 18, 34, 66, 260])
+@pytest.mark.parametrize("width", [8, 16, 18, 20, 34, 66, 260])
 @pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("deal_most", [cpu_engine.DEFAULTS["deal_most_bytes"], 0])
 def test_column_phases_read_from_one_run_are_dealt_to_their_rows(
@@ -1345,9 +1345,9 @@ def test_column_phases_read_from_one_run_are_dealt_to_their_rows(
 ) -> None:
     """SPACE_TO_DEPTH1 of block 2 (a pixel unshuffle): each source row's even and odd
     elements go to two destination rows, read once and dealt in vectors (4- and 8-byte
-    elements, rows up to `deal_most_bytes`, the rows' tails element by element; 2-byte ones,
-    longer rows and `deal_most_bytes=0` by the step loop, a pass a row): every bit where
-    numpy's reshape and transpose put it."""
+    elements, rows of one vector (32 bytes) up to `deal_most_bytes`, the rows' tails element
+    by element; 2-byte ones, shorter or longer rows and `deal_most_bytes=0` by the step
+    loop, a pass a row): every bit where numpy's reshape and transpose put it."""
     cpu_engine.configure(deal_most_bytes=deal_most)
     try:
         _check_column_phases(dtype, width, threads)

@@ -4,6 +4,7 @@ inputs on the fresh path — each where it applies, and every bit right."""
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import threading
@@ -110,10 +111,10 @@ def test_small_plans_of_several_copies_run_on_the_engine_on_one_thread() -> None
     executor = nb.NumpyBackend().executor(plan)
     assert executor.engine is not None and executor.one_thread
     assert executor.run_fresh == executor._run  # (no questions left for a new output)
-    # a lone copy of whole rows keeps numpy's view pair
+    # a lone copy of whole rows too
     lone = Slice1Desc(BufferTensorDesc(f32, (8, 64)), BufferTensorDesc(f32, (4, 64)), (0, 0),
                       (8, 64), (2, 1)).lower()  # fmt: skip
-    assert nb.NumpyBackend().executor(lone).engine is None
+    assert nb.NumpyBackend().executor(lone).engine is not None
     rng = np.random.default_rng(0)
     pieces = [rng.standard_normal((2, 4, n, 8), dtype=np.float32) for n in (16, 1)]
     assert _bits(dmlops.join(pieces, 2)) == _bits(np.concatenate(pieces, 2))
@@ -148,9 +149,11 @@ def test_a_small_plan_whose_output_meets_its_input_runs_its_views_in_order() -> 
 
 
 @needs_engine
-def test_a_lone_copy_stepping_far_runs_on_the_engine() -> None:
-    """DEPTH_TO_SPACE's columns (from channels a plane apart) and a transpose: the engine;
-    a stride-2 slice and reversed rows (neighbours within a line): numpy's view pair."""
+def test_every_lone_copy_runs_on_the_engine_and_beside_rows_one_stepping_far() -> None:
+    """A plan of strided copies only runs on the engine, a lone copy whose neighbours lie
+    within a line (a stride-2 slice, reversed rows) as much as one stepping far
+    (DEPTH_TO_SPACE's columns, a transpose); beside an indexed copy's rows a lone small copy
+    stays in the rows' compiled kernel unless it steps far."""
     f32 = DataType.FLOAT32
     d2s = DepthToSpace1Desc(BufferTensorDesc(f32, (1, 4, 16, 16)),
                             BufferTensorDesc(f32, (1, 1, 32, 32)), 2, "DCR").lower()  # fmt: skip
@@ -158,12 +161,20 @@ def test_a_lone_copy_stepping_far_runs_on_the_engine() -> None:
     for steps in ((1, 2), (1, -1)):
         near = Slice1Desc(BufferTensorDesc(f32, (16, 64)), BufferTensorDesc(f32, (16, 64 // 2 if
                           steps[1] == 2 else 64)), (0, 0), (16, 64), steps).lower()  # fmt: skip
-        assert nb.NumpyBackend().executor(near).engine is None, steps
+        assert nb.NumpyBackend().executor(near).engine is not None, steps
     x = np.arange(4 * 16 * 16, dtype=np.float32).reshape(1, 4, 16, 16)
     want = x.reshape(1, 2, 2, 1, 16, 16).transpose(0, 3, 4, 1, 5, 2).reshape(1, 1, 32, 32)
     assert _bits(dmlops.depth_to_space(x, 2)) == _bits(want)
     t = x[0].transpose(0, 2, 1)
     assert _bits(dmlops.slice1(t, [0, 0, 0], list(t.shape), [1, 1, 1])) == _bits(t)
+    rows, updates = np.array([[3], [0]]), np.ones((2, 32), np.float32)
+    square = np.arange(32 * 32, dtype=np.float32).reshape(32, 32)
+    for data, far in ((square[::-1], False), (square.T, True)):
+        scatter = _call_of(lambda data=data: dmlops.scatter_nd(data, rows, updates))
+        assert (scatter.run.engine is not None) == far
+        want = data.copy()
+        want[[3, 0]] = updates
+        assert _bits(dmlops.scatter_nd(data, rows, updates)) == _bits(want)
 
 
 def test_short_rows_side_by_side_on_both_sides_are_not_woven() -> None:
@@ -447,3 +458,135 @@ def test_warm_calls_keyed_before_their_arguments_are_read_keep_each_level() -> N
         assert dmlops.depth_to_space(x4, 2, order="CRD").shape == (1, 1, 4, 4)
         with pytest.raises(UnsupportedFeatureLevelError):
             dmlops.depth_to_space(x4, 2, order="CRD", feature_level="2_0")
+
+
+def _naive_slice1(x: np.ndarray, starts: list[int], sizes: list[int], steps: list[int]) -> Any:
+    """SLICE1 element by element (each axis's positions from its window, reversed by a
+    negative step)."""
+    axes = []
+    for start, size, step in zip(starts, sizes, steps, strict=True):
+        positions = list(range(start, start + size))
+        axes.append(positions[:: 1 if step > 0 else -1][:: abs(step)])
+    out = np.empty([len(a) for a in axes], x.dtype)
+    for index in np.ndindex(*out.shape):
+        out[index] = x[tuple(a[i] for a, i in zip(axes, index, strict=True))]
+    return out
+
+
+@needs_engine
+def test_a_small_plan_makes_its_output_and_runs_in_one_engine_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A warm small call on the engine, a lone copy (a tile, a stride-2 window) as much as
+    several (a join) or one with a fill (a padding), is the engine's `fresh`: a new array
+    of numpy's own, every bit right (NaN payloads, -0.0); a large one is not."""
+    host = np.arange(16 * 12, dtype=np.uint32).reshape(16, 12)
+    host[0, :3] = [0x7FC00001, 0x80000000, 0xFFFFFFFF]
+    x = host.view(np.float32)
+    calls = {
+        "tile": (lambda: dmlops.tile(x, [2, 1]), np.tile(x, (2, 1))),
+        "window": (
+            lambda: dmlops.slice1(x, [1, 0], [15, 12], [2, -1]),
+            _naive_slice1(x, [1, 0], [15, 12], [2, -1]),
+        ),
+        "join": (lambda: dmlops.join([x, x[:3]], 0), np.concatenate([x, x[:3]], 0)),
+        "padding": (
+            lambda: dmlops.padding(x, [1, 0], [0, 2], value=-0.0),
+            np.pad(x, ((1, 0), (0, 2)), constant_values=-0.0),
+        ),
+    }
+    for name, (call, want) in calls.items():
+        made = _call_of(call)
+        assert isinstance(made.produce, functools.partial), name
+        assert made.produce.func is native.fresh, name
+        for _ in range(3):
+            got = call()
+            assert type(got) is np.ndarray and got.flags.c_contiguous and got.flags.owndata
+            assert got.dtype == want.dtype and _bits(got) == _bits(want), name
+    big = np.zeros((512, 256), np.float32)  # (1 MiB: the pool and the engine's memory)
+    made = _call_of(lambda: dmlops.slice1(big, [0, 0], [512, 256], [1, -1]))
+    assert not (isinstance(made.produce, functools.partial) and made.produce.func is native.fresh)
+
+
+@needs_engine
+def test_a_warm_call_into_a_given_output_runs_in_one_engine_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once compiled, a call into a given numpy output runs from its signature in one
+    engine call (the general path is never entered) and returns that output; an output that
+    meets the input, one made read-only and a new one of another shape take the general
+    path, which stages, refuses or compiles them, nothing written before a refusal."""
+    from dmlops.arrays import strided
+    from dmlops.errors import BindingError, DmlError
+
+    x = np.arange(8 * 6, dtype=np.int16).reshape(8, 6)
+    out = np.full((4, 6), -1, np.int16)
+    window = ([0, 0], [8, 6], [2, -1])
+    want = _naive_slice1(x, *window)
+    assert dmlops.slice1(x, *window, out=out) is out and _bits(out) == _bits(want)
+    joined = np.empty((10, 6), np.int16)
+    dmlops.join([x, x[:2]], 0, out=joined)
+    padded = np.empty((9, 6), np.int16)
+    dmlops.padding(x, [1, 0], [0, 0], value=7, out=padded)
+
+    def general(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the general path")
+
+    monkeypatch.setattr(strided, "_dispatch", general)
+    for _ in range(2):
+        out[...] = -1
+        assert dmlops.slice1(x, *window, out=out) is out and _bits(out) == _bits(want)
+        assert dmlops.join([x, x[:2]], 0, out=joined) is joined
+        assert _bits(joined) == _bits(np.concatenate([x, x[:2]], 0))
+        assert dmlops.padding(x, [1, 0], [0, 0], value=7, out=padded) is padded
+        assert _bits(padded) == _bits(np.pad(x, ((1, 0), (0, 0)), constant_values=7))
+    with pytest.raises(AssertionError, match="general path"):
+        dmlops.slice1(x, *window, out=np.empty((4, 6), np.int16)[::-1])  # (new: strided)
+    monkeypatch.undo()
+    # in place (the output is the input): staged by the general path, as numpy would read it
+    square = np.arange(36, dtype=np.float64).reshape(6, 6)
+    reverse = ([0, 0], [6, 6], [-1, 1])
+    dmlops.slice1(np.empty_like(square), *reverse, out=np.empty_like(square))  # (compiled)
+    expected = square[::-1].copy()
+    assert dmlops.slice1(square, *reverse, out=square) is square
+    assert _bits(square) == _bits(expected)
+    out.flags.writeable = False
+    with pytest.raises(BindingError, match="read-only"):
+        dmlops.slice1(x, *window, out=out)
+    assert _bits(out) == _bits(want)
+    wrong = np.full((5, 6), 3, np.int16)
+    with pytest.raises(DmlError, match="SLICE1"):
+        dmlops.slice1(x, *window, out=wrong)
+    assert (wrong == 3).all()
+
+
+@needs_engine
+def test_the_engines_one_output_calls_refuse_what_they_cannot_bind() -> None:
+    """`fresh` and `into` check their arguments: counts, a tuple of fills, a list of inputs,
+    at most 15 arrays bound, a table whose header fits."""
+    f32 = DataType.FLOAT32
+    plan = Slice1Desc(BufferTensorDesc(f32, (4, 4)), BufferTensorDesc(f32, (4, 4)), (0, 0),
+                      (4, 4), (1, -1)).lower()  # fmt: skip
+    executor = nb.NumpyBackend().executor(plan)
+    assert executor.engine is not None
+    table = executor.engine.table
+    x = np.arange(16, dtype=np.float32).reshape(4, 4)
+    made = native.fresh(table, np.empty, (4, 4), np.dtype(np.float32), (), [x])
+    assert made.tolist() == x[:, ::-1].tolist()
+    out = np.zeros((4, 4), np.float32)
+    assert native.into(table, (), (x,), out) is True and _bits(out) == _bits(made)
+    assert native.into(table, (), [out], out) is False  # (meets its input: nothing written)
+    with pytest.raises(TypeError):
+        native.fresh(table, np.empty, (4, 4), np.float32, ())
+    with pytest.raises(TypeError):
+        native.into(table, [], [x], out)
+    with pytest.raises(TypeError):
+        native.into(table, (), x, out)
+    with pytest.raises(ValueError, match="at most 15"):
+        native.into(table, (), [x] * 16, out)
+    with pytest.raises(ValueError, match="bindings"):
+        native.into(table, (), [x, x], out)
+    with pytest.raises(ValueError, match="header"):
+        native.into(b"\0" * 8, (), [x], out)
+    with pytest.raises(ValueError, match="contiguous"):
+        native.into(table, (), [x], np.zeros((4, 8), np.float32)[:, ::2])  # (numpy's refusal)

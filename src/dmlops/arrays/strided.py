@@ -89,8 +89,8 @@ def _unary(
     """Run a one-input, one-output operator: `shape_of(x's description)` gives the output's
     sizes where no `out` is given, `make(input desc, output desc)` its descriptor, `fill`
     the constant it writes."""
-    if out is None and device is None:
-        done = _warm(op, fields, feature_level, [x])
+    if device is None:
+        done = _warm(op, fields, feature_level, [x], out=out)
         if done is not _MISS:
             return done
 
@@ -125,8 +125,8 @@ def _depth_space(
     # the key: the arguments as given (the level and order, in it, tell the first versions
     # from these), so a warm call is answered before any of them is read
     fields = (_fields_key(block_size), order if isinstance(order, (int, str)) else repr(order))
-    if out is None and device is None:
-        done = _warm(cls.OPERATOR, fields, feature_level, [x])
+    if device is None:
+        done = _warm(cls.OPERATOR, fields, feature_level, [x], out=out)
         if done is not _MISS:
             return done
     first: type[DepthToSpaceDesc] | type[SpaceToDepthDesc] | None = None
@@ -159,8 +159,8 @@ def tile(
     """DML TILE: x repeated `repeats[i]` times along each dimension i (a 0-D array with no
     repeats: itself, copied, as numpy.tile and torch.tile answer)."""
     fields = _fields_key(repeats)
-    if out is None and device is None:  # (a warm call answered before the repeats are read)
-        done = _warm("TILE", fields, feature_level, [x])
+    if device is None:  # (a warm call answered before the repeats are read)
+        done = _warm("TILE", fields, feature_level, [x], out=out)
         if done is not _MISS:
             return done
     counts = int_tuple(repeats, "TILE.Repeats")
@@ -198,8 +198,8 @@ def padding(
     # warm call is answered before any of them is read
     mode_key = mode if isinstance(mode, (int, str)) else repr(mode)
     fields = (_fields_key(start_padding, end_padding), mode_key, repr(value), type(value))
-    if out is None and device is None:
-        done = _warm("PADDING1", fields, feature_level, [x])
+    if device is None:
+        done = _warm("PADDING1", fields, feature_level, [x], out=out)
         if done is not _MISS:
             return done
     first = _level(feature_level) < Padding1Desc.SUPPORT[0].level
@@ -287,8 +287,8 @@ def slice1(
     """DML SLICE1: out[c] = x[CopyStart + window_strides * c]; default sizes
     MaxCopiedElements."""
     fields = _fields_key(window_offsets, window_sizes, window_strides, output_sizes)
-    if out is None and device is None:
-        done = _warm("SLICE1", fields, feature_level, [x])
+    if device is None:
+        done = _warm("SLICE1", fields, feature_level, [x], out=out)
         if done is not _MISS:
             return done
 
@@ -345,8 +345,8 @@ def slice_grad(
     """
     window = (window_offsets, window_sizes, window_strides)
     fields = _fields_key(output_sizes, window_offsets, window_sizes, window_strides)
-    if out is None and device is None:  # (a warm call answered before the sizes are read)
-        done = _warm("SLICE_GRAD", fields, feature_level, [input_gradient])
+    if device is None:  # (a warm call answered before the sizes are read)
+        done = _warm("SLICE_GRAD", fields, feature_level, [input_gradient], out=out)
         if done is not _MISS:
             return done
     shape = int_tuple(output_sizes, "SLICE_GRAD.OutputGradientTensor.Sizes")
@@ -454,8 +454,8 @@ def join(
 ) -> Any:
     """DML JOIN: concatenate `xs` along `axis`."""
     fields = _fields_key(axis)
-    if out is None and device is None:
-        done = _warm("JOIN", fields, feature_level, list(xs))
+    if device is None:
+        done = _warm("JOIN", fields, feature_level, list(xs), out=out)
         if done is not _MISS:
             return done
 

@@ -45,6 +45,7 @@ _WARM_RUNS = 3  # runs of a plan with indexed copies before they are compiled
 # pool deciding how many threads the bytes deserve); smaller ones as numpy views, whose
 # shortcuts (one view pair, a concatenate, an element map) cost less to start
 _ENGINE_BYTES = 64 << 10
+_FRESH_BINDINGS = 16  # the engine's `fresh` binds at most this many arrays
 
 
 class _Span:
@@ -494,13 +495,22 @@ class _NumpyExecutor:
         # one element of each fill, bound after the inputs (read with strides 0)
         self.fills = [np.frombuffer(b, np.uint8) for b in plan.fill_buffers(plan.fill_width)]
         self.copies = [NumpyCopy.of(c, plan.element_size) for c in plan.copies]
-        # a plan moving enough bytes runs on the CPU engine (the numpy views stay its ordered
-        # path, for outputs that overlap inputs), and so does a small one of several copies
-        # on one thread (one C call, not a view pair a copy: a 4-way join of 1 KiB 7.0 ->
-        # 5.8 us on the VM; a lone copy's view pair costs less than the engine's call)
+        # a plan's strided copies run on the CPU engine where it is built (the numpy views
+        # stay its ordered path, for outputs that overlap inputs): a small plan on the calling
+        # thread, one C call that also makes a new output or runs into a given one (`fresh`,
+        # `into`), where a view pair a copy cost more even for one copy (VM: a 4 KiB tile
+        # 3.1 -> 1.8 us, a 64 KiB stride-2 slice 4.4 -> 2.8, into out= 4.4 -> 2.0; a 4-way
+        # join of 1 KiB 7.0 -> 3.0 over two sessions). A plan with indexed copies takes it
+        # for many bytes, several copies or a copy stepping far; its lone small copy stays
+        # with the rows' compiled kernel (`_compile_steps`: both in one call)
         moved = sum(c.element_count for c in plan.copies) * plan.element_size
         self.engine: cpu_engine.EnginePlan | None = None
-        wanted = moved >= _ENGINE_BYTES or len(plan.copies) > 1 or _far_apart(self.copies)
+        wanted = (
+            not plan.indexed
+            or moved >= _ENGINE_BYTES
+            or len(plan.copies) > 1
+            or _far_apart(self.copies)
+        )
         if plan.copies and wanted and cpu_engine.available():
             self.engine = cpu_engine.EnginePlan.of(plan)
         self.one_thread = moved < _ENGINE_BYTES  # (no pool, no thread count read)
@@ -621,8 +631,13 @@ class _NumpyExecutor:
         numeric type `dtype` (its bits copied: one view of the source in the output's own
         shape, copied), or None where the plan is not one whole-output copy or the type is
         not numpy's own numeric one. The call's signature fixes the type, so every check
-        is made here, once."""
-        if dtype is None or dtype.kind not in "biufc":
+        is made here, once. A small plan on the engine makes its output and runs in one C
+        call (`_engine_producer`)."""
+        if dtype is None:
+            return None
+        if self.engine is not None:
+            return self._engine_producer(shape, dtype)
+        if dtype.kind not in "biufc":
             return None
         if self.gather is not None:
             return self._taker(shape, dtype)
@@ -656,6 +671,41 @@ class _NumpyExecutor:
 
         return make
 
+    def _engine_producer(
+        self, shape: tuple[int, ...], dtype: np.dtype[Any]
+    ) -> Callable[[Sequence[Any]], np.ndarray[Any, Any]] | None:
+        """The engine's `fresh`, bound to this plan: a new numpy array (its own, as
+        `cpu_engine.empty` makes a small one) and the copies into it on the calling thread,
+        fills after the inputs; None where the plan is not `_one_small` or its output is
+        made from the engine's cache of memory."""
+        small = math.prod(shape) * dtype.itemsize < cpu_engine.CACHED_BYTES
+        if not small or not self._one_small():
+            return None
+        assert self.engine is not None
+        fresh, fills = cpu_engine.native().fresh, tuple(self.fills)
+        return functools.partial(fresh, self.engine.table, np.empty, shape, dtype, fills)
+
+    def into(self) -> Callable[[Sequence[Any], Any], bool] | None:
+        """The engine's `into`, bound to this plan: `(inputs, out) -> bool`, the copies into a
+        given contiguous output on the calling thread (False, nothing written, where it meets
+        an input); None where the plan is not `_one_small`."""
+        if not self._one_small():
+            return None
+        assert self.engine is not None
+        return functools.partial(cpu_engine.native().into, self.engine.table, tuple(self.fills))
+
+    def _one_small(self) -> bool:
+        """Whether the plan is one output's strided copies that the engine runs on the
+        calling thread, binding few enough arrays for its one-output calls."""
+        bindings = len(self.plan.input_spans) + len(self.fills) + 1
+        return (
+            self.engine is not None
+            and self.one_thread
+            and not self.steps
+            and len(self.plan.output_spans) == 1
+            and bindings <= _FRESH_BINDINGS
+        )
+
     def _taker(
         self, shape: tuple[int, ...], dtype: np.dtype[Any]
     ) -> Callable[[Sequence[Any]], np.ndarray[Any, Any]] | None:
@@ -670,13 +720,21 @@ class _NumpyExecutor:
 
         native = self.natives[0] if self.natives is not None else None
         backend = self.backend
+        if native is not None:  # (the engine's gather; each index checked as it is read)
+            small = math.prod(shape) * dtype.itemsize < cpu_engine.CACHED_BYTES
+            new = functools.partial(np.empty if small else cpu_engine.empty, shape, dtype)
+            kernel, meta, size, how = native.kernel, native.meta, native.size, native.move_only
+            src, index = native.src, native.index
 
-        def make(ins: Sequence[Any]) -> np.ndarray[Any, Any]:
-            if native is not None:  # (the engine's gather; each index checked as it is read)
-                out = cpu_engine.empty(shape, dtype)
-                if native.run(ins, [out], backend.threads, False) is not True:
+            def gathered(ins: Sequence[Any]) -> np.ndarray[Any, Any]:
+                out = new()
+                if kernel(meta, ins[src], out, ins[index], size, backend.threads, how) is not True:
                     general(ins, [out])  # (names the bad index)
                 return out
+
+            return gathered
+
+        def make(ins: Sequence[Any]) -> np.ndarray[Any, Any]:
             if compiles and (self.kernels is not None or self.runs_to_compile > 0):
                 out = np.empty(shape, dtype)  # compiled, or counting the runs until it is
                 one = self.one_kernel

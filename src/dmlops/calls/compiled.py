@@ -37,6 +37,8 @@ class _Call:
     hot: Callable[[list[Any], Any], Any] | None = None
     # strided inputs into new numpy outputs: their flat buffers, then the fresh path
     fresh_flats = False
+    # the backend's run into one given output in one call (`_warm`'s, for a given output)
+    into: Callable[[Sequence[Any], Any], bool] | None = None
 
     def __init__(
         self,
@@ -108,6 +110,10 @@ class _Call:
         # it finds an index out of range)
         new_only = self.fresh or self.fresh_flats
         self.run_fresh = getattr(self.run, "run_fresh", None) if new_only else None
+        # a backend's run into one given output, buffers as they are, in one call: False
+        # (nothing written) where the output meets an input (`_warm`, then the general path)
+        into = getattr(self.run, "into", None) if self.direct and not self.allocate else None
+        self.into = into() if into is not None and len(outputs) == 1 else None
         # where the backend reads the addresses of this call's arrays and makes its new
         # outputs in C calls (torch CUDA tensors): asked at the first run, from its arrays
         self.in_lows = [t.low for t in inputs]
@@ -118,6 +124,7 @@ class _Call:
         """This call, reading only inputs `select` of those it is given."""
         self.select = select
         self.fresh = self.fresh_flats = False
+        self.into = None
         return self
 
     def fresh_results(self, ins: Sequence[Any]) -> list[Any]:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..backends import Backend
+from ..backends.library_keys import numpy_key
 from ..elements import element_of, encode, numpy_dtype
 from ..errors import InvalidDescriptorError
 from .cache import _LRU, CACHE_SIZE
@@ -68,7 +69,8 @@ def _quick_run(
     if hot is not None:  # (a warm call on arrays whose addresses the backend reads at once)
         return key, hot(ins, out)
     if call.fresh:
-        result = call.fresh_results(ins)[0]
+        produce = call.produce
+        result = produce(ins) if produce is not None else call.fresh_results(ins)[0]
     else:
         results = call(ins, [out], _restaged)
         if results is _MISS:
@@ -83,13 +85,22 @@ def _quick_run(
 
 
 def _warm(
-    op: str, fields: Hashable, level: Any, ins: list[Any], outs: int = 1, listed: bool = False
+    op: str,
+    fields: Hashable,
+    level: Any,
+    ins: list[Any],
+    outs: int = 1,
+    listed: bool = False,
+    out: Any = None,
 ) -> Any:
     """The results of a compiled call on numpy arrays into `outs` new outputs (their list
-    where `listed` or `outs` is not 1, else the one array), straight from its signature: no
-    frames of the general path (`_dispatch`); `_MISS` where the signature is new or its call
-    is not a fresh one (given outputs, a selection of its inputs: the general path)."""
+    where `listed` or `outs` is not 1, else the one array), or into `out`, its one given
+    output, straight from its signature: no frames of the general path (`_dispatch`);
+    `_MISS` where the signature is new or its call is not a fresh one (a selection of its
+    inputs, a given output it cannot run into at once: the general path)."""
     ndarray = np.ndarray
+    if out is not None:
+        return _warm_into(op, fields, level, ins, out)
     if len(ins) == 1 and outs == 1:  # (the commonest call: its key in one tuple)
         a = ins[0]
         if type(a) is not ndarray:
@@ -120,6 +131,33 @@ def _warm(
     if entry[1] != _CACHE.clock:
         _CACHE.get(key)  # refresh its place
     return results if listed or outs != 1 else results[0]
+
+
+def _warm_into(op: str, fields: Hashable, level: Any, ins: list[Any], out: Any) -> Any:
+    """`_warm` into a given numpy output: `out` where the compiled call's `into` ran, else
+    `_MISS` (the general path: a new signature, or buffers that meet)."""
+    ndarray = np.ndarray
+    if type(out) is not ndarray:
+        return _MISS
+    keys: list[Hashable] = [op, fields, level]
+    for a in ins:
+        if type(a) is not ndarray:
+            return _MISS
+        keys.append((a.dtype, a.shape, a.strides))
+    keys.append(numpy_key(out))
+    key = tuple(keys)
+    try:
+        entry = _CACHE.items.get(key)
+    except TypeError:  # (an unhashable level: the general path says so)
+        return _MISS
+    if entry is None:
+        return _MISS
+    into = entry[0].into
+    if into is None or not into(ins, out):
+        return _MISS
+    if entry[1] != _CACHE.clock:
+        _CACHE.get(key)  # refresh its place
+    return out
 
 
 def _restaged(staged: list[Any]) -> Any:

@@ -77,7 +77,7 @@ void evens_set_deal_most(int64_t bytes) { deal_most = bytes < 0 ? 0 : bytes; }
 
 int64_t deal_two(char *d0, char *d1, const char *s, int64_t n, int64_t size) {
 #if X86
-    if ((size == 4 || size == 8) && n * size >= EVENS_LEAST_BYTES && n * size <= deal_most &&
+    if ((size == 4 || size == 8) && n * size >= DEAL_LEAST_BYTES && n * size <= deal_most &&
         wide_vectors()) {
         return deal_in_vectors(d0, d1, s, n, size);
     }

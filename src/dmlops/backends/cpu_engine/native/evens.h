@@ -19,7 +19,11 @@ int64_t deal_two(char *d0, char *d1, const char *s, int64_t n, int64_t size);
 /* The longest rows (n * size bytes) deal_two moves (0: none; longer ones are the caller's). */
 void evens_set_deal_most(int64_t bytes);
 
-/* the bytes of a row (n * size) from which every_second and deal_two move any */
+/* the bytes of a row (n * size) from which every_second moves any */
 #define EVENS_LEAST_BYTES 64
+
+/* the bytes of a row (n * size) from which deal_two moves any: one vector each (its two
+ * loads read the 2 n elements that the two rows read) */
+#define DEAL_LEAST_BYTES 32
 
 #endif

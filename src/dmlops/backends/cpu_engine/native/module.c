@@ -1,6 +1,8 @@
 /* dmlops.backends.cpu_engine._native: a plan's strided copies on a fork-safe worker pool.
  *
  *   run(table, inputs, outputs, threads) -> bool
+ *   fresh(table, empty, shape, dtype, fills, inputs) -> array
+ *   into(table, fills, inputs, out) -> bool
  *
  * `table` is a C-contiguous int64 buffer: a header [copies, inputs, outputs, 0], each
  * input's and output's required bytes, then one copy_t record per copy (copies.h).
@@ -106,14 +108,12 @@ static void release_all(Py_buffer *views, Py_ssize_t count) {
     }
 }
 
-static PyObject *run(PyObject *self, PyObject *args) {
-    Py_buffer table;
-    PyObject *inputs, *outputs;
-    int threads;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "y*OOi", &table, &inputs, &outputs, &threads)) {
-        return NULL;
-    }
+/* The plan table's copies between the bound buffers (`items`: the inputs, then the
+ * outputs): a new reference to True, False where an output meets an input (nothing
+ * written), NULL with an exception set. */
+static PyObject *run_bound(const Py_buffer *table_view, PyObject *const *items, Py_ssize_t given_in,
+                           Py_ssize_t given_out, int threads) {
+    const Py_buffer table = *table_view;
     PyObject *result = NULL;
     Py_buffer *views = NULL;
     char **bases = NULL;
@@ -132,39 +132,29 @@ static PyObject *run(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "the plan table's size does not match its header");
         goto done;
     }
-    PyObject *in_seq = PySequence_Fast(inputs, "inputs must be a sequence");
-    if (in_seq == NULL) {
-        goto done;
-    }
-    PyObject *out_seq = PySequence_Fast(outputs, "outputs must be a sequence");
-    if (out_seq == NULL) {
-        Py_DECREF(in_seq);
-        goto done;
-    }
-    if (PySequence_Fast_GET_SIZE(in_seq) != n_in || PySequence_Fast_GET_SIZE(out_seq) != n_out) {
+    if (given_in != n_in || given_out != n_out) {
         PyErr_SetString(PyExc_ValueError, "the buffers bound do not match the plan's bindings");
-        goto sequences;
+        goto done;
     }
     views = (Py_buffer *)PyMem_Calloc((size_t)(n_in + n_out) + 1, sizeof(Py_buffer));
     bases = (char **)PyMem_Calloc((size_t)(n_in + n_out) + 1, sizeof(char *));
     if (views == NULL || bases == NULL) {
         PyErr_NoMemory();
-        goto sequences;
+        goto done;
     }
     for (int64_t k = 0; k < n_in + n_out; k++) {
         int output = k >= n_in;
-        PyObject *item = output ? PySequence_Fast_GET_ITEM(out_seq, k - n_in)
-                                : PySequence_Fast_GET_ITEM(in_seq, k);
+        PyObject *item = items[k];
         int flags = PyBUF_ANY_CONTIGUOUS | (output ? PyBUF_WRITABLE : 0);
         if (PyObject_GetBuffer(item, &views[k], flags) < 0) {
-            goto sequences;
+            goto done;
         }
         held++;
         if ((int64_t)views[k].len < words[HEADER + k]) {
             PyErr_Format(PyExc_ValueError, "%s buffer %lld holds %lld bytes; the plan needs %lld",
                          output ? "output" : "input", (long long)(output ? k - n_in : k),
                          (long long)views[k].len, (long long)words[HEADER + k]);
-            goto sequences;
+            goto done;
         }
         bases[k] = (char *)views[k].buf;
     }
@@ -176,7 +166,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
             if (olow < ihigh && ilow < ohigh && views[o].len && views[i].len) {
                 result = Py_False;
                 Py_INCREF(result);
-                goto sequences;
+                goto done;
             }
         }
     }
@@ -185,7 +175,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
         cuts = (cut_t *)PyMem_Malloc((size_t)copies * sizeof(cut_t));
         if (cuts == NULL) {
             PyErr_NoMemory();
-            goto sequences;
+            goto done;
         }
     }
     int64_t walked = 0; /* copies still to come that the last group walks */
@@ -224,7 +214,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
         }
         if (bad) {
             PyErr_SetString(PyExc_ValueError, "a plan table record is out of range");
-            goto sequences;
+            goto done;
         }
         if (walked > 0) {
             walked--;
@@ -254,9 +244,6 @@ static PyObject *run(PyObject *self, PyObject *args) {
     UNLOCKED_IF_LONG(total, used, pool_run(move_piece, &job, pieces, (int)used, total));
     result = Py_True;
     Py_INCREF(result);
-sequences:
-    Py_DECREF(in_seq);
-    Py_DECREF(out_seq);
 done:
     if (views != NULL) {
         release_all(views, held);
@@ -266,8 +253,120 @@ done:
     if (cuts != few) {
         PyMem_Free(cuts);
     }
+    return result;
+}
+
+#define FRESH_BINDINGS 16 /* bindings held on the stack */
+
+static PyObject *run(PyObject *self, PyObject *args) {
+    Py_buffer table;
+    PyObject *inputs, *outputs;
+    int threads;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*OOi", &table, &inputs, &outputs, &threads)) {
+        return NULL;
+    }
+    PyObject *result = NULL, *in_seq = NULL, *out_seq = NULL, *few_items[FRESH_BINDINGS];
+    PyObject **items = few_items;
+    in_seq = PySequence_Fast(inputs, "inputs must be a sequence");
+    if (in_seq == NULL) {
+        goto done;
+    }
+    out_seq = PySequence_Fast(outputs, "outputs must be a sequence");
+    if (out_seq == NULL) {
+        goto done;
+    }
+    Py_ssize_t n_in = PySequence_Fast_GET_SIZE(in_seq), n_out = PySequence_Fast_GET_SIZE(out_seq);
+    if (n_in + n_out > FRESH_BINDINGS) {
+        items = PyMem_Malloc((size_t)(n_in + n_out) * sizeof(PyObject *));
+        if (items == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    for (Py_ssize_t k = 0; k < n_in; k++) {
+        items[k] = PySequence_Fast_GET_ITEM(in_seq, k);
+    }
+    for (Py_ssize_t k = 0; k < n_out; k++) {
+        items[n_in + k] = PySequence_Fast_GET_ITEM(out_seq, k);
+    }
+    result = run_bound(&table, items, n_in, n_out, threads);
+done:
+    if (items != few_items) {
+        PyMem_Free(items);
+    }
+    Py_XDECREF(in_seq);
+    Py_XDECREF(out_seq);
     PyBuffer_Release(&table);
     return result;
+}
+
+/* A one-output plan (`table`, a buffer) on the calling thread into `out`, `fills` (a tuple)
+ * bound after `inputs` (a list or tuple): as `run_bound`. */
+static PyObject *run_one(PyObject *table_obj, PyObject *fills, PyObject *inputs, PyObject *out) {
+    if (!PyTuple_Check(fills) || !(PyList_Check(inputs) || PyTuple_Check(inputs))) {
+        PyErr_SetString(PyExc_TypeError, "a plan's fills are a tuple, its inputs a list or tuple");
+        return NULL;
+    }
+    Py_ssize_t n_fills = PyTuple_GET_SIZE(fills), n_given = PySequence_Fast_GET_SIZE(inputs);
+    Py_ssize_t n_in = n_given + n_fills;
+    if (n_in + 1 > FRESH_BINDINGS) {
+        PyErr_SetString(PyExc_ValueError, "a one-output run binds at most 15 inputs and fills");
+        return NULL;
+    }
+    PyObject *items[FRESH_BINDINGS];
+    for (Py_ssize_t k = 0; k < n_given; k++) {
+        items[k] = PySequence_Fast_GET_ITEM(inputs, k);
+    }
+    for (Py_ssize_t k = 0; k < n_fills; k++) {
+        items[n_given + k] = PyTuple_GET_ITEM(fills, k);
+    }
+    items[n_in] = out;
+    Py_buffer table;
+    if (PyObject_GetBuffer(table_obj, &table, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    PyObject *result = run_bound(&table, items, n_in, 1, 1);
+    PyBuffer_Release(&table);
+    return result;
+}
+
+/* fresh(table, empty, shape, dtype, fills, inputs) -> array: a plan of one output into a
+ * new array `empty(shape, dtype)` on the calling thread, `fills` bound after the inputs (a
+ * small call's whole warm run in one C call). */
+static PyObject *fresh(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "fresh takes table, empty, shape, dtype, fills, inputs");
+        return NULL;
+    }
+    PyObject *made = PyObject_Vectorcall(args[1], args + 2, 2, NULL);
+    if (made == NULL) {
+        return NULL;
+    }
+    PyObject *result = run_one(args[0], args[4], args[5], made);
+    if (result == Py_True) {
+        Py_DECREF(result);
+        return made;
+    }
+    if (result != NULL) { /* (a new array meets no input) */
+        Py_DECREF(result);
+        PyErr_SetString(PyExc_RuntimeError, "a new output met an input");
+    }
+    Py_DECREF(made);
+    return NULL;
+}
+
+/* into(table, fills, inputs, out) -> bool: a plan of one output into a given array on the
+ * calling thread, fills bound after the inputs; False, with nothing written, where the
+ * output's bytes meet an input's (the caller's ordered or staged path). */
+static PyObject *into(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "into takes table, fills, inputs, out");
+        return NULL;
+    }
+    return run_one(args[0], args[1], args[2], args[3]);
 }
 
 static PyObject *configure(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -1062,6 +1161,10 @@ static PyMethodDef methods[] = {
     {"cached", cached, METH_NOARGS, "Bytes of dropped outputs' memory kept now."},
     {"clear_cache", clear_cache, METH_NOARGS, "Free the memory of dropped outputs kept."},
     {"run", run, METH_VARARGS, "Run a plan table's copies between the bound buffers."},
+    {"fresh", (PyCFunction)(void (*)(void))fresh, METH_FASTCALL,
+     "A one-output plan into a new array empty(shape, dtype), on the calling thread."},
+    {"into", (PyCFunction)(void (*)(void))into, METH_FASTCALL,
+     "A one-output plan into a given array, on the calling thread; False where they meet."},
     {"span", span_of, METH_VARARGS,
      "A strided array's bytes from `low` past its first element, `nbytes` long, as a flat buffer."},
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
