@@ -590,3 +590,42 @@ def test_the_engines_one_output_calls_refuse_what_they_cannot_bind() -> None:
         native.into(b"\0" * 8, (), [x], out)
     with pytest.raises(ValueError, match="contiguous"):
         native.into(table, (), [x], np.zeros((4, 8), np.float32)[:, ::2])  # (numpy's refusal)
+
+
+@needs_engine
+def test_an_in_place_scatter_of_whole_rows_runs_on_the_engines_kernel() -> None:
+    """SCATTER_ND of whole rows into its own data (a KV-cache write) runs on the engine's
+    indexed kernel, not numpy's fancy assignment: rows in index order (the later of two to
+    one row stays), negative indices counted from the end, every bit (NaN payloads); an index
+    out of range is named with nothing written, and updates that are a view of the output are
+    read as they were."""
+    from dmlops.errors import IndexOutOfRangeError
+
+    host = np.arange(10 * 6, dtype=np.uint32).reshape(10, 6)
+    host[2, 1] = 0x7FC00001
+    cache = host.view(np.float32).copy()
+    updates = (np.arange(4 * 6, dtype=np.uint32).reshape(4, 6) + 0xFF800000).view(np.float32)
+    rows = np.array([[7], [-1], [2], [7]])
+    call = _call_of(lambda: dmlops.scatter_nd(cache.copy(), rows, updates, out=None))
+    want = cache.copy()
+    for (row,), update in zip(rows, updates, strict=True):  # (naive: in index order)
+        want[row] = update
+    for _ in range(3):
+        data = cache.copy()
+        assert dmlops.scatter_nd(data, rows, updates, out=data) is data
+        assert _bits(data) == _bits(want)
+    placed = _call_of(lambda: dmlops.scatter_nd(data, rows, updates, out=data))
+    assert placed.run.natives is not None and placed.run._run == placed.run._general
+    assert call.run.natives is not None
+    bad = np.array([[7], [10], [2], [1]])
+    data = cache.copy()
+    with pytest.raises(IndexOutOfRangeError, match="is 10"):
+        dmlops.scatter_nd(data, bad, updates, out=data)
+    assert _bits(data) == _bits(cache)
+    data = cache.copy()
+    view = data[:4]  # (the updates are the output's first rows)
+    want = cache.copy()
+    for (row,), update in zip(rows, cache[:4].copy(), strict=True):
+        want[row] = update
+    dmlops.scatter_nd(data, rows, view, out=data)
+    assert _bits(data) == _bits(want)

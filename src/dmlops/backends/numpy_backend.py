@@ -576,7 +576,9 @@ class _NumpyExecutor:
         self.shortcut = self.side_by_side or self.element_map
         if self.shortcut is not None:
             self._run = self._shortcut
-        elif self.put is not None and not (self.copies or self.fills):
+        elif self.put is not None and not (self.copies or self.fills) and self.natives is None:
+            # (where the engine has the scatter, its kernel: an in-place 32-row scatter 14.7
+            # -> 5.1-6.1 us, 4,096 KV slots of 8 MiB 1.16-1.22 -> 0.60-0.80 ms on the VM)
             self._run = self._put_only
         elif self.engine is not None and not (self.steps or self.fills):
             self._run = self._on_engine  # (the plan as one engine call)
@@ -855,8 +857,9 @@ class _NumpyExecutor:
         return True
 
     def _put_only(self, ins: Sequence[Any], outs: Sequence[Any]) -> None:
-        """A plan that is one scatter of whole rows (in place): its rows checked, then one
-        fancy assignment; the general path where the check declines (it names the error)."""
+        """A plan that is one scatter of whole rows (in place) where the engine has no kernel
+        for it: its rows checked, then one fancy assignment; the general path where the check
+        declines (it names the error)."""
         assert self.put is not None
         if self.one_kernel is not None or self.runs_to_compile > 0:
             self._general(ins, outs)  # (counts the runs, compiles, runs compiled)
