@@ -98,26 +98,16 @@ def _warm(
     output, straight from its signature: no frames of the general path (`_dispatch`);
     `_MISS` where the signature is new or its call is not a fresh one (a selection of its
     inputs, a given output it cannot run into at once: the general path)."""
-    ndarray = np.ndarray
     if out is not None:
         return _warm_into(op, fields, level, ins, out)
     if len(ins) == 1 and outs == 1:  # (the commonest call: its key in one tuple)
         a = ins[0]
-        if type(a) is not ndarray:
+        if type(a) is not np.ndarray:
             return _MISS
-        key: Hashable = (op, fields, level, (a.dtype, a.shape, a.strides), None)
+        key: Hashable | None = (op, fields, level, (a.dtype, a.shape, a.strides), None)
     else:
-        keys: list[Hashable] = [op, fields, level]
-        for a in ins:
-            if type(a) is not ndarray:
-                return _MISS
-            keys.append((a.dtype, a.shape, a.strides))
-        keys.extend([None] * outs)
-        key = tuple(keys)
-    try:
-        entry = _CACHE.items.get(key)
-    except TypeError:  # (an unhashable level: the general path says so)
-        return _MISS
+        key = _numpy_signature(op, fields, level, ins, [None] * outs)
+    entry = _numpy_entry(key)
     if entry is None:
         return _MISS
     call: _Call = entry[0]
@@ -136,20 +126,10 @@ def _warm(
 def _warm_into(op: str, fields: Hashable, level: Any, ins: list[Any], out: Any) -> Any:
     """`_warm` into a given numpy output: `out` where the compiled call's `into` ran, else
     `_MISS` (the general path: a new signature, or buffers that meet)."""
-    ndarray = np.ndarray
-    if type(out) is not ndarray:
+    if type(out) is not np.ndarray:
         return _MISS
-    keys: list[Hashable] = [op, fields, level]
-    for a in ins:
-        if type(a) is not ndarray:
-            return _MISS
-        keys.append((a.dtype, a.shape, a.strides))
-    keys.append(numpy_key(out))
-    key = tuple(keys)
-    try:
-        entry = _CACHE.items.get(key)
-    except TypeError:  # (an unhashable level: the general path says so)
-        return _MISS
+    key = _numpy_signature(op, fields, level, ins, [numpy_key(out)])
+    entry = _numpy_entry(key)
     if entry is None:
         return _MISS
     into = entry[0].into
@@ -158,6 +138,31 @@ def _warm_into(op: str, fields: Hashable, level: Any, ins: list[Any], out: Any) 
     if entry[1] != _CACHE.clock:
         _CACHE.get(key)  # refresh its place
     return out
+
+
+def _numpy_signature(
+    op: str, fields: Hashable, level: Any, ins: list[Any], outputs: list[Hashable]
+) -> Hashable | None:
+    """A call's signature where every input is a numpy array (`outputs`: the outputs' keys,
+    None for a new one), as `signatures._signature` makes it; None otherwise."""
+    keys: list[Hashable] = [op, fields, level]
+    for a in ins:
+        if type(a) is not np.ndarray:
+            return None
+        keys.append((a.dtype, a.shape, a.strides))
+    keys.extend(outputs)
+    return tuple(keys)
+
+
+def _numpy_entry(key: Hashable | None) -> Any:
+    """The cache's entry (call, clock) of a signature, without refreshing it; None where
+    there is none, no signature, or an unhashable level in it (the general path says so)."""
+    if key is None:
+        return None
+    try:
+        return _CACHE.items.get(key)
+    except TypeError:
+        return None
 
 
 def _restaged(staged: list[Any]) -> Any:
