@@ -234,3 +234,46 @@ def test_a_sparse_tensor_is_refused_with_a_dml_error(many: bool) -> None:
             dmlops.join([sparse] * 9, 0)
         else:
             dmlops.slice1(sparse, [0, 0], [3, 3], [1, -1])
+
+
+def test_a_warm_call_on_a_plain_cpu_tensor_takes_no_general_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once compiled, a one-input call into a new output on a plain CPU tensor is answered
+    from its signature (`_warm`: its views bound in one pass, its plan's producer, the result
+    a torch tensor), bit-exact, a tensor that needs a gradient under no_grad included (its
+    result needs none); tensors that do not bind in one pass (a conjugate view, bfloat16)
+    still take the general path."""
+    from dmlops.arrays import strided
+
+    x = _values(5, torch.float32)
+    calls = {
+        "slice1": lambda t: dmlops.slice1(t, [0, 0, 0], [5, 4, 3], [-2, 1, -1]),
+        "tile": lambda t: dmlops.tile(t, [1, 2, 1]),
+        "padding": lambda t: dmlops.padding(t, [0, 1, 0], [1, 0, 2]),
+        "depth_to_space": lambda t: dmlops.depth_to_space(t.reshape(1, 4, 5, 3), 2),
+    }
+    dispatch.clear_cache()
+    want = {name: call(x.numpy()) for name, call in calls.items()}
+    for call in calls.values():
+        call(x)  # (compiled)
+
+    def general(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the general path")
+
+    monkeypatch.setattr(strided, "_dispatch", general)
+    for _ in range(2):
+        for name, call in calls.items():
+            got = call(x)
+            assert type(got) is torch.Tensor and got.dtype == x.dtype
+            assert _bits(got) == _bits(want[name]), name
+    with torch.no_grad():
+        got = calls["tile"](x.clone().requires_grad_())
+        assert _bits(got) == _bits(want["tile"]) and not got.requires_grad
+    with pytest.raises(AssertionError, match="general path"):
+        calls["tile"](_values(5, torch.bfloat16))  # (new signature)
+    monkeypatch.undo()
+    complex_x = torch.complex(x, -x)
+    calls["tile"](complex_x.conj().resolve_conj())  # (compiled for the type)
+    got = calls["tile"](complex_x.conj())  # (the view does not bind in one pass)
+    assert torch.equal(got, torch.tile(complex_x.conj().resolve_conj(), (1, 2, 1)))

@@ -39,6 +39,8 @@ class _Call:
     fresh_flats = False
     # the backend's run into one given output in one call (`_warm`'s, for a given output)
     into: Callable[[Sequence[Any], Any], bool] | None = None
+    # a warm call of one new output on arrays of another library (`_Converted.warm_one`)
+    warm_one: Callable[[list[Any]], Any] | None = None
 
     def __init__(
         self,
@@ -434,6 +436,22 @@ class _Converted(_Call):
         # the backend's one-pass binding of plain arrays (numpy's, of CPU torch tensors),
         # until a call's arrays are not all plain
         self.plain = getattr(call.backend, "plain_arrays", None)
+        self.produce = call.produce if call.fresh else None
+        if self.produce is not None and self.plain is not None and len(call.new_shapes) == 1:
+            self.warm_one = self._warm_one
+
+    def _warm_one(self, ins: list[Any]) -> Any:
+        """The one new result of a fresh call on plain arrays (CPU torch tensors), made by
+        its plan's producer on their views and given back in their library; `_MISS` where
+        they do not bind in one pass (the general path binds them one by one)."""
+        plain, produce = self.plain, self.produce
+        if plain is None or produce is None:
+            return _MISS
+        try:
+            arrays = plain(ins)
+        except (TypeError, RuntimeError, KeyError):
+            return _MISS
+        return self.backend.in_library_of(produce(arrays), ins[self.like])
 
     def __call__(
         self, ins: Sequence[Any], outs: Sequence[Any], restage: Callable[[list[Any]], list[Any]]

@@ -15,7 +15,7 @@ from ..elements import element_of, encode, numpy_dtype
 from ..errors import InvalidDescriptorError
 from .cache import _LRU, CACHE_SIZE
 from .compiled import _MISS, _Call, _Converted
-from .signatures import _keyed_inputs, _output_key, _signature
+from .signatures import _key_function, _keyed_inputs, _output_key, _signature
 from .tensors import _on_device, backend_of
 
 _CACHE: _LRU[_Call] = _LRU(CACHE_SIZE)
@@ -103,7 +103,7 @@ def _warm(
     if len(ins) == 1 and outs == 1:  # (the commonest call: its key in one tuple)
         a = ins[0]
         if type(a) is not np.ndarray:
-            return _MISS
+            return _warm_keyed(op, fields, level, ins)
         key: Hashable | None = (op, fields, level, (a.dtype, a.shape, a.strides), None)
     else:
         key = _numpy_signature(op, fields, level, ins, [None] * outs)
@@ -121,6 +121,21 @@ def _warm(
     if entry[1] != _CACHE.clock:
         _CACHE.get(key)  # refresh its place
     return results if listed or outs != 1 else results[0]
+
+
+def _warm_keyed(op: str, fields: Hashable, level: Any, ins: list[Any]) -> Any:
+    """`_warm` of a call of one input and one new output on another library's array (a CPU
+    torch tensor): its compiled call's `warm_one`, else `_MISS`."""
+    key_of = _key_function(type(ins[0]))
+    found = None if key_of is None else key_of(ins[0])
+    key = None if found is None else (op, fields, level, found, None)
+    entry = _numpy_entry(key)
+    if entry is None or entry[0].warm_one is None:
+        return _MISS
+    result = entry[0].warm_one(ins)
+    if result is not _MISS and entry[1] != _CACHE.clock:
+        _CACHE.get(key)  # refresh its place
+    return result
 
 
 def _warm_into(op: str, fields: Hashable, level: Any, ins: list[Any], out: Any) -> Any:
@@ -154,9 +169,10 @@ def _numpy_signature(
     return tuple(keys)
 
 
-def _numpy_entry(key: Hashable | None) -> Any:
+def _numpy_entry(key: Hashable | None) -> list[Any] | None:
     """The cache's entry (call, clock) of a signature, without refreshing it; None where
-    there is none, no signature, or an unhashable level in it (the general path says so)."""
+    there is none, no signature, or an unhashable level in it (the general path says so).
+    (Named for the numpy warm paths; any array's signature serves.)"""
     if key is None:
         return None
     try:
