@@ -334,14 +334,14 @@ def cast(
         made = cast(host_view(x), target, feature_level=feature_level, out=out, device=device)
         return made if out is not None else in_namespace_of(made, x)
     if out is None and device is None and target.isnative:  # (compiled: its checks passed)
-        done = _warm("CAST", (target.str,), feature_level, [x])
-        if done is not _MISS:
-            return done
         torch = sys.modules.get("torch")
         if torch is not None and type(x) is torch.Tensor and x.is_cpu:
             # (its numpy view's cast, a new array the call makes, as a tensor of the type)
             made = cast(torch_to_numpy(x), target, feature_level=feature_level)
             return numpy_to_torch(made, _torch_type(torch, target))
+        done = _warm("CAST", (target.str,), feature_level, [x])
+        if done is not _MISS:
+            return done
     for field, kind in (("InputTensor", getattr(x, "dtype", None)), ("OutputTensor", target)):
         element = None if kind is None else element_of(kind)
         if element is not None and element.data_type is None:
