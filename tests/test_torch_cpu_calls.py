@@ -277,3 +277,23 @@ def test_a_warm_call_on_a_plain_cpu_tensor_takes_no_general_path(
     calls["tile"](complex_x.conj().resolve_conj())  # (compiled for the type)
     got = calls["tile"](complex_x.conj())  # (the view does not bind in one pass)
     assert torch.equal(got, torch.tile(complex_x.conj().resolve_conj(), (1, 2, 1)))
+
+
+def test_a_cuda_tensor_is_not_keyed_by_the_warm_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_warm` leaves a CUDA tensor's call to the general path's lookup (its hot closure)
+    without making its key first; a CPU tensor's it keys."""
+    keyed: list[type] = []
+    real = dispatch._key_function
+
+    def key_function(kind: type) -> Any:
+        keyed.append(kind)
+        return real(kind)
+
+    class OnAGpu:
+        is_cuda = True
+
+    monkeypatch.setattr(dispatch, "_key_function", key_function)
+    assert dispatch._warm("SLICE1", b"", None, [OnAGpu()]) is dispatch._MISS
+    assert keyed == []
+    dispatch._warm("SLICE1", b"", None, [torch.zeros(2)])
+    assert keyed == [torch.Tensor]

@@ -125,7 +125,10 @@ def _warm(
 
 def _warm_keyed(op: str, fields: Hashable, level: Any, ins: list[Any]) -> Any:
     """`_warm` of a call of one input and one new output on another library's array (a CPU
-    torch tensor): its compiled call's `warm_one`, else `_MISS`."""
+    torch tensor): its compiled call's `warm_one`, else `_MISS` (a CUDA tensor at once: its
+    call's hot closure runs from the general path's lookup, with no second key made)."""
+    if getattr(ins[0], "is_cuda", False):
+        return _MISS
     key_of = _key_function(type(ins[0]))
     found = None if key_of is None else key_of(ins[0])
     key = None if found is None else (op, fields, level, found, None)
