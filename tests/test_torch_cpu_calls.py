@@ -297,3 +297,33 @@ def test_a_cuda_tensor_is_not_keyed_by_the_warm_path(monkeypatch: pytest.MonkeyP
     assert keyed == []
     dispatch._warm("SLICE1", b"", None, [torch.zeros(2)])
     assert keyed == [torch.Tensor]
+
+
+def test_a_warm_indexed_call_on_plain_cpu_tensors_binds_them_in_one_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once compiled, a gather or gather_elements on plain CPU tensors into a new output runs
+    from its signature (`_quick_run`) through its converted call's `warm_one`, not the
+    converted call's general binding; bit-exact, a torch tensor of the input's type."""
+    from dmlops.calls.compiled import _Converted
+
+    x = _values(6, torch.float32)
+    rows = torch.tensor([4, 0, 2, 2])
+    picks = torch.from_numpy(_INDICES)[:, :, None]
+    calls = {
+        "gather": lambda t, r, p: dmlops.gather(t, r, 0),
+        "gather_elements": lambda t, r, p: dmlops.gather_elements(t[:, :2, :1], p, 0),
+    }
+    want = {n: c(x.numpy(), rows.numpy(), picks.numpy()) for n, c in calls.items()}
+    for call in calls.values():
+        call(x, rows, picks)  # (compiled)
+
+    def general(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the converted call's general binding")
+
+    monkeypatch.setattr(_Converted, "__call__", general)
+    for _ in range(2):
+        for name, call in calls.items():
+            got = call(x, rows, picks)
+            assert type(got) is torch.Tensor and got.dtype == x.dtype
+            assert _bits(got) == _bits(want[name]), name

@@ -436,21 +436,24 @@ class _Converted(_Call):
         # the backend's one-pass binding of plain arrays (numpy's, of CPU torch tensors),
         # until a call's arrays are not all plain
         self.plain = getattr(call.backend, "plain_arrays", None)
-        self.produce = call.produce if call.fresh else None
+        self.produce = call.produce if call.fresh or call.fresh_flats else None
         if self.produce is not None and self.plain is not None and len(call.new_shapes) == 1:
             self.warm_one = self._warm_one
 
     def _warm_one(self, ins: list[Any]) -> Any:
         """The one new result of a fresh call on plain arrays (CPU torch tensors), made by
-        its plan's producer on their views and given back in their library; `_MISS` where
-        they do not bind in one pass (the general path binds them one by one)."""
-        plain, produce = self.plain, self.produce
+        its plan's producer on their views (strided ones' flat buffers) and given back in
+        their library; `_MISS` where they do not bind in one pass (the general path binds
+        them one by one)."""
+        plain, produce, call = self.plain, self.produce, self.call
         if plain is None or produce is None:
             return _MISS
         try:
             arrays = plain(ins)
         except (TypeError, RuntimeError, KeyError):
             return _MISS
+        if call.fresh_flats:
+            arrays = [a if f is None else f(a) for f, a in zip(call.in_flats, arrays, strict=True)]
         return self.backend.in_library_of(produce(arrays), ins[self.like])
 
     def __call__(
