@@ -129,6 +129,10 @@ class _Call:
         self.into = None
         return self
 
+    def flat_inputs(self, ins: Sequence[Any]) -> list[Any]:
+        """The inputs as the plan binds them: strided ones' flat buffers."""
+        return [x if f is None else f(x) for f, x in zip(self.in_flats, ins, strict=True)]
+
     def fresh_results(self, ins: Sequence[Any]) -> list[Any]:
         """The call where it is `fresh`: new outputs like input `like`, then the run."""
         if self.produce is not None:  # the output made by the copy itself
@@ -162,9 +166,7 @@ class _Call:
         if self.fresh:
             return self.fresh_results(ins)
         if self.fresh_flats:
-            return self.fresh_results(
-                [x if f is None else f(x) for f, x in zip(self.in_flats, ins, strict=True)]
-            )
+            return self.fresh_results(self.flat_inputs(ins))
         if self.select is not None:  # the inputs the call reads (a join's non-empty pieces)
             ins = [ins[k] for k in self.select]
         lean = self.lean
@@ -178,7 +180,7 @@ class _Call:
         if self.direct:
             in_flats, out_flats = ins, results
         else:
-            in_flats = [x if f is None else f(x) for f, x in zip(self.in_flats, ins, strict=True)]
+            in_flats = self.flat_inputs(ins)
             out_flats = [
                 o if f is None else f(o) for f, o in zip(self.out_flats, results, strict=True)
             ]
@@ -453,7 +455,7 @@ class _Converted(_Call):
         except (TypeError, RuntimeError, KeyError):
             return _MISS
         if call.fresh_flats:
-            arrays = [a if f is None else f(a) for f, a in zip(call.in_flats, arrays, strict=True)]
+            arrays = call.flat_inputs(arrays)
         return self.backend.in_library_of(produce(arrays), ins[self.like])
 
     def __call__(
