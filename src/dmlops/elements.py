@@ -213,13 +213,68 @@ _TORCH_WORDS: dict[Any, tuple[Any, np.dtype[Any]]] = {}
 _NUMPY_WORDS: set[np.dtype[Any]] = set()  # numpy's types torch.from_numpy refuses
 
 
-def unstrided_error(t: Any) -> BindingError | None:
-    """The error of a torch tensor without strides (sparse, ...); None for a strided one."""
-    if t.layout is sys.modules["torch"].strided:
+def torch_refusal(t: Any) -> BindingError | None:
+    """Why dmlops cannot move a torch tensor's memory as strided elements: a layout without
+    strides (sparse, mkldnn), a nested tensor (its parts' sizes differ), a quantized one (its
+    integers mean nothing without its scale: a copy would lose it); None where it can."""
+    if t.layout is not sys.modules["torch"].strided:
+        return BindingError(
+            f"a torch tensor of layout {t.layout} is not moved by dmlops: pass tensor.to_dense()"
+        )
+    if t.is_nested:
+        return BindingError(
+            "a nested torch tensor is not moved by dmlops: pass its parts (tensor.unbind()) "
+            "or a padded tensor (tensor.to_padded_tensor(0))"
+        )
+    if t.is_quantized:
+        return BindingError(
+            f"a quantized torch tensor ({t.dtype}) is not moved by dmlops: pass its integers "
+            "(tensor.int_repr()) or its values (tensor.dequantize())"
+        )
+    return None
+
+
+def _marked(t: Any) -> bool:
+    """Whether a torch tensor's values are not its memory's: a conjugate or negative view
+    (a bit torch resolves lazily), or a zero tensor (no memory at all)."""
+    return bool(t.is_conj() or t.is_neg() or t._is_zerotensor())
+
+
+def torch_values(t: Any) -> Any:
+    """A torch tensor whose memory holds `t`'s values at `t`'s own strides: `t` itself, or,
+    for a conjugate or negative view or a zero tensor, a new one (the values of the span its
+    strides reach, viewed as `t` views its memory: a call compiled for `t`'s layout reads it
+    as it is)."""
+    if not _marked(t):
+        return t
+    torch = sys.modules["torch"]
+    shape, strides = tuple(t.shape), tuple(t.stride())
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True)) if t.numel() else 0
+    if t._is_zerotensor():
+        flat = torch.zeros(span, dtype=t.dtype, device=t.device)
+    else:
+        flat = t.as_strided((span,), (1,)).resolve_conj().resolve_neg()
+    return flat.as_strided(shape, strides, 0)
+
+
+def marked_error(t: Any, use: str = "write") -> BindingError | None:
+    """Why dmlops cannot `use` a torch tensor's memory as it is (write it as an output, bind
+    it to a table dispatched later): its memory does not hold its values (a conjugate or
+    negative view, a zero tensor); None for any other array."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(t, torch.Tensor) or not _marked(t):
         return None
+    bit = "a zero tensor" if t._is_zerotensor() else "a conjugate or negative view"
     return BindingError(
-        f"a torch tensor of layout {t.layout} is not moved by dmlops: pass tensor.to_dense()"
+        f"is {bit}: its memory does not hold its values, so dmlops cannot {use} it; pass a "
+        "tensor without the bit (tensor.resolve_conj().resolve_neg()) and use it"
     )
+
+
+def _read_only(a: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """`a`, marked read-only: a copy of a tensor's values, which a write would not reach."""
+    a.flags.writeable = False
+    return a
 
 
 def _unmovable_error(t: Any) -> BindingError | None:
@@ -230,13 +285,13 @@ def _unmovable_error(t: Any) -> BindingError | None:
             f"a torch tensor on device {t.device} has no memory on the host: pass one on the "
             "CPU or a GPU"
         )
-    return unstrided_error(t)
+    return torch_refusal(t)
 
 
 def torch_to_numpy(t: Any) -> np.ndarray[Any, Any]:
     """A CPU torch tensor's memory as a numpy array of the same elements (bfloat16 and float8
     through ml_dtypes; a type numpy has no dtype for as unsigned words of its size; a
-    conjugate or negative view's values made first)."""
+    conjugate or negative view's values, and a zero tensor's, made first)."""
     if t.requires_grad:
         t = t.detach()
     found = _TORCH_WORDS.get(t.dtype)
@@ -244,9 +299,12 @@ def torch_to_numpy(t: Any) -> np.ndarray[Any, Any]:
         try:
             return t.numpy()  # type: ignore[no-any-return]
         except RuntimeError:
-            if not (t.is_conj() or t.is_neg()):
+            refused = _unmovable_error(t)
+            if refused is not None:
+                raise refused from None
+            if not _marked(t):
                 raise
-            return torch_to_numpy(t.resolve_conj().resolve_neg())  # (its values, not its bits)
+            return _read_only(torch_to_numpy(torch_values(t)))  # (its values, not its bits)
         except TypeError:  # (a type numpy lacks: its words, from now on)
             refused = _unmovable_error(t)
             if refused is not None:
@@ -256,7 +314,12 @@ def torch_to_numpy(t: Any) -> np.ndarray[Any, Any]:
             words = getattr(_torch_module(), f"int{8 * size}")
             found = (words, dtype if dtype is not None else unsigned_dtype(size))
             _TORCH_WORDS[t.dtype] = found
-    return t.view(found[0]).numpy().view(found[1])  # type: ignore[no-any-return]
+    try:
+        return t.view(found[0]).numpy().view(found[1])  # type: ignore[no-any-return]
+    except RuntimeError:
+        if not _marked(t):
+            raise
+        return _read_only(torch_to_numpy(torch_values(t)))
 
 
 def numpy_to_torch(a: np.ndarray[Any, Any], dtype: Any) -> Any:

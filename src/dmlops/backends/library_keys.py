@@ -8,7 +8,7 @@ from __future__ import annotations
 import operator
 import sys
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -34,11 +34,29 @@ def _device(t: Any) -> int | str:
     return "cpu" if t.is_cpu else str(t.device.type)
 
 
+_COMPLEX: set[Any] = set()  # torch's complex types (a conjugate bit is set on these only)
+
+
+def _complex_types() -> set[Any]:
+    if not _COMPLEX:
+        torch = sys.modules["torch"]
+        _COMPLEX.update((torch.complex32, torch.complex64, torch.complex128))
+    return _COMPLEX
+
+
+def _marked(t: Any, dtype: Any) -> bool:
+    """Whether a tensor's values are not its memory (a negative or conjugate view, a zero
+    tensor): a GPU tensor's call binds its memory as it is, so such a tensor has no key (each
+    call binds a copy of its values). A CPU tensor's numpy view makes that copy itself."""
+    return bool(t.is_neg() or (dtype in _complex_types() and t.is_conj()) or t._is_zerotensor())
+
+
 def _torch_key(t: Any) -> tuple[Any, ...] | None:
     try:
-        return (t.dtype, t.shape, t.stride(), _device(t))
+        key = (t.dtype, t.shape, t.stride(), _device(t))
     except (RuntimeError, NotImplementedError):  # (a sparse tensor has no strides: no key)
         return None
+    return None if type(key[3]) is int and _marked(t, key[0]) else key
 
 
 def _jax_key(a: Any) -> Hashable:
@@ -141,18 +159,53 @@ def array_keys() -> dict[type, Callable[[Any], Hashable]]:
     return keys
 
 
+GUARDS_KEPT = 8  # guards remembered for each count of tensors (the latest first)
+
+
+def tensor_guards() -> Any:
+    """torch's own batch check of tensors' metadata (`torch._C._dynamo.guards.TensorGuards`,
+    what torch.compile's guards run: each tensor's type, dispatch keys, dtype, device,
+    sizes and strides compared in one C++ call), where this torch has it; else None. The
+    compiler stack is not imported: the class lives in torch's C module."""
+    try:
+        from torch._C._dynamo.guards import TensorGuards
+
+        probe = sys.modules["torch"].zeros(1)
+        made = TensorGuards(probe, dynamic_dims_sizes=[[1]], dynamic_dims_strides=[[1]])
+        if made.check(probe) is not True:
+            return None
+    except Exception:  # noqa: BLE001 - another torch's private API: the getters serve
+        return None
+    return TensorGuards
+
+
 def many_array_keys() -> dict[type, Callable[[Sequence[Any]], list[Hashable] | None]]:
     """Keys of many torch tensors at once (a tag, then their types, sizes, strides and
     devices, each field a tuple): four passes of C calls instead of a Python call per
-    tensor."""
+    tensor; and tensors that pass the guards (`tensor_guards`) of tensors keyed before, in
+    one C++ call, that key again (guards compare every field of the key and more: a
+    conjugate, negative or zero tensor, whose key is none on a GPU, never passes a plain
+    tensor's)."""
     torch = sys.modules.get("torch")
     if torch is None:
         return {}
     tensor = torch.Tensor
     dtype, shape = operator.attrgetter("dtype"), operator.attrgetter("shape")
     is_cpu = operator.attrgetter("is_cpu")
+    is_conj, is_neg, is_zero = tensor.is_conj, tensor.is_neg, tensor._is_zerotensor
+    guards = tensor_guards()
+    remembered: dict[int, list[tuple[Any, list[Hashable]]]] = {}  # by count: (guards, key)
 
-    def torch_keys(ts: Sequence[Any]) -> list[Hashable] | None:
+    def _any_marked(ts: Sequence[Any], dtypes: tuple[Any, ...]) -> bool:
+        # (as `_marked`, a pass a bit; the conjugate bit's only where a type is complex)
+        if any(map(is_neg, ts)) or any(map(is_zero, ts)):
+            return True
+        one_type = dtypes.count(dtypes[0]) == len(dtypes)
+        if one_type and dtypes[0] not in _complex_types():
+            return False
+        return any(map(is_conj, ts))
+
+    def read_keys(ts: Sequence[Any]) -> list[Hashable] | None:
         # (a column a field: four flat tuples, not a tuple an array, to make and hash)
         try:
             strides = tuple(map(tensor.stride, ts))
@@ -160,10 +213,35 @@ def many_array_keys() -> dict[type, Callable[[Sequence[Any]], list[Hashable] | N
             return None
         fields = (tuple(map(dtype, ts)), tuple(map(shape, ts)), strides)
         ordinals = tuple(map(tensor.get_device, ts))
+        if max(ordinals) >= 0 and _any_marked(ts, fields[0]):  # (GPU tensors: `_torch_key`)
+            return None
         devices: Hashable = ordinals
         if min(ordinals) < 0:  # (host or meta tensors among them: their devices' types)
             # (all on the host, the commonest: one mark, no Python call a tensor)
             devices = "cpu" if all(map(is_cpu, ts)) else tuple(map(_device, ts))
         return [MANY_TORCH, *fields, devices]
+
+    def torch_keys(ts: Sequence[Any]) -> list[Hashable] | None:
+        seen = remembered.get(len(ts))
+        if seen is not None:
+            for check, found in seen:
+                if check(*ts):
+                    return found
+        key = read_keys(ts)
+        if key is None or guards is None:
+            return key
+        shapes, strides = cast(tuple[Any, ...], key[2]), cast(tuple[Any, ...], key[3])
+        try:
+            made = guards(
+                *ts,
+                dynamic_dims_sizes=[list(s) for s in shapes],  # (every size and stride fixed)
+                dynamic_dims_strides=[list(s) for s in strides],
+            )
+        except Exception:  # noqa: BLE001 - (a tensor torch's guards refuse: keyed each call)
+            return key
+        kept = remembered.setdefault(len(ts), [])
+        kept.insert(0, (made.check, key))
+        del kept[GUARDS_KEPT:]
+        return key
 
     return {tensor: torch_keys}

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..backends import Backend
-from ..elements import encode
+from ..elements import encode, marked_error
 from ..errors import BindingError, InvalidDescriptorError, UnsupportedFeatureLevelError
 from ..ops import OperatorDesc
 from ..overlap import ManySpans, find_overlaps, owners_apart, spans_meet
@@ -60,6 +60,7 @@ class _Call:
         self.backend = backend
         self.queue = queue
         self.operator = desc.OPERATOR
+        self.output_names = [f"{desc.OPERATOR}.{n}" for n, _ in desc.output_fields()]
         self.plan = plan
         # (an Executor; typed Any: a backend's optional hooks are read off it)
         self.run: Any = backend.executor(plan)
@@ -354,9 +355,9 @@ def _compile(
         return _empty_call(backend, make_desc, in_t, out_t, new_shapes, like, dtype)
     desc = _described(make_desc, in_t, out_t, _level(level), fill)
     desc.validate(_level(level))
-    for t in out_t:
-        if not t.writable:
-            raise BindingError(f"{desc.OPERATOR}: an output array is read-only")
+    refuse_unwritable(
+        [f"{desc.OPERATOR}.{n}" for n, _ in desc.output_fields()], outs, [t.writable for t in out_t]
+    )
     op = desc.OPERATOR
     named = [(f"{op}.{n}", x) for (n, _), x in zip(desc.input_fields(), ins, strict=True)]
     named += [
@@ -374,6 +375,20 @@ def _compile(
     if edit is not None:
         plan = edit(plan)
     return _Call(backend, desc, plan, in_t, out_t, new_shapes, queue, like, dtype)
+
+
+def refuse_unwritable(names: Sequence[str], outs: Sequence[Any], writable: Sequence[bool]) -> None:
+    """Refuses a given output that cannot be written (`names`: the output fields, as
+    "SLICE1.OutputTensor"; `writable`: each output's bound array's flag): a torch tensor
+    whose memory does not hold its values, a read-only array."""
+    for o, w, name in zip(outs, writable, names, strict=True):
+        if o is None:
+            continue
+        unwritten = marked_error(o)
+        if unwritten is not None:
+            raise BindingError(f"{name} {unwritten}")
+        if not w:
+            raise BindingError(f"{name}: the output array is read-only")
 
 
 def _fills_in_order_of(plan: Plan, dtype: Any) -> Plan:
@@ -473,7 +488,12 @@ class _Converted(_Call):
         if call.fresh:  # (new outputs only, that nothing else sees)
             results = call.fresh_results(arrays)
         else:
-            results = call(arrays, [None if o is None else as_array(o) for o in outs], restage)
+            bound = [None if o is None else as_array(o) for o in outs]
+            writable = [o is None or getattr(o.flags, "writeable", True) for o in bound]
+            names = getattr(call, "output_names", None)  # (none where the outputs are empty)
+            if not all(writable) and names is not None:  # (a conjugate view's values: a copy)
+                refuse_unwritable(names, outs, writable)
+            results = call(arrays, bound, restage)
         if results is _MISS:
             return results
         if not ins:  # a generator: its outputs are given, or new arrays of the backend's own

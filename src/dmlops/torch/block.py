@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 
 from ..device import CompiledOperator, Device
-from ..elements import element_of, torch_to_numpy
+from ..elements import element_of, torch_to_numpy, torch_values
 from ..errors import InvalidDescriptorError
 from ..graph import Graph, GraphTensor
 from ..plan import Plan, StridedCopy, coalesce, is_injective
@@ -234,8 +234,9 @@ def _traced_gradients(plan: Plan, grads: Sequence[Tensor], descs: Sequence[Any])
 
 
 def _memory(t: Tensor) -> Any:
-    """What a backend binds: a numpy view of a CPU tensor, a CUDA tensor itself."""
-    return torch_to_numpy(t) if t.is_cpu else t
+    """What a backend binds: a numpy view of a CPU tensor, a CUDA tensor itself (a
+    conjugate or negative view's values: its memory is bound as it is)."""
+    return torch_to_numpy(t) if t.is_cpu else torch_values(t)
 
 
 class _Function(torch.autograd.Function):  # type: ignore[misc]

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ... import _forking
-from ...elements import unstrided_error
+from ...elements import marked_error, torch_refusal, torch_values
 from ...errors import BindingError, DmlError
 from ...plan import Fill, Plan, ValueSequence, fill_bytes, fill_reads
 from .. import library_keys
@@ -276,11 +276,12 @@ class CudaBackend:
         if isinstance(obj, cp.ndarray):
             return obj
         if is_torch(obj):
-            refused = unstrided_error(obj)
+            refused = torch_refusal(obj)
             if refused is not None:
                 raise refused
             if obj.requires_grad:  # (read outside autograd: its values alone)
                 obj = obj.detach()
+            obj = torch_values(obj)  # (a conjugate or negative view: its values)
         if hasattr(obj, "__cuda_array_interface__"):
             return cp.asarray(obj)
         if hasattr(obj, "__dlpack__"):
@@ -291,10 +292,10 @@ class CudaBackend:
         if is_torch(obj):
             if obj.get_device() < 0:
                 raise BindingError("a torch tensor on the CPU is not a GPU array")
-            refused = unstrided_error(obj)
+            refused = torch_refusal(obj)
             if refused is not None:
                 raise refused
-            return TorchView(obj)
+            return TorchView(torch_values(obj))
         return self.as_array(obj)
 
     def own(self, obj: Any) -> bool:
@@ -381,6 +382,9 @@ class CudaBackend:
             return int(obj.ptr), int(obj.mem.size - (obj.ptr - obj.mem.ptr))
         if isinstance(obj, cp.cuda.memory.BaseMemory):
             return int(obj.ptr), int(obj.size)
+        refused = marked_error(obj, "bind")  # (a table reads its memory at each dispatch)
+        if refused is not None:
+            raise BindingError(f"a bound torch tensor {refused}")
         try:
             arr = self.describe(obj)
         except BindingError:

@@ -55,3 +55,4 @@ class TorchView:
         self.flags = _Flags(*contiguity(self.shape, self.strides, self.itemsize))
         self.nbytes = int(tensor.numel()) * self.itemsize
         self.pointer = int(tensor.data_ptr())
+        self.tensor = tensor  # (alive while its address is: a conjugate view's values)

@@ -1,0 +1,110 @@
+"""Keys of many torch tensors: tensors that pass the guards of tensors keyed before (torch's
+own batch check) get the key those had, and only where reading their fields would give the
+same key; the guards leave no tensor alive. Skipped without torch."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+torch = pytest.importorskip("torch")
+
+from conftest import TORCH_DEVICES  # noqa: E402
+from dmlops.backends import library_keys  # noqa: E402
+
+needs_guards = pytest.mark.skipif(
+    library_keys.tensor_guards() is None, reason="this torch has no TensorGuards"
+)
+
+
+def _keys(guarded: bool, monkeypatch: pytest.MonkeyPatch) -> Callable[[Any], Any]:
+    """A fresh many-tensor key function, with torch's guards or without them."""
+    if not guarded:
+        monkeypatch.setattr(library_keys, "tensor_guards", lambda: None)
+    made = library_keys.many_array_keys()[torch.Tensor]
+    monkeypatch.undo()
+    return made
+
+
+# one tensor of each kind the keys tell apart, each [4, 6] or a view of that shape
+def _kinds(device: str) -> dict[str, Callable[[], Any]]:
+    return {
+        "plain": lambda: torch.zeros(4, 6, device=device),
+        "float64": lambda: torch.zeros(4, 6, dtype=torch.float64, device=device),
+        "transposed": lambda: torch.zeros(6, 4, device=device).t(),
+        "offset": lambda: torch.zeros(5, 6, device=device)[1:],
+        "stepped": lambda: torch.zeros(4, 12, device=device)[:, ::2],
+        "other shape": lambda: torch.zeros(4, 7, device=device),
+        "meta": lambda: torch.zeros(4, 6, device="meta"),
+        "complex": lambda: torch.zeros(4, 6, dtype=torch.complex64, device=device),
+        "conjugate": lambda: torch.zeros(4, 6, dtype=torch.complex64, device=device).conj(),
+        "negative": lambda: torch._neg_view(torch.zeros(4, 6, device=device)),
+        "zero tensor": lambda: torch._efficientzerotensor((4, 6), device=device),
+        "parameter": lambda: torch.nn.Parameter(torch.zeros(4, 6, device=device), False),
+    }
+
+
+@needs_guards
+@pytest.mark.parametrize("device", TORCH_DEVICES)
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_a_guarded_key_is_the_key_read_from_the_tensors(
+    device: str, data: st.DataObject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Calls on lists of 8 to 12 tensors of mixed kinds, some lists repeated with one
+    tensor changed: every key the guarded function gives equals the one read field by
+    field (so no list ever finds another's call)."""
+    kinds = _kinds(device)
+    names = sorted(kinds)
+    guarded, read = _keys(True, monkeypatch), _keys(False, monkeypatch)
+    base = data.draw(st.lists(st.sampled_from(names), min_size=8, max_size=12))
+    for _ in range(4):
+        ts = [kinds[n]() for n in base]
+        if {type(t) for t in ts} == {torch.Tensor}:  # (the many keys' one type)
+            assert guarded(ts) == read(ts)
+        spot = data.draw(st.integers(0, len(base) - 1))
+        base = [*base[:spot], data.draw(st.sampled_from(names)), *base[spot + 1 :]]
+
+
+@needs_guards
+def test_guards_are_asked_before_fields_are_read_and_keep_no_tensor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The second call on tensors like the first's reads no field (its key comes from the
+    guards); the guards keep none of the tensors alive; each count keeps the latest
+    GUARDS_KEPT guards (a signature's found again, else read)."""
+    keys = _keys(True, monkeypatch)
+    ts = [torch.zeros(2, 3) for _ in range(9)]
+    first = keys(ts)
+    alive = weakref.ref(ts[0])
+    del ts
+    gc.collect()
+    assert alive() is None
+    reads: list[int] = []
+    real_stride = torch.Tensor.stride
+    monkeypatch.setattr(torch.Tensor, "stride", lambda t, *a: reads.append(1) or real_stride(t, *a))
+    again = [torch.ones(2, 3) for _ in range(9)]
+    assert keys(again) == first and not reads
+    for k in range(library_keys.GUARDS_KEPT - 1):  # (the first's guards still kept)
+        keys([torch.zeros(2, k + 4) for _ in range(9)])
+    reads.clear()
+    assert keys(again) == first and not reads
+    for k in range(library_keys.GUARDS_KEPT):  # (now the oldest of more than are kept)
+        keys([torch.zeros(2, k + 4) for _ in range(9)])
+    reads.clear()
+    assert keys(again) == first and reads
+
+
+def test_without_guards_keys_are_read_each_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A torch without TensorGuards (older, or its private API changed) keys by reading each
+    tensor's fields, every call."""
+    keys = _keys(False, monkeypatch)
+    ts = [torch.zeros(2, 3) for _ in range(9)]
+    assert keys(ts) == keys([torch.ones(2, 3) for _ in range(9)])
+    assert keys(ts) != keys([torch.zeros(3, 2) for _ in range(9)])
