@@ -58,8 +58,8 @@ def test_a_guarded_key_is_the_key_read_from_the_tensors(
     device: str, data: st.DataObject, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Calls on lists of 8 to 12 tensors of mixed kinds, some lists repeated with one
-    tensor changed: every key the guarded function gives equals the one read field by
-    field (so no list ever finds another's call)."""
+    tensor changed: every key the guarded functions give (of the list, of each tensor)
+    equals the one read field by field (so no call ever finds another's)."""
     kinds = _kinds(device)
     names = sorted(kinds)
     guarded, read = _keys(True, monkeypatch), _keys(False, monkeypatch)
@@ -68,6 +68,8 @@ def test_a_guarded_key_is_the_key_read_from_the_tensors(
         ts = [kinds[n]() for n in base]
         if {type(t) for t in ts} == {torch.Tensor}:  # (the many keys' one type)
             assert guarded(ts) == read(ts)
+        for t in ts:  # (one tensor's key: remembered by its sizes)
+            assert library_keys._torch_key(t) == library_keys._read_torch_key(t)
         spot = data.draw(st.integers(0, len(base) - 1))
         base = [*base[:spot], data.draw(st.sampled_from(names)), *base[spot + 1 :]]
 
@@ -108,3 +110,20 @@ def test_without_guards_keys_are_read_each_call(monkeypatch: pytest.MonkeyPatch)
     ts = [torch.zeros(2, 3) for _ in range(9)]
     assert keys(ts) == keys([torch.ones(2, 3) for _ in range(9)])
     assert keys(ts) != keys([torch.zeros(3, 2) for _ in range(9)])
+
+
+@needs_guards
+def test_one_tensors_key_comes_from_guards_of_its_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tensor like one keyed before reads no field; a tensor of other strides, type or
+    device of the same sizes is read and keyed apart; a nested tensor has no key."""
+    library_keys._ONE_GUARDS.clear()
+    first = library_keys._torch_key(torch.zeros(3, 5))
+    reads: list[int] = []
+    real_stride = torch.Tensor.stride
+    monkeypatch.setattr(torch.Tensor, "stride", lambda t, *a: reads.append(1) or real_stride(t, *a))
+    assert library_keys._torch_key(torch.ones(3, 5)) == first and not reads
+    others = [torch.zeros(5, 3).t(), torch.zeros(3, 5, dtype=torch.int8), torch.zeros(3, 5)[None]]
+    assert all(library_keys._torch_key(t) not in (None, first) for t in others) and reads
+    monkeypatch.undo()
+    nested = torch.nested.nested_tensor([torch.zeros(2, 5), torch.zeros(3, 5)])
+    assert library_keys._torch_key(nested) is None

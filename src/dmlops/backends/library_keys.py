@@ -51,12 +51,52 @@ def _marked(t: Any, dtype: Any) -> bool:
     return bool(t.is_neg() or (dtype in _complex_types() and t.is_conj()) or t._is_zerotensor())
 
 
-def _torch_key(t: Any) -> tuple[Any, ...] | None:
+def _read_torch_key(t: Any) -> tuple[Any, ...] | None:
     try:
         key = (t.dtype, t.shape, t.stride(), _device(t))
     except (RuntimeError, NotImplementedError):  # (a sparse tensor has no strides: no key)
         return None
     return None if type(key[3]) is int and _marked(t, key[0]) else key
+
+
+GUARDS_KEPT = 8  # guards remembered for each count of tensors, each sizes of one (latest first)
+# a tensor's key by the guards of a tensor of its sizes keyed before (the latest first), and
+# torch's guards (`tensor_guards`, found at the first key: None where torch has none)
+_ONE_GUARDS: dict[Any, list[tuple[Callable[[Any], bool], tuple[Any, ...]]]] = {}
+_MOST_SIZES = 4096  # sizes remembered (all forgotten past this)
+_GUARDS: list[Any] = []
+
+
+def _torch_key(t: Any) -> tuple[Any, ...] | None:
+    """A tensor's key: that of the tensor of its sizes keyed before whose guards it passes
+    (one C++ call, for the four fields and the marks), else read field by field."""
+    try:
+        sizes = t.shape
+    except RuntimeError:  # (a nested tensor: no sizes, no key)
+        return None
+    seen = _ONE_GUARDS.get(sizes)
+    if seen is not None:
+        for check, found in seen:
+            if check(t):
+                return found
+    key = _read_torch_key(t)
+    if key is None:
+        return None
+    if not _GUARDS:
+        _GUARDS.append(tensor_guards())
+    guards = _GUARDS[0]
+    if guards is None:
+        return key
+    try:
+        made = guards(t, dynamic_dims_sizes=[list(sizes)], dynamic_dims_strides=[list(key[2])])
+    except Exception:  # noqa: BLE001 - (a tensor torch's guards refuse: read each call)
+        return key
+    if len(_ONE_GUARDS) >= _MOST_SIZES:
+        _ONE_GUARDS.clear()
+    kept = _ONE_GUARDS.setdefault(sizes, [])
+    kept.insert(0, (made.check, key))
+    del kept[GUARDS_KEPT:]
+    return key
 
 
 def _jax_key(a: Any) -> Hashable:
@@ -157,9 +197,6 @@ def array_keys() -> dict[type, Callable[[Any], Hashable]]:
     if jax_array is not None:
         keys[jax_array] = _jax_key
     return keys
-
-
-GUARDS_KEPT = 8  # guards remembered for each count of tensors (the latest first)
 
 
 def tensor_guards() -> Any:
