@@ -327,3 +327,36 @@ def test_a_warm_indexed_call_on_plain_cpu_tensors_binds_them_in_one_pass(
             got = call(x, rows, picks)
             assert type(got) is torch.Tensor and got.dtype == x.dtype
             assert _bits(got) == _bits(want[name]), name
+
+
+def test_a_split_into_one_part_is_a_list_cold_and_warm() -> None:
+    """SPLIT gives a list whatever its count of parts: a one-part split of a CPU tensor too,
+    on the warm path (answered from its signature) as on the first call."""
+    dispatch.clear_cache()
+    x = torch.arange(24.0).reshape(4, 6)
+    for _ in range(3):
+        parts = dmlops.split(x, 0, [4])
+        assert isinstance(parts, list) and len(parts) == 1 and torch.equal(parts[0], x)
+
+
+def test_a_warm_join_of_cpu_tensors_is_answered_from_its_signature(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A join of several CPU tensors (two, and nine: keyed at once) warm: its compiled call
+    runs from its signature, the general path never entered; right after, tensors of another
+    signature (a conjugate's values) take the general path and are right too."""
+    for count in (2, 9):
+        xs = [torch.randn(3, 4, dtype=torch.complex64) for _ in range(count)]
+        want = torch.cat(xs, 1)
+        assert torch.equal(dmlops.join(xs, 1), want)  # (compiled)
+        entered: list[int] = []
+
+        def counted(*a: Any, real: Any = dispatch._dispatch, seen: Any = entered) -> Any:
+            seen.append(1)
+            return real(*a)
+
+        monkeypatch.setattr(dispatch, "_dispatch", counted)
+        assert torch.equal(dmlops.join(xs, 1), want) and not entered
+        conj = [x.conj() for x in xs]
+        assert torch.equal(dmlops.join(conj, 1), torch.cat([x.conj_physical() for x in xs], 1))
+        monkeypatch.undo()

@@ -106,10 +106,13 @@ def _warm(
     if len(ins) == 1 and outs == 1:  # (the commonest call: its key in one tuple)
         a = ins[0]
         if type(a) is not np.ndarray:
-            return _warm_keyed(op, fields, level, ins)
+            result = _warm_keyed(op, fields, level, ins)
+            return [result] if listed and result is not _MISS else result
         key: Hashable | None = (op, fields, level, (a.dtype, a.shape, a.strides), None)
     else:
         key = _numpy_signature(op, fields, level, ins, [None] * outs)
+        if key is None and outs == 1 and not listed:  # (a join of CPU torch tensors)
+            return _warm_keyed(op, fields, level, ins)
     entry = _numpy_entry(key)
     if entry is None:
         return _MISS
@@ -127,14 +130,21 @@ def _warm(
 
 
 def _warm_keyed(op: str, fields: Hashable, level: Any, ins: list[Any]) -> Any:
-    """`_warm` of a call of one input and one new output on another library's array (a CPU
-    torch tensor): its compiled call's `warm_one`, else `_MISS` (a CUDA tensor at once: its
-    call's hot closure runs from the general path's lookup, with no second key made)."""
+    """`_warm` of a call of one new output on other libraries' arrays (CPU torch tensors):
+    its compiled call's `warm_one`, else `_MISS` (a CUDA tensor at once: its call's hot
+    closure runs from the general path's lookup, with no second key made)."""
     if getattr(ins[0], "is_cuda", False):
         return _MISS
-    key_of = _key_function(type(ins[0]))
-    found = None if key_of is None else key_of(ins[0])
-    key = None if found is None else (op, fields, level, found, None)
+    key: Hashable | None = None
+    if len(ins) == 1:
+        key_of = _key_function(type(ins[0]))
+        found = None if key_of is None else key_of(ins[0])
+        key = None if found is None else (op, fields, level, found, None)
+    else:
+        parts: list[Hashable] = [op, fields, level]
+        if _keyed_inputs(parts, ins):
+            parts.append(None)
+            key = tuple(parts)
     entry = _numpy_entry(key)
     if entry is None or entry[0].warm_one is None:
         return _MISS
