@@ -55,6 +55,11 @@ def test_the_key_functions_of_subclasses() -> None:
         def get_device(self) -> int:
             return 0
 
+        def is_neg(self) -> bool:  # (a GPU tensor's marks: none)
+            return False
+
+        is_conj = _is_zerotensor = is_neg
+
     assert plain(OnAGpu()) == (OnAGpu, torch.float32, (2, 3), (3, 1), 0)
     assert watched(OnAGpu()) is None
 
