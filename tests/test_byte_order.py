@@ -5,6 +5,7 @@ input's order; outputs in the other order receive the values byte-swapped."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -46,12 +47,55 @@ CALLS: dict[str, Callable[[Callable[[Any, str], Any]], Any]] = {
 
 @pytest.mark.parametrize("name", list(CALLS))
 def test_values_read_in_either_byte_order_give_one_answer(name: str) -> None:
+    """Three calls with the values in the other order (the first compiles, the others are
+    warm: a call compiled for the values' byte-swapped copy is not found by the signature of
+    the array it was made from, whose bits it would read as this machine's)."""
     call = CALLS[name]
     native = call(lambda a, d: np.asarray(a, d))
-    swapped = call(_swapped)
-    pairs = zip(native, swapped, strict=True) if isinstance(native, tuple) else [(native, swapped)]
-    for mine, theirs in pairs:
-        assert mine.dtype == theirs.dtype and mine.tobytes() == theirs.tobytes(), name
+    for _ in range(3):
+        swapped = call(_swapped)
+        pairs = (
+            zip(native, swapped, strict=True) if isinstance(native, tuple) else [(native, swapped)]
+        )
+        for mine, theirs in pairs:
+            assert mine.dtype == theirs.dtype and mine.tobytes() == theirs.tobytes(), name
+
+
+MIXED: dict[str, tuple[str, Callable[[Any, Any], Any]]] = {
+    "join": ("JOIN.InputTensors[1]", lambda n, s: dmlops.join([n, s], 0)),
+    "slice1 into out=": (
+        "SLICE1.OutputTensor",
+        lambda n, s: dmlops.slice1(n, [0, 0], [5, 4], [1, -1], out=s),
+    ),
+    "padding into out=": (
+        "PADDING1.OutputTensor",
+        lambda n, s: dmlops.padding(n[:4, :3], [0, 0], [1, 1], out=s),
+    ),
+    "scatter_nd updates": (
+        "SCATTER_ND.UpdatesTensor",
+        lambda n, s: dmlops.scatter_nd(n, np.array([[1], [4]]), s[:2]),
+    ),
+    "gather into out=": (
+        "GATHER.OutputTensor",
+        lambda n, s: dmlops.gather(n, np.arange(5), 0, out=s),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(MIXED))
+def test_moved_arrays_of_two_byte_orders_are_refused(name: str) -> None:
+    """A move whose arrays of one type are in two byte orders (bits moved from one into the
+    other would be other values) is refused by field, the output untouched, on every call."""
+    field, call = MIXED[name]
+    swapped = _swapped(X, "f4")
+    before = swapped.copy()
+    for _ in range(2):
+        with pytest.raises(dmlops.BindingError, match=re.escape(field) + ": .*byte order"):
+            call(X, swapped)
+        assert swapped.tobytes() == before.tobytes()
+    both = _swapped(X, "f4")  # (one order throughout: moved as bits, values kept)
+    got = call(both, _swapped(X, "f4"))
+    assert got.dtype == both.dtype
 
 
 def test_scale_bias_reads_values_and_keeps_the_inputs_order() -> None:

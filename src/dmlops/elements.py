@@ -50,6 +50,7 @@ class Element:
     name: str
     size: int
     data_type: DataType | None
+    swapped: bool = False  # (a numpy type in the other byte order than this machine's)
 
     @property
     def carrier(self) -> DataType:
@@ -105,7 +106,10 @@ def _element_of(dtype: Any) -> Element:
         raise InvalidDescriptorError(
             f"numpy dtype {dt} is not moved by dmlops: its elements are not plain numbers"
         )
-    return _checked(dt.name, dt.itemsize)
+    element = _checked(dt.name, dt.itemsize)
+    if dt.itemsize > 1 and not dt.isnative:
+        return Element(element.name, element.size, element.data_type, swapped=True)
+    return element
 
 
 def word_element(dtype: Any, mover: str) -> Element:

@@ -90,6 +90,14 @@ def _array(x: Any, like: Any) -> Any:
     return host if backend.name == "numpy" else backend.upload(host)
 
 
+def _native(x: Any, like: Any, key: Hashable | None) -> tuple[Any, Hashable | None]:
+    """(`x` as `_array` makes it, the call's `_quick_run` signature: none where `x` was made
+    anew, a byte-swapped copy, so that the call compiled for the copy is not found by the
+    signature of the array it was made from)."""
+    made = _array(x, like)
+    return made, (key if made is x else None)
+
+
 def _tensor(backend: Any, x: Any) -> tuple[_Tensor, int]:
     """`x` as a tensor (0-d arrays as shape [1]) and its own rank."""
     view = backend.describe(x)
@@ -315,7 +323,7 @@ def gather(
     )
     if done is not _MISS:
         return done
-    indices = _array(indices, input)
+    indices, key = _native(indices, input, key)
     x_shape, i_shape = _shape_of(input), _shape_of(indices)
     a = _axis(axis, builtins.max(len(x_shape), 1), "GATHER")
     shape = x_shape[:a] + i_shape + x_shape[a + 1 :]
@@ -369,7 +377,7 @@ def gather_elements(
     )
     if done is not _MISS:
         return done
-    indices = _array(indices, input)
+    indices, key = _native(indices, input, key)
     shape = _shape_of(indices)
     a = _axis(axis, builtins.max(len(shape), 1), "GATHER_ELEMENTS")
     window = _window("GATHER_ELEMENTS", _shape_of(input), shape, a)
@@ -420,7 +428,7 @@ def gather_nd(
     )
     if done is not _MISS:
         return done
-    indices = _array(indices, input)
+    indices, key = _native(indices, input, key)
     x_shape, i_shape = _shape_of(input), _shape_of(indices)
     if not i_shape:
         raise DmlError("GATHER_ND: indices need at least one dimension (the index tuple)")
@@ -481,7 +489,7 @@ def scatter_elements(
     )
     if done is not _MISS:
         return done
-    indices = _array(indices, input)
+    indices, key = _native(indices, input, key)
     shape = _shape_of(input)
     a = _axis(axis, builtins.max(len(shape), 1), "SCATTER_ELEMENTS")
     window = _window("SCATTER_ELEMENTS", shape, _shape_of(indices), a)
@@ -542,7 +550,7 @@ def scatter_nd(
     )
     if done is not _MISS:
         return done
-    indices = _array(indices, input)
+    indices, key = _native(indices, input, key)
     shape = _shape_of(input)
     if validate_indices and not clamp_indices and _shape_of(indices):
         _validate("SCATTER_ND", indices, shape[: _shape_of(indices)[-1]])
@@ -588,7 +596,7 @@ def one_hot(
     key, done = _quick_run(("ONE_HOT", depth, axis, feature_level), [indices, values], out, device)
     if done is not _MISS:
         return done
-    indices = _array(indices, values)
+    indices, key = _native(indices, values, key)
     i_shape = _shape_of(indices)
     a = _axis(axis, len(i_shape) + 1, "ONE_HOT")
     shape = (*i_shape[:a], _integer(depth, "ONE_HOT", "depth"), *i_shape[a:])

@@ -358,6 +358,7 @@ def _compile(
     refuse_unwritable(
         [f"{desc.OPERATOR}.{n}" for n, _ in desc.output_fields()], outs, [t.writable for t in out_t]
     )
+    refuse_other_byte_orders(desc, in_t, out_t)
     op = desc.OPERATOR
     named = [(f"{op}.{n}", x) for (n, _), x in zip(desc.input_fields(), ins, strict=True)]
     named += [
@@ -389,6 +390,42 @@ def refuse_unwritable(names: Sequence[str], outs: Sequence[Any], writable: Seque
             raise BindingError(f"{name} {unwritten}")
         if not w:
             raise BindingError(f"{name}: the output array is read-only")
+
+
+# tensors whose elements are values the operator reads or writes (indices, lengths, counts,
+# coordinates), not bits it moves: in this machine's byte order (the calls make them so)
+_VALUE_FIELDS = frozenset(
+    ("IndicesTensor", "SequenceLengthsTensor", "OutputCountTensor", "OutputCoordinatesTensor")
+)
+
+
+def refuse_other_byte_orders(
+    desc: OperatorDesc, in_t: Sequence[_Tensor], out_t: Sequence[_Tensor]
+) -> None:
+    """Refuses a call whose moved tensors of one element type are not all in one byte order
+    (a big-endian numpy array joined with a little-endian one, or given as the output of
+    one): the operators move bits, which are those values only in the same order; and one
+    whose value tensors (indices, counts) are in the other order than this machine's."""
+    fields = [n for n, _ in desc.input_fields()] + [n for n, _ in desc.output_fields()]
+    first: dict[str, tuple[str, bool]] = {}  # element type -> (the first field, its order)
+    for name, t in zip(fields, [*in_t, *out_t], strict=True):
+        swapped, element = t.element.swapped, t.element.name
+        if name in _VALUE_FIELDS:
+            if swapped:
+                raise BindingError(
+                    f"{desc.OPERATOR}.{name}: its {element} elements are in the other byte "
+                    "order than this machine's: values the operator reads or writes must be "
+                    "in its own (x.astype(x.dtype.newbyteorder('=')))"
+                )
+            continue
+        seen = first.setdefault(element, (name, swapped))
+        if seen[1] != swapped:
+            raise BindingError(
+                f"{desc.OPERATOR}.{name}: its {element} elements are in the other byte order "
+                f"than {desc.OPERATOR}.{seen[0]}'s: the operator moves bits, so its arrays of "
+                "one type must share a byte order (x.astype(x.dtype.newbyteorder('=')) makes "
+                "an array of this machine's)"
+            )
 
 
 def _fills_in_order_of(plan: Plan, dtype: Any) -> Plan:
