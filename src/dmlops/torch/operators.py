@@ -82,7 +82,7 @@ def wanted(tensors: Sequence[Any]) -> bool:
             return True
         if torch.compiler.is_compiling() or transforming() or tensors[0].is_meta:
             return True
-        return any(map(_IS_CPU, tensors)) and _watched()
+        return _watched() and any(map(_IS_CPU, tensors))  # (a pass only where watched)
     first, cpu = None, False
     for t in tensors:
         if isinstance(t, Tensor):
