@@ -127,3 +127,31 @@ def test_one_tensors_key_comes_from_guards_of_its_sizes(monkeypatch: pytest.Monk
     monkeypatch.undo()
     nested = torch.nested.nested_tensor([torch.zeros(2, 5), torch.zeros(3, 5)])
     assert library_keys._torch_key(nested) is None
+
+
+def test_threads_keying_at_once_get_their_own_answers() -> None:
+    """Four threads joining CPU tensors of many signatures at once (their guards remembered
+    and forgotten as they go): every answer torch.cat's."""
+    import random
+    import threading
+
+    import dmlops
+
+    wrong: list[tuple[int, int]] = []
+
+    def work(seed: int) -> None:
+        pick = random.Random(seed)
+        for _ in range(100):
+            count, rows, cols = pick.choice([2, 9, 12]), pick.choice([1, 3]), pick.randint(4, 12)
+            ts = [torch.full((rows, cols), float(k + seed)) for k in range(count)]
+            if pick.random() < 0.3:
+                ts[0] = torch.full((cols, rows), -1.0).t()  # (other strides, same sizes)
+            if not torch.equal(dmlops.join(ts, 0), torch.cat(ts, 0)):
+                wrong.append((seed, count))
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong
