@@ -238,10 +238,14 @@ def torch_refusal(t: Any) -> BindingError | None:
     return None
 
 
-def _marked(t: Any) -> bool:
+def marked(t: Any, dtype: Any = None) -> bool:
     """Whether a torch tensor's values are not its memory's: a conjugate or negative view
-    (a bit torch resolves lazily), or a zero tensor (no memory at all)."""
-    return bool(t.is_conj() or t.is_neg() or t._is_zerotensor())
+    (a bit torch resolves lazily), or a zero tensor (no memory at all). `dtype`: the
+    tensor's, where the caller has read it (the conjugate bit is asked of complex types
+    only: no other has it)."""
+    if t.is_neg() or t._is_zerotensor():
+        return True
+    return bool((t.dtype if dtype is None else dtype).is_complex and t.is_conj())
 
 
 def torch_values(t: Any) -> Any:
@@ -249,7 +253,7 @@ def torch_values(t: Any) -> Any:
     for a conjugate or negative view or a zero tensor, a new one (the values of the span its
     strides reach, viewed as `t` views its memory: a call compiled for `t`'s layout reads it
     as it is)."""
-    if not _marked(t):
+    if not marked(t):
         return t
     torch = sys.modules["torch"]
     shape, strides = tuple(t.shape), tuple(t.stride())
@@ -266,7 +270,7 @@ def marked_error(t: Any, use: str = "write") -> BindingError | None:
     it to a table dispatched later): its memory does not hold its values (a conjugate or
     negative view, a zero tensor); None for any other array."""
     torch = sys.modules.get("torch")
-    if torch is None or not isinstance(t, torch.Tensor) or not _marked(t):
+    if torch is None or not isinstance(t, torch.Tensor) or not marked(t):
         return None
     bit = "a zero tensor" if t._is_zerotensor() else "a conjugate or negative view"
     return BindingError(
@@ -306,7 +310,7 @@ def torch_to_numpy(t: Any) -> np.ndarray[Any, Any]:
             refused = _unmovable_error(t)
             if refused is not None:
                 raise refused from None
-            if not _marked(t):
+            if not marked(t):
                 raise
             return _read_only(torch_to_numpy(torch_values(t)))  # (its values, not its bits)
         except TypeError:  # (a type numpy lacks: its words, from now on)
@@ -321,7 +325,7 @@ def torch_to_numpy(t: Any) -> np.ndarray[Any, Any]:
     try:
         return t.view(found[0]).numpy().view(found[1])  # type: ignore[no-any-return]
     except RuntimeError:
-        if not _marked(t):
+        if not marked(t):
             raise
         return _read_only(torch_to_numpy(torch_values(t)))
 

@@ -12,6 +12,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from ..elements import marked
 from .array_api import host_view, keyed_here, on_the_host
 
 __all__ = [
@@ -34,29 +35,14 @@ def _device(t: Any) -> int | str:
     return "cpu" if t.is_cpu else str(t.device.type)
 
 
-_COMPLEX: set[Any] = set()  # torch's complex types (a conjugate bit is set on these only)
-
-
-def _complex_types() -> set[Any]:
-    if not _COMPLEX:
-        torch = sys.modules["torch"]
-        _COMPLEX.update((torch.complex32, torch.complex64, torch.complex128))
-    return _COMPLEX
-
-
-def _marked(t: Any, dtype: Any) -> bool:
-    """Whether a tensor's values are not its memory (a negative or conjugate view, a zero
-    tensor): a GPU tensor's call binds its memory as it is, so such a tensor has no key (each
-    call binds a copy of its values). A CPU tensor's numpy view makes that copy itself."""
-    return bool(t.is_neg() or (dtype in _complex_types() and t.is_conj()) or t._is_zerotensor())
-
-
 def _read_torch_key(t: Any) -> tuple[Any, ...] | None:
     try:
         key = (t.dtype, t.shape, t.stride(), _device(t))
     except (RuntimeError, NotImplementedError):  # (a sparse tensor has no strides: no key)
         return None
-    return None if type(key[3]) is int and _marked(t, key[0]) else key
+    # (a GPU tensor whose memory is not its values has none: its call binds memory as it
+    # is, so each call binds a copy of its values; a CPU tensor's numpy view makes one)
+    return None if type(key[3]) is int and marked(t, key[0]) else key
 
 
 GUARDS_KEPT = 8  # guards remembered for each count of tensors, each sizes of one (latest first)
@@ -234,11 +220,11 @@ def many_array_keys() -> dict[type, Callable[[Sequence[Any]], list[Hashable] | N
     remembered: dict[int, list[tuple[Any, list[Hashable]]]] = {}  # by count: (guards, key)
 
     def _any_marked(ts: Sequence[Any], dtypes: tuple[Any, ...]) -> bool:
-        # (as `_marked`, a pass a bit; the conjugate bit's only where a type is complex)
+        # (as `marked`, a pass a bit; the conjugate bit's only where a type is complex)
         if any(map(is_neg, ts)) or any(map(is_zero, ts)):
             return True
         one_type = dtypes.count(dtypes[0]) == len(dtypes)
-        if one_type and dtypes[0] not in _complex_types():
+        if one_type and not dtypes[0].is_complex:
             return False
         return any(map(is_conj, ts))
 
