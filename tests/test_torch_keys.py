@@ -27,7 +27,7 @@ def _keys(guarded: bool, monkeypatch: pytest.MonkeyPatch) -> Callable[[Any], Any
     """A fresh many-tensor key function, with torch's guards or without them."""
     if not guarded:
         monkeypatch.setattr(library_keys, "tensor_guards", lambda: None)
-    made = library_keys.many_array_keys()[torch.Tensor]
+    made = library_keys._many_torch_keys(torch)
     monkeypatch.undo()
     return made
 
@@ -155,3 +155,24 @@ def test_threads_keying_at_once_get_their_own_answers() -> None:
     for t in threads:
         t.join()
     assert not wrong
+
+
+def test_every_backend_shares_one_many_tensor_key_function() -> None:
+    """Asking again (each backend asks at every call's build) gives the same function, so
+    the guards it remembers are not forgotten at each new signature."""
+    first = library_keys.many_array_keys()[torch.Tensor]
+    assert library_keys.many_array_keys()[torch.Tensor] is first
+
+
+@needs_guards
+def test_a_long_key_is_hashed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The keys of many tensors found again from their guards are the same object, whose
+    hash is not computed again; a key read anew equals it."""
+    keys = _keys(True, monkeypatch)
+    ts = [torch.zeros(2, 3) for _ in range(9)]
+    (first,) = keys(ts)
+    (again,) = keys([torch.ones(2, 3) for _ in range(9)])
+    assert again is first and isinstance(first, library_keys.HashedOnce)
+    (read,) = _keys(False, monkeypatch)(ts)
+    assert read is not first and read == first and hash(read) == hash(first)
+    assert read != library_keys.HashedOnce(first.parts[:-1])

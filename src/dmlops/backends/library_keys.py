@@ -185,6 +185,30 @@ def array_keys() -> dict[type, Callable[[Any], Hashable]]:
     return keys
 
 
+class HashedOnce:
+    """A long key hashed once: the keys of many tensors, which a call finds again from their
+    guards as this same object, would otherwise be hashed field by field at every lookup of
+    the call's signature (1,024 tensors: tens of microseconds). Equal to another of equal
+    parts (a signature read again after its guards were forgotten finds its call)."""
+
+    __slots__ = ("hash", "parts")
+
+    def __init__(self, parts: tuple[Hashable, ...]) -> None:
+        self.parts = parts
+        self.hash = hash(parts)
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (
+            type(other) is HashedOnce and self.hash == other.hash and self.parts == other.parts
+        )
+
+    def __repr__(self) -> str:
+        return f"HashedOnce({self.parts!r})"
+
+
 def tensor_guards() -> Any:
     """torch's own batch check of tensors' metadata (`torch._C._dynamo.guards.TensorGuards`,
     what torch.compile's guards run: each tensor's type, dispatch keys, dtype, device,
@@ -202,16 +226,26 @@ def tensor_guards() -> Any:
     return TensorGuards
 
 
+_MANY_TORCH_KEYS: list[Callable[[Sequence[Any]], list[Hashable] | None]] = []  # (made once)
+
+
 def many_array_keys() -> dict[type, Callable[[Sequence[Any]], list[Hashable] | None]]:
     """Keys of many torch tensors at once (a tag, then their types, sizes, strides and
-    devices, each field a tuple): four passes of C calls instead of a Python call per
-    tensor; and tensors that pass the guards (`tensor_guards`) of tensors keyed before, in
-    one C++ call, that key again (guards compare every field of the key and more: a
-    conjugate, negative or zero tensor, whose key is none on a GPU, never passes a plain
-    tensor's)."""
+    devices, each field a tuple, as one `HashedOnce`): four passes of C calls instead of a
+    Python call per tensor; and tensors that pass the guards (`tensor_guards`) of tensors
+    keyed before, in one C++ call, that key again (guards compare every field of the key
+    and more: a conjugate, negative or zero tensor, whose key is none on a GPU, never passes
+    a plain tensor's). One function for the process: every backend that asks gets it, with
+    the guards it remembers."""
     torch = sys.modules.get("torch")
     if torch is None:
         return {}
+    if not _MANY_TORCH_KEYS:
+        _MANY_TORCH_KEYS.append(_many_torch_keys(torch))
+    return {torch.Tensor: _MANY_TORCH_KEYS[0]}
+
+
+def _many_torch_keys(torch: Any) -> Callable[[Sequence[Any]], list[Hashable] | None]:
     tensor = torch.Tensor
     dtype, shape = operator.attrgetter("dtype"), operator.attrgetter("shape")
     is_cpu = operator.attrgetter("is_cpu")
@@ -242,7 +276,7 @@ def many_array_keys() -> dict[type, Callable[[Sequence[Any]], list[Hashable] | N
         if min(ordinals) < 0:  # (host or meta tensors among them: their devices' types)
             # (all on the host, the commonest: one mark, no Python call a tensor)
             devices = "cpu" if all(map(is_cpu, ts)) else tuple(map(_device, ts))
-        return [MANY_TORCH, *fields, devices]
+        return [HashedOnce((MANY_TORCH, *fields, devices))]
 
     def torch_keys(ts: Sequence[Any]) -> list[Hashable] | None:
         seen = remembered.get(len(ts))
@@ -253,7 +287,8 @@ def many_array_keys() -> dict[type, Callable[[Sequence[Any]], list[Hashable] | N
         key = read_keys(ts)
         if key is None or guards is None:
             return key
-        shapes, strides = cast(tuple[Any, ...], key[2]), cast(tuple[Any, ...], key[3])
+        parts = cast(HashedOnce, key[0]).parts
+        shapes, strides = cast(tuple[Any, ...], parts[2]), cast(tuple[Any, ...], parts[3])
         try:
             made = guards(
                 *ts,
@@ -267,4 +302,4 @@ def many_array_keys() -> dict[type, Callable[[Sequence[Any]], list[Hashable] | N
         del kept[GUARDS_KEPT:]
         return key
 
-    return {tensor: torch_keys}
+    return torch_keys

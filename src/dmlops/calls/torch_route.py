@@ -32,12 +32,19 @@ def _torch_ops() -> Any:
     return _TORCH_OPS
 
 
+_MANY = 8  # arrays from which their types are read in one pass of C calls
+
+
 def _torch_wanted(arrays: Sequence[Any]) -> bool:
-    for a in arrays:
-        if type(a) is not np.ndarray:
-            break
+    if len(arrays) >= _MANY:
+        if set(map(type, arrays)) == {np.ndarray}:
+            return False  # numpy arrays only
     else:
-        return False  # numpy arrays only
+        for a in arrays:
+            if type(a) is not np.ndarray:
+                break
+        else:
+            return False  # numpy arrays only
     if _TORCH_OPS is None and "torch" not in sys.modules:
         return False
     return bool(_torch_ops().wanted(arrays))
