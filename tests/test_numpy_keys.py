@@ -1,0 +1,91 @@
+"""The key of many numpy arrays read in C (`calls/native/keys.c`): two lists give equal keys
+exactly where their arrays' types, sizes and strides are equal, array by array; arrays it
+does not key (subclasses, flexible, object, datetime types) leave the key to Python; a warm
+call of many arrays finds its compiled call by it, and without the extension by Python's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dmlops
+from dmlops.calls import dispatch, signatures
+
+needs_c = pytest.mark.skipif(signatures._arrays_key is None, reason="calls._keys not built")
+
+DTYPES = ["f4", ">f4", "i8", "u1", "?", "c8", ">c16", "f2", "i2", ">u4", "f8"]
+
+
+@st.composite
+def _arrays(draw: Any) -> np.ndarray[Any, Any]:
+    dtype = draw(st.sampled_from(DTYPES))
+    shape = tuple(draw(st.lists(st.integers(0, 3), max_size=3)))
+    base = np.zeros(tuple(2 * n + 1 for n in shape), dtype)
+    steps = tuple(draw(st.sampled_from([1, 2, -1, -2])) for _ in shape)
+    if not shape:
+        return base  # (a 0-D array: indexing it with () would give a scalar)
+    view = base[tuple(slice(None, None, s) for s in steps)]
+    return view[tuple(slice(0, n) for n in shape)]
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_arrays(), min_size=1, max_size=6), st.lists(_arrays(), min_size=1, max_size=6))
+def test_keys_are_equal_exactly_where_every_array_is_alike(
+    xs: list[np.ndarray[Any, Any]], ys: list[np.ndarray[Any, Any]]
+) -> None:
+    """Random lists (each drawn twice, runs of alike arrays among them): the packed keys
+    agree as the Python keys (dtype, shape, strides of each array) agree."""
+    for left, right in ((xs, ys), (xs, [x.copy() if x.flags.c_contiguous else x for x in xs])):
+        same = [signatures._NUMPY_KEY(a) for a in left] == [signatures._NUMPY_KEY(b) for b in right]
+        assert (signatures._arrays_key(left) == signatures._arrays_key(right)) == same
+    runs = xs + xs + xs  # (runs of equal records packed as one)
+    assert signatures._arrays_key(runs) != signatures._arrays_key(xs) or len(xs) == 0
+
+
+@needs_c
+@pytest.mark.parametrize(
+    "odd",
+    [
+        np.zeros(3, "M8[s]"),
+        np.zeros(3, "m8[ms]"),
+        np.zeros(3, "U2"),
+        np.zeros(3, "S2"),
+        np.zeros(3, object),
+        np.zeros(3, [("a", "i4")]),
+        np.zeros(3).view(np.matrix),
+        np.ma.zeros(3),
+    ],
+    ids=lambda a: f"{type(a).__name__}-{a.dtype}",
+)
+def test_arrays_it_does_not_key_leave_the_key_to_python(odd: Any) -> None:
+    """A datetime's unit, a string's length, a subclass's type: not in a packed record, so
+    a list with such an array has none (its key is Python's, which holds them)."""
+    assert signatures._arrays_key([np.zeros(3)] * 8 + [odd]) is None
+    assert signatures.numpy_keys([np.zeros(3)] * 8 + [odd])[-1] == signatures._NUMPY_KEY(odd)
+
+
+@pytest.mark.parametrize("in_c", [True, False])
+def test_a_warm_call_of_many_arrays_finds_its_call(in_c: bool, monkeypatch: Any) -> None:
+    """A join of nine arrays, again on other arrays alike: no second compile; arrays of other
+    strides or another byte order compile their own; answers numpy's."""
+    if in_c and signatures._arrays_key is None:
+        pytest.skip("calls._keys not built")
+    if not in_c:
+        monkeypatch.setattr(signatures, "_arrays_key", None)
+    dispatch.clear_cache()
+    parts = [np.arange(12, dtype=np.float32).reshape(3, 4) + k for k in range(9)]
+    assert np.array_equal(dmlops.join(parts, 0), np.concatenate(parts, 0))
+    compiled = dispatch.cache_size()
+    again = [p * 2 for p in parts]
+    assert np.array_equal(dmlops.join(again, 0), np.concatenate(again, 0))
+    assert dispatch.cache_size() == compiled
+    strided = [(np.arange(24, dtype=np.float32).reshape(3, 8) + k)[:, ::2] for k in range(9)]
+    assert np.array_equal(dmlops.join(strided, 0), np.concatenate(strided, 0))
+    swapped = [p.astype(">f4") for p in parts]
+    assert np.array_equal(dmlops.join(swapped, 0), np.concatenate(parts, 0))
+    assert dispatch.cache_size() == compiled + 2
