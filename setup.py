@@ -39,8 +39,8 @@ except ImportError:  # pragma: no cover - (the keys are read in Python then)
 if numpy is not None:
     extensions.append(
         Extension(
-            "dmlops.calls._keys",
-            sources=["src/dmlops/calls/native/keys.c"],
+            "dmlops.backends._numpy_api",
+            sources=["src/dmlops/backends/numpy_api/arrays.c"],
             include_dirs=[numpy.get_include()],
             extra_compile_args=["-O2", "-std=c11"],
             optional=True,

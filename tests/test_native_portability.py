@@ -61,19 +61,21 @@ def test_extension_sources_compile_for(target: str, tmp_path: Path) -> None:
 # sources on numpy's C API, compiled with this numpy's headers: for the Linux targets only,
 # since the installed headers are configured for the machine numpy was built for (a Linux
 # wheel's include <endian.h>, which macOS has not; on a Mac, a Mac numpy's headers serve)
-NUMPY_SOURCES = sorted((Path(__file__).parents[1] / "src" / "dmlops" / "calls").glob("native/*.c"))
+NUMPY_SOURCES = sorted(
+    (Path(__file__).parents[1] / "src" / "dmlops" / "backends").glob("numpy_api/*.c")
+)
 
 
 @pytest.mark.parametrize("target", [t for t in TARGETS if "linux" in t])
 def test_numpy_api_sources_compile_for(target: str, tmp_path: Path) -> None:
-    """The keys of many numpy arrays (`calls/native/keys.c`) compile for `target` with
+    """What the calls read of many numpy arrays (`backends/numpy_api/arrays.c`) compile for `target` with
     warnings as errors, with Python's and numpy's headers."""
     import numpy
 
     include = sysconfig.get_paths()["include"]
     if not (Path(include) / "Python.h").exists():
         pytest.skip(f"no Python.h under {include}")
-    assert [p.name for p in NUMPY_SOURCES] == ["keys.c"]
+    assert [p.name for p in NUMPY_SOURCES] == ["arrays.c"]
     flags = ["-std=c11", "-O2", "-Wall", "-Werror", f"-I{include}", f"-I{numpy.get_include()}"]
     for source in NUMPY_SOURCES:
         made = subprocess.run(

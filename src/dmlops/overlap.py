@@ -231,17 +231,27 @@ def find_overlaps(
     return found
 
 
+_MANY = 8  # inputs from which `owners` reads their owners in one call
+
+
 def owners_apart(
-    owner: Callable[[Any], object | None], inputs: Sequence[Any], outputs: Sequence[Any]
+    owner: Callable[[Any], object | None],
+    inputs: Sequence[Any],
+    outputs: Sequence[Any],
+    owners: Callable[[Sequence[Any]], list[object | None]] | None = None,
 ) -> bool:
     """True when every output's memory has a known owner that no other binding shares.
 
-    Distinct allocations cannot overlap, so no address needs to be read.
+    Distinct allocations cannot overlap, so no address needs to be read. `owners`: the
+    owners of many arrays in one call (the numpy backend's, in C), where there is one.
     """
     if len(outputs) == 1:  # the common call: one output, its owner against each input's
         mine = owner(outputs[0])
         if mine is None:
             return False
+        if owners is not None and len(inputs) >= _MANY:
+            theirs_all = set(map(id, owners(inputs)))
+            return id(mine) not in theirs_all and id(None) not in theirs_all
         for x in inputs:
             theirs = owner(x)
             if theirs is None or theirs is mine:

@@ -117,6 +117,10 @@ class NumpyCopy:
 _BACKENDS: weakref.WeakSet[NumpyBackend] = weakref.WeakSet()
 # the engine's Block type (memory of new outputs), or a type nothing is
 _BLOCK: type = getattr(cpu_engine.native(), "Block", type(None))
+try:  # (many arrays' owners read in C, where that extension was built)
+    from ._numpy_api import owners as _OWNERS  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - (built without numpy's headers or a compiler)
+    _OWNERS = None
 
 
 def _forget_pools() -> None:
@@ -265,6 +269,13 @@ class NumpyBackend:
                 return obj if obj.flags.owndata else None
             obj = base
         return obj if type(obj) is _BLOCK else None
+
+    def owners(self, objs: Sequence[Any]) -> list[object | None]:
+        """Each array's `owner`, in one C call where that extension was built."""
+        if _OWNERS is not None:
+            found: list[object | None] = _OWNERS(objs, _BLOCK)
+            return found
+        return list(map(self.owner, objs))
 
     def address(self, flat: Any) -> int:
         return int(flat.__array_interface__["data"][0])

@@ -70,6 +70,7 @@ class _Call:
         self.direct = all(f is None for f in self.in_flats + self.out_flats)
         # flat buffers that are their own addresses (device pointers): none to read
         self.flats_are_addresses = bool(getattr(backend, "flats_are_addresses", False))
+        self.owners = getattr(backend, "owners", None)  # (many arrays' owners in one call)
         self.allocate = [(k, shape) for k, shape in enumerate(new_shapes) if shape is not None]
         self.any_given = len(self.allocate) < len(new_shapes)
         # inputs the plan reads (an in-place scatter's own input is not read): only these
@@ -188,7 +189,7 @@ class _Call:
         read = ins if len(self.read) == len(ins) else [ins[k] for k in self.read]
         if (
             self.any_given
-            and not owners_apart(self.backend.owner, read, results)
+            and not owners_apart(self.backend.owner, read, results, self.owners)
             and self._spans_meet(in_flats, out_flats)
         ):
             staged = self._stage(ins, in_flats, out_flats)

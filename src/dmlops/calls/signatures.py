@@ -28,7 +28,7 @@ _ARRAY_KEYS: dict[type, Callable[[Any], Hashable]] = {np.ndarray: numpy_key}
 _MANY = 8  # arrays in a call from which their keys are read at once
 _NUMPY_KEY = operator.attrgetter("dtype", "shape", "strides")  # a numpy array's key
 try:  # (the keys of many numpy arrays read in C, where that extension was built)
-    from ._keys import arrays_key as _arrays_key  # type: ignore[import-not-found]
+    from ..backends._numpy_api import arrays_key as _arrays_key  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - (built without numpy's headers or a compiler)
     _arrays_key = None
 NUMPY_ARRAYS = "numpy arrays, packed"  # the tag of many numpy arrays' key read in C
@@ -36,7 +36,7 @@ NUMPY_ARRAYS = "numpy arrays, packed"  # the tag of many numpy arrays' key read 
 
 def numpy_keys(arrays: Sequence[Any]) -> list[Hashable]:
     """The keys of many numpy arrays: one packed record of their types, sizes and strides
-    read in C (`calls/native/keys.c`; 17 µs for 1,024 arrays where three attribute reads an
+    read in C (`backends/numpy_api/arrays.c`; 17 µs for 1,024 arrays where three attribute reads an
     array and the tuples' hash took about 190), else each array's (dtype, shape, strides)."""
     if _arrays_key is not None:
         packed = _arrays_key(arrays)

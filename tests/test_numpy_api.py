@@ -1,7 +1,8 @@
-"""The key of many numpy arrays read in C (`calls/native/keys.c`): two lists give equal keys
-exactly where their arrays' types, sizes and strides are equal, array by array; arrays it
-does not key (subclasses, flexible, object, datetime types) leave the key to Python; a warm
-call of many arrays finds its compiled call by it, and without the extension by Python's."""
+"""What the calls read of many numpy arrays in C (`backends/numpy_api/arrays.c`): their key,
+equal for two lists exactly where their arrays' types, sizes and strides are equal, array by
+array (arrays it does not key — subclasses, flexible, object, datetime types — leave the key
+to Python), which a warm call of many arrays finds its compiled call by (and without the
+extension by Python's); and their owners, the numpy backend's `owner` of each."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 import dmlops
 from dmlops.calls import dispatch, signatures
 
-needs_c = pytest.mark.skipif(signatures._arrays_key is None, reason="calls._keys not built")
+needs_c = pytest.mark.skipif(signatures._arrays_key is None, reason="backends._numpy_api not built")
 
 DTYPES = ["f4", ">f4", "i8", "u1", "?", "c8", ">c16", "f2", "i2", ">u4", "f8"]
 
@@ -74,7 +75,7 @@ def test_a_warm_call_of_many_arrays_finds_its_call(in_c: bool, monkeypatch: Any)
     """A join of nine arrays, again on other arrays alike: no second compile; arrays of other
     strides or another byte order compile their own; answers numpy's."""
     if in_c and signatures._arrays_key is None:
-        pytest.skip("calls._keys not built")
+        pytest.skip("backends._numpy_api not built")
     if not in_c:
         monkeypatch.setattr(signatures, "_arrays_key", None)
     dispatch.clear_cache()
@@ -89,3 +90,45 @@ def test_a_warm_call_of_many_arrays_finds_its_call(in_c: bool, monkeypatch: Any)
     swapped = [p.astype(">f4") for p in parts]
     assert np.array_equal(dmlops.join(swapped, 0), np.concatenate(parts, 0))
     assert dispatch.cache_size() == compiled + 2
+
+
+def test_many_owners_read_in_c_are_the_backends_owner_of_each() -> None:
+    """The numpy backend's owners of many arrays (one C call where built) are its `owner` of
+    each: arrays owning their data, views and views of views, the engine's memory blocks,
+    memory of unknown origin (a bytes object's, a subclass), in one list."""
+    from dmlops.backends import cpu_engine
+    from dmlops.backends.numpy_backend import NumpyBackend
+
+    backend = NumpyBackend.instance()
+    big = np.zeros((4, 64, 1024), np.float32)
+    block = cpu_engine.empty((1 << 20,), np.float32)  # (the engine's memory, where built)
+    arrays = [
+        np.zeros(3),
+        big,
+        big[1],
+        big[1][::2, 3:],
+        block,
+        block[5:9],
+        np.frombuffer(b"abcdefgh", np.uint8),
+        np.zeros(3).view(np.matrix),
+        np.arange(4)[::-1],
+    ]
+    owners = backend.owners(arrays * 2)
+    assert [id(o) for o in owners] == [id(backend.owner(a)) for a in arrays * 2]
+    assert owners[2] is big and owners[6] is None and owners[7] is None
+
+
+def test_an_output_among_many_inputs_apart_only_where_no_input_shares_its_owner() -> None:
+    """Owners read at once for many inputs: apart where every input owns other memory; not
+    where one input views the output's memory or has no known owner."""
+    from dmlops.backends.numpy_backend import NumpyBackend
+    from dmlops.overlap import owners_apart
+
+    backend = NumpyBackend.instance()
+    out = np.zeros((16, 4), np.float32)
+    own = [np.zeros((1, 4), np.float32) for _ in range(15)]
+    for many in (None, backend.owners):
+        assert owners_apart(backend.owner, own, [out], many)
+        assert not owners_apart(backend.owner, [*own, out[3:4]], [out], many)
+        unknown = np.frombuffer(bytearray(16), np.float32).reshape(1, 4)
+        assert not owners_apart(backend.owner, [*own, unknown], [out], many)

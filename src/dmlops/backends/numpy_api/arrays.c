@@ -1,6 +1,7 @@
-/* dmlops.calls._keys: the key of many numpy arrays read in C (numpy's C API).
+/* dmlops.backends._numpy_api: what the calls read of many numpy arrays, in C (numpy's C API).
  *
  *   arrays_key(arrays) -> bytes | None
+ *   owners(arrays, block_type) -> list
  *
  * Each array's type (numpy's type number and byte order), rank, sizes and strides, packed,
  * a run of arrays with equal records as one record and its count: the same arrays give the
@@ -116,16 +117,57 @@ done:
     return result;
 }
 
+/* The object that allocated an array's memory: its base chain's root where that is a plain
+ * ndarray owning its data or an object of `block_type` (the engine's memory blocks), else
+ * None (memory of unknown origin); the numpy backend's `owner`, for each item. */
+static PyObject *owner_of(PyObject *obj, PyObject *block_type) {
+    while (PyArray_CheckExact(obj)) {
+        PyObject *base = PyArray_BASE((PyArrayObject *)obj);
+        if (base == NULL) {
+            return PyArray_CHKFLAGS((PyArrayObject *)obj, NPY_ARRAY_OWNDATA) ? obj : Py_None;
+        }
+        obj = base;
+    }
+    return (PyObject *)Py_TYPE(obj) == block_type ? obj : Py_None;
+}
+
+static PyObject *owners(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    (void)self;
+    if (n != 2) {
+        PyErr_SetString(PyExc_TypeError, "owners(arrays, block_type)");
+        return NULL;
+    }
+    PyObject *items = PySequence_Fast(args[0], "owners: a sequence of arrays");
+    if (items == NULL) {
+        return NULL;
+    }
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(items);
+    PyObject **each = PySequence_Fast_ITEMS(items);
+    PyObject *found = PyList_New(count);
+    if (found != NULL) {
+        for (Py_ssize_t k = 0; k < count; k++) {
+            PyObject *owner = owner_of(each[k], args[1]);
+            Py_INCREF(owner);
+            PyList_SET_ITEM(found, k, owner);
+        }
+    }
+    Py_DECREF(items);
+    return found;
+}
+
 static PyMethodDef methods[] = {
     {"arrays_key", arrays_key, METH_O,
      "The key of many numpy arrays (types, ranks, sizes, strides), or None."},
+    {"owners", (PyCFunction)(void (*)(void))owners, METH_FASTCALL,
+     "Each array's owner (the numpy backend's `owner`), in one C call."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_keys",
-                                    "Keys of many numpy arrays, read in C", -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_numpy_api",
+                                    "What the calls read of many numpy arrays, in C", -1,
+                                    methods};
 
-PyMODINIT_FUNC PyInit__keys(void) {
+PyMODINIT_FUNC PyInit__numpy_api(void) {
     import_array();
     return PyModule_Create(&module);
 }
