@@ -629,3 +629,29 @@ def test_an_in_place_scatter_of_whole_rows_runs_on_the_engines_kernel() -> None:
         want[row] = update
     dmlops.scatter_nd(data, rows, view, out=data)
     assert _bits(data) == _bits(want)
+
+
+def test_a_warm_call_into_a_given_output_without_into_runs_from_its_signature(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A join of twenty arrays into a given output (too many bindings for the engine's
+    one-call `into`): warm, its compiled call runs straight from the signature, the general
+    path never entered; into an output that one of its inputs views, the general path
+    stages that input first (every value right)."""
+    parts = [np.full((2, 3), k, np.float32) for k in range(20)]
+    out = np.empty((40, 3), np.float32)
+    dmlops.join(parts, 0, out=out)  # (compiled)
+    entered: list[int] = []
+
+    def counted(*a: Any, real: Any = dispatch._dispatch, seen: Any = entered) -> Any:
+        seen.append(1)
+        return real(*a)
+
+    monkeypatch.setattr(dispatch, "_dispatch", counted)
+    again = [p + 1 for p in parts]
+    assert dmlops.join(again, 0, out=out) is out and not entered
+    assert np.array_equal(out, np.concatenate(again, 0))
+    inside = [out[2 * k : 2 * k + 2] for k in range(20)][::-1]  # (views of the output)
+    want = np.concatenate([v.copy() for v in inside], 0)
+    assert dmlops.join(inside, 0, out=out) is out and entered
+    assert np.array_equal(out, want)

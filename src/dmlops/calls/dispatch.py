@@ -155,17 +155,22 @@ def _warm_keyed(op: str, fields: Hashable, level: Any, ins: list[Any]) -> Any:
 
 
 def _warm_into(op: str, fields: Hashable, level: Any, ins: list[Any], out: Any) -> Any:
-    """`_warm` into a given numpy output: `out` where the compiled call's `into` ran, else
-    `_MISS` (the general path: a new signature, or buffers that meet)."""
+    """`_warm` into a given numpy output: `out` where the compiled call ran (its `into`, one
+    C call, where it has one; else the call itself, its key made once), else `_MISS` (the
+    general path: a new signature, or inputs that meet the output and must be staged)."""
     if type(out) is not np.ndarray:
         return _MISS
     key = _numpy_signature(op, fields, level, ins, [numpy_key(out)])
     entry = _numpy_entry(key)
     if entry is None:
         return _MISS
-    into = entry[0].into
-    if into is None or not into(ins, out):
-        return _MISS
+    call: _Call = entry[0]
+    into = call.into
+    if into is not None:
+        if not into(ins, out):
+            return _MISS
+    elif call.hot is not None or call(ins, [out], _restaged) is _MISS:
+        return _MISS  # (inputs to stage first: the general path stages them)
     if entry[1] != _CACHE.clock:
         _CACHE.get(key)  # refresh its place
     return out
