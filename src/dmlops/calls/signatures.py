@@ -36,8 +36,9 @@ NUMPY_ARRAYS = "numpy arrays, packed"  # the tag of many numpy arrays' key read 
 
 def numpy_keys(arrays: Sequence[Any]) -> list[Hashable]:
     """The keys of many numpy arrays: one packed record of their types, sizes and strides
-    read in C (`backends/numpy_api/arrays.c`; 17 µs for 1,024 arrays where three attribute reads an
-    array and the tuples' hash took about 190), else each array's (dtype, shape, strides)."""
+    read in C (`backends/numpy_api/arrays.c`; 17 µs for 1,024 arrays, where three attribute
+    reads an array and the tuples' hash took about 190), else each array's (dtype, shape,
+    strides)."""
     if _arrays_key is not None:
         packed = _arrays_key(arrays)
         if packed is not None:
