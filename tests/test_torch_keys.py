@@ -176,3 +176,20 @@ def test_a_long_key_is_hashed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     (read,) = _keys(False, monkeypatch)(ts)
     assert read is not first and read == first and hash(read) == hash(first)
     assert read != library_keys.HashedOnce(first.parts[:-1])
+
+
+@needs_guards
+def test_guards_of_ever_new_counts_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lists of ever new lengths (a join that grows by one each step): the guards kept
+    describe at most MOST_GUARDED tensors, whatever the program met before."""
+    monkeypatch.setattr(library_keys, "MOST_GUARDED", 200)
+    keys = _keys(True, monkeypatch)
+    monkeypatch.setattr(library_keys, "MOST_GUARDED", 200)
+    t = torch.zeros(2)
+    for n in range(8, 60):
+        keys([t] * n)
+    cells = [c.cell_contents for c in keys.__closure__ or ()]
+    remembered = next(c for c in cells if isinstance(c, dict))
+    held = sum(n * len(kept) for n, kept in remembered.items())
+    assert 0 < held <= 200
+    assert keys([t] * 59) == keys([t] * 59)  # (the latest still found)

@@ -50,6 +50,10 @@ GUARDS_KEPT = 8  # guards remembered for each count of tensors, each sizes of on
 # torch's guards (`tensor_guards`, found at the first key: None where torch has none)
 _ONE_GUARDS: dict[Any, list[tuple[Callable[[Any], bool], tuple[Any, ...]]]] = {}
 _MOST_SIZES = 4096  # sizes remembered (all forgotten past this)
+# tensors that the guards of many tensors' keys may describe at once, over every count (all
+# forgotten past this: a program joining lists of ever new lengths would otherwise keep
+# guards of n tensors for every n it met)
+MOST_GUARDED = 1 << 16
 _GUARDS: list[Any] = []
 
 
@@ -252,6 +256,7 @@ def _many_torch_keys(torch: Any) -> Callable[[Sequence[Any]], list[Hashable] | N
     is_conj, is_neg, is_zero = tensor.is_conj, tensor.is_neg, tensor._is_zerotensor
     guards = tensor_guards()
     remembered: dict[int, list[tuple[Any, list[Hashable]]]] = {}  # by count: (guards, key)
+    guarded = [0]  # the tensors their guards describe
 
     def _any_marked(ts: Sequence[Any], dtypes: tuple[Any, ...]) -> bool:
         # (as `marked`, a pass a bit; the conjugate bit's only where a type is complex)
@@ -297,8 +302,12 @@ def _many_torch_keys(torch: Any) -> Callable[[Sequence[Any]], list[Hashable] | N
             )
         except Exception:  # noqa: BLE001 - (a tensor torch's guards refuse: keyed each call)
             return key
+        if guarded[0] + len(ts) > MOST_GUARDED:
+            remembered.clear()
+            guarded[0] = 0
         kept = remembered.setdefault(len(ts), [])
         kept.insert(0, (made.check, key))
+        guarded[0] += len(ts) - len(ts) * len(kept[GUARDS_KEPT:])
         del kept[GUARDS_KEPT:]
         return key
 
