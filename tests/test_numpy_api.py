@@ -132,3 +132,20 @@ def test_an_output_among_many_inputs_apart_only_where_no_input_shares_its_owner(
         assert not owners_apart(backend.owner, [*own, out[3:4]], [out], many)
         unknown = np.frombuffer(bytearray(16), np.float32).reshape(1, 4)
         assert not owners_apart(backend.owner, [*own, unknown], [out], many)
+
+
+def test_many_addresses_read_in_c_are_each_arrays_data_address() -> None:
+    """The numpy backend's addresses of many arrays (one C call where built) are each
+    array's `__array_interface__` data address: views, reversed views (their first element's
+    address), empty and 0-D arrays, subclasses; an item that is no array is read in Python."""
+    from dmlops.backends.numpy_backend import NumpyBackend
+
+    backend = NumpyBackend.instance()
+    big = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    arrays = [big, big[1], big[:, ::-1, 2:], big[::-1], np.zeros(0), np.float64(1.5) * np.ones(())]
+    arrays.append(np.zeros(3).view(np.matrix))
+    want = [a.__array_interface__["data"][0] for a in arrays]
+    assert backend.addresses(arrays) == want
+    assert [backend.address(a) for a in arrays] == want
+    with pytest.raises(AttributeError):
+        backend.addresses([*arrays, object()])  # (read in Python: no array interface)

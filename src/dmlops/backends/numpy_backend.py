@@ -117,10 +117,13 @@ class NumpyCopy:
 _BACKENDS: weakref.WeakSet[NumpyBackend] = weakref.WeakSet()
 # the engine's Block type (memory of new outputs), or a type nothing is
 _BLOCK: type = getattr(cpu_engine.native(), "Block", type(None))
-try:  # (many arrays' owners read in C, where that extension was built)
-    from ._numpy_api import owners as _OWNERS  # type: ignore[import-not-found]
+try:  # (many arrays' owners and addresses read in C, where that extension was built)
+    from ._numpy_api import (  # type: ignore[import-not-found]
+        addresses as _ADDRESSES,
+    )
+    from ._numpy_api import owners as _OWNERS
 except ImportError:  # pragma: no cover - (built without numpy's headers or a compiler)
-    _OWNERS = None
+    _ADDRESSES = _OWNERS = None
 
 
 def _forget_pools() -> None:
@@ -279,6 +282,14 @@ class NumpyBackend:
 
     def address(self, flat: Any) -> int:
         return int(flat.__array_interface__["data"][0])
+
+    def addresses(self, flats: Sequence[Any]) -> list[int]:
+        """Each flat buffer's `address`, in one C call where that extension was built."""
+        if _ADDRESSES is not None:
+            found: list[int] | None = _ADDRESSES(flats)
+            if found is not None:
+                return found
+        return list(map(self.address, flats))
 
     def new_like(
         self, template: Any, shape: tuple[int, ...], dtype: Any = None

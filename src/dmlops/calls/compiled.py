@@ -295,8 +295,12 @@ class _Call:
         """Whether any output's bytes may meet a read input's or another output's (False:
         none can overlap; True: find_overlaps decides)."""
         if not self.flats_are_addresses:
-            address = self.backend.address
-            in_flats, out_flats = list(map(address, in_flats)), list(map(address, out_flats))
+            many = getattr(self.backend, "addresses", None)  # (all at once, where it can)
+            if many is not None:
+                in_flats, out_flats = many(in_flats), many(out_flats)
+            else:
+                address = self.backend.address
+                in_flats, out_flats = list(map(address, in_flats)), list(map(address, out_flats))
         if self.read_spans is None:
             assert self.many_spans is not None  # (one of the two is set)
             return self.many_spans(in_flats, out_flats)
