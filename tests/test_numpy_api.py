@@ -149,3 +149,29 @@ def test_many_addresses_read_in_c_are_each_arrays_data_address() -> None:
     assert [backend.address(a) for a in arrays] == want
     with pytest.raises(AttributeError):
         backend.addresses([*arrays, object()])  # (read in Python: no array interface)
+
+
+@pytest.mark.parametrize("in_c", [True, False])
+def test_joins_of_many_arrays_into_out_with_and_without_the_extension(
+    in_c: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A join of twelve arrays into a given output: apart (their own memory), into views of
+    the output itself (staged first), and of arrays whose owner is unknown (a bytearray's
+    memory: addresses read) — right with the owners and addresses read in C and in Python."""
+    from dmlops.backends import numpy_backend
+
+    if not in_c:
+        monkeypatch.setattr(numpy_backend, "_OWNERS", None)
+        monkeypatch.setattr(numpy_backend, "_ADDRESSES", None)
+    dispatch.clear_cache()
+    out = np.zeros((24, 3), np.float32)
+    own = [np.full((2, 3), k, np.float32) for k in range(12)]
+    assert dmlops.join(own, 0, out=out) is out and np.array_equal(out, np.concatenate(own))
+    inside = [out[2 * k : 2 * k + 2] for k in range(12)][::-1]
+    want = np.concatenate([v.copy() for v in inside])
+    assert np.array_equal(dmlops.join(inside, 0, out=out), want)
+    memory = bytearray(12 * 2 * 3 * 4)
+    unknown = list(np.frombuffer(memory, np.float32).reshape(12, 2, 3))
+    for k, u in enumerate(unknown):
+        u[...] = -k
+    assert np.array_equal(dmlops.join(unknown, 0, out=out), np.concatenate(unknown))
