@@ -48,6 +48,17 @@ static int put(buffer_t *b, const void *data, size_t n) {
     return 0;
 }
 
+/* `arrays` as a fast sequence (a new reference, NULL with Python's error set), its items
+ * and their count in `each` and `count`. */
+static PyObject *items_of(PyObject *arrays, const char *what, PyObject ***each, Py_ssize_t *count) {
+    PyObject *items = PySequence_Fast(arrays, what);
+    if (items != NULL) {
+        *count = PySequence_Fast_GET_SIZE(items);
+        *each = PySequence_Fast_ITEMS(items);
+    }
+    return items;
+}
+
 /* One array's record: type number, byte order, rank, sizes, strides; its length in
  * `record` (int64 words), or -1 where the array is not keyed here. */
 static int record_of(PyObject *obj, int64_t *record) {
@@ -76,12 +87,12 @@ static int record_of(PyObject *obj, int64_t *record) {
 
 static PyObject *arrays_key(PyObject *self, PyObject *arrays) {
     (void)self;
-    PyObject *items = PySequence_Fast(arrays, "arrays_key: a sequence of arrays");
+    PyObject **each;
+    Py_ssize_t count;
+    PyObject *items = items_of(arrays, "arrays_key: a sequence of arrays", &each, &count);
     if (items == NULL) {
         return NULL;
     }
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(items);
-    PyObject **each = PySequence_Fast_ITEMS(items);
     buffer_t out = {NULL, 0, 0};
     int64_t last[1 + 2 * MOST_RANK], now[1 + 2 * MOST_RANK];
     int last_n = 0;
@@ -138,12 +149,12 @@ static PyObject *owners(PyObject *self, PyObject *const *args, Py_ssize_t n) {
         PyErr_SetString(PyExc_TypeError, "owners(arrays, block_type)");
         return NULL;
     }
-    PyObject *items = PySequence_Fast(args[0], "owners: a sequence of arrays");
+    PyObject **each;
+    Py_ssize_t count;
+    PyObject *items = items_of(args[0], "owners: a sequence of arrays", &each, &count);
     if (items == NULL) {
         return NULL;
     }
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(items);
-    PyObject **each = PySequence_Fast_ITEMS(items);
     PyObject *found = PyList_New(count);
     if (found != NULL) {
         for (Py_ssize_t k = 0; k < count; k++) {
@@ -160,12 +171,12 @@ static PyObject *owners(PyObject *self, PyObject *const *args, Py_ssize_t n) {
  * dict an array: about 1 µs), or None where an item is not an ndarray. */
 static PyObject *addresses(PyObject *self, PyObject *arrays) {
     (void)self;
-    PyObject *items = PySequence_Fast(arrays, "addresses: a sequence of arrays");
+    PyObject **each;
+    Py_ssize_t count;
+    PyObject *items = items_of(arrays, "addresses: a sequence of arrays", &each, &count);
     if (items == NULL) {
         return NULL;
     }
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(items);
-    PyObject **each = PySequence_Fast_ITEMS(items);
     PyObject *found = PyList_New(count);
     for (Py_ssize_t k = 0; found != NULL && k < count; k++) {
         if (!PyArray_Check(each[k])) {
