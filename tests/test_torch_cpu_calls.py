@@ -283,16 +283,16 @@ def test_a_cuda_tensor_is_not_keyed_by_the_warm_path(monkeypatch: pytest.MonkeyP
     """`_warm` leaves a CUDA tensor's call to the general path's lookup (its hot closure)
     without making its key first; a CPU tensor's it keys."""
     keyed: list[type] = []
-    real = dispatch._key_function
+    real = dispatch._keyed_inputs
 
-    def key_function(kind: type) -> Any:
-        keyed.append(kind)
-        return real(kind)
+    def keyed_inputs(parts: list[Any], ins: list[Any]) -> Any:
+        keyed.extend(map(type, ins))
+        return real(parts, ins)
 
     class OnAGpu:
         is_cuda = True
 
-    monkeypatch.setattr(dispatch, "_key_function", key_function)
+    monkeypatch.setattr(dispatch, "_keyed_inputs", keyed_inputs)
     assert dispatch._warm("SLICE1", b"", None, [OnAGpu()]) is dispatch._MISS
     assert keyed == []
     dispatch._warm("SLICE1", b"", None, [torch.zeros(2)])

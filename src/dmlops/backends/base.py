@@ -55,7 +55,8 @@ class Backend(Protocol):
     (pointers and queue of buffers made for a call) and
     `lean_bindings(arrays, in_lows, out_lows)` (an array's address, a new-output function
     and a maker of one output shape's new outputs, for a call's arrays: CUDA's, for torch
-    tensors).
+    tensors), `owners(arrays)` and `addresses(flats)` (`owner` and `address` of many at
+    once: numpy's, in C).
     """
 
     name: str

@@ -60,7 +60,7 @@ class _Call:
         self.backend = backend
         self.queue = queue
         self.operator = desc.OPERATOR
-        self.output_names = [f"{desc.OPERATOR}.{n}" for n, _ in desc.output_fields()]
+        self.output_names = output_names(desc)
         self.plan = plan
         # (an Executor; typed Any: a backend's optional hooks are read off it)
         self.run: Any = backend.executor(plan)
@@ -70,7 +70,9 @@ class _Call:
         self.direct = all(f is None for f in self.in_flats + self.out_flats)
         # flat buffers that are their own addresses (device pointers): none to read
         self.flats_are_addresses = bool(getattr(backend, "flats_are_addresses", False))
-        self.owners = getattr(backend, "owners", None)  # (many arrays' owners in one call)
+        # many arrays' owners, and flat buffers' addresses, in one call (where it has them)
+        self.owners = getattr(backend, "owners", None)
+        self.addresses = getattr(backend, "addresses", None)
         self.allocate = [(k, shape) for k, shape in enumerate(new_shapes) if shape is not None]
         self.any_given = len(self.allocate) < len(new_shapes)
         # inputs the plan reads (an in-place scatter's own input is not read): only these
@@ -295,12 +297,11 @@ class _Call:
         """Whether any output's bytes may meet a read input's or another output's (False:
         none can overlap; True: find_overlaps decides)."""
         if not self.flats_are_addresses:
-            many = getattr(self.backend, "addresses", None)  # (all at once, where it can)
-            if many is not None:
-                in_flats, out_flats = many(in_flats), many(out_flats)
-            else:
+            addresses = self.addresses
+            if addresses is None:
                 address = self.backend.address
-                in_flats, out_flats = list(map(address, in_flats)), list(map(address, out_flats))
+                addresses = lambda flats: list(map(address, flats))  # noqa: E731
+            in_flats, out_flats = addresses(in_flats), addresses(out_flats)
         if self.read_spans is None:
             assert self.many_spans is not None  # (one of the two is set)
             return self.many_spans(in_flats, out_flats)
@@ -360,9 +361,7 @@ def _compile(
         return _empty_call(backend, make_desc, in_t, out_t, new_shapes, like, dtype)
     desc = _described(make_desc, in_t, out_t, _level(level), fill)
     desc.validate(_level(level))
-    refuse_unwritable(
-        [f"{desc.OPERATOR}.{n}" for n, _ in desc.output_fields()], outs, [t.writable for t in out_t]
-    )
+    refuse_unwritable(output_names(desc), outs, [t.writable for t in out_t])
     refuse_other_byte_orders(desc, in_t, out_t)
     op = desc.OPERATOR
     named = [(f"{op}.{n}", x) for (n, _), x in zip(desc.input_fields(), ins, strict=True)]
@@ -381,6 +380,11 @@ def _compile(
     if edit is not None:
         plan = edit(plan)
     return _Call(backend, desc, plan, in_t, out_t, new_shapes, queue, like, dtype)
+
+
+def output_names(desc: OperatorDesc) -> list[str]:
+    """A descriptor's output fields as messages name them ("SLICE1.OutputTensor")."""
+    return [f"{desc.OPERATOR}.{n}" for n, _ in desc.output_fields()]
 
 
 def refuse_unwritable(names: Sequence[str], outs: Sequence[Any], writable: Sequence[bool]) -> None:

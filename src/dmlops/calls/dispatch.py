@@ -15,7 +15,7 @@ from ..elements import element_of, encode, numpy_dtype
 from ..errors import InvalidDescriptorError
 from .cache import _LRU, CACHE_SIZE
 from .compiled import _MISS, _Call, _Converted
-from .signatures import _MANY, _key_function, _keyed_inputs, _output_key, _signature, numpy_keys
+from .signatures import _MANY, _keyed_inputs, _output_key, _signature, numpy_keys
 from .tensors import _on_device, backend_of
 
 _CACHE: _LRU[_Call] = _LRU(CACHE_SIZE)
@@ -135,16 +135,9 @@ def _warm_keyed(op: str, fields: Hashable, level: Any, ins: list[Any]) -> Any:
     closure runs from the general path's lookup, with no second key made)."""
     if getattr(ins[0], "is_cuda", False):
         return _MISS
-    key: Hashable | None = None
-    if len(ins) == 1:
-        key_of = _key_function(type(ins[0]))
-        found = None if key_of is None else key_of(ins[0])
-        key = None if found is None else (op, fields, level, found, None)
-    else:
-        parts: list[Hashable] = [op, fields, level]
-        if _keyed_inputs(parts, ins):
-            parts.append(None)
-            key = tuple(parts)
+    parts: list[Hashable] = [op, fields, level]
+    keyed = _keyed_inputs(parts, ins)  # (each input's key appended, as the signature's)
+    key = (*parts, None) if keyed else None
     entry = _numpy_entry(key)
     if entry is None or entry[0].warm_one is None:
         return _MISS

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DmlError
+from .signatures import _MANY
 
 _TORCH_OPS: Any = None  # dmlops.torch.operators, once torch is imported
 # how to load it: the package wires this in (dmlops/__init__.py), so that this module never
@@ -32,11 +33,8 @@ def _torch_ops() -> Any:
     return _TORCH_OPS
 
 
-_MANY = 8  # arrays from which their types are read in one pass of C calls
-
-
 def _torch_wanted(arrays: Sequence[Any]) -> bool:
-    if len(arrays) >= _MANY:
+    if len(arrays) >= _MANY:  # (their types read in one pass of C calls)
         if set(map(type, arrays)) == {np.ndarray}:
             return False  # numpy arrays only
     else:
